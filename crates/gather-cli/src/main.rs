@@ -1,0 +1,5 @@
+//! The `gather` command.
+
+fn main() {
+    println!("gather");
+}

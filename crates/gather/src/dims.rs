@@ -1,0 +1,112 @@
+//! Dims and shapes: negative dims, the 0-d convention, broadcasting.
+//!
+//! `dim` is an `isize` and counts from the end when negative, as in PyTorch. For the gather family a
+//! 0-d array behaves as a 1-d array of one element, so dims `0` and `-1` are valid for it.
+//!
+//! ```
+//! use gather::dims::{normalize_dim, broadcast_shapes};
+//! assert_eq!(normalize_dim("gather", -1, 3).unwrap(), 2);
+//! assert_eq!(normalize_dim("gather", 0, 0).unwrap(), 0);
+//! assert!(normalize_dim("gather", 3, 3).is_err());
+//! assert_eq!(broadcast_shapes(&[3, 1], &[1, 4]).unwrap(), vec![3, 4]);
+//! ```
+
+use crate::error::{fmt_shape, Error, ErrorKind, Result};
+
+/// Wraps `dim` against a tensor of `ndim` dimensions (a 0-d tensor counts as 1-d).
+///
+/// The error is PyTorch's `Dimension out of range (expected to be in range of [-N, N-1], but got D)`,
+/// with a hint for the usual off-by-one.
+///
+/// ```
+/// let e = gather::dims::normalize_dim("gather", 2, 2).unwrap_err();
+/// assert_eq!(e.kind(), gather::ErrorKind::DimOutOfRange);
+/// assert!(e.to_string().contains("[-2, 1], but got 2"));
+/// ```
+pub fn normalize_dim(op: &str, dim: isize, ndim: usize) -> Result<usize> {
+    let n = ndim.max(1) as isize;
+    if dim >= -n && dim < n {
+        return Ok(if dim < 0 { (dim + n) as usize } else { dim as usize });
+    }
+    Err(dim_error(op, dim, ndim))
+}
+
+/// The error for a `dim` outside `[-ndim, ndim)`.
+pub(crate) fn dim_error(op: &str, dim: isize, ndim: usize) -> Error {
+    let n = ndim.max(1) as isize;
+    let msg = format!(
+        "{op}: Dimension out of range (expected to be in range of [{}, {}], but got {dim})",
+        -n,
+        n - 1
+    );
+    let hint = if dim == n {
+        format!(
+            "dims count from 0, so the last dim of a {ndim}-d array is {} (or -1)",
+            n - 1
+        )
+    } else if dim == -n - 1 {
+        format!("negative dims count from the end: -1 is the last dim and -{n} the first")
+    } else {
+        format!("a {ndim}-d array has dims 0..{n} (or -{n}..-1 counting from the end)")
+    };
+    Error::new(ErrorKind::DimOutOfRange, msg).with_hint(hint)
+}
+
+/// NumPy/PyTorch broadcasting of two shapes (aligned at the end; sizes equal or one of them 1).
+///
+/// ```
+/// use gather::dims::broadcast_shapes;
+/// assert_eq!(broadcast_shapes(&[2, 1, 4], &[3, 1]).unwrap(), vec![2, 3, 4]);
+/// assert!(broadcast_shapes(&[3], &[2]).is_err());
+/// ```
+pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
+    let n = a.len().max(b.len());
+    let mut out = vec![0; n];
+    for i in 0..n {
+        let da = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
+        let db = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
+        out[i] = if da == db || db == 1 {
+            da
+        } else if da == 1 {
+            db
+        } else {
+            return Err(Error::new(
+                ErrorKind::ShapeMismatch,
+                format!(
+                    "The size of tensor a ({da}) must match the size of tensor b ({db}) at non-singleton dimension {i} (shapes {} and {})",
+                    fmt_shape(a),
+                    fmt_shape(b)
+                ),
+            )
+            .with_hint("broadcasting aligns shapes at their last dims; each pair of sizes must be equal or one of them 1"));
+        };
+    }
+    Ok(out)
+}
+
+/// The number of elements of `shape`, or an error when it overflows `usize`.
+///
+/// ```
+/// assert_eq!(gather::dims::checked_numel(&[2, 3]).unwrap(), 6);
+/// assert!(gather::dims::checked_numel(&[usize::MAX, 2]).is_err());
+/// ```
+pub fn checked_numel(shape: &[usize]) -> Result<usize> {
+    shape.iter().try_fold(1usize, |acc, &s| acc.checked_mul(s)).ok_or_else(|| {
+        Error::new(ErrorKind::InvalidArgument, format!("shape {} has more elements than fit in memory", fmt_shape(shape)))
+    })
+}
+
+/// Row-major (C-order) strides of `shape`, in elements.
+///
+/// ```
+/// assert_eq!(gather::dims::row_major_strides(&[2, 3, 4]), vec![12, 4, 1]);
+/// ```
+pub fn row_major_strides(shape: &[usize]) -> Vec<isize> {
+    let mut strides = vec![0isize; shape.len()];
+    let mut acc = 1isize;
+    for i in (0..shape.len()).rev() {
+        strides[i] = acc;
+        acc = acc.wrapping_mul(shape[i].max(1) as isize);
+    }
+    strides
+}

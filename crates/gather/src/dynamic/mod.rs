@@ -1,0 +1,460 @@
+//! Dynamically typed calls: every op by name, on arrays whose dtype is known only at run time.
+//!
+//! This is the layer the `gather` command, the conformance runner and the Python bindings use: a
+//! [`Tensor`] is an `ArrayD` of one of the thirteen element types, [`Args`] holds the non-tensor
+//! arguments by PyTorch's names, and [`call`] runs an op by its PyTorch name.
+//!
+//! ```
+//! use gather::dynamic::{call, Args, Arg, Tensor};
+//! use ndarray::{array, ArrayD};
+//! use std::collections::BTreeMap;
+//!
+//! let mut inputs = BTreeMap::new();
+//! inputs.insert("input".to_string(), Tensor::from(array![[10i32, 20, 30], [40, 50, 60]].into_dyn()));
+//! inputs.insert("index".to_string(), Tensor::from(array![[0i64, 2], [1, 0]].into_dyn()));
+//! let mut args = Args::default();
+//! args.set("dim", Arg::Int(1));
+//! let out = call("gather", &args, &inputs).unwrap();
+//! assert_eq!(out[0].0, "output");
+//! assert_eq!(out[0].1, Tensor::from(array![[10i32, 30], [50, 40]].into_dyn()));
+//! ```
+
+mod index_ops;
+mod masked;
+mod scatter;
+mod sort;
+mod take;
+
+use std::collections::BTreeMap;
+
+use half::{bf16, f16};
+use ndarray::ArrayD;
+
+use crate::element::{DType, Element, Scalar};
+use crate::error::{Error, Result};
+
+/// An n-dimensional array of any supported element type.
+#[derive(Debug, Clone, PartialEq)]
+#[allow(missing_docs)]
+pub enum Tensor {
+    Bool(ArrayD<bool>),
+    U8(ArrayD<u8>),
+    I8(ArrayD<i8>),
+    I16(ArrayD<i16>),
+    I32(ArrayD<i32>),
+    I64(ArrayD<i64>),
+    U16(ArrayD<u16>),
+    U32(ArrayD<u32>),
+    U64(ArrayD<u64>),
+    F16(ArrayD<f16>),
+    BF16(ArrayD<bf16>),
+    F32(ArrayD<f32>),
+    F64(ArrayD<f64>),
+}
+
+/// Runs `$body` with `$a` bound to the typed array inside a [`Tensor`] (any of the 13 types).
+#[macro_export]
+macro_rules! with_tensor {
+    ($t:expr, $a:ident => $body:expr) => {
+        match $t {
+            $crate::dynamic::Tensor::Bool($a) => $body,
+            $crate::dynamic::Tensor::U8($a) => $body,
+            $crate::dynamic::Tensor::I8($a) => $body,
+            $crate::dynamic::Tensor::I16($a) => $body,
+            $crate::dynamic::Tensor::I32($a) => $body,
+            $crate::dynamic::Tensor::I64($a) => $body,
+            $crate::dynamic::Tensor::U16($a) => $body,
+            $crate::dynamic::Tensor::U32($a) => $body,
+            $crate::dynamic::Tensor::U64($a) => $body,
+            $crate::dynamic::Tensor::F16($a) => $body,
+            $crate::dynamic::Tensor::BF16($a) => $body,
+            $crate::dynamic::Tensor::F32($a) => $body,
+            $crate::dynamic::Tensor::F64($a) => $body,
+        }
+    };
+}
+
+/// Runs `$body` with `$a` bound to the typed array of an integer [`Tensor`]; evaluates `$other`
+/// for float and bool tensors. `i32` and `i64` indices are used as they are; the other integer
+/// types are widened to `i64` first (this keeps the number of compiled kernels down; the typed API
+/// takes every integer type without a copy).
+#[macro_export]
+macro_rules! with_index_tensor {
+    ($t:expr, $a:ident => $body:expr, _ => $other:expr) => {
+        match $t {
+            $crate::dynamic::Tensor::I32($a) => $body,
+            $crate::dynamic::Tensor::I64($a) => $body,
+            $crate::dynamic::Tensor::U8(w) => {
+                let wide = w.mapv(|v| $crate::IndexElem::to_i64(v));
+                let $a = &wide;
+                $body
+            }
+            $crate::dynamic::Tensor::I8(w) => {
+                let wide = w.mapv(|v| $crate::IndexElem::to_i64(v));
+                let $a = &wide;
+                $body
+            }
+            $crate::dynamic::Tensor::I16(w) => {
+                let wide = w.mapv(|v| $crate::IndexElem::to_i64(v));
+                let $a = &wide;
+                $body
+            }
+            $crate::dynamic::Tensor::U16(w) => {
+                let wide = w.mapv(|v| $crate::IndexElem::to_i64(v));
+                let $a = &wide;
+                $body
+            }
+            $crate::dynamic::Tensor::U32(w) => {
+                let wide = w.mapv(|v| $crate::IndexElem::to_i64(v));
+                let $a = &wide;
+                $body
+            }
+            $crate::dynamic::Tensor::U64(w) => {
+                let wide = w.mapv(|v| $crate::IndexElem::to_i64(v));
+                let $a = &wide;
+                $body
+            }
+            _ => $other,
+        }
+    };
+}
+
+/// Element types that can live in a [`Tensor`].
+///
+/// ```
+/// use gather::dynamic::{Tensor, TensorElem};
+/// let t = f32::wrap(ndarray::arr1(&[1.0f32]).into_dyn());
+/// assert!(f32::unwrap_ref(&t).is_some());
+/// assert!(i64::unwrap_ref(&t).is_none());
+/// ```
+pub trait TensorElem: Element {
+    /// Puts an array into a [`Tensor`].
+    fn wrap(a: ArrayD<Self>) -> Tensor;
+    /// The array inside `t`, if `t` has this element type.
+    fn unwrap_ref(t: &Tensor) -> Option<&ArrayD<Self>>;
+    /// The array inside `t`, mutably, if `t` has this element type.
+    fn unwrap_mut(t: &mut Tensor) -> Option<&mut ArrayD<Self>>;
+}
+
+macro_rules! tensor_elem {
+    ($t:ty, $v:ident) => {
+        impl TensorElem for $t {
+            fn wrap(a: ArrayD<$t>) -> Tensor {
+                Tensor::$v(a)
+            }
+            fn unwrap_ref(t: &Tensor) -> Option<&ArrayD<$t>> {
+                match t {
+                    Tensor::$v(a) => Some(a),
+                    _ => None,
+                }
+            }
+            fn unwrap_mut(t: &mut Tensor) -> Option<&mut ArrayD<$t>> {
+                match t {
+                    Tensor::$v(a) => Some(a),
+                    _ => None,
+                }
+            }
+        }
+        impl From<ArrayD<$t>> for Tensor {
+            fn from(a: ArrayD<$t>) -> Tensor {
+                Tensor::$v(a)
+            }
+        }
+    };
+}
+
+tensor_elem!(bool, Bool);
+tensor_elem!(u8, U8);
+tensor_elem!(i8, I8);
+tensor_elem!(i16, I16);
+tensor_elem!(i32, I32);
+tensor_elem!(i64, I64);
+tensor_elem!(u16, U16);
+tensor_elem!(u32, U32);
+tensor_elem!(u64, U64);
+tensor_elem!(f16, F16);
+tensor_elem!(bf16, BF16);
+tensor_elem!(f32, F32);
+tensor_elem!(f64, F64);
+
+impl Tensor {
+    /// The element type.
+    ///
+    /// ```
+    /// use gather::dynamic::Tensor;
+    /// assert_eq!(Tensor::from(ndarray::arr1(&[1u8]).into_dyn()).dtype(), gather::DType::U8);
+    /// ```
+    pub fn dtype(&self) -> DType {
+        with_tensor!(self, a => elem_dtype(a))
+    }
+
+    /// The shape.
+    ///
+    /// ```
+    /// use gather::dynamic::Tensor;
+    /// assert_eq!(Tensor::from(ndarray::Array2::<f32>::zeros((2, 3)).into_dyn()).shape(), &[2, 3]);
+    /// ```
+    pub fn shape(&self) -> &[usize] {
+        with_tensor!(self, a => a.shape())
+    }
+
+    /// The number of elements.
+    ///
+    /// ```
+    /// use gather::dynamic::Tensor;
+    /// assert_eq!(Tensor::from(ndarray::Array2::<f32>::zeros((2, 3)).into_dyn()).len(), 6);
+    /// ```
+    pub fn len(&self) -> usize {
+        with_tensor!(self, a => a.len())
+    }
+
+    /// True when the tensor has no elements.
+    ///
+    /// ```
+    /// use gather::dynamic::Tensor;
+    /// assert!(Tensor::from(ndarray::Array2::<f32>::zeros((0, 3)).into_dyn()).is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// An array of `dtype` and `shape` filled with zeros (`false`).
+    ///
+    /// ```
+    /// use gather::{dynamic::Tensor, DType};
+    /// let t = Tensor::zeros(DType::BF16, &[2, 2]);
+    /// assert_eq!((t.dtype(), t.len()), (DType::BF16, 4));
+    /// ```
+    pub fn zeros(dtype: DType, shape: &[usize]) -> Tensor {
+        fn z<T: TensorElem>(shape: &[usize]) -> Tensor {
+            T::wrap(ArrayD::from_elem(shape, T::default()))
+        }
+        match dtype {
+            DType::Bool => z::<bool>(shape),
+            DType::U8 => z::<u8>(shape),
+            DType::I8 => z::<i8>(shape),
+            DType::I16 => z::<i16>(shape),
+            DType::I32 => z::<i32>(shape),
+            DType::I64 => z::<i64>(shape),
+            DType::U16 => z::<u16>(shape),
+            DType::U32 => z::<u32>(shape),
+            DType::U64 => z::<u64>(shape),
+            DType::F16 => z::<f16>(shape),
+            DType::BF16 => z::<bf16>(shape),
+            DType::F32 => z::<f32>(shape),
+            DType::F64 => z::<f64>(shape),
+        }
+    }
+
+    /// The values as `f64`, in row-major order (for display and tolerant comparison).
+    ///
+    /// ```
+    /// use gather::dynamic::Tensor;
+    /// let t = Tensor::from(ndarray::arr1(&[true, false]).into_dyn());
+    /// assert_eq!(t.to_f64_vec(), vec![1.0, 0.0]);
+    /// ```
+    pub fn to_f64_vec(&self) -> Vec<f64> {
+        with_tensor!(self, a => a.iter().map(|x| x.to_f64()).collect())
+    }
+}
+
+fn elem_dtype<T: Element>(_: &ArrayD<T>) -> DType {
+    T::DTYPE
+}
+
+/// A non-tensor argument, as the conformance suite writes them.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Arg {
+    /// `null` / `None`.
+    None,
+    /// A boolean.
+    Bool(bool),
+    /// An integer.
+    Int(i64),
+    /// A float (NaN and infinities allowed).
+    Float(f64),
+    /// A string (reduction names; also `"nan"`, `"inf"`, `"-inf"` for scalars).
+    Str(String),
+}
+
+/// Named non-tensor arguments.
+///
+/// ```
+/// use gather::dynamic::{Args, Arg};
+/// let mut a = Args::default();
+/// a.set("dim", Arg::Int(-1));
+/// assert_eq!(a.int("dim").unwrap(), -1);
+/// assert!(a.int("k").is_err());
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Args(BTreeMap<String, Arg>);
+
+impl Args {
+    /// Sets `name` to `value`.
+    pub fn set(&mut self, name: &str, value: Arg) {
+        self.0.insert(name.to_string(), value);
+    }
+
+    /// The raw argument, if present.
+    pub fn get(&self, name: &str) -> Option<&Arg> {
+        self.0.get(name)
+    }
+
+    fn missing(name: &str, what: &str) -> Error {
+        Error::invalid(format!("missing or malformed argument `{name}` (expected {what})"))
+    }
+
+    /// A required integer.
+    pub fn int(&self, name: &str) -> Result<i64> {
+        match self.get(name) {
+            Some(Arg::Int(i)) => Ok(*i),
+            _ => Err(Self::missing(name, "an integer")),
+        }
+    }
+
+    /// An optional integer (`None` when absent or null).
+    pub fn opt_int(&self, name: &str) -> Result<Option<i64>> {
+        match self.get(name) {
+            None | Some(Arg::None) => Ok(None),
+            Some(Arg::Int(i)) => Ok(Some(*i)),
+            _ => Err(Self::missing(name, "an integer or null")),
+        }
+    }
+
+    /// A boolean, or `default` when absent.
+    pub fn bool_or(&self, name: &str, default: bool) -> Result<bool> {
+        match self.get(name) {
+            None => Ok(default),
+            Some(Arg::Bool(b)) => Ok(*b),
+            _ => Err(Self::missing(name, "true or false")),
+        }
+    }
+
+    /// A required string.
+    pub fn str(&self, name: &str) -> Result<&str> {
+        match self.get(name) {
+            Some(Arg::Str(s)) => Ok(s),
+            _ => Err(Self::missing(name, "a string")),
+        }
+    }
+
+    /// A required scalar (`value`, `alpha`): a number, a boolean, or `"nan"`/`"inf"`/`"-inf"`.
+    pub fn scalar(&self, name: &str) -> Result<Scalar> {
+        match self.get(name) {
+            Some(Arg::Bool(b)) => Ok(Scalar::Bool(*b)),
+            Some(Arg::Int(i)) => Ok(Scalar::Int(*i)),
+            Some(Arg::Float(x)) => Ok(Scalar::Float(*x)),
+            Some(Arg::Str(s)) => match s.as_str() {
+                "nan" => Ok(Scalar::Float(f64::NAN)),
+                "inf" => Ok(Scalar::Float(f64::INFINITY)),
+                "-inf" => Ok(Scalar::Float(f64::NEG_INFINITY)),
+                _ => Err(Self::missing(name, "a number")),
+            },
+            _ => Err(Self::missing(name, "a number")),
+        }
+    }
+
+    /// `dim` as an `isize`.
+    pub fn dim(&self) -> Result<isize> {
+        Ok(self.int("dim")? as isize)
+    }
+}
+
+/// Named tensors (inputs or outputs).
+pub type Tensors = BTreeMap<String, Tensor>;
+
+/// A required input tensor.
+pub(crate) fn input<'a>(inputs: &'a Tensors, name: &str) -> Result<&'a Tensor> {
+    inputs.get(name).ok_or_else(|| Error::invalid(format!("missing input tensor `{name}`")))
+}
+
+/// `other` as an array of `T`, or the dtype-mismatch error PyTorch gives.
+pub(crate) fn same_dtype<'a, T: TensorElem>(op: &str, what: &str, other: &'a Tensor) -> Result<&'a ArrayD<T>> {
+    T::unwrap_ref(other).ok_or_else(|| {
+        Error::invalid(format!(
+            "{op}: expected self and {what} to have the same dtype, but got {} and {}",
+            T::DTYPE,
+            other.dtype()
+        ))
+        .with_hint(format!("convert {what} to {} first (e.g. `{what}.mapv(|v| v as _)`)", T::DTYPE))
+    })
+}
+
+/// The error for an index tensor of a non-integer dtype.
+pub(crate) fn index_dtype_error(op: &str, what: &str, t: &Tensor) -> Error {
+    Error::invalid(format!("{op}: expected an integer dtype for {what}, but got {}", t.dtype()))
+        .with_hint(format!("{what} values select positions, so they must be integers: convert with `mapv(|v| v as i64)`"))
+}
+
+/// The ops [`call`] knows, with whether each has an in-place form.
+pub const OPS: &[(&str, bool)] = &[
+    ("gather", false),
+    ("scatter", true),
+    ("scatter_add", true),
+    ("scatter_reduce", true),
+    ("index_select", false),
+    ("take", false),
+    ("take_along_dim", false),
+    ("index_add", true),
+    ("index_copy", true),
+    ("index_fill", true),
+    ("index_reduce", true),
+    ("masked_select", false),
+    ("masked_scatter", true),
+    ("put", true),
+    ("topk", false),
+    ("sort", false),
+    ("argsort", false),
+    ("repeat_interleave", false),
+];
+
+/// True when `op` has an in-place form (`scatter_`, `index_add_` ...).
+///
+/// ```
+/// assert!(gather::dynamic::has_inplace("scatter_add"));
+/// assert!(!gather::dynamic::has_inplace("gather"));
+/// ```
+pub fn has_inplace(op: &str) -> bool {
+    OPS.iter().any(|(name, inplace)| *name == op && *inplace)
+}
+
+/// Runs `op` (PyTorch's name) out of place and returns its named outputs (`output`, or
+/// `values`/`indices` for sort and topk).
+pub fn call(op: &str, args: &Args, inputs: &Tensors) -> Result<Vec<(String, Tensor)>> {
+    let out = |t: Tensor| Ok(vec![("output".to_string(), t)]);
+    match op {
+        "gather" => out(scatter::gather(args, inputs)?),
+        "index_select" => out(index_ops::index_select(args, inputs)?),
+        "take" => out(take::take(args, inputs)?),
+        "take_along_dim" => out(take::take_along_dim(args, inputs)?),
+        "masked_select" => out(masked::masked_select(args, inputs)?),
+        "masked_scatter" => out(masked::masked_scatter(args, inputs)?),
+        "topk" | "sort" => sort::sort_like(op, args, inputs),
+        "argsort" => out(sort::argsort(args, inputs)?),
+        "repeat_interleave" => out(sort::repeat_interleave(args, inputs)?),
+        _ if has_inplace(op) => {
+            let mut target = input(inputs, "input")?.clone();
+            call_inplace(op, args, &mut target, inputs)?;
+            out(target)
+        }
+        _ => Err(unknown_op(op)),
+    }
+}
+
+/// Runs the in-place form of `op` on `target` (which plays the part of `input`; the other inputs
+/// come from `inputs`). On error `target` is unchanged.
+pub fn call_inplace(op: &str, args: &Args, target: &mut Tensor, inputs: &Tensors) -> Result<()> {
+    match op {
+        "scatter" | "scatter_add" | "scatter_reduce" => scatter::scatter_family(op, args, target, inputs),
+        "index_add" | "index_copy" | "index_fill" | "index_reduce" => index_ops::index_family(op, args, target, inputs),
+        "masked_scatter" => masked::masked_scatter_inplace(args, target, inputs),
+        "put" => take::put(args, target, inputs),
+        _ if OPS.iter().any(|(n, _)| *n == op) => Err(Error::invalid(format!("{op} has no in-place form"))),
+        _ => Err(unknown_op(op)),
+    }
+}
+
+fn unknown_op(op: &str) -> Error {
+    let names: Vec<&str> = OPS.iter().map(|(n, _)| *n).collect();
+    Error::invalid(format!("unknown op `{op}`")).with_hint(format!("the ops are: {}", names.join(", ")))
+}

@@ -1,0 +1,605 @@
+//! Element types: what moves through the ops, and the arithmetic of the reductions.
+//!
+//! Every op works on the thirteen element types PyTorch's gather family supports on the CPU:
+//! `f32 f64 f16 bf16 i8 i16 i32 i64 u8 u16 u32 u64 bool`. The reductions follow PyTorch exactly:
+//!
+//! - integers wrap (two's complement) on overflow, and integer `mean` divides rounding toward
+//!   negative infinity;
+//! - `bool` adds with logical or and multiplies with logical and; `amax`/`amin` are or/and;
+//! - `f16`/`bf16` accumulate in `f32` and round once at the end;
+//! - `amax`/`amin` propagate NaN: a NaN contributor wins, and a NaN already in the destination stays.
+//!
+//! ```
+//! use gather::element::Element;
+//! use half::f16;
+//! // 3000 ones summed in f16 give 3000, not 2048: the sum is kept in f32.
+//! let mut acc = f16::ZERO.to_acc();
+//! for _ in 0..3000 {
+//!     acc = f16::acc_add(acc, f16::ONE.to_acc());
+//! }
+//! assert_eq!(f16::from_acc(acc), f16::from_f32(3000.0));
+//! assert_eq!(i8::from_acc(i8::acc_add(127, 1)), -128);
+//! assert_eq!(i32::acc_div_count(-7, 2), -4);
+//! ```
+
+use half::{bf16, f16};
+use std::cmp::Ordering;
+use std::fmt::{Debug, Display};
+
+use crate::error::{Error, Result};
+
+/// The element type of an array, by PyTorch's name.
+///
+/// ```
+/// use gather::DType;
+/// assert_eq!(DType::BF16.name(), "bfloat16");
+/// assert_eq!(DType::from_name("int64"), Some(DType::I64));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DType {
+    /// `bool`
+    Bool,
+    /// `u8`
+    U8,
+    /// `i8`
+    I8,
+    /// `i16`
+    I16,
+    /// `i32`
+    I32,
+    /// `i64`
+    I64,
+    /// `u16`
+    U16,
+    /// `u32`
+    U32,
+    /// `u64`
+    U64,
+    /// `half::f16`
+    F16,
+    /// `half::bf16`
+    BF16,
+    /// `f32`
+    F32,
+    /// `f64`
+    F64,
+}
+
+impl DType {
+    /// Every dtype, in a fixed order.
+    pub const ALL: [DType; 13] = [
+        DType::Bool,
+        DType::U8,
+        DType::I8,
+        DType::I16,
+        DType::I32,
+        DType::I64,
+        DType::U16,
+        DType::U32,
+        DType::U64,
+        DType::F16,
+        DType::BF16,
+        DType::F32,
+        DType::F64,
+    ];
+
+    /// The name used by the conformance suite and NumPy (`float32`, `bfloat16`, `bool`, ...).
+    ///
+    /// ```
+    /// assert_eq!(gather::DType::U8.name(), "uint8");
+    /// ```
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::Bool => "bool",
+            DType::U8 => "uint8",
+            DType::I8 => "int8",
+            DType::I16 => "int16",
+            DType::I32 => "int32",
+            DType::I64 => "int64",
+            DType::U16 => "uint16",
+            DType::U32 => "uint32",
+            DType::U64 => "uint64",
+            DType::F16 => "float16",
+            DType::BF16 => "bfloat16",
+            DType::F32 => "float32",
+            DType::F64 => "float64",
+        }
+    }
+
+    /// PyTorch's C++ name of the type, used in its error messages (`Float`, `Long`, ...).
+    ///
+    /// ```
+    /// assert_eq!(gather::DType::I64.torch_name(), "Long");
+    /// ```
+    pub fn torch_name(self) -> &'static str {
+        match self {
+            DType::Bool => "Bool",
+            DType::U8 => "Byte",
+            DType::I8 => "Char",
+            DType::I16 => "Short",
+            DType::I32 => "Int",
+            DType::I64 => "Long",
+            DType::U16 => "UInt16",
+            DType::U32 => "UInt32",
+            DType::U64 => "UInt64",
+            DType::F16 => "Half",
+            DType::BF16 => "BFloat16",
+            DType::F32 => "Float",
+            DType::F64 => "Double",
+        }
+    }
+
+    /// Parses [`DType::name`].
+    ///
+    /// ```
+    /// assert_eq!(gather::DType::from_name("float16"), Some(gather::DType::F16));
+    /// assert_eq!(gather::DType::from_name("complex64"), None);
+    /// ```
+    pub fn from_name(name: &str) -> Option<DType> {
+        DType::ALL.into_iter().find(|d| d.name() == name)
+    }
+
+    /// True for the four floating-point types.
+    ///
+    /// ```
+    /// assert!(gather::DType::BF16.is_float());
+    /// assert!(!gather::DType::Bool.is_float());
+    /// ```
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
+    }
+
+    /// True for the eight integer types (not bool).
+    ///
+    /// ```
+    /// assert!(gather::DType::U64.is_integer());
+    /// assert!(!gather::DType::Bool.is_integer());
+    /// ```
+    pub fn is_integer(self) -> bool {
+        !self.is_float() && self != DType::Bool
+    }
+}
+
+impl Display for DType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A Python-style scalar argument (`value` of scatter/index_fill, `alpha` of index_add).
+///
+/// It is converted to the element type the way PyTorch converts a Python scalar: floats round to
+/// nearest for float types and truncate toward zero for integers; a nonzero value is `true`; a
+/// negative integer wraps into an unsigned type (`-1` → `255u8`); a value that does not fit is an
+/// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument).
+///
+/// ```
+/// use gather::{Element, Scalar};
+/// assert_eq!(u8::from_scalar(Scalar::Int(-1)).unwrap(), 255);
+/// assert_eq!(i32::from_scalar(Scalar::Float(2.7)).unwrap(), 2);
+/// assert!(u8::from_scalar(Scalar::Int(300)).is_err());
+/// assert!(bool::from_scalar(Scalar::Float(0.5)).unwrap());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Scalar {
+    /// `True` / `False`
+    Bool(bool),
+    /// A Python int.
+    Int(i64),
+    /// A Python float (NaN and infinities allowed).
+    Float(f64),
+}
+
+impl From<f64> for Scalar {
+    fn from(v: f64) -> Self {
+        Scalar::Float(v)
+    }
+}
+impl From<f32> for Scalar {
+    fn from(v: f32) -> Self {
+        Scalar::Float(v as f64)
+    }
+}
+impl From<i64> for Scalar {
+    fn from(v: i64) -> Self {
+        Scalar::Int(v)
+    }
+}
+impl From<i32> for Scalar {
+    fn from(v: i32) -> Self {
+        Scalar::Int(v as i64)
+    }
+}
+impl From<bool> for Scalar {
+    fn from(v: bool) -> Self {
+        Scalar::Bool(v)
+    }
+}
+
+impl Display for Scalar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Scalar::Bool(b) => write!(f, "{}", if *b { "True" } else { "False" }),
+            Scalar::Int(i) => write!(f, "{i}"),
+            Scalar::Float(x) => write!(f, "{x}"),
+        }
+    }
+}
+
+fn overflow(s: Scalar, dt: DType) -> Error {
+    Error::invalid(format!("value cannot be converted to type {} without overflow (value {s})", dt.name()))
+        .with_hint(format!("pick a value inside the range of {}, or convert the array to a wider dtype first", dt.name()))
+}
+
+/// An element type of the gather family, with the arithmetic PyTorch uses for reductions.
+///
+/// `Acc` is the type reductions accumulate in: `f32` for `f16`/`bf16`, the type itself otherwise.
+///
+/// ```
+/// use gather::element::Element;
+/// assert_eq!(f32::acc_max(1.0, f32::NAN).is_nan(), true); // a NaN contributor wins
+/// assert_eq!(f32::acc_max(f32::NAN, 1.0).is_nan(), true); // a NaN already there stays
+/// assert_eq!(bool::acc_add(true, true), true);
+/// assert_eq!(u8::max_identity(), 0);
+/// ```
+pub trait Element: Copy + Send + Sync + PartialEq + Debug + Default + 'static {
+    /// The dtype tag.
+    const DTYPE: DType;
+    /// The accumulation type of reductions.
+    type Acc: Copy + Send + Sync + PartialEq + Debug + 'static;
+
+    /// Widens to the accumulation type.
+    fn to_acc(self) -> Self::Acc;
+    /// Rounds back from the accumulation type.
+    fn from_acc(acc: Self::Acc) -> Self;
+    /// `a + b` (wrapping for integers, or for bool).
+    fn acc_add(a: Self::Acc, b: Self::Acc) -> Self::Acc;
+    /// `a * b` (wrapping for integers, and for bool).
+    fn acc_mul(a: Self::Acc, b: Self::Acc) -> Self::Acc;
+    /// PyTorch's `amax` update: `isnan(new) ? new : max(cur, new)`.
+    fn acc_max(cur: Self::Acc, new: Self::Acc) -> Self::Acc;
+    /// PyTorch's `amin` update: `isnan(new) ? new : min(cur, new)`.
+    fn acc_min(cur: Self::Acc, new: Self::Acc) -> Self::Acc;
+    /// `a / count` for `mean`: true division for floats, floor division for integers.
+    fn acc_div_count(a: Self::Acc, count: usize) -> Self::Acc;
+    /// The additive identity.
+    fn acc_zero() -> Self::Acc;
+    /// The multiplicative identity.
+    fn acc_one() -> Self::Acc;
+    /// The identity of `amax`: `-inf`, or the lowest value of an integer type (`false` for bool).
+    fn max_identity() -> Self;
+    /// The identity of `amin`: `+inf`, or the highest value of an integer type (`true` for bool).
+    fn min_identity() -> Self;
+    /// Converts a Python-style scalar, failing when it does not fit (see [`Scalar`]).
+    fn from_scalar(s: Scalar) -> Result<Self>;
+    /// True for a NaN (always false for integers and bool).
+    fn is_nan(self) -> bool;
+    /// The value as `f64` (exact for every type but the largest 64-bit integers).
+    fn to_f64(self) -> f64;
+    /// Sorting order of PyTorch's sort/topk: NaN is larger than every number, and `-0.0 == 0.0`.
+    fn sort_cmp(a: Self, b: Self) -> Ordering;
+}
+
+macro_rules! int_element {
+    ($t:ty, $dt:expr) => {
+        impl Element for $t {
+            const DTYPE: DType = $dt;
+            type Acc = $t;
+            #[inline(always)]
+            fn to_acc(self) -> $t {
+                self
+            }
+            #[inline(always)]
+            fn from_acc(a: $t) -> $t {
+                a
+            }
+            #[inline(always)]
+            fn acc_add(a: $t, b: $t) -> $t {
+                a.wrapping_add(b)
+            }
+            #[inline(always)]
+            fn acc_mul(a: $t, b: $t) -> $t {
+                a.wrapping_mul(b)
+            }
+            #[inline(always)]
+            fn acc_max(cur: $t, new: $t) -> $t {
+                if cur < new {
+                    new
+                } else {
+                    cur
+                }
+            }
+            #[inline(always)]
+            fn acc_min(cur: $t, new: $t) -> $t {
+                if new < cur {
+                    new
+                } else {
+                    cur
+                }
+            }
+            #[inline(always)]
+            fn acc_div_count(a: $t, count: usize) -> $t {
+                // Floor division, as PyTorch's `div(..., rounding_mode="floor")`. A count too large
+                // for the type cannot occur for signed types narrower than the count without the
+                // sum itself having wrapped; compute in i128 to stay exact.
+                let n = count.max(1) as i128;
+                let q = (a as i128).div_euclid(n);
+                q as $t
+            }
+            #[inline(always)]
+            fn acc_zero() -> $t {
+                0
+            }
+            #[inline(always)]
+            fn acc_one() -> $t {
+                1
+            }
+            fn max_identity() -> $t {
+                <$t>::MIN
+            }
+            fn min_identity() -> $t {
+                <$t>::MAX
+            }
+            fn from_scalar(s: Scalar) -> Result<$t> {
+                match s {
+                    Scalar::Bool(b) => Ok(b as $t),
+                    Scalar::Int(i) => {
+                        let min = <$t>::MIN as i128;
+                        let max = <$t>::MAX as i128;
+                        let v = i as i128;
+                        if v > max {
+                            return Err(overflow(s, $dt));
+                        }
+                        if v < min {
+                            // Unsigned types accept negative values down to -MAX and wrap them.
+                            if min == 0 && -v <= max {
+                                return Ok(i as $t);
+                            }
+                            return Err(overflow(s, $dt));
+                        }
+                        Ok(i as $t)
+                    }
+                    Scalar::Float(x) => {
+                        if x.is_nan() || x.is_infinite() || x < <$t>::MIN as f64 || x > <$t>::MAX as f64 {
+                            return Err(overflow(s, $dt));
+                        }
+                        Ok(x.trunc() as $t)
+                    }
+                }
+            }
+            #[inline(always)]
+            fn is_nan(self) -> bool {
+                false
+            }
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            #[inline(always)]
+            fn sort_cmp(a: $t, b: $t) -> Ordering {
+                a.cmp(&b)
+            }
+        }
+    };
+}
+
+int_element!(u8, DType::U8);
+int_element!(i8, DType::I8);
+int_element!(i16, DType::I16);
+int_element!(i32, DType::I32);
+int_element!(i64, DType::I64);
+int_element!(u16, DType::U16);
+int_element!(u32, DType::U32);
+int_element!(u64, DType::U64);
+
+#[inline(always)]
+fn float_sort_cmp(a: f64, b: f64) -> Ordering {
+    match (a.is_nan(), b.is_nan()) {
+        (true, true) => Ordering::Equal,
+        (true, false) => Ordering::Greater,
+        (false, true) => Ordering::Less,
+        // -0.0 == 0.0 here, as in PyTorch's comparator.
+        (false, false) => a.partial_cmp(&b).unwrap_or(Ordering::Equal),
+    }
+}
+
+fn float_from_scalar(s: Scalar, max: f64, dt: DType) -> Result<f64> {
+    let x = match s {
+        Scalar::Bool(b) => return Ok(b as u8 as f64),
+        Scalar::Int(i) => i as f64,
+        Scalar::Float(x) => x,
+    };
+    if x.is_finite() && (x > max || x < -max) {
+        return Err(overflow(s, dt));
+    }
+    Ok(x)
+}
+
+macro_rules! float_element {
+    ($t:ty, $dt:expr, $acc:ty, $to:expr, $from:expr, $max:expr, $from_f64:expr, $to_f64:expr) => {
+        impl Element for $t {
+            const DTYPE: DType = $dt;
+            type Acc = $acc;
+            #[inline(always)]
+            fn to_acc(self) -> $acc {
+                $to(self)
+            }
+            #[inline(always)]
+            fn from_acc(a: $acc) -> $t {
+                $from(a)
+            }
+            #[inline(always)]
+            fn acc_add(a: $acc, b: $acc) -> $acc {
+                a + b
+            }
+            #[inline(always)]
+            fn acc_mul(a: $acc, b: $acc) -> $acc {
+                a * b
+            }
+            #[inline(always)]
+            fn acc_max(cur: $acc, new: $acc) -> $acc {
+                if new.is_nan() || cur < new {
+                    new
+                } else {
+                    cur
+                }
+            }
+            #[inline(always)]
+            fn acc_min(cur: $acc, new: $acc) -> $acc {
+                if new.is_nan() || new < cur {
+                    new
+                } else {
+                    cur
+                }
+            }
+            #[inline(always)]
+            fn acc_div_count(a: $acc, count: usize) -> $acc {
+                a / (count.max(1) as $acc)
+            }
+            #[inline(always)]
+            fn acc_zero() -> $acc {
+                0.0
+            }
+            #[inline(always)]
+            fn acc_one() -> $acc {
+                1.0
+            }
+            fn max_identity() -> $t {
+                $from(<$acc>::NEG_INFINITY)
+            }
+            fn min_identity() -> $t {
+                $from(<$acc>::INFINITY)
+            }
+            fn from_scalar(s: Scalar) -> Result<$t> {
+                float_from_scalar(s, $max, $dt).map($from_f64)
+            }
+            #[inline(always)]
+            fn is_nan(self) -> bool {
+                $to(self).is_nan()
+            }
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                $to_f64(self)
+            }
+            #[inline(always)]
+            fn sort_cmp(a: $t, b: $t) -> Ordering {
+                float_sort_cmp($to_f64(a), $to_f64(b))
+            }
+        }
+    };
+}
+
+float_element!(f32, DType::F32, f32, |x: f32| x, |a: f32| a, f32::MAX as f64, |x: f64| x as f32, |x: f32| x as f64);
+float_element!(f64, DType::F64, f64, |x: f64| x, |a: f64| a, f64::MAX, |x: f64| x, |x: f64| x);
+float_element!(
+    f16,
+    DType::F16,
+    f32,
+    |x: f16| x.to_f32(),
+    f16::from_f32,
+    f16::MAX.to_f64(),
+    f16::from_f64,
+    |x: f16| x.to_f64()
+);
+float_element!(
+    bf16,
+    DType::BF16,
+    f32,
+    |x: bf16| x.to_f32(),
+    bf16::from_f32,
+    bf16::MAX.to_f64(),
+    bf16::from_f64,
+    |x: bf16| x.to_f64()
+);
+
+impl Element for bool {
+    const DTYPE: DType = DType::Bool;
+    type Acc = bool;
+    #[inline(always)]
+    fn to_acc(self) -> bool {
+        self
+    }
+    #[inline(always)]
+    fn from_acc(a: bool) -> bool {
+        a
+    }
+    #[inline(always)]
+    fn acc_add(a: bool, b: bool) -> bool {
+        a | b
+    }
+    #[inline(always)]
+    fn acc_mul(a: bool, b: bool) -> bool {
+        a & b
+    }
+    #[inline(always)]
+    fn acc_max(cur: bool, new: bool) -> bool {
+        cur | new
+    }
+    #[inline(always)]
+    fn acc_min(cur: bool, new: bool) -> bool {
+        cur & new
+    }
+    #[inline(always)]
+    fn acc_div_count(a: bool, _count: usize) -> bool {
+        a
+    }
+    fn acc_zero() -> bool {
+        false
+    }
+    fn acc_one() -> bool {
+        true
+    }
+    fn max_identity() -> bool {
+        false
+    }
+    fn min_identity() -> bool {
+        true
+    }
+    fn from_scalar(s: Scalar) -> Result<bool> {
+        Ok(match s {
+            Scalar::Bool(b) => b,
+            Scalar::Int(i) => i != 0,
+            Scalar::Float(x) => x != 0.0,
+        })
+    }
+    fn is_nan(self) -> bool {
+        false
+    }
+    fn to_f64(self) -> f64 {
+        self as u8 as f64
+    }
+    fn sort_cmp(a: bool, b: bool) -> Ordering {
+        a.cmp(&b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integer_mean_floors_toward_negative_infinity() {
+        assert_eq!(i64::acc_div_count(-7, 2), -4);
+        assert_eq!(i64::acc_div_count(-2, 3), -1);
+        assert_eq!(i8::acc_div_count(7, 2), 3);
+        assert_eq!(u8::acc_div_count(255, 2), 127);
+    }
+
+    #[test]
+    fn scalar_conversion_follows_pytorch() {
+        assert_eq!(u8::from_scalar(Scalar::Int(-255)).unwrap(), 1);
+        assert!(u8::from_scalar(Scalar::Int(-256)).is_err());
+        assert!(u8::from_scalar(Scalar::Float(-1.0)).is_err());
+        assert!(i64::from_scalar(Scalar::Float(f64::NAN)).is_err());
+        assert!(f16::from_scalar(Scalar::Float(1e6)).is_err());
+        assert!(f16::from_scalar(Scalar::Float(f64::INFINITY)).unwrap().is_infinite());
+        assert!(f32::from_scalar(Scalar::Float(f64::NAN)).unwrap().is_nan());
+        assert_eq!(i32::from_scalar(Scalar::Float(-2.7)).unwrap(), -2);
+    }
+
+    #[test]
+    fn nan_sorts_above_everything_and_signed_zeros_tie() {
+        assert_eq!(f32::sort_cmp(f32::NAN, f32::INFINITY), Ordering::Greater);
+        assert_eq!(f32::sort_cmp(-0.0, 0.0), Ordering::Equal);
+    }
+}

@@ -1,0 +1,93 @@
+//! # gather
+//!
+//! PyTorch's gather/scatter family of tensor indexing ops for [`ndarray`]: the same results as
+//! PyTorch (checked by a conformance suite), errors that teach instead of panics, and parallel,
+//! deterministic kernels.
+//!
+//! ## The mental model
+//!
+//! `gather` reads, `scatter` writes. Both walk the **index**: for every position `p` of the index,
+//! the op replaces the coordinate along `dim` by the index value found at `p`.
+//!
+//! ```text
+//!   gather(input, dim=1, index)                scatter(self, dim=1, index, src)
+//!   out[i][j] = input[i][ index[i][j] ]        self[i][ index[i][j] ] = src[i][j]
+//!
+//!   input            index      out           src       index      self (zeros before)
+//!   10 20 30    ←    0 2   →   10 30          1 2   →   0 2   →    1 0 2
+//!   40 50 60    ←    1 0   →   50 40          3 4   →   1 0   →    4 3 0
+//! ```
+//!
+//! - The index has the same number of dims as the input; the output has the index's shape.
+//! - Along every other dim the index may be smaller than the input (it reads a leading block).
+//! - The usual "one label per row" index needs a size-1 axis at `dim`:
+//!   `labels.insert_axis(Axis(1))`; an index that picks whole rows of features is broadcast (no
+//!   copy) with `.broadcast(...)`. Errors print exactly this fix when the rank is wrong.
+//!
+//! ```
+//! use gather::prelude::*;
+//! use ndarray::{array, Axis};
+//!
+//! let x = array![[10, 20, 30], [40, 50, 60]];
+//! assert_eq!(x.gather(1, &array![[0, 2], [1, 0]])?, array![[10, 30], [50, 40]]);
+//!
+//! // The logit of each target token: logits [B, V], labels [B].
+//! let logits = array![[0.1f32, 2.0, 0.3], [1.5, 0.2, 0.1]];
+//! let labels = array![1i64, 0];
+//! let picked = logits.gather(1, &labels.insert_axis(Axis(1)))?;
+//! assert_eq!(picked, array![[2.0], [1.5]]);
+//!
+//! // Forgetting the axis is an error that says how to fix it.
+//! let err = logits.gather(1, &labels).unwrap_err();
+//! assert!(err.to_string().contains("insert_axis(Axis(1))"));
+//! # Ok::<(), gather::Error>(())
+//! ```
+//!
+//! ## What you get
+//!
+//! - Every element type PyTorch's family supports: `f32 f64 f16 bf16 i8 i16 i32 i64 u8 u16 u32 u64
+//!   bool`, and any primitive integer as index (`i64`, `i32`, `u32`, `usize`, `u8` ...).
+//! - Any layout: views, transposes, negative strides, stride-0 broadcast views; inputs are never
+//!   copied and broadcast indices never materialised.
+//! - `Result` everywhere: no input panics. In-place forms (`*_inplace`) check everything before the
+//!   first write, so a failed call changes nothing (PyTorch leaves the tensor half written).
+//! - Deterministic results: bitwise the same for any number of threads; `scatter` keeps the last
+//!   write in index order.
+//!
+//! ## Choices where PyTorch is silent or inconsistent
+//!
+//! - Index dtypes: every op accepts every integer index type (PyTorch rejects `int32` for some ops).
+//! - `u16`/`u32`/`u64` elements work for every op, also where PyTorch has no kernel.
+//! - Reductions of `f16`/`bf16` accumulate in `f32` for every op (PyTorch rounds per addition in
+//!   `index_add`, `index_reduce` and `put`).
+//! - Memory-overlap checks are unnecessary: `&mut` arrays cannot alias their inputs in Rust.
+
+#![warn(missing_docs)]
+
+pub mod dims;
+pub mod dynamic;
+pub mod element;
+pub mod error;
+pub mod index;
+mod kernels;
+pub mod ops;
+pub mod plan;
+
+pub use element::{DType, Element, Scalar};
+pub use error::{Error, ErrorKind, Result};
+pub use index::IndexElem;
+pub use ops::gather::gather;
+pub use ops::scatter::{
+    scatter, scatter_add, scatter_add_inplace, scatter_inplace, scatter_legacy, scatter_legacy_inplace,
+    scatter_reduce, scatter_reduce_inplace, scatter_value, scatter_value_inplace, scatter_value_legacy,
+    scatter_value_legacy_inplace, LegacyReduce, Reduce,
+};
+
+/// Everything needed to call the ops as methods: `use gather::prelude::*;`.
+pub mod prelude {
+    pub use crate::element::{DType, Element, Scalar};
+    pub use crate::error::{Error, ErrorKind, Result};
+    pub use crate::index::IndexElem;
+    pub use crate::ops::gather::GatherExt;
+    pub use crate::ops::scatter::{LegacyReduce, Reduce};
+}

@@ -1,0 +1,746 @@
+//! `scatter`, `scatter_add`, `scatter_reduce`: write along one dim at positions given by an index.
+//!
+//! ```text
+//! scatter_add(self, dim=1, index, src)      self[i][index[i][j]] += src[i][j]
+//!
+//!  self (zeros)          index          src
+//!  ┌───┬───┬───┬───┐     ┌───┬───┬───┐  ┌───┬───┬───┐      result
+//!  │ 0 │ 0 │ 0 │ 0 │  ←  │ 3 │ 0 │ 3 │  │ 1 │ 2 │ 3 │  →   │ 2 │ 0 │ 0 │ 4 │   (1 and 3 both land on [0][3])
+//!  ├───┼───┼───┼───┤     ├───┼───┼───┤  ├───┼───┼───┤      ├───┼───┼───┼───┤
+//!  │ 0 │ 0 │ 0 │ 0 │  ←  │ 1 │ 1 │ 2 │  │ 4 │ 5 │ 6 │  →   │ 0 │ 9 │ 6 │ 0 │   (4 and 5 both land on [1][1])
+//!  └───┴───┴───┴───┘     └───┴───┴───┘  └───┴───┴───┘
+//! ```
+//!
+//! The rules, as PyTorch's:
+//! - index, self and src have the same number of dims (a 0-d array counts as 1-d);
+//! - the index is no larger than src on every dim, and no larger than self on every dim but `dim`;
+//!   only the leading index-shaped block of src is read;
+//! - every index value is in `0..self.shape[dim]`; negative values are errors;
+//! - an index with no elements skips the shape checks and leaves self unchanged.
+//!
+//! Duplicates are deterministic: updates to one element happen in ascending index order along
+//! `dim`, by one thread. So `scatter` keeps the **last** write, and float sums add in index order,
+//! bitwise the same for any number of threads. `f16`/`bf16` reductions accumulate in `f32` and round
+//! once. In-place forms check everything (bounds included) before the first write: a failed call
+//! leaves the destination exactly as it was.
+
+use std::str::FromStr;
+
+use ndarray::{Array, ArrayBase, ArrayD, ArrayView, ArrayViewMut, Data, DataMut, Dimension, IxDyn, Zip};
+
+use super::{check_index_fits, check_index_rank};
+use crate::dims::normalize_dim;
+use crate::element::{DType, Element};
+use crate::error::{Error, Result};
+use crate::index::{Bounds, CheckedIndex, IndexElem};
+use crate::kernels;
+
+/// The reductions of `scatter_reduce` (and `index_reduce`, which has no `Sum`).
+///
+/// Parsing accepts PyTorch's names, including the aliases `max`/`min` of `amax`/`amin`:
+///
+/// ```
+/// use gather::Reduce;
+/// assert_eq!("amax".parse::<Reduce>().unwrap(), Reduce::Amax);
+/// assert_eq!("max".parse::<Reduce>().unwrap(), Reduce::Amax);
+/// assert!("add".parse::<Reduce>().is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Reduce {
+    /// Sum of the contributors.
+    Sum,
+    /// Product of the contributors.
+    Prod,
+    /// Mean of the contributors (floor division for integers); `self` counts as one contributor
+    /// when included.
+    Mean,
+    /// Maximum; NaN propagates.
+    Amax,
+    /// Minimum; NaN propagates.
+    Amin,
+}
+
+impl Reduce {
+    /// PyTorch's name (`sum`, `prod`, `mean`, `amax`, `amin`).
+    ///
+    /// ```
+    /// assert_eq!(gather::Reduce::Mean.name(), "mean");
+    /// ```
+    pub fn name(self) -> &'static str {
+        match self {
+            Reduce::Sum => "sum",
+            Reduce::Prod => "prod",
+            Reduce::Mean => "mean",
+            Reduce::Amax => "amax",
+            Reduce::Amin => "amin",
+        }
+    }
+}
+
+impl FromStr for Reduce {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        Ok(match s {
+            "sum" => Reduce::Sum,
+            "prod" => Reduce::Prod,
+            "mean" => Reduce::Mean,
+            "amax" | "max" => Reduce::Amax,
+            "amin" | "min" => Reduce::Amin,
+            _ => {
+                return Err(Error::invalid(format!("reduce argument must be either sum, prod, mean, amax or amin, got {s}"))
+                    .with_hint("for a plain write use scatter; `max`/`min` are accepted as aliases of `amax`/`amin`"))
+            }
+        })
+    }
+}
+
+/// The reductions of the legacy `scatter(..., reduce=)` form: `"add"` and `"multiply"`.
+///
+/// ```
+/// use gather::LegacyReduce;
+/// assert_eq!("multiply".parse::<LegacyReduce>().unwrap(), LegacyReduce::Multiply);
+/// assert!("mean".parse::<LegacyReduce>().is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LegacyReduce {
+    /// `reduce="add"`: like `scatter_add`.
+    Add,
+    /// `reduce="multiply"`: like `scatter_reduce(.., "prod", include_self=true)`.
+    Multiply,
+}
+
+impl FromStr for LegacyReduce {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "add" => Ok(LegacyReduce::Add),
+            "multiply" => Ok(LegacyReduce::Multiply),
+            _ => Err(Error::invalid(format!("reduce argument must be either add or multiply, got {s}"))
+                .with_hint("for sum, prod, mean, amax or amin use scatter_reduce")),
+        }
+    }
+}
+
+impl From<LegacyReduce> for Reduce {
+    fn from(r: LegacyReduce) -> Reduce {
+        match r {
+            LegacyReduce::Add => Reduce::Sum,
+            LegacyReduce::Multiply => Reduce::Prod,
+        }
+    }
+}
+
+/// What a scatter writes: a plain set, or a reduction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Set,
+    Reduce(Reduce, bool),
+}
+
+/// Checks the shapes of a scatter-like call and returns the normalised dim, or `None` when the
+/// index is empty (nothing to do).
+pub(crate) fn check_scatter_shapes(
+    op: &str,
+    dst_shape: &[usize],
+    dim: isize,
+    index_shape: &[usize],
+    src_shape: Option<&[usize]>,
+) -> Result<Option<usize>> {
+    let d = normalize_dim(op, dim, dst_shape.len())?;
+    if index_shape.iter().product::<usize>() == 0 {
+        return Ok(None);
+    }
+    check_index_rank(op, "self", dst_shape, index_shape, d)?;
+    if let Some(s) = src_shape {
+        if s.len().max(1) != index_shape.len().max(1) {
+            return Err(Error::rank(format!(
+                "{op}: Index tensor must have the same number of dimensions as src tensor (index has {} dims, src has {})",
+                index_shape.len(),
+                s.len()
+            ))
+            .with_hint("src must have the index's rank; only its leading index-shaped block is read"));
+        }
+    }
+    let one = [1usize];
+    let fix = |s: &'_ [usize]| -> Vec<usize> {
+        if s.is_empty() {
+            one.to_vec()
+        } else {
+            s.to_vec()
+        }
+    };
+    let src_fixed = src_shape.map(fix);
+    check_index_fits(op, &fix(dst_shape), &fix(index_shape), src_fixed.as_deref(), d)?;
+    Ok(Some(d))
+}
+
+pub(crate) fn check_dtype_supported<T: Element>(op: &str, mode: Mode) -> Result<()> {
+    if T::DTYPE == DType::Bool && matches!(mode, Mode::Reduce(Reduce::Mean, _)) {
+        return Err(Error::invalid(format!("{op}: reduce=\"mean\" is not implemented for bool (as in PyTorch)"))
+            .with_hint("convert the array to an integer or float dtype first, or use \"amax\"/\"sum\" (logical or)"));
+    }
+    Ok(())
+}
+
+/// The core of every scatter-like op, on dynamic-rank views. `dst` is modified only after every
+/// check has passed.
+pub(crate) fn scatter_into<T, I>(
+    op: &str,
+    dst: ArrayViewMut<'_, T, IxDyn>,
+    dim: isize,
+    index: ArrayView<'_, I, IxDyn>,
+    src: ArrayView<'_, T, IxDyn>,
+    src_is_value: bool,
+    mode: Mode,
+    bounds: Bounds,
+) -> Result<()>
+where
+    T: Element,
+    I: IndexElem,
+{
+    let src_shape = if src_is_value { None } else { Some(src.shape()) };
+    let Some(d) = check_scatter_shapes(op, dst.shape(), dim, index.shape(), src_shape)? else {
+        // PyTorch still rejects an unsupported dtype/reduce pair for an empty index.
+        return check_dtype_supported::<T>(op, mode);
+    };
+    check_dtype_supported::<T>(op, mode)?;
+    let mut dst = if dst.ndim() == 0 { dst.insert_axis(ndarray::Axis(0)) } else { dst };
+    let index = if index.ndim() == 0 { index.insert_axis(ndarray::Axis(0)) } else { index };
+    let src = if src_is_value {
+        src.broadcast(index.raw_dim()).expect("a one-element src broadcasts to any shape")
+    } else if src.ndim() == 0 {
+        src.insert_axis(ndarray::Axis(0))
+    } else {
+        src
+    };
+    let checked = CheckedIndex::new(op, index, d, dst.shape()[d], bounds)?;
+    match mode {
+        Mode::Set => kernels::scatter::scatter(&mut dst, d, &checked, &src, |a: &mut T, s: T| *a = s),
+        Mode::Reduce(r, include_self) => reduce_into(&mut dst, d, &checked, &src, r, include_self),
+    }
+    Ok(())
+}
+
+/// Runs a checked reduction. `f16`/`bf16` go through an `f32` buffer so that sums and products
+/// round once; every other type reduces in place.
+pub(crate) fn reduce_into<T: Element, I: IndexElem>(
+    dst: &mut ArrayViewMut<'_, T, IxDyn>,
+    dim: usize,
+    index: &CheckedIndex<'_, I>,
+    src: &ArrayView<'_, T, IxDyn>,
+    r: Reduce,
+    include_self: bool,
+) {
+    let counts = (r == Reduce::Mean).then(|| {
+        let mut c = ArrayD::<u64>::zeros(dst.raw_dim());
+        let one = [0u8];
+        let one = ArrayView::from(&one[..]).into_dyn();
+        let ones = one.broadcast(index.view().raw_dim()).expect("broadcast");
+        kernels::scatter::scatter(&mut c.view_mut(), dim, index, &ones, |c: &mut u64, _| *c += 1);
+        c
+    });
+    let wide = matches!(T::DTYPE, DType::F16 | DType::BF16) && !matches!(r, Reduce::Amax | Reduce::Amin);
+    if wide {
+        let mut acc: ArrayD<T::Acc> = dst.map(|x| x.to_acc());
+        reduce_acc::<T, I, T::Acc>(&mut acc.view_mut(), dim, index, src, r, include_self, |a| *a, |a| a);
+        finish(dst, Some(&acc), counts.as_ref(), r, include_self);
+    } else {
+        reduce_acc::<T, I, T>(dst, dim, index, src, r, include_self, |a| a.to_acc(), T::from_acc);
+        finish::<T>(dst, None, counts.as_ref(), r, include_self);
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn reduce_acc<T: Element, I: IndexElem, A: Copy + Send + Sync>(
+    dst: &mut ArrayViewMut<'_, A, IxDyn>,
+    dim: usize,
+    index: &CheckedIndex<'_, I>,
+    src: &ArrayView<'_, T, IxDyn>,
+    r: Reduce,
+    include_self: bool,
+    load: impl Fn(&A) -> T::Acc + Sync + Send,
+    store: impl Fn(T::Acc) -> A + Sync + Send,
+) {
+    if !include_self {
+        let id: T::Acc = match r {
+            Reduce::Sum | Reduce::Mean => T::acc_zero(),
+            Reduce::Prod => T::acc_one(),
+            Reduce::Amax => T::max_identity().to_acc(),
+            Reduce::Amin => T::min_identity().to_acc(),
+        };
+        let idv = [store(id)];
+        let idv = ArrayView::from(&idv[..]).into_dyn();
+        let ids = idv.broadcast(index.view().raw_dim()).expect("broadcast");
+        kernels::scatter::scatter(dst, dim, index, &ids, |a: &mut A, v: A| *a = v);
+    }
+    match r {
+        Reduce::Sum | Reduce::Mean => {
+            kernels::scatter::scatter(dst, dim, index, src, |a: &mut A, s: T| *a = store(T::acc_add(load(a), s.to_acc())))
+        }
+        Reduce::Prod => {
+            kernels::scatter::scatter(dst, dim, index, src, |a: &mut A, s: T| *a = store(T::acc_mul(load(a), s.to_acc())))
+        }
+        Reduce::Amax => {
+            kernels::scatter::scatter(dst, dim, index, src, |a: &mut A, s: T| *a = store(T::acc_max(load(a), s.to_acc())))
+        }
+        Reduce::Amin => {
+            kernels::scatter::scatter(dst, dim, index, src, |a: &mut A, s: T| *a = store(T::acc_min(load(a), s.to_acc())))
+        }
+    }
+}
+
+/// Writes the accumulator back (if any) and divides means by their contributor counts.
+fn finish<T: Element>(
+    dst: &mut ArrayViewMut<'_, T, IxDyn>,
+    acc: Option<&ArrayD<T::Acc>>,
+    counts: Option<&ArrayD<u64>>,
+    _r: Reduce,
+    include_self: bool,
+) {
+    let extra = include_self as u64;
+    match (acc, counts) {
+        (Some(acc), Some(c)) => Zip::from(dst).and(acc).and(c).for_each(|d, &a, &n| {
+            *d = T::from_acc(if n > 0 { T::acc_div_count(a, (n + extra) as usize) } else { a })
+        }),
+        (Some(acc), None) => Zip::from(dst).and(acc).for_each(|d, &a| *d = T::from_acc(a)),
+        (None, Some(c)) => Zip::from(dst).and(c).for_each(|d, &n| {
+            if n > 0 {
+                *d = T::from_acc(T::acc_div_count(d.to_acc(), (n + extra) as usize))
+            }
+        }),
+        (None, None) => {}
+    }
+}
+
+fn owned_dyn<T: Element, S: Data<Elem = T>, D: Dimension>(input: &ArrayBase<S, D>) -> Array<T, D> {
+    input.to_owned()
+}
+
+
+/// `self.scatter_(dim, index, src)`: `self[p with p[dim] := index[p]] = src[p]` for every position
+/// `p` of the index; with duplicates the last write in index order wins.
+///
+/// ```
+/// use ndarray::array;
+/// let mut x = ndarray::Array2::<f32>::zeros((3, 4));
+/// let src = ndarray::Array::range(1.0, 13.0, 1.0).into_shape_with_order((3, 4)).unwrap();
+/// gather::scatter_inplace(&mut x, 0, &array![[0, 1, 2, 0]], &src).unwrap();
+/// assert_eq!(x, array![[1., 0., 0., 4.], [0., 2., 0., 0.], [0., 0., 3., 0.]]);
+/// // Duplicates: the last write wins.
+/// let mut y = ndarray::Array1::<i32>::zeros(2);
+/// gather::scatter_inplace(&mut y, 0, &array![0, 0, 0], &array![1, 2, 3]).unwrap();
+/// assert_eq!(y, array![3, 0]);
+/// ```
+pub fn scatter_inplace<T, S, D, I, SI, DI, SS, DS>(
+    dst: &mut ArrayBase<S, D>,
+    dim: isize,
+    index: &ArrayBase<SI, DI>,
+    src: &ArrayBase<SS, DS>,
+) -> Result<()>
+where
+    T: Element,
+    S: DataMut<Elem = T>,
+    D: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+    SS: Data<Elem = T>,
+    DS: Dimension,
+{
+    let src = src.view().into_dyn();
+    scatter_into("scatter", dst.view_mut().into_dyn(), dim, index.view().into_dyn(), src, false, Mode::Set, Bounds::Strict)
+}
+
+/// Out-of-place [`scatter_inplace`]: returns a scattered copy of `input`.
+///
+/// ```
+/// use ndarray::array;
+/// let x = array![0, 0, 0];
+/// assert_eq!(gather::scatter(&x, 0, &array![2, 0], &array![7, 8]).unwrap(), array![8, 0, 7]);
+/// ```
+pub fn scatter<T, S, D, I, SI, DI, SS, DS>(
+    input: &ArrayBase<S, D>,
+    dim: isize,
+    index: &ArrayBase<SI, DI>,
+    src: &ArrayBase<SS, DS>,
+) -> Result<Array<T, D>>
+where
+    T: Element,
+    S: Data<Elem = T>,
+    D: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+    SS: Data<Elem = T>,
+    DS: Dimension,
+{
+    let mut out = owned_dyn(input);
+    scatter_inplace(&mut out, dim, index, src)?;
+    Ok(out)
+}
+
+/// `self.scatter_(dim, index, value)`: writes `value` at every indexed position.
+///
+/// ```
+/// use ndarray::array;
+/// let mut x = array![[0.0f32, 0.0], [0.0, 0.0]];
+/// gather::scatter_value_inplace(&mut x, 1, &array![[1], [0]], 5.0).unwrap();
+/// assert_eq!(x, array![[0.0, 5.0], [5.0, 0.0]]);
+/// ```
+pub fn scatter_value_inplace<T, S, D, I, SI, DI>(dst: &mut ArrayBase<S, D>, dim: isize, index: &ArrayBase<SI, DI>, value: T) -> Result<()>
+where
+    T: Element,
+    S: DataMut<Elem = T>,
+    D: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+{
+    let v = [value];
+    let src = ArrayView::from(&v[..]).into_dyn();
+    scatter_into("scatter", dst.view_mut().into_dyn(), dim, index.view().into_dyn(), src, true, Mode::Set, Bounds::Strict)
+}
+
+/// Out-of-place [`scatter_value_inplace`].
+///
+/// ```
+/// use ndarray::array;
+/// assert_eq!(gather::scatter_value(&array![1, 2, 3], 0, &array![0, 2], 9).unwrap(), array![9, 2, 9]);
+/// ```
+pub fn scatter_value<T, S, D, I, SI, DI>(input: &ArrayBase<S, D>, dim: isize, index: &ArrayBase<SI, DI>, value: T) -> Result<Array<T, D>>
+where
+    T: Element,
+    S: Data<Elem = T>,
+    D: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+{
+    let mut out = owned_dyn(input);
+    scatter_value_inplace(&mut out, dim, index, value)?;
+    Ok(out)
+}
+
+/// The legacy `self.scatter_(dim, index, src, reduce="add"|"multiply")`; always includes self.
+///
+/// ```
+/// use gather::LegacyReduce;
+/// use ndarray::array;
+/// let mut x = array![1.0f32, 1.0];
+/// gather::scatter_legacy_inplace(&mut x, 0, &array![0, 0], &array![5.0, 6.0], LegacyReduce::Multiply).unwrap();
+/// assert_eq!(x, array![30.0, 1.0]);
+/// ```
+pub fn scatter_legacy_inplace<T, S, D, I, SI, DI, SS, DS>(
+    dst: &mut ArrayBase<S, D>,
+    dim: isize,
+    index: &ArrayBase<SI, DI>,
+    src: &ArrayBase<SS, DS>,
+    reduce: LegacyReduce,
+) -> Result<()>
+where
+    T: Element,
+    S: DataMut<Elem = T>,
+    D: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+    SS: Data<Elem = T>,
+    DS: Dimension,
+{
+    let src = src.view().into_dyn();
+    let mode = Mode::Reduce(reduce.into(), true);
+    scatter_into("scatter", dst.view_mut().into_dyn(), dim, index.view().into_dyn(), src, false, mode, Bounds::Strict)
+}
+
+/// Out-of-place [`scatter_legacy_inplace`].
+///
+/// ```
+/// use gather::LegacyReduce;
+/// use ndarray::array;
+/// let x = array![true, false];
+/// let out = gather::scatter_legacy(&x, 0, &array![1], &array![true], LegacyReduce::Add).unwrap();
+/// assert_eq!(out, array![true, true]);
+/// ```
+pub fn scatter_legacy<T, S, D, I, SI, DI, SS, DS>(
+    input: &ArrayBase<S, D>,
+    dim: isize,
+    index: &ArrayBase<SI, DI>,
+    src: &ArrayBase<SS, DS>,
+    reduce: LegacyReduce,
+) -> Result<Array<T, D>>
+where
+    T: Element,
+    S: Data<Elem = T>,
+    D: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+    SS: Data<Elem = T>,
+    DS: Dimension,
+{
+    let mut out = owned_dyn(input);
+    scatter_legacy_inplace(&mut out, dim, index, src, reduce)?;
+    Ok(out)
+}
+
+/// The legacy value form `self.scatter_(dim, index, value, reduce="add"|"multiply")`.
+///
+/// ```
+/// use gather::LegacyReduce;
+/// use ndarray::array;
+/// let mut x = array![1, 2, 3];
+/// gather::scatter_value_legacy_inplace(&mut x, 0, &array![2, 2], 10, LegacyReduce::Add).unwrap();
+/// assert_eq!(x, array![1, 2, 23]);
+/// ```
+pub fn scatter_value_legacy_inplace<T, S, D, I, SI, DI>(
+    dst: &mut ArrayBase<S, D>,
+    dim: isize,
+    index: &ArrayBase<SI, DI>,
+    value: T,
+    reduce: LegacyReduce,
+) -> Result<()>
+where
+    T: Element,
+    S: DataMut<Elem = T>,
+    D: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+{
+    let v = [value];
+    let src = ArrayView::from(&v[..]).into_dyn();
+    let mode = Mode::Reduce(reduce.into(), true);
+    scatter_into("scatter", dst.view_mut().into_dyn(), dim, index.view().into_dyn(), src, true, mode, Bounds::Strict)
+}
+
+/// Out-of-place [`scatter_value_legacy_inplace`].
+///
+/// ```
+/// use gather::LegacyReduce;
+/// use ndarray::array;
+/// let out = gather::scatter_value_legacy(&array![2, 2], 0, &array![1], 5, LegacyReduce::Multiply).unwrap();
+/// assert_eq!(out, array![2, 10]);
+/// ```
+pub fn scatter_value_legacy<T, S, D, I, SI, DI>(
+    input: &ArrayBase<S, D>,
+    dim: isize,
+    index: &ArrayBase<SI, DI>,
+    value: T,
+    reduce: LegacyReduce,
+) -> Result<Array<T, D>>
+where
+    T: Element,
+    S: Data<Elem = T>,
+    D: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+{
+    let mut out = owned_dyn(input);
+    scatter_value_legacy_inplace(&mut out, dim, index, value, reduce)?;
+    Ok(out)
+}
+
+/// `self.scatter_add_(dim, index, src)`: `self[p with p[dim] := index[p]] += src[p]`, adding in
+/// index order (integers wrap, bool is logical or, `f16`/`bf16` accumulate in `f32`).
+///
+/// This is also the gradient of [`gather()`](crate::gather()).
+///
+/// ```
+/// use ndarray::array;
+/// let mut x = ndarray::Array2::<f32>::zeros((3, 4));
+/// let src = ndarray::Array::range(1.0, 13.0, 1.0).into_shape_with_order((3, 4)).unwrap();
+/// gather::scatter_add_inplace(&mut x, 0, &array![[0, 0, 0, 0], [0, 1, 2, 0]], &src).unwrap();
+/// assert_eq!(x, array![[6., 2., 3., 12.], [0., 6., 0., 0.], [0., 0., 7., 0.]]);
+/// ```
+pub fn scatter_add_inplace<T, S, D, I, SI, DI, SS, DS>(
+    dst: &mut ArrayBase<S, D>,
+    dim: isize,
+    index: &ArrayBase<SI, DI>,
+    src: &ArrayBase<SS, DS>,
+) -> Result<()>
+where
+    T: Element,
+    S: DataMut<Elem = T>,
+    D: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+    SS: Data<Elem = T>,
+    DS: Dimension,
+{
+    let src = src.view().into_dyn();
+    let mode = Mode::Reduce(Reduce::Sum, true);
+    scatter_into("scatter_add", dst.view_mut().into_dyn(), dim, index.view().into_dyn(), src, false, mode, Bounds::Strict)
+}
+
+/// Out-of-place [`scatter_add_inplace`].
+///
+/// ```
+/// use ndarray::array;
+/// let out = gather::scatter_add(&array![[0, 0, 0, 0], [0, 0, 0, 0]], 1, &array![[3, 0, 3], [1, 1, 2]], &array![[1, 2, 3], [4, 5, 6]]).unwrap();
+/// assert_eq!(out, array![[2, 0, 0, 4], [0, 9, 6, 0]]);
+/// ```
+pub fn scatter_add<T, S, D, I, SI, DI, SS, DS>(
+    input: &ArrayBase<S, D>,
+    dim: isize,
+    index: &ArrayBase<SI, DI>,
+    src: &ArrayBase<SS, DS>,
+) -> Result<Array<T, D>>
+where
+    T: Element,
+    S: Data<Elem = T>,
+    D: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+    SS: Data<Elem = T>,
+    DS: Dimension,
+{
+    let mut out = owned_dyn(input);
+    scatter_add_inplace(&mut out, dim, index, src)?;
+    Ok(out)
+}
+
+/// `self.scatter_reduce_(dim, index, src, reduce, include_self)`.
+///
+/// With `include_self = false` the positions the index refers to are reduced over the src
+/// elements only; positions no index refers to keep their value, for every reduction. `Mean`
+/// counts self as one contributor when it is included, and divides integers rounding toward
+/// negative infinity. `Amax`/`Amin` propagate NaN. `Mean` on bool is an error (as in PyTorch); the
+/// other reductions also work on `u16`/`u32`/`u64`, which PyTorch lacks.
+///
+/// ```
+/// use gather::Reduce;
+/// use ndarray::array;
+/// let base = array![10.0f32, 20.0, 30.0, 40.0];
+/// let idx = array![0, 0, 1, 1, 1];
+/// let src = array![1.0f32, 2.0, 3.0, 4.0, 5.0];
+/// let r = |red, incl| gather::scatter_reduce(&base, 0, &idx, &src, red, incl).unwrap();
+/// assert_eq!(r(Reduce::Sum, true), array![13.0, 32.0, 30.0, 40.0]);
+/// assert_eq!(r(Reduce::Prod, false), array![2.0, 60.0, 30.0, 40.0]);
+/// assert_eq!(r(Reduce::Mean, false), array![1.5, 4.0, 30.0, 40.0]);
+/// assert_eq!(r(Reduce::Amax, false), array![2.0, 5.0, 30.0, 40.0]);
+/// assert_eq!(r(Reduce::Amin, true), array![1.0, 3.0, 30.0, 40.0]);
+/// ```
+pub fn scatter_reduce_inplace<T, S, D, I, SI, DI, SS, DS>(
+    dst: &mut ArrayBase<S, D>,
+    dim: isize,
+    index: &ArrayBase<SI, DI>,
+    src: &ArrayBase<SS, DS>,
+    reduce: Reduce,
+    include_self: bool,
+) -> Result<()>
+where
+    T: Element,
+    S: DataMut<Elem = T>,
+    D: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+    SS: Data<Elem = T>,
+    DS: Dimension,
+{
+    let src = src.view().into_dyn();
+    let mode = Mode::Reduce(reduce, include_self);
+    scatter_into("scatter_reduce", dst.view_mut().into_dyn(), dim, index.view().into_dyn(), src, false, mode, Bounds::Strict)
+}
+
+/// Out-of-place [`scatter_reduce_inplace`].
+///
+/// ```
+/// use gather::Reduce;
+/// use ndarray::array;
+/// // Integer mean floors: (-3 + -4) / 2 = -4.
+/// let out = gather::scatter_reduce(&array![0i64], 0, &array![0, 0], &array![-3i64, -4], Reduce::Mean, false).unwrap();
+/// assert_eq!(out, array![-4]);
+/// ```
+pub fn scatter_reduce<T, S, D, I, SI, DI, SS, DS>(
+    input: &ArrayBase<S, D>,
+    dim: isize,
+    index: &ArrayBase<SI, DI>,
+    src: &ArrayBase<SS, DS>,
+    reduce: Reduce,
+    include_self: bool,
+) -> Result<Array<T, D>>
+where
+    T: Element,
+    S: Data<Elem = T>,
+    D: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+    SS: Data<Elem = T>,
+    DS: Dimension,
+{
+    let mut out = owned_dyn(input);
+    scatter_reduce_inplace(&mut out, dim, index, src, reduce, include_self)?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+    use half::{bf16, f16};
+    use ndarray::{arr0, array, Array1, Array2};
+
+    #[test]
+    fn half_sums_accumulate_in_f32() {
+        let x = Array1::<f16>::zeros(1);
+        let src = Array1::from_elem(3000, f16::ONE);
+        let idx = Array1::<i64>::zeros(3000);
+        assert_eq!(scatter_add(&x, 0, &idx, &src).unwrap()[0], f16::from_f32(3000.0));
+        let xb = Array1::<bf16>::zeros(1);
+        let srcb = Array1::from_elem(3000, bf16::ONE);
+        assert_eq!(scatter_add(&xb, 0, &idx, &srcb).unwrap()[0], bf16::from_f32(3008.0));
+    }
+
+    #[test]
+    fn integer_sums_wrap() {
+        let out = scatter_add(&array![0i8], 0, &Array1::<i64>::zeros(200), &Array1::<i8>::ones(200)).unwrap();
+        assert_eq!(out[0], -56);
+    }
+
+    #[test]
+    fn nan_propagates_through_amax_and_stays_in_self() {
+        let idx = array![0, 0, 1, 1, 2, 2];
+        let src = array![1.0f32, f32::NAN, f32::NEG_INFINITY, f32::NEG_INFINITY, 2.0, f32::INFINITY];
+        let out = scatter_reduce(&Array1::<f32>::zeros(3), 0, &idx, &src, Reduce::Amax, false).unwrap();
+        assert!(out[0].is_nan());
+        assert_eq!(out[1], f32::NEG_INFINITY);
+        assert_eq!(out[2], f32::INFINITY);
+        let kept = scatter_reduce(&array![f32::NAN], 0, &array![0], &array![5.0f32], Reduce::Amax, true).unwrap();
+        assert!(kept[0].is_nan());
+    }
+
+    #[test]
+    fn failed_inplace_call_changes_nothing() {
+        let mut x = Array1::<f32>::zeros(6);
+        let e = scatter_inplace(&mut x, 0, &array![0, 1, 9, 3], &Array1::<f32>::ones(4)).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::IndexOutOfBounds);
+        assert_eq!(x, Array1::<f32>::zeros(6));
+    }
+
+    #[test]
+    fn empty_index_leaves_self_unchanged_even_with_odd_shapes() {
+        let x = array![[1, 2], [3, 4]];
+        let idx = Array2::<i64>::zeros((0, 7));
+        assert_eq!(scatter(&x, 1, &idx, &Array1::<i32>::zeros(1)).unwrap(), x);
+        let e = scatter_reduce(&array![true], 0, &Array1::<i64>::zeros(0), &array![true], Reduce::Mean, true).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    }
+
+    #[test]
+    fn zero_d_self_acts_as_one_element_vector() {
+        let out = scatter_add(&arr0(1.0f64), 0, &arr0(0i64), &arr0(2.0f64)).unwrap();
+        assert_eq!(out, arr0(3.0));
+    }
+
+    #[test]
+    fn src_larger_than_index_reads_the_leading_block() {
+        let src = Array2::from_shape_fn((4, 5), |(a, b)| (a * 10 + b) as i32);
+        let out = scatter(&Array2::<i32>::zeros((3, 4)), 0, &array![[2, 1, 0, 2]], &src).unwrap();
+        assert_eq!(out, array![[0, 0, 2, 0], [0, 1, 0, 0], [0, 0, 0, 3]]);
+    }
+}
