@@ -78,9 +78,9 @@ pub use error::{Error, ErrorKind, Result};
 pub use index::IndexElem;
 pub use ops::gather::gather;
 pub use ops::scatter::{
-    scatter, scatter_add, scatter_add_inplace, scatter_inplace, scatter_legacy, scatter_legacy_inplace,
-    scatter_reduce, scatter_reduce_inplace, scatter_value, scatter_value_inplace, scatter_value_legacy,
-    scatter_value_legacy_inplace, LegacyReduce, Reduce,
+    LegacyReduce, Reduce, scatter, scatter_add, scatter_add_inplace, scatter_inplace,
+    scatter_legacy, scatter_legacy_inplace, scatter_reduce, scatter_reduce_inplace, scatter_value,
+    scatter_value_inplace, scatter_value_legacy, scatter_value_legacy_inplace,
 };
 
 /// Everything needed to call the ops as methods: `use gather::prelude::*;`.
@@ -89,5 +89,5 @@ pub mod prelude {
     pub use crate::error::{Error, ErrorKind, Result};
     pub use crate::index::IndexElem;
     pub use crate::ops::gather::GatherExt;
-    pub use crate::ops::scatter::{LegacyReduce, Reduce};
+    pub use crate::ops::scatter::{LegacyReduce, Reduce, ScatterExt, ScatterInplaceExt};
 }

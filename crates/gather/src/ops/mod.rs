@@ -5,11 +5,13 @@ pub mod scatter;
 
 use ndarray::{ArrayBase, ArrayView, Axis, Data, Dimension, IxDyn};
 
-use crate::error::{fmt_shape, Error, Result};
+use crate::error::{Error, Result, fmt_shape};
 
 /// A dynamic-rank view of `a`, with a 0-d array seen as 1-d of one element (PyTorch's
 /// "nonempty" convention of the gather family).
-pub(crate) fn view_1d_if_scalar<S: Data, D: Dimension>(a: &ArrayBase<S, D>) -> ArrayView<'_, S::Elem, IxDyn> {
+pub(crate) fn view_1d_if_scalar<S: Data, D: Dimension>(
+    a: &ArrayBase<S, D>,
+) -> ArrayView<'_, S::Elem, IxDyn> {
     let v = a.view().into_dyn();
     if v.ndim() == 0 {
         v.insert_axis(Axis(0))
@@ -20,7 +22,12 @@ pub(crate) fn view_1d_if_scalar<S: Data, D: Dimension>(a: &ArrayBase<S, D>) -> A
 
 /// How to turn an index of the wrong rank into one of `input_shape`'s rank for `dim`: the axes to
 /// insert and the shape to broadcast to, written as ndarray calls.
-pub(crate) fn rank_fix_hint(op: &str, input_shape: &[usize], index_shape: &[usize], dim: usize) -> Option<String> {
+pub(crate) fn rank_fix_hint(
+    op: &str,
+    input_shape: &[usize],
+    index_shape: &[usize],
+    dim: usize,
+) -> Option<String> {
     let n = input_shape.len();
     if index_shape.len() >= n {
         if index_shape.len() > n {
@@ -69,7 +76,13 @@ pub(crate) fn rank_fix_hint(op: &str, input_shape: &[usize], index_shape: &[usiz
 }
 
 /// The rank rule of gather/scatter: `max(a.ndim, 1) == max(index.ndim, 1)`.
-pub(crate) fn check_index_rank(op: &str, what: &str, input_shape: &[usize], index_shape: &[usize], dim: usize) -> Result<()> {
+pub(crate) fn check_index_rank(
+    op: &str,
+    what: &str,
+    input_shape: &[usize],
+    index_shape: &[usize],
+    dim: usize,
+) -> Result<()> {
     if input_shape.len().max(1) == index_shape.len().max(1) {
         return Ok(());
     }
@@ -81,7 +94,12 @@ pub(crate) fn check_index_rank(op: &str, what: &str, input_shape: &[usize], inde
         fmt_shape(input_shape)
     );
     let mut e = Error::rank(msg);
-    if let Some(h) = rank_fix_hint(op, input_shape, index_shape, dim.min(input_shape.len().saturating_sub(1))) {
+    if let Some(h) = rank_fix_hint(
+        op,
+        input_shape,
+        index_shape,
+        dim.min(input_shape.len().saturating_sub(1)),
+    ) {
         e = e.with_hint(h);
     }
     Err(e)
@@ -108,28 +126,43 @@ pub(crate) fn check_index_fits(
             fmt_shape(index_shape),
             fmt_shape(input_shape)
         ),
-        None => format!("{op}: expected index {} to be no larger than {what} {} apart from dimension {dim}", fmt_shape(index_shape), fmt_shape(input_shape)),
+        None => format!(
+            "{op}: expected index {} to be no larger than {what} {} apart from dimension {dim}",
+            fmt_shape(index_shape),
+            fmt_shape(input_shape)
+        ),
     };
     if let Some(s) = src_shape {
         msg.push_str(&format!(" and to be no larger than src {}", fmt_shape(s)));
         if let Some(d) = bad_src {
-            msg.push_str(&format!(" (index is {} but src is {} at dimension {d})", index_shape[d], s[d]));
+            msg.push_str(&format!(
+                " (index is {} but src is {} at dimension {d})",
+                index_shape[d], s[d]
+            ));
         }
     }
     let mut hint = String::new();
     if let Some(d) = bad_self {
         let alt: Vec<usize> = (0..input_shape.len())
-            .filter(|&a| a != dim && (0..input_shape.len()).all(|x| x == a || index_shape[x] <= input_shape[x]))
+            .filter(|&a| {
+                a != dim
+                    && (0..input_shape.len()).all(|x| x == a || index_shape[x] <= input_shape[x])
+            })
             .collect();
         hint = format!(
             "the index may be larger than the {what} only along dim {dim}; at dimension {d} it is {} but the {what} has {}",
             index_shape[d], input_shape[d]
         );
         if let Some(a) = alt.first() {
-            hint.push_str(&format!("; did you mean dim={a}? (dims count from 0, or from -1 at the end)"));
+            hint.push_str(&format!(
+                "; did you mean dim={a}? (dims count from 0, or from -1 at the end)"
+            ));
         }
     } else if let Some(d) = bad_src {
-        hint = format!("src must be at least as large as the index on every dim; slice the index to {} at dimension {d}, or pass a larger src", src_shape.unwrap()[d]);
+        hint = format!(
+            "src must be at least as large as the index on every dim; slice the index to {} at dimension {d}, or pass a larger src",
+            src_shape.unwrap()[d]
+        );
     }
     Err(Error::shape(msg).with_hint(hint))
 }
