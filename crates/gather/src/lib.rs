@@ -34,7 +34,7 @@
 //! // The logit of each target token: logits [B, V], labels [B].
 //! let logits = array![[0.1f32, 2.0, 0.3], [1.5, 0.2, 0.1]];
 //! let labels = array![1i64, 0];
-//! let picked = logits.gather(1, &labels.insert_axis(Axis(1)))?;
+//! let picked = logits.gather(1, &labels.view().insert_axis(Axis(1)))?;
 //! assert_eq!(picked, array![[2.0], [1.5]]);
 //!
 //! // Forgetting the axis is an error that says how to fix it.
@@ -91,3 +91,8 @@ pub mod prelude {
     pub use crate::ops::gather::GatherExt;
     pub use crate::ops::scatter::{LegacyReduce, Reduce, ScatterExt, ScatterInplaceExt};
 }
+
+/// The README's examples, run as doc tests.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

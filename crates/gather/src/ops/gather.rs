@@ -164,7 +164,7 @@ mod tests {
         let text = e.to_string();
         assert!(text.contains("[128, 1, 4]"), "{text}");
         assert!(
-            text.contains(".insert_axis(Axis(1)).insert_axis(Axis(2)).broadcast((128, 1, 4,))"),
+            text.contains(".insert_axis(Axis(1)).insert_axis(Axis(2)).broadcast((128, 1, 4))"),
             "{text}"
         );
 

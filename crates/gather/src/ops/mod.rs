@@ -38,17 +38,28 @@ pub(crate) fn rank_fix_hint(
         }
         return None;
     }
-    // Assign the index's axes, in order, to the input's non-dim axes they fit.
+    let k_idx = index_shape.len();
     let mut assigned = vec![None; n];
-    let mut k = 0;
-    for (a, slot) in assigned.iter_mut().enumerate() {
-        if k < index_shape.len() && a != dim && index_shape[k] <= input_shape[a] {
-            *slot = Some(index_shape[k]);
-            k += 1;
+    let prefix_with_dim = k_idx == dim + 1 && (0..dim).all(|d| index_shape[d] <= input_shape[d]);
+    if prefix_with_dim {
+        // The top-k / MAE idiom: `[B, K]` picks K entries along dim 1 of `[B, N, D]`; the missing
+        // trailing axes are broadcast.
+        for (a, slot) in assigned.iter_mut().enumerate().take(k_idx) {
+            *slot = Some(index_shape[a]);
         }
-    }
-    if k < index_shape.len() {
-        return None;
+    } else {
+        // The token-logit / ROI idiom: one entry per position; the index's axes are the input's
+        // non-dim axes, in order, and dim gets size 1.
+        let mut k = 0;
+        for (a, slot) in assigned.iter_mut().enumerate() {
+            if k < k_idx && a != dim && index_shape[k] <= input_shape[a] {
+                *slot = Some(index_shape[k]);
+                k += 1;
+            }
+        }
+        if k < k_idx {
+            return None;
+        }
     }
     let target: Vec<usize> = (0..n)
         .map(|a| match assigned[a] {
@@ -57,7 +68,7 @@ pub(crate) fn rank_fix_hint(
             None => input_shape[a],
         })
         .collect();
-    let mut call = String::from("index");
+    let mut call = String::from("index.view()");
     for (a, s) in assigned.iter().enumerate() {
         if s.is_none() {
             call.push_str(&format!(".insert_axis(Axis({a}))"));
@@ -66,11 +77,24 @@ pub(crate) fn rank_fix_hint(
     let needs_broadcast = (0..n).any(|a| assigned[a].is_none() && a != dim && input_shape[a] > 1);
     if needs_broadcast {
         let dims: Vec<String> = target.iter().map(|s| s.to_string()).collect();
-        call.push_str(&format!(".broadcast(({},)).unwrap()", dims.join(", ")));
+        let tuple = if dims.len() == 1 {
+            format!("({},)", dims[0])
+        } else {
+            format!("({})", dims.join(", "))
+        };
+        call.push_str(&format!(".broadcast({tuple}).unwrap()"));
     }
     let picked = input_shape[dim];
+    let what = if prefix_with_dim {
+        format!(
+            "to pick {} of the {picked} entries along dim {dim} and keep every other axis whole",
+            index_shape[dim]
+        )
+    } else {
+        format!("to pick one of the {picked} entries along dim {dim} for each position")
+    };
     Some(format!(
-        "{op} needs an index with the input's {n} dims; to pick one of the {picked} entries along dim {dim} for each position, give the index the shape {}: `{call}` (no copy is made); the output then has that shape too",
+        "{op} needs an index with the input's {n} dims; {what}, give the index the shape {}: `{call}` (no copy is made); the output then has that shape too",
         fmt_shape(&target)
     ))
 }
