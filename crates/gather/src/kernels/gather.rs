@@ -13,7 +13,8 @@ use super::{SharedPtr, position};
 use crate::index::{Bounds, CheckedIndex, IndexElem};
 use crate::plan::Nest;
 
-/// Gathers along `dim` into a new row-major buffer of the index's shape.
+/// Gathers along `dim` into `out` (empty, with capacity for the index's length), filled in the
+/// row-major order of the index's shape.
 ///
 /// Preconditions (asserted, O(rank)): `input` and `index` have the same rank, `dim` is one of its
 /// axes, `index.shape[d] <= input.shape[d]` for every `d != dim`, and the index was checked
@@ -22,6 +23,7 @@ pub(crate) fn gather<T, I>(
     input: &ArrayView<'_, T, IxDyn>,
     dim: usize,
     index: &CheckedIndex<'_, I>,
+    mut out: Vec<T>,
 ) -> Vec<T>
 where
     T: Copy + Send + Sync,
@@ -43,7 +45,10 @@ where
         );
     }
     let n = idx.len();
-    let mut out: Vec<T> = Vec::with_capacity(n);
+    assert!(
+        out.is_empty() && out.capacity() >= n,
+        "gather kernel: output buffer too small"
+    );
     if n == 0 {
         return out;
     }

@@ -67,7 +67,8 @@ where
     let idx = view_1d_if_scalar(index);
     check_index_fits("gather", x.shape(), idx.shape(), None, dim)?;
     let checked = CheckedIndex::new("gather", idx, dim, x.shape()[dim], Bounds::Strict)?;
-    let data = kernels::gather::gather(&x, dim, &checked);
+    let out = super::try_vec("gather", checked.view().len())?;
+    let data = kernels::gather::gather(&x, dim, &checked, out);
     Ok(Array::from_shape_vec(index.raw_dim(), data).expect("output has the index's shape"))
 }
 

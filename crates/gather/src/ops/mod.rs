@@ -3,7 +3,7 @@
 pub mod gather;
 pub mod scatter;
 
-use ndarray::{ArrayBase, ArrayView, Axis, Data, Dimension, IxDyn};
+use ndarray::{Array, ArrayBase, ArrayView, Axis, Data, Dimension, IxDyn};
 
 use crate::error::{Error, Result, fmt_shape};
 
@@ -18,6 +18,34 @@ pub(crate) fn view_1d_if_scalar<S: Data, D: Dimension>(
     } else {
         v
     }
+}
+
+/// An empty `Vec` with room for `n` elements, or an error (not an abort) when that much memory
+/// cannot be had.
+pub(crate) fn try_vec<T>(op: &str, n: usize) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| {
+        Error::invalid(format!(
+            "{op}: cannot allocate an output of {n} elements ({} bytes)",
+            n.saturating_mul(std::mem::size_of::<T>())
+        ))
+        .with_hint("the output is too large for memory; work on smaller pieces (e.g. slices along the first axis)")
+    })?;
+    Ok(v)
+}
+
+/// A standard-layout copy of `a` (the starting point of every out-of-place write op), failing with
+/// an error instead of aborting when it does not fit in memory.
+pub(crate) fn try_to_owned<T: Clone, S: Data<Elem = T>, D: Dimension>(
+    op: &str,
+    a: &ArrayBase<S, D>,
+) -> Result<Array<T, D>> {
+    let mut v = try_vec(op, a.len())?;
+    match a.as_slice() {
+        Some(s) => v.extend_from_slice(s),
+        None => v.extend(a.iter().cloned()),
+    }
+    Ok(Array::from_shape_vec(a.raw_dim(), v).expect("same shape"))
 }
 
 /// How to turn an index of the wrong rank into one of `input_shape`'s rank for `dim`: the axes to

@@ -367,10 +367,6 @@ fn finish<T: Element>(
     }
 }
 
-fn owned_dyn<T: Element, S: Data<Elem = T>, D: Dimension>(input: &ArrayBase<S, D>) -> Array<T, D> {
-    input.to_owned()
-}
-
 /// `self.scatter_(dim, index, src)`: `self[p with p[dim] := index[p]] = src[p]` for every position
 /// `p` of the index; with duplicates the last write in index order wins.
 ///
@@ -437,7 +433,7 @@ where
     SS: Data<Elem = T>,
     DS: Dimension,
 {
-    let mut out = owned_dyn(input);
+    let mut out = super::try_to_owned("scatter", input)?;
     scatter_inplace(&mut out, dim, index, src)?;
     Ok(out)
 }
@@ -498,7 +494,7 @@ where
     SI: Data<Elem = I>,
     DI: Dimension,
 {
-    let mut out = owned_dyn(input);
+    let mut out = super::try_to_owned("scatter", input)?;
     scatter_value_inplace(&mut out, dim, index, value)?;
     Ok(out)
 }
@@ -569,7 +565,7 @@ where
     SS: Data<Elem = T>,
     DS: Dimension,
 {
-    let mut out = owned_dyn(input);
+    let mut out = super::try_to_owned("scatter", input)?;
     scatter_legacy_inplace(&mut out, dim, index, src, reduce)?;
     Ok(out)
 }
@@ -636,7 +632,7 @@ where
     SI: Data<Elem = I>,
     DI: Dimension,
 {
-    let mut out = owned_dyn(input);
+    let mut out = super::try_to_owned("scatter", input)?;
     scatter_value_legacy_inplace(&mut out, dim, index, value, reduce)?;
     Ok(out)
 }
@@ -706,7 +702,7 @@ where
     SS: Data<Elem = T>,
     DS: Dimension,
 {
-    let mut out = owned_dyn(input);
+    let mut out = super::try_to_owned("scatter", input)?;
     scatter_add_inplace(&mut out, dim, index, src)?;
     Ok(out)
 }
@@ -791,7 +787,7 @@ where
     SS: Data<Elem = T>,
     DS: Dimension,
 {
-    let mut out = owned_dyn(input);
+    let mut out = super::try_to_owned("scatter", input)?;
     scatter_reduce_inplace(&mut out, dim, index, src, reduce, include_self)?;
     Ok(out)
 }
