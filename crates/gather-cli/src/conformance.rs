@@ -201,7 +201,7 @@ fn case_dirs(dir: &Path) -> Result<Vec<PathBuf>, String> {
 ///
 /// ```no_run
 /// let r = gather_cli::conformance::run_case(
-///     "shared/conformance/cases/gather__seed_2x3_dim1__0".as_ref());
+///     "shared/conformance/cases/gather__seed_tutorial_2d_example__0".as_ref());
 /// assert!(r.passed(), "{:?}", r.outcome);
 /// ```
 pub fn run_case(dir: &Path) -> CaseResult {
