@@ -220,7 +220,7 @@ pub fn run_case(dir: &Path) -> CaseResult {
                 outcome: Err(format!("bad case.json: {e}")),
                 grad_not_run: false,
                 notes: String::new(),
-            }
+            };
         }
     };
     let outcome = check_case(dir, &case);

@@ -12,7 +12,7 @@ use std::fmt::Display;
 use std::io::Write;
 
 use gather::prelude::*;
-use ndarray::{array, Array, Array1, Array2, Array3, ArrayBase, Axis, Data, Dimension};
+use ndarray::{Array, Array1, Array2, Array3, ArrayBase, Axis, Data, Dimension, array};
 
 /// A failure of the demo (a bug: the demo's data are fixed), as a message.
 type DemoResult = Result<(), String>;

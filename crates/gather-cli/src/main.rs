@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use gather_cli::conformance::{run_suite, Options};
+use gather_cli::conformance::{Options, run_suite};
 
 /// PyTorch's gather/scatter family for Rust: demo, conformance runner.
 #[derive(Parser)]

@@ -41,12 +41,16 @@ fn demo_prints_each_scenario_with_its_exact_result() {
     // 7. scatter_add as the gradient of gather: x[0][0] was read twice (1 + 2)
     assert!(has("output [2, 3] = [[3, 0, 0], [0, 4, 3]]"));
     // 8. the error with its hint
-    assert!(lines
-        .iter()
-        .any(|l| l.starts_with("error: gather: ") && l.contains("[3, 21, 4]")));
-    assert!(lines
-        .iter()
-        .any(|l| l.starts_with("hint: ") && l.contains("[3, 1, 4]")));
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("error: gather: ") && l.contains("[3, 21, 4]"))
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("hint: ") && l.contains("[3, 1, 4]"))
+    );
     for n in 1..=8 {
         assert!(
             lines.iter().any(|l| l.starts_with(&format!("== {n}. "))),
