@@ -23,6 +23,7 @@ use rayon::prelude::*;
 use crate::case::Case;
 use crate::compare;
 use crate::npy::load_npy;
+use crate::progress::{Kind, Progress};
 
 /// What to run and how much to print.
 #[derive(Debug, Clone, Default)]
@@ -31,6 +32,8 @@ pub struct Options {
     pub filter: Option<String>,
     /// Print passing cases too, and the notes of failing ones.
     pub verbose: bool,
+    /// Show a progress bar (on stderr, when the run takes more than a second).
+    pub progress: bool,
 }
 
 /// The result of one case.
@@ -165,7 +168,20 @@ pub fn run_suite(dir: &Path, options: &Options) -> Result<Report, String> {
         })
         .collect();
     install_panic_hook();
-    let results = dirs.par_iter().map(|d| run_case(d)).collect();
+    let bar = Progress::start(
+        "conformance",
+        Kind::Count(dirs.len() as u64),
+        options.progress,
+    );
+    let results = dirs
+        .par_iter()
+        .map(|d| {
+            let r = run_case(d);
+            bar.inc(1);
+            r
+        })
+        .collect();
+    bar.finish();
     Ok(Report { results })
 }
 
