@@ -350,13 +350,22 @@ fn rank_fixes(req: &CheckRequest, args: &Args, shapes: &[(String, Vec<usize>)]) 
                 input[d]
             )
         } else {
+            let spread: Vec<String> = inserted
+                .iter()
+                .filter(|&&a| a != d && input[a] > 1)
+                .map(|a| a.to_string())
+                .collect();
             format!(
-                "give the index the shape {}: one entry along dim {d} for each position{}",
+                "give the index the shape {}: one of the {} entries along dim {d} for each position of the index{}",
                 fmt_shape(&target),
-                if broadcast {
-                    ", the same for the whole of the broadcast axes"
+                input[d],
+                if spread.is_empty() {
+                    String::new()
                 } else {
-                    ""
+                    format!(
+                        ", repeated over axis {} by broadcasting (no copy)",
+                        spread.join(" and ")
+                    )
                 }
             )
         };

@@ -143,7 +143,31 @@ pub fn explain(op: &str, opts: &OpOptions, inputs: Tensors) -> CliResult<Explana
         }
     }
     let outputs = dynamic::call(op, &args, &inputs)?;
-    for (name, t) in &outputs {
+    explain_outputs(op, &args, &inputs, &outputs)
+}
+
+/// Explains how `outputs` (named as `gather::dynamic::call` names them) follow from `inputs`
+/// for a call of `op` with `args`. [`explain`] passes the library's own result; a test can
+/// pass PyTorch's.
+///
+/// ```
+/// use gather::dynamic::{Arg, Args, Tensor, Tensors};
+/// use ndarray::array;
+/// let mut inputs = Tensors::new();
+/// inputs.insert("input".into(), Tensor::from(array![[4i64, 3, 5], [6, 7, 8]].into_dyn()));
+/// inputs.insert("index".into(), Tensor::from(array![0i64, -1].into_dyn()));
+/// let out = vec![("output".to_string(), Tensor::from(array![4i64, 8].into_dyn()))];
+/// let e = gather_cli::explain::explain_outputs("take", &Args::default(), &inputs, &out).unwrap();
+/// assert_eq!(e.lines()[1], "out[1] = input.flat[index[1]] = input[1][2] = 8  (index -1 wraps to 5)");
+/// ```
+pub fn explain_outputs(
+    op: &str,
+    args: &Args,
+    inputs: &Tensors,
+    outputs: &[(String, dynamic::Tensor)],
+) -> CliResult<Explanation> {
+    let spec = opargs::spec(op)?;
+    for (name, t) in outputs {
         if t.len() > MAX_ELEMENTS {
             return Err(too_large(name, t.len()));
         }
@@ -167,7 +191,7 @@ pub fn explain(op: &str, opts: &OpOptions, inputs: Tensors) -> CliResult<Explana
         .collect();
     let ctx = Ctx {
         op,
-        args: &args,
+        args,
         t: &flats,
         out: &shown_outputs,
     };
@@ -189,10 +213,9 @@ pub fn explain(op: &str, opts: &OpOptions, inputs: Tensors) -> CliResult<Explana
         "masked_scatter" => masked_scatter(&ctx)?,
         _ => return Err(Failure::input(format!("explain does not know {op}"))),
     };
-    let order: Vec<&str> = spec.tensors.iter().map(|(n, _)| *n).collect();
     let mut shown_inputs: Vec<(String, Flat)> = Vec::new();
-    for name in order {
-        if let Some(f) = flats.get(name) {
+    for (name, _) in spec.tensors {
+        if let Some(f) = flats.get(*name) {
             shown_inputs.push((name.to_string(), f.clone()));
         }
     }
@@ -972,6 +995,7 @@ impl<'a> Writes<'a> {
         &mut self,
         target: usize,
         route: String,
+        note: String,
         w: Landing,
         index_cell: Option<Cell>,
     ) -> CliResult<()> {
@@ -990,7 +1014,7 @@ impl<'a> Writes<'a> {
         } else {
             format!("{} {}", w.label, w.value)
         };
-        self.moves.push(format!("{from_text} → {route}"));
+        self.moves.push(format!("{from_text} → {route}{note}"));
         if let (Some(ic), Some(f)) = (index_cell, &w.from) {
             self.tints.push(Tint {
                 cell: ic,
@@ -1232,7 +1256,7 @@ fn scatter_like(c: &Ctx) -> CliResult<Body> {
                 from: vec![cell("value", 0)],
             });
         }
-        w.add(tf, route, write, icell)?;
+        w.add(tf, route, String::new(), write, icell)?;
     }
     let (sections, tints) = w.finish(red, include_self, None)?;
     Ok(Body {
@@ -1326,9 +1350,16 @@ fn index_write(c: &Ctx) -> CliResult<Body> {
                     } else {
                         label_parts("out", &parts)
                     };
+                    let raw = index_at(c.op, ix, j)?;
+                    let note = if raw < 0 {
+                        format!("  (index {raw} wraps to {})", tv[d])
+                    } else {
+                        String::new()
+                    };
                     w.add(
                         t,
                         route,
+                        note,
                         Landing {
                             label: "value".into(),
                             value: value_text(c.args),
@@ -1373,6 +1404,7 @@ fn index_write(c: &Ctx) -> CliResult<Body> {
         w.add(
             tf,
             route,
+            String::new(),
             Landing {
                 label: view_label("source", s, &qv),
                 value: s.show(q),
@@ -1415,9 +1447,15 @@ fn put(c: &Ctx) -> CliResult<Body> {
             .filter(|&t| t < out.len())
             .ok_or_else(|| mismatch(c.op, "an index outside the input was accepted"))?;
         let route = format!("out.flat[{}]", label("index", &unravel(k, &ix.shape)));
+        let note = if v < 0 {
+            format!("  (index {v} wraps to {t})")
+        } else {
+            String::new()
+        };
         w.add(
             t,
             route,
+            note,
             Landing {
                 label: label("source", &unravel(k, &s.shape)),
                 value: s.show(k),
@@ -1471,14 +1509,11 @@ fn masked_scatter(c: &Ctx) -> CliResult<Body> {
                 "more true mask elements than source elements",
             ));
         }
-        let route = format!(
-            "{} (where {} is true)",
-            label("out", &oc),
-            label("mask", &mc)
-        );
+        let note = format!("  ({} is true)", label("mask", &mc));
         w.add(
             o,
-            route,
+            label("out", &oc),
+            note,
             Landing {
                 label: label("source", &unravel(k, &s.shape)),
                 value: s.show(k),
@@ -1525,4 +1560,260 @@ pub fn load_inputs(
         out.insert(name.to_string(), t);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    //! The mappings checked against PyTorch's worked examples (torch_semantics.md, Appendix B).
+    //! The outputs are PyTorch's, given by hand, so the ops that are not in the library yet are
+    //! covered too.
+
+    use super::*;
+    use gather::DType;
+    use gather::dynamic::Tensor;
+    use ndarray::{ArrayD, IxDyn, array};
+
+    fn x() -> Tensor {
+        Tensor::from(ArrayD::from_shape_vec(IxDyn(&[3, 4]), (0..12i64).collect()).unwrap())
+    }
+
+    fn t(a: ndarray::ArrayD<i64>) -> Tensor {
+        Tensor::from(a)
+    }
+
+    fn lines(
+        op: &str,
+        args: &[(&str, Arg)],
+        inputs: Vec<(&str, Tensor)>,
+        out: Vec<(&str, Tensor)>,
+    ) -> Vec<String> {
+        let mut a = Args::default();
+        for (n, v) in args {
+            a.set(n, v.clone());
+        }
+        let inputs: Tensors = inputs
+            .into_iter()
+            .map(|(n, t)| (n.to_string(), t))
+            .collect();
+        let out: Vec<(String, Tensor)> = out.into_iter().map(|(n, t)| (n.to_string(), t)).collect();
+        explain_outputs(op, &a, &inputs, &out).unwrap().lines()
+    }
+
+    fn has(lines: &[String], want: &str) {
+        assert!(
+            lines.iter().any(|l| l == want),
+            "missing `{want}` in:\n{}",
+            lines.join("\n")
+        );
+    }
+
+    #[test]
+    fn take_wraps_negative_indices_into_the_flat_input() {
+        let l = lines(
+            "take",
+            &[],
+            vec![
+                ("input", x()),
+                ("index", t(array![[0i64, 11], [-1, -12]].into_dyn())),
+            ],
+            vec![("output", t(array![[0i64, 11], [11, 0]].into_dyn()))],
+        );
+        assert_eq!(
+            l,
+            vec![
+                "out[0][0] = input.flat[index[0][0]] = input[0][0] = 0",
+                "out[0][1] = input.flat[index[0][1]] = input[2][3] = 11",
+                "out[1][0] = input.flat[index[1][0]] = input[2][3] = 11  (index -1 wraps to 11)",
+                "out[1][1] = input.flat[index[1][1]] = input[0][0] = 0  (index -12 wraps to 0)",
+            ]
+        );
+    }
+
+    #[test]
+    fn take_along_dim_broadcasts_the_index_and_wraps_modulo_the_size() {
+        let l = lines(
+            "take_along_dim",
+            &[("dim", Arg::Int(1))],
+            vec![("input", x()), ("index", t(array![[0i64, 3]].into_dyn()))],
+            vec![("output", t(array![[0i64, 3], [4, 7], [8, 11]].into_dyn()))],
+        );
+        has(&l, "out[1][1] = input[1][index[0][1]] = input[1][3] = 7");
+        has(&l, "out[2][0] = input[2][index[0][0]] = input[2][0] = 8");
+        let l = lines(
+            "take_along_dim",
+            &[("dim", Arg::Int(1))],
+            vec![
+                ("input", x()),
+                ("index", t(array![[-1i64], [4], [1]].into_dyn())),
+            ],
+            vec![("output", t(array![[3i64], [4], [9]].into_dyn()))],
+        );
+        has(
+            &l,
+            "out[0][0] = input[0][index[0][0]] = input[0][3] = 3  (index -1 wraps to 3)",
+        );
+        has(
+            &l,
+            "out[1][0] = input[1][index[1][0]] = input[1][0] = 4  (index 4 wraps to 0)",
+        );
+        let l = lines(
+            "take_along_dim",
+            &[("dim", Arg::None)],
+            vec![("input", x()), ("index", t(array![[5i64, 0]].into_dyn()))],
+            vec![("output", t(array![5i64, 0].into_dyn()))],
+        );
+        has(&l, "out[0] = input.flat[index[0][0]] = input[1][1] = 5");
+    }
+
+    #[test]
+    fn masked_select_and_masked_scatter_follow_the_true_elements_in_row_major_order() {
+        let mask = Tensor::from(x_bool());
+        let l = lines(
+            "masked_select",
+            &[],
+            vec![("input", x()), ("mask", mask.clone())],
+            vec![("output", t(array![6i64, 7, 8, 9, 10, 11].into_dyn()))],
+        );
+        assert_eq!(l[0], "out[0] = input[1][2] = 6  (mask[1][2] is true)");
+        assert_eq!(l.len(), 6);
+        let zeros = Tensor::zeros(DType::I64, &[3, 4]);
+        let source = t(ArrayD::from_shape_vec(IxDyn(&[10]), (100..110i64).collect()).unwrap());
+        let l = lines(
+            "masked_scatter",
+            &[],
+            vec![("input", zeros), ("mask", mask), ("source", source)],
+            vec![(
+                "output",
+                t(array![[0i64, 0, 0, 0], [0, 0, 100, 101], [102, 103, 104, 105]].into_dyn()),
+            )],
+        );
+        has(&l, "source[0] = 100 → out[1][2]  (mask[1][2] is true)");
+        has(&l, "source[5] = 105 → out[2][3]  (mask[2][3] is true)");
+        has(&l, "out[2][0] = source[2] = 102");
+        has(&l, "out[0][0] = input[0][0] = 0");
+    }
+
+    fn x_bool() -> ArrayD<bool> {
+        ArrayD::from_shape_vec(IxDyn(&[3, 4]), (0..12).map(|v| v > 5).collect()).unwrap()
+    }
+
+    #[test]
+    fn put_with_accumulate_sums_every_write_after_wrapping() {
+        let l = lines(
+            "put",
+            &[("accumulate", Arg::Bool(true))],
+            vec![
+                ("input", Tensor::zeros(DType::I64, &[3, 4])),
+                ("index", t(array![0i64, 0, -12].into_dyn())),
+                ("source", t(array![1i64, 2, 3].into_dyn())),
+            ],
+            vec![(
+                "output",
+                t(array![[6i64, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]].into_dyn()),
+            )],
+        );
+        has(
+            &l,
+            "source[2] = 3 → out.flat[index[2]] = out[0][0]  (index -12 wraps to 0)",
+        );
+        has(
+            &l,
+            "out[0][0] = input[0][0] + source[0] + source[1] + source[2] = 0 + 1 + 2 + 3 = 6",
+        );
+    }
+
+    #[test]
+    fn index_fill_writes_whole_slices_and_wraps() {
+        let l = lines(
+            "index_fill",
+            &[("dim", Arg::Int(1)), ("value", Arg::Int(5))],
+            vec![
+                ("input", Tensor::zeros(DType::I64, &[3, 4])),
+                ("index", t(array![0i64, -1].into_dyn())),
+            ],
+            vec![(
+                "output",
+                t(array![[5i64, 0, 0, 5], [5, 0, 0, 5], [5, 0, 0, 5]].into_dyn()),
+            )],
+        );
+        has(
+            &l,
+            "value 5 → out[2][index[1]] = out[2][3]  (index -1 wraps to 3)",
+        );
+        has(&l, "out[2][3] = value 5");
+        has(&l, "out[1][1] = input[1][1] = 0");
+    }
+
+    #[test]
+    fn legacy_scatter_multiply_includes_the_input() {
+        let src = t(ArrayD::from_shape_vec(IxDyn(&[3, 4]), (1..13i64).collect()).unwrap());
+        let ones = t(ArrayD::from_elem(IxDyn(&[3, 4]), 1i64));
+        let mut want = ArrayD::from_elem(IxDyn(&[3, 4]), 1i64);
+        for (j, v) in [5i64, 12, 21, 32].into_iter().enumerate() {
+            want[[0, j]] = v;
+        }
+        let l = lines(
+            "scatter",
+            &[
+                ("dim", Arg::Int(0)),
+                ("reduce", Arg::Str("multiply".into())),
+            ],
+            vec![
+                ("input", ones),
+                ("index", t(ArrayD::zeros(IxDyn(&[2, 4])))),
+                ("src", src),
+            ],
+            vec![("output", t(want))],
+        );
+        has(
+            &l,
+            "out[0][0] = input[0][0] * src[0][0] * src[1][0] = 1 * 1 * 5 = 5",
+        );
+        has(
+            &l,
+            "out[0][3] = input[0][3] * src[0][3] * src[1][3] = 1 * 4 * 8 = 32",
+        );
+    }
+
+    #[test]
+    fn repeat_interleave_names_the_copy_and_its_repeat_count() {
+        let l = lines(
+            "repeat_interleave",
+            &[("dim", Arg::None)],
+            vec![
+                ("input", t(array![1i64, 2, 3].into_dyn())),
+                ("repeats", t(array![1i64, 0, 2].into_dyn())),
+            ],
+            vec![("output", t(array![1i64, 3, 3].into_dyn()))],
+        );
+        assert_eq!(
+            l,
+            vec![
+                "out[0] = input[0] = 1  (copy 1 of 1, repeats[0] = 1)",
+                "out[1] = input[2] = 3  (copy 1 of 2, repeats[2] = 2)",
+                "out[2] = input[2] = 3  (copy 2 of 2, repeats[2] = 2)",
+            ]
+        );
+    }
+
+    #[test]
+    fn an_output_the_definition_does_not_predict_is_reported_not_explained() {
+        let mut a = Args::default();
+        a.set("dim", Arg::Int(0));
+        let inputs: Tensors = [
+            ("input".to_string(), t(array![0i64, 0].into_dyn())),
+            ("index".to_string(), t(array![1i64].into_dyn())),
+            ("src".to_string(), t(array![7i64].into_dyn())),
+        ]
+        .into_iter()
+        .collect();
+        let wrong = vec![("output".to_string(), t(array![0i64, 9].into_dyn()))];
+        let e = explain_outputs("scatter", &a, &inputs, &wrong).unwrap_err();
+        assert!(
+            e.message
+                .contains("out[1] = 9 is none of the values written there"),
+            "{}",
+            e.message
+        );
+    }
 }

@@ -300,7 +300,7 @@ fn check_proposes_the_exact_fix_for_the_roi_labels() {
     let lines: Vec<&str> = o.stdout.lines().collect();
     for want in [
         "gather(input [128, 21, 4], dim=1, index [128]): invalid (float32 data, int64 index)",
-        "fix 1: give the index the shape [128, 1, 4]: one entry along dim 1 for each position, the same for the whole of the broadcast axes",
+        "fix 1: give the index the shape [128, 1, 4]: one of the 21 entries along dim 1 for each position of the index, repeated over axis 2 by broadcasting (no copy)",
         "    let index = index.view().insert_axis(Axis(1)).insert_axis(Axis(2)).broadcast((128, 1, 4)).unwrap();  // [128, 1, 4], no copy",
         "    let out = input.gather(1, &index)?;  // [128, 1, 4]",
         "    let out = out.index_axis_move(Axis(1), 0);  // [128, 4], PyTorch's .squeeze(1)",
