@@ -123,7 +123,8 @@ where
     SM: Data<Elem = bool>,
     DM: Dimension,
 {
-    let shape = broadcast_shapes(input.shape(), mask.shape()).map_err(|e| broadcast_hint("masked_select", e))?;
+    // PyTorch broadcasts (mask, input), so "tensor a" in the message is the mask.
+    let shape = broadcast_shapes(mask.shape(), input.shape()).map_err(|e| broadcast_hint("masked_select", e))?;
     let x = input.view().into_dyn();
     let m = mask.view().into_dyn();
     let (xb, mb) = match (x.broadcast(IxDyn(&shape)), m.broadcast(IxDyn(&shape))) {
@@ -396,5 +397,198 @@ impl<T: Element, S: ndarray::RawData<Elem = T>, D: Dimension> MaskedExt<T, S> fo
         DS: Dimension,
     {
         masked_scatter_inplace(self, mask, source)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+    use crate::ops::take::test_layouts::{backing, view, view_mut, Rng, KINDS, MUT_KINDS};
+    use ndarray::{arr0, array, Array2, ArrayViewD};
+
+    #[test]
+    fn masked_scatter_matches_pytorch_worked_example() {
+        let x = Array2::from_shape_fn((3, 4), |(i, j)| (4 * i + j) as f32);
+        let mut z = Array2::<f32>::zeros((3, 4));
+        masked_scatter_inplace(&mut z, &x.mapv(|v| v > 5.0), &ndarray::Array::range(100.0, 110.0, 1.0)).unwrap();
+        assert_eq!(z, array![[0., 0., 0., 0.], [0., 0., 100., 101.], [102., 103., 104., 105.]]);
+    }
+
+    /// Two shapes that broadcast against each other, of ranks up to 4.
+    fn broadcast_pair(rng: &mut Rng) -> (Vec<usize>, Vec<usize>) {
+        let rank = rng.below(5);
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for _ in 0..rank {
+            let s = rng.below(4);
+            match rng.below(3) {
+                0 => (a.push(s), b.push(s)),
+                1 => (a.push(1), b.push(s)),
+                _ => (a.push(s), b.push(1)),
+            };
+        }
+        let drop_a = rng.below(rank + 1).min(a.len());
+        let drop_b = if drop_a == 0 { rng.below(rank + 1) } else { 0 };
+        (a[drop_a..].to_vec(), b[drop_b..].to_vec())
+    }
+
+    fn bool_mask(shape: &[usize], rng: &mut Rng) -> ArrayD<bool> {
+        ArrayD::from_shape_fn(IxDyn(shape), |_| rng.below(3) != 0)
+    }
+
+    /// Element at `c` of the broadcast shape `out` of `a` (aligned at the end, size-1 axes fixed).
+    fn at<T: Copy>(a: &ArrayViewD<'_, T>, c: &[usize]) -> T {
+        let k = c.len() - a.ndim();
+        let ac: Vec<usize> = (0..a.ndim()).map(|i| if a.shape()[i] == 1 { 0 } else { c[k + i] }).collect();
+        a[IxDyn(&ac)]
+    }
+
+    fn row_major_coords(shape: &[usize]) -> Vec<Vec<usize>> {
+        ArrayD::from_elem(IxDyn(shape), 0u8).indexed_iter().map(|(c, _)| c.slice().to_vec()).collect()
+    }
+
+    #[test]
+    fn masked_select_and_scatter_match_a_reference_on_every_layout() {
+        let mut rng = Rng(0x5eed_0004);
+        for case in 0..800 {
+            let (xs, ms) = broadcast_pair(&mut rng);
+            let shape = broadcast_shapes(&xs, &ms).unwrap();
+            let (xk, mk) = (case % KINDS, rng.below(KINDS));
+            let xb = backing(xk, &xs, &mut rng);
+            let x = view(xk, &xb, &xs);
+            let mb = bool_mask(&ms, &mut rng);
+            let mview = match mk {
+                1 => mb.slice_each_axis(|_| ndarray::Slice::new(0, None, -1)),
+                _ => mb.view(),
+            };
+            let coords = row_major_coords(&shape);
+            let selected: Vec<i32> = coords.iter().filter(|c| at(&mview, c)).map(|c| at(&x, c)).collect();
+            assert_eq!(masked_select(&x, &mview).unwrap().to_vec(), selected, "case {case}: {xs:?} {ms:?}");
+
+            let extra = rng.below(3);
+            let sshape = vec![selected.len() + extra];
+            let sk = rng.below(KINDS);
+            let sb = backing(sk, &sshape, &mut rng);
+            let src = view(sk, &sb, &sshape);
+            let srcv: Vec<i32> = src.iter().copied().collect();
+            let mut next = 0;
+            let want = ArrayD::from_shape_vec(
+                IxDyn(&shape),
+                coords
+                    .iter()
+                    .map(|c| {
+                        if at(&mview, c) {
+                            next += 1;
+                            srcv[next - 1]
+                        } else {
+                            at(&x, c)
+                        }
+                    })
+                    .collect(),
+            )
+            .unwrap();
+            assert_eq!(masked_scatter(&x, &mview, &src).unwrap(), want, "case {case}");
+        }
+    }
+
+    #[test]
+    fn masked_scatter_inplace_writes_through_any_layout() {
+        let mut rng = Rng(0x5eed_0005);
+        for case in 0..400 {
+            let shape = rng.shape(4, 4, true);
+            let kind = case % MUT_KINDS;
+            let mut b = backing(kind, &shape, &mut rng);
+            let before: Vec<i32> = view(kind, &b, &shape).iter().copied().collect();
+            // A mask that broadcasts to self: drop leading axes, set some to 1.
+            let skip = rng.below(shape.len() + 1);
+            let ms: Vec<usize> = shape[skip..].iter().map(|&s| if rng.below(3) == 0 { 1 } else { s }).collect();
+            let m = bool_mask(&ms, &mut rng);
+            let mb = m.broadcast(IxDyn(&shape)).unwrap();
+            let ones = mb.iter().filter(|&&v| v).count();
+            let src = Array2::from_shape_fn((1, ones + rng.below(2)), |(_, j)| 10_000 + j as i32);
+            let mut next = 0;
+            let want: Vec<i32> = before
+                .iter()
+                .zip(mb.iter())
+                .map(|(&v, &on)| {
+                    if on {
+                        next += 1;
+                        10_000 + next as i32 - 1
+                    } else {
+                        v
+                    }
+                })
+                .collect();
+            let mut dst = view_mut(kind, &mut b, &shape);
+            masked_scatter_inplace(&mut dst, &m, &src).unwrap();
+            assert_eq!(dst.iter().copied().collect::<Vec<_>>(), want, "case {case}: {shape:?} kind {kind}");
+        }
+    }
+
+    #[test]
+    fn large_calls_are_the_same_on_one_thread_and_many() {
+        let mut rng = Rng(11);
+        let x = Array2::from_shape_fn((300, 700), |(i, j)| (i * 700 + j) as i64);
+        let xt = x.t();
+        let m = ArrayD::from_shape_fn(IxDyn(&[700, 1]), |_| rng.below(2) == 0);
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        let many = masked_select(&xt, &m).unwrap();
+        let one = pool.install(|| masked_select(&xt, &m).unwrap());
+        assert_eq!(many, one);
+        let want: Vec<i64> = xt.indexed_iter().filter(|((r, _), _)| m[[*r, 0]]).map(|(_, &v)| v).collect();
+        assert_eq!(many.to_vec(), want);
+
+        let src = ndarray::Array1::from_shape_fn(want.len(), |k| -(k as i64));
+        let mut a = x.clone();
+        let mut b = x.clone();
+        masked_scatter_inplace(&mut a.view_mut().reversed_axes(), &m, &src).unwrap();
+        pool.install(|| masked_scatter_inplace(&mut b.view_mut().reversed_axes(), &m, &src).unwrap());
+        assert_eq!(a, b);
+        assert_eq!(masked_select(&a.t(), &m).unwrap(), src);
+        // A non-contiguous source takes the serial path and gives the same result.
+        let src2 = ndarray::Array2::from_shape_fn((want.len(), 2), |(k, _)| -(k as i64));
+        let mut c = x.clone();
+        masked_scatter_inplace(&mut c.view_mut().reversed_axes(), &m, &src2.column(0)).unwrap();
+        assert_eq!(a, c);
+    }
+
+    #[test]
+    fn zero_d_and_empty_arrays_work() {
+        assert_eq!(masked_select(&arr0(3.0f32), &arr0(true)).unwrap(), array![3.0]);
+        assert_eq!(masked_select(&arr0(3.0f32), &array![[true, false, true]]).unwrap(), array![3.0, 3.0]);
+        assert_eq!(masked_select(&Array2::<u8>::zeros((0, 3)), &Array2::from_elem((0, 3), true)).unwrap().len(), 0);
+        let mut z = arr0(1i16);
+        masked_scatter_inplace(&mut z, &arr0(true), &array![[5i16], [6]]).unwrap();
+        assert_eq!(z, arr0(5));
+        let out = masked_scatter(&array![1u8, 2], &arr0(true), &array![7u8, 8, 9]).unwrap();
+        assert_eq!(out, array![7, 8].into_dyn());
+        let mut e = Array2::<i64>::zeros((0, 3));
+        masked_scatter_inplace(&mut e, &Array2::from_elem((0, 3), true), &ndarray::Array1::<i64>::zeros(0)).unwrap();
+    }
+
+    #[test]
+    fn errors_are_classified_and_leave_self_unchanged() {
+        let x = Array2::from_shape_fn((3, 4), |(i, j)| (4 * i + j) as f32);
+        let e = masked_select(&x, &array![true, false]).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::ShapeMismatch);
+        assert!(e.message().contains("The size of tensor a (2) must match the size of tensor b (4)"), "{e}");
+        let e = masked_scatter(&x, &array![true, false], &x).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::ShapeMismatch);
+        assert!(e.message().contains("The size of tensor a (2) must match the size of tensor b (4)"), "{e}");
+
+        let mut y = x.clone();
+        let e = masked_scatter_inplace(&mut y, &array![true, false], &x).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::ShapeMismatch);
+        let mut v = array![1.0f32, 2.0, 3.0, 4.0];
+        let e = masked_scatter_inplace(&mut v, &Array2::from_elem((2, 4), true), &x).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::ShapeMismatch);
+        assert!(e.message().contains("more dimensions"), "{e}");
+        assert!(e.hint().unwrap().contains("out-of-place"));
+        let e = masked_scatter_inplace(&mut y, &x.mapv(|v| v > 2.0), &array![9.0f32, 9.0]).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::ShapeMismatch);
+        assert!(e.message().contains("Number of elements of source < number of ones in mask"));
+        assert!(e.message().contains("the mask has 9 true positions"), "{e}");
+        assert_eq!(y, x);
+        assert_eq!(v, array![1.0, 2.0, 3.0, 4.0]);
     }
 }
