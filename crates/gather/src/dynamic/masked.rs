@@ -33,19 +33,78 @@ pub(crate) fn masked_scatter(_args: &Args, inputs: &Tensors) -> Result<Tensor> {
     with_tensor!(x, x => scatter_typed(x, source, inputs))
 }
 
-fn scatter_typed<T: TensorElem>(x: &ArrayD<T>, source: &Tensor, inputs: &Tensors) -> Result<Tensor> {
+fn scatter_typed<T: TensorElem>(
+    x: &ArrayD<T>,
+    source: &Tensor,
+    inputs: &Tensors,
+) -> Result<Tensor> {
     let source = same_dtype::<T>("masked_scatter", "source", source)?;
     let mask = bool_mask("masked_scatter", inputs)?;
     Ok(T::wrap(typed::masked_scatter(x, mask, source)?))
 }
 
-pub(crate) fn masked_scatter_inplace(_args: &Args, target: &mut Tensor, inputs: &Tensors) -> Result<()> {
+pub(crate) fn masked_scatter_inplace(
+    _args: &Args,
+    target: &mut Tensor,
+    inputs: &Tensors,
+) -> Result<()> {
     let source = input(inputs, "source")?;
     with_tensor!(target, dst => scatter_inplace_typed(dst, source, inputs))
 }
 
-fn scatter_inplace_typed<T: TensorElem>(dst: &mut ArrayD<T>, source: &Tensor, inputs: &Tensors) -> Result<()> {
+fn scatter_inplace_typed<T: TensorElem>(
+    dst: &mut ArrayD<T>,
+    source: &Tensor,
+    inputs: &Tensors,
+) -> Result<()> {
     let source = same_dtype::<T>("masked_scatter_", "source", source)?;
     let mask = bool_mask("masked_scatter_", inputs)?;
     typed::masked_scatter_inplace(dst, mask, source)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::dynamic::{call, call_inplace, Args, Tensor, Tensors};
+    use crate::ErrorKind;
+    use ndarray::array;
+
+    fn inputs(pairs: Vec<(&str, Tensor)>) -> Tensors {
+        pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+    }
+
+    #[test]
+    fn masks_must_be_bool() {
+        let x = Tensor::from(array![1.0f64, 2.0].into_dyn());
+        let ins = inputs(vec![
+            ("input", x.clone()),
+            ("mask", Tensor::from(array![1u8, 0].into_dyn())),
+        ]);
+        let e = call("masked_select", &Args::default(), &ins).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        let ins = inputs(vec![
+            ("input", x.clone()),
+            ("mask", Tensor::from(array![true, false].into_dyn())),
+        ]);
+        let out = call("masked_select", &Args::default(), &ins).unwrap();
+        assert_eq!(out[0].1, Tensor::from(array![1.0f64].into_dyn()));
+    }
+
+    #[test]
+    fn masked_scatter_broadcasts_out_of_place_but_not_in_place() {
+        let x = Tensor::from(array![1i16, 2].into_dyn());
+        let ins = inputs(vec![
+            ("input", x.clone()),
+            (
+                "mask",
+                Tensor::from(array![[true, false], [false, true]].into_dyn()),
+            ),
+            ("source", Tensor::from(array![7i16, 8].into_dyn())),
+        ]);
+        let out = call("masked_scatter", &Args::default(), &ins).unwrap();
+        assert_eq!(out[0].1, Tensor::from(array![[7i16, 2], [1, 8]].into_dyn()));
+        let mut target = x.clone();
+        let e = call_inplace("masked_scatter", &Args::default(), &mut target, &ins).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::ShapeMismatch);
+        assert_eq!(target, x);
+    }
 }

@@ -48,3 +48,67 @@ fn put_typed<T: TensorElem, I: IndexElem>(
     let source = same_dtype::<T>("put_()", "source", source)?;
     put_inplace(dst, index, source, accumulate)
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::dynamic::{call, call_inplace, Arg, Args, Tensor, Tensors};
+    use crate::ErrorKind;
+    use ndarray::array;
+
+    fn inputs(pairs: Vec<(&str, Tensor)>) -> Tensors {
+        pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+    }
+
+    #[test]
+    fn every_integer_index_dtype_works_and_float_indices_are_rejected() {
+        let x = Tensor::from(array![[1.0f32, 2.0], [3.0, 4.0]].into_dyn());
+        let ins = inputs(vec![
+            ("input", x.clone()),
+            ("index", Tensor::from(array![3i32, -4].into_dyn())),
+        ]);
+        let out = call("take", &Args::default(), &ins).unwrap();
+        assert_eq!(out[0].1, Tensor::from(array![4.0f32, 1.0].into_dyn()));
+        let ins = inputs(vec![
+            ("input", x.clone()),
+            ("index", Tensor::from(array![[1u8], [0]].into_dyn())),
+        ]);
+        let mut args = Args::default();
+        args.set("dim", Arg::Int(1));
+        let out = call("take_along_dim", &args, &ins).unwrap();
+        assert_eq!(out[0].1, Tensor::from(array![[2.0f32], [3.0]].into_dyn()));
+        args.set("dim", Arg::None);
+        assert_eq!(
+            call("take_along_dim", &args, &ins).unwrap()[0].1.shape(),
+            &[2]
+        );
+        let ins = inputs(vec![
+            ("input", x),
+            ("index", Tensor::from(array![0.0f32].into_dyn())),
+        ]);
+        assert_eq!(
+            call("take", &Args::default(), &ins).unwrap_err().kind(),
+            ErrorKind::InvalidArgument
+        );
+    }
+
+    #[test]
+    fn put_checks_the_source_dtype_before_writing() {
+        let mut target = Tensor::from(array![1i64, 2, 3].into_dyn());
+        let mut args = Args::default();
+        args.set("accumulate", Arg::Bool(true));
+        let ins = inputs(vec![
+            ("index", Tensor::from(array![0i64].into_dyn())),
+            ("source", Tensor::from(array![5i32].into_dyn())),
+        ]);
+        let e = call_inplace("put", &args, &mut target, &ins).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        assert_eq!(target, Tensor::from(array![1i64, 2, 3].into_dyn()));
+        let ins = inputs(vec![
+            ("input", target.clone()),
+            ("index", Tensor::from(array![0i64, -1].into_dyn())),
+            ("source", Tensor::from(array![5i64, 6].into_dyn())),
+        ]);
+        let out = call("put", &args, &ins).unwrap();
+        assert_eq!(out[0].1, Tensor::from(array![6i64, 2, 9].into_dyn()));
+    }
+}

@@ -167,7 +167,11 @@ pub(crate) fn put<A, T, I, F>(
         "put kernel: index checked against another size"
     );
     let idx = index.view();
-    assert_eq!(idx.len(), src.len(), "put kernel: index and src sizes differ");
+    assert_eq!(
+        idx.len(),
+        src.len(),
+        "put kernel: index and src sizes differ"
+    );
     if idx.is_empty() {
         return;
     }
@@ -207,7 +211,13 @@ mod tests {
             for (p, want) in v.iter().enumerate() {
                 // SAFETY (test): `p < v.len()`, so the offset is inside `v`.
                 let got = unsafe { *v.as_ptr().offset(layout.offset(p)) };
-                assert_eq!(got, *want, "shape {:?} strides {:?} p {p}", v.shape(), v.strides());
+                assert_eq!(
+                    got,
+                    *want,
+                    "shape {:?} strides {:?} p {p}",
+                    v.shape(),
+                    v.strides()
+                );
             }
         }
     }

@@ -30,7 +30,10 @@
 //! Large calls run in parallel over pieces of the array, with the same result for any number of
 //! threads.
 
-use ndarray::{Array, Array1, ArrayBase, ArrayD, ArrayView, ArrayViewMut, Axis, Data, DataMut, Dimension, IxDyn};
+use ndarray::{
+    Array, Array1, ArrayBase, ArrayD, ArrayView, ArrayViewMut, Axis, Data, DataMut, Dimension,
+    IxDyn,
+};
 use rayon::prelude::*;
 
 use crate::dims::broadcast_shapes;
@@ -92,7 +95,11 @@ fn count_true(mask: &ArrayView<'_, bool, IxDyn>) -> usize {
     }
 }
 
-fn select_serial<T: Copy>(x: &ArrayView<'_, T, IxDyn>, m: &ArrayView<'_, bool, IxDyn>, out: &mut Vec<T>) {
+fn select_serial<T: Copy>(
+    x: &ArrayView<'_, T, IxDyn>,
+    m: &ArrayView<'_, bool, IxDyn>,
+    out: &mut Vec<T>,
+) {
     match (x.as_slice(), m.as_slice()) {
         (Some(xs), Some(ms)) => out.extend(xs.iter().zip(ms).filter(|(_, &m)| m).map(|(&v, _)| v)),
         _ => out.extend(x.iter().zip(m.iter()).filter(|(_, &m)| m).map(|(&v, _)| v)),
@@ -115,7 +122,10 @@ fn select_serial<T: Copy>(x: &ArrayView<'_, T, IxDyn>, m: &ArrayView<'_, bool, I
 /// assert_eq!(masked_select(&array![7, 8, 9], &m)?, array![8, 7, 8]);
 /// # Ok::<(), gather::Error>(())
 /// ```
-pub fn masked_select<T, S, D, SM, DM>(input: &ArrayBase<S, D>, mask: &ArrayBase<SM, DM>) -> Result<Array1<T>>
+pub fn masked_select<T, S, D, SM, DM>(
+    input: &ArrayBase<S, D>,
+    mask: &ArrayBase<SM, DM>,
+) -> Result<Array1<T>>
 where
     T: Element,
     S: Data<Elem = T>,
@@ -124,12 +134,19 @@ where
     DM: Dimension,
 {
     // PyTorch broadcasts (mask, input), so "tensor a" in the message is the mask.
-    let shape = broadcast_shapes(mask.shape(), input.shape()).map_err(|e| broadcast_hint("masked_select", e))?;
+    let shape = broadcast_shapes(mask.shape(), input.shape())
+        .map_err(|e| broadcast_hint("masked_select", e))?;
     let x = input.view().into_dyn();
     let m = mask.view().into_dyn();
     let (xb, mb) = match (x.broadcast(IxDyn(&shape)), m.broadcast(IxDyn(&shape))) {
         (Some(xb), Some(mb)) => (xb, mb),
-        _ => return Err(internal_broadcast("masked_select", input.shape(), mask.shape())),
+        _ => {
+            return Err(internal_broadcast(
+                "masked_select",
+                input.shape(),
+                mask.shape(),
+            ))
+        }
     };
     let Some(leaf) = parallel_leaf(xb.len()) else {
         let mut out = Vec::new();
@@ -171,7 +188,7 @@ where
 /// assert_eq!(z, array![[0., 0., 0., 0.], [0., 0., 100., 101.], [102., 103., 104., 105.]]);
 ///
 /// // Too few source elements: an error, and z is unchanged.
-/// let e = masked_scatter_inplace(&mut z, &x.mapv(|v| v > 1.0), &src).unwrap_err();
+/// let e = masked_scatter_inplace(&mut z, &x.mapv(|v| v > 0.0), &src).unwrap_err(); // 11 > 10
 /// assert_eq!(e.kind(), gather::ErrorKind::ShapeMismatch);
 /// assert_eq!(z[[1, 2]], 100.0);
 /// # Ok::<(), gather::Error>(())
@@ -224,16 +241,19 @@ where
                 starts.push(acc);
                 acc += c;
             }
-            parts.into_par_iter().zip(starts).for_each(|((mut d, m), start)| {
-                let mut s = sv[start..].iter();
-                for (o, &on) in d.iter_mut().zip(m.iter()) {
-                    if on {
-                        if let Some(&v) = s.next() {
-                            *o = v;
+            parts
+                .into_par_iter()
+                .zip(starts)
+                .for_each(|((mut d, m), start)| {
+                    let mut s = sv[start..].iter();
+                    for (o, &on) in d.iter_mut().zip(m.iter()) {
+                        if on {
+                            if let Some(&v) = s.next() {
+                                *o = v;
+                            }
                         }
                     }
-                }
-            });
+                });
         }
         _ => {
             let ones = count_true(&mb);
@@ -281,12 +301,18 @@ where
     DS: Dimension,
 {
     // PyTorch broadcasts (mask, self), so "tensor a" in the message is the mask.
-    let shape = broadcast_shapes(mask.shape(), input.shape()).map_err(|e| broadcast_hint("masked_scatter", e))?;
+    let shape = broadcast_shapes(mask.shape(), input.shape())
+        .map_err(|e| broadcast_hint("masked_scatter", e))?;
     let x = input.view().into_dyn();
     let Some(xb) = x.broadcast(IxDyn(&shape)) else {
-        return Err(internal_broadcast("masked_scatter", input.shape(), mask.shape()));
+        return Err(internal_broadcast(
+            "masked_scatter",
+            input.shape(),
+            mask.shape(),
+        ));
     };
-    let mut out: ArrayD<T> = Array::from_shape_vec(IxDyn(&shape), xb.iter().copied().collect()).expect("broadcast shape");
+    let mut out: ArrayD<T> = Array::from_shape_vec(IxDyn(&shape), xb.iter().copied().collect())
+        .expect("broadcast shape");
     masked_scatter_inplace(&mut out, mask, source)?;
     Ok(out)
 }
@@ -298,7 +324,11 @@ fn broadcast_hint(op: &str, e: Error) -> Error {
 }
 
 fn internal_broadcast(op: &str, a: &[usize], b: &[usize]) -> Error {
-    Error::shape(format!("{op}: cannot broadcast input {} and mask {}", fmt_shape(a), fmt_shape(b)))
+    Error::shape(format!(
+        "{op}: cannot broadcast input {} and mask {}",
+        fmt_shape(a),
+        fmt_shape(b)
+    ))
 }
 
 fn inplace_broadcast_error(self_shape: &[usize], mask_shape: &[usize]) -> Error {
@@ -312,7 +342,9 @@ fn inplace_broadcast_error(self_shape: &[usize], mask_shape: &[usize]) -> Error 
         )
     } else {
         let k = self_shape.len() - mask_shape.len();
-        let d = (0..mask_shape.len()).find(|&i| mask_shape[i] != 1 && mask_shape[i] != self_shape[k + i]).unwrap_or(0);
+        let d = (0..mask_shape.len())
+            .find(|&i| mask_shape[i] != 1 && mask_shape[i] != self_shape[k + i])
+            .unwrap_or(0);
         format!(
             "masked_scatter_: The expanded size of the mask ({}) must match the existing size of self ({}) at non-singleton dimension {} (self {}, mask {})",
             mask_shape.get(d).copied().unwrap_or(0),
@@ -349,7 +381,11 @@ pub trait MaskedExt<T: Element, S: ndarray::RawData<Elem = T>> {
         DM: Dimension;
 
     /// See [`masked_scatter()`].
-    fn masked_scatter<SM, DM, SS, DS>(&self, mask: &ArrayBase<SM, DM>, source: &ArrayBase<SS, DS>) -> Result<ArrayD<T>>
+    fn masked_scatter<SM, DM, SS, DS>(
+        &self,
+        mask: &ArrayBase<SM, DM>,
+        source: &ArrayBase<SS, DS>,
+    ) -> Result<ArrayD<T>>
     where
         S: Data,
         SM: Data<Elem = bool>,
@@ -358,7 +394,11 @@ pub trait MaskedExt<T: Element, S: ndarray::RawData<Elem = T>> {
         DS: Dimension;
 
     /// See [`masked_scatter_inplace()`].
-    fn masked_scatter_inplace<SM, DM, SS, DS>(&mut self, mask: &ArrayBase<SM, DM>, source: &ArrayBase<SS, DS>) -> Result<()>
+    fn masked_scatter_inplace<SM, DM, SS, DS>(
+        &mut self,
+        mask: &ArrayBase<SM, DM>,
+        source: &ArrayBase<SS, DS>,
+    ) -> Result<()>
     where
         S: DataMut,
         SM: Data<Elem = bool>,
@@ -377,7 +417,11 @@ impl<T: Element, S: ndarray::RawData<Elem = T>, D: Dimension> MaskedExt<T, S> fo
         masked_select(self, mask)
     }
 
-    fn masked_scatter<SM, DM, SS, DS>(&self, mask: &ArrayBase<SM, DM>, source: &ArrayBase<SS, DS>) -> Result<ArrayD<T>>
+    fn masked_scatter<SM, DM, SS, DS>(
+        &self,
+        mask: &ArrayBase<SM, DM>,
+        source: &ArrayBase<SS, DS>,
+    ) -> Result<ArrayD<T>>
     where
         S: Data,
         SM: Data<Elem = bool>,
@@ -388,7 +432,11 @@ impl<T: Element, S: ndarray::RawData<Elem = T>, D: Dimension> MaskedExt<T, S> fo
         masked_scatter(self, mask, source)
     }
 
-    fn masked_scatter_inplace<SM, DM, SS, DS>(&mut self, mask: &ArrayBase<SM, DM>, source: &ArrayBase<SS, DS>) -> Result<()>
+    fn masked_scatter_inplace<SM, DM, SS, DS>(
+        &mut self,
+        mask: &ArrayBase<SM, DM>,
+        source: &ArrayBase<SS, DS>,
+    ) -> Result<()>
     where
         S: DataMut,
         SM: Data<Elem = bool>,
@@ -411,8 +459,20 @@ mod tests {
     fn masked_scatter_matches_pytorch_worked_example() {
         let x = Array2::from_shape_fn((3, 4), |(i, j)| (4 * i + j) as f32);
         let mut z = Array2::<f32>::zeros((3, 4));
-        masked_scatter_inplace(&mut z, &x.mapv(|v| v > 5.0), &ndarray::Array::range(100.0, 110.0, 1.0)).unwrap();
-        assert_eq!(z, array![[0., 0., 0., 0.], [0., 0., 100., 101.], [102., 103., 104., 105.]]);
+        masked_scatter_inplace(
+            &mut z,
+            &x.mapv(|v| v > 5.0),
+            &ndarray::Array::range(100.0, 110.0, 1.0),
+        )
+        .unwrap();
+        assert_eq!(
+            z,
+            array![
+                [0., 0., 0., 0.],
+                [0., 0., 100., 101.],
+                [102., 103., 104., 105.]
+            ]
+        );
     }
 
     /// Two shapes that broadcast against each other, of ranks up to 4.
@@ -439,12 +499,17 @@ mod tests {
     /// Element at `c` of the broadcast shape `out` of `a` (aligned at the end, size-1 axes fixed).
     fn at<T: Copy>(a: &ArrayViewD<'_, T>, c: &[usize]) -> T {
         let k = c.len() - a.ndim();
-        let ac: Vec<usize> = (0..a.ndim()).map(|i| if a.shape()[i] == 1 { 0 } else { c[k + i] }).collect();
+        let ac: Vec<usize> = (0..a.ndim())
+            .map(|i| if a.shape()[i] == 1 { 0 } else { c[k + i] })
+            .collect();
         a[IxDyn(&ac)]
     }
 
     fn row_major_coords(shape: &[usize]) -> Vec<Vec<usize>> {
-        ArrayD::from_elem(IxDyn(shape), 0u8).indexed_iter().map(|(c, _)| c.slice().to_vec()).collect()
+        ArrayD::from_elem(IxDyn(shape), 0u8)
+            .indexed_iter()
+            .map(|(c, _)| c.slice().to_vec())
+            .collect()
     }
 
     #[test]
@@ -462,8 +527,16 @@ mod tests {
                 _ => mb.view(),
             };
             let coords = row_major_coords(&shape);
-            let selected: Vec<i32> = coords.iter().filter(|c| at(&mview, c)).map(|c| at(&x, c)).collect();
-            assert_eq!(masked_select(&x, &mview).unwrap().to_vec(), selected, "case {case}: {xs:?} {ms:?}");
+            let selected: Vec<i32> = coords
+                .iter()
+                .filter(|c| at(&mview, c))
+                .map(|c| at(&x, c))
+                .collect();
+            assert_eq!(
+                masked_select(&x, &mview).unwrap().to_vec(),
+                selected,
+                "case {case}: {xs:?} {ms:?}"
+            );
 
             let extra = rng.below(3);
             let sshape = vec![selected.len() + extra];
@@ -487,7 +560,11 @@ mod tests {
                     .collect(),
             )
             .unwrap();
-            assert_eq!(masked_scatter(&x, &mview, &src).unwrap(), want, "case {case}");
+            assert_eq!(
+                masked_scatter(&x, &mview, &src).unwrap(),
+                want,
+                "case {case}"
+            );
         }
     }
 
@@ -501,7 +578,10 @@ mod tests {
             let before: Vec<i32> = view(kind, &b, &shape).iter().copied().collect();
             // A mask that broadcasts to self: drop leading axes, set some to 1.
             let skip = rng.below(shape.len() + 1);
-            let ms: Vec<usize> = shape[skip..].iter().map(|&s| if rng.below(3) == 0 { 1 } else { s }).collect();
+            let ms: Vec<usize> = shape[skip..]
+                .iter()
+                .map(|&s| if rng.below(3) == 0 { 1 } else { s })
+                .collect();
             let m = bool_mask(&ms, &mut rng);
             let mb = m.broadcast(IxDyn(&shape)).unwrap();
             let ones = mb.iter().filter(|&&v| v).count();
@@ -513,7 +593,7 @@ mod tests {
                 .map(|(&v, &on)| {
                     if on {
                         next += 1;
-                        10_000 + next as i32 - 1
+                        10_000 + next - 1
                     } else {
                         v
                     }
@@ -521,7 +601,11 @@ mod tests {
                 .collect();
             let mut dst = view_mut(kind, &mut b, &shape);
             masked_scatter_inplace(&mut dst, &m, &src).unwrap();
-            assert_eq!(dst.iter().copied().collect::<Vec<_>>(), want, "case {case}: {shape:?} kind {kind}");
+            assert_eq!(
+                dst.iter().copied().collect::<Vec<_>>(),
+                want,
+                "case {case}: {shape:?} kind {kind}"
+            );
         }
     }
 
@@ -531,18 +615,27 @@ mod tests {
         let x = Array2::from_shape_fn((300, 700), |(i, j)| (i * 700 + j) as i64);
         let xt = x.t();
         let m = ArrayD::from_shape_fn(IxDyn(&[700, 1]), |_| rng.below(2) == 0);
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
         let many = masked_select(&xt, &m).unwrap();
         let one = pool.install(|| masked_select(&xt, &m).unwrap());
         assert_eq!(many, one);
-        let want: Vec<i64> = xt.indexed_iter().filter(|((r, _), _)| m[[*r, 0]]).map(|(_, &v)| v).collect();
+        let want: Vec<i64> = xt
+            .indexed_iter()
+            .filter(|((r, _), _)| m[[*r, 0]])
+            .map(|(_, &v)| v)
+            .collect();
         assert_eq!(many.to_vec(), want);
 
         let src = ndarray::Array1::from_shape_fn(want.len(), |k| -(k as i64));
         let mut a = x.clone();
         let mut b = x.clone();
         masked_scatter_inplace(&mut a.view_mut().reversed_axes(), &m, &src).unwrap();
-        pool.install(|| masked_scatter_inplace(&mut b.view_mut().reversed_axes(), &m, &src).unwrap());
+        pool.install(|| {
+            masked_scatter_inplace(&mut b.view_mut().reversed_axes(), &m, &src).unwrap()
+        });
         assert_eq!(a, b);
         assert_eq!(masked_select(&a.t(), &m).unwrap(), src);
         // A non-contiguous source takes the serial path and gives the same result.
@@ -554,16 +647,35 @@ mod tests {
 
     #[test]
     fn zero_d_and_empty_arrays_work() {
-        assert_eq!(masked_select(&arr0(3.0f32), &arr0(true)).unwrap(), array![3.0]);
-        assert_eq!(masked_select(&arr0(3.0f32), &array![[true, false, true]]).unwrap(), array![3.0, 3.0]);
-        assert_eq!(masked_select(&Array2::<u8>::zeros((0, 3)), &Array2::from_elem((0, 3), true)).unwrap().len(), 0);
+        assert_eq!(
+            masked_select(&arr0(3.0f32), &arr0(true)).unwrap(),
+            array![3.0]
+        );
+        assert_eq!(
+            masked_select(&arr0(3.0f32), &array![[true, false, true]]).unwrap(),
+            array![3.0, 3.0]
+        );
+        assert_eq!(
+            masked_select(
+                &Array2::<u8>::zeros((0, 3)),
+                &Array2::from_elem((0, 3), true)
+            )
+            .unwrap()
+            .len(),
+            0
+        );
         let mut z = arr0(1i16);
         masked_scatter_inplace(&mut z, &arr0(true), &array![[5i16], [6]]).unwrap();
         assert_eq!(z, arr0(5));
         let out = masked_scatter(&array![1u8, 2], &arr0(true), &array![7u8, 8, 9]).unwrap();
         assert_eq!(out, array![7, 8].into_dyn());
         let mut e = Array2::<i64>::zeros((0, 3));
-        masked_scatter_inplace(&mut e, &Array2::from_elem((0, 3), true), &ndarray::Array1::<i64>::zeros(0)).unwrap();
+        masked_scatter_inplace(
+            &mut e,
+            &Array2::from_elem((0, 3), true),
+            &ndarray::Array1::<i64>::zeros(0),
+        )
+        .unwrap();
     }
 
     #[test]
@@ -571,10 +683,18 @@ mod tests {
         let x = Array2::from_shape_fn((3, 4), |(i, j)| (4 * i + j) as f32);
         let e = masked_select(&x, &array![true, false]).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::ShapeMismatch);
-        assert!(e.message().contains("The size of tensor a (2) must match the size of tensor b (4)"), "{e}");
+        assert!(
+            e.message()
+                .contains("The size of tensor a (2) must match the size of tensor b (4)"),
+            "{e}"
+        );
         let e = masked_scatter(&x, &array![true, false], &x).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::ShapeMismatch);
-        assert!(e.message().contains("The size of tensor a (2) must match the size of tensor b (4)"), "{e}");
+        assert!(
+            e.message()
+                .contains("The size of tensor a (2) must match the size of tensor b (4)"),
+            "{e}"
+        );
 
         let mut y = x.clone();
         let e = masked_scatter_inplace(&mut y, &array![true, false], &x).unwrap_err();
@@ -584,9 +704,12 @@ mod tests {
         assert_eq!(e.kind(), ErrorKind::ShapeMismatch);
         assert!(e.message().contains("more dimensions"), "{e}");
         assert!(e.hint().unwrap().contains("out-of-place"));
-        let e = masked_scatter_inplace(&mut y, &x.mapv(|v| v > 2.0), &array![9.0f32, 9.0]).unwrap_err();
+        let e =
+            masked_scatter_inplace(&mut y, &x.mapv(|v| v > 2.0), &array![9.0f32, 9.0]).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::ShapeMismatch);
-        assert!(e.message().contains("Number of elements of source < number of ones in mask"));
+        assert!(e
+            .message()
+            .contains("Number of elements of source < number of ones in mask"));
         assert!(e.message().contains("the mask has 9 true positions"), "{e}");
         assert_eq!(y, x);
         assert_eq!(v, array![1.0, 2.0, 3.0, 4.0]);

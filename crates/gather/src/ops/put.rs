@@ -97,7 +97,9 @@ where
             fmt_shape(dst.shape()),
             fmt_shape(index.shape())
         ))
-        .with_hint("an empty array has no position to write to; only an empty index is valid for it"));
+        .with_hint(
+            "an empty array has no position to write to; only an empty index is valid for it",
+        ));
     }
     let shape = dst.shape().to_vec();
     let idx = index.view().into_dyn();
@@ -130,7 +132,12 @@ fn accumulate_wide<T: Element, I: IndexElem>(
         .view()
         .iter()
         .zip(src.iter())
-        .map(|(v, s)| (kernels::position(bounds, v.to_i64(), size) as i64, s.to_acc()))
+        .map(|(v, s)| {
+            (
+                kernels::position(bounds, v.to_i64(), size) as i64,
+                s.to_acc(),
+            )
+        })
         .collect();
     // Stable: contributions to one element keep their index order.
     hits.sort_by_key(|h| h.0);
@@ -280,7 +287,13 @@ mod tests {
     #[test]
     fn put_matches_pytorch_worked_example() {
         let mut x = Array2::<f32>::zeros((3, 4));
-        put_inplace(&mut x, &array![0i64, 0, -12], &array![1.0f32, 2.0, 3.0], true).unwrap();
+        put_inplace(
+            &mut x,
+            &array![0i64, 0, -12],
+            &array![1.0f32, 2.0, 3.0],
+            true,
+        )
+        .unwrap();
         let mut want = Array2::<f32>::zeros((3, 4));
         want[[0, 0]] = 6.0;
         assert_eq!(x, want);
@@ -292,7 +305,11 @@ mod tests {
         let n = dst.len() as i64;
         for (&v, &s) in index.iter().zip(src) {
             let p = if v < 0 { v as i64 + n } else { v as i64 } as usize;
-            out[p] = if accumulate { out[p].wrapping_add(s) } else { s };
+            out[p] = if accumulate {
+                out[p].wrapping_add(s)
+            } else {
+                s
+            };
         }
         out
     }
@@ -308,18 +325,35 @@ mod tests {
             let n = before.len() as i64;
             // Index and source: the same number of elements, different shapes and layouts.
             let k = rng.below(9);
-            let ishape = if rng.below(2) == 0 { vec![k] } else { vec![1, k] };
-            let sshape = if k % 2 == 0 && k > 0 && rng.below(2) == 0 { vec![2, k / 2] } else { vec![k] };
+            let ishape = if rng.below(2) == 0 {
+                vec![k]
+            } else {
+                vec![1, k]
+            };
+            let sshape = if k % 2 == 0 && k > 0 && rng.below(2) == 0 {
+                vec![2, k / 2]
+            } else {
+                vec![k]
+            };
             let (ik, sk) = (rng.below(KINDS), rng.below(KINDS));
             let mut ib = backing(ik, &ishape, &mut rng);
             ib.mapv_inplace(|v| ((v as i64).rem_euclid(2 * n) - n) as i32);
             let sb = backing(sk, &sshape, &mut rng);
             let (idx, src) = (view(ik, &ib, &ishape), view(sk, &sb, &sshape));
             let accumulate = rng.below(2) == 0;
-            let want = reference(&before, &idx.iter().copied().collect::<Vec<_>>(), &src.iter().copied().collect::<Vec<_>>(), accumulate);
+            let want = reference(
+                &before,
+                &idx.iter().copied().collect::<Vec<_>>(),
+                &src.iter().copied().collect::<Vec<_>>(),
+                accumulate,
+            );
             let mut dst = view_mut(kind, &mut b, &shape);
             put_inplace(&mut dst, &idx, &src, accumulate).unwrap();
-            assert_eq!(dst.iter().copied().collect::<Vec<_>>(), want, "case {case}: {shape:?} kind {kind}");
+            assert_eq!(
+                dst.iter().copied().collect::<Vec<_>>(),
+                want,
+                "case {case}: {shape:?} kind {kind}"
+            );
         }
     }
 
@@ -338,9 +372,20 @@ mod tests {
         assert_eq!(h, array![f16::from_f32(3000.0), f16::ZERO]);
         let mut b = Array2::<bf16>::from_elem((2, 2), bf16::ONE);
         let idx = array![3i64, -1, 0, 3];
-        let src = array![bf16::from_f32(0.5), bf16::from_f32(0.25), bf16::from_f32(2.0), bf16::from_f32(0.125)];
+        let src = array![
+            bf16::from_f32(0.5),
+            bf16::from_f32(0.25),
+            bf16::from_f32(2.0),
+            bf16::from_f32(0.125)
+        ];
         put_inplace(&mut b.view_mut().reversed_axes(), &idx, &src, true).unwrap();
-        assert_eq!(b, array![[bf16::from_f32(3.0), bf16::ONE], [bf16::ONE, bf16::from_f32(1.875)]]);
+        assert_eq!(
+            b,
+            array![
+                [bf16::from_f32(3.0), bf16::ONE],
+                [bf16::ONE, bf16::from_f32(1.875)]
+            ]
+        );
     }
 
     #[test]
@@ -359,18 +404,36 @@ mod tests {
     fn errors_leave_self_unchanged() {
         let mut x = Array2::from_shape_fn((3, 4), |(i, j)| (4 * i + j) as f32);
         let orig = x.clone();
-        let e = put_inplace(&mut x, &array![0i64, 5, -13], &array![1.0f32, 2.0, 3.0], true).unwrap_err();
+        let e = put_inplace(
+            &mut x,
+            &array![0i64, 5, -13],
+            &array![1.0f32, 2.0, 3.0],
+            true,
+        )
+        .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::IndexOutOfBounds);
-        assert!(e.message().contains("tried to access index -13 on a tensor of 12 elements"), "{e}");
+        assert!(
+            e.message()
+                .contains("tried to access index -13 on a tensor of 12 elements"),
+            "{e}"
+        );
         assert_eq!(e.coordinate(), Some(&[2usize][..]));
         assert_eq!(x, orig);
         let e = put_inplace(&mut x, &array![0i64, 1], &array![1.0f32], false).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::ShapeMismatch);
-        assert!(e.message().contains("source.numel() = 1, index.numel() = 2"));
+        assert!(e
+            .message()
+            .contains("source.numel() = 1, index.numel() = 2"));
         let mut empty = Array1::<f32>::zeros(0);
         let e = put_inplace(&mut empty, &array![0i64], &array![1.0f32], false).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::IndexOutOfBounds);
-        put_inplace(&mut empty, &Array1::<i64>::zeros(0), &Array1::<f32>::zeros(0), true).unwrap();
+        put_inplace(
+            &mut empty,
+            &Array1::<i64>::zeros(0),
+            &Array1::<f32>::zeros(0),
+            true,
+        )
+        .unwrap();
         assert_eq!(x, orig);
     }
 
@@ -380,7 +443,10 @@ mod tests {
         let out = put(&b.t(), &array![1], &array![-1], false).unwrap();
         assert!(out.is_standard_layout());
         assert_eq!(out, array![[0, -1], [1, 4], [2, 5]]);
-        assert_eq!(put(&arr0(1.5f64), &array![-1], &array![2.0], true).unwrap(), arr0(3.5));
+        assert_eq!(
+            put(&arr0(1.5f64), &array![-1], &array![2.0], true).unwrap(),
+            arr0(3.5)
+        );
         let scalar_index: ArrayD<i64> = arr0(4).into_dyn();
         let out = put(&Array1::<u8>::zeros(5), &scalar_index, &array![9u8], false).unwrap();
         assert_eq!(out, array![0, 0, 0, 0, 9]);

@@ -71,7 +71,9 @@ pub(crate) fn flat_index_error(op: &str, e: Error, shape: &[usize]) -> Error {
             "{op} indexes the row-major flattening of the array: valid values are -{numel}..{numel}, negative ones counting from the end"
         )
     };
-    Error::bounds(msg).with_hint(hint).with_index(value, coord.to_vec())
+    Error::bounds(msg)
+        .with_hint(hint)
+        .with_index(value, coord.to_vec())
 }
 
 /// Reads `input.flatten()[index[q]]` for every position `q` of the index, in row-major order.
@@ -220,7 +222,13 @@ where
     let x_shape = broadcast_shapes(&idx_sizes, input.shape()).map_err(bcast_hint)?;
     let x = input.view().into_dyn();
     let idx = index.view().into_dyn();
-    let internal = || Error::shape(format!("{OP}: broadcasting failed (input {}, index {})", fmt_shape(input.shape()), fmt_shape(index.shape())));
+    let internal = || {
+        Error::shape(format!(
+            "{OP}: broadcasting failed (input {}, index {})",
+            fmt_shape(input.shape()),
+            fmt_shape(index.shape())
+        ))
+    };
     let xb = x.broadcast(IxDyn(&x_shape)).ok_or_else(internal)?;
     let ib = idx.broadcast(IxDyn(&idx_shape)).ok_or_else(internal)?;
     let size = x_shape[d];
@@ -329,10 +337,17 @@ pub(crate) mod test_layouts {
             lo + (self.next() % (hi - lo) as u64) as i64
         }
         /// A shape of rank `0..=max_rank` with sizes `0..=max_len` (sizes 0 only when `empty_ok`).
-        pub(crate) fn shape(&mut self, max_rank: usize, max_len: usize, empty_ok: bool) -> Vec<usize> {
+        pub(crate) fn shape(
+            &mut self,
+            max_rank: usize,
+            max_len: usize,
+            empty_ok: bool,
+        ) -> Vec<usize> {
             let rank = self.below(max_rank + 1);
             let lo = usize::from(!empty_ok);
-            (0..rank).map(|_| lo + self.below(max_len + 1 - lo)).collect()
+            (0..rank)
+                .map(|_| lo + self.below(max_len + 1 - lo))
+                .collect()
         }
     }
 
@@ -366,7 +381,11 @@ pub(crate) mod test_layouts {
     }
 
     /// The view of `b` with the logical `shape`.
-    pub(crate) fn view<'a>(kind: usize, b: &'a ArrayD<i32>, shape: &[usize]) -> ArrayViewD<'a, i32> {
+    pub(crate) fn view<'a>(
+        kind: usize,
+        b: &'a ArrayD<i32>,
+        shape: &[usize],
+    ) -> ArrayViewD<'a, i32> {
         match effective(kind, shape) {
             1 => b.slice_each_axis(|_| Slice::new(0, None, -1)),
             2 => b.view().reversed_axes(),
@@ -377,7 +396,11 @@ pub(crate) mod test_layouts {
     }
 
     /// The mutable view of `b` with the logical `shape` (`kind < MUT_KINDS`).
-    pub(crate) fn view_mut<'a>(kind: usize, b: &'a mut ArrayD<i32>, shape: &[usize]) -> ArrayViewMutD<'a, i32> {
+    pub(crate) fn view_mut<'a>(
+        kind: usize,
+        b: &'a mut ArrayD<i32>,
+        shape: &[usize],
+    ) -> ArrayViewMutD<'a, i32> {
         match effective(kind, shape) {
             1 => b.slice_each_axis_mut(|_| Slice::new(0, None, -1)),
             2 => b.view_mut().reversed_axes(),
@@ -416,7 +439,13 @@ mod tests {
             let ishape = rng.shape(3, 4, true);
             let ikind = rng.below(KINDS);
             let mut ib = backing(ikind, &ishape, &mut rng);
-            ib.mapv_inplace(|v| if n == 0 { v } else { (v as i64).rem_euclid(2 * n) as i32 - n as i32 });
+            ib.mapv_inplace(|v| {
+                if n == 0 {
+                    v
+                } else {
+                    (v as i64).rem_euclid(2 * n) as i32 - n as i32
+                }
+            });
             let idx = view(ikind, &ib, &ishape);
             let got = take(&x, &idx);
             if n == 0 && !idx.is_empty() {
@@ -426,8 +455,15 @@ mod tests {
             let got = got.unwrap();
             assert_eq!(got.shape(), idx.shape());
             let xs = flat(&x);
-            let want: Vec<i32> = idx.iter().map(|&v| xs[if v < 0 { v as i64 + n } else { v as i64 } as usize]).collect();
-            assert_eq!(got.iter().copied().collect::<Vec<_>>(), want, "case {case}: {shape:?} kind {kind}");
+            let want: Vec<i32> = idx
+                .iter()
+                .map(|&v| xs[if v < 0 { v as i64 + n } else { v as i64 } as usize])
+                .collect();
+            assert_eq!(
+                got.iter().copied().collect::<Vec<_>>(),
+                want,
+                "case {case}: {shape:?} kind {kind}"
+            );
         }
     }
 
@@ -437,7 +473,10 @@ mod tests {
         assert_eq!(take(&x, &array![3u8, 0]).unwrap(), array![4, 1]);
         assert_eq!(take(&x, &array![-1i8]).unwrap(), array![4]);
         assert_eq!(take(&x, &arr0(2usize)).unwrap(), arr0(3));
-        assert_eq!(take(&arr0(true), &array![0i64, -1, 0]).unwrap(), array![true, true, true]);
+        assert_eq!(
+            take(&arr0(true), &array![0i64, -1, 0]).unwrap(),
+            array![true, true, true]
+        );
     }
 
     #[test]
@@ -445,8 +484,15 @@ mod tests {
         let x = Array2::<f32>::zeros((3, 4));
         let e = take(&x, &array![[0i64, 1], [12, 2]]).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::IndexOutOfBounds);
-        assert!(e.message().contains("out of range: tried to access index 12 on a tensor of 12 elements"), "{e}");
-        assert_eq!((e.index_value(), e.coordinate()), (Some(12), Some(&[1usize, 0][..])));
+        assert!(
+            e.message()
+                .contains("out of range: tried to access index 12 on a tensor of 12 elements"),
+            "{e}"
+        );
+        assert_eq!(
+            (e.index_value(), e.coordinate()),
+            (Some(12), Some(&[1usize, 0][..]))
+        );
         assert!(e.hint().unwrap().contains("11 (or -1)"));
         let e = take(&x, &array![-13i64]).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::IndexOutOfBounds);
@@ -470,7 +516,11 @@ mod tests {
         let mut rng = Rng(7);
         let idx = Array1::from_shape_fn(150_000, |_| rng.range(-120_000, 120_000));
         let many = take(&x, &idx).unwrap();
-        let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap().install(|| take(&x, &idx).unwrap());
+        let one = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap()
+            .install(|| take(&x, &idx).unwrap());
         assert_eq!(many, one);
         let xs: Vec<f64> = x.iter().copied().collect();
         for (k, &v) in idx.iter().enumerate().step_by(997) {
@@ -495,14 +545,36 @@ mod tests {
     }
 
     /// The reference: broadcast by hand, coordinate by coordinate.
-    fn reference_along_dim(x: &ArrayViewD<'_, i32>, idx: &ArrayViewD<'_, i32>, d: usize) -> ArrayD<i32> {
+    fn reference_along_dim(
+        x: &ArrayViewD<'_, i32>,
+        idx: &ArrayViewD<'_, i32>,
+        d: usize,
+    ) -> ArrayD<i32> {
         let nd = x.ndim();
-        let out_shape: Vec<usize> = (0..nd).map(|a| if a == d { idx.shape()[a] } else { x.shape()[a].max(idx.shape()[a]) }).collect();
+        let out_shape: Vec<usize> = (0..nd)
+            .map(|a| {
+                if a == d {
+                    idx.shape()[a]
+                } else {
+                    x.shape()[a].max(idx.shape()[a])
+                }
+            })
+            .collect();
         ArrayD::from_shape_fn(IxDyn(&out_shape), |c| {
-            let ic: Vec<usize> = (0..nd).map(|a| if idx.shape()[a] == 1 { 0 } else { c[a] }).collect();
+            let ic: Vec<usize> = (0..nd)
+                .map(|a| if idx.shape()[a] == 1 { 0 } else { c[a] })
+                .collect();
             let v = idx[IxDyn(&ic)] as i64;
             let xc: Vec<usize> = (0..nd)
-                .map(|a| if a == d { v.rem_euclid(x.shape()[d] as i64) as usize } else if x.shape()[a] == 1 { 0 } else { c[a] })
+                .map(|a| {
+                    if a == d {
+                        v.rem_euclid(x.shape()[d] as i64) as usize
+                    } else if x.shape()[a] == 1 {
+                        0
+                    } else {
+                        c[a]
+                    }
+                })
                 .collect();
             x[IxDyn(&xc)]
         })
@@ -530,9 +602,17 @@ mod tests {
             let mut ib = backing(ik, &is, &mut rng);
             ib.mapv_inplace(|v| v % 11);
             let (x, idx) = (view(xk, &xb, &xs), view(ik, &ib, &is));
-            let dim = if rng.below(2) == 0 { d as isize } else { d as isize - nd as isize };
+            let dim = if rng.below(2) == 0 {
+                d as isize
+            } else {
+                d as isize - nd as isize
+            };
             let got = take_along_dim(&x, &idx, Some(dim)).unwrap();
-            assert_eq!(got, reference_along_dim(&x, &idx, d), "case {case}: x {xs:?} idx {is:?} dim {dim}");
+            assert_eq!(
+                got,
+                reference_along_dim(&x, &idx, d),
+                "case {case}: x {xs:?} idx {is:?} dim {dim}"
+            );
         }
     }
 
@@ -540,13 +620,31 @@ mod tests {
     fn take_along_dim_without_dim_reads_the_flattening_and_rejects_negatives() {
         let b = Array2::from_shape_fn((3, 4), |(i, j)| (4 * i + j) as i64);
         let x = b.t();
-        assert_eq!(take_along_dim(&x, &array![[1i64, 4], [11, 0]], None).unwrap(), array![4, 5, 11, 0].into_dyn());
-        assert_eq!(take_along_dim(&arr0(5u8), &arr0(0i64), None).unwrap(), array![5u8].into_dyn());
+        assert_eq!(
+            take_along_dim(&x, &array![[1i64, 4], [11, 0]], None).unwrap(),
+            array![4, 5, 11, 0].into_dyn()
+        );
+        assert_eq!(
+            take_along_dim(&arr0(5u8), &arr0(0i64), None).unwrap(),
+            array![5u8].into_dyn()
+        );
         let e = take_along_dim(&x, &array![-1i64], None).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::IndexOutOfBounds);
-        assert!(e.message().contains("index -1 is out of bounds for dimension 0 with size 12"), "{e}");
-        assert_eq!(take_along_dim(&x, &array![12i64], None).unwrap_err().kind(), ErrorKind::IndexOutOfBounds);
-        assert_eq!(take_along_dim(&x, &Array1::<i64>::zeros(0), None).unwrap().shape(), &[0]);
+        assert!(
+            e.message()
+                .contains("index -1 is out of bounds for dimension 0 with size 12"),
+            "{e}"
+        );
+        assert_eq!(
+            take_along_dim(&x, &array![12i64], None).unwrap_err().kind(),
+            ErrorKind::IndexOutOfBounds
+        );
+        assert_eq!(
+            take_along_dim(&x, &Array1::<i64>::zeros(0), None)
+                .unwrap()
+                .shape(),
+            &[0]
+        );
     }
 
     #[test]
@@ -554,17 +652,34 @@ mod tests {
         let x = Array2::<f32>::zeros((3, 4));
         let e = take_along_dim(&x, &array![0i64, 1], Some(1)).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::RankMismatch);
-        assert!(e.message().contains("2 dimensions for input, and 1 dimensions for indices"));
+        assert!(e
+            .message()
+            .contains("2 dimensions for input, and 1 dimensions for indices"));
         let e = take_along_dim(&arr0(1.0f32), &arr0(0i64), Some(0)).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::DimOutOfRange);
-        assert_eq!(take_along_dim(&arr0(1.0f32), &arr0(0i64), Some(-1)).unwrap_err().kind(), ErrorKind::DimOutOfRange);
-        assert_eq!(take_along_dim(&x, &array![[0i64]], Some(2)).unwrap_err().kind(), ErrorKind::DimOutOfRange);
+        assert_eq!(
+            take_along_dim(&arr0(1.0f32), &arr0(0i64), Some(-1))
+                .unwrap_err()
+                .kind(),
+            ErrorKind::DimOutOfRange
+        );
+        assert_eq!(
+            take_along_dim(&x, &array![[0i64]], Some(2))
+                .unwrap_err()
+                .kind(),
+            ErrorKind::DimOutOfRange
+        );
         let e = take_along_dim(&x, &Array2::<i64>::zeros((2, 2)), Some(1)).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::ShapeMismatch);
         assert!(e.message().contains("The size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 0"), "{e}");
         let empty = Array2::<f32>::zeros((3, 0));
         let e = take_along_dim(&empty, &Array2::<i64>::zeros((3, 2)), Some(1)).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::IndexOutOfBounds);
-        assert_eq!(take_along_dim(&empty, &Array2::<i64>::zeros((3, 0)), Some(1)).unwrap().shape(), &[3, 0]);
+        assert_eq!(
+            take_along_dim(&empty, &Array2::<i64>::zeros((3, 0)), Some(1))
+                .unwrap()
+                .shape(),
+            &[3, 0]
+        );
     }
 }
