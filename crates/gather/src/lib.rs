@@ -77,6 +77,9 @@ pub use element::{DType, Element, Scalar};
 pub use error::{Error, ErrorKind, Result};
 pub use index::IndexElem;
 pub use ops::gather::gather;
+pub use ops::masked::{masked_scatter, masked_scatter_inplace, masked_select};
+pub use ops::put::{put, put_inplace};
+pub use ops::take::{take, take_along_dim};
 pub use ops::scatter::{
     LegacyReduce, Reduce, scatter, scatter_add, scatter_add_inplace, scatter_inplace,
     scatter_legacy, scatter_legacy_inplace, scatter_reduce, scatter_reduce_inplace, scatter_value,
@@ -89,6 +92,9 @@ pub mod prelude {
     pub use crate::error::{Error, ErrorKind, Result};
     pub use crate::index::IndexElem;
     pub use crate::ops::gather::GatherExt;
+    pub use crate::ops::masked::MaskedExt;
+    pub use crate::ops::put::PutExt;
+    pub use crate::ops::take::TakeExt;
     pub use crate::ops::scatter::{LegacyReduce, Reduce, ScatterExt, ScatterInplaceExt};
 }
 

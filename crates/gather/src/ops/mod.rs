@@ -1,7 +1,10 @@
 //! The ops, one file per family. Shared shape checks and hints live here.
 
 pub mod gather;
+pub mod masked;
+pub mod put;
 pub mod scatter;
+pub mod take;
 
 use ndarray::{Array, ArrayBase, ArrayView, Axis, Data, Dimension, IxDyn};
 
