@@ -1443,13 +1443,13 @@ mod tests {
             21,
             |r| r.below(100) as f32,
             |x, d, i, s| index_copy_inplace(x, d as isize, i, s),
-            |x, d, i, s| ref_copy(x, d, i, s),
+            ref_copy,
         );
         write_case::<u64>(
             22,
             |r| r.next(),
             |x, d, i, s| index_copy_inplace(x, d as isize, i, s),
-            |x, d, i, s| ref_copy(x, d, i, s),
+            ref_copy,
         );
     }
 
