@@ -477,3 +477,23 @@ fn catch_panic<R>(f: impl FnOnce() -> R) -> Result<R, String> {
         format!("the op panicked: {message}")
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_becomes_an_error_with_its_message_and_location() {
+        let r: Result<(), String> = catch_panic(|| panic!("boom {}", 7));
+        let e = r.unwrap_err();
+        assert!(e.starts_with("the op panicked: "), "{e}");
+        assert!(e.contains("boom 7"), "{e}");
+        assert!(e.contains("conformance.rs"), "{e}");
+        assert_eq!(catch_panic(|| 5), Ok(5));
+    }
+
+    #[test]
+    fn one_line_joins_lines_and_squeezes_blanks() {
+        assert_eq!(one_line("a   b\n\n  c\n"), "a b | c");
+    }
+}

@@ -139,3 +139,64 @@ fn read_array<T: Deserialize + Clone>(
         array
     })
 }
+
+/// The bytes of a `.npy` file (version 1.0, C order) holding `t`, stored the way the suite stores
+/// it (`bfloat16` as `<u2` bit patterns). [`parse_npy`] reads it back unchanged.
+///
+/// ```
+/// use gather::dynamic::Tensor;
+/// use gather_cli::npy::{parse_npy, to_npy_bytes};
+/// let t = Tensor::from(ndarray::arr2(&[[1i16, -2, 3]]).into_dyn());
+/// let bytes = to_npy_bytes(&t);
+/// assert_eq!(bytes.len() % 64, (3 * 2) % 64); // the header is padded to 64 bytes
+/// assert_eq!(parse_npy(&bytes, t.dtype()).unwrap(), t);
+/// ```
+pub fn to_npy_bytes(t: &Tensor) -> Vec<u8> {
+    let flat = crate::compare::Flat::of(t);
+    let dims: Vec<String> = flat.shape.iter().map(|s| s.to_string()).collect();
+    let shape = match dims.len() {
+        1 => format!("({},)", dims[0]),
+        _ => format!("({})", dims.join(", ")),
+    };
+    let mut header = format!(
+        "{{'descr': '{}', 'fortran_order': False, 'shape': {shape}, }}",
+        descr_for(flat.dtype)
+    );
+    // magic (6) + version (2) + header length (2) + header + '\n', padded to 64 bytes.
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let size = element_size(flat.dtype);
+    let mut bytes = Vec::with_capacity(10 + header.len() + size * flat.len());
+    bytes.extend_from_slice(b"\x93NUMPY\x01\x00");
+    bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(header.as_bytes());
+    for b in &flat.bits {
+        bytes.extend_from_slice(&b.to_le_bytes()[..size]);
+    }
+    bytes
+}
+
+fn element_size(dtype: DType) -> usize {
+    match dtype {
+        DType::Bool | DType::U8 | DType::I8 => 1,
+        DType::I16 | DType::U16 | DType::F16 | DType::BF16 => 2,
+        DType::I32 | DType::U32 | DType::F32 => 4,
+        DType::I64 | DType::U64 | DType::F64 => 8,
+    }
+}
+
+/// Writes `t` to `path` as a `.npy` file (see [`to_npy_bytes`]).
+///
+/// ```
+/// use gather::dynamic::Tensor;
+/// let path = std::env::temp_dir().join("gather_cli_npy_doctest.npy");
+/// let t = Tensor::from(ndarray::arr0(half::bf16::from_f32(1.5)).into_dyn());
+/// gather_cli::npy::save_npy(&path, &t).unwrap();
+/// assert_eq!(gather_cli::npy::load_npy(&path, gather::DType::BF16).unwrap(), t);
+/// ```
+pub fn save_npy(path: &Path, t: &Tensor) -> Result<(), String> {
+    std::fs::write(path, to_npy_bytes(t))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}

@@ -9,7 +9,7 @@
 
 use ndarray::ArrayD;
 
-use super::{index_dtype_error, input, same_dtype, Args, Tensor, TensorElem, Tensors};
+use super::{Args, Tensor, TensorElem, Tensors, index_dtype_error, input, same_dtype};
 use crate::dims::normalize_dim;
 use crate::element::Scalar;
 use crate::error::Result;
@@ -87,7 +87,7 @@ fn index_typed<T: TensorElem, I: IndexElem>(
 
 #[cfg(test)]
 mod tests {
-    use super::super::{call, call_inplace, Arg};
+    use super::super::{Arg, call, call_inplace};
     use super::*;
     use crate::error::ErrorKind;
     use ndarray::{arr0, array};

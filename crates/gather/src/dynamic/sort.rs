@@ -3,7 +3,11 @@
 use super::{Args, Tensor, Tensors};
 use crate::error::{Error, Result};
 
-pub(crate) fn sort_like(op: &str, _args: &Args, _inputs: &Tensors) -> Result<Vec<(String, Tensor)>> {
+pub(crate) fn sort_like(
+    op: &str,
+    _args: &Args,
+    _inputs: &Tensors,
+) -> Result<Vec<(String, Tensor)>> {
     Err(Error::invalid(format!("{op}: not implemented yet")))
 }
 

@@ -44,11 +44,11 @@ use ndarray::{
     Array, ArrayBase, ArrayD, ArrayView, ArrayViewMut, Axis, Data, DataMut, Dimension, IxDyn, Zip,
 };
 
-use super::view_1d_if_scalar;
+use super::{try_to_owned, try_vec, view_1d_if_scalar};
 use crate::dims::normalize_dim;
 use crate::element::{DType, Element};
-use crate::error::{fmt_shape, Error, ErrorKind, Result};
-use crate::index::{check_bounds, Bounds, CheckedIndex, IndexElem};
+use crate::error::{Error, ErrorKind, Result, fmt_shape};
+use crate::index::{Bounds, CheckedIndex, IndexElem, check_bounds};
 use crate::kernels;
 use crate::ops::scatter::Reduce;
 
@@ -65,9 +65,15 @@ pub(crate) fn check_index_vector(op: &str, index_shape: &[usize], dtype: DType) 
     let nd = index_shape.len();
     let shape = fmt_shape(index_shape);
     let msg = match op {
-        "index_select" => format!("index_select: Index is supposed to be a vector (got an index of {nd} dims, shape {shape})"),
-        "index_copy" => format!("index_copy: Index should have dimension 1 or 0 (got {nd}, shape {shape})"),
-        "index_fill" => format!("index_fill: Index has to be a vector/scalar (got {nd} dims, shape {shape})"),
+        "index_select" => format!(
+            "index_select: Index is supposed to be a vector (got an index of {nd} dims, shape {shape})"
+        ),
+        "index_copy" => {
+            format!("index_copy: Index should have dimension 1 or 0 (got {nd}, shape {shape})")
+        }
+        "index_fill" => {
+            format!("index_fill: Index has to be a vector/scalar (got {nd} dims, shape {shape})")
+        }
         _ => format!(
             "{op}: Index is supposed to be a vector, but got dim: {nd} with type: {} and size: {shape}",
             dtype.torch_name()
@@ -347,8 +353,11 @@ fn select_dyn<T: Element, I: IndexElem>(
         x.shape()[d],
         &out_shape,
         Bounds::Strict,
-        |checked| kernels::gather::gather(&x, d, checked),
-    )?;
+        |checked| {
+            let out = try_vec("index_select", checked.view().len())?;
+            Ok::<_, Error>(kernels::gather::gather(&x, d, checked, out))
+        },
+    )??;
     Ok((d, data))
 }
 
@@ -495,13 +504,6 @@ fn reduce_dyn<T: Element, I: IndexElem>(
     )
 }
 
-/// A standard-layout copy of `input` (whatever its strides), for the out-of-place forms.
-fn standard_copy<T: Element, S: Data<Elem = T>, D: Dimension>(
-    input: &ArrayBase<S, D>,
-) -> Array<T, D> {
-    input.as_standard_layout().into_owned()
-}
-
 // ---------------------------------------------------------------------------------------------
 // Public API
 // ---------------------------------------------------------------------------------------------
@@ -615,7 +617,7 @@ where
     SS: Data<Elem = T>,
     DS: Dimension,
 {
-    let mut out = standard_copy(input);
+    let mut out = try_to_owned("index_add", input)?;
     index_add_inplace(&mut out, dim, index, source, alpha)?;
     Ok(out)
 }
@@ -679,7 +681,7 @@ where
     SS: Data<Elem = T>,
     DS: Dimension,
 {
-    let mut out = standard_copy(input);
+    let mut out = try_to_owned("index_copy", input)?;
     index_copy_inplace(&mut out, dim, index, source)?;
     Ok(out)
 }
@@ -742,7 +744,7 @@ where
     SI: Data<Elem = I>,
     DI: Dimension,
 {
-    let mut out = standard_copy(input);
+    let mut out = try_to_owned("index_fill", input)?;
     index_fill_inplace(&mut out, dim, index, value)?;
     Ok(out)
 }
@@ -821,7 +823,7 @@ where
     SS: Data<Elem = T>,
     DS: Dimension,
 {
-    let mut out = standard_copy(input);
+    let mut out = try_to_owned("index_reduce", input)?;
     index_reduce_inplace(&mut out, dim, index, source, reduce, include_self)?;
     Ok(out)
 }
@@ -1128,7 +1130,7 @@ impl<T: Element, S: DataMut<Elem = T>, D: Dimension> IndexInplaceExt<T> for Arra
 mod tests {
     use super::*;
     use half::{bf16, f16};
-    use ndarray::{arr0, array, Array1, Array2, Array3, AxisDescription, Slice};
+    use ndarray::{Array1, Array2, Array3, AxisDescription, Slice, arr0, array};
 
     // ---- helpers: a tiny deterministic generator, layouts, exact comparison --------------------
 
@@ -2030,9 +2032,10 @@ mod tests {
         let hsrc = Array2::from_elem((4, 2), f16::ONE);
         let mut view = h.slice_mut(ndarray::s![.., ..;-2]);
         assert!(view.index_add_inplace(0, &bad, &hsrc, f16::ONE).is_err());
-        assert!(view
-            .index_reduce_inplace(0, &bad, &hsrc, Reduce::Mean, false)
-            .is_err());
+        assert!(
+            view.index_reduce_inplace(0, &bad, &hsrc, Reduce::Mean, false)
+                .is_err()
+        );
         assert_eq!(h, before);
     }
 
@@ -2051,9 +2054,11 @@ mod tests {
         ] {
             assert!(out.is_standard_layout());
         }
-        assert!(index_fill(&rev, 1, &array![0], 0)
-            .unwrap()
-            .is_standard_layout());
+        assert!(
+            index_fill(&rev, 1, &array![0], 0)
+                .unwrap()
+                .is_standard_layout()
+        );
         assert!(
             index_copy(&rev.t(), 1, &array![0], &array![[7], [7], [7], [7]])
                 .unwrap()
