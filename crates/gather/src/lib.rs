@@ -77,11 +77,13 @@ pub use element::{DType, Element, Scalar};
 pub use error::{Error, ErrorKind, Result};
 pub use index::IndexElem;
 pub use ops::gather::gather;
+pub use ops::repeat::{repeat_interleave, repeat_interleave_repeats, repeat_interleave_scalar};
 pub use ops::scatter::{
     scatter, scatter_add, scatter_add_inplace, scatter_inplace, scatter_legacy, scatter_legacy_inplace,
     scatter_reduce, scatter_reduce_inplace, scatter_value, scatter_value_inplace, scatter_value_legacy,
     scatter_value_legacy_inplace, LegacyReduce, Reduce,
 };
+pub use ops::sort::{argsort, sort, topk};
 
 /// Everything needed to call the ops as methods: `use gather::prelude::*;`.
 pub mod prelude {
@@ -89,5 +91,7 @@ pub mod prelude {
     pub use crate::error::{Error, ErrorKind, Result};
     pub use crate::index::IndexElem;
     pub use crate::ops::gather::GatherExt;
+    pub use crate::ops::repeat::RepeatExt;
     pub use crate::ops::scatter::{LegacyReduce, Reduce};
+    pub use crate::ops::sort::SortExt;
 }

@@ -1,16 +1,112 @@
 //! sort, argsort, topk and repeat_interleave, dynamically typed.
+//!
+//! Arguments, by the conformance suite's names (absent ones take PyTorch's defaults):
+//! - `sort` / `argsort`: `dim` (default -1), `descending` (false), `stable` (false; `null` too);
+//!   outputs `values` and `indices` (`i64`), or `output` (`i64`) for argsort;
+//! - `topk`: `k`, `dim` (-1), `largest` (true), `sorted` (true); outputs `values`, `indices`;
+//! - `repeat_interleave`: input tensor `input` and either a `repeats` tensor input (any integer
+//!   dtype) or an integer arg `repeats`; `dim` (int or null, default null); optional `output_size`.
+//!   Without an `input` tensor it is the repeats-only form, whose output has the dtype of
+//!   `repeats` for `int32`/`int64` repeats (as PyTorch) and `int64` for the other integer dtypes.
 
-use super::{Args, Tensor, Tensors};
+use super::{index_dtype_error, input, Arg, Args, Tensor, Tensors};
+use crate::dims::normalize_dim;
 use crate::error::{Error, Result};
+use crate::ops::{repeat, sort};
+use crate::{with_index_tensor, with_tensor};
 
-pub(crate) fn sort_like(op: &str, _args: &Args, _inputs: &Tensors) -> Result<Vec<(String, Tensor)>> {
-    Err(Error::invalid(format!("{op}: not implemented yet")))
+/// `dim`, or `default` when absent.
+fn dim_or(args: &Args, default: isize) -> Result<isize> {
+    Ok(args.opt_int("dim")?.map_or(default, |d| d as isize))
 }
 
-pub(crate) fn argsort(_args: &Args, _inputs: &Tensors) -> Result<Tensor> {
-    Err(Error::invalid("argsort: not implemented yet"))
+/// A boolean that may also be absent or `null` (PyTorch's `stable=None`), giving `default`.
+fn opt_bool(args: &Args, name: &str, default: bool) -> Result<bool> {
+    match args.get(name) {
+        None | Some(Arg::None) => Ok(default),
+        _ => args.bool_or(name, default),
+    }
 }
 
-pub(crate) fn repeat_interleave(_args: &Args, _inputs: &Tensors) -> Result<Tensor> {
-    Err(Error::invalid("repeat_interleave: not implemented yet"))
+pub(crate) fn sort_like(op: &str, args: &Args, inputs: &Tensors) -> Result<Vec<(String, Tensor)>> {
+    let x = input(inputs, "input")?;
+    let dim = dim_or(args, -1)?;
+    let (values, indices) = match op {
+        "sort" => {
+            let descending = opt_bool(args, "descending", false)?;
+            let stable = opt_bool(args, "stable", false)?;
+            with_tensor!(x, a => {
+                let (v, i) = sort::sort(a, dim, descending, stable)?;
+                (Tensor::from(v), i)
+            })
+        }
+        "topk" => {
+            let k = args.int("k")?;
+            let largest = opt_bool(args, "largest", true)?;
+            let sorted = opt_bool(args, "sorted", true)?;
+            let k = match usize::try_from(k) {
+                Ok(k) => k,
+                Err(_) => {
+                    let d = normalize_dim(op, dim, x.shape().len())?;
+                    return Err(sort::k_out_of_range(k, x.shape(), d));
+                }
+            };
+            with_tensor!(x, a => {
+                let (v, i) = sort::topk(a, k, dim, largest, sorted)?;
+                (Tensor::from(v), i)
+            })
+        }
+        _ => return Err(Error::invalid(format!("sort_like: unknown op `{op}`"))),
+    };
+    Ok(vec![("values".to_string(), values), ("indices".to_string(), Tensor::from(indices))])
+}
+
+pub(crate) fn argsort(args: &Args, inputs: &Tensors) -> Result<Tensor> {
+    let x = input(inputs, "input")?;
+    let dim = dim_or(args, -1)?;
+    let descending = opt_bool(args, "descending", false)?;
+    let stable = opt_bool(args, "stable", false)?;
+    with_tensor!(x, a => Ok(Tensor::from(sort::argsort(a, dim, descending, stable)?)))
+}
+
+pub(crate) fn repeat_interleave(args: &Args, inputs: &Tensors) -> Result<Tensor> {
+    const OP: &str = "repeat_interleave";
+    let output_size = match args.opt_int("output_size")? {
+        None => None,
+        Some(o) => Some(usize::try_from(o).map_err(|_| {
+            Error::invalid(format!("{OP}: output_size must be non-negative, got {o}"))
+                .with_hint("output_size is the length of the output along dim; leave it out (null) to have it computed")
+        })?),
+    };
+    let dim = args.opt_int("dim")?.map(|d| d as isize);
+    match (inputs.get("input"), inputs.get("repeats")) {
+        (None, Some(r)) => {
+            let positions = with_index_tensor!(r, a => repeat::repeat_interleave_repeats(a, output_size)?,
+                _ => return Err(index_dtype_error(OP, "repeats", r)));
+            let positions = positions.into_dyn();
+            match r {
+                // PyTorch returns the repeats' dtype; the positions are below repeats.len().
+                Tensor::I32(_) if positions.iter().all(|&p| p <= i64::from(i32::MAX)) => Ok(Tensor::from(positions.mapv(|p| p as i32))),
+                Tensor::I32(_) => Err(Error::invalid(format!("{OP}: the positions do not fit in int32")).with_hint("pass the repeats as int64")),
+                _ => Ok(Tensor::from(positions)),
+            }
+        }
+        (None, None) => Err(Error::invalid(format!("{OP}: missing input tensor `input` (or `repeats` for the repeats-only form)"))),
+        (Some(x), Some(r)) => with_tensor!(x, a => {
+            with_index_tensor!(r, ri => Ok(Tensor::from(repeat::repeat_interleave(a, ri, dim, output_size)?)),
+                _ => Err(index_dtype_error(OP, "repeats", r)))
+        }),
+        (Some(x), None) => {
+            let r = args.int("repeats")?;
+            // PyTorch wraps dim before it looks at the count.
+            if let Some(d) = dim {
+                normalize_dim(OP, d, x.shape().len())?;
+            }
+            let r = usize::try_from(r).map_err(|_| {
+                Error::invalid(format!("{OP}: Repeats must be non-negative (repeats = {r})"))
+                    .with_hint("repeats counts the copies of every slice, so it must be >= 0; use 0 for an empty result")
+            })?;
+            with_tensor!(x, a => Ok(Tensor::from(repeat::repeat_interleave_scalar(a, r, dim, output_size)?)))
+        }
+    }
 }

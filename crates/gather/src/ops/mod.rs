@@ -1,7 +1,9 @@
 //! The ops, one file per family. Shared shape checks and hints live here.
 
 pub mod gather;
+pub mod repeat;
 pub mod scatter;
+pub mod sort;
 
 use ndarray::{ArrayBase, ArrayView, Axis, Data, Dimension, IxDyn};
 
