@@ -110,3 +110,88 @@ pub(crate) fn repeat_interleave(args: &Args, inputs: &Tensors) -> Result<Tensor>
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::call;
+    use super::*;
+    use crate::element::DType;
+    use crate::error::ErrorKind;
+    use ndarray::{arr0, array};
+
+    fn args(list: &[(&str, Arg)]) -> Args {
+        let mut a = Args::default();
+        for (n, v) in list {
+            a.set(n, v.clone());
+        }
+        a
+    }
+
+    fn tensors(list: Vec<(&str, Tensor)>) -> Tensors {
+        list.into_iter().map(|(n, t)| (n.to_string(), t)).collect()
+    }
+
+    #[test]
+    fn sort_and_topk_return_named_values_and_int64_indices() {
+        let inputs = tensors(vec![("input", Tensor::from(array![3.0f32, f32::NAN, 1.0].into_dyn()))]);
+        let out = call("sort", &args(&[("dim", Arg::Int(0)), ("descending", Arg::Bool(true)), ("stable", Arg::None)]), &inputs).unwrap();
+        assert_eq!(out[0].0, "values");
+        assert_eq!(out[1], ("indices".to_string(), Tensor::from(array![1i64, 0, 2].into_dyn())));
+        let out = call("topk", &args(&[("k", Arg::Int(2)), ("dim", Arg::Int(-1)), ("largest", Arg::Bool(false)), ("sorted", Arg::Bool(false))]), &inputs).unwrap();
+        assert_eq!(out[0], ("values".to_string(), Tensor::from(array![1.0f32, 3.0].into_dyn())));
+        assert_eq!(out[1].1, Tensor::from(array![2i64, 0].into_dyn()));
+        let out = call("argsort", &args(&[]), &inputs).unwrap();
+        assert_eq!(out[0], ("output".to_string(), Tensor::from(array![2i64, 0, 1].into_dyn())));
+    }
+
+    #[test]
+    fn topk_errors_map_to_the_suite_categories() {
+        let x = tensors(vec![("input", Tensor::from(array![[1i8, 2], [3, 4]].into_dyn()))]);
+        let k = |k: i64, dim: i64| call("topk", &args(&[("k", Arg::Int(k)), ("dim", Arg::Int(dim))]), &x).unwrap_err().kind();
+        assert_eq!(k(-1, 0), ErrorKind::InvalidArgument);
+        assert_eq!(k(-1, 5), ErrorKind::DimOutOfRange);
+        assert_eq!(k(3, 0), ErrorKind::InvalidArgument);
+        let b = tensors(vec![("input", Tensor::from(array![true, false].into_dyn()))]);
+        let e = call("topk", &args(&[("k", Arg::Int(1)), ("dim", Arg::Int(0))]), &b).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    }
+
+    #[test]
+    fn repeat_interleave_dispatches_every_form() {
+        let x = Tensor::from(array![[1u8, 2], [3, 4]].into_dyn());
+        // Tensor repeats of a narrow integer dtype.
+        let ins = tensors(vec![("input", x.clone()), ("repeats", Tensor::from(array![2i16, 0].into_dyn()))]);
+        let out = call("repeat_interleave", &args(&[("dim", Arg::Int(0))]), &ins).unwrap();
+        assert_eq!(out[0].1, Tensor::from(array![[1u8, 2], [1, 2]].into_dyn()));
+        // Scalar repeats, flattened.
+        let ins = tensors(vec![("input", x.clone())]);
+        let out = call("repeat_interleave", &args(&[("repeats", Arg::Int(2)), ("dim", Arg::None), ("output_size", Arg::Int(8))]), &ins).unwrap();
+        assert_eq!(out[0].1, Tensor::from(array![1u8, 1, 2, 2, 3, 3, 4, 4].into_dyn()));
+        // Repeats only: int64 in, int64 out; int32 in, int32 out (as PyTorch).
+        let ins = tensors(vec![("repeats", Tensor::from(array![1i64, 2].into_dyn()))]);
+        let out = call("repeat_interleave", &args(&[("dim", Arg::None)]), &ins).unwrap();
+        assert_eq!(out[0].1, Tensor::from(array![0i64, 1, 1].into_dyn()));
+        let ins = tensors(vec![("repeats", Tensor::from(array![1i32, 2].into_dyn()))]);
+        let out = call("repeat_interleave", &args(&[]), &ins).unwrap();
+        assert_eq!(out[0].1.dtype(), DType::I32);
+    }
+
+    #[test]
+    fn repeat_interleave_errors_map_to_the_suite_categories() {
+        let x = Tensor::from(ndarray::Array2::<f32>::zeros((3, 4)).into_dyn());
+        let run = |a: Args, ins: Tensors| call("repeat_interleave", &a, &ins).unwrap_err().kind();
+        let with = |r: Tensor| tensors(vec![("input", x.clone()), ("repeats", r)]);
+        assert_eq!(run(args(&[("repeats", Arg::Int(-1)), ("dim", Arg::Int(0))]), tensors(vec![("input", x.clone())])), ErrorKind::InvalidArgument);
+        assert_eq!(run(args(&[("repeats", Arg::Int(-1)), ("dim", Arg::Int(7))]), tensors(vec![("input", x.clone())])), ErrorKind::DimOutOfRange);
+        assert_eq!(run(args(&[("dim", Arg::Int(0))]), with(Tensor::from(array![1i64, -1, 1].into_dyn()))), ErrorKind::InvalidArgument);
+        assert_eq!(run(args(&[("dim", Arg::Int(0)), ("output_size", Arg::Int(4))]), with(Tensor::from(array![1i64, 1, 1].into_dyn()))), ErrorKind::InvalidArgument);
+        assert_eq!(run(args(&[("dim", Arg::Int(0))]), with(Tensor::from(array![[1i64, 1, 1]].into_dyn()))), ErrorKind::RankMismatch);
+        assert_eq!(run(args(&[("dim", Arg::Int(0))]), with(Tensor::from(array![1i64, 1].into_dyn()))), ErrorKind::ShapeMismatch);
+        assert_eq!(run(args(&[("dim", Arg::Int(0))]), with(Tensor::from(array![1.0f32, 1.0, 1.0].into_dyn()))), ErrorKind::InvalidArgument);
+        let zero_d = tensors(vec![("input", Tensor::from(arr0(1.0f32).into_dyn()))]);
+        assert_eq!(run(args(&[("repeats", Arg::Int(2)), ("dim", Arg::Int(0))]), zero_d), ErrorKind::DimOutOfRange);
+        let only = tensors(vec![("repeats", Tensor::from(array![1.5f64].into_dyn()))]);
+        assert_eq!(run(args(&[]), only), ErrorKind::InvalidArgument);
+        assert_eq!(run(args(&[]), tensors(vec![])), ErrorKind::InvalidArgument);
+    }
+}

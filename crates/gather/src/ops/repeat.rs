@@ -61,7 +61,15 @@ fn counts_of(values: impl IntoIterator<Item = i64>) -> Result<(Vec<usize>, usize
         total = total.checked_add(c).ok_or_else(too_large)?;
         counts.push(c);
     }
-    Ok((counts, total))
+    Ok((counts, fits::<i64>(total)?))
+}
+
+/// `n`, when `n` elements of `E` fit in one allocation (at most `isize::MAX` bytes).
+fn fits<E>(n: usize) -> Result<usize> {
+    match n.checked_mul(std::mem::size_of::<E>()) {
+        Some(bytes) if bytes <= isize::MAX as usize => Ok(n),
+        _ => Err(too_large()),
+    }
 }
 
 fn too_large() -> Error {
@@ -168,6 +176,7 @@ where
             Ok(flat) => (flat, 0),
             Err(_) => {
                 // A non-contiguous input: walk it in row-major order (no copy of the input).
+                fits::<T>(total)?;
                 let mut out = Vec::with_capacity(total);
                 for (v, &c) in input.iter().zip(counts) {
                     out.extend(std::iter::repeat_n(*v, c));
@@ -178,7 +187,7 @@ where
     };
     let mut out_shape = x.shape().to_vec();
     out_shape[d] = total;
-    checked_numel(&out_shape)?;
+    fits::<T>(checked_numel(&out_shape)?)?;
     let pos = Array1::from(positions(counts, total));
     let mut along = vec![1usize; x.ndim()];
     along[d] = total;
@@ -246,7 +255,7 @@ where
             (Vec::new(), 0)
         } else {
             let (c, _) = counts_of([r])?;
-            let total = c[0].checked_mul(size).ok_or_else(too_large)?;
+            let total = fits::<i64>(c[0].checked_mul(size).ok_or_else(too_large)?)?;
             (vec![c[0]; size], total)
         }
     } else if repeats.ndim() == 1 {
@@ -300,7 +309,7 @@ where
     D: Dimension,
 {
     let (d, size) = resolve_dim(input, dim)?;
-    let total = size.checked_mul(repeats).ok_or_else(too_large)?;
+    let total = fits::<i64>(size.checked_mul(repeats).ok_or_else(too_large)?)?;
     if let Some(o) = output_size {
         if o != total {
             return Err(Error::invalid(format!("{OP}: Invalid output_size, expected {total} but got {o}")).with_hint(format!(
@@ -344,5 +353,195 @@ impl<T: Element, S: Data<Elem = T>, D: Dimension> RepeatExt<T> for ArrayBase<S, 
     }
     fn repeat_interleave_scalar(&self, repeats: usize, dim: Option<isize>, output_size: Option<usize>) -> Result<ArrayD<T>> {
         repeat_interleave_scalar(self, repeats, dim, output_size)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::{arr0, array, s, Array2, ArrayViewD, Slice};
+    use proptest::prelude::*;
+
+    /// The plain reference: the positions by nested loops, then every output element read from
+    /// its source coordinate (`dim = None`: from the row-major list of elements).
+    fn reference<T: Element>(x: &ArrayViewD<'_, T>, counts: &[usize], dim: Option<usize>) -> ArrayD<T> {
+        let mut pos = Vec::new();
+        for (i, &c) in counts.iter().enumerate() {
+            for _ in 0..c {
+                pos.push(i);
+            }
+        }
+        match dim {
+            None => {
+                let flat: Vec<T> = x.iter().copied().collect();
+                ArrayD::from_shape_vec(IxDyn(&[pos.len()]), pos.iter().map(|&p| flat[p]).collect()).unwrap()
+            }
+            Some(d) => {
+                let mut shape = x.shape().to_vec();
+                shape[d] = pos.len();
+                ArrayD::from_shape_fn(IxDyn(&shape), |c| {
+                    let mut c = c.slice().to_vec();
+                    c[d] = pos[c[d]];
+                    x[IxDyn(&c)]
+                })
+            }
+        }
+    }
+
+    #[test]
+    fn appendix_b_example() {
+        let out = repeat_interleave(&array![1, 2, 3], &array![1, 0, 2], Some(0), None).unwrap();
+        assert_eq!(out, array![1, 3, 3].into_dyn());
+        let out = repeat_interleave(&array![1, 2, 3], &array![1i64, 0, 2], None, Some(3)).unwrap();
+        assert_eq!(out, array![1, 3, 3].into_dyn());
+    }
+
+    #[test]
+    fn repeats_only_form_lists_positions() {
+        assert_eq!(repeat_interleave_repeats(&array![2i64, 0, 1, 3], None).unwrap(), array![0, 0, 2, 3, 3, 3]);
+        assert_eq!(repeat_interleave_repeats(&array![2u8, 1], Some(3)).unwrap(), array![0, 0, 1]);
+        assert_eq!(repeat_interleave_repeats(&Array1::<i32>::zeros(0), None).unwrap().len(), 0);
+        assert_eq!(repeat_interleave_repeats(&Array1::<i32>::zeros(0), Some(0)).unwrap().len(), 0);
+    }
+
+    #[test]
+    fn repeats_only_form_errors() {
+        let e = repeat_interleave_repeats(&array![1, -2], None).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        assert!(e.message().contains("repeats can not be negative") && e.message().contains("repeats[1] = -2"), "{e}");
+        let e = repeat_interleave_repeats(&array![1, 2], Some(4)).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        assert!(e.message().contains("allocated size does not match required size"));
+        assert_eq!(repeat_interleave_repeats(&arr0(3), None).unwrap_err().kind(), ErrorKind::RankMismatch);
+        assert_eq!(repeat_interleave_repeats(&array![[1, 2]], None).unwrap_err().kind(), ErrorKind::RankMismatch);
+        // Unsigned counts above i64::MAX cannot be allocated: an error, not a panic or a wrap.
+        let e = repeat_interleave_repeats(&array![u64::MAX, u64::MAX], None).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    }
+
+    #[test]
+    fn tensor_form_checks_in_pytorch_order() {
+        let x = Array2::<f32>::zeros((3, 4));
+        let e = repeat_interleave(&x, &array![1, 2], Some(0), None).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::ShapeMismatch);
+        assert!(e.message().contains("repeats.size(0) = 2 and input.size(0) = 3"), "{e}");
+        assert_eq!(repeat_interleave(&x, &array![[1, 2, 3]], Some(0), None).unwrap_err().kind(), ErrorKind::RankMismatch);
+        assert_eq!(repeat_interleave(&x, &array![1, -1, 1], Some(0), None).unwrap_err().kind(), ErrorKind::InvalidArgument);
+        let e = repeat_interleave(&x, &array![1, 1, 1], Some(0), Some(4)).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        assert_eq!(repeat_interleave(&x, &array![1, 1, 1], Some(2), None).unwrap_err().kind(), ErrorKind::DimOutOfRange);
+        // The shape is checked before the values.
+        assert_eq!(repeat_interleave(&x, &array![-1, 1], Some(0), None).unwrap_err().kind(), ErrorKind::ShapeMismatch);
+        // A broadcast negative count over no slices is never used, so it is fine (as PyTorch).
+        let empty = Array2::<f32>::zeros((0, 4));
+        assert_eq!(repeat_interleave(&empty, &arr0(-1), Some(0), None).unwrap().shape(), &[0, 4]);
+        assert_eq!(repeat_interleave(&x, &arr0(-1), Some(0), None).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    }
+
+    #[test]
+    fn zero_d_input_rejects_every_dim_but_flattens_without_one() {
+        let x = arr0(5i8);
+        for dim in [0, -1, 1] {
+            assert_eq!(repeat_interleave_scalar(&x, 2, Some(dim), None).unwrap_err().kind(), ErrorKind::DimOutOfRange);
+            assert_eq!(repeat_interleave(&x, &array![2], Some(dim), None).unwrap_err().kind(), ErrorKind::DimOutOfRange);
+        }
+        let e = repeat_interleave_scalar(&x, 2, Some(0), None).unwrap_err();
+        assert!(e.message().contains("but got 1"), "{e}");
+        assert_eq!(repeat_interleave_scalar(&x, 3, None, None).unwrap(), array![5, 5, 5].into_dyn());
+        assert_eq!(repeat_interleave(&x, &arr0(2), None, None).unwrap(), array![5, 5].into_dyn());
+        assert_eq!(repeat_interleave(&x, &array![0], None, None).unwrap().shape(), &[0]);
+    }
+
+    #[test]
+    fn one_count_applies_to_every_slice() {
+        let x = array![[1.0f32, 2.0, 3.0], [4.0, 5.0, 6.0]];
+        let a = repeat_interleave(&x, &arr0(2i16), Some(1), None).unwrap();
+        let b = repeat_interleave(&x, &array![2u8], Some(1), None).unwrap();
+        let c = repeat_interleave_scalar(&x, 2, Some(1), Some(6)).unwrap();
+        assert_eq!(a, array![[1.0, 1.0, 2.0, 2.0, 3.0, 3.0], [4.0, 4.0, 5.0, 5.0, 6.0, 6.0]].into_dyn());
+        assert_eq!(a, b);
+        assert_eq!(a, c);
+        assert_eq!(repeat_interleave_scalar(&x, 0, Some(-1), None).unwrap().shape(), &[2, 0]);
+    }
+
+    #[test]
+    fn scalar_form_output_size_error_names_both_sizes() {
+        let x = Array2::<u8>::zeros((2, 3));
+        let e = repeat_interleave_scalar(&x, 2, Some(0), Some(5)).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        assert!(e.message().contains("Invalid output_size, expected 4 but got 5"), "{e}");
+        assert_eq!(repeat_interleave_scalar(&x, usize::MAX, None, None).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    }
+
+    #[test]
+    fn empty_inputs() {
+        let x = Array2::<bool>::from_elem((0, 3), true);
+        assert_eq!(repeat_interleave_scalar(&x, 2, Some(0), None).unwrap().shape(), &[0, 3]);
+        assert_eq!(repeat_interleave(&x, &Array1::<i64>::zeros(0), Some(0), None).unwrap().shape(), &[0, 3]);
+        assert_eq!(repeat_interleave(&x, &array![1, 2, 3], Some(1), None).unwrap().shape(), &[0, 6]);
+        assert_eq!(repeat_interleave_scalar(&x, 4, None, None).unwrap().shape(), &[0]);
+    }
+
+    #[test]
+    fn strided_inputs_are_read_in_place_for_every_form() {
+        let base = ndarray::Array3::from_shape_fn((4, 5, 6), |(a, b, c)| (a * 100 + b * 10 + c) as i32);
+        let x = base.slice(s![..;-1, 1..;2, ..;-3]).into_dyn();
+        for d in 0..3 {
+            let counts: Vec<usize> = (0..x.shape()[d]).map(|i| (i * 2 + 1) % 3).collect();
+            let reps: Array1<u16> = counts.iter().map(|&c| c as u16).collect();
+            assert_eq!(repeat_interleave(&x, &reps, Some(d as isize), None).unwrap(), reference(&x.view(), &counts, Some(d)));
+            assert_eq!(repeat_interleave_scalar(&x, 2, Some(d as isize - 3), None).unwrap(), reference(&x.view(), &vec![2; x.shape()[d]], Some(d)));
+        }
+        let counts: Vec<usize> = (0..x.len()).map(|i| i % 3).collect();
+        let reps: Array1<i64> = counts.iter().map(|&c| c as i64).collect();
+        assert_eq!(repeat_interleave(&x, &reps, None, None).unwrap(), reference(&x.view(), &counts, None));
+        assert_eq!(repeat_interleave_scalar(&x, 3, None, None).unwrap(), reference(&x.view(), &vec![3; x.len()], None));
+        // The same through a transposed (F-order) view.
+        let t = base.view().reversed_axes().into_dyn();
+        assert_eq!(repeat_interleave_scalar(&t, 2, None, None).unwrap(), reference(&t.view(), &vec![2; t.len()], None));
+    }
+
+    #[test]
+    fn method_forms_match_the_free_functions() {
+        use crate::prelude::*;
+        let x = array![[1, 2], [3, 4]];
+        assert_eq!(x.repeat_interleave(&array![1, 3], Some(0), None).unwrap(), repeat_interleave(&x, &array![1, 3], Some(0), None).unwrap());
+        assert_eq!(x.repeat_interleave_scalar(2, None, Some(8)).unwrap(), repeat_interleave_scalar(&x, 2, None, Some(8)).unwrap());
+    }
+
+    #[test]
+    fn big_input_along_a_middle_dim_matches_the_reference() {
+        let x = ndarray::Array3::from_shape_fn((40, 30, 50), |(a, b, c)| (a * 10000 + b * 100 + c) as f64);
+        let counts: Vec<usize> = (0..30).map(|i| i % 4).collect();
+        let reps: Array1<i32> = counts.iter().map(|&c| c as i32).collect();
+        let xv = x.view().into_dyn();
+        assert_eq!(repeat_interleave(&x, &reps, Some(1), None).unwrap(), reference(&xv, &counts, Some(1)));
+        let xs = x.slice(s![.., .., ..;-1]).into_dyn();
+        assert_eq!(repeat_interleave(&xs, &reps, Some(-2), None).unwrap(), reference(&xs, &counts, Some(1)));
+    }
+
+    proptest! {
+        #[test]
+        fn random_views_match_the_reference(
+            shape in prop::collection::vec(0usize..4, 0..4),
+            seed in any::<u64>(),
+            step in prop_oneof![Just(1isize), Just(-1), Just(2), Just(-2)],
+            dim_pick in any::<u8>(),
+        ) {
+            let big: Vec<usize> = shape.iter().map(|s| s * step.unsigned_abs()).collect();
+            let base = ArrayD::from_shape_fn(IxDyn(&big), |c| c.slice().iter().fold(seed % 97, |acc, &v| acc * 7 + v as u64) as i64);
+            let x = base.slice_each_axis(|_| Slice::new(0, None, step));
+            let dim = if x.ndim() == 0 { None } else { Some(dim_pick as usize % x.ndim()) };
+            let n = dim.map_or(x.len(), |d| x.shape()[d]);
+            let counts: Vec<usize> = (0..n).map(|i| ((seed >> (i % 60)) % 4) as usize).collect();
+            let reps: Array1<i64> = counts.iter().map(|&c| c as i64).collect();
+            let want = reference(&x, &counts, dim);
+            let total = counts.iter().sum::<usize>();
+            prop_assert_eq!(repeat_interleave(&x, &reps, dim.map(|d| d as isize), Some(total)).unwrap(), want);
+            prop_assert_eq!(repeat_interleave(&x, &reps, dim.map(|d| d as isize - x.ndim() as isize), None).unwrap(), reference(&x, &counts, dim));
+            let r = (seed % 3) as usize;
+            prop_assert_eq!(repeat_interleave_scalar(&x, r, dim.map(|d| d as isize), None).unwrap(), reference(&x, &vec![r; n], dim));
+            prop_assert_eq!(repeat_interleave_scalar(&x, r, None, None).unwrap(), reference(&x, &vec![r; x.len()], None));
+        }
     }
 }
