@@ -15,8 +15,8 @@
 
 use std::collections::BTreeMap;
 
-use gather::dynamic::{Arg, Args};
 use gather::DType;
+use gather::dynamic::{Arg, Args};
 use serde_json::{Map, Value};
 
 /// A gradient check: the output gradient and the expected input gradients.

@@ -17,7 +17,7 @@
 //! ```
 
 use gather::dynamic::{Args, Tensor, Tensors};
-use gather::{with_tensor, DType, Element};
+use gather::{DType, Element, with_tensor};
 use half::{bf16, f16};
 
 /// Element types whose bit pattern identifies the value exactly (R2 equality).

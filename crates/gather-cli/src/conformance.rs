@@ -10,12 +10,11 @@
 //! println!("{}", report.summary_line());
 //! ```
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeSet;
 use std::io::{self, Write};
 use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Once;
 
 use gather::dynamic::{self, Tensor, Tensors};
@@ -201,7 +200,7 @@ fn case_dirs(dir: &Path) -> Result<Vec<PathBuf>, String> {
 ///
 /// ```no_run
 /// let r = gather_cli::conformance::run_case(
-///     "shared/conformance/cases/gather__seed_2x3_dim1__0".as_ref());
+///     "shared/conformance/cases/gather__seed_tutorial_2d_example__0".as_ref());
 /// assert!(r.passed(), "{:?}", r.outcome);
 /// ```
 pub fn run_case(dir: &Path) -> CaseResult {
@@ -221,7 +220,7 @@ pub fn run_case(dir: &Path) -> CaseResult {
                 outcome: Err(format!("bad case.json: {e}")),
                 grad_not_run: false,
                 notes: String::new(),
-            }
+            };
         }
     };
     let outcome = check_case(dir, &case);
@@ -435,21 +434,23 @@ fn check_outputs(
     Ok(())
 }
 
-/// How many runner calls are catching panics right now (the hook stays quiet meanwhile).
-static CATCHING: AtomicUsize = AtomicUsize::new(0);
 static HOOK: Once = Once::new();
 
 thread_local! {
+    /// This thread is inside [`catch_panic`] (the hook stays quiet for it).
+    static CATCHING: Cell<bool> = const { Cell::new(false) };
+    /// The message and location of the last panic caught on this thread.
     static LAST_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
 }
 
-/// Installs (once) a panic hook that, while the runner catches panics, records the message and
-/// location instead of printing them; otherwise it defers to the previous hook.
+/// Installs (once) a panic hook that, on a thread inside [`catch_panic`], records the message and
+/// location instead of printing them; on every other thread it defers to the previous hook (a
+/// panic on a thread the op itself started is printed, and still reported through its payload).
 fn install_panic_hook() {
     HOOK.call_once(|| {
         let previous = panic::take_hook();
         panic::set_hook(Box::new(move |info| {
-            if CATCHING.load(Ordering::SeqCst) > 0 {
+            if CATCHING.with(Cell::get) {
                 LAST_PANIC.with(|p| *p.borrow_mut() = Some(one_line(&info.to_string())));
             } else {
                 previous(info);
@@ -461,10 +462,10 @@ fn install_panic_hook() {
 /// Runs `f`, turning a panic into an error that says where it happened.
 fn catch_panic<R>(f: impl FnOnce() -> R) -> Result<R, String> {
     install_panic_hook();
-    CATCHING.fetch_add(1, Ordering::SeqCst);
+    let outer = CATCHING.with(|c| c.replace(true));
     LAST_PANIC.with(|p| p.borrow_mut().take());
     let result = panic::catch_unwind(AssertUnwindSafe(f));
-    CATCHING.fetch_sub(1, Ordering::SeqCst);
+    CATCHING.with(|c| c.set(outer));
     result.map_err(|payload| {
         let recorded = LAST_PANIC.with(|p| p.borrow_mut().take());
         let message = recorded.unwrap_or_else(|| {

@@ -7,4 +7,5 @@
 pub mod case;
 pub mod compare;
 pub mod conformance;
+pub mod demo;
 pub mod npy;

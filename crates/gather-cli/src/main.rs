@@ -4,11 +4,15 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use gather_cli::conformance::{run_suite, Options};
+use gather_cli::conformance::{Options, run_suite};
 
 /// PyTorch's gather/scatter family for Rust: demo, conformance runner.
 #[derive(Parser)]
-#[command(name = "gather", version, about, long_about = None)]
+#[command(name = "gather", version, about, long_about = None, after_help = "\
+Examples:
+  gather demo
+  gather conformance ../shared/conformance/cases
+  gather conformance --help")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -16,6 +20,16 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Show the typical uses (DESIGN.md's scenarios) on small data: the input, the call as Rust
+    /// code, and the output; and one error with its hint.
+    #[command(after_help = "\
+Scenarios: basic 2-D gather, top-k patch selection, MAE random masking, token
+scores, per-region box regression, attention-head selection, scatter_add as
+the gradient of gather, and the error for a label index without its axis.
+
+Example:
+  gather demo | less")]
+    Demo,
     /// Run a conformance suite: every case folder of DIR (in the format of
     /// shared/conformance/README.md), checked by the rules R1-R7.
     #[command(after_help = "\
@@ -41,6 +55,13 @@ Examples:
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Demo => match gather_cli::demo::run(&mut std::io::stdout().lock()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(1)
+            }
+        },
         Command::Conformance {
             dir,
             filter,

@@ -26,8 +26,8 @@
 
 use std::path::Path;
 
-use gather::dynamic::{Tensor, TensorElem};
 use gather::DType;
+use gather::dynamic::{Tensor, TensorElem};
 use half::{bf16, f16};
 use ndarray::{ArrayD, IxDyn, ShapeBuilder};
 use npyz::{Deserialize, NpyFile, Order};

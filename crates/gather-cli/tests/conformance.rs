@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use gather_cli::conformance::{run_suite, Options};
+use gather_cli::conformance::{Options, run_suite};
 
 fn suite_dir() -> PathBuf {
     // crates/gather-cli -> workspace root -> its parent, where `shared/` lives beside the checkout.

@@ -4,7 +4,7 @@
 use gather::dynamic::{Arg, Args, Tensor, Tensors};
 use gather_cli::compare::*;
 use half::{bf16, f16};
-use ndarray::{arr0, arr1, arr2, ArrayD};
+use ndarray::{ArrayD, arr0, arr1, arr2};
 
 fn t<T>(a: ndarray::Array<T, impl ndarray::Dimension>) -> Tensor
 where
@@ -29,9 +29,11 @@ fn tensors(items: Vec<(&str, Tensor)>) -> Tensors {
 fn r1_rejects_a_different_shape_even_with_the_same_elements() {
     let a = t(arr2(&[[1i64, 2, 3]]));
     let b = t(arr1(&[1i64, 2, 3]));
-    assert!(check_r1(&a, &b)
-        .unwrap_err()
-        .contains("shape [1, 3] but expected [3]"));
+    assert!(
+        check_r1(&a, &b)
+            .unwrap_err()
+            .contains("shape [1, 3] but expected [3]")
+    );
     assert!(check_exact(&a, &b).is_err());
 }
 
@@ -39,9 +41,11 @@ fn r1_rejects_a_different_shape_even_with_the_same_elements() {
 fn r1_rejects_a_different_dtype_with_equal_values() {
     let a = t(arr1(&[1i32, 2]));
     let b = t(arr1(&[1i64, 2]));
-    assert!(check_exact(&a, &b)
-        .unwrap_err()
-        .contains("dtype int32 but expected int64"));
+    assert!(
+        check_exact(&a, &b)
+            .unwrap_err()
+            .contains("dtype int32 but expected int64")
+    );
     // bf16 and f16 holding the same number are still different dtypes.
     let h = t(arr1(&[f16::from_f32(1.0)]));
     let bh = t(arr1(&[bf16::from_f32(1.0)]));
@@ -292,12 +296,14 @@ fn r6_checks_shapes_and_negative_zero() {
     let ev = t(arr1(&[0.0f32]));
     let ei = t(arr1(&[0i64]));
     assert!(check_unordered((&t(arr1(&[-0.0f32])), &ei), (&ev, &ei), 0).is_err());
-    assert!(check_unordered(
-        (&t(arr1(&[0.0f32, 1.0])), &t(arr1(&[0i64, 1]))),
-        (&ev, &ei),
-        0
-    )
-    .is_err());
+    assert!(
+        check_unordered(
+            (&t(arr1(&[0.0f32, 1.0])), &t(arr1(&[0i64, 1]))),
+            (&ev, &ei),
+            0
+        )
+        .is_err()
+    );
 }
 
 // ---- R7 ----
@@ -318,9 +324,11 @@ fn r7_topk_may_report_any_tied_index() {
     };
     assert!(check(1).is_ok());
     assert!(check(2).is_ok());
-    assert!(check(0)
-        .unwrap_err()
-        .contains("input gathered at the indices"));
+    assert!(
+        check(0)
+            .unwrap_err()
+            .contains("input gathered at the indices")
+    );
     assert!(check(4).unwrap_err().contains("outside [0, 4)"));
     assert!(check(-1).is_err());
 }
@@ -331,9 +339,11 @@ fn r7_values_must_still_match_exactly() {
     let exp = (&t(arr1(&[1.0f32])), &t(arr1(&[1i64])));
     // Returning the wrong element, consistently with its index, is still wrong.
     let act = (&t(arr1(&[2.0f32])), &t(arr1(&[0i64])));
-    assert!(check_ties(&input, 0, false, act, exp)
-        .unwrap_err()
-        .starts_with("values"));
+    assert!(
+        check_ties(&input, 0, false, act, exp)
+            .unwrap_err()
+            .starts_with("values")
+    );
 }
 
 #[test]
@@ -382,12 +392,16 @@ fn r7_argsort_compares_the_values_gathered_at_the_indices() {
     assert!(check([[1, 2], [0, 0], [2, 1]]).is_ok());
     assert!(check([[1, 2], [2, 1], [0, 0]]).is_ok());
     assert!(check([[0, 2], [1, 0], [2, 1]]).is_err());
-    assert!(check([[1, 2], [0, 1], [0, 1]])
-        .unwrap_err()
-        .contains("appears twice"));
-    assert!(check([[1, 2], [0, 0], [3, 1]])
-        .unwrap_err()
-        .contains("outside [0, 3)"));
+    assert!(
+        check([[1, 2], [0, 1], [0, 1]])
+            .unwrap_err()
+            .contains("appears twice")
+    );
+    assert!(
+        check([[1, 2], [0, 0], [3, 1]])
+            .unwrap_err()
+            .contains("outside [0, 3)")
+    );
 }
 
 #[test]

@@ -4,10 +4,10 @@
 use std::path::{Path, PathBuf};
 
 use gather::dynamic::Tensor;
-use gather_cli::conformance::{run_case, run_suite, Options};
+use gather_cli::conformance::{Options, run_case, run_suite};
 use gather_cli::npy::save_npy;
 use half::bf16;
-use ndarray::{arr1, arr2, ArrayD};
+use ndarray::{ArrayD, arr1, arr2};
 
 fn t<T>(a: ndarray::Array<T, impl ndarray::Dimension>) -> Tensor
 where
@@ -87,10 +87,12 @@ fn a_wrong_expected_dtype_fails_under_r1() {
         GATHER_OK,
         &seed_files(t(arr2(&[[10i32, 30], [50, 40]]))),
     );
-    assert!(run_case(&dir)
-        .outcome
-        .unwrap_err()
-        .contains("dtype int64 but expected int32"));
+    assert!(
+        run_case(&dir)
+            .outcome
+            .unwrap_err()
+            .contains("dtype int64 but expected int32")
+    );
 }
 
 #[test]
@@ -141,10 +143,12 @@ fn an_error_case_needs_a_failure_of_that_category() {
         ("index", t(arr2(&[[0i64]]))),
     ];
     let ok = write_case(&root, "succeeds", &error_case("rank_mismatch"), &files);
-    assert!(run_case(&ok)
-        .outcome
-        .unwrap_err()
-        .contains("but the op succeeded"));
+    assert!(
+        run_case(&ok)
+            .outcome
+            .unwrap_err()
+            .contains("but the op succeeded")
+    );
 }
 
 #[test]
@@ -225,18 +229,22 @@ fn unknown_ops_and_broken_cases_fail_with_a_reason() {
         &onnx,
         &seed_files(t(arr2(&[[10i64, 30], [50, 40]]))),
     );
-    assert!(run_case(&dir)
-        .outcome
-        .unwrap_err()
-        .contains("unknown op `onnx_gather_elements`"));
+    assert!(
+        run_case(&dir)
+            .outcome
+            .unwrap_err()
+            .contains("unknown op `onnx_gather_elements`")
+    );
 
     let dir = root.join("badjson");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("case.json"), "{not json").unwrap();
-    assert!(run_case(&dir)
-        .outcome
-        .unwrap_err()
-        .starts_with("bad case.json: invalid JSON"));
+    assert!(
+        run_case(&dir)
+            .outcome
+            .unwrap_err()
+            .starts_with("bad case.json: invalid JSON")
+    );
 
     let dir = write_case(
         &root,

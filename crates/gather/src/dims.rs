@@ -11,7 +11,7 @@
 //! assert_eq!(broadcast_shapes(&[3, 1], &[1, 4]).unwrap(), vec![3, 4]);
 //! ```
 
-use crate::error::{fmt_shape, Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result, fmt_shape};
 
 /// Wraps `dim` against a tensor of `ndim` dimensions (a 0-d tensor counts as 1-d).
 ///
@@ -26,7 +26,11 @@ use crate::error::{fmt_shape, Error, ErrorKind, Result};
 pub fn normalize_dim(op: &str, dim: isize, ndim: usize) -> Result<usize> {
     let n = ndim.max(1) as isize;
     if dim >= -n && dim < n {
-        return Ok(if dim < 0 { (dim + n) as usize } else { dim as usize });
+        return Ok(if dim < 0 {
+            (dim + n) as usize
+        } else {
+            dim as usize
+        });
     }
     Err(dim_error(op, dim, ndim))
 }
@@ -63,8 +67,16 @@ pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
     let n = a.len().max(b.len());
     let mut out = vec![0; n];
     for i in 0..n {
-        let da = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
-        let db = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
+        let da = if i + a.len() >= n {
+            a[i + a.len() - n]
+        } else {
+            1
+        };
+        let db = if i + b.len() >= n {
+            b[i + b.len() - n]
+        } else {
+            1
+        };
         out[i] = if da == db || db == 1 {
             da
         } else if da == 1 {
@@ -91,9 +103,18 @@ pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
 /// assert!(gather::dims::checked_numel(&[usize::MAX, 2]).is_err());
 /// ```
 pub fn checked_numel(shape: &[usize]) -> Result<usize> {
-    shape.iter().try_fold(1usize, |acc, &s| acc.checked_mul(s)).ok_or_else(|| {
-        Error::new(ErrorKind::InvalidArgument, format!("shape {} has more elements than fit in memory", fmt_shape(shape)))
-    })
+    shape
+        .iter()
+        .try_fold(1usize, |acc, &s| acc.checked_mul(s))
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "shape {} has more elements than fit in memory",
+                    fmt_shape(shape)
+                ),
+            )
+        })
 }
 
 /// Row-major (C-order) strides of `shape`, in elements.

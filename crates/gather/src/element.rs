@@ -227,8 +227,14 @@ impl Display for Scalar {
 }
 
 fn overflow(s: Scalar, dt: DType) -> Error {
-    Error::invalid(format!("value cannot be converted to type {} without overflow (value {s})", dt.name()))
-        .with_hint(format!("pick a value inside the range of {}, or convert the array to a wider dtype first", dt.name()))
+    Error::invalid(format!(
+        "value cannot be converted to type {} without overflow (value {s})",
+        dt.name()
+    ))
+    .with_hint(format!(
+        "pick a value inside the range of {}, or convert the array to a wider dtype first",
+        dt.name()
+    ))
 }
 
 /// An element type of the gather family, with the arithmetic PyTorch uses for reductions.
@@ -303,19 +309,11 @@ macro_rules! int_element {
             }
             #[inline(always)]
             fn acc_max(cur: $t, new: $t) -> $t {
-                if cur < new {
-                    new
-                } else {
-                    cur
-                }
+                if cur < new { new } else { cur }
             }
             #[inline(always)]
             fn acc_min(cur: $t, new: $t) -> $t {
-                if new < cur {
-                    new
-                } else {
-                    cur
-                }
+                if new < cur { new } else { cur }
             }
             #[inline(always)]
             fn acc_div_count(a: $t, count: usize) -> $t {
@@ -360,7 +358,11 @@ macro_rules! int_element {
                         Ok(i as $t)
                     }
                     Scalar::Float(x) => {
-                        if x.is_nan() || x.is_infinite() || x < <$t>::MIN as f64 || x > <$t>::MAX as f64 {
+                        if x.is_nan()
+                            || x.is_infinite()
+                            || x < <$t>::MIN as f64
+                            || x > <$t>::MAX as f64
+                        {
                             return Err(overflow(s, $dt));
                         }
                         Ok(x.trunc() as $t)
@@ -438,19 +440,11 @@ macro_rules! float_element {
             }
             #[inline(always)]
             fn acc_max(cur: $acc, new: $acc) -> $acc {
-                if new.is_nan() || cur < new {
-                    new
-                } else {
-                    cur
-                }
+                if new.is_nan() || cur < new { new } else { cur }
             }
             #[inline(always)]
             fn acc_min(cur: $acc, new: $acc) -> $acc {
-                if new.is_nan() || new < cur {
-                    new
-                } else {
-                    cur
-                }
+                if new.is_nan() || new < cur { new } else { cur }
             }
             #[inline(always)]
             fn acc_div_count(a: $acc, count: usize) -> $acc {
@@ -489,8 +483,26 @@ macro_rules! float_element {
     };
 }
 
-float_element!(f32, DType::F32, f32, |x: f32| x, |a: f32| a, f32::MAX as f64, |x: f64| x as f32, |x: f32| x as f64);
-float_element!(f64, DType::F64, f64, |x: f64| x, |a: f64| a, f64::MAX, |x: f64| x, |x: f64| x);
+float_element!(
+    f32,
+    DType::F32,
+    f32,
+    |x: f32| x,
+    |a: f32| a,
+    f32::MAX as f64,
+    |x: f64| x as f32,
+    |x: f32| x as f64
+);
+float_element!(
+    f64,
+    DType::F64,
+    f64,
+    |x: f64| x,
+    |a: f64| a,
+    f64::MAX,
+    |x: f64| x,
+    |x: f64| x
+);
 float_element!(
     f16,
     DType::F16,
@@ -592,7 +604,11 @@ mod tests {
         assert!(u8::from_scalar(Scalar::Float(-1.0)).is_err());
         assert!(i64::from_scalar(Scalar::Float(f64::NAN)).is_err());
         assert!(f16::from_scalar(Scalar::Float(1e6)).is_err());
-        assert!(f16::from_scalar(Scalar::Float(f64::INFINITY)).unwrap().is_infinite());
+        assert!(
+            f16::from_scalar(Scalar::Float(f64::INFINITY))
+                .unwrap()
+                .is_infinite()
+        );
         assert!(f32::from_scalar(Scalar::Float(f64::NAN)).unwrap().is_nan());
         assert_eq!(i32::from_scalar(Scalar::Float(-2.7)).unwrap(), -2);
     }

@@ -73,7 +73,13 @@ impl Error {
     /// assert_eq!(e.message(), "sizes differ");
     /// ```
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Error { kind, message: message.into(), hint: None, index_value: None, coordinate: None }
+        Error {
+            kind,
+            message: message.into(),
+            hint: None,
+            index_value: None,
+            coordinate: None,
+        }
     }
 
     /// Adds (or replaces) the hint.
@@ -161,10 +167,6 @@ impl Error {
 
     pub(crate) fn rank(message: impl Into<String>) -> Self {
         Error::new(ErrorKind::RankMismatch, message)
-    }
-
-    pub(crate) fn bounds(message: impl Into<String>) -> Self {
-        Error::new(ErrorKind::IndexOutOfBounds, message)
     }
 }
 

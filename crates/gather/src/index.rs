@@ -113,7 +113,13 @@ pub struct CheckedIndex<'a, I: IndexElem> {
 impl<'a, I: IndexElem> CheckedIndex<'a, I> {
     /// Checks `view` against a dimension `dim` of `size` under `bounds`; `op` names the op in the
     /// error.
-    pub(crate) fn new(op: &str, view: ArrayView<'a, I, IxDyn>, dim: usize, size: usize, bounds: Bounds) -> Result<Self> {
+    pub(crate) fn new(
+        op: &str,
+        view: ArrayView<'a, I, IxDyn>,
+        dim: usize,
+        size: usize,
+        bounds: Bounds,
+    ) -> Result<Self> {
         check_bounds(op, &view, dim, size, bounds)?;
         Ok(CheckedIndex { view, size, bounds })
     }
@@ -167,7 +173,9 @@ pub(crate) fn find_out_of_bounds<I: IndexElem>(
     if !found {
         return None;
     }
-    view.indexed_iter().find(|(_, v)| bad(v.to_i64())).map(|(c, v)| (v.to_i64(), c.slice().to_vec()))
+    view.indexed_iter()
+        .find(|(_, v)| bad(v.to_i64()))
+        .map(|(c, v)| (v.to_i64(), c.slice().to_vec()))
 }
 
 /// Checks every value of `index` against a dimension of `size`; the error names the op, the value,
@@ -195,28 +203,37 @@ pub(crate) fn out_of_bounds_error(
     bounds: Bounds,
 ) -> Error {
     let at = crate::error::fmt_shape(&coord);
-    let msg = format!("{op}: index {value} is out of bounds for dimension {dim} with size {size} (at index position {at})");
+    let msg = format!(
+        "{op}: index {value} is out of bounds for dimension {dim} with size {size} (at index position {at})"
+    );
     let hint = if size == 0 {
-        format!("dimension {dim} is empty, so no index can select from it; an empty index is the only valid one")
+        format!(
+            "dimension {dim} is empty, so no index can select from it; an empty index is the only valid one"
+        )
     } else if value < 0 && bounds == Bounds::Strict {
         format!(
             "{op} does not wrap negative indices as Python does; valid values are 0..{size}: add {size} to negative values first (e.g. `index.mapv(|i| if i < 0 {{ i + {size} }} else {{ i }})`)"
         )
     } else if value == size as i64 {
-        format!("valid values are 0..{size} (the last is {}): indices count from 0, so this looks off by one", size - 1)
+        format!(
+            "valid values are 0..{size} (the last is {}): indices count from 0, so this looks off by one",
+            size - 1
+        )
     } else {
         match bounds {
             Bounds::Wrap => format!("valid values are -{size}..{size}"),
             _ => format!("valid values are 0..{size}"),
         }
     };
-    Error::new(ErrorKind::IndexOutOfBounds, msg).with_hint(hint).with_index(value, coord)
+    Error::new(ErrorKind::IndexOutOfBounds, msg)
+        .with_hint(hint)
+        .with_index(value, coord)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ndarray::{array, Array2};
+    use ndarray::{Array2, array};
 
     #[test]
     fn first_bad_value_is_reported_with_its_coordinate() {

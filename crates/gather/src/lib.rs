@@ -34,7 +34,7 @@
 //! // The logit of each target token: logits [B, V], labels [B].
 //! let logits = array![[0.1f32, 2.0, 0.3], [1.5, 0.2, 0.1]];
 //! let labels = array![1i64, 0];
-//! let picked = logits.gather(1, &labels.insert_axis(Axis(1)))?;
+//! let picked = logits.gather(1, &labels.view().insert_axis(Axis(1)))?;
 //! assert_eq!(picked, array![[2.0], [1.5]]);
 //!
 //! // Forgetting the axis is an error that says how to fix it.
@@ -79,9 +79,9 @@ pub use index::IndexElem;
 pub use ops::gather::gather;
 pub use ops::repeat::{repeat_interleave, repeat_interleave_repeats, repeat_interleave_scalar};
 pub use ops::scatter::{
-    scatter, scatter_add, scatter_add_inplace, scatter_inplace, scatter_legacy, scatter_legacy_inplace,
-    scatter_reduce, scatter_reduce_inplace, scatter_value, scatter_value_inplace, scatter_value_legacy,
-    scatter_value_legacy_inplace, LegacyReduce, Reduce,
+    LegacyReduce, Reduce, scatter, scatter_add, scatter_add_inplace, scatter_inplace,
+    scatter_legacy, scatter_legacy_inplace, scatter_reduce, scatter_reduce_inplace, scatter_value,
+    scatter_value_inplace, scatter_value_legacy, scatter_value_legacy_inplace,
 };
 pub use ops::sort::{argsort, sort, topk};
 
@@ -92,6 +92,11 @@ pub mod prelude {
     pub use crate::index::IndexElem;
     pub use crate::ops::gather::GatherExt;
     pub use crate::ops::repeat::RepeatExt;
-    pub use crate::ops::scatter::{LegacyReduce, Reduce};
+    pub use crate::ops::scatter::{LegacyReduce, Reduce, ScatterExt, ScatterInplaceExt};
     pub use crate::ops::sort::SortExt;
 }
+
+/// The README's examples, run as doc tests.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -75,7 +75,8 @@ impl<const N: usize> Nest<N> {
             if let Some((last, last_serial)) = merged.last_mut() {
                 if !*last_serial
                     && !is_serial
-                    && (0..N).all(|k| last.strides[k] == ax.strides[k].wrapping_mul(ax.len as isize))
+                    && (0..N)
+                        .all(|k| last.strides[k] == ax.strides[k].wrapping_mul(ax.len as isize))
                 {
                     last.len *= ax.len;
                     last.strides = ax.strides;
@@ -84,7 +85,10 @@ impl<const N: usize> Nest<N> {
             }
             merged.push((ax, is_serial));
         }
-        let unit = Axis { len: 1, strides: [0; N] };
+        let unit = Axis {
+            len: 1,
+            strides: [0; N],
+        };
         let mut mid = None;
         let inner;
         let mut inner_splittable = true;
@@ -102,7 +106,13 @@ impl<const N: usize> Nest<N> {
             }
         }
         let outer = merged.into_iter().map(|(a, _)| a).collect();
-        Nest { outer, mid, inner, inner_splittable, total: if shape.is_empty() { 1 } else { total } }
+        Nest {
+            outer,
+            mid,
+            inner,
+            inner_splittable,
+            total: if shape.is_empty() { 1 } else { total },
+        }
     }
 
     /// Number of outer positions.
@@ -145,7 +155,10 @@ impl<const N: usize> Nest<N> {
         let chunk = inner_len.div_ceil(chunks_per_row);
         let items = outer_len * chunks_per_row;
         let item_elems = chunk * per_inner;
-        let items_per_task = (GRAIN / item_elems.max(1)).max(1).max(items / (threads * 16)).max(1);
+        let items_per_task = (GRAIN / item_elems.max(1))
+            .max(1)
+            .max(items / (threads * 16))
+            .max(1);
         let tasks = items.div_ceil(items_per_task);
         (0..tasks).into_par_iter().for_each(|t| {
             let lo = t * items_per_task;
@@ -171,8 +184,8 @@ impl<const N: usize> Nest<N> {
             let len = self.outer[a].len;
             pos[a] = row % len;
             row /= len;
-            for k in 0..N {
-                base[k] += pos[a] as isize * self.outer[a].strides[k];
+            for (b, s) in base.iter_mut().zip(self.outer[a].strides) {
+                *b += pos[a] as isize * s;
             }
         }
         let inner_len = self.inner.len;
@@ -189,14 +202,14 @@ impl<const N: usize> Nest<N> {
                 for a in (0..nd).rev() {
                     let ax = &self.outer[a];
                     pos[a] += 1;
-                    for k in 0..N {
-                        base[k] += ax.strides[k];
+                    for (b, s) in base.iter_mut().zip(ax.strides) {
+                        *b += s;
                     }
                     if pos[a] < ax.len {
                         break;
                     }
-                    for k in 0..N {
-                        base[k] -= ax.strides[k] * ax.len as isize;
+                    for (b, s) in base.iter_mut().zip(ax.strides) {
+                        *b -= s * ax.len as isize;
                     }
                     pos[a] = 0;
                 }
@@ -214,14 +227,30 @@ mod tests {
     fn contiguous_operands_merge_into_one_axis() {
         let n = Nest::<2>::new(&[4, 5, 6], [&[30, 6, 1], &[30, 6, 1]], None);
         assert!(n.outer.is_empty());
-        assert_eq!(n.inner, Axis { len: 120, strides: [1, 1] });
+        assert_eq!(
+            n.inner,
+            Axis {
+                len: 120,
+                strides: [1, 1]
+            }
+        );
     }
 
     #[test]
     fn expanded_index_leaves_a_contiguous_row() {
         // out [64,49,768] contiguous, idx [64,49] expanded, x with dim 1 zeroed.
-        let n = Nest::<3>::new(&[64, 49, 768], [&[49 * 768, 768, 1], &[49, 1, 0], &[196 * 768, 0, 1]], None);
-        assert_eq!(n.inner, Axis { len: 768, strides: [1, 0, 1] });
+        let n = Nest::<3>::new(
+            &[64, 49, 768],
+            [&[49 * 768, 768, 1], &[49, 1, 0], &[196 * 768, 0, 1]],
+            None,
+        );
+        assert_eq!(
+            n.inner,
+            Axis {
+                len: 768,
+                strides: [1, 0, 1]
+            }
+        );
         assert_eq!(n.outer.len(), 2);
     }
 
@@ -238,7 +267,12 @@ mod tests {
 
     #[test]
     fn every_position_is_visited_once_for_any_split() {
-        for shape in [vec![3usize, 70_000], vec![200_000], vec![7, 5, 3000], vec![1, 1]] {
+        for shape in [
+            vec![3usize, 70_000],
+            vec![200_000],
+            vec![7, 5, 3000],
+            vec![1, 1],
+        ] {
             let strides = crate::dims::row_major_strides(&shape);
             let n = Nest::<1>::new(&shape, [&strides], None);
             let seen = Mutex::new(vec![0u8; shape.iter().product()]);
@@ -248,7 +282,10 @@ mod tests {
                     s[(base[0] + i as isize * n.inner.strides[0]) as usize] += 1;
                 }
             });
-            assert!(seen.into_inner().unwrap().iter().all(|&c| c == 1), "shape {shape:?}");
+            assert!(
+                seen.into_inner().unwrap().iter().all(|&c| c == 1),
+                "shape {shape:?}"
+            );
         }
     }
 }

@@ -11,6 +11,10 @@ pub(crate) fn masked_scatter(_args: &Args, _inputs: &Tensors) -> Result<Tensor> 
     Err(Error::invalid("masked_scatter: not implemented yet"))
 }
 
-pub(crate) fn masked_scatter_inplace(_args: &Args, _target: &mut Tensor, _inputs: &Tensors) -> Result<()> {
+pub(crate) fn masked_scatter_inplace(
+    _args: &Args,
+    _target: &mut Tensor,
+    _inputs: &Tensors,
+) -> Result<()> {
     Err(Error::invalid("masked_scatter: not implemented yet"))
 }

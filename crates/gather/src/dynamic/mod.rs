@@ -301,7 +301,9 @@ impl Args {
     }
 
     fn missing(name: &str, what: &str) -> Error {
-        Error::invalid(format!("missing or malformed argument `{name}` (expected {what})"))
+        Error::invalid(format!(
+            "missing or malformed argument `{name}` (expected {what})"
+        ))
     }
 
     /// A required integer.
@@ -365,18 +367,27 @@ pub type Tensors = BTreeMap<String, Tensor>;
 
 /// A required input tensor.
 pub(crate) fn input<'a>(inputs: &'a Tensors, name: &str) -> Result<&'a Tensor> {
-    inputs.get(name).ok_or_else(|| Error::invalid(format!("missing input tensor `{name}`")))
+    inputs
+        .get(name)
+        .ok_or_else(|| Error::invalid(format!("missing input tensor `{name}`")))
 }
 
 /// `other` as an array of `T`, or the dtype-mismatch error PyTorch gives.
-pub(crate) fn same_dtype<'a, T: TensorElem>(op: &str, what: &str, other: &'a Tensor) -> Result<&'a ArrayD<T>> {
+pub(crate) fn same_dtype<'a, T: TensorElem>(
+    op: &str,
+    what: &str,
+    other: &'a Tensor,
+) -> Result<&'a ArrayD<T>> {
     T::unwrap_ref(other).ok_or_else(|| {
         Error::invalid(format!(
             "{op}: expected self and {what} to have the same dtype, but got {} and {}",
             T::DTYPE,
             other.dtype()
         ))
-        .with_hint(format!("convert {what} to {} first (e.g. `{what}.mapv(|v| v as _)`)", T::DTYPE))
+        .with_hint(format!(
+            "convert {what} to {} first (e.g. `{what}.mapv(|v| v as _)`)",
+            T::DTYPE
+        ))
     })
 }
 
@@ -445,16 +456,23 @@ pub fn call(op: &str, args: &Args, inputs: &Tensors) -> Result<Vec<(String, Tens
 /// come from `inputs`). On error `target` is unchanged.
 pub fn call_inplace(op: &str, args: &Args, target: &mut Tensor, inputs: &Tensors) -> Result<()> {
     match op {
-        "scatter" | "scatter_add" | "scatter_reduce" => scatter::scatter_family(op, args, target, inputs),
-        "index_add" | "index_copy" | "index_fill" | "index_reduce" => index_ops::index_family(op, args, target, inputs),
+        "scatter" | "scatter_add" | "scatter_reduce" => {
+            scatter::scatter_family(op, args, target, inputs)
+        }
+        "index_add" | "index_copy" | "index_fill" | "index_reduce" => {
+            index_ops::index_family(op, args, target, inputs)
+        }
         "masked_scatter" => masked::masked_scatter_inplace(args, target, inputs),
         "put" => take::put(args, target, inputs),
-        _ if OPS.iter().any(|(n, _)| *n == op) => Err(Error::invalid(format!("{op} has no in-place form"))),
+        _ if OPS.iter().any(|(n, _)| *n == op) => {
+            Err(Error::invalid(format!("{op} has no in-place form")))
+        }
         _ => Err(unknown_op(op)),
     }
 }
 
 fn unknown_op(op: &str) -> Error {
     let names: Vec<&str> = OPS.iter().map(|(n, _)| *n).collect();
-    Error::invalid(format!("unknown op `{op}`")).with_hint(format!("the ops are: {}", names.join(", ")))
+    Error::invalid(format!("unknown op `{op}`"))
+        .with_hint(format!("the ops are: {}", names.join(", ")))
 }

@@ -2,7 +2,7 @@
 
 use ndarray::ArrayD;
 
-use super::{index_dtype_error, input, same_dtype, Arg, Args, Tensor, TensorElem, Tensors};
+use super::{Arg, Args, Tensor, TensorElem, Tensors, index_dtype_error, input, same_dtype};
 use crate::dims::normalize_dim;
 use crate::error::{Error, Result};
 use crate::index::IndexElem;
@@ -11,7 +11,12 @@ use crate::{with_index_tensor, with_tensor};
 
 /// An index tensor of a non-integer dtype is accepted only when it is empty (PyTorch skips the
 /// dtype check then); it is replaced by an empty `i64` index of the same shape.
-pub(crate) fn empty_index_or_error(op: &str, index: &Tensor, ndim: usize, dim: isize) -> Result<ArrayD<i64>> {
+pub(crate) fn empty_index_or_error(
+    op: &str,
+    index: &Tensor,
+    ndim: usize,
+    dim: isize,
+) -> Result<ArrayD<i64>> {
     normalize_dim(op, dim, ndim)?;
     if index.is_empty() {
         Ok(ArrayD::zeros(index.shape()))
@@ -33,7 +38,12 @@ pub(crate) fn gather(args: &Args, inputs: &Tensors) -> Result<Tensor> {
     })
 }
 
-pub(crate) fn scatter_family(op: &str, args: &Args, target: &mut Tensor, inputs: &Tensors) -> Result<()> {
+pub(crate) fn scatter_family(
+    op: &str,
+    args: &Args,
+    target: &mut Tensor,
+    inputs: &Tensors,
+) -> Result<()> {
     let index = input(inputs, "index")?;
     let dim = args.dim()?;
     normalize_dim(op, dim, target.shape().len())?;
@@ -59,16 +69,44 @@ fn scatter_typed<T: TensorElem, I: IndexElem>(
             let reduce = match args.get("reduce") {
                 None | Some(Arg::None) => None,
                 Some(Arg::Str(s)) => Some(s.parse::<LegacyReduce>()?),
-                Some(other) => return Err(Error::invalid(format!("scatter: reduce must be a string, got {other:?}"))),
+                Some(other) => {
+                    return Err(Error::invalid(format!(
+                        "scatter: reduce must be a string, got {other:?}"
+                    )));
+                }
             };
             match (inputs.get("src"), reduce) {
-                (Some(src), None) => crate::scatter_inplace(dst, dim, index, same_dtype::<T>(op, "src", src)?),
-                (Some(src), Some(r)) => crate::scatter_legacy_inplace(dst, dim, index, same_dtype::<T>(op, "src", src)?, r),
-                (None, None) => crate::scatter_value_inplace(dst, dim, index, T::from_scalar(args.scalar("value")?)?),
-                (None, Some(r)) => crate::scatter_value_legacy_inplace(dst, dim, index, T::from_scalar(args.scalar("value")?)?, r),
+                (Some(src), None) => {
+                    crate::scatter_inplace(dst, dim, index, same_dtype::<T>(op, "src", src)?)
+                }
+                (Some(src), Some(r)) => crate::scatter_legacy_inplace(
+                    dst,
+                    dim,
+                    index,
+                    same_dtype::<T>(op, "src", src)?,
+                    r,
+                ),
+                (None, None) => crate::scatter_value_inplace(
+                    dst,
+                    dim,
+                    index,
+                    T::from_scalar(args.scalar("value")?)?,
+                ),
+                (None, Some(r)) => crate::scatter_value_legacy_inplace(
+                    dst,
+                    dim,
+                    index,
+                    T::from_scalar(args.scalar("value")?)?,
+                    r,
+                ),
             }
         }
-        "scatter_add" => crate::scatter_add_inplace(dst, dim, index, same_dtype::<T>(op, "src", input(inputs, "src")?)?),
+        "scatter_add" => crate::scatter_add_inplace(
+            dst,
+            dim,
+            index,
+            same_dtype::<T>(op, "src", input(inputs, "src")?)?,
+        ),
         "scatter_reduce" => {
             let src = same_dtype::<T>(op, "src", input(inputs, "src")?)?;
             let reduce: Reduce = args.str("reduce")?.parse()?;

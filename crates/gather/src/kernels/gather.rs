@@ -9,16 +9,22 @@
 
 use ndarray::{ArrayView, IxDyn};
 
-use super::{position, SharedPtr};
+use super::{SharedPtr, position};
 use crate::index::{Bounds, CheckedIndex, IndexElem};
 use crate::plan::Nest;
 
-/// Gathers along `dim` into a new row-major buffer of the index's shape.
+/// Gathers along `dim` into `out` (empty, with capacity for the index's length), filled in the
+/// row-major order of the index's shape.
 ///
 /// Preconditions (asserted, O(rank)): `input` and `index` have the same rank, `dim` is one of its
 /// axes, `index.shape[d] <= input.shape[d]` for every `d != dim`, and the index was checked
 /// against `input.shape[dim]`.
-pub(crate) fn gather<T, I>(input: &ArrayView<'_, T, IxDyn>, dim: usize, index: &CheckedIndex<'_, I>) -> Vec<T>
+pub(crate) fn gather<T, I>(
+    input: &ArrayView<'_, T, IxDyn>,
+    dim: usize,
+    index: &CheckedIndex<'_, I>,
+    mut out: Vec<T>,
+) -> Vec<T>
 where
     T: Copy + Send + Sync,
     I: IndexElem,
@@ -27,12 +33,22 @@ where
     let nd = input.ndim();
     assert_eq!(idx.ndim(), nd, "gather kernel: rank mismatch");
     assert!(dim < nd, "gather kernel: dim out of range");
-    assert_eq!(index.size(), input.shape()[dim], "gather kernel: index checked against another size");
+    assert_eq!(
+        index.size(),
+        input.shape()[dim],
+        "gather kernel: index checked against another size"
+    );
     for d in 0..nd {
-        assert!(d == dim || idx.shape()[d] <= input.shape()[d], "gather kernel: index larger than input");
+        assert!(
+            d == dim || idx.shape()[d] <= input.shape()[d],
+            "gather kernel: index larger than input"
+        );
     }
     let n = idx.len();
-    let mut out: Vec<T> = Vec::with_capacity(n);
+    assert!(
+        out.is_empty() && out.capacity() >= n,
+        "gather kernel: output buffer too small"
+    );
     if n == 0 {
         return out;
     }
@@ -48,8 +64,12 @@ where
     let size = index.size();
     match index.bounds() {
         Bounds::Strict => run(&nest, optr, iptr, xptr, dstride, |v| v as isize),
-        Bounds::Wrap => run(&nest, optr, iptr, xptr, dstride, |v| position(Bounds::Wrap, v, size)),
-        Bounds::Modulo => run(&nest, optr, iptr, xptr, dstride, |v| position(Bounds::Modulo, v, size)),
+        Bounds::Wrap => run(&nest, optr, iptr, xptr, dstride, |v| {
+            position(Bounds::Wrap, v, size)
+        }),
+        Bounds::Modulo => run(&nest, optr, iptr, xptr, dstride, |v| {
+            position(Bounds::Modulo, v, size)
+        }),
     }
     // SAFETY: the nest covers every position of the index shape exactly once, and the output
     // strides are the row-major strides of that shape, so each of the `n` slots was written once.
@@ -57,8 +77,14 @@ where
     out
 }
 
-fn run<T, I, M>(nest: &Nest<3>, out: SharedPtr<T>, idx: SharedPtr<I>, x: SharedPtr<T>, dstride: isize, map: M)
-where
+fn run<T, I, M>(
+    nest: &Nest<3>,
+    out: SharedPtr<T>,
+    idx: SharedPtr<I>,
+    x: SharedPtr<T>,
+    dstride: isize,
+    map: M,
+) where
     T: Copy + Send + Sync,
     I: IndexElem,
     M: Fn(i64) -> isize + Sync + Send,
@@ -100,7 +126,8 @@ where
             } else {
                 for j in r {
                     let j = j as isize;
-                    *op.offset(j * os) = *xp.offset(j * xs + map((*ip.offset(j * is)).to_i64()) * dstride);
+                    *op.offset(j * os) =
+                        *xp.offset(j * xs + map((*ip.offset(j * is)).to_i64()) * dstride);
                 }
             }
         }

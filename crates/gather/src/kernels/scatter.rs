@@ -9,7 +9,7 @@
 
 use ndarray::{ArrayView, ArrayViewMut, IxDyn};
 
-use super::{position, SharedPtr};
+use super::{SharedPtr, position};
 use crate::index::{Bounds, CheckedIndex, IndexElem};
 use crate::plan::Nest;
 
@@ -35,10 +35,20 @@ pub(crate) fn scatter<A, T, I, F>(
     assert_eq!(idx.ndim(), nd, "scatter kernel: rank mismatch (index)");
     assert_eq!(src.ndim(), nd, "scatter kernel: rank mismatch (src)");
     assert!(dim < nd, "scatter kernel: dim out of range");
-    assert_eq!(index.size(), dst.shape()[dim], "scatter kernel: index checked against another size");
+    assert_eq!(
+        index.size(),
+        dst.shape()[dim],
+        "scatter kernel: index checked against another size"
+    );
     for d in 0..nd {
-        assert!(idx.shape()[d] <= src.shape()[d], "scatter kernel: index larger than src");
-        assert!(d == dim || idx.shape()[d] <= dst.shape()[d], "scatter kernel: index larger than dst");
+        assert!(
+            idx.shape()[d] <= src.shape()[d],
+            "scatter kernel: index larger than src"
+        );
+        assert!(
+            d == dim || idx.shape()[d] <= dst.shape()[d],
+            "scatter kernel: index larger than dst"
+        );
     }
     if idx.is_empty() {
         return;
@@ -47,15 +57,35 @@ pub(crate) fn scatter<A, T, I, F>(
     let mut dst_strides = dst.strides().to_vec();
     let dstride = dst_strides[dim];
     dst_strides[dim] = 0;
-    let nest = Nest::<3>::new(&shape, [&dst_strides, idx.strides(), src.strides()], Some(dim));
+    let nest = Nest::<3>::new(
+        &shape,
+        [&dst_strides, idx.strides(), src.strides()],
+        Some(dim),
+    );
     let dptr = SharedPtr(dst.as_mut_ptr());
     let iptr = SharedPtr(idx.as_ptr() as *mut I);
     let sptr = SharedPtr(src.as_ptr() as *mut T);
     let size = index.size();
     match index.bounds() {
         Bounds::Strict => run(&nest, dptr, iptr, sptr, dstride, |v| v as isize, &update),
-        Bounds::Wrap => run(&nest, dptr, iptr, sptr, dstride, |v| position(Bounds::Wrap, v, size), &update),
-        Bounds::Modulo => run(&nest, dptr, iptr, sptr, dstride, |v| position(Bounds::Modulo, v, size), &update),
+        Bounds::Wrap => run(
+            &nest,
+            dptr,
+            iptr,
+            sptr,
+            dstride,
+            |v| position(Bounds::Wrap, v, size),
+            &update,
+        ),
+        Bounds::Modulo => run(
+            &nest,
+            dptr,
+            iptr,
+            sptr,
+            dstride,
+            |v| position(Bounds::Modulo, v, size),
+            &update,
+        ),
     }
 }
 

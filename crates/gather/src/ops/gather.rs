@@ -45,7 +45,11 @@ use crate::kernels;
 /// assert_eq!(picked[[0, 0, 2]], 32.0);
 /// assert_eq!(picked[[1, 1, 0]], 120.0);
 /// ```
-pub fn gather<T, S, D, I, SI, DI>(input: &ArrayBase<S, D>, dim: isize, index: &ArrayBase<SI, DI>) -> Result<Array<T, DI>>
+pub fn gather<T, S, D, I, SI, DI>(
+    input: &ArrayBase<S, D>,
+    dim: isize,
+    index: &ArrayBase<SI, DI>,
+) -> Result<Array<T, DI>>
 where
     T: Element,
     S: Data<Elem = T>,
@@ -63,7 +67,8 @@ where
     let idx = view_1d_if_scalar(index);
     check_index_fits("gather", x.shape(), idx.shape(), None, dim)?;
     let checked = CheckedIndex::new("gather", idx, dim, x.shape()[dim], Bounds::Strict)?;
-    let data = kernels::gather::gather(&x, dim, &checked);
+    let out = super::try_vec("gather", checked.view().len())?;
+    let data = kernels::gather::gather(&x, dim, &checked, out);
     Ok(Array::from_shape_vec(index.raw_dim(), data).expect("output has the index's shape"))
 }
 
@@ -100,13 +105,19 @@ impl<T: Element, S: Data<Elem = T>, D: Dimension> GatherExt<T> for ArrayBase<S, 
 mod tests {
     use super::*;
     use crate::error::ErrorKind;
-    use ndarray::{arr0, array, s, Array3, ArrayD, IxDyn};
+    use ndarray::{Array3, ArrayD, IxDyn, arr0, array, s};
 
     #[test]
     fn seed_example_matches_pytorch() {
         let x = array![[10, 20, 30], [40, 50, 60]];
-        assert_eq!(gather(&x, 1, &array![[0i64, 2], [1, 0]]).unwrap(), array![[10, 30], [50, 40]]);
-        assert_eq!(gather(&x, -1, &array![[0i64, 2], [1, 0]]).unwrap(), array![[10, 30], [50, 40]]);
+        assert_eq!(
+            gather(&x, 1, &array![[0i64, 2], [1, 0]]).unwrap(),
+            array![[10, 30], [50, 40]]
+        );
+        assert_eq!(
+            gather(&x, -1, &array![[0i64, 2], [1, 0]]).unwrap(),
+            array![[10, 30], [50, 40]]
+        );
     }
 
     #[test]
@@ -114,9 +125,15 @@ mod tests {
         let x = arr0(5.0f32);
         assert_eq!(gather(&x, 0, &arr0(0i64)).unwrap(), arr0(5.0));
         assert_eq!(gather(&x, 0, &array![0i64, 0]).unwrap(), array![5.0, 5.0]);
-        assert_eq!(gather(&array![5.0f32, 6.0], 0, &arr0(1i64)).unwrap(), arr0(6.0));
+        assert_eq!(
+            gather(&array![5.0f32, 6.0], 0, &arr0(1i64)).unwrap(),
+            arr0(6.0)
+        );
         let two_d = ArrayD::<i64>::zeros(IxDyn(&[1, 1]));
-        assert_eq!(gather(&x, 0, &two_d).unwrap_err().kind(), ErrorKind::RankMismatch);
+        assert_eq!(
+            gather(&x, 0, &two_d).unwrap_err().kind(),
+            ErrorKind::RankMismatch
+        );
     }
 
     #[test]
@@ -147,15 +164,24 @@ mod tests {
         assert_eq!(e.kind(), ErrorKind::RankMismatch);
         let text = e.to_string();
         assert!(text.contains("[128, 1, 4]"), "{text}");
-        assert!(text.contains(".insert_axis(Axis(1)).insert_axis(Axis(2)).broadcast((128, 1, 4,))"), "{text}");
+        assert!(
+            text.contains(".insert_axis(Axis(1)).insert_axis(Axis(2)).broadcast((128, 1, 4))"),
+            "{text}"
+        );
 
         let x = array![[1.0f32, 2.0], [3.0, 4.0]];
         let e = gather(&x, 1, &array![[0i64, -1]]).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::IndexOutOfBounds);
         assert_eq!(e.coordinate(), Some(&[0usize, 1][..]));
         assert!(e.hint().unwrap().contains("negative"));
-        assert_eq!(gather(&x, 2, &array![[0i64]]).unwrap_err().kind(), ErrorKind::DimOutOfRange);
-        assert_eq!(gather(&x, 1, &array![[0i64], [0], [0]]).unwrap_err().kind(), ErrorKind::ShapeMismatch);
+        assert_eq!(
+            gather(&x, 2, &array![[0i64]]).unwrap_err().kind(),
+            ErrorKind::DimOutOfRange
+        );
+        assert_eq!(
+            gather(&x, 1, &array![[0i64], [0], [0]]).unwrap_err().kind(),
+            ErrorKind::ShapeMismatch
+        );
     }
 
     #[test]
@@ -163,6 +189,9 @@ mod tests {
         let x = array![[1.0f32, 2.0], [3.0, 4.0]];
         let idx = ArrayD::<u8>::zeros(IxDyn(&[0, 5, 2]));
         assert_eq!(gather(&x, 1, &idx).unwrap().shape(), &[0, 5, 2]);
-        assert_eq!(gather(&x, 5, &idx).unwrap_err().kind(), ErrorKind::DimOutOfRange);
+        assert_eq!(
+            gather(&x, 5, &idx).unwrap_err().kind(),
+            ErrorKind::DimOutOfRange
+        );
     }
 }

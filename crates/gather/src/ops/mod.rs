@@ -5,13 +5,15 @@ pub mod repeat;
 pub mod scatter;
 pub mod sort;
 
-use ndarray::{ArrayBase, ArrayView, Axis, Data, Dimension, IxDyn};
+use ndarray::{Array, ArrayBase, ArrayView, Axis, Data, Dimension, IxDyn};
 
-use crate::error::{fmt_shape, Error, Result};
+use crate::error::{Error, Result, fmt_shape};
 
 /// A dynamic-rank view of `a`, with a 0-d array seen as 1-d of one element (PyTorch's
 /// "nonempty" convention of the gather family).
-pub(crate) fn view_1d_if_scalar<S: Data, D: Dimension>(a: &ArrayBase<S, D>) -> ArrayView<'_, S::Elem, IxDyn> {
+pub(crate) fn view_1d_if_scalar<S: Data, D: Dimension>(
+    a: &ArrayBase<S, D>,
+) -> ArrayView<'_, S::Elem, IxDyn> {
     let v = a.view().into_dyn();
     if v.ndim() == 0 {
         v.insert_axis(Axis(0))
@@ -20,9 +22,42 @@ pub(crate) fn view_1d_if_scalar<S: Data, D: Dimension>(a: &ArrayBase<S, D>) -> A
     }
 }
 
+/// An empty `Vec` with room for `n` elements, or an error (not an abort) when that much memory
+/// cannot be had.
+pub(crate) fn try_vec<T>(op: &str, n: usize) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| {
+        Error::invalid(format!(
+            "{op}: cannot allocate an output of {n} elements ({} bytes)",
+            n.saturating_mul(std::mem::size_of::<T>())
+        ))
+        .with_hint("the output is too large for memory; work on smaller pieces (e.g. slices along the first axis)")
+    })?;
+    Ok(v)
+}
+
+/// A standard-layout copy of `a` (the starting point of every out-of-place write op), failing with
+/// an error instead of aborting when it does not fit in memory.
+pub(crate) fn try_to_owned<T: Clone, S: Data<Elem = T>, D: Dimension>(
+    op: &str,
+    a: &ArrayBase<S, D>,
+) -> Result<Array<T, D>> {
+    let mut v = try_vec(op, a.len())?;
+    match a.as_slice() {
+        Some(s) => v.extend_from_slice(s),
+        None => v.extend(a.iter().cloned()),
+    }
+    Ok(Array::from_shape_vec(a.raw_dim(), v).expect("same shape"))
+}
+
 /// How to turn an index of the wrong rank into one of `input_shape`'s rank for `dim`: the axes to
 /// insert and the shape to broadcast to, written as ndarray calls.
-pub(crate) fn rank_fix_hint(op: &str, input_shape: &[usize], index_shape: &[usize], dim: usize) -> Option<String> {
+pub(crate) fn rank_fix_hint(
+    op: &str,
+    input_shape: &[usize],
+    index_shape: &[usize],
+    dim: usize,
+) -> Option<String> {
     let n = input_shape.len();
     if index_shape.len() >= n {
         if index_shape.len() > n {
@@ -33,17 +68,28 @@ pub(crate) fn rank_fix_hint(op: &str, input_shape: &[usize], index_shape: &[usiz
         }
         return None;
     }
-    // Assign the index's axes, in order, to the input's non-dim axes they fit.
+    let k_idx = index_shape.len();
     let mut assigned = vec![None; n];
-    let mut k = 0;
-    for (a, slot) in assigned.iter_mut().enumerate() {
-        if k < index_shape.len() && a != dim && index_shape[k] <= input_shape[a] {
-            *slot = Some(index_shape[k]);
-            k += 1;
+    let prefix_with_dim = k_idx == dim + 1 && (0..dim).all(|d| index_shape[d] <= input_shape[d]);
+    if prefix_with_dim {
+        // The top-k / MAE idiom: `[B, K]` picks K entries along dim 1 of `[B, N, D]`; the missing
+        // trailing axes are broadcast.
+        for (a, slot) in assigned.iter_mut().enumerate().take(k_idx) {
+            *slot = Some(index_shape[a]);
         }
-    }
-    if k < index_shape.len() {
-        return None;
+    } else {
+        // The token-logit / ROI idiom: one entry per position; the index's axes are the input's
+        // non-dim axes, in order, and dim gets size 1.
+        let mut k = 0;
+        for (a, slot) in assigned.iter_mut().enumerate() {
+            if k < k_idx && a != dim && index_shape[k] <= input_shape[a] {
+                *slot = Some(index_shape[k]);
+                k += 1;
+            }
+        }
+        if k < k_idx {
+            return None;
+        }
     }
     let target: Vec<usize> = (0..n)
         .map(|a| match assigned[a] {
@@ -52,7 +98,7 @@ pub(crate) fn rank_fix_hint(op: &str, input_shape: &[usize], index_shape: &[usiz
             None => input_shape[a],
         })
         .collect();
-    let mut call = String::from("index");
+    let mut call = String::from("index.view()");
     for (a, s) in assigned.iter().enumerate() {
         if s.is_none() {
             call.push_str(&format!(".insert_axis(Axis({a}))"));
@@ -61,17 +107,36 @@ pub(crate) fn rank_fix_hint(op: &str, input_shape: &[usize], index_shape: &[usiz
     let needs_broadcast = (0..n).any(|a| assigned[a].is_none() && a != dim && input_shape[a] > 1);
     if needs_broadcast {
         let dims: Vec<String> = target.iter().map(|s| s.to_string()).collect();
-        call.push_str(&format!(".broadcast(({},)).unwrap()", dims.join(", ")));
+        let tuple = if dims.len() == 1 {
+            format!("({},)", dims[0])
+        } else {
+            format!("({})", dims.join(", "))
+        };
+        call.push_str(&format!(".broadcast({tuple}).unwrap()"));
     }
     let picked = input_shape[dim];
+    let what = if prefix_with_dim {
+        format!(
+            "to pick {} of the {picked} entries along dim {dim} and keep every other axis whole",
+            index_shape[dim]
+        )
+    } else {
+        format!("to pick one of the {picked} entries along dim {dim} for each position")
+    };
     Some(format!(
-        "{op} needs an index with the input's {n} dims; to pick one of the {picked} entries along dim {dim} for each position, give the index the shape {}: `{call}` (no copy is made); the output then has that shape too",
+        "{op} needs an index with the input's {n} dims; {what}, give the index the shape {}: `{call}` (no copy is made); the output then has that shape too",
         fmt_shape(&target)
     ))
 }
 
 /// The rank rule of gather/scatter: `max(a.ndim, 1) == max(index.ndim, 1)`.
-pub(crate) fn check_index_rank(op: &str, what: &str, input_shape: &[usize], index_shape: &[usize], dim: usize) -> Result<()> {
+pub(crate) fn check_index_rank(
+    op: &str,
+    what: &str,
+    input_shape: &[usize],
+    index_shape: &[usize],
+    dim: usize,
+) -> Result<()> {
     if input_shape.len().max(1) == index_shape.len().max(1) {
         return Ok(());
     }
@@ -83,7 +148,12 @@ pub(crate) fn check_index_rank(op: &str, what: &str, input_shape: &[usize], inde
         fmt_shape(input_shape)
     );
     let mut e = Error::rank(msg);
-    if let Some(h) = rank_fix_hint(op, input_shape, index_shape, dim.min(input_shape.len().saturating_sub(1))) {
+    if let Some(h) = rank_fix_hint(
+        op,
+        input_shape,
+        index_shape,
+        dim.min(input_shape.len().saturating_sub(1)),
+    ) {
         e = e.with_hint(h);
     }
     Err(e)
@@ -110,28 +180,43 @@ pub(crate) fn check_index_fits(
             fmt_shape(index_shape),
             fmt_shape(input_shape)
         ),
-        None => format!("{op}: expected index {} to be no larger than {what} {} apart from dimension {dim}", fmt_shape(index_shape), fmt_shape(input_shape)),
+        None => format!(
+            "{op}: expected index {} to be no larger than {what} {} apart from dimension {dim}",
+            fmt_shape(index_shape),
+            fmt_shape(input_shape)
+        ),
     };
     if let Some(s) = src_shape {
         msg.push_str(&format!(" and to be no larger than src {}", fmt_shape(s)));
         if let Some(d) = bad_src {
-            msg.push_str(&format!(" (index is {} but src is {} at dimension {d})", index_shape[d], s[d]));
+            msg.push_str(&format!(
+                " (index is {} but src is {} at dimension {d})",
+                index_shape[d], s[d]
+            ));
         }
     }
     let mut hint = String::new();
     if let Some(d) = bad_self {
         let alt: Vec<usize> = (0..input_shape.len())
-            .filter(|&a| a != dim && (0..input_shape.len()).all(|x| x == a || index_shape[x] <= input_shape[x]))
+            .filter(|&a| {
+                a != dim
+                    && (0..input_shape.len()).all(|x| x == a || index_shape[x] <= input_shape[x])
+            })
             .collect();
         hint = format!(
             "the index may be larger than the {what} only along dim {dim}; at dimension {d} it is {} but the {what} has {}",
             index_shape[d], input_shape[d]
         );
         if let Some(a) = alt.first() {
-            hint.push_str(&format!("; did you mean dim={a}? (dims count from 0, or from -1 at the end)"));
+            hint.push_str(&format!(
+                "; did you mean dim={a}? (dims count from 0, or from -1 at the end)"
+            ));
         }
     } else if let Some(d) = bad_src {
-        hint = format!("src must be at least as large as the index on every dim; slice the index to {} at dimension {d}, or pass a larger src", src_shape.unwrap()[d]);
+        hint = format!(
+            "src must be at least as large as the index on every dim; slice the index to {} at dimension {d}, or pass a larger src",
+            src_shape.unwrap()[d]
+        );
     }
     Err(Error::shape(msg).with_hint(hint))
 }

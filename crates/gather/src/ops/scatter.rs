@@ -26,7 +26,9 @@
 
 use std::str::FromStr;
 
-use ndarray::{Array, ArrayBase, ArrayD, ArrayView, ArrayViewMut, Data, DataMut, Dimension, IxDyn, Zip};
+use ndarray::{
+    Array, ArrayBase, ArrayD, ArrayView, ArrayViewMut, Data, DataMut, Dimension, IxDyn, Zip,
+};
 
 use super::{check_index_fits, check_index_rank};
 use crate::dims::normalize_dim;
@@ -115,8 +117,10 @@ impl FromStr for LegacyReduce {
         match s {
             "add" => Ok(LegacyReduce::Add),
             "multiply" => Ok(LegacyReduce::Multiply),
-            _ => Err(Error::invalid(format!("reduce argument must be either add or multiply, got {s}"))
-                .with_hint("for sum, prod, mean, amax or amin use scatter_reduce")),
+            _ => Err(Error::invalid(format!(
+                "reduce argument must be either add or multiply, got {s}"
+            ))
+            .with_hint("for sum, prod, mean, amax or amin use scatter_reduce")),
         }
     }
 }
@@ -170,7 +174,13 @@ pub(crate) fn check_scatter_shapes(
         }
     };
     let src_fixed = src_shape.map(fix);
-    check_index_fits(op, &fix(dst_shape), &fix(index_shape), src_fixed.as_deref(), d)?;
+    check_index_fits(
+        op,
+        &fix(dst_shape),
+        &fix(index_shape),
+        src_fixed.as_deref(),
+        d,
+    )?;
     Ok(Some(d))
 }
 
@@ -184,6 +194,7 @@ pub(crate) fn check_dtype_supported<T: Element>(op: &str, mode: Mode) -> Result<
 
 /// The core of every scatter-like op, on dynamic-rank views. `dst` is modified only after every
 /// check has passed.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn scatter_into<T, I>(
     op: &str,
     dst: ArrayViewMut<'_, T, IxDyn>,
@@ -198,16 +209,29 @@ where
     T: Element,
     I: IndexElem,
 {
-    let src_shape = if src_is_value { None } else { Some(src.shape()) };
+    let src_shape = if src_is_value {
+        None
+    } else {
+        Some(src.shape())
+    };
     let Some(d) = check_scatter_shapes(op, dst.shape(), dim, index.shape(), src_shape)? else {
         // PyTorch still rejects an unsupported dtype/reduce pair for an empty index.
         return check_dtype_supported::<T>(op, mode);
     };
     check_dtype_supported::<T>(op, mode)?;
-    let mut dst = if dst.ndim() == 0 { dst.insert_axis(ndarray::Axis(0)) } else { dst };
-    let index = if index.ndim() == 0 { index.insert_axis(ndarray::Axis(0)) } else { index };
+    let mut dst = if dst.ndim() == 0 {
+        dst.insert_axis(ndarray::Axis(0))
+    } else {
+        dst
+    };
+    let index = if index.ndim() == 0 {
+        index.insert_axis(ndarray::Axis(0))
+    } else {
+        index
+    };
     let src = if src_is_value {
-        src.broadcast(index.raw_dim()).expect("a one-element src broadcasts to any shape")
+        src.broadcast(index.raw_dim())
+            .expect("a one-element src broadcasts to any shape")
     } else if src.ndim() == 0 {
         src.insert_axis(ndarray::Axis(0))
     } else {
@@ -215,7 +239,9 @@ where
     };
     let checked = CheckedIndex::new(op, index, d, dst.shape()[d], bounds)?;
     match mode {
-        Mode::Set => kernels::scatter::scatter(&mut dst, d, &checked, &src, |a: &mut T, s: T| *a = s),
+        Mode::Set => {
+            kernels::scatter::scatter(&mut dst, d, &checked, &src, |a: &mut T, s: T| *a = s)
+        }
         Mode::Reduce(r, include_self) => reduce_into(&mut dst, d, &checked, &src, r, include_self),
     }
     Ok(())
@@ -236,16 +262,37 @@ pub(crate) fn reduce_into<T: Element, I: IndexElem>(
         let one = [0u8];
         let one = ArrayView::from(&one[..]).into_dyn();
         let ones = one.broadcast(index.view().raw_dim()).expect("broadcast");
-        kernels::scatter::scatter(&mut c.view_mut(), dim, index, &ones, |c: &mut u64, _| *c += 1);
+        kernels::scatter::scatter(&mut c.view_mut(), dim, index, &ones, |c: &mut u64, _| {
+            *c += 1
+        });
         c
     });
-    let wide = matches!(T::DTYPE, DType::F16 | DType::BF16) && !matches!(r, Reduce::Amax | Reduce::Amin);
+    let wide =
+        matches!(T::DTYPE, DType::F16 | DType::BF16) && !matches!(r, Reduce::Amax | Reduce::Amin);
     if wide {
         let mut acc: ArrayD<T::Acc> = dst.map(|x| x.to_acc());
-        reduce_acc::<T, I, T::Acc>(&mut acc.view_mut(), dim, index, src, r, include_self, |a| *a, |a| a);
+        reduce_acc::<T, I, T::Acc>(
+            &mut acc.view_mut(),
+            dim,
+            index,
+            src,
+            r,
+            include_self,
+            |a| *a,
+            |a| a,
+        );
         finish(dst, Some(&acc), counts.as_ref(), r, include_self);
     } else {
-        reduce_acc::<T, I, T>(dst, dim, index, src, r, include_self, |a| a.to_acc(), T::from_acc);
+        reduce_acc::<T, I, T>(
+            dst,
+            dim,
+            index,
+            src,
+            r,
+            include_self,
+            |a| a.to_acc(),
+            T::from_acc,
+        );
         finish::<T>(dst, None, counts.as_ref(), r, include_self);
     }
 }
@@ -275,17 +322,19 @@ fn reduce_acc<T: Element, I: IndexElem, A: Copy + Send + Sync>(
     }
     match r {
         Reduce::Sum | Reduce::Mean => {
-            kernels::scatter::scatter(dst, dim, index, src, |a: &mut A, s: T| *a = store(T::acc_add(load(a), s.to_acc())))
+            kernels::scatter::scatter(dst, dim, index, src, |a: &mut A, s: T| {
+                *a = store(T::acc_add(load(a), s.to_acc()))
+            })
         }
-        Reduce::Prod => {
-            kernels::scatter::scatter(dst, dim, index, src, |a: &mut A, s: T| *a = store(T::acc_mul(load(a), s.to_acc())))
-        }
-        Reduce::Amax => {
-            kernels::scatter::scatter(dst, dim, index, src, |a: &mut A, s: T| *a = store(T::acc_max(load(a), s.to_acc())))
-        }
-        Reduce::Amin => {
-            kernels::scatter::scatter(dst, dim, index, src, |a: &mut A, s: T| *a = store(T::acc_min(load(a), s.to_acc())))
-        }
+        Reduce::Prod => kernels::scatter::scatter(dst, dim, index, src, |a: &mut A, s: T| {
+            *a = store(T::acc_mul(load(a), s.to_acc()))
+        }),
+        Reduce::Amax => kernels::scatter::scatter(dst, dim, index, src, |a: &mut A, s: T| {
+            *a = store(T::acc_max(load(a), s.to_acc()))
+        }),
+        Reduce::Amin => kernels::scatter::scatter(dst, dim, index, src, |a: &mut A, s: T| {
+            *a = store(T::acc_min(load(a), s.to_acc()))
+        }),
     }
 }
 
@@ -300,9 +349,15 @@ fn finish<T: Element>(
     let extra = include_self as u64;
     match (acc, counts) {
         (Some(acc), Some(c)) => Zip::from(dst).and(acc).and(c).for_each(|d, &a, &n| {
-            *d = T::from_acc(if n > 0 { T::acc_div_count(a, (n + extra) as usize) } else { a })
+            *d = T::from_acc(if n > 0 {
+                T::acc_div_count(a, (n + extra) as usize)
+            } else {
+                a
+            })
         }),
-        (Some(acc), None) => Zip::from(dst).and(acc).for_each(|d, &a| *d = T::from_acc(a)),
+        (Some(acc), None) => Zip::from(dst)
+            .and(acc)
+            .for_each(|d, &a| *d = T::from_acc(a)),
         (None, Some(c)) => Zip::from(dst).and(c).for_each(|d, &n| {
             if n > 0 {
                 *d = T::from_acc(T::acc_div_count(d.to_acc(), (n + extra) as usize))
@@ -311,11 +366,6 @@ fn finish<T: Element>(
         (None, None) => {}
     }
 }
-
-fn owned_dyn<T: Element, S: Data<Elem = T>, D: Dimension>(input: &ArrayBase<S, D>) -> Array<T, D> {
-    input.to_owned()
-}
-
 
 /// `self.scatter_(dim, index, src)`: `self[p with p[dim] := index[p]] = src[p]` for every position
 /// `p` of the index; with duplicates the last write in index order wins.
@@ -348,7 +398,16 @@ where
     DS: Dimension,
 {
     let src = src.view().into_dyn();
-    scatter_into("scatter", dst.view_mut().into_dyn(), dim, index.view().into_dyn(), src, false, Mode::Set, Bounds::Strict)
+    scatter_into(
+        "scatter",
+        dst.view_mut().into_dyn(),
+        dim,
+        index.view().into_dyn(),
+        src,
+        false,
+        Mode::Set,
+        Bounds::Strict,
+    )
 }
 
 /// Out-of-place [`scatter_inplace`]: returns a scattered copy of `input`.
@@ -374,7 +433,7 @@ where
     SS: Data<Elem = T>,
     DS: Dimension,
 {
-    let mut out = owned_dyn(input);
+    let mut out = super::try_to_owned("scatter", input)?;
     scatter_inplace(&mut out, dim, index, src)?;
     Ok(out)
 }
@@ -387,7 +446,12 @@ where
 /// gather::scatter_value_inplace(&mut x, 1, &array![[1], [0]], 5.0).unwrap();
 /// assert_eq!(x, array![[0.0, 5.0], [5.0, 0.0]]);
 /// ```
-pub fn scatter_value_inplace<T, S, D, I, SI, DI>(dst: &mut ArrayBase<S, D>, dim: isize, index: &ArrayBase<SI, DI>, value: T) -> Result<()>
+pub fn scatter_value_inplace<T, S, D, I, SI, DI>(
+    dst: &mut ArrayBase<S, D>,
+    dim: isize,
+    index: &ArrayBase<SI, DI>,
+    value: T,
+) -> Result<()>
 where
     T: Element,
     S: DataMut<Elem = T>,
@@ -398,7 +462,16 @@ where
 {
     let v = [value];
     let src = ArrayView::from(&v[..]).into_dyn();
-    scatter_into("scatter", dst.view_mut().into_dyn(), dim, index.view().into_dyn(), src, true, Mode::Set, Bounds::Strict)
+    scatter_into(
+        "scatter",
+        dst.view_mut().into_dyn(),
+        dim,
+        index.view().into_dyn(),
+        src,
+        true,
+        Mode::Set,
+        Bounds::Strict,
+    )
 }
 
 /// Out-of-place [`scatter_value_inplace`].
@@ -407,7 +480,12 @@ where
 /// use ndarray::array;
 /// assert_eq!(gather::scatter_value(&array![1, 2, 3], 0, &array![0, 2], 9).unwrap(), array![9, 2, 9]);
 /// ```
-pub fn scatter_value<T, S, D, I, SI, DI>(input: &ArrayBase<S, D>, dim: isize, index: &ArrayBase<SI, DI>, value: T) -> Result<Array<T, D>>
+pub fn scatter_value<T, S, D, I, SI, DI>(
+    input: &ArrayBase<S, D>,
+    dim: isize,
+    index: &ArrayBase<SI, DI>,
+    value: T,
+) -> Result<Array<T, D>>
 where
     T: Element,
     S: Data<Elem = T>,
@@ -416,7 +494,7 @@ where
     SI: Data<Elem = I>,
     DI: Dimension,
 {
-    let mut out = owned_dyn(input);
+    let mut out = super::try_to_owned("scatter", input)?;
     scatter_value_inplace(&mut out, dim, index, value)?;
     Ok(out)
 }
@@ -449,7 +527,16 @@ where
 {
     let src = src.view().into_dyn();
     let mode = Mode::Reduce(reduce.into(), true);
-    scatter_into("scatter", dst.view_mut().into_dyn(), dim, index.view().into_dyn(), src, false, mode, Bounds::Strict)
+    scatter_into(
+        "scatter",
+        dst.view_mut().into_dyn(),
+        dim,
+        index.view().into_dyn(),
+        src,
+        false,
+        mode,
+        Bounds::Strict,
+    )
 }
 
 /// Out-of-place [`scatter_legacy_inplace`].
@@ -478,7 +565,7 @@ where
     SS: Data<Elem = T>,
     DS: Dimension,
 {
-    let mut out = owned_dyn(input);
+    let mut out = super::try_to_owned("scatter", input)?;
     scatter_legacy_inplace(&mut out, dim, index, src, reduce)?;
     Ok(out)
 }
@@ -510,7 +597,16 @@ where
     let v = [value];
     let src = ArrayView::from(&v[..]).into_dyn();
     let mode = Mode::Reduce(reduce.into(), true);
-    scatter_into("scatter", dst.view_mut().into_dyn(), dim, index.view().into_dyn(), src, true, mode, Bounds::Strict)
+    scatter_into(
+        "scatter",
+        dst.view_mut().into_dyn(),
+        dim,
+        index.view().into_dyn(),
+        src,
+        true,
+        mode,
+        Bounds::Strict,
+    )
 }
 
 /// Out-of-place [`scatter_value_legacy_inplace`].
@@ -536,7 +632,7 @@ where
     SI: Data<Elem = I>,
     DI: Dimension,
 {
-    let mut out = owned_dyn(input);
+    let mut out = super::try_to_owned("scatter", input)?;
     scatter_value_legacy_inplace(&mut out, dim, index, value, reduce)?;
     Ok(out)
 }
@@ -571,7 +667,16 @@ where
 {
     let src = src.view().into_dyn();
     let mode = Mode::Reduce(Reduce::Sum, true);
-    scatter_into("scatter_add", dst.view_mut().into_dyn(), dim, index.view().into_dyn(), src, false, mode, Bounds::Strict)
+    scatter_into(
+        "scatter_add",
+        dst.view_mut().into_dyn(),
+        dim,
+        index.view().into_dyn(),
+        src,
+        false,
+        mode,
+        Bounds::Strict,
+    )
 }
 
 /// Out-of-place [`scatter_add_inplace`].
@@ -597,7 +702,7 @@ where
     SS: Data<Elem = T>,
     DS: Dimension,
 {
-    let mut out = owned_dyn(input);
+    let mut out = super::try_to_owned("scatter", input)?;
     scatter_add_inplace(&mut out, dim, index, src)?;
     Ok(out)
 }
@@ -643,7 +748,16 @@ where
 {
     let src = src.view().into_dyn();
     let mode = Mode::Reduce(reduce, include_self);
-    scatter_into("scatter_reduce", dst.view_mut().into_dyn(), dim, index.view().into_dyn(), src, false, mode, Bounds::Strict)
+    scatter_into(
+        "scatter_reduce",
+        dst.view_mut().into_dyn(),
+        dim,
+        index.view().into_dyn(),
+        src,
+        false,
+        mode,
+        Bounds::Strict,
+    )
 }
 
 /// Out-of-place [`scatter_reduce_inplace`].
@@ -673,9 +787,240 @@ where
     SS: Data<Elem = T>,
     DS: Dimension,
 {
-    let mut out = owned_dyn(input);
+    let mut out = super::try_to_owned("scatter", input)?;
     scatter_reduce_inplace(&mut out, dim, index, src, reduce, include_self)?;
     Ok(out)
+}
+
+/// Method forms of the out-of-place scatter ops, on any ndarray array.
+///
+/// ```
+/// use gather::prelude::*;
+/// use ndarray::array;
+/// let grad = array![[1.0f32, 2.0], [3.0, 4.0]];
+/// let idx = array![[0, 0], [2, 1]];
+/// // gather's gradient: scatter_add into zeros of the input's shape.
+/// let dx = ndarray::Array2::<f32>::zeros((2, 3)).scatter_add(1, &idx, &grad)?;
+/// assert_eq!(dx, array![[3.0, 0.0, 0.0], [0.0, 4.0, 3.0]]);
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub trait ScatterExt<T: Element, D: Dimension> {
+    /// See [`scatter()`].
+    fn scatter<I: IndexElem, SI: Data<Elem = I>, DI: Dimension, SS: Data<Elem = T>, DS: Dimension>(
+        &self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        src: &ArrayBase<SS, DS>,
+    ) -> Result<Array<T, D>>;
+    /// See [`scatter_value()`].
+    fn scatter_value<I: IndexElem, SI: Data<Elem = I>, DI: Dimension>(
+        &self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        value: T,
+    ) -> Result<Array<T, D>>;
+    /// See [`scatter_add()`].
+    fn scatter_add<
+        I: IndexElem,
+        SI: Data<Elem = I>,
+        DI: Dimension,
+        SS: Data<Elem = T>,
+        DS: Dimension,
+    >(
+        &self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        src: &ArrayBase<SS, DS>,
+    ) -> Result<Array<T, D>>;
+    /// See [`scatter_reduce()`].
+    fn scatter_reduce<
+        I: IndexElem,
+        SI: Data<Elem = I>,
+        DI: Dimension,
+        SS: Data<Elem = T>,
+        DS: Dimension,
+    >(
+        &self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        src: &ArrayBase<SS, DS>,
+        reduce: Reduce,
+        include_self: bool,
+    ) -> Result<Array<T, D>>;
+}
+
+impl<T: Element, S: Data<Elem = T>, D: Dimension> ScatterExt<T, D> for ArrayBase<S, D> {
+    fn scatter<
+        I: IndexElem,
+        SI: Data<Elem = I>,
+        DI: Dimension,
+        SS: Data<Elem = T>,
+        DS: Dimension,
+    >(
+        &self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        src: &ArrayBase<SS, DS>,
+    ) -> Result<Array<T, D>> {
+        scatter(self, dim, index, src)
+    }
+    fn scatter_value<I: IndexElem, SI: Data<Elem = I>, DI: Dimension>(
+        &self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        value: T,
+    ) -> Result<Array<T, D>> {
+        scatter_value(self, dim, index, value)
+    }
+    fn scatter_add<
+        I: IndexElem,
+        SI: Data<Elem = I>,
+        DI: Dimension,
+        SS: Data<Elem = T>,
+        DS: Dimension,
+    >(
+        &self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        src: &ArrayBase<SS, DS>,
+    ) -> Result<Array<T, D>> {
+        scatter_add(self, dim, index, src)
+    }
+    fn scatter_reduce<
+        I: IndexElem,
+        SI: Data<Elem = I>,
+        DI: Dimension,
+        SS: Data<Elem = T>,
+        DS: Dimension,
+    >(
+        &self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        src: &ArrayBase<SS, DS>,
+        reduce: Reduce,
+        include_self: bool,
+    ) -> Result<Array<T, D>> {
+        scatter_reduce(self, dim, index, src, reduce, include_self)
+    }
+}
+
+/// Method forms of the in-place scatter ops, on any mutable ndarray array. A failed call leaves the
+/// array unchanged.
+///
+/// ```
+/// use gather::prelude::*;
+/// use ndarray::array;
+/// let mut x = array![1.0f32, 1.0, 1.0];
+/// x.scatter_reduce_inplace(0, &array![0, 0, 2], &array![4.0, 2.0, 5.0], Reduce::Prod, true)?;
+/// assert_eq!(x, array![8.0, 1.0, 5.0]);
+/// assert!(x.scatter_add_inplace(0, &array![3], &array![1.0]).is_err());
+/// assert_eq!(x, array![8.0, 1.0, 5.0]);
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub trait ScatterInplaceExt<T: Element> {
+    /// See [`scatter_inplace`].
+    fn scatter_inplace<
+        I: IndexElem,
+        SI: Data<Elem = I>,
+        DI: Dimension,
+        SS: Data<Elem = T>,
+        DS: Dimension,
+    >(
+        &mut self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        src: &ArrayBase<SS, DS>,
+    ) -> Result<()>;
+    /// See [`scatter_value_inplace`].
+    fn scatter_value_inplace<I: IndexElem, SI: Data<Elem = I>, DI: Dimension>(
+        &mut self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        value: T,
+    ) -> Result<()>;
+    /// See [`scatter_add_inplace`].
+    fn scatter_add_inplace<
+        I: IndexElem,
+        SI: Data<Elem = I>,
+        DI: Dimension,
+        SS: Data<Elem = T>,
+        DS: Dimension,
+    >(
+        &mut self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        src: &ArrayBase<SS, DS>,
+    ) -> Result<()>;
+    /// See [`scatter_reduce_inplace`].
+    fn scatter_reduce_inplace<
+        I: IndexElem,
+        SI: Data<Elem = I>,
+        DI: Dimension,
+        SS: Data<Elem = T>,
+        DS: Dimension,
+    >(
+        &mut self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        src: &ArrayBase<SS, DS>,
+        reduce: Reduce,
+        include_self: bool,
+    ) -> Result<()>;
+}
+
+impl<T: Element, S: DataMut<Elem = T>, D: Dimension> ScatterInplaceExt<T> for ArrayBase<S, D> {
+    fn scatter_inplace<
+        I: IndexElem,
+        SI: Data<Elem = I>,
+        DI: Dimension,
+        SS: Data<Elem = T>,
+        DS: Dimension,
+    >(
+        &mut self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        src: &ArrayBase<SS, DS>,
+    ) -> Result<()> {
+        scatter_inplace(self, dim, index, src)
+    }
+    fn scatter_value_inplace<I: IndexElem, SI: Data<Elem = I>, DI: Dimension>(
+        &mut self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        value: T,
+    ) -> Result<()> {
+        scatter_value_inplace(self, dim, index, value)
+    }
+    fn scatter_add_inplace<
+        I: IndexElem,
+        SI: Data<Elem = I>,
+        DI: Dimension,
+        SS: Data<Elem = T>,
+        DS: Dimension,
+    >(
+        &mut self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        src: &ArrayBase<SS, DS>,
+    ) -> Result<()> {
+        scatter_add_inplace(self, dim, index, src)
+    }
+    fn scatter_reduce_inplace<
+        I: IndexElem,
+        SI: Data<Elem = I>,
+        DI: Dimension,
+        SS: Data<Elem = T>,
+        DS: Dimension,
+    >(
+        &mut self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        src: &ArrayBase<SS, DS>,
+        reduce: Reduce,
+        include_self: bool,
+    ) -> Result<()> {
+        scatter_reduce_inplace(self, dim, index, src, reduce, include_self)
+    }
 }
 
 #[cfg(test)]
@@ -683,41 +1028,70 @@ mod tests {
     use super::*;
     use crate::error::ErrorKind;
     use half::{bf16, f16};
-    use ndarray::{arr0, array, Array1, Array2};
+    use ndarray::{Array1, Array2, arr0, array};
 
     #[test]
     fn half_sums_accumulate_in_f32() {
         let x = Array1::<f16>::zeros(1);
         let src = Array1::from_elem(3000, f16::ONE);
         let idx = Array1::<i64>::zeros(3000);
-        assert_eq!(scatter_add(&x, 0, &idx, &src).unwrap()[0], f16::from_f32(3000.0));
+        assert_eq!(
+            scatter_add(&x, 0, &idx, &src).unwrap()[0],
+            f16::from_f32(3000.0)
+        );
         let xb = Array1::<bf16>::zeros(1);
         let srcb = Array1::from_elem(3000, bf16::ONE);
-        assert_eq!(scatter_add(&xb, 0, &idx, &srcb).unwrap()[0], bf16::from_f32(3008.0));
+        assert_eq!(
+            scatter_add(&xb, 0, &idx, &srcb).unwrap()[0],
+            bf16::from_f32(3008.0)
+        );
     }
 
     #[test]
     fn integer_sums_wrap() {
-        let out = scatter_add(&array![0i8], 0, &Array1::<i64>::zeros(200), &Array1::<i8>::ones(200)).unwrap();
+        let out = scatter_add(
+            &array![0i8],
+            0,
+            &Array1::<i64>::zeros(200),
+            &Array1::<i8>::ones(200),
+        )
+        .unwrap();
         assert_eq!(out[0], -56);
     }
 
     #[test]
     fn nan_propagates_through_amax_and_stays_in_self() {
         let idx = array![0, 0, 1, 1, 2, 2];
-        let src = array![1.0f32, f32::NAN, f32::NEG_INFINITY, f32::NEG_INFINITY, 2.0, f32::INFINITY];
-        let out = scatter_reduce(&Array1::<f32>::zeros(3), 0, &idx, &src, Reduce::Amax, false).unwrap();
+        let src = array![
+            1.0f32,
+            f32::NAN,
+            f32::NEG_INFINITY,
+            f32::NEG_INFINITY,
+            2.0,
+            f32::INFINITY
+        ];
+        let out =
+            scatter_reduce(&Array1::<f32>::zeros(3), 0, &idx, &src, Reduce::Amax, false).unwrap();
         assert!(out[0].is_nan());
         assert_eq!(out[1], f32::NEG_INFINITY);
         assert_eq!(out[2], f32::INFINITY);
-        let kept = scatter_reduce(&array![f32::NAN], 0, &array![0], &array![5.0f32], Reduce::Amax, true).unwrap();
+        let kept = scatter_reduce(
+            &array![f32::NAN],
+            0,
+            &array![0],
+            &array![5.0f32],
+            Reduce::Amax,
+            true,
+        )
+        .unwrap();
         assert!(kept[0].is_nan());
     }
 
     #[test]
     fn failed_inplace_call_changes_nothing() {
         let mut x = Array1::<f32>::zeros(6);
-        let e = scatter_inplace(&mut x, 0, &array![0, 1, 9, 3], &Array1::<f32>::ones(4)).unwrap_err();
+        let e =
+            scatter_inplace(&mut x, 0, &array![0, 1, 9, 3], &Array1::<f32>::ones(4)).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::IndexOutOfBounds);
         assert_eq!(x, Array1::<f32>::zeros(6));
     }
@@ -727,7 +1101,15 @@ mod tests {
         let x = array![[1, 2], [3, 4]];
         let idx = Array2::<i64>::zeros((0, 7));
         assert_eq!(scatter(&x, 1, &idx, &Array1::<i32>::zeros(1)).unwrap(), x);
-        let e = scatter_reduce(&array![true], 0, &Array1::<i64>::zeros(0), &array![true], Reduce::Mean, true).unwrap_err();
+        let e = scatter_reduce(
+            &array![true],
+            0,
+            &Array1::<i64>::zeros(0),
+            &array![true],
+            Reduce::Mean,
+            true,
+        )
+        .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
     }
 
@@ -740,7 +1122,13 @@ mod tests {
     #[test]
     fn src_larger_than_index_reads_the_leading_block() {
         let src = Array2::from_shape_fn((4, 5), |(a, b)| (a * 10 + b) as i32);
-        let out = scatter(&Array2::<i32>::zeros((3, 4)), 0, &array![[2, 1, 0, 2]], &src).unwrap();
+        let out = scatter(
+            &Array2::<i32>::zeros((3, 4)),
+            0,
+            &array![[2, 1, 0, 2]],
+            &src,
+        )
+        .unwrap();
         assert_eq!(out, array![[0, 0, 2, 0], [0, 1, 0, 0], [0, 0, 0, 3]]);
     }
 }
