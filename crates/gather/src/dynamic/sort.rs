@@ -9,7 +9,7 @@
 //!   Without an `input` tensor it is the repeats-only form, whose output has the dtype of
 //!   `repeats` for `int32`/`int64` repeats (as PyTorch) and `int64` for the other integer dtypes.
 
-use super::{index_dtype_error, input, Arg, Args, Tensor, Tensors};
+use super::{Arg, Args, Tensor, Tensors, index_dtype_error, input};
 use crate::dims::normalize_dim;
 use crate::error::{Error, Result};
 use crate::ops::{repeat, sort};
@@ -58,7 +58,10 @@ pub(crate) fn sort_like(op: &str, args: &Args, inputs: &Tensors) -> Result<Vec<(
         }
         _ => return Err(Error::invalid(format!("sort_like: unknown op `{op}`"))),
     };
-    Ok(vec![("values".to_string(), values), ("indices".to_string(), Tensor::from(indices))])
+    Ok(vec![
+        ("values".to_string(), values),
+        ("indices".to_string(), Tensor::from(indices)),
+    ])
 }
 
 pub(crate) fn argsort(args: &Args, inputs: &Tensors) -> Result<Tensor> {
@@ -86,12 +89,19 @@ pub(crate) fn repeat_interleave(args: &Args, inputs: &Tensors) -> Result<Tensor>
             let positions = positions.into_dyn();
             match r {
                 // PyTorch returns the repeats' dtype; the positions are below repeats.len().
-                Tensor::I32(_) if positions.iter().all(|&p| p <= i64::from(i32::MAX)) => Ok(Tensor::from(positions.mapv(|p| p as i32))),
-                Tensor::I32(_) => Err(Error::invalid(format!("{OP}: the positions do not fit in int32")).with_hint("pass the repeats as int64")),
+                Tensor::I32(_) if positions.iter().all(|&p| p <= i64::from(i32::MAX)) => {
+                    Ok(Tensor::from(positions.mapv(|p| p as i32)))
+                }
+                Tensor::I32(_) => Err(Error::invalid(format!(
+                    "{OP}: the positions do not fit in int32"
+                ))
+                .with_hint("pass the repeats as int64")),
                 _ => Ok(Tensor::from(positions)),
             }
         }
-        (None, None) => Err(Error::invalid(format!("{OP}: missing input tensor `input` (or `repeats` for the repeats-only form)"))),
+        (None, None) => Err(Error::invalid(format!(
+            "{OP}: missing input tensor `input` (or `repeats` for the repeats-only form)"
+        ))),
         (Some(x), Some(r)) => with_tensor!(x, a => {
             with_index_tensor!(r, ri => Ok(Tensor::from(repeat::repeat_interleave(a, ri, dim, output_size)?)),
                 _ => Err(index_dtype_error(OP, "repeats", r)))
@@ -133,26 +143,85 @@ mod tests {
 
     #[test]
     fn sort_and_topk_return_named_values_and_int64_indices() {
-        let inputs = tensors(vec![("input", Tensor::from(array![3.0f32, f32::NAN, 1.0].into_dyn()))]);
-        let out = call("sort", &args(&[("dim", Arg::Int(0)), ("descending", Arg::Bool(true)), ("stable", Arg::None)]), &inputs).unwrap();
+        let inputs = tensors(vec![(
+            "input",
+            Tensor::from(array![3.0f32, f32::NAN, 1.0].into_dyn()),
+        )]);
+        let out = call(
+            "sort",
+            &args(&[
+                ("dim", Arg::Int(0)),
+                ("descending", Arg::Bool(true)),
+                ("stable", Arg::None),
+            ]),
+            &inputs,
+        )
+        .unwrap();
         assert_eq!(out[0].0, "values");
-        assert_eq!(out[1], ("indices".to_string(), Tensor::from(array![1i64, 0, 2].into_dyn())));
-        let out = call("topk", &args(&[("k", Arg::Int(2)), ("dim", Arg::Int(-1)), ("largest", Arg::Bool(false)), ("sorted", Arg::Bool(false))]), &inputs).unwrap();
-        assert_eq!(out[0], ("values".to_string(), Tensor::from(array![1.0f32, 3.0].into_dyn())));
+        assert_eq!(
+            out[1],
+            (
+                "indices".to_string(),
+                Tensor::from(array![1i64, 0, 2].into_dyn())
+            )
+        );
+        let out = call(
+            "topk",
+            &args(&[
+                ("k", Arg::Int(2)),
+                ("dim", Arg::Int(-1)),
+                ("largest", Arg::Bool(false)),
+                ("sorted", Arg::Bool(false)),
+            ]),
+            &inputs,
+        )
+        .unwrap();
+        assert_eq!(
+            out[0],
+            (
+                "values".to_string(),
+                Tensor::from(array![1.0f32, 3.0].into_dyn())
+            )
+        );
         assert_eq!(out[1].1, Tensor::from(array![2i64, 0].into_dyn()));
         let out = call("argsort", &args(&[]), &inputs).unwrap();
-        assert_eq!(out[0], ("output".to_string(), Tensor::from(array![2i64, 0, 1].into_dyn())));
+        assert_eq!(
+            out[0],
+            (
+                "output".to_string(),
+                Tensor::from(array![2i64, 0, 1].into_dyn())
+            )
+        );
     }
 
     #[test]
     fn topk_errors_map_to_the_suite_categories() {
-        let x = tensors(vec![("input", Tensor::from(array![[1i8, 2], [3, 4]].into_dyn()))]);
-        let k = |k: i64, dim: i64| call("topk", &args(&[("k", Arg::Int(k)), ("dim", Arg::Int(dim))]), &x).unwrap_err().kind();
+        let x = tensors(vec![(
+            "input",
+            Tensor::from(array![[1i8, 2], [3, 4]].into_dyn()),
+        )]);
+        let k = |k: i64, dim: i64| {
+            call(
+                "topk",
+                &args(&[("k", Arg::Int(k)), ("dim", Arg::Int(dim))]),
+                &x,
+            )
+            .unwrap_err()
+            .kind()
+        };
         assert_eq!(k(-1, 0), ErrorKind::InvalidArgument);
         assert_eq!(k(-1, 5), ErrorKind::DimOutOfRange);
         assert_eq!(k(3, 0), ErrorKind::InvalidArgument);
-        let b = tensors(vec![("input", Tensor::from(array![true, false].into_dyn()))]);
-        let e = call("topk", &args(&[("k", Arg::Int(1)), ("dim", Arg::Int(0))]), &b).unwrap_err();
+        let b = tensors(vec![(
+            "input",
+            Tensor::from(array![true, false].into_dyn()),
+        )]);
+        let e = call(
+            "topk",
+            &args(&[("k", Arg::Int(1)), ("dim", Arg::Int(0))]),
+            &b,
+        )
+        .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
     }
 
@@ -160,13 +229,28 @@ mod tests {
     fn repeat_interleave_dispatches_every_form() {
         let x = Tensor::from(array![[1u8, 2], [3, 4]].into_dyn());
         // Tensor repeats of a narrow integer dtype.
-        let ins = tensors(vec![("input", x.clone()), ("repeats", Tensor::from(array![2i16, 0].into_dyn()))]);
+        let ins = tensors(vec![
+            ("input", x.clone()),
+            ("repeats", Tensor::from(array![2i16, 0].into_dyn())),
+        ]);
         let out = call("repeat_interleave", &args(&[("dim", Arg::Int(0))]), &ins).unwrap();
         assert_eq!(out[0].1, Tensor::from(array![[1u8, 2], [1, 2]].into_dyn()));
         // Scalar repeats, flattened.
         let ins = tensors(vec![("input", x.clone())]);
-        let out = call("repeat_interleave", &args(&[("repeats", Arg::Int(2)), ("dim", Arg::None), ("output_size", Arg::Int(8))]), &ins).unwrap();
-        assert_eq!(out[0].1, Tensor::from(array![1u8, 1, 2, 2, 3, 3, 4, 4].into_dyn()));
+        let out = call(
+            "repeat_interleave",
+            &args(&[
+                ("repeats", Arg::Int(2)),
+                ("dim", Arg::None),
+                ("output_size", Arg::Int(8)),
+            ]),
+            &ins,
+        )
+        .unwrap();
+        assert_eq!(
+            out[0].1,
+            Tensor::from(array![1u8, 1, 2, 2, 3, 3, 4, 4].into_dyn())
+        );
         // Repeats only: int64 in, int64 out; int32 in, int32 out (as PyTorch).
         let ins = tensors(vec![("repeats", Tensor::from(array![1i64, 2].into_dyn()))]);
         let out = call("repeat_interleave", &args(&[("dim", Arg::None)]), &ins).unwrap();
@@ -181,15 +265,63 @@ mod tests {
         let x = Tensor::from(ndarray::Array2::<f32>::zeros((3, 4)).into_dyn());
         let run = |a: Args, ins: Tensors| call("repeat_interleave", &a, &ins).unwrap_err().kind();
         let with = |r: Tensor| tensors(vec![("input", x.clone()), ("repeats", r)]);
-        assert_eq!(run(args(&[("repeats", Arg::Int(-1)), ("dim", Arg::Int(0))]), tensors(vec![("input", x.clone())])), ErrorKind::InvalidArgument);
-        assert_eq!(run(args(&[("repeats", Arg::Int(-1)), ("dim", Arg::Int(7))]), tensors(vec![("input", x.clone())])), ErrorKind::DimOutOfRange);
-        assert_eq!(run(args(&[("dim", Arg::Int(0))]), with(Tensor::from(array![1i64, -1, 1].into_dyn()))), ErrorKind::InvalidArgument);
-        assert_eq!(run(args(&[("dim", Arg::Int(0)), ("output_size", Arg::Int(4))]), with(Tensor::from(array![1i64, 1, 1].into_dyn()))), ErrorKind::InvalidArgument);
-        assert_eq!(run(args(&[("dim", Arg::Int(0))]), with(Tensor::from(array![[1i64, 1, 1]].into_dyn()))), ErrorKind::RankMismatch);
-        assert_eq!(run(args(&[("dim", Arg::Int(0))]), with(Tensor::from(array![1i64, 1].into_dyn()))), ErrorKind::ShapeMismatch);
-        assert_eq!(run(args(&[("dim", Arg::Int(0))]), with(Tensor::from(array![1.0f32, 1.0, 1.0].into_dyn()))), ErrorKind::InvalidArgument);
+        assert_eq!(
+            run(
+                args(&[("repeats", Arg::Int(-1)), ("dim", Arg::Int(0))]),
+                tensors(vec![("input", x.clone())])
+            ),
+            ErrorKind::InvalidArgument
+        );
+        assert_eq!(
+            run(
+                args(&[("repeats", Arg::Int(-1)), ("dim", Arg::Int(7))]),
+                tensors(vec![("input", x.clone())])
+            ),
+            ErrorKind::DimOutOfRange
+        );
+        assert_eq!(
+            run(
+                args(&[("dim", Arg::Int(0))]),
+                with(Tensor::from(array![1i64, -1, 1].into_dyn()))
+            ),
+            ErrorKind::InvalidArgument
+        );
+        assert_eq!(
+            run(
+                args(&[("dim", Arg::Int(0)), ("output_size", Arg::Int(4))]),
+                with(Tensor::from(array![1i64, 1, 1].into_dyn()))
+            ),
+            ErrorKind::InvalidArgument
+        );
+        assert_eq!(
+            run(
+                args(&[("dim", Arg::Int(0))]),
+                with(Tensor::from(array![[1i64, 1, 1]].into_dyn()))
+            ),
+            ErrorKind::RankMismatch
+        );
+        assert_eq!(
+            run(
+                args(&[("dim", Arg::Int(0))]),
+                with(Tensor::from(array![1i64, 1].into_dyn()))
+            ),
+            ErrorKind::ShapeMismatch
+        );
+        assert_eq!(
+            run(
+                args(&[("dim", Arg::Int(0))]),
+                with(Tensor::from(array![1.0f32, 1.0, 1.0].into_dyn()))
+            ),
+            ErrorKind::InvalidArgument
+        );
         let zero_d = tensors(vec![("input", Tensor::from(arr0(1.0f32).into_dyn()))]);
-        assert_eq!(run(args(&[("repeats", Arg::Int(2)), ("dim", Arg::Int(0))]), zero_d), ErrorKind::DimOutOfRange);
+        assert_eq!(
+            run(
+                args(&[("repeats", Arg::Int(2)), ("dim", Arg::Int(0))]),
+                zero_d
+            ),
+            ErrorKind::DimOutOfRange
+        );
         let only = tensors(vec![("repeats", Tensor::from(array![1.5f64].into_dyn()))]);
         assert_eq!(run(args(&[]), only), ErrorKind::InvalidArgument);
         assert_eq!(run(args(&[]), tensors(vec![])), ErrorKind::InvalidArgument);

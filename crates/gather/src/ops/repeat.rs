@@ -44,7 +44,7 @@ use ndarray::{Array, Array1, ArrayBase, ArrayD, ArrayView, Data, Dimension, IxDy
 
 use crate::dims::{checked_numel, normalize_dim};
 use crate::element::Element;
-use crate::error::{fmt_shape, Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result, fmt_shape};
 use crate::index::IndexElem;
 
 const OP: &str = "repeat_interleave";
@@ -73,8 +73,12 @@ fn fits<E>(n: usize) -> Result<usize> {
 }
 
 fn too_large() -> Error {
-    Error::invalid(format!("{OP}: the repeats ask for more elements than fit in memory"))
-        .with_hint("check the repeats for huge values (an unsigned value above i64::MAX counts as i64::MAX)")
+    Error::invalid(format!(
+        "{OP}: the repeats ask for more elements than fit in memory"
+    ))
+    .with_hint(
+        "check the repeats for huge values (an unsigned value above i64::MAX counts as i64::MAX)",
+    )
 }
 
 /// The error for an `output_size` that differs from the sum of a repeats array.
@@ -117,7 +121,10 @@ fn positions(counts: &[usize], total: usize) -> Vec<i64> {
 /// assert!(gather::repeat_interleave_repeats(&array![1, -1], None).is_err());
 /// # Ok::<(), gather::Error>(())
 /// ```
-pub fn repeat_interleave_repeats<I, S, D>(repeats: &ArrayBase<S, D>, output_size: Option<usize>) -> Result<Array1<i64>>
+pub fn repeat_interleave_repeats<I, S, D>(
+    repeats: &ArrayBase<S, D>,
+    output_size: Option<usize>,
+) -> Result<Array1<i64>>
 where
     I: IndexElem,
     S: Data<Elem = I>,
@@ -127,7 +134,10 @@ where
         let hint = if repeats.ndim() == 0 {
             "wrap the single count in a 1-d array: `repeats.insert_axis(Axis(0))`".to_string()
         } else {
-            format!("flatten the repeats first (e.g. `repeats.flatten()`, {} counts)", repeats.len())
+            format!(
+                "flatten the repeats first (e.g. `repeats.flatten()`, {} counts)",
+                repeats.len()
+            )
         };
         return Err(Error::rank(format!(
             "{OP}: repeat_interleave only accept 1D vector as repeat (repeats has {} dims, shape {})",
@@ -142,7 +152,10 @@ where
 }
 
 /// The dim to repeat along (`None`: flatten), checked; and the number of slices along it.
-fn resolve_dim<S: Data, D: Dimension>(input: &ArrayBase<S, D>, dim: Option<isize>) -> Result<(Option<usize>, usize)> {
+fn resolve_dim<S: Data, D: Dimension>(
+    input: &ArrayBase<S, D>,
+    dim: Option<isize>,
+) -> Result<(Option<usize>, usize)> {
     match dim {
         None => Ok((None, input.len())),
         Some(d) if input.ndim() == 0 => {
@@ -163,7 +176,12 @@ fn resolve_dim<S: Data, D: Dimension>(input: &ArrayBase<S, D>, dim: Option<isize
 
 /// Builds the output: slice `pos[j]` of `input` along `dim` becomes output slice `j` (`dim = None`:
 /// element `pos[j]` of the row-major flattening).
-fn expand<T, S, D>(input: &ArrayBase<S, D>, dim: Option<usize>, counts: &[usize], total: usize) -> Result<ArrayD<T>>
+fn expand<T, S, D>(
+    input: &ArrayBase<S, D>,
+    dim: Option<usize>,
+    counts: &[usize],
+    total: usize,
+) -> Result<ArrayD<T>>
 where
     T: Element,
     S: Data<Elem = T>,
@@ -172,7 +190,11 @@ where
     let x = input.view().into_dyn();
     let (x, d): (ArrayView<'_, T, IxDyn>, usize) = match dim {
         Some(d) => (x, d),
-        None => match input.view().into_dyn().into_shape_with_order(IxDyn(&[input.len()])) {
+        None => match input
+            .view()
+            .into_dyn()
+            .into_shape_with_order(IxDyn(&[input.len()]))
+        {
             Ok(flat) => (flat, 0),
             Err(_) => {
                 // A non-contiguous input: walk it in row-major order (no copy of the input).
@@ -181,7 +203,8 @@ where
                 for (v, &c) in input.iter().zip(counts) {
                     out.extend(std::iter::repeat_n(*v, c));
                 }
-                return Array::from_shape_vec(IxDyn(&[total]), out).map_err(|e| internal(&e.to_string()));
+                return Array::from_shape_vec(IxDyn(&[total]), out)
+                    .map_err(|e| internal(&e.to_string()));
             }
         },
     };
@@ -191,8 +214,12 @@ where
     let pos = Array1::from(positions(counts, total));
     let mut along = vec![1usize; x.ndim()];
     along[d] = total;
-    let pos = pos.into_shape_with_order(IxDyn(&along)).map_err(|e| internal(&e.to_string()))?;
-    let index = pos.broadcast(IxDyn(&out_shape)).ok_or_else(|| internal("index broadcast"))?;
+    let pos = pos
+        .into_shape_with_order(IxDyn(&along))
+        .map_err(|e| internal(&e.to_string()))?;
+    let index = pos
+        .broadcast(IxDyn(&out_shape))
+        .ok_or_else(|| internal("index broadcast"))?;
     crate::ops::gather::gather(&x, d as isize, &index)
 }
 
@@ -302,7 +329,12 @@ where
 /// assert!(gather::repeat_interleave_scalar(&arr0(7), 3, Some(0), None).is_err());
 /// # Ok::<(), gather::Error>(())
 /// ```
-pub fn repeat_interleave_scalar<T, S, D>(input: &ArrayBase<S, D>, repeats: usize, dim: Option<isize>, output_size: Option<usize>) -> Result<ArrayD<T>>
+pub fn repeat_interleave_scalar<T, S, D>(
+    input: &ArrayBase<S, D>,
+    repeats: usize,
+    dim: Option<isize>,
+    output_size: Option<usize>,
+) -> Result<ArrayD<T>>
 where
     T: Element,
     S: Data<Elem = T>,
@@ -312,7 +344,10 @@ where
     let total = fits::<i64>(size.checked_mul(repeats).ok_or_else(too_large)?)?;
     if let Some(o) = output_size {
         if o != total {
-            return Err(Error::invalid(format!("{OP}: Invalid output_size, expected {total} but got {o}")).with_hint(format!(
+            return Err(Error::invalid(format!(
+                "{OP}: Invalid output_size, expected {total} but got {o}"
+            ))
+            .with_hint(format!(
                 "output_size must be {size} slices × {repeats} repeats = {total}, or None"
             )));
         }
@@ -333,17 +368,32 @@ where
 /// ```
 pub trait RepeatExt<T: Element> {
     /// See [`repeat_interleave()`].
-    fn repeat_interleave<I, SI, DI>(&self, repeats: &ArrayBase<SI, DI>, dim: Option<isize>, output_size: Option<usize>) -> Result<ArrayD<T>>
+    fn repeat_interleave<I, SI, DI>(
+        &self,
+        repeats: &ArrayBase<SI, DI>,
+        dim: Option<isize>,
+        output_size: Option<usize>,
+    ) -> Result<ArrayD<T>>
     where
         I: IndexElem,
         SI: Data<Elem = I>,
         DI: Dimension;
     /// See [`repeat_interleave_scalar()`].
-    fn repeat_interleave_scalar(&self, repeats: usize, dim: Option<isize>, output_size: Option<usize>) -> Result<ArrayD<T>>;
+    fn repeat_interleave_scalar(
+        &self,
+        repeats: usize,
+        dim: Option<isize>,
+        output_size: Option<usize>,
+    ) -> Result<ArrayD<T>>;
 }
 
 impl<T: Element, S: Data<Elem = T>, D: Dimension> RepeatExt<T> for ArrayBase<S, D> {
-    fn repeat_interleave<I, SI, DI>(&self, repeats: &ArrayBase<SI, DI>, dim: Option<isize>, output_size: Option<usize>) -> Result<ArrayD<T>>
+    fn repeat_interleave<I, SI, DI>(
+        &self,
+        repeats: &ArrayBase<SI, DI>,
+        dim: Option<isize>,
+        output_size: Option<usize>,
+    ) -> Result<ArrayD<T>>
     where
         I: IndexElem,
         SI: Data<Elem = I>,
@@ -351,7 +401,12 @@ impl<T: Element, S: Data<Elem = T>, D: Dimension> RepeatExt<T> for ArrayBase<S, 
     {
         repeat_interleave(self, repeats, dim, output_size)
     }
-    fn repeat_interleave_scalar(&self, repeats: usize, dim: Option<isize>, output_size: Option<usize>) -> Result<ArrayD<T>> {
+    fn repeat_interleave_scalar(
+        &self,
+        repeats: usize,
+        dim: Option<isize>,
+        output_size: Option<usize>,
+    ) -> Result<ArrayD<T>> {
         repeat_interleave_scalar(self, repeats, dim, output_size)
     }
 }
@@ -359,12 +414,16 @@ impl<T: Element, S: Data<Elem = T>, D: Dimension> RepeatExt<T> for ArrayBase<S, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ndarray::{arr0, array, s, Array2, ArrayViewD, Slice};
+    use ndarray::{Array2, ArrayViewD, Slice, arr0, array, s};
     use proptest::prelude::*;
 
     /// The plain reference: the positions by nested loops, then every output element read from
     /// its source coordinate (`dim = None`: from the row-major list of elements).
-    fn reference<T: Element>(x: &ArrayViewD<'_, T>, counts: &[usize], dim: Option<usize>) -> ArrayD<T> {
+    fn reference<T: Element>(
+        x: &ArrayViewD<'_, T>,
+        counts: &[usize],
+        dim: Option<usize>,
+    ) -> ArrayD<T> {
         let mut pos = Vec::new();
         for (i, &c) in counts.iter().enumerate() {
             for _ in 0..c {
@@ -374,7 +433,8 @@ mod tests {
         match dim {
             None => {
                 let flat: Vec<T> = x.iter().copied().collect();
-                ArrayD::from_shape_vec(IxDyn(&[pos.len()]), pos.iter().map(|&p| flat[p]).collect()).unwrap()
+                ArrayD::from_shape_vec(IxDyn(&[pos.len()]), pos.iter().map(|&p| flat[p]).collect())
+                    .unwrap()
             }
             Some(d) => {
                 let mut shape = x.shape().to_vec();
@@ -398,22 +458,55 @@ mod tests {
 
     #[test]
     fn repeats_only_form_lists_positions() {
-        assert_eq!(repeat_interleave_repeats(&array![2i64, 0, 1, 3], None).unwrap(), array![0, 0, 2, 3, 3, 3]);
-        assert_eq!(repeat_interleave_repeats(&array![2u8, 1], Some(3)).unwrap(), array![0, 0, 1]);
-        assert_eq!(repeat_interleave_repeats(&Array1::<i32>::zeros(0), None).unwrap().len(), 0);
-        assert_eq!(repeat_interleave_repeats(&Array1::<i32>::zeros(0), Some(0)).unwrap().len(), 0);
+        assert_eq!(
+            repeat_interleave_repeats(&array![2i64, 0, 1, 3], None).unwrap(),
+            array![0, 0, 2, 3, 3, 3]
+        );
+        assert_eq!(
+            repeat_interleave_repeats(&array![2u8, 1], Some(3)).unwrap(),
+            array![0, 0, 1]
+        );
+        assert_eq!(
+            repeat_interleave_repeats(&Array1::<i32>::zeros(0), None)
+                .unwrap()
+                .len(),
+            0
+        );
+        assert_eq!(
+            repeat_interleave_repeats(&Array1::<i32>::zeros(0), Some(0))
+                .unwrap()
+                .len(),
+            0
+        );
     }
 
     #[test]
     fn repeats_only_form_errors() {
         let e = repeat_interleave_repeats(&array![1, -2], None).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
-        assert!(e.message().contains("repeats can not be negative") && e.message().contains("repeats[1] = -2"), "{e}");
+        assert!(
+            e.message().contains("repeats can not be negative")
+                && e.message().contains("repeats[1] = -2"),
+            "{e}"
+        );
         let e = repeat_interleave_repeats(&array![1, 2], Some(4)).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
-        assert!(e.message().contains("allocated size does not match required size"));
-        assert_eq!(repeat_interleave_repeats(&arr0(3), None).unwrap_err().kind(), ErrorKind::RankMismatch);
-        assert_eq!(repeat_interleave_repeats(&array![[1, 2]], None).unwrap_err().kind(), ErrorKind::RankMismatch);
+        assert!(
+            e.message()
+                .contains("allocated size does not match required size")
+        );
+        assert_eq!(
+            repeat_interleave_repeats(&arr0(3), None)
+                .unwrap_err()
+                .kind(),
+            ErrorKind::RankMismatch
+        );
+        assert_eq!(
+            repeat_interleave_repeats(&array![[1, 2]], None)
+                .unwrap_err()
+                .kind(),
+            ErrorKind::RankMismatch
+        );
         // Unsigned counts above i64::MAX cannot be allocated: an error, not a panic or a wrap.
         let e = repeat_interleave_repeats(&array![u64::MAX, u64::MAX], None).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
@@ -424,32 +517,87 @@ mod tests {
         let x = Array2::<f32>::zeros((3, 4));
         let e = repeat_interleave(&x, &array![1, 2], Some(0), None).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::ShapeMismatch);
-        assert!(e.message().contains("repeats.size(0) = 2 and input.size(0) = 3"), "{e}");
-        assert_eq!(repeat_interleave(&x, &array![[1, 2, 3]], Some(0), None).unwrap_err().kind(), ErrorKind::RankMismatch);
-        assert_eq!(repeat_interleave(&x, &array![1, -1, 1], Some(0), None).unwrap_err().kind(), ErrorKind::InvalidArgument);
+        assert!(
+            e.message()
+                .contains("repeats.size(0) = 2 and input.size(0) = 3"),
+            "{e}"
+        );
+        assert_eq!(
+            repeat_interleave(&x, &array![[1, 2, 3]], Some(0), None)
+                .unwrap_err()
+                .kind(),
+            ErrorKind::RankMismatch
+        );
+        assert_eq!(
+            repeat_interleave(&x, &array![1, -1, 1], Some(0), None)
+                .unwrap_err()
+                .kind(),
+            ErrorKind::InvalidArgument
+        );
         let e = repeat_interleave(&x, &array![1, 1, 1], Some(0), Some(4)).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
-        assert_eq!(repeat_interleave(&x, &array![1, 1, 1], Some(2), None).unwrap_err().kind(), ErrorKind::DimOutOfRange);
+        assert_eq!(
+            repeat_interleave(&x, &array![1, 1, 1], Some(2), None)
+                .unwrap_err()
+                .kind(),
+            ErrorKind::DimOutOfRange
+        );
         // The shape is checked before the values.
-        assert_eq!(repeat_interleave(&x, &array![-1, 1], Some(0), None).unwrap_err().kind(), ErrorKind::ShapeMismatch);
+        assert_eq!(
+            repeat_interleave(&x, &array![-1, 1], Some(0), None)
+                .unwrap_err()
+                .kind(),
+            ErrorKind::ShapeMismatch
+        );
         // A broadcast negative count over no slices is never used, so it is fine (as PyTorch).
         let empty = Array2::<f32>::zeros((0, 4));
-        assert_eq!(repeat_interleave(&empty, &arr0(-1), Some(0), None).unwrap().shape(), &[0, 4]);
-        assert_eq!(repeat_interleave(&x, &arr0(-1), Some(0), None).unwrap_err().kind(), ErrorKind::InvalidArgument);
+        assert_eq!(
+            repeat_interleave(&empty, &arr0(-1), Some(0), None)
+                .unwrap()
+                .shape(),
+            &[0, 4]
+        );
+        assert_eq!(
+            repeat_interleave(&x, &arr0(-1), Some(0), None)
+                .unwrap_err()
+                .kind(),
+            ErrorKind::InvalidArgument
+        );
     }
 
     #[test]
     fn zero_d_input_rejects_every_dim_but_flattens_without_one() {
         let x = arr0(5i8);
         for dim in [0, -1, 1] {
-            assert_eq!(repeat_interleave_scalar(&x, 2, Some(dim), None).unwrap_err().kind(), ErrorKind::DimOutOfRange);
-            assert_eq!(repeat_interleave(&x, &array![2], Some(dim), None).unwrap_err().kind(), ErrorKind::DimOutOfRange);
+            assert_eq!(
+                repeat_interleave_scalar(&x, 2, Some(dim), None)
+                    .unwrap_err()
+                    .kind(),
+                ErrorKind::DimOutOfRange
+            );
+            assert_eq!(
+                repeat_interleave(&x, &array![2], Some(dim), None)
+                    .unwrap_err()
+                    .kind(),
+                ErrorKind::DimOutOfRange
+            );
         }
         let e = repeat_interleave_scalar(&x, 2, Some(0), None).unwrap_err();
         assert!(e.message().contains("but got 1"), "{e}");
-        assert_eq!(repeat_interleave_scalar(&x, 3, None, None).unwrap(), array![5, 5, 5].into_dyn());
-        assert_eq!(repeat_interleave(&x, &arr0(2), None, None).unwrap(), array![5, 5].into_dyn());
-        assert_eq!(repeat_interleave(&x, &array![0], None, None).unwrap().shape(), &[0]);
+        assert_eq!(
+            repeat_interleave_scalar(&x, 3, None, None).unwrap(),
+            array![5, 5, 5].into_dyn()
+        );
+        assert_eq!(
+            repeat_interleave(&x, &arr0(2), None, None).unwrap(),
+            array![5, 5].into_dyn()
+        );
+        assert_eq!(
+            repeat_interleave(&x, &array![0], None, None)
+                .unwrap()
+                .shape(),
+            &[0]
+        );
     }
 
     #[test]
@@ -458,10 +606,22 @@ mod tests {
         let a = repeat_interleave(&x, &arr0(2i16), Some(1), None).unwrap();
         let b = repeat_interleave(&x, &array![2u8], Some(1), None).unwrap();
         let c = repeat_interleave_scalar(&x, 2, Some(1), Some(6)).unwrap();
-        assert_eq!(a, array![[1.0, 1.0, 2.0, 2.0, 3.0, 3.0], [4.0, 4.0, 5.0, 5.0, 6.0, 6.0]].into_dyn());
+        assert_eq!(
+            a,
+            array![
+                [1.0, 1.0, 2.0, 2.0, 3.0, 3.0],
+                [4.0, 4.0, 5.0, 5.0, 6.0, 6.0]
+            ]
+            .into_dyn()
+        );
         assert_eq!(a, b);
         assert_eq!(a, c);
-        assert_eq!(repeat_interleave_scalar(&x, 0, Some(-1), None).unwrap().shape(), &[2, 0]);
+        assert_eq!(
+            repeat_interleave_scalar(&x, 0, Some(-1), None)
+                .unwrap()
+                .shape(),
+            &[2, 0]
+        );
     }
 
     #[test]
@@ -469,55 +629,112 @@ mod tests {
         let x = Array2::<u8>::zeros((2, 3));
         let e = repeat_interleave_scalar(&x, 2, Some(0), Some(5)).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
-        assert!(e.message().contains("Invalid output_size, expected 4 but got 5"), "{e}");
-        assert_eq!(repeat_interleave_scalar(&x, usize::MAX, None, None).unwrap_err().kind(), ErrorKind::InvalidArgument);
+        assert!(
+            e.message()
+                .contains("Invalid output_size, expected 4 but got 5"),
+            "{e}"
+        );
+        assert_eq!(
+            repeat_interleave_scalar(&x, usize::MAX, None, None)
+                .unwrap_err()
+                .kind(),
+            ErrorKind::InvalidArgument
+        );
     }
 
     #[test]
     fn empty_inputs() {
         let x = Array2::<bool>::from_elem((0, 3), true);
-        assert_eq!(repeat_interleave_scalar(&x, 2, Some(0), None).unwrap().shape(), &[0, 3]);
-        assert_eq!(repeat_interleave(&x, &Array1::<i64>::zeros(0), Some(0), None).unwrap().shape(), &[0, 3]);
-        assert_eq!(repeat_interleave(&x, &array![1, 2, 3], Some(1), None).unwrap().shape(), &[0, 6]);
-        assert_eq!(repeat_interleave_scalar(&x, 4, None, None).unwrap().shape(), &[0]);
+        assert_eq!(
+            repeat_interleave_scalar(&x, 2, Some(0), None)
+                .unwrap()
+                .shape(),
+            &[0, 3]
+        );
+        assert_eq!(
+            repeat_interleave(&x, &Array1::<i64>::zeros(0), Some(0), None)
+                .unwrap()
+                .shape(),
+            &[0, 3]
+        );
+        assert_eq!(
+            repeat_interleave(&x, &array![1, 2, 3], Some(1), None)
+                .unwrap()
+                .shape(),
+            &[0, 6]
+        );
+        assert_eq!(
+            repeat_interleave_scalar(&x, 4, None, None).unwrap().shape(),
+            &[0]
+        );
     }
 
     #[test]
     fn strided_inputs_are_read_in_place_for_every_form() {
-        let base = ndarray::Array3::from_shape_fn((4, 5, 6), |(a, b, c)| (a * 100 + b * 10 + c) as i32);
+        let base =
+            ndarray::Array3::from_shape_fn((4, 5, 6), |(a, b, c)| (a * 100 + b * 10 + c) as i32);
         let x = base.slice(s![..;-1, 1..;2, ..;-3]).into_dyn();
         for d in 0..3 {
             let counts: Vec<usize> = (0..x.shape()[d]).map(|i| (i * 2 + 1) % 3).collect();
             let reps: Array1<u16> = counts.iter().map(|&c| c as u16).collect();
-            assert_eq!(repeat_interleave(&x, &reps, Some(d as isize), None).unwrap(), reference(&x.view(), &counts, Some(d)));
-            assert_eq!(repeat_interleave_scalar(&x, 2, Some(d as isize - 3), None).unwrap(), reference(&x.view(), &vec![2; x.shape()[d]], Some(d)));
+            assert_eq!(
+                repeat_interleave(&x, &reps, Some(d as isize), None).unwrap(),
+                reference(&x.view(), &counts, Some(d))
+            );
+            assert_eq!(
+                repeat_interleave_scalar(&x, 2, Some(d as isize - 3), None).unwrap(),
+                reference(&x.view(), &vec![2; x.shape()[d]], Some(d))
+            );
         }
         let counts: Vec<usize> = (0..x.len()).map(|i| i % 3).collect();
         let reps: Array1<i64> = counts.iter().map(|&c| c as i64).collect();
-        assert_eq!(repeat_interleave(&x, &reps, None, None).unwrap(), reference(&x.view(), &counts, None));
-        assert_eq!(repeat_interleave_scalar(&x, 3, None, None).unwrap(), reference(&x.view(), &vec![3; x.len()], None));
+        assert_eq!(
+            repeat_interleave(&x, &reps, None, None).unwrap(),
+            reference(&x.view(), &counts, None)
+        );
+        assert_eq!(
+            repeat_interleave_scalar(&x, 3, None, None).unwrap(),
+            reference(&x.view(), &vec![3; x.len()], None)
+        );
         // The same through a transposed (F-order) view.
         let t = base.view().reversed_axes().into_dyn();
-        assert_eq!(repeat_interleave_scalar(&t, 2, None, None).unwrap(), reference(&t.view(), &vec![2; t.len()], None));
+        assert_eq!(
+            repeat_interleave_scalar(&t, 2, None, None).unwrap(),
+            reference(&t.view(), &vec![2; t.len()], None)
+        );
     }
 
     #[test]
     fn method_forms_match_the_free_functions() {
         use crate::prelude::*;
         let x = array![[1, 2], [3, 4]];
-        assert_eq!(x.repeat_interleave(&array![1, 3], Some(0), None).unwrap(), repeat_interleave(&x, &array![1, 3], Some(0), None).unwrap());
-        assert_eq!(x.repeat_interleave_scalar(2, None, Some(8)).unwrap(), repeat_interleave_scalar(&x, 2, None, Some(8)).unwrap());
+        assert_eq!(
+            x.repeat_interleave(&array![1, 3], Some(0), None).unwrap(),
+            repeat_interleave(&x, &array![1, 3], Some(0), None).unwrap()
+        );
+        assert_eq!(
+            x.repeat_interleave_scalar(2, None, Some(8)).unwrap(),
+            repeat_interleave_scalar(&x, 2, None, Some(8)).unwrap()
+        );
     }
 
     #[test]
     fn big_input_along_a_middle_dim_matches_the_reference() {
-        let x = ndarray::Array3::from_shape_fn((40, 30, 50), |(a, b, c)| (a * 10000 + b * 100 + c) as f64);
+        let x = ndarray::Array3::from_shape_fn((40, 30, 50), |(a, b, c)| {
+            (a * 10000 + b * 100 + c) as f64
+        });
         let counts: Vec<usize> = (0..30).map(|i| i % 4).collect();
         let reps: Array1<i32> = counts.iter().map(|&c| c as i32).collect();
         let xv = x.view().into_dyn();
-        assert_eq!(repeat_interleave(&x, &reps, Some(1), None).unwrap(), reference(&xv, &counts, Some(1)));
+        assert_eq!(
+            repeat_interleave(&x, &reps, Some(1), None).unwrap(),
+            reference(&xv, &counts, Some(1))
+        );
         let xs = x.slice(s![.., .., ..;-1]).into_dyn();
-        assert_eq!(repeat_interleave(&xs, &reps, Some(-2), None).unwrap(), reference(&xs, &counts, Some(1)));
+        assert_eq!(
+            repeat_interleave(&xs, &reps, Some(-2), None).unwrap(),
+            reference(&xs, &counts, Some(1))
+        );
     }
 
     proptest! {

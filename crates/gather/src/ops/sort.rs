@@ -41,13 +41,15 @@
 
 use std::any::Any;
 
-use ndarray::{Array, ArrayBase, ArrayView, ArrayView1, ArrayViewMut, Axis, Data, Dimension, IxDyn, Zip};
+use ndarray::{
+    Array, ArrayBase, ArrayView, ArrayView1, ArrayViewMut, Axis, Data, Dimension, IxDyn, Zip,
+};
 use rayon::prelude::*;
 
 use super::view_1d_if_scalar;
 use crate::dims::normalize_dim;
 use crate::element::{DType, Element};
-use crate::error::{fmt_shape, Error, Result};
+use crate::error::{Error, Result, fmt_shape};
 use crate::plan::GRAIN;
 
 /// Lanes at least this long are sorted with rayon's parallel sort.
@@ -82,10 +84,19 @@ fn sort_key<T: Element>(x: T) -> u64 {
 
 /// Fills `pairs` with the `k` best `(key, index)` pairs of `lane`, best first: ascending keys, or
 /// descending keys when `flip` (ties in ascending index order either way).
-fn order_lane<T: Element>(lane: &ArrayView1<'_, T>, k: usize, flip: bool, pairs: &mut Vec<(u64, usize)>) {
+fn order_lane<T: Element>(
+    lane: &ArrayView1<'_, T>,
+    k: usize,
+    flip: bool,
+    pairs: &mut Vec<(u64, usize)>,
+) {
     let mask = if flip { u64::MAX } else { 0 };
     pairs.clear();
-    pairs.extend(lane.iter().enumerate().map(|(i, &v)| (sort_key(v) ^ mask, i)));
+    pairs.extend(
+        lane.iter()
+            .enumerate()
+            .map(|(i, &v)| (sort_key(v) ^ mask, i)),
+    );
     let n = pairs.len();
     // The pairs are distinct, so every order below is fully determined.
     if k < n {
@@ -115,21 +126,24 @@ fn lanes_serial<T: Element>(
     let ax = Axis(dim);
     let mut pairs = Vec::with_capacity(x.shape()[dim]);
     match values {
-        Some(mut values) => {
-            Zip::from(x.lanes(ax)).and(values.lanes_mut(ax)).and(indices.lanes_mut(ax)).for_each(|xl, mut vl, mut il| {
+        Some(mut values) => Zip::from(x.lanes(ax))
+            .and(values.lanes_mut(ax))
+            .and(indices.lanes_mut(ax))
+            .for_each(|xl, mut vl, mut il| {
                 order_lane(&xl, k, flip, &mut pairs);
                 for ((&(_, i), v), o) in pairs.iter().zip(vl.iter_mut()).zip(il.iter_mut()) {
                     *v = xl[i];
                     *o = i as i64;
                 }
-            })
-        }
-        None => Zip::from(x.lanes(ax)).and(indices.lanes_mut(ax)).for_each(|xl, mut il| {
-            order_lane(&xl, k, flip, &mut pairs);
-            for (&(_, i), o) in pairs.iter().zip(il.iter_mut()) {
-                *o = i as i64;
-            }
-        }),
+            }),
+        None => Zip::from(x.lanes(ax))
+            .and(indices.lanes_mut(ax))
+            .for_each(|xl, mut il| {
+                order_lane(&xl, k, flip, &mut pairs);
+                for (&(_, i), o) in pairs.iter().zip(il.iter_mut()) {
+                    *o = i as i64;
+                }
+            }),
     }
 }
 
@@ -148,7 +162,9 @@ fn order_lanes<T: Element>(
     if indices.is_empty() {
         return;
     }
-    let split = (0..x.ndim()).filter(|&a| a != dim && x.shape()[a] > 1).max_by_key(|&a| x.shape()[a]);
+    let split = (0..x.ndim())
+        .filter(|&a| a != dim && x.shape()[a] > 1)
+        .max_by_key(|&a| x.shape()[a]);
     let split = match split {
         Some(a) if x.len() >= 2 * GRAIN => a,
         _ => return lanes_serial(x, dim, k, flip, values, indices),
@@ -158,7 +174,10 @@ fn order_lanes<T: Element>(
     let xs: Vec<_> = x.axis_chunks_iter(Axis(split), chunk).collect();
     let is: Vec<_> = indices.axis_chunks_iter_mut(Axis(split), chunk).collect();
     let vs: Vec<Option<ArrayViewMut<'_, T, IxDyn>>> = match values.as_mut() {
-        Some(v) => v.axis_chunks_iter_mut(Axis(split), chunk).map(Some).collect(),
+        Some(v) => v
+            .axis_chunks_iter_mut(Axis(split), chunk)
+            .map(Some)
+            .collect(),
         None => (0..xs.len()).map(|_| None).collect(),
     };
     xs.into_par_iter()
@@ -187,7 +206,13 @@ fn view_mut_1d_if_scalar<A, D: Dimension>(a: &mut Array<A, D>) -> ArrayViewMut<'
 }
 
 /// The shared body of sort, argsort and topk: `dim` already normalised, `k` already checked.
-fn order_along<T, S, D>(input: &ArrayBase<S, D>, dim: usize, k: usize, flip: bool, want_values: bool) -> (Option<Array<T, D>>, Array<i64, D>)
+fn order_along<T, S, D>(
+    input: &ArrayBase<S, D>,
+    dim: usize,
+    k: usize,
+    flip: bool,
+    want_values: bool,
+) -> (Option<Array<T, D>>, Array<i64, D>)
 where
     T: Element,
     S: Data<Elem = T>,
@@ -198,7 +223,14 @@ where
     let mut values = want_values.then(|| Array::<T, D>::from_elem(shape, T::default()));
     let x = view_1d_if_scalar(input);
     let lane_k = if input.ndim() == 0 { 1 } else { k };
-    order_lanes(x, dim, lane_k, flip, values.as_mut().map(view_mut_1d_if_scalar), view_mut_1d_if_scalar(&mut indices));
+    order_lanes(
+        x,
+        dim,
+        lane_k,
+        flip,
+        values.as_mut().map(view_mut_1d_if_scalar),
+        view_mut_1d_if_scalar(&mut indices),
+    );
     (values, indices)
 }
 
@@ -224,7 +256,12 @@ where
 /// assert_eq!(i, array![[1, 2, 0], [0, 1, 2]]);
 /// # Ok::<(), gather::Error>(())
 /// ```
-pub fn sort<T, S, D>(input: &ArrayBase<S, D>, dim: isize, descending: bool, stable: bool) -> Result<(Array<T, D>, Array<i64, D>)>
+pub fn sort<T, S, D>(
+    input: &ArrayBase<S, D>,
+    dim: isize,
+    descending: bool,
+    stable: bool,
+) -> Result<(Array<T, D>, Array<i64, D>)>
 where
     T: Element,
     S: Data<Elem = T>,
@@ -233,9 +270,14 @@ where
     // Every sort here is stable, so `stable = false` gets the stable order too.
     let _ = stable;
     let d = normalize_dim("sort", dim, input.ndim())?;
-    let len = if input.ndim() == 0 { 1 } else { input.shape()[d] };
+    let len = if input.ndim() == 0 {
+        1
+    } else {
+        input.shape()[d]
+    };
     let (values, indices) = order_along(input, d, len, descending, true);
-    let values = values.ok_or_else(|| Error::invalid("sort: internal error: values were not computed"))?;
+    let values =
+        values.ok_or_else(|| Error::invalid("sort: internal error: values were not computed"))?;
     Ok((values, indices))
 }
 
@@ -254,7 +296,12 @@ where
 /// assert_eq!(ids_restore, array![[2, 0, 1, 3]]);
 /// # Ok::<(), gather::Error>(())
 /// ```
-pub fn argsort<T, S, D>(input: &ArrayBase<S, D>, dim: isize, descending: bool, stable: bool) -> Result<Array<i64, D>>
+pub fn argsort<T, S, D>(
+    input: &ArrayBase<S, D>,
+    dim: isize,
+    descending: bool,
+    stable: bool,
+) -> Result<Array<i64, D>>
 where
     T: Element,
     S: Data<Elem = T>,
@@ -262,7 +309,11 @@ where
 {
     let _ = stable;
     let d = normalize_dim("argsort", dim, input.ndim())?;
-    let len = if input.ndim() == 0 { 1 } else { input.shape()[d] };
+    let len = if input.ndim() == 0 {
+        1
+    } else {
+        input.shape()[d]
+    };
     Ok(order_along(input, d, len, descending, false).1)
 }
 
@@ -315,7 +366,13 @@ pub(crate) fn k_out_of_range(k: i64, shape: &[usize], dim: usize) -> Error {
 /// assert!(gather::topk(&x, 9, 0, true, true).is_err());
 /// # Ok::<(), gather::Error>(())
 /// ```
-pub fn topk<T, S, D>(input: &ArrayBase<S, D>, k: usize, dim: isize, largest: bool, sorted: bool) -> Result<(Array<T, D>, Array<i64, D>)>
+pub fn topk<T, S, D>(
+    input: &ArrayBase<S, D>,
+    k: usize,
+    dim: isize,
+    largest: bool,
+    sorted: bool,
+) -> Result<(Array<T, D>, Array<i64, D>)>
 where
     T: Element,
     S: Data<Elem = T>,
@@ -324,16 +381,25 @@ where
     // The results are always sorted; `sorted = false` allows any order, so this is one of them.
     let _ = sorted;
     let d = normalize_dim("topk", dim, input.ndim())?;
-    let size = if input.ndim() == 0 { 1 } else { input.shape()[d] };
+    let size = if input.ndim() == 0 {
+        1
+    } else {
+        input.shape()[d]
+    };
     if k > size {
-        return Err(k_out_of_range(i64::try_from(k).unwrap_or(i64::MAX), input.shape(), d));
+        return Err(k_out_of_range(
+            i64::try_from(k).unwrap_or(i64::MAX),
+            input.shape(),
+            d,
+        ));
     }
     if T::DTYPE == DType::Bool {
         return Err(Error::invalid("topk does not support bool dtypes (as PyTorch on the CPU)")
             .with_hint("convert to an integer type first, e.g. `x.mapv(|b| b as u8)`; `sort` and `argsort` do take bool"));
     }
     let (values, indices) = order_along(input, d, k, largest, true);
-    let values = values.ok_or_else(|| Error::invalid("topk: internal error: values were not computed"))?;
+    let values =
+        values.ok_or_else(|| Error::invalid("topk: internal error: values were not computed"))?;
     Ok((values, indices))
 }
 
@@ -352,21 +418,43 @@ where
 /// ```
 pub trait SortExt<T: Element, D: Dimension> {
     /// See [`sort()`].
-    fn sort(&self, dim: isize, descending: bool, stable: bool) -> Result<(Array<T, D>, Array<i64, D>)>;
+    fn sort(
+        &self,
+        dim: isize,
+        descending: bool,
+        stable: bool,
+    ) -> Result<(Array<T, D>, Array<i64, D>)>;
     /// See [`argsort()`].
     fn argsort(&self, dim: isize, descending: bool, stable: bool) -> Result<Array<i64, D>>;
     /// See [`topk()`].
-    fn topk(&self, k: usize, dim: isize, largest: bool, sorted: bool) -> Result<(Array<T, D>, Array<i64, D>)>;
+    fn topk(
+        &self,
+        k: usize,
+        dim: isize,
+        largest: bool,
+        sorted: bool,
+    ) -> Result<(Array<T, D>, Array<i64, D>)>;
 }
 
 impl<T: Element, S: Data<Elem = T>, D: Dimension> SortExt<T, D> for ArrayBase<S, D> {
-    fn sort(&self, dim: isize, descending: bool, stable: bool) -> Result<(Array<T, D>, Array<i64, D>)> {
+    fn sort(
+        &self,
+        dim: isize,
+        descending: bool,
+        stable: bool,
+    ) -> Result<(Array<T, D>, Array<i64, D>)> {
         sort(self, dim, descending, stable)
     }
     fn argsort(&self, dim: isize, descending: bool, stable: bool) -> Result<Array<i64, D>> {
         argsort(self, dim, descending, stable)
     }
-    fn topk(&self, k: usize, dim: isize, largest: bool, sorted: bool) -> Result<(Array<T, D>, Array<i64, D>)> {
+    fn topk(
+        &self,
+        k: usize,
+        dim: isize,
+        largest: bool,
+        sorted: bool,
+    ) -> Result<(Array<T, D>, Array<i64, D>)> {
         topk(self, k, dim, largest, sorted)
     }
 }
@@ -376,7 +464,7 @@ mod tests {
     use super::*;
     use crate::error::ErrorKind;
     use half::{bf16, f16};
-    use ndarray::{arr0, array, s, Array1, ArrayD, ArrayViewD, Slice};
+    use ndarray::{Array1, ArrayD, ArrayViewD, Slice, arr0, array, s};
     use proptest::prelude::*;
     use std::cmp::Ordering;
 
@@ -409,11 +497,24 @@ mod tests {
 
     /// The plain reference: for every lane, a stable insertion sort of `(value, index)` with
     /// PyTorch's comparator, then the first `k` (all when `None`). 0-d counts as one element.
-    fn reference<T: Element>(x: &ArrayViewD<'_, T>, dim: usize, k: Option<usize>, flip: bool) -> (ArrayD<T>, ArrayD<i64>) {
-        let x1 = if x.ndim() == 0 { x.clone().insert_axis(Axis(0)) } else { x.clone() };
+    fn reference<T: Element>(
+        x: &ArrayViewD<'_, T>,
+        dim: usize,
+        k: Option<usize>,
+        flip: bool,
+    ) -> (ArrayD<T>, ArrayD<i64>) {
+        let x1 = if x.ndim() == 0 {
+            x.clone().insert_axis(Axis(0))
+        } else {
+            x.clone()
+        };
         let n = x1.shape()[dim];
         // A 0-d input returns its element for k = 0 too (PyTorch's quirk).
-        let k = if x.ndim() == 0 { n } else { k.unwrap_or(n).min(n) };
+        let k = if x.ndim() == 0 {
+            n
+        } else {
+            k.unwrap_or(n).min(n)
+        };
         let mut out_shape = x1.shape().to_vec();
         out_shape[dim] = k;
         let mut values = ArrayD::from_elem(out_shape.clone(), T::default());
@@ -434,7 +535,10 @@ mod tests {
                 let mut c = start.clone();
                 c[dim] = j;
                 let v = x1[IxDyn(&c)];
-                let p = sorted.iter().position(|&(w, _)| before(v, w)).unwrap_or(sorted.len());
+                let p = sorted
+                    .iter()
+                    .position(|&(w, _)| before(v, w))
+                    .unwrap_or(sorted.len());
                 sorted.insert(p, (v, j));
             }
             for (j, &(v, i)) in sorted.iter().take(k).enumerate() {
@@ -445,14 +549,20 @@ mod tests {
             }
         }
         if x.ndim() == 0 {
-            (values.index_axis_move(Axis(0), 0), indices.index_axis_move(Axis(0), 0))
+            (
+                values.index_axis_move(Axis(0), 0),
+                indices.index_axis_move(Axis(0), 0),
+            )
         } else {
             (values, indices)
         }
     }
 
     fn same<T: Element>(a: &ArrayD<T>, b: &ArrayD<T>) -> bool {
-        a.shape() == b.shape() && a.iter().zip(b.iter()).all(|(&p, &q)| p == q || (p.is_nan() && q.is_nan()))
+        a.shape() == b.shape()
+            && a.iter()
+                .zip(b.iter())
+                .all(|(&p, &q)| p == q || (p.is_nan() && q.is_nan()))
     }
 
     #[test]
@@ -465,7 +575,10 @@ mod tests {
         let (v, i) = sort(&x, 0, true, true).unwrap();
         assert_eq!(i, array![1, 6, 0, 3, 7, 5, 2, 4]);
         assert_eq!(v.slice(s![2..]), array![3.0, 3.0, 3.0, 2.0, 1.0, -INF]);
-        assert_eq!(argsort(&x, -1, true, false).unwrap(), array![1, 6, 0, 3, 7, 5, 2, 4]);
+        assert_eq!(
+            argsort(&x, -1, true, false).unwrap(),
+            array![1, 6, 0, 3, 7, 5, 2, 4]
+        );
     }
 
     #[test]
@@ -506,7 +619,11 @@ mod tests {
         fn check<T: Element>(vals: &[T]) {
             for &a in vals {
                 for &b in vals {
-                    assert_eq!(sort_key(a).cmp(&sort_key(b)), T::sort_cmp(a, b), "{a:?} vs {b:?}");
+                    assert_eq!(
+                        sort_key(a).cmp(&sort_key(b)),
+                        T::sort_cmp(a, b),
+                        "{a:?} vs {b:?}"
+                    );
                 }
             }
         }
@@ -515,14 +632,63 @@ mod tests {
         check(&[i8::MIN, -1, 0, 1, i8::MAX]);
         check(&[i16::MIN, -300, 0, 300, i16::MAX]);
         check(&[i32::MIN, -1, 0, 1, i32::MAX]);
-        check(&[i64::MIN, i64::MIN + 1, -(1 << 53) - 1, -1, 0, 1, (1 << 53) + 1, i64::MAX - 1, i64::MAX]);
+        check(&[
+            i64::MIN,
+            i64::MIN + 1,
+            -(1 << 53) - 1,
+            -1,
+            0,
+            1,
+            (1 << 53) + 1,
+            i64::MAX - 1,
+            i64::MAX,
+        ]);
         check(&[0u16, 1, u16::MAX]);
         check(&[0u32, 1, u32::MAX]);
         check(&[0u64, 1, (1 << 53) + 1, 1 << 63, u64::MAX - 1, u64::MAX]);
-        check(&[f32::NAN, -f32::NAN, f32::NEG_INFINITY, f32::MIN, -1.0, -f32::MIN_POSITIVE * 0.5, -0.0, 0.0, 1e-45, 1.0, f32::MAX, f32::INFINITY]);
-        check(&[f64::NAN, f64::NEG_INFINITY, -5e-324, -0.0, 0.0, 5e-324, 1.0, f64::INFINITY]);
-        check(&[f16::NAN, f16::NEG_INFINITY, f16::MIN, f16::NEG_ZERO, f16::ZERO, f16::MIN_POSITIVE_SUBNORMAL, f16::MAX, f16::INFINITY]);
-        check(&[bf16::NAN, bf16::NEG_INFINITY, bf16::MIN, bf16::NEG_ZERO, bf16::ZERO, bf16::MAX, bf16::INFINITY]);
+        check(&[
+            f32::NAN,
+            -f32::NAN,
+            f32::NEG_INFINITY,
+            f32::MIN,
+            -1.0,
+            -f32::MIN_POSITIVE * 0.5,
+            -0.0,
+            0.0,
+            1e-45,
+            1.0,
+            f32::MAX,
+            f32::INFINITY,
+        ]);
+        check(&[
+            f64::NAN,
+            f64::NEG_INFINITY,
+            -5e-324,
+            -0.0,
+            0.0,
+            5e-324,
+            1.0,
+            f64::INFINITY,
+        ]);
+        check(&[
+            f16::NAN,
+            f16::NEG_INFINITY,
+            f16::MIN,
+            f16::NEG_ZERO,
+            f16::ZERO,
+            f16::MIN_POSITIVE_SUBNORMAL,
+            f16::MAX,
+            f16::INFINITY,
+        ]);
+        check(&[
+            bf16::NAN,
+            bf16::NEG_INFINITY,
+            bf16::MIN,
+            bf16::NEG_ZERO,
+            bf16::ZERO,
+            bf16::MAX,
+            bf16::INFINITY,
+        ]);
     }
 
     #[test]
@@ -538,25 +704,46 @@ mod tests {
         let e = topk(&x, 2, 0, true, true).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
         assert!(e.message().contains("selected index k out of range"));
-        assert_eq!(sort(&x, 1, false, false).unwrap_err().kind(), ErrorKind::DimOutOfRange);
+        assert_eq!(
+            sort(&x, 1, false, false).unwrap_err().kind(),
+            ErrorKind::DimOutOfRange
+        );
     }
 
     #[test]
     fn errors_follow_pytorch_order_dim_then_k_then_dtype() {
         let x = array![[1.0f32, 2.0, 3.0], [4.0, 5.0, 6.0]];
-        assert_eq!(sort(&x, 2, false, false).unwrap_err().kind(), ErrorKind::DimOutOfRange);
-        assert_eq!(argsort(&x, -3, false, false).unwrap_err().kind(), ErrorKind::DimOutOfRange);
-        assert_eq!(topk(&x, 1, 2, true, true).unwrap_err().kind(), ErrorKind::DimOutOfRange);
+        assert_eq!(
+            sort(&x, 2, false, false).unwrap_err().kind(),
+            ErrorKind::DimOutOfRange
+        );
+        assert_eq!(
+            argsort(&x, -3, false, false).unwrap_err().kind(),
+            ErrorKind::DimOutOfRange
+        );
+        assert_eq!(
+            topk(&x, 1, 2, true, true).unwrap_err().kind(),
+            ErrorKind::DimOutOfRange
+        );
         let e = topk(&x, 4, 1, true, true).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
-        assert!(e.to_string().contains("k = 4") && e.hint().unwrap().contains("0..=3"), "{e}");
+        assert!(
+            e.to_string().contains("k = 4") && e.hint().unwrap().contains("0..=3"),
+            "{e}"
+        );
         let b = array![true, false];
-        assert_eq!(topk(&b, 3, 1, true, true).unwrap_err().kind(), ErrorKind::DimOutOfRange);
+        assert_eq!(
+            topk(&b, 3, 1, true, true).unwrap_err().kind(),
+            ErrorKind::DimOutOfRange
+        );
         let e = topk(&b, 1, 0, true, true).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
         assert!(e.message().contains("bool"));
         // bool sorts fine.
-        assert_eq!(sort(&b, 0, false, true).unwrap(), (array![false, true], array![1, 0]));
+        assert_eq!(
+            sort(&b, 0, false, true).unwrap(),
+            (array![false, true], array![1, 0])
+        );
     }
 
     #[test]
@@ -570,14 +757,22 @@ mod tests {
         assert!(topk(&x, 1, 1, false, true).is_err());
         let (v, _) = topk(&array![1u8, 2, 3], 0, 0, true, false).unwrap();
         assert_eq!(v.len(), 0);
-        assert_eq!(argsort(&Array1::<u8>::zeros(0), 0, false, false).unwrap().len(), 0);
+        assert_eq!(
+            argsort(&Array1::<u8>::zeros(0), 0, false, false)
+                .unwrap()
+                .len(),
+            0
+        );
     }
 
     #[test]
     fn extreme_64_bit_integers_sort_exactly() {
         let x = array![i64::MAX, i64::MIN, i64::MAX - 1, -1, (1 << 53) + 1, 1 << 53];
         let (v, i) = sort(&x, 0, false, true).unwrap();
-        assert_eq!(v, array![i64::MIN, -1, 1 << 53, (1 << 53) + 1, i64::MAX - 1, i64::MAX]);
+        assert_eq!(
+            v,
+            array![i64::MIN, -1, 1 << 53, (1 << 53) + 1, i64::MAX - 1, i64::MAX]
+        );
         assert_eq!(i, array![1, 3, 5, 4, 2, 0]);
         let u = array![u64::MAX, 0, u64::MAX - 1, 1 << 63];
         assert_eq!(argsort(&u, 0, true, true).unwrap(), array![0, 2, 3, 1]);
@@ -599,8 +794,14 @@ mod tests {
 
     #[test]
     fn strided_and_reversed_views_are_read_in_place() {
-        let base = ndarray::Array3::from_shape_fn((4, 5, 6), |(a, b, c)| ((a * 7 + b * 3 + c * 5) % 4) as f32);
-        let views = [base.slice(s![..;-1, 1.., ..;2]).into_dyn(), base.view().permuted_axes([2, 0, 1]).into_dyn(), base.slice(s![.., ..;-2, 3]).into_dyn()];
+        let base = ndarray::Array3::from_shape_fn((4, 5, 6), |(a, b, c)| {
+            ((a * 7 + b * 3 + c * 5) % 4) as f32
+        });
+        let views = [
+            base.slice(s![..;-1, 1.., ..;2]).into_dyn(),
+            base.view().permuted_axes([2, 0, 1]).into_dyn(),
+            base.slice(s![.., ..;-2, 3]).into_dyn(),
+        ];
         for x in views {
             for dim in 0..x.ndim() {
                 for flip in [false, true] {
@@ -626,10 +827,19 @@ mod tests {
         })
         .into_dyn();
         let run = |threads: usize| {
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
             pool.install(|| {
                 (0..2)
-                    .map(|dim| (sort(&x, dim, true, false).unwrap(), topk(&x, 5, dim, false, false).unwrap(), argsort(&x, dim, false, true).unwrap()))
+                    .map(|dim| {
+                        (
+                            sort(&x, dim, true, false).unwrap(),
+                            topk(&x, 5, dim, false, false).unwrap(),
+                            argsort(&x, dim, false, true).unwrap(),
+                        )
+                    })
                     .collect::<Vec<_>>()
             })
         };
@@ -645,9 +855,9 @@ mod tests {
             let (_, ri) = reference(&x.view(), dim, None, false);
             assert_eq!(one[dim].2, ri);
             let bits = |a: &ArrayD<f32>| a.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
-            assert_eq!(bits(&one[dim].0 .0), bits(&four[dim].0 .0));
-            assert_eq!(one[dim].0 .1, four[dim].0 .1);
-            assert_eq!(one[dim].1 .1, four[dim].1 .1);
+            assert_eq!(bits(&one[dim].0.0), bits(&four[dim].0.0));
+            assert_eq!(one[dim].0.1, four[dim].0.1);
+            assert_eq!(one[dim].1.1, four[dim].1.1);
             assert_eq!(one[dim].2, four[dim].2);
         }
     }
@@ -662,16 +872,31 @@ mod tests {
         assert!(v.iter().zip(&want).all(|(a, b)| *a == b.0));
         assert!(i.iter().zip(&want).all(|(a, b)| *a == b.1 as i64));
         let (v, i) = topk(&x, 10, 0, true, true).unwrap();
-        assert_eq!(v.to_vec(), want[..10].iter().map(|p| p.0).collect::<Vec<_>>());
-        assert_eq!(i.to_vec(), want[..10].iter().map(|p| p.1 as i64).collect::<Vec<_>>());
+        assert_eq!(
+            v.to_vec(),
+            want[..10].iter().map(|p| p.0).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            i.to_vec(),
+            want[..10].iter().map(|p| p.1 as i64).collect::<Vec<_>>()
+        );
     }
 
     #[test]
     fn method_forms_match_the_free_functions() {
         let x = array![[4u16, 1, 3], [2, 2, 0]];
-        assert_eq!(x.sort(1, false, false).unwrap(), sort(&x, 1, false, false).unwrap());
-        assert_eq!(x.view().argsort(0, true, true).unwrap(), argsort(&x, 0, true, true).unwrap());
-        assert_eq!(x.topk(2, 1, true, false).unwrap(), topk(&x, 2, 1, true, false).unwrap());
+        assert_eq!(
+            x.sort(1, false, false).unwrap(),
+            sort(&x, 1, false, false).unwrap()
+        );
+        assert_eq!(
+            x.view().argsort(0, true, true).unwrap(),
+            argsort(&x, 0, true, true).unwrap()
+        );
+        assert_eq!(
+            x.topk(2, 1, true, false).unwrap(),
+            topk(&x, 2, 1, true, false).unwrap()
+        );
     }
 
     const PALETTE: [f32; 10] = [NAN, -INF, -1.5, -0.0, 0.0, 1.0, 1.0, 2.5, INF, 2.5];
@@ -682,7 +907,14 @@ mod tests {
         prop::collection::vec(0usize..5, 0..4).prop_flat_map(|shape| {
             let n: usize = shape.iter().map(|s| 2 * s).product();
             let rank = shape.len().max(1) as isize;
-            (Just(shape), prop::collection::vec(0usize..PALETTE.len(), n), 0usize..4, -rank..rank, any::<bool>(), 0usize..8)
+            (
+                Just(shape),
+                prop::collection::vec(0usize..PALETTE.len(), n),
+                0usize..4,
+                -rank..rank,
+                any::<bool>(),
+                0usize..8,
+            )
         })
     }
 
@@ -691,7 +923,9 @@ mod tests {
             0 => base.slice_each_axis(|ax| Slice::new(0, Some((ax.len / 2) as isize), 1)),
             1 => base.slice_each_axis(|_| Slice::new(0, None, 2)),
             2 => base.slice_each_axis(|_| Slice::new(0, None, -2)),
-            _ => base.slice_each_axis(|ax| Slice::new((ax.len / 2) as isize, None, 1)).reversed_axes(),
+            _ => base
+                .slice_each_axis(|ax| Slice::new((ax.len / 2) as isize, None, 1))
+                .reversed_axes(),
         }
     }
 
