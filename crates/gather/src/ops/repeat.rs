@@ -46,6 +46,7 @@ use crate::dims::{checked_numel, normalize_dim};
 use crate::element::Element;
 use crate::error::{Error, ErrorKind, Result, fmt_shape};
 use crate::index::IndexElem;
+use crate::ops::try_vec;
 
 const OP: &str = "repeat_interleave";
 
@@ -61,15 +62,7 @@ fn counts_of(values: impl IntoIterator<Item = i64>) -> Result<(Vec<usize>, usize
         total = total.checked_add(c).ok_or_else(too_large)?;
         counts.push(c);
     }
-    Ok((counts, fits::<i64>(total)?))
-}
-
-/// `n`, when `n` elements of `E` fit in one allocation (at most `isize::MAX` bytes).
-fn fits<E>(n: usize) -> Result<usize> {
-    match n.checked_mul(std::mem::size_of::<E>()) {
-        Some(bytes) if bytes <= isize::MAX as usize => Ok(n),
-        _ => Err(too_large()),
-    }
+    Ok((counts, total))
 }
 
 fn too_large() -> Error {
@@ -92,13 +85,13 @@ fn check_output_size_tensor(output_size: Option<usize>, total: usize) -> Result<
     }
 }
 
-/// `[0] * c0 + [1] * c1 + ...`.
-fn positions(counts: &[usize], total: usize) -> Vec<i64> {
-    let mut out = Vec::with_capacity(total);
+/// `[0] * c0 + [1] * c1 + ...`; an error (not an abort) when it does not fit in memory.
+fn positions(counts: &[usize], total: usize) -> Result<Vec<i64>> {
+    let mut out = try_vec(OP, total)?;
     for (i, &c) in counts.iter().enumerate() {
         out.extend(std::iter::repeat_n(i as i64, c));
     }
-    out
+    Ok(out)
 }
 
 /// `torch.repeat_interleave(repeats, output_size=)`: the position each output slice reads,
@@ -148,7 +141,7 @@ where
     }
     let (counts, total) = counts_of(repeats.iter().map(|v| v.to_i64()))?;
     check_output_size_tensor(output_size, total)?;
-    Ok(Array1::from(positions(&counts, total)))
+    Ok(Array1::from(positions(&counts, total)?))
 }
 
 /// The dim to repeat along (`None`: flatten), checked; and the number of slices along it.
@@ -198,8 +191,7 @@ where
             Ok(flat) => (flat, 0),
             Err(_) => {
                 // A non-contiguous input: walk it in row-major order (no copy of the input).
-                fits::<T>(total)?;
-                let mut out = Vec::with_capacity(total);
+                let mut out = try_vec(OP, total)?;
                 for (v, &c) in input.iter().zip(counts) {
                     out.extend(std::iter::repeat_n(*v, c));
                 }
@@ -210,8 +202,8 @@ where
     };
     let mut out_shape = x.shape().to_vec();
     out_shape[d] = total;
-    fits::<T>(checked_numel(&out_shape)?)?;
-    let pos = Array1::from(positions(counts, total));
+    checked_numel(&out_shape)?;
+    let pos = Array1::from(positions(counts, total)?);
     let mut along = vec![1usize; x.ndim()];
     along[d] = total;
     let pos = pos
@@ -282,7 +274,7 @@ where
             (Vec::new(), 0)
         } else {
             let (c, _) = counts_of([r])?;
-            let total = fits::<i64>(c[0].checked_mul(size).ok_or_else(too_large)?)?;
+            let total = c[0].checked_mul(size).ok_or_else(too_large)?;
             (vec![c[0]; size], total)
         }
     } else if repeats.ndim() == 1 {
@@ -341,7 +333,7 @@ where
     D: Dimension,
 {
     let (d, size) = resolve_dim(input, dim)?;
-    let total = fits::<i64>(size.checked_mul(repeats).ok_or_else(too_large)?)?;
+    let total = size.checked_mul(repeats).ok_or_else(too_large)?;
     if let Some(o) = output_size {
         if o != total {
             return Err(Error::invalid(format!(

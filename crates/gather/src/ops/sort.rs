@@ -46,7 +46,7 @@ use ndarray::{
 };
 use rayon::prelude::*;
 
-use super::view_1d_if_scalar;
+use super::{try_vec, view_1d_if_scalar};
 use crate::dims::normalize_dim;
 use crate::element::{DType, Element};
 use crate::error::{Error, Result, fmt_shape};
@@ -205,22 +205,30 @@ fn view_mut_1d_if_scalar<A, D: Dimension>(a: &mut Array<A, D>) -> ArrayViewMut<'
     }
 }
 
-/// The shared body of sort, argsort and topk: `dim` already normalised, `k` already checked.
-fn order_along<T, S, D>(
+/// A new standard-layout array of `shape` filled with `fill`; an error (not an abort) when it does
+/// not fit in memory.
+fn try_filled<A: Clone, D: Dimension>(op: &str, shape: D, fill: A) -> Result<Array<A, D>> {
+    let n = shape.size();
+    let mut v = try_vec(op, n)?;
+    v.resize(n, fill);
+    Array::from_shape_vec(shape, v)
+        .map_err(|e| Error::invalid(format!("{op}: internal error: {e}")))
+}
+
+/// The shared body of sort, argsort and topk: `dim` already normalised, `k` already checked;
+/// `indices` (and `values`) have the output shape.
+fn order_into<T, S, D>(
     input: &ArrayBase<S, D>,
     dim: usize,
     k: usize,
     flip: bool,
-    want_values: bool,
-) -> (Option<Array<T, D>>, Array<i64, D>)
-where
+    values: Option<&mut Array<T, D>>,
+    indices: &mut Array<i64, D>,
+) where
     T: Element,
     S: Data<Elem = T>,
     D: Dimension,
 {
-    let shape = out_dim(&input.raw_dim(), dim, k);
-    let mut indices = Array::<i64, D>::zeros(shape.clone());
-    let mut values = want_values.then(|| Array::<T, D>::from_elem(shape, T::default()));
     let x = view_1d_if_scalar(input);
     let lane_k = if input.ndim() == 0 { 1 } else { k };
     order_lanes(
@@ -228,10 +236,29 @@ where
         dim,
         lane_k,
         flip,
-        values.as_mut().map(view_mut_1d_if_scalar),
-        view_mut_1d_if_scalar(&mut indices),
+        values.map(view_mut_1d_if_scalar),
+        view_mut_1d_if_scalar(indices),
     );
-    (values, indices)
+}
+
+/// Allocates the `(values, indices)` of the `k` best per lane and computes them.
+fn values_and_indices<T, S, D>(
+    op: &str,
+    input: &ArrayBase<S, D>,
+    dim: usize,
+    k: usize,
+    flip: bool,
+) -> Result<(Array<T, D>, Array<i64, D>)>
+where
+    T: Element,
+    S: Data<Elem = T>,
+    D: Dimension,
+{
+    let shape = out_dim(&input.raw_dim(), dim, k);
+    let mut values = try_filled(op, shape.clone(), T::default())?;
+    let mut indices = try_filled(op, shape, 0i64)?;
+    order_into(input, dim, k, flip, Some(&mut values), &mut indices);
+    Ok((values, indices))
 }
 
 /// `torch.sort(input, dim, descending, stable=stable)`: every lane along `dim` sorted, with the
@@ -275,10 +302,7 @@ where
     } else {
         input.shape()[d]
     };
-    let (values, indices) = order_along(input, d, len, descending, true);
-    let values =
-        values.ok_or_else(|| Error::invalid("sort: internal error: values were not computed"))?;
-    Ok((values, indices))
+    values_and_indices("sort", input, d, len, descending)
 }
 
 /// `torch.argsort(input, dim, descending, stable=stable)`: the indices of [`sort()`] alone.
@@ -314,7 +338,9 @@ where
     } else {
         input.shape()[d]
     };
-    Ok(order_along(input, d, len, descending, false).1)
+    let mut indices = try_filled("argsort", out_dim(&input.raw_dim(), d, len), 0i64)?;
+    order_into(input, d, len, descending, None, &mut indices);
+    Ok(indices)
 }
 
 /// The error for a `k` outside `0..=size` (PyTorch's `selected index k out of range`).
@@ -397,10 +423,7 @@ where
         return Err(Error::invalid("topk does not support bool dtypes (as PyTorch on the CPU)")
             .with_hint("convert to an integer type first, e.g. `x.mapv(|b| b as u8)`; `sort` and `argsort` do take bool"));
     }
-    let (values, indices) = order_along(input, d, k, largest, true);
-    let values =
-        values.ok_or_else(|| Error::invalid("topk: internal error: values were not computed"))?;
-    Ok((values, indices))
+    values_and_indices("topk", input, d, k, largest)
 }
 
 /// Method forms of [`sort()`], [`argsort()`] and [`topk()`], on any ndarray array.
@@ -867,7 +890,7 @@ mod tests {
         let n = 3 * PAR_SORT_MIN + 7;
         let x: Array1<i32> = (0..n).map(|i| ((i * 7919) % 1000) as i32).collect();
         let mut want: Vec<(i32, usize)> = x.iter().copied().zip(0..).collect();
-        want.sort_by(|a, b| b.0.cmp(&a.0)); // std's stable sort, descending
+        want.sort_by_key(|p| std::cmp::Reverse(p.0)); // std's stable sort, descending
         let (v, i) = sort(&x, 0, true, false).unwrap();
         assert!(v.iter().zip(&want).all(|(a, b)| *a == b.0));
         assert!(i.iter().zip(&want).all(|(a, b)| *a == b.1 as i64));
