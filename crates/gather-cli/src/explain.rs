@@ -1143,21 +1143,27 @@ impl<'a> Writes<'a> {
                 from,
             });
         }
+        let only_values = self.per_target.iter().flatten().all(|w| w.from.is_none());
+        let duplicates = self.per_target.iter().any(|ws| ws.len() > 1);
+        let how = if red == Red::Set && (only_values || !duplicates) {
+            String::new()
+        } else {
+            let mut how = red.describe().to_string();
+            if red != Red::Set && include_self {
+                how.push_str(", starting from the input");
+            }
+            if red == Red::Mean && !self.out.dtype.is_float() {
+                how.push_str("; an integer mean rounds down");
+            }
+            format!(" ({how})")
+        };
         let mut sections = vec![
             Section {
                 title: Some("where each element goes:".into()),
                 lines: self.moves,
             },
             Section {
-                title: Some(format!(
-                    "each written element of out ({}{}):",
-                    red.describe(),
-                    if red != Red::Set && include_self {
-                        ", starting from the input"
-                    } else {
-                        ""
-                    }
-                )),
+                title: Some(format!("each written element of out{how}:")),
                 lines: results,
             },
         ];
