@@ -68,6 +68,7 @@ pub mod dims;
 pub mod dynamic;
 pub mod element;
 pub mod error;
+pub mod grad;
 pub mod index;
 mod kernels;
 pub mod ops;
