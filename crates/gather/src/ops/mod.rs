@@ -1,7 +1,13 @@
 //! The ops, one file per family. Shared shape checks and hints live here.
 
 pub mod gather;
+pub mod index;
+pub mod masked;
+pub mod put;
+pub mod repeat;
 pub mod scatter;
+pub mod sort;
+pub mod take;
 
 use ndarray::{Array, ArrayBase, ArrayView, Axis, Data, Dimension, IxDyn};
 
