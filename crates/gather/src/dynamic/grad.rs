@@ -5,10 +5,11 @@ use ndarray::ArrayD;
 
 use super::scatter::empty_index_or_error;
 use super::{Arg, Args, Tensor, TensorElem, Tensors, input};
-use crate::element::DType;
+use crate::element::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::grad::{self, GradFloat, Parity};
 use crate::index::IndexElem;
+use crate::ops::index::parse_index_reduce;
 use crate::ops::scatter::{LegacyReduce, Reduce};
 use crate::with_index_tensor;
 
@@ -44,6 +45,19 @@ pub const GRAD_OPS: &[(&str, &[&str])] = &[
     ("scatter", &["input", "src"]),
     ("scatter_add", &["input", "src"]),
     ("scatter_reduce", &["input", "src"]),
+    ("index_select", &["input"]),
+    ("take", &["input"]),
+    ("take_along_dim", &["input"]),
+    ("index_add", &["input", "source"]),
+    ("index_copy", &["input", "source"]),
+    ("index_fill", &["input"]),
+    ("index_reduce", &["input", "source"]),
+    ("masked_select", &["input"]),
+    ("masked_scatter", &["input", "source"]),
+    ("put", &["input", "source"]),
+    ("topk", &["input"]),
+    ("sort", &["input"]),
+    ("repeat_interleave", &["input"]),
 ];
 
 /// The gradients of `op` (PyTorch's name) called with `args` and `inputs`, given the gradient of
@@ -51,9 +65,11 @@ pub const GRAD_OPS: &[(&str, &[&str])] = &[
 /// `grad_source`), each of that input's shape and dtype. Same as [`call_grad_with`] with
 /// [`Parity::Correct`].
 ///
-/// `grad_output` has the output's shape and the input's dtype. The forward is re-run where the
-/// gradient needs its result. Index and mask inputs have no gradient; integer and bool inputs
-/// neither (an error).
+/// `grad_output` has the output's shape and the input's dtype (for `sort`/`topk`: the shape of
+/// `values`). The forward is re-run where the gradient needs its result (the reductions) or its
+/// indices (`sort`, `topk`). Index, mask and repeats inputs have no gradient; integer and bool
+/// inputs neither (an error), nor does `argsort` (its output is an index). The scatter value form
+/// and `index_fill` give `grad_input` only (the value is a scalar).
 ///
 /// ```
 /// use gather::dynamic::{call_grad, Arg, Args, Tensor};
@@ -114,17 +130,21 @@ pub fn call_grad_with(
     if !GRAD_OPS.iter().any(|(n, _)| *n == op) {
         return Err(no_grad(op));
     }
+    if op == "repeat_interleave" && !inputs.contains_key("input") {
+        return Err(Error::invalid(
+            "repeat_interleave (repeats only) is not differentiable: its output is an integer index",
+        ));
+    }
     let x = input(inputs, "input")?;
     with_float_tensor!(op, x, x => typed(op, args, inputs, x, grad_output, parity))
 }
 
 fn no_grad(op: &str) -> Error {
     if super::OPS.iter().any(|(n, _)| *n == op) {
-        let why = match op {
-            "argsort" => "its output is an integer index".to_string(),
-            _ => format!("no gradient of {op} is available"),
-        };
-        Error::invalid(format!("{op} is not differentiable: {why}"))
+        Error::invalid(format!(
+            "{op} is not differentiable: its output is an integer index"
+        ))
+        .with_hint("differentiate through the op that uses the index (gather, sort, topk ...)")
     } else {
         super::unknown_op(op)
     }
@@ -154,13 +174,202 @@ fn typed<T: GradFloat + TensorElem>(
     parity: Parity,
 ) -> Result<Vec<(String, Tensor)>> {
     let g = same::<T>(op, "grad_output", grad_output)?;
+    match op {
+        "masked_select" | "masked_scatter" => return masked(op, inputs, x, g),
+        "sort" | "topk" => return sort_like(op, args, x, g),
+        "repeat_interleave" => return repeat(args, inputs, x, g),
+        _ => {}
+    }
     let index = input(inputs, "index")?;
-    let dim = args.dim()?;
-    with_index_tensor!(index, i => scatter_family(op, args, inputs, x, g, dim, i, parity),
-    _ => {
-        let i = empty_index_or_error(op, index, x.ndim(), dim)?;
-        scatter_family(op, args, inputs, x, g, dim, &i, parity)
-    })
+    let scatter_like = matches!(op, "gather" | "scatter" | "scatter_add" | "scatter_reduce");
+    with_index_tensor!(index, i => {
+        if scatter_like {
+            scatter_family(op, args, inputs, x, g, args.dim()?, i, parity)
+        } else {
+            indexed(op, args, inputs, x, g, i, parity)
+        }
+    },
+        _ => {
+            if scatter_like {
+                let dim = args.dim()?;
+                let i = empty_index_or_error(op, index, x.ndim(), dim)?;
+                scatter_family(op, args, inputs, x, g, dim, &i, parity)
+            } else {
+                Err(super::index_dtype_error(op, "index", index))
+            }
+        })
+}
+
+/// The index_* family, take, take_along_dim and put.
+fn indexed<T: GradFloat + TensorElem, I: IndexElem>(
+    op: &str,
+    args: &Args,
+    inputs: &Tensors,
+    x: &ArrayD<T>,
+    g: &ArrayD<T>,
+    index: &ArrayD<I>,
+    parity: Parity,
+) -> Result<Vec<(String, Tensor)>> {
+    let source = || -> Result<&ArrayD<T>> { same::<T>(op, "source", input(inputs, "source")?) };
+    let pair = |r: grad::SourceGrad<T, ndarray::IxDyn, ndarray::IxDyn>| {
+        Ok(vec![
+            named("grad_input", r.input),
+            named("grad_source", r.source),
+        ])
+    };
+    match op {
+        "index_select" => Ok(vec![named(
+            "grad_input",
+            grad::index_select(g, x.raw_dim(), args.dim()?, index)?,
+        )]),
+        "index_add" => {
+            let alpha = match args.get("alpha") {
+                None => Scalar::Int(1),
+                Some(_) => args.scalar("alpha")?,
+            };
+            let alpha = T::from_scalar(alpha)?;
+            pair(grad::index_add(
+                g,
+                args.dim()?,
+                index,
+                source()?.raw_dim(),
+                alpha,
+            )?)
+        }
+        "index_copy" => pair(grad::index_copy(
+            g,
+            args.dim()?,
+            index,
+            source()?.raw_dim(),
+        )?),
+        "index_fill" => Ok(vec![named(
+            "grad_input",
+            grad::index_fill(g, args.dim()?, index)?,
+        )]),
+        "index_reduce" => {
+            let reduce = parse_index_reduce(args.str("reduce")?)?;
+            let include_self = args.bool_or("include_self", true)?;
+            let dim = args.dim()?;
+            let source = source()?;
+            let out = crate::index_reduce(x, dim, index, source, reduce, include_self)?;
+            pair(grad::index_reduce_with(
+                g,
+                x,
+                dim,
+                index,
+                source,
+                reduce,
+                include_self,
+                &out,
+                parity,
+            )?)
+        }
+        "take" => Ok(vec![named(
+            "grad_input",
+            grad::take(g, x.raw_dim(), index)?,
+        )]),
+        "take_along_dim" => {
+            let dim = args.opt_int("dim")?.map(|d| d as isize);
+            Ok(vec![named(
+                "grad_input",
+                grad::take_along_dim(g, x.raw_dim(), index, dim)?,
+            )])
+        }
+        "put" => {
+            let accumulate = args.bool_or("accumulate", false)?;
+            pair(grad::put(g, index, source()?.raw_dim(), accumulate)?)
+        }
+        _ => Err(no_grad(op)),
+    }
+}
+
+fn masked<T: GradFloat + TensorElem>(
+    op: &str,
+    inputs: &Tensors,
+    x: &ArrayD<T>,
+    g: &ArrayD<T>,
+) -> Result<Vec<(String, Tensor)>> {
+    let mask = match input(inputs, "mask")? {
+        Tensor::Bool(m) => m,
+        other => {
+            return Err(Error::invalid(format!(
+                "{op}: expected a bool mask, but got mask with dtype {}",
+                other.dtype()
+            )));
+        }
+    };
+    if op == "masked_select" {
+        return Ok(vec![named(
+            "grad_input",
+            grad::masked_select(g, x.raw_dim(), mask)?,
+        )]);
+    }
+    let source = same::<T>(op, "source", input(inputs, "source")?)?;
+    let r = grad::masked_scatter(g, x.raw_dim(), mask, source.raw_dim())?;
+    Ok(vec![
+        named("grad_input", r.input),
+        named("grad_source", r.source),
+    ])
+}
+
+fn opt_bool(args: &Args, name: &str, default: bool) -> Result<bool> {
+    match args.get(name) {
+        None | Some(Arg::None) => Ok(default),
+        _ => args.bool_or(name, default),
+    }
+}
+
+/// sort and topk: the forward gives the indices the values came from.
+fn sort_like<T: GradFloat + TensorElem>(
+    op: &str,
+    args: &Args,
+    x: &ArrayD<T>,
+    g: &ArrayD<T>,
+) -> Result<Vec<(String, Tensor)>> {
+    let dim = args.opt_int("dim")?.map_or(-1, |d| d as isize);
+    let indices = if op == "sort" {
+        let descending = opt_bool(args, "descending", false)?;
+        let stable = opt_bool(args, "stable", false)?;
+        crate::sort(x, dim, descending, stable)?.1
+    } else {
+        let k = args.int("k")?;
+        let k = usize::try_from(k).map_err(|_| {
+            Error::invalid(format!("topk: selected index k out of range (k = {k})"))
+        })?;
+        let largest = opt_bool(args, "largest", true)?;
+        let sorted = opt_bool(args, "sorted", true)?;
+        crate::topk(x, k, dim, largest, sorted)?.1
+    };
+    let dx = if op == "sort" {
+        grad::sort(g, x.raw_dim(), dim, &indices)?
+    } else {
+        grad::topk(g, x.raw_dim(), dim, &indices)?
+    };
+    Ok(vec![named("grad_input", dx)])
+}
+
+fn repeat<T: GradFloat + TensorElem>(
+    args: &Args,
+    inputs: &Tensors,
+    x: &ArrayD<T>,
+    g: &ArrayD<T>,
+) -> Result<Vec<(String, Tensor)>> {
+    let op = "repeat_interleave";
+    let dim = args.opt_int("dim")?.map(|d| d as isize);
+    let dx = match inputs.get("repeats") {
+        Some(r) => with_index_tensor!(r, ri => grad::repeat_interleave(g, x.raw_dim(), ri, dim)?,
+            _ => return Err(super::index_dtype_error(op, "repeats", r))),
+        None => {
+            let r = args.int("repeats")?;
+            let r = usize::try_from(r).map_err(|_| {
+                Error::invalid(format!(
+                    "{op}: Repeats must be non-negative (repeats = {r})"
+                ))
+            })?;
+            grad::repeat_interleave_scalar(g, x.raw_dim(), r, dim)?
+        }
+    };
+    Ok(vec![named("grad_input", dx)])
 }
 
 #[allow(clippy::too_many_arguments)]

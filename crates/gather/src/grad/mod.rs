@@ -6,15 +6,29 @@
 //! are PyTorch's (`derivatives.yaml`), written with the forward ops of this crate:
 //!
 //! ```text
-//! op                         d input                              d src / source
-//! gather(x, d, i)            zeros(x).scatter_add(d, i, g)        -
-//! scatter(x, d, i, s)        g.scatter(d, i, 0)                   g.gather(d, i)
-//! scatter_add(x, d, i, s)    g                                    g.gather(d, i)
-//! scatter_reduce sum         g   (0 where written, !include_self) g.gather(d, i)
-//!                mean        g / N                                (g / N).gather(d, i)
-//!                amax/amin   g / T where x is the result          g / T where s is the result
-//!                prod        g * (product of the others)          g * (product of the others)
+//! op                            d input                              d src / source
+//! gather(x, d, i)               zeros(x).scatter_add(d, i, g)        -
+//! scatter(x, d, i, s)           g.scatter(d, i, 0)                   g.gather(d, i)
+//! scatter_add(x, d, i, s)       g                                    g.gather(d, i)
+//! scatter_reduce sum            g   (0 where written, !include_self) g.gather(d, i)
+//!                mean           g / N                                (g / N).gather(d, i)
+//!                amax/amin      g / T where x is the result          g / T where s is the result
+//!                prod           g * (product of the others)          g * (product of the others)
+//! index_select(x, d, i)         zeros(x).index_add(d, i, g)          -
+//! index_add(x, d, i, s, a)      g                                    a * g.index_select(d, i)
+//! index_copy(x, d, i, s)        g.index_fill(d, i, 0)                g.index_select(d, i)
+//! index_fill(x, d, i, v)        g.index_fill(d, i, 0)                (v: sum of g over the slices)
+//! index_reduce                  as scatter_reduce, slice by slice
+//! take(x, i)                    zeros(x).put(i, g, accumulate)       -
+//! take_along_dim(x, i, d)       gather's, summed over broadcast axes -
+//! put(x, i, s, acc)             acc ? g : g.put(i, 0)                g.take(i)
+//! masked_select(x, m)           zeros.masked_scatter(m, g), summed   -
+//! masked_scatter(x, m, s)       g.masked_fill(m, 0), summed          g.masked_select(m), 0-padded
+//! sort / topk → (values, idx)   zeros(x).scatter(d, idx, g_values)   -
+//! repeat_interleave(x, r, d)    sum of g over each slice's copies    -
 //! ```
+//!
+//! "Summed" means summed over the axes along which the input was broadcast.
 //!
 //! For `mean`, `N` counts the contributors of each output element (self included when
 //! `include_self`). For `amax`/`amin`, `T` counts the contributors equal to the result: ties split
@@ -74,13 +88,46 @@ use crate::index::{Bounds, IndexElem, check_bounds};
 use crate::ops::{check_index_fits, check_index_rank, try_vec};
 
 mod gather;
+mod index;
+mod masked;
+mod put;
+mod repeat;
 mod scatter;
+mod sort;
+mod take;
 
 pub use gather::gather;
+pub use index::{
+    index_add, index_copy, index_fill, index_fill_value, index_reduce, index_reduce_with,
+    index_select,
+};
+pub use masked::{masked_scatter, masked_select};
+pub use put::put;
+pub use repeat::{repeat_interleave, repeat_interleave_scalar};
 pub use scatter::{
     ScatterGrad, scatter, scatter_add, scatter_legacy, scatter_reduce, scatter_reduce_with,
     scatter_value, scatter_value_legacy,
 };
+pub use sort::{sort, topk};
+pub use take::{take, take_along_dim};
+
+/// The gradients of an op with an `input` (`self`) and a `source`, each of its input's shape
+/// (`index_add`, `index_copy`, `index_reduce`, `masked_scatter`, `put`).
+///
+/// ```
+/// use ndarray::array;
+/// let g = gather::grad::index_add(&array![[1.0f32, 2.0], [3.0, 4.0]], 0, &array![1, 1], (2, 2), 2.0)?;
+/// assert_eq!(g.input, array![[1.0, 2.0], [3.0, 4.0]]);
+/// assert_eq!(g.source, array![[6.0, 8.0], [6.0, 8.0]]);
+/// # Ok::<(), gather::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct SourceGrad<T, D: Dimension, DS: Dimension> {
+    /// The gradient of `input` (`self`), of its shape.
+    pub input: Array<T, D>,
+    /// The gradient of `source`, of its shape.
+    pub source: Array<T, DS>,
+}
 
 /// A float type that has gradients: `f32`, `f64`, `f16`, `bf16`.
 ///
@@ -281,6 +328,65 @@ pub(crate) fn embed_leading<T: Element, D: Dimension>(
             .assign(&block);
     }
     Ok(out)
+}
+
+/// `a` summed down to `shape` over the axes it was broadcast along (NumPy broadcasting: extra
+/// leading axes, and axes where `shape` has 1), in the wide type.
+pub(crate) fn sum_to<W: GradFloat<Wide = W> + num_traits::Float>(
+    a: ArrayD<W>,
+    shape: &[usize],
+) -> ArrayD<W> {
+    let mut a = a;
+    while a.ndim() > shape.len() {
+        a = a.sum_axis(Axis(0));
+    }
+    for (ax, &n) in shape.iter().enumerate() {
+        if n == 1 && a.shape()[ax] != 1 {
+            a = a.sum_axis(Axis(ax)).insert_axis(Axis(ax));
+        }
+    }
+    a
+}
+
+/// Runs `f` with a 0-d or 1-d index seen as an array of `shape` (the index along `dim`, broadcast
+/// with stride 0 over every other axis; no copy). `shape[dim]` is the index's length.
+pub(crate) fn with_spread_index<I, R>(
+    index: ArrayView<'_, I, IxDyn>,
+    dim: usize,
+    shape: &[usize],
+    f: impl FnOnce(ArrayView<'_, I, IxDyn>) -> R,
+) -> Option<R> {
+    let mut v = index;
+    if v.ndim() == 0 {
+        v = v.insert_axis(Axis(0));
+    }
+    for _ in 0..dim {
+        v = v.insert_axis(Axis(0));
+    }
+    while v.ndim() < shape.len() {
+        let k = v.ndim();
+        v = v.insert_axis(Axis(k));
+    }
+    v.broadcast(shape).map(f)
+}
+
+/// Reshapes `a` (row-major) into `shape`, which must have as many elements.
+pub(crate) fn reshape_to<T: Clone, D: Dimension>(
+    op: &str,
+    a: ArrayD<T>,
+    shape: D,
+) -> Result<Array<T, D>> {
+    let n = a.len();
+    let want = shape.size();
+    if n != want {
+        return Err(Error::shape(format!(
+            "{op}: expected a shape of {n} elements, got {} ({want} elements)",
+            fmt_shape(shape.slice())
+        ))
+        .with_hint("pass the shape of the tensor the forward call took"));
+    }
+    let v: Vec<T> = a.iter().cloned().collect();
+    Ok(Array::from_shape_vec(shape, v).expect("same number of elements"))
 }
 
 /// The leading index-shaped block of `src` (both seen with the 0-d → 1-d convention).

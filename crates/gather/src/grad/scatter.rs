@@ -517,7 +517,7 @@ fn mask<W: Float>(b: bool) -> W {
 /// 1-d-if-scalar views: `g`, `x`, `r` have the input's shape, `idx` and `s` (the block of src that
 /// was read) the index's. Returns `(d input, d src block)`.
 #[allow(clippy::too_many_arguments)]
-fn reduce_core<W: GradFloat<Wide = W> + Float, I: IndexElem>(
+pub(super) fn reduce_core<W: GradFloat<Wide = W> + Float, I: IndexElem>(
     g: &ArrayD<W>,
     x: &ArrayD<W>,
     d: usize,
