@@ -562,7 +562,7 @@ pub fn check_unordered(
     check_r1(actual.1, expected.1).map_err(|e| format!("indices: {e}"))?;
     let (av, ai) = (Flat::of(actual.0), Flat::of(actual.1));
     let (ev, ei) = (Flat::of(expected.0), Flat::of(expected.1));
-    if ai.as_index(0).is_none() && !ai.is_empty() {
+    if !ai.is_empty() && ai.as_index(0).is_none() {
         return Err(format!("indices have dtype {}", ai.dtype));
     }
     for slice in slices(&av.shape, dim) {
