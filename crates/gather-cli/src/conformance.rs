@@ -6,12 +6,14 @@
 //!
 //! Gradient checks (the README's "Gradients" section) back-propagate `grad_output` through
 //! [`gather::dynamic::call_grad`] and compare every `expected_grad_<name>` under R3 with the case's
-//! gradient tolerance. One documented divergence is recognised: for `scatter_reduce` with
-//! `amax`/`amin` and `include_self = false`, PyTorch's numbers count an excluded `input` equal to
-//! the result as a tied contributor (a known PyTorch bug). There the runner requires both that
+//! gradient tolerance. The library's documented divergences from PyTorch's `scatter_reduce`
+//! gradients are recognised: with `amax`/`amin` and `include_self = false`, PyTorch's numbers
+//! count an excluded `input` equal to the result as a tied contributor (a known PyTorch bug); and
+//! a non-finite `input` element no index refers to gets NaN from PyTorch's formulas instead of the
+//! upstream gradient. There the runner requires both that
 //! [`Parity::PyTorch`](gather::grad::Parity::PyTorch) reproduces PyTorch's gradients and that the
-//! library's default gradient equals PyTorch's corrected by that one rule (the tied src
-//! contributors share the whole gradient), derived here from the case's own files.
+//! library's default gradient equals PyTorch's corrected by those rules, derived here from the
+//! case's own files.
 //!
 //! ```no_run
 //! use gather_cli::conformance::{run_suite, Options};
@@ -52,8 +54,9 @@ pub enum GradCheck {
     None,
     /// The gradients matched PyTorch's.
     Passed,
-    /// The documented divergence: `Parity::PyTorch` matched PyTorch's gradients, and the default
-    /// gradient matched PyTorch's corrected for its `include_self = false` tie bug.
+    /// A documented divergence: `Parity::PyTorch` matched PyTorch's gradients, and the default
+    /// gradient matched PyTorch's corrected by the documented rules (the `include_self = false`
+    /// tie bug; non-finite inputs at unreferenced positions).
     PassedWithCorrection,
 }
 
@@ -122,7 +125,7 @@ impl Report {
             .count()
     }
 
-    /// Number of those that passed through the documented divergence
+    /// Number of those that passed through a documented divergence
     /// ([`GradCheck::PassedWithCorrection`]).
     ///
     /// ```
@@ -151,8 +154,8 @@ impl Report {
             format!("gradient checks: {n} passed")
         } else {
             format!(
-                "gradient checks: {n} passed ({c} through the documented divergence: PyTorch's numbers \
-                 with Parity::PyTorch, the corrected amax/amin include_self=false tie rule by default)"
+                "gradient checks: {n} passed ({c} through a documented divergence: PyTorch's numbers \
+                 with Parity::PyTorch, the corrected gradient by default)"
             )
         })
     }
@@ -506,7 +509,7 @@ fn check_outputs(
 }
 
 /// The gradient check: back-propagates `grad_output` and compares every expected gradient under
-/// R3 with the gradient tolerance (see the module docs for the one documented divergence).
+/// R3 with the gradient tolerance (see the module docs for the documented divergences).
 fn check_grad(
     case: &Case,
     spec: &GradSpec,
@@ -535,7 +538,7 @@ fn check_grad(
         Ok(()) => return Ok(GradCheck::Passed),
         Err(why) => why,
     };
-    let Some(corrected) = corrected_tie_grads(case, inputs, outputs, &expected)? else {
+    let Some(corrected) = corrected_grads(case, inputs, outputs, grad_output, &expected)? else {
         return Err(why);
     };
     let torch = run(Parity::PyTorch)?;
@@ -543,7 +546,7 @@ fn check_grad(
         .map_err(|e| format!("{why}; and with Parity::PyTorch: {e}"))?;
     let corrected: Vec<(String, &Tensor)> = corrected.iter().map(|(n, t)| (n.clone(), t)).collect();
     compare_grads(&grads, &corrected, spec.tolerance).map_err(|e| {
-        format!("Parity::PyTorch matches, but the default gradient is not PyTorch's corrected for its tie bug: {e}")
+        format!("Parity::PyTorch matches, but the default gradient is not PyTorch's with the documented corrections: {e}")
     })?;
     Ok(GradCheck::PassedWithCorrection)
 }
@@ -570,26 +573,34 @@ fn names(outputs: &Outputs) -> Vec<&str> {
     outputs.iter().map(|(n, _)| n.as_str()).collect()
 }
 
-/// For `scatter_reduce` with `amax`/`amin` and `include_self = false` where some referenced
-/// `input` element equals its result: PyTorch's expected gradients corrected for PyTorch's tie bug
-/// (the excluded input counted as one of `n + 1` tied contributors, so each of the `n` tied src
-/// elements got `g / (n + 1)` instead of `g / n`). `None` when the case is not of that kind.
-fn corrected_tie_grads(
+/// PyTorch's expected `scatter_reduce` gradients corrected by the two documented divergences of
+/// the library's default ([`Parity::Correct`]), or `None` when neither applies to the case:
+///
+/// - `amax`/`amin` with `include_self = false`, where a referenced `input` element equals its
+///   result: PyTorch counts that excluded input as one of `n + 1` tied contributors, so each of the
+///   `n` tied src elements got `g / (n + 1)`; corrected: `g / n`.
+/// - `prod`/`amax`/`amin` with a non-finite `input` element that no index refers to: PyTorch's
+///   formulas give NaN there (`g * x / x`, `g / (x == result)`); corrected: `g` (the output element
+///   is `x` itself).
+///
+/// Everything is derived from the case's own files (input, index, src, the forward output and
+/// `grad_output`).
+fn corrected_grads(
     case: &Case,
     inputs: &Tensors,
     outputs: &Outputs,
+    grad_output: &Tensor,
     expected: &[(String, &Tensor)],
 ) -> Result<Option<Vec<(String, Tensor)>>, String> {
-    let is_tie_reduce = matches!(
-        case.args.get("reduce"),
-        Some(Arg::Str(r)) if matches!(r.as_str(), "amax" | "amin" | "max" | "min")
-    );
-    if case.op != "scatter_reduce"
-        || !is_tie_reduce
-        || case.args.bool_or("include_self", true) != Ok(false)
-    {
+    let reduce = match case.args.get("reduce") {
+        Some(Arg::Str(r)) => r.as_str(),
+        _ => return Ok(None),
+    };
+    let extremum = matches!(reduce, "amax" | "amin" | "max" | "min");
+    if case.op != "scatter_reduce" || !(extremum || reduce == "prod") {
         return Ok(None);
     }
+    let include_self = case.args.bool_or("include_self", true) == Ok(true);
     let get = |name: &str| inputs.get(name).ok_or(format!("no input `{name}`"));
     let (x, index, src) = (get("input")?, get("index")?, get("src")?);
     let result = outputs
@@ -597,12 +608,6 @@ fn corrected_tie_grads(
         .find(|(n, _)| n == "output")
         .map(|(_, t)| t)
         .ok_or("no output `output`")?;
-    let Some((_, want_src)) = expected.iter().find(|(n, _)| n == "src") else {
-        return Ok(None);
-    };
-    let Tensor::F64(want) = want_src else {
-        return Err("the tie-rule correction is defined for float64 gradients only".into());
-    };
     let nonempty = |s: &[usize]| if s.is_empty() { vec![1] } else { s.to_vec() };
     let (xs, is, ss) = (
         nonempty(x.shape()),
@@ -610,11 +615,12 @@ fn corrected_tie_grads(
         nonempty(src.shape()),
     );
     let dim = compare::sort_dim(&case.args, x.shape())?;
-    let (xv, rv, sv, iv) = (
+    let (xv, rv, sv, iv, gv) = (
         x.to_f64_vec(),
         result.to_f64_vec(),
         src.to_f64_vec(),
         index.to_f64_vec(),
+        grad_output.to_f64_vec(),
     );
     let (xst, sst) = (dims::row_major_strides(&xs), dims::row_major_strides(&ss));
     // For every index position: its target in input and its element of src.
@@ -640,39 +646,49 @@ fn corrected_tie_grads(
             coord[a] = 0;
         }
     }
+    let mut referenced = vec![false; xv.len()];
     let mut tied = vec![0usize; xv.len()];
     for &(t, s) in &targets {
+        referenced[t] = true;
         if sv[s] == rv[t] {
             tied[t] += 1;
         }
     }
-    let affected = |t: usize| tied[t] > 0 && xv[t] == rv[t];
-    if !targets.iter().any(|&(t, _)| affected(t)) {
+    let tie_bug = |t: usize| extremum && !include_self && tied[t] > 0 && xv[t] == rv[t];
+    let pass_through = |t: usize| !referenced[t] && !xv[t].is_finite();
+    if !(0..xv.len()).any(|t| tie_bug(t) || pass_through(t)) {
         return Ok(None);
     }
-    let mut fixed = want.clone();
-    let flat = fixed
-        .as_slice_mut()
-        .ok_or("expected gradient is not in standard layout")?;
-    for &(t, s) in &targets {
-        if affected(t) && sv[s] == rv[t] {
-            let n = tied[t] as f64;
-            flat[s] = flat[s] * (n + 1.0) / n;
+    let mut fixed = Vec::new();
+    for (name, want) in expected {
+        let Tensor::F64(want) = want else {
+            return Err("the documented corrections are defined for float64 gradients only".into());
+        };
+        let mut w = want.clone();
+        let flat = w
+            .as_slice_mut()
+            .ok_or("expected gradient is not in standard layout")?;
+        match name.as_str() {
+            "src" => {
+                for &(t, s) in &targets {
+                    if tie_bug(t) && sv[s] == rv[t] {
+                        let n = tied[t] as f64;
+                        flat[s] = flat[s] * (n + 1.0) / n;
+                    }
+                }
+            }
+            "input" => {
+                for (t, v) in flat.iter_mut().enumerate() {
+                    if pass_through(t) {
+                        *v = gv[t];
+                    }
+                }
+            }
+            _ => {}
         }
+        fixed.push((name.clone(), Tensor::F64(w)));
     }
-    Ok(Some(
-        expected
-            .iter()
-            .map(|(n, t)| {
-                let t = if n == "src" {
-                    Tensor::F64(fixed.clone())
-                } else {
-                    (*t).clone()
-                };
-                (n.clone(), t)
-            })
-            .collect(),
-    ))
+    Ok(Some(fixed))
 }
 
 static HOOK: Once = Once::new();

@@ -355,8 +355,42 @@ fn pytorch_tie_bug_cases_pass_through_the_documented_divergence_only() {
         report
             .grad_line()
             .unwrap()
-            .contains("1 through the documented divergence")
+            .contains("1 through a documented divergence")
     );
+}
+
+#[test]
+fn a_non_finite_unreferenced_input_passes_the_gradient_through_unlike_pytorch() {
+    // prod, input [inf, 2], index [1], src [3]: PyTorch's g * x / x is NaN at the unreferenced
+    // position 0; the library's default passes g through (1), and Parity::PyTorch gives NaN.
+    let root = scratch("nonfinite");
+    let json = r#""op": "scatter_reduce", "args": {"dim": 0, "reduce": "prod", "include_self": true},
+        "inputs": {"input": "input.npy", "index": "index.npy", "src": "src.npy"},
+        "expected": {"output": "expected.npy"}, "error": null, "torch_error": null,
+        "grad": {"grad_output": "grad_output.npy", "expected_grad_input": "expected_grad_input.npy",
+            "expected_grad_src": "expected_grad_src.npy", "tolerance": {"rtol": 1e-10, "atol": 1e-10}},
+        "tolerance": {"rtol": 1e-10, "atol": 1e-10}, "any_of_duplicates": false, "unordered": false,
+        "ties_any_index": false, "notes": "non-finite unreferenced input""#;
+    let files = |grad_input: [f64; 2]| {
+        vec![
+            ("input", t(arr1(&[f64::INFINITY, 2.0]))),
+            ("index", t(arr1(&[1i64]))),
+            ("src", t(arr1(&[3.0f64]))),
+            ("expected", t(arr1(&[f64::INFINITY, 6.0]))),
+            ("grad_output", t(arr1(&[1.0f64, 1.0]))),
+            ("expected_grad_input", t(arr1(&grad_input))),
+            ("expected_grad_src", t(arr1(&[2.0f64]))),
+        ]
+    };
+    let r = run_case(&write_case(&root, "torch", json, &files([f64::NAN, 3.0])));
+    assert_eq!(r.outcome, Ok(()));
+    assert_eq!(r.grad, GradCheck::PassedWithCorrection);
+    let r = run_case(&write_case(&root, "ours", json, &files([1.0, 3.0])));
+    assert_eq!(r.grad, GradCheck::Passed);
+    let e = run_case(&write_case(&root, "wrong", json, &files([5.0, 3.0])))
+        .outcome
+        .unwrap_err();
+    assert!(e.contains("grad_input"), "{e}");
 }
 
 #[test]
