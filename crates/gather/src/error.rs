@@ -168,6 +168,10 @@ impl Error {
     pub(crate) fn rank(message: impl Into<String>) -> Self {
         Error::new(ErrorKind::RankMismatch, message)
     }
+
+    pub(crate) fn bounds(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::IndexOutOfBounds, message)
+    }
 }
 
 impl fmt::Display for Error {

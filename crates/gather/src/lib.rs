@@ -77,11 +77,20 @@ pub use element::{DType, Element, Scalar};
 pub use error::{Error, ErrorKind, Result};
 pub use index::IndexElem;
 pub use ops::gather::gather;
+pub use ops::index::{
+    index_add, index_add_inplace, index_copy, index_copy_inplace, index_fill, index_fill_inplace,
+    index_reduce, index_reduce_inplace, index_select,
+};
+pub use ops::masked::{masked_scatter, masked_scatter_inplace, masked_select};
+pub use ops::put::{put, put_inplace};
+pub use ops::repeat::{repeat_interleave, repeat_interleave_repeats, repeat_interleave_scalar};
 pub use ops::scatter::{
     LegacyReduce, Reduce, scatter, scatter_add, scatter_add_inplace, scatter_inplace,
     scatter_legacy, scatter_legacy_inplace, scatter_reduce, scatter_reduce_inplace, scatter_value,
     scatter_value_inplace, scatter_value_legacy, scatter_value_legacy_inplace,
 };
+pub use ops::sort::{argsort, sort, topk};
+pub use ops::take::{take, take_along_dim};
 
 /// Everything needed to call the ops as methods: `use gather::prelude::*;`.
 pub mod prelude {
@@ -89,7 +98,13 @@ pub mod prelude {
     pub use crate::error::{Error, ErrorKind, Result};
     pub use crate::index::IndexElem;
     pub use crate::ops::gather::GatherExt;
+    pub use crate::ops::index::{IndexExt, IndexInplaceExt};
+    pub use crate::ops::masked::MaskedExt;
+    pub use crate::ops::put::PutExt;
+    pub use crate::ops::repeat::RepeatExt;
     pub use crate::ops::scatter::{LegacyReduce, Reduce, ScatterExt, ScatterInplaceExt};
+    pub use crate::ops::sort::SortExt;
+    pub use crate::ops::take::TakeExt;
 }
 
 /// The README's examples, run as doc tests.

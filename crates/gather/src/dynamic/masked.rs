@@ -1,20 +1,110 @@
 //! masked_select and masked_scatter, dynamically typed.
+//!
+//! The mask must be a `bool` tensor, as in PyTorch (`uint8` masks are rejected too).
 
-use super::{Args, Tensor, Tensors};
+use ndarray::ArrayD;
+
+use super::{Args, Tensor, TensorElem, Tensors, input, same_dtype};
 use crate::error::{Error, Result};
+use crate::ops::masked as typed;
+use crate::with_tensor;
 
-pub(crate) fn masked_select(_args: &Args, _inputs: &Tensors) -> Result<Tensor> {
-    Err(Error::invalid("masked_select: not implemented yet"))
+/// The mask as a bool array, or PyTorch's error for a mask of another dtype.
+fn bool_mask<'a>(op: &str, inputs: &'a Tensors) -> Result<&'a ArrayD<bool>> {
+    match input(inputs, "mask")? {
+        Tensor::Bool(m) => Ok(m),
+        other => Err(Error::invalid(format!(
+            "{op}: expected a bool mask, but got mask with dtype {} (PyTorch: `{op} only supports boolean masks`)",
+            other.dtype()
+        ))
+        .with_hint("convert the mask first, e.g. `mask.mapv(|v| v != 0)`")),
+    }
 }
 
-pub(crate) fn masked_scatter(_args: &Args, _inputs: &Tensors) -> Result<Tensor> {
-    Err(Error::invalid("masked_scatter: not implemented yet"))
+pub(crate) fn masked_select(_args: &Args, inputs: &Tensors) -> Result<Tensor> {
+    let x = input(inputs, "input")?;
+    let mask = bool_mask("masked_select", inputs)?;
+    with_tensor!(x, x => Ok(Tensor::from(typed::masked_select(x, mask)?.into_dyn())))
+}
+
+pub(crate) fn masked_scatter(_args: &Args, inputs: &Tensors) -> Result<Tensor> {
+    let x = input(inputs, "input")?;
+    let source = input(inputs, "source")?;
+    with_tensor!(x, x => scatter_typed(x, source, inputs))
+}
+
+fn scatter_typed<T: TensorElem>(
+    x: &ArrayD<T>,
+    source: &Tensor,
+    inputs: &Tensors,
+) -> Result<Tensor> {
+    let source = same_dtype::<T>("masked_scatter", "source", source)?;
+    let mask = bool_mask("masked_scatter", inputs)?;
+    Ok(T::wrap(typed::masked_scatter(x, mask, source)?))
 }
 
 pub(crate) fn masked_scatter_inplace(
     _args: &Args,
-    _target: &mut Tensor,
-    _inputs: &Tensors,
+    target: &mut Tensor,
+    inputs: &Tensors,
 ) -> Result<()> {
-    Err(Error::invalid("masked_scatter: not implemented yet"))
+    let source = input(inputs, "source")?;
+    with_tensor!(target, dst => scatter_inplace_typed(dst, source, inputs))
+}
+
+fn scatter_inplace_typed<T: TensorElem>(
+    dst: &mut ArrayD<T>,
+    source: &Tensor,
+    inputs: &Tensors,
+) -> Result<()> {
+    let source = same_dtype::<T>("masked_scatter_", "source", source)?;
+    let mask = bool_mask("masked_scatter_", inputs)?;
+    typed::masked_scatter_inplace(dst, mask, source)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::ErrorKind;
+    use crate::dynamic::{Args, Tensor, Tensors, call, call_inplace};
+    use ndarray::array;
+
+    fn inputs(pairs: Vec<(&str, Tensor)>) -> Tensors {
+        pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+    }
+
+    #[test]
+    fn masks_must_be_bool() {
+        let x = Tensor::from(array![1.0f64, 2.0].into_dyn());
+        let ins = inputs(vec![
+            ("input", x.clone()),
+            ("mask", Tensor::from(array![1u8, 0].into_dyn())),
+        ]);
+        let e = call("masked_select", &Args::default(), &ins).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        let ins = inputs(vec![
+            ("input", x.clone()),
+            ("mask", Tensor::from(array![true, false].into_dyn())),
+        ]);
+        let out = call("masked_select", &Args::default(), &ins).unwrap();
+        assert_eq!(out[0].1, Tensor::from(array![1.0f64].into_dyn()));
+    }
+
+    #[test]
+    fn masked_scatter_broadcasts_out_of_place_but_not_in_place() {
+        let x = Tensor::from(array![1i16, 2].into_dyn());
+        let ins = inputs(vec![
+            ("input", x.clone()),
+            (
+                "mask",
+                Tensor::from(array![[true, false], [false, true]].into_dyn()),
+            ),
+            ("source", Tensor::from(array![7i16, 8].into_dyn())),
+        ]);
+        let out = call("masked_scatter", &Args::default(), &ins).unwrap();
+        assert_eq!(out[0].1, Tensor::from(array![[7i16, 2], [1, 8]].into_dyn()));
+        let mut target = x.clone();
+        let e = call_inplace("masked_scatter", &Args::default(), &mut target, &ins).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::ShapeMismatch);
+        assert_eq!(target, x);
+    }
 }

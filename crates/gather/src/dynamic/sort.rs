@@ -1,20 +1,329 @@
 //! sort, argsort, topk and repeat_interleave, dynamically typed.
+//!
+//! Arguments, by the conformance suite's names (absent ones take PyTorch's defaults):
+//! - `sort` / `argsort`: `dim` (default -1), `descending` (false), `stable` (false; `null` too);
+//!   outputs `values` and `indices` (`i64`), or `output` (`i64`) for argsort;
+//! - `topk`: `k`, `dim` (-1), `largest` (true), `sorted` (true); outputs `values`, `indices`;
+//! - `repeat_interleave`: input tensor `input` and either a `repeats` tensor input (any integer
+//!   dtype) or an integer arg `repeats`; `dim` (int or null, default null); optional `output_size`.
+//!   Without an `input` tensor it is the repeats-only form, whose output has the dtype of
+//!   `repeats` for `int32`/`int64` repeats (as PyTorch) and `int64` for the other integer dtypes.
 
-use super::{Args, Tensor, Tensors};
+use super::{Arg, Args, Tensor, Tensors, index_dtype_error, input};
+use crate::dims::normalize_dim;
 use crate::error::{Error, Result};
+use crate::ops::{repeat, sort};
+use crate::{with_index_tensor, with_tensor};
 
-pub(crate) fn sort_like(
-    op: &str,
-    _args: &Args,
-    _inputs: &Tensors,
-) -> Result<Vec<(String, Tensor)>> {
-    Err(Error::invalid(format!("{op}: not implemented yet")))
+/// `dim`, or `default` when absent.
+fn dim_or(args: &Args, default: isize) -> Result<isize> {
+    Ok(args.opt_int("dim")?.map_or(default, |d| d as isize))
 }
 
-pub(crate) fn argsort(_args: &Args, _inputs: &Tensors) -> Result<Tensor> {
-    Err(Error::invalid("argsort: not implemented yet"))
+/// A boolean that may also be absent or `null` (PyTorch's `stable=None`), giving `default`.
+fn opt_bool(args: &Args, name: &str, default: bool) -> Result<bool> {
+    match args.get(name) {
+        None | Some(Arg::None) => Ok(default),
+        _ => args.bool_or(name, default),
+    }
 }
 
-pub(crate) fn repeat_interleave(_args: &Args, _inputs: &Tensors) -> Result<Tensor> {
-    Err(Error::invalid("repeat_interleave: not implemented yet"))
+pub(crate) fn sort_like(op: &str, args: &Args, inputs: &Tensors) -> Result<Vec<(String, Tensor)>> {
+    let x = input(inputs, "input")?;
+    let dim = dim_or(args, -1)?;
+    let (values, indices) = match op {
+        "sort" => {
+            let descending = opt_bool(args, "descending", false)?;
+            let stable = opt_bool(args, "stable", false)?;
+            with_tensor!(x, a => {
+                let (v, i) = sort::sort(a, dim, descending, stable)?;
+                (Tensor::from(v), i)
+            })
+        }
+        "topk" => {
+            let k = args.int("k")?;
+            let largest = opt_bool(args, "largest", true)?;
+            let sorted = opt_bool(args, "sorted", true)?;
+            let k = match usize::try_from(k) {
+                Ok(k) => k,
+                Err(_) => {
+                    let d = normalize_dim(op, dim, x.shape().len())?;
+                    return Err(sort::k_out_of_range(k, x.shape(), d));
+                }
+            };
+            with_tensor!(x, a => {
+                let (v, i) = sort::topk(a, k, dim, largest, sorted)?;
+                (Tensor::from(v), i)
+            })
+        }
+        _ => return Err(Error::invalid(format!("sort_like: unknown op `{op}`"))),
+    };
+    Ok(vec![
+        ("values".to_string(), values),
+        ("indices".to_string(), Tensor::from(indices)),
+    ])
+}
+
+pub(crate) fn argsort(args: &Args, inputs: &Tensors) -> Result<Tensor> {
+    let x = input(inputs, "input")?;
+    let dim = dim_or(args, -1)?;
+    let descending = opt_bool(args, "descending", false)?;
+    let stable = opt_bool(args, "stable", false)?;
+    with_tensor!(x, a => Ok(Tensor::from(sort::argsort(a, dim, descending, stable)?)))
+}
+
+pub(crate) fn repeat_interleave(args: &Args, inputs: &Tensors) -> Result<Tensor> {
+    const OP: &str = "repeat_interleave";
+    let output_size = match args.opt_int("output_size")? {
+        None => None,
+        Some(o) => Some(usize::try_from(o).map_err(|_| {
+            Error::invalid(format!("{OP}: output_size must be non-negative, got {o}"))
+                .with_hint("output_size is the length of the output along dim; leave it out (null) to have it computed")
+        })?),
+    };
+    let dim = args.opt_int("dim")?.map(|d| d as isize);
+    match (inputs.get("input"), inputs.get("repeats")) {
+        (None, Some(r)) => {
+            let positions = with_index_tensor!(r, a => repeat::repeat_interleave_repeats(a, output_size)?,
+                _ => return Err(index_dtype_error(OP, "repeats", r)));
+            let positions = positions.into_dyn();
+            match r {
+                // PyTorch returns the repeats' dtype; the positions are below repeats.len().
+                Tensor::I32(_) if positions.iter().all(|&p| p <= i64::from(i32::MAX)) => {
+                    Ok(Tensor::from(positions.mapv(|p| p as i32)))
+                }
+                Tensor::I32(_) => Err(Error::invalid(format!(
+                    "{OP}: the positions do not fit in int32"
+                ))
+                .with_hint("pass the repeats as int64")),
+                _ => Ok(Tensor::from(positions)),
+            }
+        }
+        (None, None) => Err(Error::invalid(format!(
+            "{OP}: missing input tensor `input` (or `repeats` for the repeats-only form)"
+        ))),
+        (Some(x), Some(r)) => with_tensor!(x, a => {
+            with_index_tensor!(r, ri => Ok(Tensor::from(repeat::repeat_interleave(a, ri, dim, output_size)?)),
+                _ => Err(index_dtype_error(OP, "repeats", r)))
+        }),
+        (Some(x), None) => {
+            let r = args.int("repeats")?;
+            // PyTorch wraps dim before it looks at the count.
+            if let Some(d) = dim {
+                normalize_dim(OP, d, x.shape().len())?;
+            }
+            let r = usize::try_from(r).map_err(|_| {
+                Error::invalid(format!("{OP}: Repeats must be non-negative (repeats = {r})"))
+                    .with_hint("repeats counts the copies of every slice, so it must be >= 0; use 0 for an empty result")
+            })?;
+            with_tensor!(x, a => Ok(Tensor::from(repeat::repeat_interleave_scalar(a, r, dim, output_size)?)))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::call;
+    use super::*;
+    use crate::element::DType;
+    use crate::error::ErrorKind;
+    use ndarray::{arr0, array};
+
+    fn args(list: &[(&str, Arg)]) -> Args {
+        let mut a = Args::default();
+        for (n, v) in list {
+            a.set(n, v.clone());
+        }
+        a
+    }
+
+    fn tensors(list: Vec<(&str, Tensor)>) -> Tensors {
+        list.into_iter().map(|(n, t)| (n.to_string(), t)).collect()
+    }
+
+    #[test]
+    fn sort_and_topk_return_named_values_and_int64_indices() {
+        let inputs = tensors(vec![(
+            "input",
+            Tensor::from(array![3.0f32, f32::NAN, 1.0].into_dyn()),
+        )]);
+        let out = call(
+            "sort",
+            &args(&[
+                ("dim", Arg::Int(0)),
+                ("descending", Arg::Bool(true)),
+                ("stable", Arg::None),
+            ]),
+            &inputs,
+        )
+        .unwrap();
+        assert_eq!(out[0].0, "values");
+        assert_eq!(
+            out[1],
+            (
+                "indices".to_string(),
+                Tensor::from(array![1i64, 0, 2].into_dyn())
+            )
+        );
+        let out = call(
+            "topk",
+            &args(&[
+                ("k", Arg::Int(2)),
+                ("dim", Arg::Int(-1)),
+                ("largest", Arg::Bool(false)),
+                ("sorted", Arg::Bool(false)),
+            ]),
+            &inputs,
+        )
+        .unwrap();
+        assert_eq!(
+            out[0],
+            (
+                "values".to_string(),
+                Tensor::from(array![1.0f32, 3.0].into_dyn())
+            )
+        );
+        assert_eq!(out[1].1, Tensor::from(array![2i64, 0].into_dyn()));
+        let out = call("argsort", &args(&[]), &inputs).unwrap();
+        assert_eq!(
+            out[0],
+            (
+                "output".to_string(),
+                Tensor::from(array![2i64, 0, 1].into_dyn())
+            )
+        );
+    }
+
+    #[test]
+    fn topk_errors_map_to_the_suite_categories() {
+        let x = tensors(vec![(
+            "input",
+            Tensor::from(array![[1i8, 2], [3, 4]].into_dyn()),
+        )]);
+        let k = |k: i64, dim: i64| {
+            call(
+                "topk",
+                &args(&[("k", Arg::Int(k)), ("dim", Arg::Int(dim))]),
+                &x,
+            )
+            .unwrap_err()
+            .kind()
+        };
+        assert_eq!(k(-1, 0), ErrorKind::InvalidArgument);
+        assert_eq!(k(-1, 5), ErrorKind::DimOutOfRange);
+        assert_eq!(k(3, 0), ErrorKind::InvalidArgument);
+        let b = tensors(vec![(
+            "input",
+            Tensor::from(array![true, false].into_dyn()),
+        )]);
+        let e = call(
+            "topk",
+            &args(&[("k", Arg::Int(1)), ("dim", Arg::Int(0))]),
+            &b,
+        )
+        .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    }
+
+    #[test]
+    fn repeat_interleave_dispatches_every_form() {
+        let x = Tensor::from(array![[1u8, 2], [3, 4]].into_dyn());
+        // Tensor repeats of a narrow integer dtype.
+        let ins = tensors(vec![
+            ("input", x.clone()),
+            ("repeats", Tensor::from(array![2i16, 0].into_dyn())),
+        ]);
+        let out = call("repeat_interleave", &args(&[("dim", Arg::Int(0))]), &ins).unwrap();
+        assert_eq!(out[0].1, Tensor::from(array![[1u8, 2], [1, 2]].into_dyn()));
+        // Scalar repeats, flattened.
+        let ins = tensors(vec![("input", x.clone())]);
+        let out = call(
+            "repeat_interleave",
+            &args(&[
+                ("repeats", Arg::Int(2)),
+                ("dim", Arg::None),
+                ("output_size", Arg::Int(8)),
+            ]),
+            &ins,
+        )
+        .unwrap();
+        assert_eq!(
+            out[0].1,
+            Tensor::from(array![1u8, 1, 2, 2, 3, 3, 4, 4].into_dyn())
+        );
+        // Repeats only: int64 in, int64 out; int32 in, int32 out (as PyTorch).
+        let ins = tensors(vec![("repeats", Tensor::from(array![1i64, 2].into_dyn()))]);
+        let out = call("repeat_interleave", &args(&[("dim", Arg::None)]), &ins).unwrap();
+        assert_eq!(out[0].1, Tensor::from(array![0i64, 1, 1].into_dyn()));
+        let ins = tensors(vec![("repeats", Tensor::from(array![1i32, 2].into_dyn()))]);
+        let out = call("repeat_interleave", &args(&[]), &ins).unwrap();
+        assert_eq!(out[0].1.dtype(), DType::I32);
+    }
+
+    #[test]
+    fn repeat_interleave_errors_map_to_the_suite_categories() {
+        let x = Tensor::from(ndarray::Array2::<f32>::zeros((3, 4)).into_dyn());
+        let run = |a: Args, ins: Tensors| call("repeat_interleave", &a, &ins).unwrap_err().kind();
+        let with = |r: Tensor| tensors(vec![("input", x.clone()), ("repeats", r)]);
+        assert_eq!(
+            run(
+                args(&[("repeats", Arg::Int(-1)), ("dim", Arg::Int(0))]),
+                tensors(vec![("input", x.clone())])
+            ),
+            ErrorKind::InvalidArgument
+        );
+        assert_eq!(
+            run(
+                args(&[("repeats", Arg::Int(-1)), ("dim", Arg::Int(7))]),
+                tensors(vec![("input", x.clone())])
+            ),
+            ErrorKind::DimOutOfRange
+        );
+        assert_eq!(
+            run(
+                args(&[("dim", Arg::Int(0))]),
+                with(Tensor::from(array![1i64, -1, 1].into_dyn()))
+            ),
+            ErrorKind::InvalidArgument
+        );
+        assert_eq!(
+            run(
+                args(&[("dim", Arg::Int(0)), ("output_size", Arg::Int(4))]),
+                with(Tensor::from(array![1i64, 1, 1].into_dyn()))
+            ),
+            ErrorKind::InvalidArgument
+        );
+        assert_eq!(
+            run(
+                args(&[("dim", Arg::Int(0))]),
+                with(Tensor::from(array![[1i64, 1, 1]].into_dyn()))
+            ),
+            ErrorKind::RankMismatch
+        );
+        assert_eq!(
+            run(
+                args(&[("dim", Arg::Int(0))]),
+                with(Tensor::from(array![1i64, 1].into_dyn()))
+            ),
+            ErrorKind::ShapeMismatch
+        );
+        assert_eq!(
+            run(
+                args(&[("dim", Arg::Int(0))]),
+                with(Tensor::from(array![1.0f32, 1.0, 1.0].into_dyn()))
+            ),
+            ErrorKind::InvalidArgument
+        );
+        let zero_d = tensors(vec![("input", Tensor::from(arr0(1.0f32).into_dyn()))]);
+        assert_eq!(
+            run(
+                args(&[("repeats", Arg::Int(2)), ("dim", Arg::Int(0))]),
+                zero_d
+            ),
+            ErrorKind::DimOutOfRange
+        );
+        let only = tensors(vec![("repeats", Tensor::from(array![1.5f64].into_dyn()))]);
+        assert_eq!(run(args(&[]), only), ErrorKind::InvalidArgument);
+        assert_eq!(run(args(&[]), tensors(vec![])), ErrorKind::InvalidArgument);
+    }
 }

@@ -8,6 +8,7 @@
 
 pub(crate) mod gather;
 pub(crate) mod scatter;
+pub(crate) mod take;
 
 use crate::index::Bounds;
 

@@ -2,7 +2,12 @@
 
 pub mod gather;
 pub mod index;
+pub mod masked;
+pub mod put;
+pub mod repeat;
 pub mod scatter;
+pub mod sort;
+pub mod take;
 
 use ndarray::{Array, ArrayBase, ArrayView, Axis, Data, Dimension, IxDyn};
 

@@ -1,0 +1,232 @@
+//! Flat-position kernels: `take` reads and `put` writes elements addressed by their position in
+//! the **logical row-major flattening** of an array, whatever its memory layout.
+//!
+//! A [`FlatLayout`] turns a flat position into a memory offset. It drops axes of length 1 and merges
+//! neighbouring axes that are contiguous with each other, so a standard-layout array of any rank
+//! (and a reversed 1-d view) is a single axis and costs one multiply per element; a transposed
+//! matrix keeps two axes and costs one division. Inputs are never copied.
+//!
+//! ```text
+//!   x = [[0, 1, 2], [3, 4, 5]] stored transposed (strides [1, 2])
+//!   flat position 4 → coordinate (4 / 3, 4 % 3) = (1, 1) → offset 1·1 + 1·2 = 3 → value 4
+//! ```
+//!
+//! `take` runs in parallel over the index positions (each output slot is written once); `put` runs
+//! serially in row-major index order, so with duplicate positions the last write wins and sums
+//! add in index order, deterministically.
+
+use ndarray::{ArrayView, ArrayViewMut, IxDyn};
+
+use super::{SharedPtr, position};
+use crate::index::{CheckedIndex, IndexElem};
+use crate::plan::Nest;
+
+/// Maps row-major flat positions of an array to memory offsets (in elements, relative to the
+/// array's first element).
+#[derive(Debug, Clone)]
+pub(crate) struct FlatLayout {
+    /// `(len, stride)` of the merged axes, outermost first; no axis has length 1.
+    axes: Vec<(usize, isize)>,
+}
+
+impl FlatLayout {
+    /// The layout of an array with `shape` and `strides` (in elements).
+    pub(crate) fn new(shape: &[usize], strides: &[isize]) -> Self {
+        let mut axes: Vec<(usize, isize)> = Vec::with_capacity(shape.len());
+        for (&len, &stride) in shape.iter().zip(strides) {
+            if len == 1 {
+                continue;
+            }
+            if let Some(last) = axes.last_mut() {
+                if last.1 == stride.wrapping_mul(len as isize) {
+                    last.0 *= len;
+                    last.1 = stride;
+                    continue;
+                }
+            }
+            axes.push((len, stride));
+        }
+        FlatLayout { axes }
+    }
+
+    /// The memory offset of flat position `p` (which must be below the number of elements for
+    /// the offset to be inside the array).
+    #[inline(always)]
+    fn offset(&self, p: usize) -> isize {
+        let mut p = p;
+        let mut off = 0isize;
+        for &(len, stride) in self.axes.iter().rev() {
+            off += (p % len) as isize * stride;
+            p /= len;
+        }
+        off
+    }
+}
+
+/// `out[q] = input.flatten()[index[q]]` into a new row-major buffer of the index's shape.
+///
+/// Preconditions (asserted, O(1)): the index was checked against `input.len()`.
+pub(crate) fn take<T, I>(input: &ArrayView<'_, T, IxDyn>, index: &CheckedIndex<'_, I>) -> Vec<T>
+where
+    T: Copy + Send + Sync,
+    I: IndexElem,
+{
+    assert_eq!(
+        index.size(),
+        input.len(),
+        "take kernel: index checked against another size"
+    );
+    let idx = index.view();
+    let n = idx.len();
+    let mut out: Vec<T> = Vec::with_capacity(n);
+    if n == 0 {
+        return out;
+    }
+    let shape = idx.shape().to_vec();
+    let out_strides = crate::dims::row_major_strides(&shape);
+    let nest = Nest::<2>::new(&shape, [&out_strides, idx.strides()], None);
+    let optr = SharedPtr(out.as_mut_ptr());
+    let iptr = SharedPtr(idx.as_ptr() as *mut I);
+    let xptr = SharedPtr(input.as_ptr() as *mut T);
+    let layout = FlatLayout::new(input.shape(), input.strides());
+    let (bounds, size) = (index.bounds(), index.size());
+    let map = move |v: i64| position(bounds, v, size) as usize;
+    match layout.axes.as_slice() {
+        [] => run_take(&nest, optr, iptr, xptr, map, |_| 0),
+        &[(_, s)] => run_take(&nest, optr, iptr, xptr, map, move |p| p as isize * s),
+        &[(_, s0), (l1, s1)] => run_take(&nest, optr, iptr, xptr, map, move |p| {
+            (p / l1) as isize * s0 + (p % l1) as isize * s1
+        }),
+        _ => run_take(&nest, optr, iptr, xptr, map, |p| layout.offset(p)),
+    }
+    // SAFETY: the nest covers every position of the index shape exactly once and the output
+    // strides are the row-major strides of that shape, so each of the `n` slots was written once.
+    unsafe { out.set_len(n) };
+    out
+}
+
+fn run_take<T, I, M, O>(
+    nest: &Nest<2>,
+    out: SharedPtr<T>,
+    idx: SharedPtr<I>,
+    x: SharedPtr<T>,
+    map: M,
+    offset: O,
+) where
+    T: Copy + Send + Sync,
+    I: IndexElem,
+    M: Fn(i64) -> usize + Sync + Send,
+    O: Fn(usize) -> isize + Sync + Send,
+{
+    let [os, is] = nest.inner.strides;
+    nest.for_each(|base, r| {
+        let (o, i, x) = (out, idx, x);
+        // SAFETY: `base` plus `j * stride` for `j` in the inner range are the offsets of positions
+        // inside the index's shape: in bounds for the index (its own view) and for the output (a
+        // row-major buffer of that shape). Each index value was checked against the input's
+        // number of elements and `map` turns it into a flat position `p < input.len()`; `offset`
+        // decomposes `p` into a coordinate below the input's shape and sums coordinate × stride,
+        // which is how ndarray itself addresses that element. Output positions are disjoint
+        // between tasks (the planner splits positions, never duplicates them); the input and the
+        // index are only read.
+        unsafe {
+            let op = o.0.offset(base[0]);
+            let ip = i.0.offset(base[1]);
+            if os == 1 && is == 1 {
+                for j in r {
+                    *op.add(j) = *x.0.offset(offset(map((*ip.add(j)).to_i64())));
+                }
+            } else {
+                for j in r {
+                    let j = j as isize;
+                    *op.offset(j * os) = *x.0.offset(offset(map((*ip.offset(j * is)).to_i64())));
+                }
+            }
+        }
+    });
+}
+
+/// `update(&mut dst.flatten()[index[q]], src.flatten()[q])` for every `q`, serially in row-major
+/// order of the index (and of `src`, which is read in its own row-major order).
+///
+/// Preconditions (asserted, O(1)): the index was checked against `dst.len()`, and `src` has as
+/// many elements as the index.
+pub(crate) fn put<A, T, I, F>(
+    dst: &mut ArrayViewMut<'_, A, IxDyn>,
+    index: &CheckedIndex<'_, I>,
+    src: &ArrayView<'_, T, IxDyn>,
+    mut update: F,
+) where
+    T: Copy,
+    I: IndexElem,
+    F: FnMut(&mut A, T),
+{
+    assert_eq!(
+        index.size(),
+        dst.len(),
+        "put kernel: index checked against another size"
+    );
+    let idx = index.view();
+    assert_eq!(
+        idx.len(),
+        src.len(),
+        "put kernel: index and src sizes differ"
+    );
+    if idx.is_empty() {
+        return;
+    }
+    let layout = FlatLayout::new(dst.shape(), dst.strides());
+    let base = dst.as_mut_ptr();
+    let (bounds, size) = (index.bounds(), index.size());
+    let mut write = |v: I, s: T| {
+        let p = position(bounds, v.to_i64(), size) as usize;
+        // SAFETY: `v` was checked against `dst.len()`, so `p < dst.len()` and `layout.offset(p)`
+        // is the memory offset of an element of `dst` (see `FlatLayout`). `dst` is borrowed
+        // mutably for the whole call and this loop is serial, so the reference is unique while
+        // `update` runs.
+        unsafe { update(&mut *base.offset(layout.offset(p)), s) }
+    };
+    match (idx.as_slice(), src.as_slice()) {
+        (Some(iv), Some(sv)) => iv.iter().zip(sv).for_each(|(&v, &s)| write(v, s)),
+        _ => idx.iter().zip(src.iter()).for_each(|(&v, &s)| write(v, s)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::{Array3, s};
+
+    #[test]
+    fn flat_layout_addresses_the_logical_row_major_order() {
+        let x = Array3::from_shape_fn((3, 4, 5), |(a, b, c)| (a * 100 + b * 10 + c) as i32);
+        let views = [
+            x.view().into_dyn(),
+            x.slice(s![..;-1, .., 1..]).into_dyn(),
+            x.view().permuted_axes([2, 0, 1]).into_dyn(),
+            x.slice(s![.., 2..3, ..;-2]).into_dyn(),
+        ];
+        for v in views {
+            let layout = FlatLayout::new(v.shape(), v.strides());
+            for (p, want) in v.iter().enumerate() {
+                // SAFETY (test): `p < v.len()`, so the offset is inside `v`.
+                let got = unsafe { *v.as_ptr().offset(layout.offset(p)) };
+                assert_eq!(
+                    got,
+                    *want,
+                    "shape {:?} strides {:?} p {p}",
+                    v.shape(),
+                    v.strides()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn contiguous_axes_merge_into_one() {
+        let l = FlatLayout::new(&[2, 1, 3, 4], &[12, 99, 4, 1]);
+        assert_eq!(l.axes, vec![(24, 1)]);
+        let t = FlatLayout::new(&[4, 3], &[1, 4]);
+        assert_eq!(t.axes, vec![(4, 1), (3, 4)]);
+    }
+}
