@@ -4,6 +4,17 @@
 //! Cases run in parallel (rayon); the report lists them in folder-name order, so the output is
 //! the same on every run. A panic inside an op is caught and reported as that case's failure.
 //!
+//! Gradient checks (the README's "Gradients" section) back-propagate `grad_output` through
+//! [`gather::dynamic::call_grad`] and compare every `expected_grad_<name>` under R3 with the case's
+//! gradient tolerance. The library's documented divergences from PyTorch's `scatter_reduce`
+//! gradients are recognised: with `amax`/`amin` and `include_self = false`, PyTorch's numbers
+//! count an excluded `input` equal to the result as a tied contributor (a known PyTorch bug); and
+//! a non-finite `input` element no index refers to gets NaN from PyTorch's formulas instead of the
+//! upstream gradient. There the runner requires both that
+//! [`Parity::PyTorch`](gather::grad::Parity::PyTorch) reproduces PyTorch's gradients and that the
+//! library's default gradient equals PyTorch's corrected by those rules, derived here from the
+//! case's own files.
+//!
 //! ```no_run
 //! use gather_cli::conformance::{run_suite, Options};
 //! let report = run_suite("shared/conformance/cases".as_ref(), &Options::default()).unwrap();
@@ -17,10 +28,12 @@ use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::Once;
 
-use gather::dynamic::{self, Tensor, Tensors};
+use gather::dims;
+use gather::dynamic::{self, Arg, Tensor, Tensors};
+use gather::grad::Parity;
 use rayon::prelude::*;
 
-use crate::case::Case;
+use crate::case::{Case, GradSpec};
 use crate::compare;
 use crate::npy::load_npy;
 use crate::progress::{Kind, Progress};
@@ -36,6 +49,20 @@ pub struct Options {
     pub progress: bool,
 }
 
+/// The gradient check of a passing case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GradCheck {
+    /// The case has no gradient check (or did not pass).
+    #[default]
+    None,
+    /// The gradients matched PyTorch's.
+    Passed,
+    /// A documented divergence: `Parity::PyTorch` matched PyTorch's gradients, and the default
+    /// gradient matched PyTorch's corrected by the documented rules (the `include_self = false`
+    /// tie bug; non-finite inputs at unreferenced positions).
+    PassedWithCorrection,
+}
+
 /// The result of one case.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CaseResult {
@@ -43,8 +70,8 @@ pub struct CaseResult {
     pub name: String,
     /// `Ok(())` when the case passed, else what differed.
     pub outcome: Result<(), String>,
-    /// The case has a gradient check, which was not run (the library has no gradients yet).
-    pub grad_not_run: bool,
+    /// What the gradient check of the case found (when the case passed).
+    pub grad: GradCheck,
     /// The case's notes (printed with `--verbose`).
     pub notes: String,
 }
@@ -53,8 +80,9 @@ impl CaseResult {
     /// True when the case passed.
     ///
     /// ```
-    /// let r = gather_cli::conformance::CaseResult {
-    ///     name: "x".into(), outcome: Ok(()), grad_not_run: false, notes: String::new() };
+    /// use gather_cli::conformance::{CaseResult, GradCheck};
+    /// let r = CaseResult {
+    ///     name: "x".into(), outcome: Ok(()), grad: GradCheck::None, notes: String::new() };
     /// assert!(r.passed());
     /// ```
     pub fn passed(&self) -> bool {
@@ -88,13 +116,51 @@ impl Report {
         self.results.len() - self.passed()
     }
 
-    /// Number of gradient checks that were not run.
+    /// Number of passing cases whose gradient check ran (and passed).
     ///
     /// ```
-    /// assert_eq!(gather_cli::conformance::Report::default().grad_not_run(), 0);
+    /// assert_eq!(gather_cli::conformance::Report::default().grad_passed(), 0);
     /// ```
-    pub fn grad_not_run(&self) -> usize {
-        self.results.iter().filter(|r| r.grad_not_run).count()
+    pub fn grad_passed(&self) -> usize {
+        self.results
+            .iter()
+            .filter(|r| r.grad != GradCheck::None)
+            .count()
+    }
+
+    /// Number of those that passed through a documented divergence
+    /// ([`GradCheck::PassedWithCorrection`]).
+    ///
+    /// ```
+    /// assert_eq!(gather_cli::conformance::Report::default().grad_corrected(), 0);
+    /// ```
+    pub fn grad_corrected(&self) -> usize {
+        self.results
+            .iter()
+            .filter(|r| r.grad == GradCheck::PassedWithCorrection)
+            .count()
+    }
+
+    /// The line about gradient checks, if any ran:
+    /// `gradient checks: N passed (M of them match PyTorch only with Parity::PyTorch ...)`.
+    ///
+    /// ```
+    /// assert_eq!(gather_cli::conformance::Report::default().grad_line(), None);
+    /// ```
+    pub fn grad_line(&self) -> Option<String> {
+        let n = self.grad_passed();
+        if n == 0 {
+            return None;
+        }
+        let c = self.grad_corrected();
+        Some(if c == 0 {
+            format!("gradient checks: {n} passed")
+        } else {
+            format!(
+                "gradient checks: {n} passed ({c} through a documented divergence: PyTorch's numbers \
+                 with Parity::PyTorch, the corrected gradient by default)"
+            )
+        })
     }
 
     /// The names of the failing cases.
@@ -119,8 +185,8 @@ impl Report {
         format!("{} passed, {} failed", self.passed(), self.failed())
     }
 
-    /// Prints one line per failure (all cases with `verbose`), the number of gradient checks not
-    /// run, and the summary line.
+    /// Prints one line per failure (all cases with `verbose`), the gradient-check line, and the
+    /// summary line.
     ///
     /// ```
     /// let mut out = Vec::new();
@@ -140,9 +206,8 @@ impl Report {
                 }
             }
         }
-        let g = self.grad_not_run();
-        if g > 0 {
-            writeln!(out, "gradient checks not run: {g}")?;
+        if let Some(line) = self.grad_line() {
+            writeln!(out, "{line}")?;
         }
         writeln!(out, "{}", self.summary_line())
     }
@@ -234,16 +299,19 @@ pub fn run_case(dir: &Path) -> CaseResult {
             return CaseResult {
                 name,
                 outcome: Err(format!("bad case.json: {e}")),
-                grad_not_run: false,
+                grad: GradCheck::None,
                 notes: String::new(),
             };
         }
     };
-    let outcome = check_case(dir, &case);
+    let (outcome, grad) = match check_case(dir, &case) {
+        Ok(g) => (Ok(()), g),
+        Err(e) => (Err(e), GradCheck::None),
+    };
     CaseResult {
         name,
         outcome,
-        grad_not_run: case.grad.is_some(),
+        grad,
         notes: case.notes,
     }
 }
@@ -263,7 +331,7 @@ fn load_all(dir: &Path, case: &Case, files: &[(String, String)]) -> Result<Tenso
 type Outputs = Vec<(String, Tensor)>;
 
 /// Applies every rule to one decoded case.
-fn check_case(dir: &Path, case: &Case) -> Result<(), String> {
+fn check_case(dir: &Path, case: &Case) -> Result<GradCheck, String> {
     let inputs = load_all(dir, case, &case.inputs)?;
     let expected = match &case.expected {
         Some(files) => Some(load_all(dir, case, files)?),
@@ -273,12 +341,14 @@ fn check_case(dir: &Path, case: &Case) -> Result<(), String> {
         Some(files) => Some(load_all(dir, case, files)?),
         None => None,
     };
-    if let Some(g) = &case.grad {
-        // Not run yet, but the files must at least be readable.
-        let mut files = vec![("grad_output".to_string(), g.grad_output.clone())];
-        files.extend(g.expected.iter().cloned());
-        load_all(dir, case, &files)?;
-    }
+    let grad_files = match &case.grad {
+        Some(g) => {
+            let mut files = vec![("grad_output".to_string(), g.grad_output.clone())];
+            files.extend(g.expected.iter().cloned());
+            Some(load_all(dir, case, &files)?)
+        }
+        None => None,
+    };
     if !dynamic::OPS.iter().any(|(n, _)| *n == case.op) {
         return Err(format!(
             "unknown op `{}`: the library does not implement it",
@@ -292,7 +362,7 @@ fn check_case(dir: &Path, case: &Case) -> Result<(), String> {
             if dynamic::has_inplace(&case.op) && inputs.contains_key("input") {
                 check_inplace_atomic(case, category, &inputs, divergence.as_ref())?;
             }
-            Ok(())
+            Ok(GradCheck::None)
         }
         None => {
             let outputs = result.map_err(|e| {
@@ -303,7 +373,11 @@ fn check_case(dir: &Path, case: &Case) -> Result<(), String> {
                 )
             })?;
             let expected = expected.ok_or("success case without `expected`")?;
-            check_outputs(case, &inputs, &outputs, &expected)
+            check_outputs(case, &inputs, &outputs, &expected)?;
+            match (&case.grad, grad_files) {
+                (Some(spec), Some(files)) => check_grad(case, spec, &inputs, &outputs, &files),
+                _ => Ok(GradCheck::None),
+            }
         }
     }
 }
@@ -448,6 +522,189 @@ fn check_outputs(
         .map_err(|e| format!("{name}: {e}"))?;
     }
     Ok(())
+}
+
+/// The gradient check: back-propagates `grad_output` and compares every expected gradient under
+/// R3 with the gradient tolerance (see the module docs for the documented divergences).
+fn check_grad(
+    case: &Case,
+    spec: &GradSpec,
+    inputs: &Tensors,
+    outputs: &Outputs,
+    files: &Tensors,
+) -> Result<GradCheck, String> {
+    let grad_output = &files["grad_output"];
+    let run = |parity: Parity| -> Result<Outputs, String> {
+        catch_panic(|| dynamic::call_grad_with(&case.op, &case.args, inputs, grad_output, parity))?
+            .map_err(|e| {
+                format!(
+                    "gradient failed with {}: {}",
+                    e.kind().category(),
+                    one_line(&e.to_string())
+                )
+            })
+    };
+    let expected: Vec<(String, &Tensor)> = spec
+        .expected
+        .iter()
+        .map(|(name, _)| (name.clone(), &files[name]))
+        .collect();
+    let grads = run(Parity::Correct)?;
+    let why = match compare_grads(&grads, &expected, spec.tolerance) {
+        Ok(()) => return Ok(GradCheck::Passed),
+        Err(why) => why,
+    };
+    let Some(corrected) = corrected_grads(case, inputs, outputs, grad_output, &expected)? else {
+        return Err(why);
+    };
+    let torch = run(Parity::PyTorch)?;
+    compare_grads(&torch, &expected, spec.tolerance)
+        .map_err(|e| format!("{why}; and with Parity::PyTorch: {e}"))?;
+    let corrected: Vec<(String, &Tensor)> = corrected.iter().map(|(n, t)| (n.clone(), t)).collect();
+    compare_grads(&grads, &corrected, spec.tolerance).map_err(|e| {
+        format!("Parity::PyTorch matches, but the default gradient is not PyTorch's with the documented corrections: {e}")
+    })?;
+    Ok(GradCheck::PassedWithCorrection)
+}
+
+/// Every expected `grad_<name>` present in `grads` and equal under R3.
+fn compare_grads(
+    grads: &Outputs,
+    expected: &[(String, &Tensor)],
+    (rtol, atol): (f64, f64),
+) -> Result<(), String> {
+    for (name, want) in expected {
+        let key = format!("grad_{name}");
+        let got = grads
+            .iter()
+            .find(|(n, _)| *n == key)
+            .map(|(_, t)| t)
+            .ok_or_else(|| format!("no gradient `{key}` (the op gave {:?})", names(grads)))?;
+        compare::check_tolerance(got, want, rtol, atol).map_err(|e| format!("{key}: {e}"))?;
+    }
+    Ok(())
+}
+
+fn names(outputs: &Outputs) -> Vec<&str> {
+    outputs.iter().map(|(n, _)| n.as_str()).collect()
+}
+
+/// PyTorch's expected `scatter_reduce` gradients corrected by the two documented divergences of
+/// the library's default ([`Parity::Correct`]), or `None` when neither applies to the case:
+///
+/// - `amax`/`amin` with `include_self = false`, where a referenced `input` element equals its
+///   result: PyTorch counts that excluded input as one of `n + 1` tied contributors, so each of the
+///   `n` tied src elements got `g / (n + 1)`; corrected: `g / n`.
+/// - `prod`/`amax`/`amin` with a non-finite `input` element that no index refers to: PyTorch's
+///   formulas give NaN there (`g * x / x`, `g / (x == result)`); corrected: `g` (the output element
+///   is `x` itself).
+///
+/// Everything is derived from the case's own files (input, index, src, the forward output and
+/// `grad_output`).
+fn corrected_grads(
+    case: &Case,
+    inputs: &Tensors,
+    outputs: &Outputs,
+    grad_output: &Tensor,
+    expected: &[(String, &Tensor)],
+) -> Result<Option<Vec<(String, Tensor)>>, String> {
+    let reduce = match case.args.get("reduce") {
+        Some(Arg::Str(r)) => r.as_str(),
+        _ => return Ok(None),
+    };
+    let extremum = matches!(reduce, "amax" | "amin" | "max" | "min");
+    if case.op != "scatter_reduce" || !(extremum || reduce == "prod") {
+        return Ok(None);
+    }
+    let include_self = case.args.bool_or("include_self", true) == Ok(true);
+    let get = |name: &str| inputs.get(name).ok_or(format!("no input `{name}`"));
+    let (x, index, src) = (get("input")?, get("index")?, get("src")?);
+    let result = outputs
+        .iter()
+        .find(|(n, _)| n == "output")
+        .map(|(_, t)| t)
+        .ok_or("no output `output`")?;
+    let nonempty = |s: &[usize]| if s.is_empty() { vec![1] } else { s.to_vec() };
+    let (xs, is, ss) = (
+        nonempty(x.shape()),
+        nonempty(index.shape()),
+        nonempty(src.shape()),
+    );
+    let dim = compare::sort_dim(&case.args, x.shape())?;
+    let (xv, rv, sv, iv, gv) = (
+        x.to_f64_vec(),
+        result.to_f64_vec(),
+        src.to_f64_vec(),
+        index.to_f64_vec(),
+        grad_output.to_f64_vec(),
+    );
+    let (xst, sst) = (dims::row_major_strides(&xs), dims::row_major_strides(&ss));
+    // For every index position: its target in input and its element of src.
+    let mut targets = Vec::with_capacity(iv.len());
+    let mut coord = vec![0usize; is.len()];
+    for &i in &iv {
+        let (mut t, mut s) = (0isize, 0isize);
+        for a in 0..is.len() {
+            let c = if a == dim {
+                i as isize
+            } else {
+                coord[a] as isize
+            };
+            t += c * xst[a];
+            s += coord[a] as isize * sst[a];
+        }
+        targets.push((t as usize, s as usize));
+        for a in (0..is.len()).rev() {
+            coord[a] += 1;
+            if coord[a] < is[a] {
+                break;
+            }
+            coord[a] = 0;
+        }
+    }
+    let mut referenced = vec![false; xv.len()];
+    let mut tied = vec![0usize; xv.len()];
+    for &(t, s) in &targets {
+        referenced[t] = true;
+        if sv[s] == rv[t] {
+            tied[t] += 1;
+        }
+    }
+    let tie_bug = |t: usize| extremum && !include_self && tied[t] > 0 && xv[t] == rv[t];
+    let pass_through = |t: usize| !referenced[t] && !xv[t].is_finite();
+    if !(0..xv.len()).any(|t| tie_bug(t) || pass_through(t)) {
+        return Ok(None);
+    }
+    let mut fixed = Vec::new();
+    for (name, want) in expected {
+        let Tensor::F64(want) = want else {
+            return Err("the documented corrections are defined for float64 gradients only".into());
+        };
+        let mut w = want.clone();
+        let flat = w
+            .as_slice_mut()
+            .ok_or("expected gradient is not in standard layout")?;
+        match name.as_str() {
+            "src" => {
+                for &(t, s) in &targets {
+                    if tie_bug(t) && sv[s] == rv[t] {
+                        let n = tied[t] as f64;
+                        flat[s] = flat[s] * (n + 1.0) / n;
+                    }
+                }
+            }
+            "input" => {
+                for (t, v) in flat.iter_mut().enumerate() {
+                    if pass_through(t) {
+                        *v = gv[t];
+                    }
+                }
+            }
+            _ => {}
+        }
+        fixed.push((name.clone(), Tensor::F64(w)));
+    }
+    Ok(Some(fixed))
 }
 
 static HOOK: Once = Once::new();

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use gather::dynamic::Tensor;
-use gather_cli::conformance::{Options, run_case, run_suite};
+use gather_cli::conformance::{GradCheck, Options, run_case, run_suite};
 use gather_cli::npy::save_npy;
 use half::bf16;
 use ndarray::{ArrayD, arr1, arr2};
@@ -256,31 +256,157 @@ fn unknown_ops_and_broken_cases_fail_with_a_reason() {
     assert!(run_case(&dir).outcome.unwrap_err().contains("cannot read"));
 }
 
+fn gather_grad_case(root: &Path, name: &str, expected_grad: Tensor) -> PathBuf {
+    let json = GATHER_OK.replace(
+        "\"grad\": null",
+        r#""grad": {"grad_output": "grad_output.npy", "expected_grad_input": "expected_grad_input.npy",
+            "tolerance": {"rtol": 1e-10, "atol": 1e-10}}"#,
+    );
+    let files = vec![
+        (
+            "input",
+            t(arr2(&[[10.0f64, 20.0, 30.0], [40.0, 50.0, 60.0]])),
+        ),
+        ("index", t(arr2(&[[0i64, 0], [1, 0]]))),
+        ("expected", t(arr2(&[[10.0f64, 10.0], [50.0, 40.0]]))),
+        ("grad_output", t(arr2(&[[1.0f64, 2.0], [3.0, 4.0]]))),
+        ("expected_grad_input", expected_grad),
+    ];
+    write_case(root, name, &json, &files)
+}
+
 #[test]
-fn gradient_checks_are_counted_as_not_run_and_never_as_passed() {
+fn gradient_checks_run_and_compare_under_the_grad_tolerance() {
     let root = scratch("grad");
+    // gather's gradient: duplicates add up (1 + 2 at [0][0]), unread elements get 0.
+    let dir = gather_grad_case(
+        &root,
+        "g_ok",
+        t(arr2(&[[3.0f64, 0.0, 0.0], [4.0, 3.0, 0.0]])),
+    );
+    let r = run_case(&dir);
+    assert_eq!(r.outcome, Ok(()));
+    assert_eq!(r.grad, GradCheck::Passed);
+    // Within 1e-10 relative: passes; beyond: fails with the position.
+    let dir = gather_grad_case(
+        &root,
+        "g_close",
+        t(arr2(&[[3.0f64 * (1.0 + 1e-12), 0.0, 0.0], [4.0, 3.0, 0.0]])),
+    );
+    assert_eq!(run_case(&dir).outcome, Ok(()));
+    let dir = gather_grad_case(
+        &root,
+        "g_wrong",
+        t(arr2(&[[3.0f64, 0.0, 0.0], [4.0, 3.5, 0.0]])),
+    );
+    let e = run_case(&dir).outcome.unwrap_err();
+    assert!(e.starts_with("grad_input: at [1, 1]: got 3"), "{e}");
+    let report = run_suite(&root, &Options::default()).unwrap();
+    let mut out = Vec::new();
+    report.print(&mut out, false).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.ends_with("gradient checks: 2 passed\n2 passed, 1 failed\n"),
+        "{text}"
+    );
+    assert!(!text.contains("not run"), "{text}");
+}
+
+/// scatter_reduce amax, include_self = false, where the excluded input equals the result: the
+/// case holds PyTorch's numbers (src.grad [0.5, 0]); the library's default is the corrected [1, 0].
+fn tie_case(root: &Path, name: &str, expected_src_grad: Tensor) -> PathBuf {
+    let json = r#""op": "scatter_reduce", "args": {"dim": 0, "reduce": "amax", "include_self": false},
+        "inputs": {"input": "input.npy", "index": "index.npy", "src": "src.npy"},
+        "expected": {"output": "expected.npy"}, "error": null, "torch_error": null,
+        "grad": {"grad_output": "grad_output.npy", "expected_grad_input": "expected_grad_input.npy",
+            "expected_grad_src": "expected_grad_src.npy", "tolerance": {"rtol": 1e-10, "atol": 1e-10}},
+        "tolerance": {"rtol": 0.0, "atol": 0.0}, "any_of_duplicates": false, "unordered": false,
+        "ties_any_index": false, "notes": "tie with an excluded self""#;
+    let files = vec![
+        ("input", t(arr1(&[3.0f64, 5.0]))),
+        ("index", t(arr1(&[0i64, 0]))),
+        ("src", t(arr1(&[3.0f64, 1.0]))),
+        ("expected", t(arr1(&[3.0f64, 5.0]))),
+        ("grad_output", t(arr1(&[1.0f64, 1.0]))),
+        ("expected_grad_input", t(arr1(&[0.0f64, 1.0]))),
+        ("expected_grad_src", expected_src_grad),
+    ];
+    write_case(root, name, json, &files)
+}
+
+#[test]
+fn pytorch_tie_bug_cases_pass_through_the_documented_divergence_only() {
+    let root = scratch("ties");
+    // PyTorch's numbers: Parity::PyTorch reproduces them, the default is their correction.
+    let r = run_case(&tie_case(&root, "torch", t(arr1(&[0.5f64, 0.0]))));
+    assert_eq!(r.outcome, Ok(()));
+    assert_eq!(r.grad, GradCheck::PassedWithCorrection);
+    // The correct numbers match the default directly.
+    let r = run_case(&tie_case(&root, "correct", t(arr1(&[1.0f64, 0.0]))));
+    assert_eq!(r.grad, GradCheck::Passed);
+    // Anything else fails, naming both attempts.
+    let e = run_case(&tie_case(&root, "wrong", t(arr1(&[0.25f64, 0.0]))))
+        .outcome
+        .unwrap_err();
+    assert!(e.contains("with Parity::PyTorch"), "{e}");
+    let report = run_suite(&root, &Options::default()).unwrap();
+    assert_eq!((report.grad_passed(), report.grad_corrected()), (2, 1));
+    assert!(
+        report
+            .grad_line()
+            .unwrap()
+            .contains("1 through a documented divergence")
+    );
+}
+
+#[test]
+fn a_non_finite_unreferenced_input_passes_the_gradient_through_unlike_pytorch() {
+    // prod, input [inf, 2], index [1], src [3]: PyTorch's g * x / x is NaN at the unreferenced
+    // position 0; the library's default passes g through (1), and Parity::PyTorch gives NaN.
+    let root = scratch("nonfinite");
+    let json = r#""op": "scatter_reduce", "args": {"dim": 0, "reduce": "prod", "include_self": true},
+        "inputs": {"input": "input.npy", "index": "index.npy", "src": "src.npy"},
+        "expected": {"output": "expected.npy"}, "error": null, "torch_error": null,
+        "grad": {"grad_output": "grad_output.npy", "expected_grad_input": "expected_grad_input.npy",
+            "expected_grad_src": "expected_grad_src.npy", "tolerance": {"rtol": 1e-10, "atol": 1e-10}},
+        "tolerance": {"rtol": 1e-10, "atol": 1e-10}, "any_of_duplicates": false, "unordered": false,
+        "ties_any_index": false, "notes": "non-finite unreferenced input""#;
+    let files = |grad_input: [f64; 2]| {
+        vec![
+            ("input", t(arr1(&[f64::INFINITY, 2.0]))),
+            ("index", t(arr1(&[1i64]))),
+            ("src", t(arr1(&[3.0f64]))),
+            ("expected", t(arr1(&[f64::INFINITY, 6.0]))),
+            ("grad_output", t(arr1(&[1.0f64, 1.0]))),
+            ("expected_grad_input", t(arr1(&grad_input))),
+            ("expected_grad_src", t(arr1(&[2.0f64]))),
+        ]
+    };
+    let r = run_case(&write_case(&root, "torch", json, &files([f64::NAN, 3.0])));
+    assert_eq!(r.outcome, Ok(()));
+    assert_eq!(r.grad, GradCheck::PassedWithCorrection);
+    let r = run_case(&write_case(&root, "ours", json, &files([1.0, 3.0])));
+    assert_eq!(r.grad, GradCheck::Passed);
+    let e = run_case(&write_case(&root, "wrong", json, &files([5.0, 3.0])))
+        .outcome
+        .unwrap_err();
+    assert!(e.contains("grad_input"), "{e}");
+}
+
+#[test]
+fn a_gradient_of_an_integer_input_is_an_error_not_a_pass() {
+    let root = scratch("grad_int");
     let json = GATHER_OK.replace(
         "\"grad\": null",
         r#""grad": {"grad_output": "grad_output.npy", "expected_grad_input": "expected_grad_input.npy",
             "tolerance": {"rtol": 1e-10, "atol": 1e-10}}"#,
     );
     let mut files = seed_files(t(arr2(&[[10i64, 30], [50, 40]])));
-    files.push(("grad_output", t(arr2(&[[1.0f64, 1.0], [1.0, 1.0]]))));
-    files.push((
-        "expected_grad_input",
-        t(arr2(&[[1.0f64, 0.0, 1.0], [1.0, 1.0, 0.0]])),
-    ));
+    files.push(("grad_output", t(arr2(&[[1i64, 1], [1, 1]]))));
+    files.push(("expected_grad_input", t(arr2(&[[1i64, 0, 1], [1, 1, 0]]))));
     let dir = write_case(&root, "g", &json, &files);
-    let r = run_case(&dir);
-    assert_eq!(r.outcome, Ok(()));
-    assert!(r.grad_not_run);
-    let report = run_suite(&root, &Options::default()).unwrap();
-    let mut out = Vec::new();
-    report.print(&mut out, false).unwrap();
-    assert_eq!(
-        String::from_utf8(out).unwrap(),
-        "gradient checks not run: 1\n1 passed, 0 failed\n"
-    );
+    let e = run_case(&dir).outcome.unwrap_err();
+    assert!(e.contains("gradient failed with invalid_argument"), "{e}");
 }
 
 #[test]

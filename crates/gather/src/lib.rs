@@ -4,6 +4,43 @@
 //! PyTorch (checked by a conformance suite), errors that teach instead of panics, and parallel,
 //! deterministic kernels.
 //!
+//! ## A training step: `gather` forward, [`grad::gather`] backward
+//!
+//! Each row of a score table `w` picks the score of its label; the loss pulls the picked scores
+//! toward targets. The backward pass of `gather` is [`grad::gather`] (a `scatter_add` of the
+//! upstream gradient into zeros of `w`'s shape), so the scores that were not picked get no update:
+//!
+//! ```
+//! use gather::prelude::*;
+//! use ndarray::array;
+//!
+//! let mut w = array![[0.5f64, 2.0, -1.0], [1.0, 0.0, 3.0]];   // [B, V] scores
+//! let labels = array![[1i64], [0]];                          // [B, 1]: one label per row
+//! let target = array![[1.0], [2.0]];
+//! let lr = 0.5;
+//!
+//! let loss = |w: &ndarray::Array2<f64>| -> gather::Result<f64> {
+//!     let picked = w.gather(1, &labels)?;                     // [[2.0], [1.0]] at first
+//!     Ok(0.5 * (&picked - &target).mapv(|r| r * r).sum())
+//! };
+//! assert_eq!(loss(&w)?, 1.0);
+//!
+//! // Forward, then backward: d loss / d picked = picked - target, then through gather.
+//! let picked = w.gather(1, &labels)?;
+//! let d_picked = &picked - &target;                          // [[1.0], [-1.0]]
+//! let d_w = gather::grad::gather(&d_picked, w.raw_dim(), 1, &labels)?;
+//! assert_eq!(d_w, array![[0.0, 1.0, 0.0], [-1.0, 0.0, 0.0]]);
+//!
+//! // The step: only the picked scores move, and the loss drops from 1.0 to 0.25.
+//! w.scaled_add(-lr, &d_w);
+//! assert_eq!(w, array![[0.5, 1.5, -1.0], [1.5, 0.0, 3.0]]);
+//! assert_eq!(loss(&w)?, 0.25);
+//! # Ok::<(), gather::Error>(())
+//! ```
+//!
+//! Every differentiable op of the family has its vector-Jacobian product in [`grad`], with
+//! PyTorch's formulas, and the correct gradient where PyTorch's is wrong or missing.
+//!
 //! ## The mental model
 //!
 //! `gather` reads, `scatter` writes. Both walk the **index**: for every position `p` of the index,
@@ -68,6 +105,7 @@ pub mod dims;
 pub mod dynamic;
 pub mod element;
 pub mod error;
+pub mod grad;
 pub mod index;
 mod kernels;
 pub mod ops;

@@ -2,7 +2,8 @@
 //!
 //! This is the layer the `gather` command, the conformance runner and the Python bindings use: a
 //! [`Tensor`] is an `ArrayD` of one of the thirteen element types, [`Args`] holds the non-tensor
-//! arguments by PyTorch's names, and [`call`] runs an op by its PyTorch name.
+//! arguments by PyTorch's names, [`call`] runs an op by its PyTorch name, and [`call_grad`] its
+//! gradient.
 //!
 //! ```
 //! use gather::dynamic::{call, Args, Arg, Tensor};
@@ -19,11 +20,14 @@
 //! assert_eq!(out[0].1, Tensor::from(array![[10i32, 30], [50, 40]].into_dyn()));
 //! ```
 
+mod grad;
 mod index_ops;
 mod masked;
 mod scatter;
 mod sort;
 mod take;
+
+pub use grad::{GRAD_OPS, call_grad, call_grad_with};
 
 use std::collections::BTreeMap;
 

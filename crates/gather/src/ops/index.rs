@@ -83,13 +83,17 @@ pub(crate) fn check_index_vector(op: &str, index_shape: &[usize], dtype: DType) 
         "{op} takes one position per slice along dim, as a 0-d or 1-d index; flatten this one \
          (`Array1::from_iter(index.iter().copied())`)"
     );
-    if op == "index_select" {
-        hint.push_str(" and reshape the result, or use gather for an index of the input's rank (one position per element)");
-    } else {
-        hint.push_str(
-            " and the source with it, or use the scatter family for an index of self's rank",
-        );
-    }
+    hint.push_str(match op {
+        "index_select" => {
+            " and reshape the result, or use gather for an index of the input's rank (one position per element)"
+        }
+        "index_fill" => {
+            ", or use scatter with a value for an index of self's rank (one position per element)"
+        }
+        _ => {
+            " with the source to match, or use the scatter family for an index of self's rank (one position per element)"
+        }
+    });
     Err(Error::rank(msg).with_hint(hint))
 }
 

@@ -1,0 +1,446 @@
+//! Gradients by op name, dynamically typed: [`call_grad`] runs the vector-Jacobian product of an
+//! op (see [`crate::grad`]) on [`Tensor`]s.
+
+use ndarray::ArrayD;
+
+use super::scatter::empty_index_or_error;
+use super::{Arg, Args, Tensor, TensorElem, Tensors, input};
+use crate::element::{DType, Scalar};
+use crate::error::{Error, Result};
+use crate::grad::{self, GradFloat, Parity};
+use crate::index::IndexElem;
+use crate::ops::index::parse_index_reduce;
+use crate::ops::scatter::{LegacyReduce, Reduce};
+use crate::with_index_tensor;
+
+/// Runs `$body` with `$a` bound to the typed array of a float [`Tensor`]; other dtypes are an
+/// error (they have no gradient).
+macro_rules! with_float_tensor {
+    ($op:expr, $t:expr, $a:ident => $body:expr) => {
+        match $t {
+            Tensor::F16($a) => $body,
+            Tensor::BF16($a) => $body,
+            Tensor::F32($a) => $body,
+            Tensor::F64($a) => $body,
+            other => Err(not_float($op, other.dtype())),
+        }
+    };
+}
+
+fn not_float(op: &str, dtype: DType) -> Error {
+    Error::invalid(format!(
+        "{op}: gradients need a floating-point input, but got {dtype}"
+    ))
+    .with_hint("only float16, bfloat16, float32 and float64 arrays have gradients; convert the input first")
+}
+
+/// The ops [`call_grad`] differentiates, with their differentiable inputs.
+///
+/// ```
+/// let (_, inputs) = gather::dynamic::GRAD_OPS.iter().find(|(op, _)| *op == "scatter_add").unwrap();
+/// assert_eq!(*inputs, &["input", "src"][..]);
+/// ```
+pub const GRAD_OPS: &[(&str, &[&str])] = &[
+    ("gather", &["input"]),
+    ("scatter", &["input", "src"]),
+    ("scatter_add", &["input", "src"]),
+    ("scatter_reduce", &["input", "src"]),
+    ("index_select", &["input"]),
+    ("take", &["input"]),
+    ("take_along_dim", &["input"]),
+    ("index_add", &["input", "source"]),
+    ("index_copy", &["input", "source"]),
+    ("index_fill", &["input"]),
+    ("index_reduce", &["input", "source"]),
+    ("masked_select", &["input"]),
+    ("masked_scatter", &["input", "source"]),
+    ("put", &["input", "source"]),
+    ("topk", &["input"]),
+    ("sort", &["input"]),
+    ("repeat_interleave", &["input"]),
+];
+
+/// The gradients of `op` (PyTorch's name) called with `args` and `inputs`, given the gradient of
+/// its output: one `grad_<name>` tensor per differentiable input (`grad_input`, `grad_src`,
+/// `grad_source`), each of that input's shape and dtype. Same as [`call_grad_with`] with
+/// [`Parity::Correct`].
+///
+/// `grad_output` has the output's shape and the input's dtype (for `sort`/`topk`: the shape of
+/// `values`). The forward is re-run where the gradient needs its result (the reductions) or its
+/// indices (`sort`, `topk`). Index, mask and repeats inputs have no gradient; integer and bool
+/// inputs neither (an error), nor does `argsort` (its output is an index). The scatter value form
+/// and `index_fill` give `grad_input` only (the value is a scalar).
+///
+/// ```
+/// use gather::dynamic::{call_grad, Arg, Args, Tensor};
+/// use ndarray::array;
+/// use std::collections::BTreeMap;
+///
+/// let mut inputs = BTreeMap::new();
+/// inputs.insert("input".to_string(), Tensor::from(array![[1.0f64, 2.0, 3.0]].into_dyn()));
+/// inputs.insert("index".to_string(), Tensor::from(array![[2i64, 2]].into_dyn()));
+/// let mut args = Args::default();
+/// args.set("dim", Arg::Int(1));
+/// let g = Tensor::from(array![[1.0f64, 10.0]].into_dyn());
+/// let grads = call_grad("gather", &args, &inputs, &g)?;
+/// assert_eq!(grads[0].0, "grad_input");
+/// assert_eq!(grads[0].1, Tensor::from(array![[0.0f64, 0.0, 11.0]].into_dyn()));
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub fn call_grad(
+    op: &str,
+    args: &Args,
+    inputs: &Tensors,
+    grad_output: &Tensor,
+) -> Result<Vec<(String, Tensor)>> {
+    call_grad_with(op, args, inputs, grad_output, Parity::Correct)
+}
+
+/// [`call_grad`] with the choice of [`Parity`] (`Parity::PyTorch` reproduces PyTorch's
+/// `include_self = false` tie bug of `amax`/`amin`).
+///
+/// ```
+/// use gather::dynamic::{call_grad_with, Arg, Args, Tensor};
+/// use gather::grad::Parity;
+/// use ndarray::array;
+/// use std::collections::BTreeMap;
+///
+/// let mut inputs = BTreeMap::new();
+/// inputs.insert("input".to_string(), Tensor::from(array![3.0f64, 5.0].into_dyn()));
+/// inputs.insert("index".to_string(), Tensor::from(array![0i64, 0].into_dyn()));
+/// inputs.insert("src".to_string(), Tensor::from(array![3.0f64, 1.0].into_dyn()));
+/// let mut args = Args::default();
+/// args.set("dim", Arg::Int(0));
+/// args.set("reduce", Arg::Str("amax".into()));
+/// args.set("include_self", Arg::Bool(false));
+/// let g = Tensor::from(array![1.0f64, 1.0].into_dyn());
+/// let torch = call_grad_with("scatter_reduce", &args, &inputs, &g, Parity::PyTorch)?;
+/// assert_eq!(torch[1], ("grad_src".to_string(), Tensor::from(array![0.5f64, 0.0].into_dyn())));
+/// let ours = call_grad_with("scatter_reduce", &args, &inputs, &g, Parity::Correct)?;
+/// assert_eq!(ours[1], ("grad_src".to_string(), Tensor::from(array![1.0f64, 0.0].into_dyn())));
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub fn call_grad_with(
+    op: &str,
+    args: &Args,
+    inputs: &Tensors,
+    grad_output: &Tensor,
+    parity: Parity,
+) -> Result<Vec<(String, Tensor)>> {
+    if !GRAD_OPS.iter().any(|(n, _)| *n == op) {
+        return Err(no_grad(op));
+    }
+    if op == "repeat_interleave" && !inputs.contains_key("input") {
+        return Err(Error::invalid(
+            "repeat_interleave (repeats only) is not differentiable: its output is an integer index",
+        ));
+    }
+    let x = input(inputs, "input")?;
+    with_float_tensor!(op, x, x => typed(op, args, inputs, x, grad_output, parity))
+}
+
+fn no_grad(op: &str) -> Error {
+    if super::OPS.iter().any(|(n, _)| *n == op) {
+        Error::invalid(format!(
+            "{op} is not differentiable: its output is an integer index"
+        ))
+        .with_hint("differentiate through the op that uses the index (gather, sort, topk ...)")
+    } else {
+        super::unknown_op(op)
+    }
+}
+
+fn named<T: TensorElem>(name: &str, a: ndarray::Array<T, ndarray::IxDyn>) -> (String, Tensor) {
+    (name.to_string(), T::wrap(a))
+}
+
+/// `t` as an array of `T`, or an error naming `what`.
+fn same<'a, T: TensorElem>(op: &str, what: &str, t: &'a Tensor) -> Result<&'a ArrayD<T>> {
+    T::unwrap_ref(t).ok_or_else(|| {
+        Error::invalid(format!(
+            "{op}: {what} must have the input's dtype {}, but got {}",
+            T::DTYPE,
+            t.dtype()
+        ))
+    })
+}
+
+fn typed<T: GradFloat + TensorElem>(
+    op: &str,
+    args: &Args,
+    inputs: &Tensors,
+    x: &ArrayD<T>,
+    grad_output: &Tensor,
+    parity: Parity,
+) -> Result<Vec<(String, Tensor)>> {
+    let g = same::<T>(op, "grad_output", grad_output)?;
+    match op {
+        "masked_select" | "masked_scatter" => return masked(op, inputs, x, g),
+        "sort" | "topk" => return sort_like(op, args, x, g),
+        "repeat_interleave" => return repeat(args, inputs, x, g),
+        _ => {}
+    }
+    let index = input(inputs, "index")?;
+    let scatter_like = matches!(op, "gather" | "scatter" | "scatter_add" | "scatter_reduce");
+    with_index_tensor!(index, i => {
+        if scatter_like {
+            scatter_family(op, args, inputs, x, g, args.dim()?, i, parity)
+        } else {
+            indexed(op, args, inputs, x, g, i, parity)
+        }
+    },
+        _ => {
+            if scatter_like {
+                let dim = args.dim()?;
+                let i = empty_index_or_error(op, index, x.ndim(), dim)?;
+                scatter_family(op, args, inputs, x, g, dim, &i, parity)
+            } else {
+                Err(super::index_dtype_error(op, "index", index))
+            }
+        })
+}
+
+/// The index_* family, take, take_along_dim and put.
+fn indexed<T: GradFloat + TensorElem, I: IndexElem>(
+    op: &str,
+    args: &Args,
+    inputs: &Tensors,
+    x: &ArrayD<T>,
+    g: &ArrayD<T>,
+    index: &ArrayD<I>,
+    parity: Parity,
+) -> Result<Vec<(String, Tensor)>> {
+    let source = || -> Result<&ArrayD<T>> { same::<T>(op, "source", input(inputs, "source")?) };
+    let pair = |r: grad::SourceGrad<T, ndarray::IxDyn, ndarray::IxDyn>| {
+        Ok(vec![
+            named("grad_input", r.input),
+            named("grad_source", r.source),
+        ])
+    };
+    match op {
+        "index_select" => Ok(vec![named(
+            "grad_input",
+            grad::index_select(g, x.raw_dim(), args.dim()?, index)?,
+        )]),
+        "index_add" => {
+            let alpha = match args.get("alpha") {
+                None => Scalar::Int(1),
+                Some(_) => args.scalar("alpha")?,
+            };
+            let alpha = T::from_scalar(alpha)?;
+            pair(grad::index_add(
+                g,
+                args.dim()?,
+                index,
+                source()?.raw_dim(),
+                alpha,
+            )?)
+        }
+        "index_copy" => pair(grad::index_copy(
+            g,
+            args.dim()?,
+            index,
+            source()?.raw_dim(),
+        )?),
+        "index_fill" => Ok(vec![named(
+            "grad_input",
+            grad::index_fill(g, args.dim()?, index)?,
+        )]),
+        "index_reduce" => {
+            let reduce = parse_index_reduce(args.str("reduce")?)?;
+            let include_self = args.bool_or("include_self", true)?;
+            let dim = args.dim()?;
+            let source = source()?;
+            let out = crate::index_reduce(x, dim, index, source, reduce, include_self)?;
+            pair(grad::index_reduce_with(
+                g,
+                x,
+                dim,
+                index,
+                source,
+                reduce,
+                include_self,
+                &out,
+                parity,
+            )?)
+        }
+        "take" => Ok(vec![named(
+            "grad_input",
+            grad::take(g, x.raw_dim(), index)?,
+        )]),
+        "take_along_dim" => {
+            let dim = args.opt_int("dim")?.map(|d| d as isize);
+            Ok(vec![named(
+                "grad_input",
+                grad::take_along_dim(g, x.raw_dim(), index, dim)?,
+            )])
+        }
+        "put" => {
+            let accumulate = args.bool_or("accumulate", false)?;
+            pair(grad::put(g, index, source()?.raw_dim(), accumulate)?)
+        }
+        _ => Err(no_grad(op)),
+    }
+}
+
+fn masked<T: GradFloat + TensorElem>(
+    op: &str,
+    inputs: &Tensors,
+    x: &ArrayD<T>,
+    g: &ArrayD<T>,
+) -> Result<Vec<(String, Tensor)>> {
+    let mask = match input(inputs, "mask")? {
+        Tensor::Bool(m) => m,
+        other => {
+            return Err(Error::invalid(format!(
+                "{op}: expected a bool mask, but got mask with dtype {}",
+                other.dtype()
+            )));
+        }
+    };
+    if op == "masked_select" {
+        return Ok(vec![named(
+            "grad_input",
+            grad::masked_select(g, x.raw_dim(), mask)?,
+        )]);
+    }
+    let source = same::<T>(op, "source", input(inputs, "source")?)?;
+    let r = grad::masked_scatter(g, x.raw_dim(), mask, source.raw_dim())?;
+    Ok(vec![
+        named("grad_input", r.input),
+        named("grad_source", r.source),
+    ])
+}
+
+fn opt_bool(args: &Args, name: &str, default: bool) -> Result<bool> {
+    match args.get(name) {
+        None | Some(Arg::None) => Ok(default),
+        _ => args.bool_or(name, default),
+    }
+}
+
+/// sort and topk: the forward gives the indices the values came from.
+fn sort_like<T: GradFloat + TensorElem>(
+    op: &str,
+    args: &Args,
+    x: &ArrayD<T>,
+    g: &ArrayD<T>,
+) -> Result<Vec<(String, Tensor)>> {
+    let dim = args.opt_int("dim")?.map_or(-1, |d| d as isize);
+    let indices = if op == "sort" {
+        let descending = opt_bool(args, "descending", false)?;
+        let stable = opt_bool(args, "stable", false)?;
+        crate::sort(x, dim, descending, stable)?.1
+    } else {
+        let k = args.int("k")?;
+        let k = usize::try_from(k).map_err(|_| {
+            Error::invalid(format!("topk: selected index k out of range (k = {k})"))
+        })?;
+        let largest = opt_bool(args, "largest", true)?;
+        let sorted = opt_bool(args, "sorted", true)?;
+        crate::topk(x, k, dim, largest, sorted)?.1
+    };
+    let dx = if op == "sort" {
+        grad::sort(g, x.raw_dim(), dim, &indices)?
+    } else {
+        grad::topk(g, x.raw_dim(), dim, &indices)?
+    };
+    Ok(vec![named("grad_input", dx)])
+}
+
+fn repeat<T: GradFloat + TensorElem>(
+    args: &Args,
+    inputs: &Tensors,
+    x: &ArrayD<T>,
+    g: &ArrayD<T>,
+) -> Result<Vec<(String, Tensor)>> {
+    let op = "repeat_interleave";
+    let dim = args.opt_int("dim")?.map(|d| d as isize);
+    let dx = match inputs.get("repeats") {
+        Some(r) => with_index_tensor!(r, ri => grad::repeat_interleave(g, x.raw_dim(), ri, dim)?,
+            _ => return Err(super::index_dtype_error(op, "repeats", r))),
+        None => {
+            let r = args.int("repeats")?;
+            let r = usize::try_from(r).map_err(|_| {
+                Error::invalid(format!(
+                    "{op}: Repeats must be non-negative (repeats = {r})"
+                ))
+            })?;
+            grad::repeat_interleave_scalar(g, x.raw_dim(), r, dim)?
+        }
+    };
+    Ok(vec![named("grad_input", dx)])
+}
+
+#[allow(clippy::too_many_arguments)]
+fn scatter_family<T: GradFloat + TensorElem, I: IndexElem>(
+    op: &str,
+    args: &Args,
+    inputs: &Tensors,
+    x: &ArrayD<T>,
+    g: &ArrayD<T>,
+    dim: isize,
+    index: &ArrayD<I>,
+    parity: Parity,
+) -> Result<Vec<(String, Tensor)>> {
+    let src = || -> Result<&ArrayD<T>> { same::<T>(op, "src", input(inputs, "src")?) };
+    let pair = |r: grad::ScatterGrad<T, ndarray::IxDyn, ndarray::IxDyn>| {
+        Ok(vec![named("grad_input", r.input), named("grad_src", r.src)])
+    };
+    match op {
+        "gather" => Ok(vec![named(
+            "grad_input",
+            grad::gather(g, x.raw_dim(), dim, index)?,
+        )]),
+        "scatter" => {
+            let reduce = match args.get("reduce") {
+                None | Some(Arg::None) => None,
+                Some(Arg::Str(s)) => Some(s.parse::<LegacyReduce>()?),
+                Some(other) => {
+                    return Err(Error::invalid(format!(
+                        "scatter: reduce must be a string, got {other:?}"
+                    )));
+                }
+            };
+            match (inputs.contains_key("src"), reduce) {
+                (true, None) => pair(grad::scatter(g, dim, index, src()?.raw_dim())?),
+                (true, Some(r)) => {
+                    let src = src()?;
+                    let out = crate::scatter_legacy(x, dim, index, src, r)?;
+                    pair(grad::scatter_legacy(g, x, dim, index, src, r, &out)?)
+                }
+                (false, None) => Ok(vec![named(
+                    "grad_input",
+                    grad::scatter_value(g, dim, index)?,
+                )]),
+                (false, Some(r)) => {
+                    let value = T::from_scalar(args.scalar("value")?)?;
+                    let out = crate::scatter_value_legacy(x, dim, index, value, r)?;
+                    Ok(vec![named(
+                        "grad_input",
+                        grad::scatter_value_legacy(g, x, dim, index, value, r, &out)?,
+                    )])
+                }
+            }
+        }
+        "scatter_add" => pair(grad::scatter_add(g, dim, index, src()?.raw_dim())?),
+        "scatter_reduce" => {
+            let src = src()?;
+            let reduce: Reduce = args.str("reduce")?.parse()?;
+            let include_self = args.bool_or("include_self", true)?;
+            let out = crate::scatter_reduce(x, dim, index, src, reduce, include_self)?;
+            pair(grad::scatter_reduce_with(
+                g,
+                x,
+                dim,
+                index,
+                src,
+                reduce,
+                include_self,
+                &out,
+                parity,
+            )?)
+        }
+        _ => Err(no_grad(op)),
+    }
+}

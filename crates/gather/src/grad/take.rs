@@ -1,0 +1,237 @@
+//! Gradients of `take` and `take_along_dim`.
+//!
+//! ```text
+//! take(input, index)              d input.flatten()[index[q]] += g[q]   (negative values wrap)
+//!
+//!  g        index        d input (2×2)
+//!  ┌───┐    ┌────┐       ┌───┬───┐
+//!  │ 1 │ ←  │  3 │       │ 0 │ 0 │
+//!  │ 2 │ ←  │ -1 │   →   ├───┼───┤
+//!  └───┘    └────┘       │ 0 │ 3 │  flat 3 read twice (3 and -1): 1 + 2
+//!                        └───┴───┘
+//! ```
+//!
+//! `take_along_dim` with a dim is a gather from the input broadcast against the index; its
+//! gradient is gather's, summed over the axes along which the input was broadcast (index values
+//! wrap modulo the size of `dim`, as in the forward). With `dim = None` it is `take` on the
+//! flattened input, without wrapping.
+
+use ndarray::{Array, ArrayBase, ArrayD, Data, Dimension, IntoDimension, IxDyn};
+
+use super::{GradFloat, check_shape, narrow_to, sum_to, try_zeros, widen};
+use crate::dims::{broadcast_shapes, normalize_dim};
+use crate::error::{Error, ErrorKind, Result, fmt_shape};
+use crate::index::{Bounds, IndexElem, check_bounds};
+use crate::ops::scatter::{Mode, Reduce, scatter_into};
+use crate::ops::take::flat_index_error;
+
+/// `zeros(shape).put(index, g, accumulate = true)`, after checking `index` against the flat size
+/// under `bounds`.
+fn put_back<T, S, DG, I, SI, DI, D>(
+    op: &str,
+    grad_out: &ArrayBase<S, DG>,
+    shape: D,
+    index: &ArrayBase<SI, DI>,
+    bounds: Bounds,
+) -> Result<Array<T, D>>
+where
+    T: GradFloat,
+    S: Data<Elem = T>,
+    DG: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+    D: Dimension,
+{
+    let dims = shape.slice().to_vec();
+    let n = shape.size();
+    if n == 0 && !index.is_empty() {
+        return Err(Error::bounds(format!(
+            "{op}: the input is empty (shape {}) but the index has {} elements",
+            fmt_shape(&dims),
+            index.len()
+        ))
+        .with_hint("an empty input has no element to take; only an empty index is valid for it"));
+    }
+    check_bounds(op, &index.view().into_dyn(), 0, n, bounds)
+        .map_err(|e| flat_index_error(op, e, &dims))?;
+    let mut dx = try_zeros::<T, D>(op, shape)?;
+    if !index.is_empty() {
+        crate::put_inplace(&mut dx, index, grad_out, true)?;
+    }
+    Ok(dx)
+}
+
+/// The gradient of [`take()`](crate::take()) with respect to `input`:
+/// `zeros(input_shape).put(index, grad_out, accumulate = true)`. Elements taken several times get
+/// the sum of their gradients; negative index values count from the end, as in the forward.
+///
+/// ```
+/// use ndarray::array;
+/// let dx = gather::grad::take(&array![1.0f64, 2.0], (2, 2), &array![3, -1])?;
+/// assert_eq!(dx, array![[0.0, 0.0], [0.0, 3.0]]);
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub fn take<T, S, DG, I, SI, DI, Sh>(
+    grad_out: &ArrayBase<S, DG>,
+    input_shape: Sh,
+    index: &ArrayBase<SI, DI>,
+) -> Result<Array<T, Sh::Dim>>
+where
+    T: GradFloat,
+    S: Data<Elem = T>,
+    DG: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+    Sh: IntoDimension,
+{
+    let op = "grad::take";
+    check_shape(
+        op,
+        "grad_output",
+        grad_out.shape(),
+        "the output of take (the index)",
+        index.shape(),
+    )?;
+    put_back(
+        op,
+        grad_out,
+        input_shape.into_dimension(),
+        index,
+        Bounds::Wrap,
+    )
+}
+
+/// The gradient of [`take_along_dim()`](crate::take_along_dim()) with respect to `input`.
+///
+/// With `Some(dim)`: gather's gradient into the input broadcast against the index (index values
+/// taken modulo the size of `dim`, as in the forward), summed over the axes along which the input
+/// was broadcast. With `None`: `take`'s gradient on the flattened input (no wrapping; `grad_out` is
+/// 1-d with one element per index element).
+///
+/// ```
+/// use ndarray::array;
+/// // torch_semantics.md §A.4: take_along_dim(a, [[0], [0]], dim=0) on 2×2 → grad [[2, 2], [0, 0]].
+/// let dx = gather::grad::take_along_dim(&ndarray::Array2::<f64>::ones((2, 2)), (2, 2), &array![[0], [0]], Some(0))?;
+/// assert_eq!(dx, array![[2.0, 2.0], [0.0, 0.0]]);
+///
+/// // The input [1, 4] was broadcast over the 3 rows of the index: their gradients add up.
+/// let g = array![[1.0f64], [2.0], [4.0]];
+/// let dx = gather::grad::take_along_dim(&g, (1, 4), &array![[1], [1], [-1]], Some(1))?;
+/// assert_eq!(dx, array![[0.0, 3.0, 0.0, 4.0]]);
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub fn take_along_dim<T, S, DG, I, SI, DI, Sh>(
+    grad_out: &ArrayBase<S, DG>,
+    input_shape: Sh,
+    index: &ArrayBase<SI, DI>,
+    dim: Option<isize>,
+) -> Result<Array<T, Sh::Dim>>
+where
+    T: GradFloat,
+    S: Data<Elem = T>,
+    DG: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+    Sh: IntoDimension,
+{
+    let op = "grad::take_along_dim";
+    let shape = input_shape.into_dimension();
+    let Some(dim) = dim else {
+        check_shape(
+            op,
+            "grad_output",
+            grad_out.shape(),
+            "the output of take_along_dim with dim None",
+            &[index.len()],
+        )?;
+        return put_back(op, grad_out, shape, index, Bounds::Strict);
+    };
+    let x_shape = shape.slice().to_vec();
+    let nd = x_shape.len();
+    if index.ndim() != nd {
+        return Err(Error::rank(format!(
+            "{op}: input and indices should have the same number of dimensions, but got {nd} dimensions for input, and {} dimensions for indices",
+            index.ndim()
+        ))
+        .with_hint("pass the input shape and index of the forward call"));
+    }
+    if nd == 0 {
+        return Err(Error::new(
+            ErrorKind::DimOutOfRange,
+            format!("{op}: Dimension specified as {dim} but tensor has no dimensions"),
+        )
+        .with_hint("a 0-d input has no dim to take along: use dim None"));
+    }
+    let d = normalize_dim(op, dim, nd)?;
+    let mut self_sizes = x_shape.clone();
+    self_sizes[d] = index.shape()[d];
+    let out_shape = broadcast_shapes(&self_sizes, index.shape())?;
+    let mut idx_sizes = index.shape().to_vec();
+    idx_sizes[d] = x_shape[d];
+    let wide_shape = broadcast_shapes(&idx_sizes, &x_shape)?;
+    check_shape(
+        op,
+        "grad_output",
+        grad_out.shape(),
+        "the output of take_along_dim",
+        &out_shape,
+    )?;
+    let idx = index.view().into_dyn();
+    let ib = idx
+        .broadcast(IxDyn(&out_shape))
+        .ok_or_else(|| Error::shape(format!("{op}: the index does not broadcast")))?;
+    let g = widen(grad_out);
+    let mut dx = try_zeros::<T::Wide, _>(op, IxDyn(&wide_shape))?;
+    scatter_into(
+        op,
+        dx.view_mut(),
+        d as isize,
+        ib,
+        g.view(),
+        false,
+        Mode::Reduce(Reduce::Sum, true),
+        Bounds::Modulo,
+    )?;
+    let dx: ArrayD<T::Wide> = sum_to(dx, &x_shape);
+    Ok(narrow_to::<T, _>(&dx, shape))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use half::f16;
+    use ndarray::{arr0, array};
+
+    #[test]
+    fn take_wraps_negative_indices_and_accumulates() {
+        let dx = take(
+            &array![[1.0f64, 2.0], [4.0, 8.0]],
+            3,
+            &array![[0i64, -3], [2, -1]],
+        )
+        .unwrap();
+        assert_eq!(dx, array![3.0, 0.0, 12.0]);
+        let dx = take(&arr0(5.0f32), IxDyn(&[]), &arr0(0i64)).unwrap();
+        assert_eq!(dx, arr0(5.0).into_dyn());
+    }
+
+    #[test]
+    fn take_along_dim_flat_rejects_negative_values() {
+        let e = take_along_dim(&array![1.0f64], (2, 2), &array![-1i64], None).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::IndexOutOfBounds);
+        let dx = take_along_dim(&array![1.0f64, 2.0], (2, 2), &array![[3i64, 3]], None).unwrap();
+        assert_eq!(dx, array![[0.0, 0.0], [0.0, 3.0]]);
+    }
+
+    #[test]
+    fn broadcast_sums_accumulate_in_f32_for_half() {
+        let n = 3000;
+        let g = ndarray::Array2::from_elem((n, 1), f16::ONE);
+        let idx = ndarray::Array2::<i64>::zeros((n, 1));
+        let dx = take_along_dim(&g, (1, 2), &idx, Some(1)).unwrap();
+        assert_eq!(dx, array![[f16::from_f32(3000.0), f16::ZERO]]);
+    }
+}
