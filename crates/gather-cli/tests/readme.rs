@@ -117,3 +117,38 @@ fn words_keep_single_quoted_text_together() {
         vec!["gather", "x", "--input", "[[1, 2]]", "-o", "a.npy"]
     );
 }
+
+/// The README's picture is exactly what `gather explain --svg` draws for the seed example today.
+#[test]
+fn the_readme_picture_is_what_explain_svg_draws() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let line = readme
+        .lines()
+        .find(|l| l.starts_with("`gather explain gather") && l.contains("--svg docs/"))
+        .expect("the README names the command that drew its picture");
+    let words = words(line.trim_matches('`'));
+    let checked_in = words.last().unwrap().clone();
+    assert!(
+        readme.contains(&format!("]({checked_in})")),
+        "the picture is shown"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let fresh = dir.path().join("fresh.svg");
+    let mut args: Vec<String> = words[1..words.len() - 1].to_vec();
+    args.push(fresh.to_string_lossy().into_owned());
+    let out = Command::new(env!("CARGO_BIN_EXE_gather"))
+        .args(&args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&fresh).unwrap(),
+        std::fs::read_to_string(root.join(&checked_in)).unwrap(),
+        "regenerate {checked_in} with the README's command"
+    );
+}
