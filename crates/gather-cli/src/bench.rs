@@ -59,6 +59,10 @@ pub struct Options {
     pub bandwidth_gbps: Option<f64>,
     /// Show a progress bar on stderr.
     pub progress: bool,
+    /// Run each workload in a fresh process (this executable with `bench --worker`), so that
+    /// memory freed by earlier workloads cannot hide a call's allocations, and each workload's
+    /// peak RSS is its own. `false` runs them in this process.
+    pub isolate: bool,
 }
 
 impl Default for Options {
@@ -73,6 +77,7 @@ impl Default for Options {
             bandwidth_mib: 1024,
             bandwidth_gbps: None,
             progress: false,
+            isolate: false,
         }
     }
 }
@@ -121,6 +126,8 @@ pub struct Record {
     pub csr_allowance: usize,
     /// What the check of the first result found: `Ok(what was checked)` or `Err(the mismatch)`.
     pub check: Result<String, String>,
+    /// Whether the RSS high-water mark was reset before the workload (see [`reset_hwm`]).
+    pub hwm_reset: bool,
 }
 
 impl Record {
@@ -288,7 +295,7 @@ fn reps_for(opts: &Options, one_s: f64, max: usize) -> usize {
 fn time_workload(w: &Workload, data: &Data, opts: &Options, bar: &Progress) -> Record {
     let name = w.id.name();
     let rss_before = status_bytes("VmRSS");
-    reset_hwm();
+    let hwm_reset = reset_hwm();
     // 1. the checked call, which also gives the extra memory of one call
     let first = w.run(data);
     let extra_bytes = status_bytes("VmHWM").saturating_sub(rss_before);
@@ -307,6 +314,7 @@ fn time_workload(w: &Workload, data: &Data, opts: &Options, bar: &Progress) -> R
         extra_bytes,
         csr_allowance: w.csr_allowance(),
         check,
+        hwm_reset,
     };
     if check.is_err() {
         return failed(check);
@@ -386,6 +394,7 @@ fn time_workload(w: &Workload, data: &Data, opts: &Options, bar: &Progress) -> R
         extra_bytes,
         csr_allowance: w.csr_allowance(),
         check,
+        hwm_reset,
     }
 }
 
@@ -448,15 +457,40 @@ pub fn run(opts: &Options) -> CliResult<Report> {
         }
     };
     bar.inc(1);
+    let records = if opts.isolate {
+        let mut records = Vec::new();
+        for &id in &ids {
+            bar.bar()
+                .set_message(format!("{}: running in a fresh process", id.name()));
+            records.push(run_worker(id, opts, &bandwidth));
+            bar.inc(1);
+        }
+        records
+    } else {
+        run_in_process(&ids, opts, &bar)?
+    };
+    bar.finish();
+    Ok(Report {
+        bandwidth,
+        threads: opts.threads,
+        scale: opts.scale,
+        options: opts.clone(),
+        hwm_reset: records.iter().all(|r| r.hwm_reset),
+        records,
+    })
+}
+
+/// Runs the workloads one after the other in this process, in a pool of `opts.threads`
+/// (W6/W7 and W11a/W11b share their data).
+fn run_in_process(ids: &[Id], opts: &Options, bar: &Progress) -> CliResult<Vec<Record>> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(opts.threads)
         .build()
         .map_err(|e| Failure::input(format!("cannot start {} threads: {e}", opts.threads)))?;
-    let mut hwm_reset = true;
     let mut records = Vec::new();
     pool.install(|| {
         let mut cached: Option<(Id, Data)> = None;
-        for &id in &ids {
+        for &id in ids {
             let w = Workload::new(id, opts.scale);
             if cached.as_ref().map(|c| c.0) != Some(id.data_key()) {
                 drop(cached.take()); // free the previous inputs first
@@ -467,20 +501,93 @@ pub fn run(opts: &Options) -> CliResult<Report> {
             let Some((_, data)) = cached.as_ref() else {
                 continue;
             };
-            hwm_reset &= reset_hwm();
-            records.push(time_workload(&w, data, opts, &bar));
+            records.push(time_workload(&w, data, opts, bar));
             bar.inc(1);
         }
     });
-    bar.finish();
-    Ok(Report {
-        bandwidth,
-        threads: opts.threads,
-        scale: opts.scale,
-        options: opts.clone(),
-        hwm_reset,
-        records,
-    })
+    Ok(records)
+}
+
+/// `gather bench --worker`: runs the workloads in this process and returns one JSON line per
+/// record (what [`run`] reads back from its worker processes).
+///
+/// # Errors
+/// Bad options.
+pub fn worker(opts: &Options) -> CliResult<Vec<u8>> {
+    let opts = Options {
+        isolate: false,
+        progress: false,
+        bandwidth_gbps: Some(opts.bandwidth_gbps.unwrap_or(1.0)),
+        ..opts.clone()
+    };
+    let report = run(&opts)?;
+    let mut out = String::new();
+    for r in &report.records {
+        out.push_str(&r.to_json(&report.bandwidth));
+        out.push('\n');
+    }
+    Ok(out.into_bytes())
+}
+
+/// Runs one workload in a fresh process (`<this executable> bench --worker --only ID ...`) and
+/// reads its record back. A worker that fails gives a record whose check says why.
+fn run_worker(id: Id, opts: &Options, bw: &Bandwidth) -> Record {
+    let w = Workload::new(id, opts.scale);
+    let failed = |why: String| Record {
+        id,
+        shapes: w.shapes(),
+        median_s: f64::NAN,
+        min_s: f64::NAN,
+        reps: 0,
+        calls_per_rep: 1,
+        min_bytes: w.min_bytes(),
+        out_bytes: w.out_bytes(),
+        rss_before: 0,
+        peak_rss: 0,
+        extra_bytes: 0,
+        csr_allowance: w.csr_allowance(),
+        check: Err(why),
+        hwm_reset: true,
+    };
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            return failed(format!(
+                "cannot find this executable to start a worker: {e}"
+            ));
+        }
+    };
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args(["bench", "--worker", "--no-progress", "--only", id.short()])
+        .args(["--threads", &opts.threads.to_string()])
+        .args(["--warmup", &opts.warmup.to_string()])
+        .args(["--budget", &opts.budget_s.to_string()])
+        .args(["--scale", &opts.scale.to_string()])
+        .args(["--bandwidth-gbps", &bw.gbps.to_string()]);
+    if let Some(r) = opts.repeat {
+        cmd.args(["--repeat", &r.to_string()]);
+    }
+    let out = match cmd.output() {
+        Ok(o) => o,
+        Err(e) => return failed(format!("cannot start a worker process: {e}")),
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let parsed = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find_map(|v| Record::from_json(&v).ok());
+    match parsed {
+        Some(r) if out.status.success() => r,
+        _ => {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let last = stderr.lines().rev().find(|l| !l.trim().is_empty());
+            failed(format!(
+                "the worker process failed ({}){}",
+                out.status,
+                last.map(|l| format!(": {l}")).unwrap_or_default()
+            ))
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -513,6 +620,77 @@ fn fmt_time(s: f64) -> String {
     }
 }
 
+impl Record {
+    /// The record as one JSON object: `name`, `median_s`, `min_s`, `gbps`, `peak_rss_bytes`
+    /// first, then the extra fields.
+    pub fn to_json(&self, bw: &Bandwidth) -> String {
+        let (verified, check) = match &self.check {
+            Ok(c) => (true, c.as_str()),
+            Err(e) => (false, e.as_str()),
+        };
+        format!(
+            "{{\"name\": {}, \"median_s\": {}, \"min_s\": {}, \"gbps\": {}, \
+             \"peak_rss_bytes\": {}, \"reps\": {}, \"calls_per_rep\": {}, \"min_bytes\": {}, \
+             \"pct_bandwidth\": {}, \"limit_s\": {}, \"out_bytes\": {}, \"rss_before_bytes\": {}, \
+             \"extra_bytes\": {}, \"csr_allowance_bytes\": {}, \"memory_ok\": {}, \
+             \"rss_hwm_reset\": {}, \"verified\": {}, \"check\": {}, \"shapes\": {}}}",
+            text(self.id.name()),
+            num(self.median_s),
+            num(self.min_s),
+            num(self.gbps()),
+            self.peak_rss,
+            self.reps,
+            self.calls_per_rep,
+            num(self.min_bytes.round()),
+            num(self.pct_bandwidth(bw)),
+            num(self.limit_s(bw)),
+            self.out_bytes,
+            self.rss_before,
+            self.extra_bytes,
+            self.csr_allowance,
+            self.memory_ok(),
+            self.hwm_reset,
+            verified,
+            text(check),
+            text(&self.shapes),
+        )
+    }
+
+    /// Reads back what [`Record::to_json`] wrote (the fields that are not derived).
+    ///
+    /// # Errors
+    /// A missing or malformed field, or an unknown workload name.
+    pub fn from_json(v: &serde_json::Value) -> Result<Record, String> {
+        let f = |k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+        let u = |k: &str| v[k].as_u64().ok_or(format!("record without `{k}`"));
+        let name = v["name"].as_str().ok_or("record without `name`")?;
+        let id = *select(Some(name))?
+            .first()
+            .ok_or("record without a workload")?;
+        let check = v["check"].as_str().unwrap_or_default().to_string();
+        Ok(Record {
+            id,
+            shapes: v["shapes"].as_str().unwrap_or_default().to_string(),
+            median_s: f("median_s"),
+            min_s: f("min_s"),
+            reps: u("reps")? as usize,
+            calls_per_rep: u("calls_per_rep")? as usize,
+            min_bytes: f("min_bytes"),
+            out_bytes: u("out_bytes")? as usize,
+            rss_before: u("rss_before_bytes")?,
+            peak_rss: u("peak_rss_bytes")?,
+            extra_bytes: u("extra_bytes")?,
+            csr_allowance: u("csr_allowance_bytes")? as usize,
+            check: if v["verified"].as_bool() == Some(true) {
+                Ok(check)
+            } else {
+                Err(check)
+            },
+            hwm_reset: v["rss_hwm_reset"].as_bool().unwrap_or(false),
+        })
+    }
+}
+
 impl Report {
     /// True when every workload's result passed its check.
     pub fn all_verified(&self) -> bool {
@@ -531,45 +709,15 @@ impl Report {
             self.threads
         ));
         for (i, r) in self.records.iter().enumerate() {
-            if i > 0 {
-                s.push(',');
-            }
-            let (verified, check) = match &r.check {
-                Ok(c) => (true, c.as_str()),
-                Err(e) => (false, e.as_str()),
-            };
-            s.push_str(&format!(
-                "\n  {{\"name\": {}, \"median_s\": {}, \"min_s\": {}, \"gbps\": {}, \
-                 \"peak_rss_bytes\": {}, \"reps\": {}, \"calls_per_rep\": {}, \
-                 \"min_bytes\": {}, \"pct_bandwidth\": {}, \"limit_s\": {}, \"out_bytes\": {}, \
-                 \"rss_before_bytes\": {}, \"extra_bytes\": {}, \"csr_allowance_bytes\": {}, \
-                 \"memory_ok\": {}, \"verified\": {}, \"check\": {}, \"shapes\": {}}}",
-                text(r.id.name()),
-                num(r.median_s),
-                num(r.min_s),
-                num(r.gbps()),
-                r.peak_rss,
-                r.reps,
-                r.calls_per_rep,
-                num(r.min_bytes.round()),
-                num(r.pct_bandwidth(bw)),
-                num(r.limit_s(bw)),
-                r.out_bytes,
-                r.rss_before,
-                r.extra_bytes,
-                r.csr_allowance,
-                r.memory_ok(),
-                verified,
-                text(check),
-                text(&r.shapes),
-            ));
+            s.push_str(if i > 0 { ",\n  " } else { "\n  " });
+            s.push_str(&r.to_json(bw));
         }
         let o = &self.options;
         s.push_str(&format!(
             "\n], \"scale\": {}, \"bandwidth_bytes\": {}, \"bandwidth_threads\": {}, \
              \"bandwidth_4k_gbps\": {}, \"bandwidth_huge_gbps\": {}, \"bandwidth_given\": {}, \
-             \"rss_hwm_reset\": {}, \"repeat\": {}, \"warmup\": {}, \"budget_s\": {}, \
-             \"version\": {}}}\n",
+             \"rss_hwm_reset\": {}, \"isolated\": {}, \"repeat\": {}, \"warmup\": {}, \
+             \"budget_s\": {}, \"version\": {}}}\n",
             num(self.scale),
             bw.bytes,
             bw.threads,
@@ -577,6 +725,7 @@ impl Report {
             opt(bw.huge_gbps),
             o.bandwidth_gbps.is_some(),
             self.hwm_reset,
+            o.isolate,
             o.repeat.map_or("null".into(), |r| r.to_string()),
             o.warmup,
             num(o.budget_s),
@@ -660,7 +809,8 @@ impl Report {
             "GB/s = minimal bytes / median; %bw = GB/s / bandwidth; limit = minimal bytes / \
              bandwidth. extra = RSS high-water mark during the first call - RSS before it \
              (mem: extra <= output + 10% + 1 MiB, + the CSR for W6/W7). W0 times are per call \
-             (batches of {BATCH})."
+             (batches of {BATCH}). A %bw over 100 means the working set stayed in the CPU caches \
+             between calls (it fits in a 32 MiB L3)."
         )?;
         if !self.hwm_reset {
             writeln!(

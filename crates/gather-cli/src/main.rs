@@ -263,6 +263,15 @@ Examples:
         /// Use this bandwidth (GB/s, read + write) instead of measuring it.
         #[arg(long, value_name = "GBPS")]
         bandwidth_gbps: Option<f64>,
+        /// Run every workload in this process (faster to start, but memory freed by an earlier
+        /// workload can hide a later one's allocations). By default each workload runs in a
+        /// fresh process.
+        #[arg(long)]
+        in_process: bool,
+        /// Internal: run the workloads here and print one JSON record per line (what the
+        /// fresh processes do).
+        #[arg(long, hide = true)]
+        worker: bool,
     },
 }
 
@@ -379,6 +388,8 @@ fn main() -> ExitCode {
             scale,
             bandwidth_mib,
             bandwidth_gbps,
+            in_process,
+            worker,
         } => {
             let opts = gather_cli::bench::Options {
                 only,
@@ -390,8 +401,13 @@ fn main() -> ExitCode {
                 bandwidth_mib,
                 bandwidth_gbps,
                 progress,
+                isolate: !in_process,
             };
-            cmd_bench(&opts, json)
+            if worker {
+                gather_cli::bench::worker(&opts).map(|text| (text, 0))
+            } else {
+                cmd_bench(&opts, json)
+            }
         }
     };
     match outcome {
