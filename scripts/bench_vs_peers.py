@@ -47,7 +47,8 @@ TARGETS = {
     "W11b_scatter_2d_add": (">= 1.5x", 1.5),
 }
 PEERS = ["torch_2t", "numpy", "jax"]
-NEEDS = {"torch_2t": ["torch"], "numpy": ["torch", "numpy"], "jax": ["torch", "jax"]}
+NEEDS = {"torch_2t": ["torch"], "torch_1t": ["torch"], "numpy": ["torch", "numpy"],
+         "jax": ["torch", "jax"]}
 
 
 def log(msg):
@@ -118,7 +119,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", default="", help="workloads, e.g. W3,W6 (default: all)")
-    ap.add_argument("--peers", default=",".join(PEERS), help="default: torch_2t,numpy,jax")
+    ap.add_argument("--peers", default=",".join(PEERS),
+                    help="default: torch_2t,numpy,jax; torch_1t may be added (a reference that "
+                         "suffers less when other work shares the cores)")
     ap.add_argument("--python", default=default_python(), help="the peers' Python")
     ap.add_argument("--anchors", default=os.path.join(os.path.dirname(ROOT), "shared", "bench",
                                                       "anchors.py"))
@@ -228,8 +231,11 @@ def main():
     head = (["workload", "limit ms", "gather ms", "%bw", "torch_2t ms"] +
             [f"{p}/gather" for p in usable] + ["target (vs torch_2t)", "met",
                                                "fastest peer", "mem", "check"])
+    load = ""
+    if hasattr(os, "getloadavg"):
+        load = f"; load average at the end {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
     print(f"bandwidth {bw:.1f} GB/s; gather on {a.threads} threads; {a.rounds} round(s); "
-          f"peers: {', '.join(usable) or 'none'}\n")
+          f"peers: {', '.join(usable) or 'none'}{load}\n")
     print("| " + " | ".join(head) + " |")
     numeric = range(1, 5 + len(usable))
     print("|" + "|".join("---:" if i in numeric else "---" for i in range(len(head))) + "|")
