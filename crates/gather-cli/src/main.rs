@@ -224,12 +224,15 @@ minimal bytes / median time. The bandwidth is a 2-thread copy_from_slice of
 --bandwidth-mib MiB counting bytes read + written, on 4 KiB and on huge pages
 (the faster is used). Memory: peak RSS (VmHWM, reset through
 /proc/self/clear_refs before each workload) and the extra RSS of the first
-call over the RSS before it.
+call over the RSS before it. Each workload runs in a fresh process unless
+--in-process; for /usr/bin/time -v, give --in-process and --bandwidth-gbps so
+that the process holds one workload and no copy buffers.
 
 Examples:
   gather bench
   gather bench --only W3,W6 --threads 2 --json bench.json
-  gather bench --only W0,W1 --scale 0.1 --repeat 3   # a quick smoke run")]
+  gather bench --only W0,W1 --scale 0.1 --repeat 3   # a quick smoke run
+  /usr/bin/time -v gather bench --only W6 --in-process --bandwidth-gbps 40")]
     Bench {
         /// Workloads to run, comma-separated: short names (W3), full names (W3_topk_patches),
         /// or W11 for W11a and W11b. Default: all.
