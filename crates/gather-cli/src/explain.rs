@@ -203,6 +203,7 @@ pub fn explain_outputs(
         },
         "take" => take_flat(&ctx, false)?,
         "index_select" => index_select(&ctx)?,
+        "select_batched" => select_batched(&ctx)?,
         "masked_select" => masked_select(&ctx)?,
         "sort" | "topk" => sort_like(&ctx)?,
         "argsort" => argsort(&ctx)?,
@@ -609,6 +610,68 @@ fn index_select(c: &Ctx) -> CliResult<Body> {
         ));
         tints.push(Tint {
             cell: cell("out", p),
+            from: vec![cell("input", rf)],
+        });
+    }
+    Ok(Body {
+        header,
+        value: None,
+        sections: vec![Section { title: None, lines }],
+        tints,
+        palette: vec!["input".into()],
+    })
+}
+
+/// select_batched: `out[b.., k.., t..] = input[b.., p.., index[b.., k..], t..]`.
+fn select_batched(c: &Ctx) -> CliResult<Body> {
+    let x = c.tensor("input")?;
+    let ix = c.tensor("index")?;
+    let out = c.output(0)?;
+    let d = c.dim(x.shape.len())?;
+    let b = usize::try_from(c.args.int("batch_dims")?)
+        .map_err(|_| mismatch(c.op, "a negative batch_dims was accepted"))?;
+    let k = ix.shape.len().saturating_sub(b);
+    let sym = symbols(out.shape.len());
+    let mut isym: Vec<String> = sym[..b.min(sym.len())].to_vec();
+    isym.extend_from_slice(&sym[d.min(sym.len())..(d + k).min(sym.len())]);
+    let mut rule: Vec<String> = sym[..d.min(sym.len())].to_vec();
+    rule.push(label_parts("index", &isym));
+    rule.extend_from_slice(&sym[(d + k).min(sym.len())..]);
+    let header = format!(
+        "select_batched(input, dim={}, index, batch_dims={b}): {} = {}",
+        c.dim_text(),
+        label_parts("out", &sym),
+        label_parts("input", &rule)
+    );
+    let mut lines = Vec::new();
+    let mut tints = Vec::new();
+    for p in 0..out.len() {
+        let pc = unravel(p, &out.shape);
+        let mut ic: Vec<usize> = pc[..b].to_vec();
+        ic.extend_from_slice(&pc[d..d + k]);
+        let jf = ravel(&ic, &ix.shape)
+            .ok_or_else(|| mismatch(c.op, "an output outside the index's positions"))?;
+        let v = index_at(c.op, ix, jf)?;
+        let mut r: Vec<usize> = pc[..d].to_vec();
+        r.push(usize::try_from(v).map_err(|_| mismatch(c.op, "a negative index was accepted"))?);
+        r.extend_from_slice(&pc[d + k..]);
+        let rf = ravel(&r, &x.shape)
+            .ok_or_else(|| mismatch(c.op, "an index outside the input was accepted"))?;
+        let mut parts: Vec<String> = r.iter().map(|v| v.to_string()).collect();
+        parts[d] = label("index", &ic);
+        lines.push(format!(
+            "{} = {} = {} = {}",
+            label("out", &pc),
+            label_parts("input", &parts),
+            label("input", &r),
+            out.show(p)
+        ));
+        tints.push(Tint {
+            cell: cell("out", p),
+            from: vec![cell("input", rf)],
+        });
+        tints.push(Tint {
+            cell: cell("index", jf),
             from: vec![cell("input", rf)],
         });
     }

@@ -193,6 +193,12 @@ pub const SPECS: &[OpSpec] = &[
         args: &[("repeats", Omit), ("dim", Null), ("output_size", Omit)],
         outputs: OUT,
     },
+    OpSpec {
+        name: "select_batched",
+        tensors: &[("input", true), ("index", true)],
+        args: &[("dim", Required), ("batch_dims", Value(Int(0)))],
+        outputs: OUT,
+    },
 ];
 
 /// The names of every op, comma-separated (for help texts and hints).
@@ -256,6 +262,9 @@ pub struct OpOptions {
     /// repeat_interleave: the total output length along dim.
     #[arg(long, allow_negative_numbers = true, value_name = "N")]
     pub output_size: Option<String>,
+    /// select_batched: how many leading axes the index shares with the input (default 0).
+    #[arg(long, allow_negative_numbers = true, value_name = "B")]
+    pub batch_dims: Option<String>,
 }
 
 fn parse_bool(name: &str, v: &str) -> CliResult<Arg> {
@@ -316,7 +325,7 @@ pub fn repeats_is_tensor(v: &str) -> bool {
 impl OpOptions {
     /// The options that were given, as `(argument name, text)`.
     fn given(&self) -> Vec<(&'static str, &str)> {
-        let all: [(&'static str, &Option<String>); 13] = [
+        let all: [(&'static str, &Option<String>); 14] = [
             ("dim", &self.dim),
             ("reduce", &self.reduce),
             ("include_self", &self.include_self),
@@ -330,6 +339,7 @@ impl OpOptions {
             ("stable", &self.stable),
             ("repeats", &self.repeats),
             ("output_size", &self.output_size),
+            ("batch_dims", &self.batch_dims),
         ];
         all.into_iter()
             .filter_map(|(n, v)| v.as_deref().map(|v| (n, v)))
@@ -380,7 +390,7 @@ impl OpOptions {
                 },
                 "reduce" => Arg::Str(text.trim().to_string()),
                 "value" | "alpha" => parse_scalar(name, text)?,
-                "k" | "output_size" | "repeats" => parse_int(name, text)?,
+                "k" | "output_size" | "repeats" | "batch_dims" => parse_int(name, text)?,
                 _ => parse_bool(name, text)?,
             };
             args.set(name, arg);
@@ -605,6 +615,33 @@ mod tests {
             Some(&Arg::None)
         );
         assert!(o.to_args(spec("gather").unwrap(), &[]).is_err());
+    }
+
+    #[test]
+    fn select_batched_takes_dim_and_batch_dims_defaulting_to_zero() {
+        let s = spec("select_batched").unwrap();
+        let o = OpOptions {
+            dim: Some("-1".into()),
+            ..Default::default()
+        };
+        let args = o.to_args(s, &["input", "index"]).unwrap();
+        assert_eq!(args.int("dim").unwrap(), -1);
+        assert_eq!(args.int("batch_dims").unwrap(), 0);
+        let o = OpOptions {
+            dim: Some("1".into()),
+            batch_dims: Some("x".into()),
+            ..Default::default()
+        };
+        assert!(o.to_args(s, &["input", "index"]).is_err());
+        let o = OpOptions {
+            dim: Some("1".into()),
+            batch_dims: Some("1".into()),
+            ..Default::default()
+        };
+        let e = o
+            .to_args(spec("gather").unwrap(), &["input", "index"])
+            .unwrap_err();
+        assert_eq!(e.message, "gather takes no --batch-dims");
     }
 
     #[test]

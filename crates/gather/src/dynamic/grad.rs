@@ -58,6 +58,7 @@ pub const GRAD_OPS: &[(&str, &[&str])] = &[
     ("topk", &["input"]),
     ("sort", &["input"]),
     ("repeat_interleave", &["input"]),
+    ("select_batched", &["input"]),
 ];
 
 /// The gradients of `op` (PyTorch's name) called with `args` and `inputs`, given the gradient of
@@ -275,6 +276,16 @@ fn indexed<T: GradFloat + TensorElem, I: IndexElem>(
                 grad::take_along_dim(g, x.raw_dim(), index, dim)?,
             )])
         }
+        "select_batched" => Ok(vec![named(
+            "grad_input",
+            grad::select_batched(
+                g,
+                x.raw_dim(),
+                args.dim()?,
+                index,
+                super::take::batch_dims(args)?,
+            )?,
+        )]),
         "put" => {
             let accumulate = args.bool_or("accumulate", false)?;
             pair(grad::put(g, index, source()?.raw_dim(), accumulate)?)

@@ -421,6 +421,7 @@ pub const OPS: &[(&str, bool)] = &[
     ("sort", false),
     ("argsort", false),
     ("repeat_interleave", false),
+    ("select_batched", false),
 ];
 
 /// True when `op` has an in-place form (`scatter_`, `index_add_` ...).
@@ -442,6 +443,7 @@ pub fn call(op: &str, args: &Args, inputs: &Tensors) -> Result<Vec<(String, Tens
         "index_select" => out(index_ops::index_select(args, inputs)?),
         "take" => out(take::take(args, inputs)?),
         "take_along_dim" => out(take::take_along_dim(args, inputs)?),
+        "select_batched" => out(take::select_batched(args, inputs)?),
         "masked_select" => out(masked::masked_select(args, inputs)?),
         "masked_scatter" => out(masked::masked_scatter(args, inputs)?),
         "topk" | "sort" => sort::sort_like(op, args, inputs),

@@ -29,6 +29,29 @@ pub(crate) fn take_along_dim(args: &Args, inputs: &Tensors) -> Result<Tensor> {
     })
 }
 
+/// `select_batched`: arguments `dim` (the selected axis) and `batch_dims` (default 0).
+pub(crate) fn select_batched(args: &Args, inputs: &Tensors) -> Result<Tensor> {
+    let x = input(inputs, "input")?;
+    let index = input(inputs, "index")?;
+    let dim = args.dim()?;
+    let batch_dims = batch_dims(args)?;
+    with_tensor!(x, x => {
+        with_index_tensor!(index, i => Ok(Tensor::from(crate::select_batched(x, dim, i, batch_dims)?)),
+            _ => Err(index_dtype_error("select_batched", "index", index)))
+    })
+}
+
+/// The `batch_dims` argument: a non-negative integer, 0 when absent or null.
+pub(crate) fn batch_dims(args: &Args) -> Result<usize> {
+    let b = args.opt_int("batch_dims")?.unwrap_or(0);
+    usize::try_from(b).map_err(|_| {
+        crate::Error::invalid(format!(
+            "select_batched: batch_dims must be non-negative, but got {b}"
+        ))
+        .with_hint("batch_dims counts the leading axes the index shares with the input: 0, 1, ...")
+    })
+}
+
 pub(crate) fn put(args: &Args, target: &mut Tensor, inputs: &Tensors) -> Result<()> {
     let index = input(inputs, "index")?;
     let source = input(inputs, "source")?;
@@ -88,6 +111,81 @@ mod tests {
         assert_eq!(
             call("take", &Args::default(), &ins).unwrap_err().kind(),
             ErrorKind::InvalidArgument
+        );
+    }
+
+    #[test]
+    fn select_batched_runs_by_name_with_any_integer_index() {
+        let x = Tensor::from(
+            ndarray::Array::from_shape_fn((2, 3, 2), |(a, b, c)| (a * 100 + b * 10 + c) as f32)
+                .into_dyn(),
+        );
+        let mut args = Args::default();
+        args.set("dim", Arg::Int(1));
+        args.set("batch_dims", Arg::Int(1));
+        for index in [
+            Tensor::from(array![[2i64, 0], [1, 1]].into_dyn()),
+            Tensor::from(array![[2u8, 0], [1, 1]].into_dyn()),
+            Tensor::from(array![[2i32, 0], [1, 1]].into_dyn()),
+        ] {
+            let ins = inputs(vec![("input", x.clone()), ("index", index)]);
+            let out = call("select_batched", &args, &ins).unwrap();
+            assert_eq!(
+                out[0].1,
+                Tensor::from(
+                    array![
+                        [[20.0f32, 21.0], [0.0, 1.0]],
+                        [[110.0, 111.0], [110.0, 111.0]]
+                    ]
+                    .into_dyn()
+                )
+            );
+        }
+        // batch_dims defaults to 0 (index_select for a 1-d index).
+        let mut args0 = Args::default();
+        args0.set("dim", Arg::Int(0));
+        let ins = inputs(vec![
+            ("input", x.clone()),
+            ("index", Tensor::from(array![1i64].into_dyn())),
+        ]);
+        assert_eq!(
+            call("select_batched", &args0, &ins).unwrap()[0].1.shape(),
+            &[1, 3, 2]
+        );
+        args.set("batch_dims", Arg::Int(-1));
+        let e = call("select_batched", &args, &ins).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        let ins = inputs(vec![
+            ("input", x),
+            ("index", Tensor::from(array![1.0f32].into_dyn())),
+        ]);
+        let e = call("select_batched", &args0, &ins).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    }
+
+    #[test]
+    fn select_batched_gradient_sums_into_the_rows_read() {
+        let x = Tensor::from(ndarray::Array3::<f64>::zeros((2, 3, 2)).into_dyn());
+        let mut args = Args::default();
+        args.set("dim", Arg::Int(1));
+        args.set("batch_dims", Arg::Int(1));
+        let ins = inputs(vec![
+            ("input", x),
+            ("index", Tensor::from(array![[2i64, 2], [0, 1]].into_dyn())),
+        ]);
+        let g =
+            Tensor::from(array![[[1.0f64, 2.0], [3.0, 4.0]], [[5.0, 6.0], [7.0, 8.0]]].into_dyn());
+        let grads = crate::dynamic::call_grad("select_batched", &args, &ins, &g).unwrap();
+        assert_eq!(grads[0].0, "grad_input");
+        assert_eq!(
+            grads[0].1,
+            Tensor::from(
+                array![
+                    [[0.0f64, 0.0], [0.0, 0.0], [4.0, 6.0]],
+                    [[5.0, 6.0], [7.0, 8.0], [0.0, 0.0]]
+                ]
+                .into_dyn()
+            )
         );
     }
 
