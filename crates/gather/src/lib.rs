@@ -120,6 +120,10 @@ pub use ops::index::{
     index_reduce, index_reduce_inplace, index_select,
 };
 pub use ops::masked::{masked_scatter, masked_scatter_inplace, masked_select};
+pub use ops::nd::{gather_nd, scatter_nd, scatter_nd_inplace};
+pub use ops::onnx::{
+    onnx_gather, onnx_gather_elements, onnx_gather_nd, onnx_scatter_elements, onnx_scatter_nd,
+};
 pub use ops::put::{put, put_inplace};
 pub use ops::repeat::{repeat_interleave, repeat_interleave_repeats, repeat_interleave_scalar};
 pub use ops::scatter::{

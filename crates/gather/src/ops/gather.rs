@@ -58,16 +58,35 @@ where
     SI: Data<Elem = I>,
     DI: Dimension,
 {
-    let dim = normalize_dim("gather", dim, input.ndim())?;
+    gather_bounded("gather", input, dim, index, Bounds::Strict)
+}
+
+/// [`gather()`] with the index values mapped under `bounds`; `op` names the op in errors.
+pub(crate) fn gather_bounded<T, S, D, I, SI, DI>(
+    op: &str,
+    input: &ArrayBase<S, D>,
+    dim: isize,
+    index: &ArrayBase<SI, DI>,
+    bounds: Bounds,
+) -> Result<Array<T, DI>>
+where
+    T: Element,
+    S: Data<Elem = T>,
+    D: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+{
+    let dim = normalize_dim(op, dim, input.ndim())?;
     if index.is_empty() {
         return Ok(Array::from_shape_vec(index.raw_dim(), Vec::new()).expect("empty shape"));
     }
-    check_index_rank("gather", "input", input.shape(), index.shape(), dim)?;
+    check_index_rank(op, "input", input.shape(), index.shape(), dim)?;
     let x = view_1d_if_scalar(input);
     let idx = view_1d_if_scalar(index);
-    check_index_fits("gather", x.shape(), idx.shape(), None, dim)?;
-    let checked = CheckedIndex::new("gather", idx, dim, x.shape()[dim], Bounds::Strict)?;
-    let out = super::try_vec("gather", checked.view().len())?;
+    check_index_fits(op, x.shape(), idx.shape(), None, dim)?;
+    let checked = CheckedIndex::new(op, idx, dim, x.shape()[dim], bounds)?;
+    let out = super::try_vec(op, checked.view().len())?;
     let data = kernels::gather::gather(&x, dim, &checked, out);
     Ok(Array::from_shape_vec(index.raw_dim(), data).expect("output has the index's shape"))
 }

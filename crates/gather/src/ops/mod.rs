@@ -3,6 +3,8 @@
 pub mod gather;
 pub mod index;
 pub mod masked;
+pub mod nd;
+pub mod onnx;
 pub mod put;
 pub mod repeat;
 pub mod scatter;

@@ -202,16 +202,36 @@ where
     SI: Data<Elem = I>,
     DI: Dimension,
 {
-    let op = "select_batched";
+    select_bounded(
+        "select_batched",
+        input,
+        axis,
+        index,
+        batch_dims,
+        Bounds::Strict,
+    )
+}
+
+/// [`select_batched()`] with the index values mapped under `bounds`; `op` names the op in errors.
+pub(crate) fn select_bounded<T, S, D, I, SI, DI>(
+    op: &str,
+    input: &ArrayBase<S, D>,
+    axis: isize,
+    index: &ArrayBase<SI, DI>,
+    batch_dims: usize,
+    bounds: Bounds,
+) -> Result<ArrayD<T>>
+where
+    T: Element,
+    S: Data<Elem = T>,
+    D: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+{
     let plan = plan(op, input.shape(), axis, index.shape(), batch_dims)?;
     let idx = index.view().into_dyn();
-    check_bounds(
-        op,
-        &idx,
-        plan.axis,
-        input.shape()[plan.axis],
-        Bounds::Strict,
-    )?;
+    check_bounds(op, &idx, plan.axis, input.shape()[plan.axis], bounds)?;
     if plan.out_shape.contains(&0) {
         return Ok(ArrayD::from_shape_vec(IxDyn(&plan.out_shape), Vec::new()).expect("empty"));
     }
@@ -220,7 +240,7 @@ where
     let full = unit
         .broadcast(IxDyn(&plan.gather_shape))
         .expect("size-1 axes broadcast to the plan's shape");
-    let out = crate::gather(input, plan.axis as isize, &full)?;
+    let out = super::gather::gather_bounded(op, input, plan.axis as isize, &full, bounds)?;
     Ok(out
         .into_shape_with_order(IxDyn(&plan.out_shape))
         .expect("gather's output is in standard layout"))
