@@ -192,3 +192,53 @@ out [2, 2] int64 = [[30, 10], [50, 50]]
         o.stdout
     );
 }
+
+fn onnx_fixtures() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/onnx")
+}
+
+#[test]
+fn conformance_passes_every_onnx_case_of_the_spec_examples() {
+    let dir = onnx_fixtures();
+    let o = run(&["conformance", &dir.display().to_string()]);
+    assert_eq!(o.code, Some(0), "{}\n{}", o.stdout, o.stderr);
+    let n = std::fs::read_dir(&dir).unwrap().count();
+    assert!(n >= 38, "only {n} fixture cases");
+    assert!(
+        o.stdout.contains(&format!("{n} passed, 0 failed")),
+        "{}",
+        o.stdout
+    );
+    // Every ONNX op has success and error cases there.
+    for op in gather::dynamic::ONNX_OPS {
+        let names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(&format!("{op}__")))
+            .collect();
+        assert!(names.iter().any(|n| n.contains("negative")), "{op}");
+        assert!(names.iter().any(|n| n.contains("out_of_range")), "{op}");
+    }
+}
+
+#[test]
+fn conformance_fails_an_onnx_case_whose_expected_output_is_wrong() {
+    // The runner really compares: a copy of a case with a corrupted expectation fails.
+    let work = tempfile::tempdir().unwrap();
+    let src = onnx_fixtures().join("onnx_gather__negative_indices__0");
+    let dst = work.path().join("onnx_gather__negative_indices__0");
+    std::fs::create_dir(&dst).unwrap();
+    for f in std::fs::read_dir(&src).unwrap() {
+        let f = f.unwrap();
+        std::fs::copy(f.path(), dst.join(f.file_name())).unwrap();
+    }
+    // Point `expected` at the data file (a different shape and values).
+    let json = std::fs::read_to_string(dst.join("case.json")).unwrap();
+    std::fs::write(
+        dst.join("case.json"),
+        json.replace("\"output\": \"expected.npy\"", "\"output\": \"data.npy\""),
+    )
+    .unwrap();
+    let o = run(&["conformance", &work.path().display().to_string()]);
+    assert!(o.stdout.contains("0 passed, 1 failed"), "{}", o.stdout);
+}

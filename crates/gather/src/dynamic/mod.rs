@@ -23,11 +23,13 @@
 mod grad;
 mod index_ops;
 mod masked;
+mod onnx;
 mod scatter;
 mod sort;
 mod take;
 
 pub use grad::{GRAD_OPS, call_grad, call_grad_with};
+pub use onnx::ONNX_OPS;
 
 use std::collections::BTreeMap;
 
@@ -434,8 +436,8 @@ pub fn has_inplace(op: &str) -> bool {
     OPS.iter().any(|(name, inplace)| *name == op && *inplace)
 }
 
-/// Runs `op` (PyTorch's name) out of place and returns its named outputs (`output`, or
-/// `values`/`indices` for sort and topk).
+/// Runs `op` (PyTorch's name, or one of [`ONNX_OPS`]) out of place and returns its named outputs
+/// (`output`, or `values`/`indices` for sort and topk).
 pub fn call(op: &str, args: &Args, inputs: &Tensors) -> Result<Vec<(String, Tensor)>> {
     let out = |t: Tensor| Ok(vec![("output".to_string(), t)]);
     match op {
@@ -449,6 +451,7 @@ pub fn call(op: &str, args: &Args, inputs: &Tensors) -> Result<Vec<(String, Tens
         "topk" | "sort" => sort::sort_like(op, args, inputs),
         "argsort" => out(sort::argsort(args, inputs)?),
         "repeat_interleave" => out(sort::repeat_interleave(args, inputs)?),
+        _ if ONNX_OPS.contains(&op) => out(onnx::call(op, args, inputs)?),
         _ if has_inplace(op) => {
             let mut target = input(inputs, "input")?.clone();
             call_inplace(op, args, &mut target, inputs)?;
@@ -470,7 +473,7 @@ pub fn call_inplace(op: &str, args: &Args, target: &mut Tensor, inputs: &Tensors
         }
         "masked_scatter" => masked::masked_scatter_inplace(args, target, inputs),
         "put" => take::put(args, target, inputs),
-        _ if OPS.iter().any(|(n, _)| *n == op) => {
+        _ if OPS.iter().any(|(n, _)| *n == op) || ONNX_OPS.contains(&op) => {
             Err(Error::invalid(format!("{op} has no in-place form")))
         }
         _ => Err(unknown_op(op)),
@@ -478,7 +481,8 @@ pub fn call_inplace(op: &str, args: &Args, target: &mut Tensor, inputs: &Tensors
 }
 
 fn unknown_op(op: &str) -> Error {
-    let names: Vec<&str> = OPS.iter().map(|(n, _)| *n).collect();
+    let mut names: Vec<&str> = OPS.iter().map(|(n, _)| *n).collect();
+    names.extend_from_slice(ONNX_OPS);
     Error::invalid(format!("unknown op `{op}`"))
         .with_hint(format!("the ops are: {}", names.join(", ")))
 }
