@@ -114,6 +114,14 @@ pub mod plan;
 pub use element::{DType, Element, Scalar};
 pub use error::{Error, ErrorKind, Result};
 pub use index::IndexElem;
+pub use ops::bounds::{
+    OutOfBounds, gather_bounded, index_add_bounded, index_add_inplace_bounded, index_copy_bounded,
+    index_copy_inplace_bounded, index_fill_bounded, index_fill_inplace_bounded,
+    index_reduce_bounded, index_reduce_inplace_bounded, index_select_bounded, put_bounded,
+    put_inplace_bounded, scatter_add_bounded, scatter_add_inplace_bounded, scatter_bounded,
+    scatter_inplace_bounded, scatter_reduce_bounded, scatter_reduce_inplace_bounded,
+    select_batched_bounded, take_along_dim_bounded, take_bounded,
+};
 pub use ops::gather::gather;
 pub use ops::index::{
     index_add, index_add_inplace, index_copy, index_copy_inplace, index_fill, index_fill_inplace,
@@ -140,6 +148,7 @@ pub mod prelude {
     pub use crate::element::{DType, Element, Scalar};
     pub use crate::error::{Error, ErrorKind, Result};
     pub use crate::index::IndexElem;
+    pub use crate::ops::bounds::OutOfBounds;
     pub use crate::ops::gather::GatherExt;
     pub use crate::ops::index::{IndexExt, IndexInplaceExt};
     pub use crate::ops::masked::MaskedExt;

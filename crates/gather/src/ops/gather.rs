@@ -58,11 +58,11 @@ where
     SI: Data<Elem = I>,
     DI: Dimension,
 {
-    gather_bounded("gather", input, dim, index, Bounds::Strict)
+    gather_mapped("gather", input, dim, index, Bounds::Strict)
 }
 
 /// [`gather()`] with the index values mapped under `bounds`; `op` names the op in errors.
-pub(crate) fn gather_bounded<T, S, D, I, SI, DI>(
+pub(crate) fn gather_mapped<T, S, D, I, SI, DI>(
     op: &str,
     input: &ArrayBase<S, D>,
     dim: isize,

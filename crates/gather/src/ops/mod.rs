@@ -1,5 +1,6 @@
 //! The ops, one file per family. Shared shape checks and hints live here.
 
+pub mod bounds;
 pub mod gather;
 pub mod index;
 pub mod masked;

@@ -55,7 +55,7 @@ where
     SI: Data<Elem = I>,
     DI: Dimension,
 {
-    super::gather::gather_bounded("onnx_gather_elements", data, axis, indices, Bounds::Wrap)
+    super::gather::gather_mapped("onnx_gather_elements", data, axis, indices, Bounds::Wrap)
 }
 
 /// ONNX ScatterElements: a copy of `data` with `updates[p]` written (or reduced) at `p` with
@@ -146,7 +146,7 @@ where
     SI: Data<Elem = I>,
     DI: Dimension,
 {
-    super::select::select_bounded("onnx_gather", data, axis, indices, 0, Bounds::Wrap)
+    super::select::select_mapped("onnx_gather", data, axis, indices, 0, Bounds::Wrap)
 }
 
 /// ONNX GatherND: [`gather_nd`](crate::gather_nd()) with negative coordinates wrapped.

@@ -202,7 +202,7 @@ where
     SI: Data<Elem = I>,
     DI: Dimension,
 {
-    select_bounded(
+    select_mapped(
         "select_batched",
         input,
         axis,
@@ -213,7 +213,7 @@ where
 }
 
 /// [`select_batched()`] with the index values mapped under `bounds`; `op` names the op in errors.
-pub(crate) fn select_bounded<T, S, D, I, SI, DI>(
+pub(crate) fn select_mapped<T, S, D, I, SI, DI>(
     op: &str,
     input: &ArrayBase<S, D>,
     axis: isize,
@@ -240,7 +240,7 @@ where
     let full = unit
         .broadcast(IxDyn(&plan.gather_shape))
         .expect("size-1 axes broadcast to the plan's shape");
-    let out = super::gather::gather_bounded(op, input, plan.axis as isize, &full, bounds)?;
+    let out = super::gather::gather_mapped(op, input, plan.axis as isize, &full, bounds)?;
     Ok(out
         .into_shape_with_order(IxDyn(&plan.out_shape))
         .expect("gather's output is in standard layout"))
