@@ -88,6 +88,7 @@ use crate::error::{Error, Result, fmt_shape};
 use crate::index::{Bounds, IndexElem, check_bounds};
 use crate::ops::{check_index_fits, check_index_rank, try_vec};
 
+pub mod bounds;
 mod gather;
 mod index;
 mod masked;
@@ -98,6 +99,11 @@ mod select;
 mod sort;
 mod take;
 
+pub use bounds::{
+    gather_bounded, index_add_bounded, index_copy_bounded, index_fill_bounded,
+    index_select_bounded, put_bounded, scatter_add_bounded, scatter_bounded,
+    scatter_reduce_bounded, select_batched_bounded, take_along_dim_bounded, take_bounded,
+};
 pub use gather::gather;
 pub use index::{
     index_add, index_copy, index_fill, index_fill_value, index_reduce, index_reduce_with,

@@ -232,7 +232,8 @@ pub(crate) enum Layout {
     Batched { axis: usize, b: usize },
 }
 
-/// Writes `value` at the output positions of the `missing` index positions.
+/// Writes `value` at the output positions of the `missing` index positions. An `out` whose shape
+/// does not fit the layout (a gradient of the wrong shape, rejected later) is left as it is.
 pub(crate) fn fill_missing<T: Copy>(
     out: &mut ArrayViewMut<'_, T, IxDyn>,
     missing: &ArrayView<'_, bool, IxDyn>,
@@ -248,9 +249,9 @@ pub(crate) fn fill_missing<T: Copy>(
             }
         }
         Layout::Broadcast => {
-            let m = missing
-                .broadcast(out.raw_dim())
-                .expect("the index broadcasts to the output");
+            let Some(m) = missing.broadcast(out.raw_dim()) else {
+                return;
+            };
             Zip::from(out).and(&m).for_each(|o, &m| {
                 if m {
                     *o = value;
@@ -265,7 +266,7 @@ pub(crate) fn fill_missing<T: Copy>(
                 return;
             }
             for (j, &m) in missing.iter().enumerate() {
-                if m {
+                if m && d < out.ndim() && j < out.shape()[d] {
                     out.index_axis_mut(Axis(d), j).fill(value);
                 }
             }
@@ -273,10 +274,12 @@ pub(crate) fn fill_missing<T: Copy>(
         Layout::Batched { axis, b } => {
             let k = missing.ndim() - b;
             for (c, &m) in missing.indexed_iter() {
-                if !m {
+                let c = c.slice();
+                let fits = (0..b).all(|a| a < out.ndim() && c[a] < out.shape()[a])
+                    && (0..k).all(|j| axis + j < out.ndim() && c[b + j] < out.shape()[axis + j]);
+                if !m || !fits {
                     continue;
                 }
-                let c = c.slice();
                 out.slice_each_axis_mut(|ad| {
                     let a = ad.axis.index();
                     if a < b {
@@ -295,12 +298,12 @@ pub(crate) fn fill_missing<T: Copy>(
 }
 
 /// The dim and size an axis-wise op indexes (a 0-d array counts as 1-d).
-fn dim_size(op: &str, shape: &[usize], dim: isize) -> Result<(usize, usize)> {
+pub(crate) fn dim_size(op: &str, shape: &[usize], dim: isize) -> Result<(usize, usize)> {
     let d = normalize_dim(op, dim, shape.len().max(1))?;
     Ok((d, shape.get(d).copied().unwrap_or(1)))
 }
 
-fn into_dim<T, D: Dimension>(a: ArrayD<T>) -> Array<T, D> {
+pub(crate) fn into_dim<T, D: Dimension>(a: ArrayD<T>) -> Array<T, D> {
     a.into_dimensionality::<D>()
         .expect("the output has the documented rank")
 }

@@ -1,0 +1,1000 @@
+//! Gradients under a bounds policy: the same [`OutOfBounds`] as the forward
+//! ([`crate::ops::bounds`]), so the gradient goes where the forward read or wrote.
+//!
+//! ```text
+//! forward  gather_bounded(x=[a, b, c], 0, index=[-1, 1, 5], policy)
+//! backward d x for g = [g0, g1, g2]
+//!
+//!  Wrap     error (5)
+//!  Clip     [g0, g1, g2]      -1 read x[0], 5 read x[2]
+//!  Fill(v)  [0,  g1, 0 ]      filled positions read no element: their gradient goes nowhere
+//!
+//! scatter_add_bounded(..., Drop): a dropped source wrote nothing, so its gradient is 0.
+//! ```
+
+use ndarray::{
+    Array, ArrayBase, ArrayD, ArrayView, Axis, Data, Dimension, IntoDimension, IxDyn, Slice,
+};
+
+use super::{GradFloat, ScatterGrad, SourceGrad};
+use crate::error::Result;
+use crate::index::IndexElem;
+use crate::ops::bounds::{
+    Layout, OutOfBounds, dim_size, extend_axis, fill_missing, into_dim, reads_only, resolve,
+    writes_only,
+};
+use crate::ops::scatter::Reduce;
+
+/// `grad_out` with zeros at the positions a Fill read filled (a copy only when there are some).
+fn zero_filled<'a, T: GradFloat>(
+    grad_out: ArrayView<'a, T, IxDyn>,
+    policy: &OutOfBounds<T>,
+    missing: Option<ArrayView<'_, bool, IxDyn>>,
+    layout: Layout,
+) -> ndarray::CowArray<'a, T, IxDyn> {
+    match (policy, missing) {
+        (OutOfBounds::Fill(_), Some(m)) => {
+            let mut g = grad_out.to_owned();
+            fill_missing(&mut g.view_mut(), &m, layout, T::default());
+            g.into()
+        }
+        _ => grad_out.into(),
+    }
+}
+
+/// The gradient of [`gather_bounded`](crate::gather_bounded()) with respect to `input`.
+///
+/// ```
+/// use gather::OutOfBounds;
+/// use ndarray::array;
+/// let g = array![1.0f32, 10.0, 100.0];
+/// let idx = array![-1, 1, 5];
+/// let d = gather::grad::gather_bounded(&g, 3, 0, &idx, OutOfBounds::Clip)?;
+/// assert_eq!(d, array![1.0, 10.0, 100.0]);
+/// let d = gather::grad::gather_bounded(&g, 3, 0, &idx, OutOfBounds::Fill(0.0))?;
+/// assert_eq!(d, array![0.0, 10.0, 0.0]);
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub fn gather_bounded<T, S, DG, I, SI, DI, Sh>(
+    grad_out: &ArrayBase<S, DG>,
+    input_shape: Sh,
+    dim: isize,
+    index: &ArrayBase<SI, DI>,
+    policy: OutOfBounds<T>,
+) -> Result<Array<T, Sh::Dim>>
+where
+    T: GradFloat,
+    S: Data<Elem = T>,
+    DG: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+    Sh: IntoDimension,
+{
+    let shape = input_shape.into_dimension();
+    if let OutOfBounds::Error = policy {
+        return super::gather(grad_out, shape, dim, index);
+    }
+    let op = "grad::gather";
+    reads_only(op, &policy)?;
+    let (d, n) = dim_size(op, shape.slice(), dim)?;
+    let r = resolve(op, &index.view().into_dyn(), d, n, &policy, 0)?;
+    let g = zero_filled(
+        grad_out.view().into_dyn(),
+        &policy,
+        r.missing(),
+        Layout::Same,
+    );
+    super::gather(&g, shape, dim, &r.index())
+}
+
+/// The gradient of [`index_select_bounded`](crate::index_select_bounded()) with respect to
+/// `input`.
+///
+/// ```
+/// use gather::OutOfBounds;
+/// use ndarray::array;
+/// let g = array![[1.0f64, 1.0], [2.0, 2.0], [4.0, 4.0]];
+/// let d = gather::grad::index_select_bounded(&g, (2, 2), 0, &array![1, -1, 1], OutOfBounds::Fill(0.0))?;
+/// assert_eq!(d, array![[0.0, 0.0], [5.0, 5.0]]);
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub fn index_select_bounded<T, S, DG, I, SI, DI, Sh>(
+    grad_out: &ArrayBase<S, DG>,
+    input_shape: Sh,
+    dim: isize,
+    index: &ArrayBase<SI, DI>,
+    policy: OutOfBounds<T>,
+) -> Result<Array<T, Sh::Dim>>
+where
+    T: GradFloat,
+    S: Data<Elem = T>,
+    DG: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+    Sh: IntoDimension,
+{
+    let shape = input_shape.into_dimension();
+    if let OutOfBounds::Error = policy {
+        return super::index_select(grad_out, shape, dim, index);
+    }
+    let op = "grad::index_select";
+    reads_only(op, &policy)?;
+    let (d, n) = dim_size(op, shape.slice(), dim)?;
+    let r = resolve(op, &index.view().into_dyn(), d, n, &policy, 0)?;
+    let g = zero_filled(
+        grad_out.view().into_dyn(),
+        &policy,
+        r.missing(),
+        Layout::Lanes(d),
+    );
+    super::index_select(&g, shape, dim, &r.index())
+}
+
+/// The gradient of [`take_bounded`](crate::take_bounded()) with respect to `input`.
+///
+/// ```
+/// use gather::OutOfBounds;
+/// use ndarray::array;
+/// let d = gather::grad::take_bounded(&array![1.0f32, 2.0, 4.0], (2, 2), &array![0, 9, -1], OutOfBounds::Clip)?;
+/// assert_eq!(d, array![[5.0, 0.0], [0.0, 2.0]]);
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub fn take_bounded<T, S, DG, I, SI, DI, Sh>(
+    grad_out: &ArrayBase<S, DG>,
+    input_shape: Sh,
+    index: &ArrayBase<SI, DI>,
+    policy: OutOfBounds<T>,
+) -> Result<Array<T, Sh::Dim>>
+where
+    T: GradFloat,
+    S: Data<Elem = T>,
+    DG: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+    Sh: IntoDimension,
+{
+    let shape = input_shape.into_dimension();
+    if let OutOfBounds::Error = policy {
+        return super::take(grad_out, shape, index);
+    }
+    let op = "grad::take";
+    reads_only(op, &policy)?;
+    let n = shape.slice().iter().product();
+    let r = resolve(op, &index.view().into_dyn(), 0, n, &policy, 0)?;
+    let g = zero_filled(
+        grad_out.view().into_dyn(),
+        &policy,
+        r.missing(),
+        Layout::Same,
+    );
+    super::take(&g, shape, &r.index())
+}
+
+/// The gradient of [`take_along_dim_bounded`](crate::take_along_dim_bounded()) with respect to
+/// `input`.
+///
+/// ```
+/// use gather::OutOfBounds;
+/// use ndarray::array;
+/// let g = array![[1.0f32], [2.0]];
+/// let d = gather::grad::take_along_dim_bounded(&g, (2, 3), &array![[2], [7]], Some(1), OutOfBounds::Fill(0.0))?;
+/// assert_eq!(d, array![[0.0, 0.0, 1.0], [0.0, 0.0, 0.0]]);
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub fn take_along_dim_bounded<T, S, DG, I, SI, DI, Sh>(
+    grad_out: &ArrayBase<S, DG>,
+    input_shape: Sh,
+    index: &ArrayBase<SI, DI>,
+    dim: Option<isize>,
+    policy: OutOfBounds<T>,
+) -> Result<Array<T, Sh::Dim>>
+where
+    T: GradFloat,
+    S: Data<Elem = T>,
+    DG: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+    Sh: IntoDimension,
+{
+    let shape = input_shape.into_dimension();
+    if let OutOfBounds::Error = policy {
+        return super::take_along_dim(grad_out, shape, index, dim);
+    }
+    let op = "grad::take_along_dim";
+    reads_only(op, &policy)?;
+    let (d, n, layout) = match dim {
+        Some(dim) => {
+            let (d, n) = dim_size(op, shape.slice(), dim)?;
+            (d, n, Layout::Broadcast)
+        }
+        None => (0, shape.slice().iter().product(), Layout::Same),
+    };
+    let r = resolve(op, &index.view().into_dyn(), d, n, &policy, 0)?;
+    let g = zero_filled(grad_out.view().into_dyn(), &policy, r.missing(), layout);
+    super::take_along_dim(&g, shape, &r.index(), dim)
+}
+
+/// The gradient of [`select_batched_bounded`](crate::select_batched_bounded()) with respect to
+/// `input`.
+///
+/// ```
+/// use gather::OutOfBounds;
+/// use ndarray::array;
+/// // Token logits [1, 2, 2]; label -100 is ignored: its gradient goes nowhere.
+/// let g = array![[1.0f32, 1.0]];
+/// let d = gather::grad::select_batched_bounded(&g, (1, 2, 2), -1, &array![[1, -100]], 2, OutOfBounds::Fill(0.0))?;
+/// assert_eq!(d, array![[[0.0, 1.0], [0.0, 0.0]]].into_dyn());
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub fn select_batched_bounded<T, S, DG, I, SI, DI, Sh>(
+    grad_out: &ArrayBase<S, DG>,
+    input_shape: Sh,
+    axis: isize,
+    index: &ArrayBase<SI, DI>,
+    batch_dims: usize,
+    policy: OutOfBounds<T>,
+) -> Result<ArrayD<T>>
+where
+    T: GradFloat,
+    S: Data<Elem = T>,
+    DG: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+    Sh: IntoDimension,
+{
+    let shape = input_shape.into_dimension();
+    if let OutOfBounds::Error = policy {
+        return super::select_batched(grad_out, shape, axis, index, batch_dims);
+    }
+    let op = "grad::select_batched";
+    reads_only(op, &policy)?;
+    let p = crate::ops::select::plan(op, shape.slice(), axis, index.shape(), batch_dims)?;
+    let n = shape.slice()[p.axis];
+    let r = resolve(op, &index.view().into_dyn(), p.axis, n, &policy, 0)?;
+    let layout = Layout::Batched {
+        axis: p.axis,
+        b: batch_dims,
+    };
+    let g = zero_filled(grad_out.view().into_dyn(), &policy, r.missing(), layout);
+    super::select_batched(&g, shape, axis, &r.index(), batch_dims)
+}
+
+/// Runs the write gradient `f` with the index mapped under `policy` (not `Error`). Under Drop with
+/// some value out of range, `f` gets `grad_out` with one more zero slice along the axis (`None`:
+/// flattened with one more zero), where the dropped writes went in the forward; the input
+/// gradient comes back without it.
+fn write_grad<T, I, R, F>(
+    op: &str,
+    grad_out: ArrayView<'_, T, IxDyn>,
+    axis: Option<isize>,
+    index: ArrayView<'_, I, IxDyn>,
+    policy: &OutOfBounds<T>,
+    f: F,
+) -> Result<(ArrayD<T>, R)>
+where
+    T: GradFloat,
+    I: IndexElem,
+    F: FnOnce(&ArrayView<'_, T, IxDyn>, &ArrayView<'_, i64, IxDyn>) -> Result<(ArrayD<T>, R)>,
+{
+    writes_only(op, policy)?;
+    let (d, n) = match axis {
+        Some(a) => dim_size(op, grad_out.shape(), a)?,
+        None => (0, grad_out.len()),
+    };
+    let r = resolve(op, &index, d, n, policy, n as i64)?;
+    if r.missing().is_none() {
+        return f(&grad_out, &r.index());
+    }
+    match axis {
+        Some(_) => {
+            let g1 = if grad_out.ndim() == 0 {
+                grad_out.view().insert_axis(Axis(0))
+            } else {
+                grad_out.view()
+            };
+            let ext = extend_axis(&g1, d, T::default())?;
+            let (gi, rest) = f(&ext.view(), &r.index())?;
+            let gi = gi.slice_axis(Axis(d), Slice::from(0..n)).to_owned();
+            let gi = gi
+                .into_shape_with_order(grad_out.raw_dim())
+                .expect("the input's shape");
+            Ok((gi, rest))
+        }
+        None => {
+            let mut flat: Vec<T> = grad_out.iter().copied().collect();
+            flat.push(T::default());
+            let ext = ArrayD::from_shape_vec(IxDyn(&[n + 1]), flat).expect("n + 1");
+            let (gi, rest) = f(&ext.view(), &r.index())?;
+            let gi: Vec<T> = gi.iter().copied().take(n).collect();
+            Ok((
+                ArrayD::from_shape_vec(grad_out.raw_dim(), gi).expect("n elements"),
+                rest,
+            ))
+        }
+    }
+}
+
+/// The gradients of [`scatter_add_bounded`](crate::scatter_add_bounded()): `grad.input` is
+/// `grad_out`, `grad.src` reads it where each source landed (zero where it was dropped).
+///
+/// ```
+/// use gather::OutOfBounds;
+/// use ndarray::array;
+/// let g = gather::grad::scatter_add_bounded(&array![1.0f32, 2.0], 0, &array![1, -1, 1], 3, OutOfBounds::Drop)?;
+/// assert_eq!(g.input, array![1.0, 2.0]);
+/// assert_eq!(g.src, array![2.0, 0.0, 2.0]);
+/// let g = gather::grad::scatter_add_bounded(&array![1.0f32, 2.0], 0, &array![1, -1, 1], 3, OutOfBounds::Wrap)?;
+/// assert_eq!(g.src, array![2.0, 2.0, 2.0]);
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub fn scatter_add_bounded<T, S, DG, I, SI, DI, Sh>(
+    grad_out: &ArrayBase<S, DG>,
+    dim: isize,
+    index: &ArrayBase<SI, DI>,
+    src_shape: Sh,
+    policy: OutOfBounds<T>,
+) -> Result<ScatterGrad<T, DG, Sh::Dim>>
+where
+    T: GradFloat,
+    S: Data<Elem = T>,
+    DG: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+    Sh: IntoDimension,
+{
+    let ss = src_shape.into_dimension();
+    if let OutOfBounds::Error = policy {
+        return super::scatter_add(grad_out, dim, index, ss);
+    }
+    let (gi, gs) = write_grad(
+        "grad::scatter_add",
+        grad_out.view().into_dyn(),
+        Some(dim),
+        index.view().into_dyn(),
+        &policy,
+        |g, i| {
+            let r = super::scatter_add(g, dim, i, ss.clone())?;
+            Ok((r.input, r.src))
+        },
+    )?;
+    Ok(ScatterGrad {
+        input: into_dim(gi),
+        src: gs,
+    })
+}
+
+/// The gradients of [`scatter_bounded`](crate::scatter_bounded()): overwritten elements of the
+/// input get zero, each kept source the gradient of where it landed (the last write of
+/// duplicates), dropped sources zero.
+///
+/// ```
+/// use gather::OutOfBounds;
+/// use ndarray::array;
+/// let g = gather::grad::scatter_bounded(&array![1.0f32, 2.0, 4.0], 0, &array![5, 1], 2, OutOfBounds::Clip)?;
+/// assert_eq!(g.input, array![1.0, 0.0, 0.0]);
+/// assert_eq!(g.src, array![4.0, 2.0]);
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub fn scatter_bounded<T, S, DG, I, SI, DI, Sh>(
+    grad_out: &ArrayBase<S, DG>,
+    dim: isize,
+    index: &ArrayBase<SI, DI>,
+    src_shape: Sh,
+    policy: OutOfBounds<T>,
+) -> Result<ScatterGrad<T, DG, Sh::Dim>>
+where
+    T: GradFloat,
+    S: Data<Elem = T>,
+    DG: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+    Sh: IntoDimension,
+{
+    let ss = src_shape.into_dimension();
+    if let OutOfBounds::Error = policy {
+        return super::scatter(grad_out, dim, index, ss);
+    }
+    let (gi, gs) = write_grad(
+        "grad::scatter",
+        grad_out.view().into_dyn(),
+        Some(dim),
+        index.view().into_dyn(),
+        &policy,
+        |g, i| {
+            let r = super::scatter(g, dim, i, ss.clone())?;
+            Ok((r.input, r.src))
+        },
+    )?;
+    Ok(ScatterGrad {
+        input: into_dim(gi),
+        src: gs,
+    })
+}
+
+/// The gradients of [`scatter_reduce_bounded`](crate::scatter_reduce_bounded()) (the forward
+/// is recomputed from `input` and `src`).
+///
+/// ```
+/// use gather::{OutOfBounds, Reduce};
+/// use ndarray::array;
+/// let x = array![1.0f64, 1.0];
+/// let g = gather::grad::scatter_reduce_bounded(&array![1.0, 1.0], &x, 0, &array![0, 3, 0], &array![5.0, 7.0, 2.0],
+///     Reduce::Prod, true, OutOfBounds::Drop)?;
+/// assert_eq!(g.input, array![10.0, 1.0]);
+/// assert_eq!(g.src, array![2.0, 0.0, 5.0]);
+/// # Ok::<(), gather::Error>(())
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn scatter_reduce_bounded<T, S, D, SX, I, SI, DI, SS, DS>(
+    grad_out: &ArrayBase<S, D>,
+    input: &ArrayBase<SX, D>,
+    dim: isize,
+    index: &ArrayBase<SI, DI>,
+    src: &ArrayBase<SS, DS>,
+    reduce: Reduce,
+    include_self: bool,
+    policy: OutOfBounds<T>,
+) -> Result<ScatterGrad<T, D, DS>>
+where
+    T: GradFloat,
+    S: Data<Elem = T>,
+    D: Dimension,
+    SX: Data<Elem = T>,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+    SS: Data<Elem = T>,
+    DS: Dimension,
+{
+    let op = "grad::scatter_reduce";
+    if let OutOfBounds::Error = policy {
+        let out = crate::scatter_reduce(input, dim, index, src, reduce, include_self)?;
+        return super::scatter_reduce(grad_out, input, dim, index, src, reduce, include_self, &out);
+    }
+    super::check_shape(
+        op,
+        "grad_output",
+        grad_out.shape(),
+        "the input",
+        input.shape(),
+    )?;
+    let x = input.view().into_dyn();
+    let (gi, gs) = write_grad(
+        op,
+        grad_out.view().into_dyn(),
+        Some(dim),
+        index.view().into_dyn(),
+        &policy,
+        |g, i| {
+            // Under Drop `g` has the scratch slice: give the input one too (its value does not
+            // matter, the scratch slice's gradient is zero).
+            let xe = if g.shape() == x.shape() {
+                x.to_owned()
+            } else {
+                let d = dim_size(op, x.shape(), dim)?.0;
+                let x1 = if x.ndim() == 0 {
+                    x.clone().insert_axis(Axis(0))
+                } else {
+                    x.clone()
+                };
+                extend_axis(&x1, d, T::default())?
+            };
+            let out = crate::scatter_reduce(&xe, dim, i, src, reduce, include_self)?;
+            let r = super::scatter_reduce(g, &xe, dim, i, src, reduce, include_self, &out)?;
+            Ok((r.input, r.src))
+        },
+    )?;
+    Ok(ScatterGrad {
+        input: into_dim(gi),
+        src: gs,
+    })
+}
+
+/// The gradients of [`index_add_bounded`](crate::index_add_bounded()).
+///
+/// ```
+/// use gather::OutOfBounds;
+/// use ndarray::array;
+/// let g = array![[1.0f32, 1.0], [2.0, 2.0]];
+/// let r = gather::grad::index_add_bounded(&g, 0, &array![1, 7], (2, 2), 3.0, OutOfBounds::Drop)?;
+/// assert_eq!(r.input, g);
+/// assert_eq!(r.source, array![[6.0, 6.0], [0.0, 0.0]]);
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub fn index_add_bounded<T, S, DG, I, SI, DI, Sh>(
+    grad_out: &ArrayBase<S, DG>,
+    dim: isize,
+    index: &ArrayBase<SI, DI>,
+    source_shape: Sh,
+    alpha: T,
+    policy: OutOfBounds<T>,
+) -> Result<SourceGrad<T, DG, Sh::Dim>>
+where
+    T: GradFloat,
+    S: Data<Elem = T>,
+    DG: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+    Sh: IntoDimension,
+{
+    let ss = source_shape.into_dimension();
+    if let OutOfBounds::Error = policy {
+        return super::index_add(grad_out, dim, index, ss, alpha);
+    }
+    let (gi, gs) = write_grad(
+        "grad::index_add",
+        grad_out.view().into_dyn(),
+        Some(dim),
+        index.view().into_dyn(),
+        &policy,
+        |g, i| {
+            let r = super::index_add(g, dim, i, ss.clone(), alpha)?;
+            Ok((r.input, r.source))
+        },
+    )?;
+    Ok(SourceGrad {
+        input: into_dim(gi),
+        source: gs,
+    })
+}
+
+/// The gradients of [`index_copy_bounded`](crate::index_copy_bounded()).
+///
+/// ```
+/// use gather::OutOfBounds;
+/// use ndarray::array;
+/// let r = gather::grad::index_copy_bounded(&array![1.0f32, 2.0, 4.0], 0, &array![5, 1], 2, OutOfBounds::Drop)?;
+/// assert_eq!(r.input, array![1.0, 0.0, 4.0]);
+/// assert_eq!(r.source, array![0.0, 2.0]);
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub fn index_copy_bounded<T, S, DG, I, SI, DI, Sh>(
+    grad_out: &ArrayBase<S, DG>,
+    dim: isize,
+    index: &ArrayBase<SI, DI>,
+    source_shape: Sh,
+    policy: OutOfBounds<T>,
+) -> Result<SourceGrad<T, DG, Sh::Dim>>
+where
+    T: GradFloat,
+    S: Data<Elem = T>,
+    DG: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+    Sh: IntoDimension,
+{
+    let ss = source_shape.into_dimension();
+    if let OutOfBounds::Error = policy {
+        return super::index_copy(grad_out, dim, index, ss);
+    }
+    let (gi, gs) = write_grad(
+        "grad::index_copy",
+        grad_out.view().into_dyn(),
+        Some(dim),
+        index.view().into_dyn(),
+        &policy,
+        |g, i| {
+            let r = super::index_copy(g, dim, i, ss.clone())?;
+            Ok((r.input, r.source))
+        },
+    )?;
+    Ok(SourceGrad {
+        input: into_dim(gi),
+        source: gs,
+    })
+}
+
+/// The gradient of [`index_fill_bounded`](crate::index_fill_bounded()) with respect to `input`:
+/// zero on the filled slices.
+///
+/// ```
+/// use gather::OutOfBounds;
+/// use ndarray::array;
+/// let d = gather::grad::index_fill_bounded(&array![1.0f32, 2.0, 4.0], 0, &array![0, 9], OutOfBounds::Drop)?;
+/// assert_eq!(d, array![0.0, 2.0, 4.0]);
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub fn index_fill_bounded<T, S, D, I, SI, DI>(
+    grad_out: &ArrayBase<S, D>,
+    dim: isize,
+    index: &ArrayBase<SI, DI>,
+    policy: OutOfBounds<T>,
+) -> Result<Array<T, D>>
+where
+    T: GradFloat,
+    S: Data<Elem = T>,
+    D: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+{
+    if let OutOfBounds::Error = policy {
+        return super::index_fill(grad_out, dim, index);
+    }
+    let (gi, ()) = write_grad(
+        "grad::index_fill",
+        grad_out.view().into_dyn(),
+        Some(dim),
+        index.view().into_dyn(),
+        &policy,
+        |g, i| Ok((super::index_fill(g, dim, i)?, ())),
+    )?;
+    Ok(into_dim(gi))
+}
+
+/// The gradients of [`put_bounded`](crate::put_bounded()).
+///
+/// ```
+/// use gather::OutOfBounds;
+/// use ndarray::array;
+/// let g = array![[1.0f32, 2.0], [3.0, 4.0]];
+/// let r = gather::grad::put_bounded(&g, &array![0, 4, -1], 3, true, OutOfBounds::Drop)?;
+/// assert_eq!(r.input, g);
+/// assert_eq!(r.source, array![1.0, 0.0, 0.0]);
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub fn put_bounded<T, S, D, I, SI, DI, Sh>(
+    grad_out: &ArrayBase<S, D>,
+    index: &ArrayBase<SI, DI>,
+    source_shape: Sh,
+    accumulate: bool,
+    policy: OutOfBounds<T>,
+) -> Result<SourceGrad<T, D, Sh::Dim>>
+where
+    T: GradFloat,
+    S: Data<Elem = T>,
+    D: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+    Sh: IntoDimension,
+{
+    let ss = source_shape.into_dimension();
+    if let OutOfBounds::Error = policy {
+        return super::put(grad_out, index, ss, accumulate);
+    }
+    let (gi, gs) = write_grad(
+        "grad::put",
+        grad_out.view().into_dyn(),
+        None,
+        index.view().into_dyn(),
+        &policy,
+        |g, i| {
+            let r = super::put(g, i, ss.clone(), accumulate)?;
+            Ok((r.input, r.source))
+        },
+    )?;
+    Ok(SourceGrad {
+        input: into_dim(gi),
+        source: gs,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+    use ndarray::{ArrayD, IxDyn, array};
+
+    fn lcg(seed: &mut u64) -> u64 {
+        *seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        *seed >> 33
+    }
+
+    fn rand(shape: &[usize], seed: &mut u64) -> ArrayD<f64> {
+        ArrayD::from_shape_fn(IxDyn(shape), |_| {
+            (lcg(seed) % 100_000) as f64 / 25_000.0 - 2.0
+        })
+    }
+
+    fn index(shape: &[usize], n: usize, seed: &mut u64, wrap_only: bool) -> ArrayD<i64> {
+        let (lo, span) = if wrap_only {
+            (n as i64, 2 * n as u64)
+        } else {
+            (n as i64 + 2, 2 * n as u64 + 5)
+        };
+        ArrayD::from_shape_fn(IxDyn(shape), |_| (lcg(seed) % span) as i64 - lo)
+    }
+
+    /// Compares `grad` with central differences of `f` at `x`.
+    fn check_fd(f: &dyn Fn(&ArrayD<f64>) -> f64, x: &ArrayD<f64>, grad: &ArrayD<f64>, what: &str) {
+        assert_eq!(x.shape(), grad.shape(), "{what}");
+        let h = 1e-6;
+        for (c, &g) in grad.indexed_iter() {
+            let (mut xp, mut xm) = (x.clone(), x.clone());
+            xp[&c] += h;
+            xm[&c] -= h;
+            let fd = (f(&xp) - f(&xm)) / (2.0 * h);
+            assert!(
+                (fd - g).abs() < 1e-5 * (1.0 + g.abs()),
+                "{what} at {c:?}: fd {fd} grad {g}"
+            );
+        }
+    }
+
+    fn dot(a: &ArrayD<f64>, w: &ArrayD<f64>) -> f64 {
+        (a * w).sum()
+    }
+
+    #[test]
+    fn read_gradients_match_finite_differences_under_every_read_policy() {
+        let mut seed = 21u64;
+        for round in 0..60 {
+            let r = 1 + round % 3;
+            let xs: Vec<usize> = (0..r).map(|_| 1 + (lcg(&mut seed) % 3) as usize).collect();
+            let x = rand(&xs, &mut seed);
+            let d = (lcg(&mut seed) % r as u64) as usize;
+            let n = xs[d];
+            for p in [OutOfBounds::Wrap, OutOfBounds::Clip, OutOfBounds::Fill(3.5)] {
+                let wrap = matches!(p, OutOfBounds::Wrap);
+                let what = format!("{p:?} x {xs:?} d {d}");
+                let dd = d as isize;
+                // gather
+                let mut is = xs.clone();
+                is[d] = 1 + (lcg(&mut seed) % 3) as usize;
+                let idx = index(&is, n, &mut seed, wrap);
+                let w = rand(&is, &mut seed);
+                let f = |x: &ArrayD<f64>| dot(&crate::gather_bounded(x, dd, &idx, p).unwrap(), &w);
+                check_fd(
+                    &f,
+                    &x,
+                    &gather_bounded(&w, x.raw_dim(), dd, &idx, p).unwrap(),
+                    &format!("gather {what}"),
+                );
+                // take_along_dim with and without a dim
+                let f = |x: &ArrayD<f64>| {
+                    dot(
+                        &crate::take_along_dim_bounded(x, &idx, Some(dd), p).unwrap(),
+                        &w,
+                    )
+                };
+                let g = take_along_dim_bounded(&w, x.raw_dim(), &idx, Some(dd), p).unwrap();
+                check_fd(&f, &x, &g, &format!("take_along_dim {what}"));
+                let flat_idx = index(&[4], x.len(), &mut seed, wrap);
+                let w4 = rand(&[4], &mut seed);
+                let f = |x: &ArrayD<f64>| {
+                    dot(
+                        &crate::take_along_dim_bounded(x, &flat_idx, None, p).unwrap(),
+                        &w4,
+                    )
+                };
+                let g = take_along_dim_bounded(&w4, x.raw_dim(), &flat_idx, None, p).unwrap();
+                check_fd(&f, &x, &g, &format!("take_along_dim(None) {what}"));
+                let f = |x: &ArrayD<f64>| dot(&crate::take_bounded(x, &flat_idx, p).unwrap(), &w4);
+                check_fd(
+                    &f,
+                    &x,
+                    &take_bounded(&w4, x.raw_dim(), &flat_idx, p).unwrap(),
+                    &format!("take {what}"),
+                );
+                // index_select and select_batched (batch_dims = d)
+                let ids = index(&[3], n, &mut seed, wrap);
+                let mut os = xs.clone();
+                os[d] = 3;
+                let wo = rand(&os, &mut seed);
+                let f = |x: &ArrayD<f64>| {
+                    dot(&crate::index_select_bounded(x, dd, &ids, p).unwrap(), &wo)
+                };
+                let g = index_select_bounded(&wo, x.raw_dim(), dd, &ids, p).unwrap();
+                check_fd(&f, &x, &g, &format!("index_select {what}"));
+                let mut bs = xs[..d].to_vec();
+                bs.push(2);
+                let bidx = index(&bs, n, &mut seed, wrap);
+                let mut os = bs.clone();
+                os.extend_from_slice(&xs[d + 1..]);
+                let wb = rand(&os, &mut seed);
+                let f = |x: &ArrayD<f64>| {
+                    dot(
+                        &crate::select_batched_bounded(x, dd, &bidx, d, p).unwrap(),
+                        &wb,
+                    )
+                };
+                let g = select_batched_bounded(&wb, x.raw_dim(), dd, &bidx, d, p).unwrap();
+                check_fd(&f, &x, &g, &format!("select_batched {what}"));
+            }
+        }
+    }
+
+    #[test]
+    fn write_gradients_match_finite_differences_under_every_write_policy() {
+        let mut seed = 33u64;
+        for round in 0..60 {
+            let r = 1 + round % 3;
+            let xs: Vec<usize> = (0..r).map(|_| 1 + (lcg(&mut seed) % 3) as usize).collect();
+            let x = rand(&xs, &mut seed);
+            let d = (lcg(&mut seed) % r as u64) as usize;
+            let dd = d as isize;
+            let n = xs[d];
+            for p in [OutOfBounds::Wrap, OutOfBounds::Clip, OutOfBounds::Drop] {
+                let wrap = matches!(p, OutOfBounds::Wrap);
+                let what = format!("{p:?} x {xs:?} d {d}");
+                let mut is = xs.clone();
+                is[d] = 1 + (lcg(&mut seed) % 4) as usize;
+                let idx = index(&is, n, &mut seed, wrap);
+                let src = rand(&is, &mut seed);
+                let w = rand(&xs, &mut seed);
+                // scatter_add
+                let g = scatter_add_bounded(&w, dd, &idx, src.raw_dim(), p).unwrap();
+                let f = |x: &ArrayD<f64>| {
+                    dot(
+                        &crate::scatter_add_bounded(x, dd, &idx, &src, p).unwrap(),
+                        &w,
+                    )
+                };
+                check_fd(&f, &x, &g.input, &format!("scatter_add input {what}"));
+                let f = |s: &ArrayD<f64>| {
+                    dot(&crate::scatter_add_bounded(&x, dd, &idx, s, p).unwrap(), &w)
+                };
+                check_fd(&f, &src, &g.src, &format!("scatter_add src {what}"));
+                // scatter (set): PyTorch's gradient gives every source, overwritten duplicates
+                // included, the gradient of its target; finite differences agree when targets
+                // are distinct.
+                let mut seen = std::collections::BTreeSet::new();
+                let distinct_targets = idx.indexed_iter().all(|(c, &i)| {
+                    let t = match p {
+                        OutOfBounds::Wrap => Some(if i < 0 { i + n as i64 } else { i }),
+                        OutOfBounds::Clip => Some(i.clamp(0, n as i64 - 1)),
+                        _ => (i >= 0 && i < n as i64).then_some(i),
+                    };
+                    match t {
+                        None => true,
+                        Some(t) => {
+                            let mut c = c.slice().to_vec();
+                            c[d] = t as usize;
+                            seen.insert(c)
+                        }
+                    }
+                });
+                if distinct_targets {
+                    let g = scatter_bounded(&w, dd, &idx, src.raw_dim(), p).unwrap();
+                    let f = |x: &ArrayD<f64>| {
+                        dot(&crate::scatter_bounded(x, dd, &idx, &src, p).unwrap(), &w)
+                    };
+                    check_fd(&f, &x, &g.input, &format!("scatter input {what}"));
+                    let f = |s: &ArrayD<f64>| {
+                        dot(&crate::scatter_bounded(&x, dd, &idx, s, p).unwrap(), &w)
+                    };
+                    check_fd(&f, &src, &g.src, &format!("scatter src {what}"));
+                }
+                // scatter_reduce
+                for red in [
+                    Reduce::Sum,
+                    Reduce::Prod,
+                    Reduce::Mean,
+                    Reduce::Amax,
+                    Reduce::Amin,
+                ] {
+                    for incl in [true, false] {
+                        let g =
+                            scatter_reduce_bounded(&w, &x, dd, &idx, &src, red, incl, p).unwrap();
+                        let f = |x: &ArrayD<f64>| {
+                            dot(
+                                &crate::scatter_reduce_bounded(x, dd, &idx, &src, red, incl, p)
+                                    .unwrap(),
+                                &w,
+                            )
+                        };
+                        check_fd(
+                            &f,
+                            &x,
+                            &g.input,
+                            &format!("scatter_reduce {red:?} {incl} input {what}"),
+                        );
+                        let f = |s: &ArrayD<f64>| {
+                            dot(
+                                &crate::scatter_reduce_bounded(&x, dd, &idx, s, red, incl, p)
+                                    .unwrap(),
+                                &w,
+                            )
+                        };
+                        check_fd(
+                            &f,
+                            &src,
+                            &g.src,
+                            &format!("scatter_reduce {red:?} {incl} src {what}"),
+                        );
+                    }
+                }
+                // index_add, index_copy (distinct targets), index_fill
+                let ids = index(&[2], n, &mut seed, wrap);
+                let mut ss = xs.clone();
+                ss[d] = 2;
+                let source = rand(&ss, &mut seed);
+                let g = index_add_bounded(&w, dd, &ids, source.raw_dim(), 1.5, p).unwrap();
+                let f = |x: &ArrayD<f64>| {
+                    dot(
+                        &crate::index_add_bounded(x, dd, &ids, &source, 1.5, p).unwrap(),
+                        &w,
+                    )
+                };
+                check_fd(&f, &x, &g.input, &format!("index_add input {what}"));
+                let f = |s: &ArrayD<f64>| {
+                    dot(
+                        &crate::index_add_bounded(&x, dd, &ids, s, 1.5, p).unwrap(),
+                        &w,
+                    )
+                };
+                check_fd(&f, &source, &g.source, &format!("index_add source {what}"));
+                let targets: Vec<Option<usize>> = ids
+                    .iter()
+                    .map(|&i| match p {
+                        OutOfBounds::Wrap => Some(if i < 0 {
+                            (i + n as i64) as usize
+                        } else {
+                            i as usize
+                        }),
+                        OutOfBounds::Clip => Some(i.clamp(0, n as i64 - 1) as usize),
+                        _ => (i >= 0 && i < n as i64).then_some(i as usize),
+                    })
+                    .collect();
+                let distinct =
+                    targets[0].is_none() || targets[1].is_none() || targets[0] != targets[1];
+                if distinct {
+                    let g = index_copy_bounded(&w, dd, &ids, source.raw_dim(), p).unwrap();
+                    let f = |x: &ArrayD<f64>| {
+                        dot(
+                            &crate::index_copy_bounded(x, dd, &ids, &source, p).unwrap(),
+                            &w,
+                        )
+                    };
+                    check_fd(&f, &x, &g.input, &format!("index_copy input {what}"));
+                    let f = |s: &ArrayD<f64>| {
+                        dot(&crate::index_copy_bounded(&x, dd, &ids, s, p).unwrap(), &w)
+                    };
+                    check_fd(&f, &source, &g.source, &format!("index_copy source {what}"));
+                }
+                let g = index_fill_bounded(&w, dd, &ids, p).unwrap();
+                let f = |x: &ArrayD<f64>| {
+                    dot(
+                        &crate::index_fill_bounded(x, dd, &ids, 0.25, p).unwrap(),
+                        &w,
+                    )
+                };
+                check_fd(&f, &x, &g, &format!("index_fill {what}"));
+                // put with accumulate
+                let pidx = index(&[3], x.len(), &mut seed, wrap);
+                let psrc = rand(&[3], &mut seed);
+                let g = put_bounded(&w, &pidx, psrc.raw_dim(), true, p).unwrap();
+                let f = |x: &ArrayD<f64>| {
+                    dot(&crate::put_bounded(x, &pidx, &psrc, true, p).unwrap(), &w)
+                };
+                check_fd(&f, &x, &g.input, &format!("put input {what}"));
+                let f =
+                    |s: &ArrayD<f64>| dot(&crate::put_bounded(&x, &pidx, s, true, p).unwrap(), &w);
+                check_fd(&f, &psrc, &g.source, &format!("put source {what}"));
+            }
+        }
+    }
+
+    #[test]
+    fn gradients_reject_the_policy_of_the_other_kind_and_bad_values() {
+        let g = array![1.0f32, 2.0];
+        let e = gather_bounded(&g, 2, 0, &array![0, 1], OutOfBounds::Drop).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        let e = scatter_add_bounded(&g, 0, &array![0], 1, OutOfBounds::Fill(0.0)).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        let e = gather_bounded(&g, 2, 0, &array![0, 2], OutOfBounds::Wrap).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::IndexOutOfBounds);
+        // A gradient of the wrong shape is an error, not a panic, under Fill too.
+        let e = take_along_dim_bounded(
+            &array![[1.0f32, 2.0, 3.0]],
+            (2, 3),
+            &array![[0], [9]],
+            Some(1),
+            OutOfBounds::Fill(0.0),
+        )
+        .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::ShapeMismatch);
+    }
+}
