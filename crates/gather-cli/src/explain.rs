@@ -137,6 +137,12 @@ pub fn explain(op: &str, opts: &OpOptions, inputs: Tensors) -> CliResult<Explana
     let names: Vec<&str> = inputs.keys().map(String::as_str).collect();
     opargs::check_tensors(spec, &names)?;
     let args = opts.to_args(spec, &names)?;
+    if matches!(args.get("bounds"), Some(Arg::Str(b)) if b != "error") {
+        return Err(Failure::input(format!(
+            "explain follows PyTorch's rule of {op}, not --bounds policies"
+        ))
+        .with_hint("run the call with `gather run`, or explain it without --bounds"));
+    }
     for (name, t) in &inputs {
         if t.len() > MAX_ELEMENTS {
             return Err(too_large(name, t.len()));

@@ -67,19 +67,30 @@ pub const SPECS: &[OpSpec] = &[
     OpSpec {
         name: "gather",
         tensors: &[("input", true), ("index", true)],
-        args: &[("dim", Required), ("sparse_grad", Value(Bool(false)))],
+        args: &[
+            ("dim", Required),
+            ("sparse_grad", Value(Bool(false))),
+            ("bounds", Omit),
+            ("fill_value", Omit),
+        ],
         outputs: OUT,
     },
     OpSpec {
         name: "scatter",
         tensors: &[("input", true), ("index", true), ("src", false)],
-        args: &[("dim", Required), ("value", Omit), ("reduce", Omit)],
+        args: &[
+            ("dim", Required),
+            ("value", Omit),
+            ("reduce", Omit),
+            ("bounds", Omit),
+            ("fill_value", Omit),
+        ],
         outputs: OUT,
     },
     OpSpec {
         name: "scatter_add",
         tensors: &[("input", true), ("index", true), ("src", true)],
-        args: &[("dim", Required)],
+        args: &[("dim", Required), ("bounds", Omit), ("fill_value", Omit)],
         outputs: OUT,
     },
     OpSpec {
@@ -89,43 +100,55 @@ pub const SPECS: &[OpSpec] = &[
             ("dim", Required),
             ("reduce", Required),
             ("include_self", Value(Bool(true))),
+            ("bounds", Omit),
+            ("fill_value", Omit),
         ],
         outputs: OUT,
     },
     OpSpec {
         name: "index_select",
         tensors: &[("input", true), ("index", true)],
-        args: &[("dim", Required)],
+        args: &[("dim", Required), ("bounds", Omit), ("fill_value", Omit)],
         outputs: OUT,
     },
     OpSpec {
         name: "take",
         tensors: &[("input", true), ("index", true)],
-        args: &[],
+        args: &[("bounds", Omit), ("fill_value", Omit)],
         outputs: OUT,
     },
     OpSpec {
         name: "take_along_dim",
         tensors: &[("input", true), ("index", true)],
-        args: &[("dim", Null)],
+        args: &[("dim", Null), ("bounds", Omit), ("fill_value", Omit)],
         outputs: OUT,
     },
     OpSpec {
         name: "index_add",
         tensors: &[("input", true), ("index", true), ("source", true)],
-        args: &[("dim", Required), ("alpha", Value(Int(1)))],
+        args: &[
+            ("dim", Required),
+            ("alpha", Value(Int(1))),
+            ("bounds", Omit),
+            ("fill_value", Omit),
+        ],
         outputs: OUT,
     },
     OpSpec {
         name: "index_copy",
         tensors: &[("input", true), ("index", true), ("source", true)],
-        args: &[("dim", Required)],
+        args: &[("dim", Required), ("bounds", Omit), ("fill_value", Omit)],
         outputs: OUT,
     },
     OpSpec {
         name: "index_fill",
         tensors: &[("input", true), ("index", true)],
-        args: &[("dim", Required), ("value", Required)],
+        args: &[
+            ("dim", Required),
+            ("value", Required),
+            ("bounds", Omit),
+            ("fill_value", Omit),
+        ],
         outputs: OUT,
     },
     OpSpec {
@@ -135,6 +158,8 @@ pub const SPECS: &[OpSpec] = &[
             ("dim", Required),
             ("reduce", Required),
             ("include_self", Value(Bool(true))),
+            ("bounds", Omit),
+            ("fill_value", Omit),
         ],
         outputs: OUT,
     },
@@ -153,7 +178,11 @@ pub const SPECS: &[OpSpec] = &[
     OpSpec {
         name: "put",
         tensors: &[("input", true), ("index", true), ("source", true)],
-        args: &[("accumulate", Value(Bool(false)))],
+        args: &[
+            ("accumulate", Value(Bool(false))),
+            ("bounds", Omit),
+            ("fill_value", Omit),
+        ],
         outputs: OUT,
     },
     OpSpec {
@@ -196,7 +225,12 @@ pub const SPECS: &[OpSpec] = &[
     OpSpec {
         name: "select_batched",
         tensors: &[("input", true), ("index", true)],
-        args: &[("dim", Required), ("batch_dims", Value(Int(0)))],
+        args: &[
+            ("dim", Required),
+            ("batch_dims", Value(Int(0))),
+            ("bounds", Omit),
+            ("fill_value", Omit),
+        ],
         outputs: OUT,
     },
 ];
@@ -265,6 +299,13 @@ pub struct OpOptions {
     /// select_batched: how many leading axes the index shares with the input (default 0).
     #[arg(long, allow_negative_numbers = true, value_name = "B")]
     pub batch_dims: Option<String>,
+    /// What to do with out-of-range index values: error (PyTorch's, the default), wrap (negatives
+    /// count from the end), clip, fill (reads; with --fill-value), drop (writes: skip them).
+    #[arg(long, value_name = "POLICY")]
+    pub bounds: Option<String>,
+    /// The value read for out-of-range indices under --bounds fill.
+    #[arg(long, allow_negative_numbers = true, value_name = "X")]
+    pub fill_value: Option<String>,
 }
 
 fn parse_bool(name: &str, v: &str) -> CliResult<Arg> {
@@ -325,7 +366,7 @@ pub fn repeats_is_tensor(v: &str) -> bool {
 impl OpOptions {
     /// The options that were given, as `(argument name, text)`.
     fn given(&self) -> Vec<(&'static str, &str)> {
-        let all: [(&'static str, &Option<String>); 14] = [
+        let all: [(&'static str, &Option<String>); 16] = [
             ("dim", &self.dim),
             ("reduce", &self.reduce),
             ("include_self", &self.include_self),
@@ -340,6 +381,8 @@ impl OpOptions {
             ("repeats", &self.repeats),
             ("output_size", &self.output_size),
             ("batch_dims", &self.batch_dims),
+            ("bounds", &self.bounds),
+            ("fill_value", &self.fill_value),
         ];
         all.into_iter()
             .filter_map(|(n, v)| v.as_deref().map(|v| (n, v)))
@@ -388,8 +431,8 @@ impl OpOptions {
                     }
                     _ => parse_int(name, text)?,
                 },
-                "reduce" => Arg::Str(text.trim().to_string()),
-                "value" | "alpha" => parse_scalar(name, text)?,
+                "reduce" | "bounds" => Arg::Str(text.trim().to_string()),
+                "value" | "alpha" | "fill_value" => parse_scalar(name, text)?,
                 "k" | "output_size" | "repeats" | "batch_dims" => parse_int(name, text)?,
                 _ => parse_bool(name, text)?,
             };

@@ -242,3 +242,95 @@ fn conformance_fails_an_onnx_case_whose_expected_output_is_wrong() {
     let o = run(&["conformance", &work.path().display().to_string()]);
     assert!(o.stdout.contains("0 passed, 1 failed"), "{}", o.stdout);
 }
+
+#[test]
+fn run_takes_a_bounds_policy_for_reads_and_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o.npy").display().to_string();
+    let go = |extra: &[&str]| {
+        let mut args = vec!["run"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["-o", &out]);
+        run(&args)
+    };
+    let o = go(&[
+        "gather",
+        "--input",
+        "[10, 20, 30]",
+        "--index",
+        "[-1, 1, 5]",
+        "--dim",
+        "0",
+        "--bounds",
+        "fill",
+        "--fill-value",
+        "0",
+    ]);
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    let got = load(&out, Role::Data, &LoadOptions::default()).unwrap();
+    assert_eq!(got, parse_inline("[0, 20, 0]", Role::Data, None).unwrap());
+    let o = go(&[
+        "scatter_add",
+        "--input",
+        "[0, 0, 0]",
+        "--index",
+        "[-1, 1, 5]",
+        "--src",
+        "[1, 2, 4]",
+        "--dim",
+        "0",
+        "--bounds",
+        "drop",
+    ]);
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    let got = load(&out, Role::Data, &LoadOptions::default()).unwrap();
+    assert_eq!(got, parse_inline("[0, 2, 0]", Role::Data, None).unwrap());
+    // The policy that does not fit the op, and an unknown one, teach with exit 2.
+    let o = go(&[
+        "gather",
+        "--input",
+        "[10, 20, 30]",
+        "--index",
+        "[5]",
+        "--dim",
+        "0",
+        "--bounds",
+        "drop",
+    ]);
+    assert_eq!(o.code, Some(2), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("Drop policy is for writes"),
+        "{}",
+        o.stderr
+    );
+    let o = go(&[
+        "gather",
+        "--input",
+        "[10, 20, 30]",
+        "--index",
+        "[5]",
+        "--dim",
+        "0",
+        "--bounds",
+        "clamp",
+    ]);
+    assert_eq!(o.code, Some(2), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("unknown bounds policy `clamp`"),
+        "{}",
+        o.stderr
+    );
+    let o = run(&[
+        "explain",
+        "gather",
+        "--input",
+        "[10, 20, 30]",
+        "--index",
+        "[5]",
+        "--dim",
+        "0",
+        "--bounds",
+        "clip",
+    ]);
+    assert_eq!(o.code, Some(2), "{}", o.stderr);
+}

@@ -184,7 +184,9 @@ fn typed<T: GradFloat + TensorElem>(
     let index = input(inputs, "index")?;
     let scatter_like = matches!(op, "gather" | "scatter" | "scatter_add" | "scatter_reduce");
     with_index_tensor!(index, i => {
-        if scatter_like {
+        if super::bounds::requested(args) {
+            super::bounds::grad(op, args, inputs, x, g, i)
+        } else if scatter_like {
             scatter_family(op, args, inputs, x, g, args.dim()?, i, parity)
         } else {
             indexed(op, args, inputs, x, g, i, parity)

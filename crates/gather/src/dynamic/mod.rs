@@ -20,6 +20,7 @@
 //! assert_eq!(out[0].1, Tensor::from(array![[10i32, 30], [50, 40]].into_dyn()));
 //! ```
 
+mod bounds;
 mod grad;
 mod index_ops;
 mod masked;
@@ -438,8 +439,15 @@ pub fn has_inplace(op: &str) -> bool {
 
 /// Runs `op` (PyTorch's name, or one of [`ONNX_OPS`]) out of place and returns its named outputs
 /// (`output`, or `values`/`indices` for sort and topk).
+///
+/// The indexing ops also take a bounds policy (see [`crate::ops::bounds`]): the arguments
+/// `bounds` (`error`, the default, `wrap`, `clip`, `fill`, `drop`) and `fill_value` (with
+/// `fill`).
 pub fn call(op: &str, args: &Args, inputs: &Tensors) -> Result<Vec<(String, Tensor)>> {
     let out = |t: Tensor| Ok(vec![("output".to_string(), t)]);
+    if bounds::requested(args) {
+        return out(bounds::call(op, args, inputs)?);
+    }
     match op {
         "gather" => out(scatter::gather(args, inputs)?),
         "index_select" => out(index_ops::index_select(args, inputs)?),
@@ -464,6 +472,12 @@ pub fn call(op: &str, args: &Args, inputs: &Tensors) -> Result<Vec<(String, Tens
 /// Runs the in-place form of `op` on `target` (which plays the part of `input`; the other inputs
 /// come from `inputs`). On error `target` is unchanged.
 pub fn call_inplace(op: &str, args: &Args, target: &mut Tensor, inputs: &Tensors) -> Result<()> {
+    if bounds::requested(args) && has_inplace(op) {
+        let mut ins = inputs.clone();
+        ins.insert("input".to_string(), target.clone());
+        *target = bounds::call(op, args, &ins)?;
+        return Ok(());
+    }
     match op {
         "scatter" | "scatter_add" | "scatter_reduce" => {
             scatter::scatter_family(op, args, target, inputs)

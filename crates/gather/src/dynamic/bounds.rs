@@ -1,0 +1,320 @@
+//! Bounds policies by name: the arguments `bounds` (`error`, `wrap`, `clip`, `fill`, `drop`) and
+//! `fill_value` (the scalar of `fill`) route a call to the `*_bounded` forms of
+//! [`crate::ops::bounds`] and its gradient to [`crate::grad::bounds`].
+
+use ndarray::ArrayD;
+
+use super::{Arg, Args, Tensor, TensorElem, Tensors, index_dtype_error, input, same_dtype};
+use crate::element::{Element, Scalar};
+use crate::error::{Error, Result};
+use crate::grad::{self, GradFloat};
+use crate::index::IndexElem;
+use crate::ops::bounds::OutOfBounds;
+use crate::ops::index::parse_index_reduce;
+use crate::ops::scatter::Reduce;
+use crate::{with_index_tensor, with_tensor};
+
+/// True when `args` asks for a policy other than PyTorch's (`bounds` given and not `error`), or
+/// gives a `fill_value` (checked against `bounds` later).
+pub(crate) fn requested(args: &Args) -> bool {
+    let b = !matches!(args.get("bounds"), None | Some(Arg::None))
+        && !matches!(args.get("bounds"), Some(Arg::Str(s)) if s == "error");
+    b || !matches!(args.get("fill_value"), None | Some(Arg::None))
+}
+
+/// The policy `args` ask for.
+pub(crate) fn policy<T: Element>(op: &str, args: &Args) -> Result<OutOfBounds<T>> {
+    let name = match args.get("bounds") {
+        None | Some(Arg::None) => "error",
+        _ => args.str("bounds")?,
+    };
+    let has_fill = !matches!(args.get("fill_value"), None | Some(Arg::None));
+    if has_fill != (name == "fill") {
+        return Err(Error::invalid(format!(
+            "{op}: fill_value goes with bounds=fill and only with it (bounds is {name})"
+        ))
+        .with_hint("e.g. bounds=fill with fill_value=0 reads 0 for out-of-range indices"));
+    }
+    Ok(match name {
+        "error" => OutOfBounds::Error,
+        "wrap" => OutOfBounds::Wrap,
+        "clip" => OutOfBounds::Clip,
+        "drop" => OutOfBounds::Drop,
+        "fill" => OutOfBounds::Fill(T::from_scalar(args.scalar("fill_value")?)?),
+        other => {
+            return Err(Error::invalid(format!(
+                "{op}: unknown bounds policy `{other}`"
+            ))
+            .with_hint("the policies are error (PyTorch's), wrap, clip, fill (reads, with fill_value) and drop (writes)"));
+        }
+    })
+}
+
+fn no_policy(op: &str) -> Error {
+    Error::invalid(format!("{op} takes no bounds policy")).with_hint(
+        "the policies apply to gather, take_along_dim, index_select, take, select_batched, scatter (with src), scatter_add, scatter_reduce, index_add, index_copy, index_fill, index_reduce and put",
+    )
+}
+
+/// The ops that take a bounds policy.
+const POLICY_OPS: &[&str] = &[
+    "gather",
+    "take_along_dim",
+    "index_select",
+    "take",
+    "select_batched",
+    "scatter",
+    "scatter_add",
+    "scatter_reduce",
+    "index_add",
+    "index_copy",
+    "index_fill",
+    "index_reduce",
+    "put",
+];
+
+/// Runs `op` out of place under the policy of `args`.
+pub(crate) fn call(op: &str, args: &Args, inputs: &Tensors) -> Result<Tensor> {
+    if !POLICY_OPS.contains(&op) {
+        return Err(no_policy(op));
+    }
+    let x = input(inputs, "input")?;
+    let index = input(inputs, "index")?;
+    with_tensor!(x, x => {
+        with_index_tensor!(index, i => typed(op, args, inputs, x, i),
+            _ => Err(index_dtype_error(op, "index", index)))
+    })
+}
+
+fn scalar_or(args: &Args, name: &str, default: Scalar) -> Result<Scalar> {
+    match args.get(name) {
+        None | Some(Arg::None) => Ok(default),
+        _ => args.scalar(name),
+    }
+}
+
+fn typed<T: TensorElem, I: IndexElem>(
+    op: &str,
+    args: &Args,
+    inputs: &Tensors,
+    x: &ArrayD<T>,
+    i: &ArrayD<I>,
+) -> Result<Tensor> {
+    let p = policy::<T>(op, args)?;
+    let src = |name: &str| same_dtype::<T>(op, name, input(inputs, name)?);
+    let include_self = || args.bool_or("include_self", true);
+    let out = match op {
+        "gather" => crate::gather_bounded(x, args.dim()?, i, p)?,
+        "take_along_dim" => {
+            let dim = args.opt_int("dim")?.map(|d| d as isize);
+            crate::take_along_dim_bounded(x, i, dim, p)?
+        }
+        "index_select" => crate::index_select_bounded(x, args.dim()?, i, p)?,
+        "take" => crate::take_bounded(x, i, p)?,
+        "select_batched" => {
+            crate::select_batched_bounded(x, args.dim()?, i, super::take::batch_dims(args)?, p)?
+        }
+        "scatter" => {
+            if !matches!(args.get("reduce"), None | Some(Arg::None)) || !inputs.contains_key("src")
+            {
+                return Err(Error::invalid(
+                    "scatter: a bounds policy applies to the src form without reduce",
+                )
+                .with_hint("for a reduction use scatter_reduce (or scatter_add) with the policy; for a scalar use index_fill"));
+            }
+            crate::scatter_bounded(x, args.dim()?, i, src("src")?, p)?
+        }
+        "scatter_add" => crate::scatter_add_bounded(x, args.dim()?, i, src("src")?, p)?,
+        "scatter_reduce" => {
+            let reduce: Reduce = args.str("reduce")?.parse()?;
+            crate::scatter_reduce_bounded(
+                x,
+                args.dim()?,
+                i,
+                src("src")?,
+                reduce,
+                include_self()?,
+                p,
+            )?
+        }
+        "index_add" => {
+            let alpha = T::from_scalar(scalar_or(args, "alpha", Scalar::Int(1))?)?;
+            crate::index_add_bounded(x, args.dim()?, i, src("source")?, alpha, p)?
+        }
+        "index_copy" => crate::index_copy_bounded(x, args.dim()?, i, src("source")?, p)?,
+        "index_fill" => {
+            let value = T::from_scalar(args.scalar("value")?)?;
+            crate::index_fill_bounded(x, args.dim()?, i, value, p)?
+        }
+        "index_reduce" => {
+            let reduce = parse_index_reduce(args.str("reduce")?)?;
+            crate::index_reduce_bounded(
+                x,
+                args.dim()?,
+                i,
+                src("source")?,
+                reduce,
+                include_self()?,
+                p,
+            )?
+        }
+        "put" => {
+            let accumulate = args.bool_or("accumulate", false)?;
+            crate::put_bounded(x, i, src("source")?, accumulate, p)?
+        }
+        _ => return Err(no_policy(op)),
+    };
+    Ok(T::wrap(out))
+}
+
+fn named<T: TensorElem>(name: &str, a: ArrayD<T>) -> (String, Tensor) {
+    (name.to_string(), T::wrap(a))
+}
+
+/// The gradients of `op` under the policy of `args` (see [`super::call_grad`]).
+pub(crate) fn grad<T: GradFloat + TensorElem, I: IndexElem>(
+    op: &str,
+    args: &Args,
+    inputs: &Tensors,
+    x: &ArrayD<T>,
+    g: &ArrayD<T>,
+    i: &ArrayD<I>,
+) -> Result<Vec<(String, Tensor)>> {
+    let p = policy::<T>(op, args)?;
+    let src = |name: &str| same_dtype::<T>(op, name, input(inputs, name)?);
+    let one = |a: ArrayD<T>| Ok(vec![named("grad_input", a)]);
+    match op {
+        "gather" => one(grad::gather_bounded(g, x.raw_dim(), args.dim()?, i, p)?),
+        "take_along_dim" => {
+            let dim = args.opt_int("dim")?.map(|d| d as isize);
+            one(grad::take_along_dim_bounded(g, x.raw_dim(), i, dim, p)?)
+        }
+        "index_select" => one(grad::index_select_bounded(g, x.raw_dim(), args.dim()?, i, p)?),
+        "take" => one(grad::take_bounded(g, x.raw_dim(), i, p)?),
+        "select_batched" => one(grad::select_batched_bounded(
+            g,
+            x.raw_dim(),
+            args.dim()?,
+            i,
+            super::take::batch_dims(args)?,
+            p,
+        )?),
+        "scatter" | "scatter_add" | "scatter_reduce" => {
+            let s = src("src")?;
+            let r = match op {
+                "scatter" => {
+                    if !matches!(args.get("reduce"), None | Some(Arg::None)) {
+                        return Err(Error::invalid(
+                            "scatter: a bounds policy applies to the src form without reduce",
+                        ));
+                    }
+                    grad::scatter_bounded(g, args.dim()?, i, s.raw_dim(), p)?
+                }
+                "scatter_add" => grad::scatter_add_bounded(g, args.dim()?, i, s.raw_dim(), p)?,
+                _ => {
+                    let reduce: Reduce = args.str("reduce")?.parse()?;
+                    let incl = args.bool_or("include_self", true)?;
+                    grad::scatter_reduce_bounded(g, x, args.dim()?, i, s, reduce, incl, p)?
+                }
+            };
+            Ok(vec![named("grad_input", r.input), named("grad_src", r.src)])
+        }
+        "index_add" | "index_copy" | "put" => {
+            let s = src("source")?;
+            let r = match op {
+                "index_add" => {
+                    let alpha = T::from_scalar(scalar_or(args, "alpha", Scalar::Int(1))?)?;
+                    grad::index_add_bounded(g, args.dim()?, i, s.raw_dim(), alpha, p)?
+                }
+                "index_copy" => grad::index_copy_bounded(g, args.dim()?, i, s.raw_dim(), p)?,
+                _ => {
+                    let accumulate = args.bool_or("accumulate", false)?;
+                    grad::put_bounded(g, i, s.raw_dim(), accumulate, p)?
+                }
+            };
+            Ok(vec![
+                named("grad_input", r.input),
+                named("grad_source", r.source),
+            ])
+        }
+        "index_fill" => one(grad::index_fill_bounded(g, args.dim()?, i, p)?),
+        "index_reduce" => Err(Error::invalid(
+            "index_reduce: the gradient under a bounds policy is not implemented",
+        )
+        .with_hint("use scatter_reduce_bounded with the index expanded over the other axes, whose gradient is")),
+        _ => Err(no_policy(op)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::ErrorKind;
+    use crate::dynamic::{Arg, Args, Tensor, Tensors, call, call_grad, call_inplace};
+    use ndarray::array;
+
+    fn inputs(pairs: Vec<(&str, Tensor)>) -> Tensors {
+        pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+    }
+
+    #[test]
+    fn bounds_and_fill_value_route_calls_and_gradients_to_the_policy() {
+        let x = Tensor::from(array![10.0f32, 20.0, 30.0].into_dyn());
+        let ins = inputs(vec![
+            ("input", x.clone()),
+            ("index", Tensor::from(array![-1i64, 1, 5].into_dyn())),
+            ("src", Tensor::from(array![1.0f32, 2.0, 4.0].into_dyn())),
+        ]);
+        let mut args = Args::default();
+        args.set("dim", Arg::Int(0));
+        assert_eq!(
+            call("gather", &args, &ins).unwrap_err().kind(),
+            ErrorKind::IndexOutOfBounds
+        );
+        args.set("bounds", Arg::Str("fill".into()));
+        args.set("fill_value", Arg::Float(-1.0));
+        let out = call("gather", &args, &ins).unwrap();
+        assert_eq!(
+            out[0].1,
+            Tensor::from(array![-1.0f32, 20.0, -1.0].into_dyn())
+        );
+        let g = Tensor::from(array![1.0f32, 1.0, 1.0].into_dyn());
+        let d = call_grad("gather", &args, &ins, &g).unwrap();
+        assert_eq!(d[0].1, Tensor::from(array![0.0f32, 1.0, 0.0].into_dyn()));
+        // fill on a write is an invalid argument; drop works.
+        let e = call("scatter_add", &args, &ins).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        let mut args = Args::default();
+        args.set("dim", Arg::Int(0));
+        args.set("bounds", Arg::Str("drop".into()));
+        let out = call("scatter_add", &args, &ins).unwrap();
+        assert_eq!(
+            out[0].1,
+            Tensor::from(array![10.0f32, 22.0, 30.0].into_dyn())
+        );
+        let d = call_grad("scatter_add", &args, &ins, &g).unwrap();
+        assert_eq!(d[1].1, Tensor::from(array![0.0f32, 1.0, 0.0].into_dyn()));
+        let mut t = x.clone();
+        call_inplace("scatter_add", &args, &mut t, &ins).unwrap();
+        assert_eq!(t, out[0].1);
+        // A failed in-place call under a policy changes nothing.
+        args.set("bounds", Arg::Str("wrap".into()));
+        let mut t = x.clone();
+        let e = call_inplace("scatter_add", &args, &mut t, &ins).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::IndexOutOfBounds);
+        assert_eq!(t, x);
+        // Bad names and stray fill values teach.
+        args.set("bounds", Arg::Str("clamp".into()));
+        let e = call("scatter_add", &args, &ins).unwrap_err();
+        assert!(e.hint().unwrap().contains("clip"), "{e}");
+        args.set("bounds", Arg::Str("clip".into()));
+        args.set("fill_value", Arg::Int(0));
+        assert_eq!(
+            call("gather", &args, &ins).unwrap_err().kind(),
+            ErrorKind::InvalidArgument
+        );
+        let mut a = Args::default();
+        a.set("bounds", Arg::Str("clip".into()));
+        let e = call("masked_select", &a, &ins).unwrap_err();
+        assert!(e.to_string().contains("takes no bounds policy"), "{e}");
+    }
+}
