@@ -189,7 +189,13 @@ pub(crate) fn grad<T: GradFloat + TensorElem, I: IndexElem>(
             let dim = args.opt_int("dim")?.map(|d| d as isize);
             one(grad::take_along_dim_bounded(g, x.raw_dim(), i, dim, p)?)
         }
-        "index_select" => one(grad::index_select_bounded(g, x.raw_dim(), args.dim()?, i, p)?),
+        "index_select" => one(grad::index_select_bounded(
+            g,
+            x.raw_dim(),
+            args.dim()?,
+            i,
+            p,
+        )?),
         "take" => one(grad::take_bounded(g, x.raw_dim(), i, p)?),
         "select_batched" => one(grad::select_batched_bounded(
             g,
@@ -238,10 +244,16 @@ pub(crate) fn grad<T: GradFloat + TensorElem, I: IndexElem>(
             ])
         }
         "index_fill" => one(grad::index_fill_bounded(g, args.dim()?, i, p)?),
-        "index_reduce" => Err(Error::invalid(
-            "index_reduce: the gradient under a bounds policy is not implemented",
-        )
-        .with_hint("use scatter_reduce_bounded with the index expanded over the other axes, whose gradient is")),
+        "index_reduce" => {
+            let reduce = parse_index_reduce(args.str("reduce")?)?;
+            let incl = args.bool_or("include_self", true)?;
+            let r =
+                grad::index_reduce_bounded(g, x, args.dim()?, i, src("source")?, reduce, incl, p)?;
+            Ok(vec![
+                named("grad_input", r.input),
+                named("grad_source", r.source),
+            ])
+        }
         _ => Err(no_policy(op)),
     }
 }

@@ -497,6 +497,92 @@ where
     })
 }
 
+/// The gradients of [`index_reduce_bounded`](crate::index_reduce_bounded()) (the forward is
+/// recomputed from `input` and `source`).
+///
+/// ```
+/// use gather::{OutOfBounds, Reduce};
+/// use ndarray::array;
+/// let x = array![2.0f64, 3.0];
+/// let g = gather::grad::index_reduce_bounded(&array![1.0, 1.0], &x, 0, &array![0, -1, 7], &array![4.0, 5.0, 6.0],
+///     Reduce::Prod, true, OutOfBounds::Drop)?;
+/// assert_eq!(g.input, array![4.0, 1.0]);
+/// assert_eq!(g.source, array![2.0, 0.0, 0.0]);
+/// # Ok::<(), gather::Error>(())
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn index_reduce_bounded<T, S, D, SX, I, SI, DI, SS, DS>(
+    grad_out: &ArrayBase<S, D>,
+    input: &ArrayBase<SX, D>,
+    dim: isize,
+    index: &ArrayBase<SI, DI>,
+    source: &ArrayBase<SS, DS>,
+    reduce: Reduce,
+    include_self: bool,
+    policy: OutOfBounds<T>,
+) -> Result<SourceGrad<T, D, DS>>
+where
+    T: GradFloat,
+    S: Data<Elem = T>,
+    D: Dimension,
+    SX: Data<Elem = T>,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+    SS: Data<Elem = T>,
+    DS: Dimension,
+{
+    let op = "grad::index_reduce";
+    if let OutOfBounds::Error = policy {
+        let out = crate::index_reduce(input, dim, index, source, reduce, include_self)?;
+        return super::index_reduce(
+            grad_out,
+            input,
+            dim,
+            index,
+            source,
+            reduce,
+            include_self,
+            &out,
+        );
+    }
+    super::check_shape(
+        op,
+        "grad_output",
+        grad_out.shape(),
+        "the input",
+        input.shape(),
+    )?;
+    let x = input.view().into_dyn();
+    let (gi, gs) = write_grad(
+        op,
+        grad_out.view().into_dyn(),
+        Some(dim),
+        index.view().into_dyn(),
+        &policy,
+        |g, i| {
+            let xe = if g.shape() == x.shape() {
+                x.to_owned()
+            } else {
+                let d = dim_size(op, x.shape(), dim)?.0;
+                let x1 = if x.ndim() == 0 {
+                    x.clone().insert_axis(Axis(0))
+                } else {
+                    x.clone()
+                };
+                extend_axis(&x1, d, T::default())?
+            };
+            let out = crate::index_reduce(&xe, dim, i, source, reduce, include_self)?;
+            let r = super::index_reduce(g, &xe, dim, i, source, reduce, include_self, &out)?;
+            Ok((r.input, r.source))
+        },
+    )?;
+    Ok(SourceGrad {
+        input: into_dim(gi),
+        source: gs,
+    })
+}
+
 /// The gradients of [`index_add_bounded`](crate::index_add_bounded()).
 ///
 /// ```
@@ -926,6 +1012,38 @@ mod tests {
                     )
                 };
                 check_fd(&f, &source, &g.source, &format!("index_add source {what}"));
+                for red in [Reduce::Prod, Reduce::Mean, Reduce::Amax, Reduce::Amin] {
+                    for incl in [true, false] {
+                        let g =
+                            index_reduce_bounded(&w, &x, dd, &ids, &source, red, incl, p).unwrap();
+                        let f = |x: &ArrayD<f64>| {
+                            dot(
+                                &crate::index_reduce_bounded(x, dd, &ids, &source, red, incl, p)
+                                    .unwrap(),
+                                &w,
+                            )
+                        };
+                        check_fd(
+                            &f,
+                            &x,
+                            &g.input,
+                            &format!("index_reduce {red:?} {incl} input {what}"),
+                        );
+                        let f = |s: &ArrayD<f64>| {
+                            dot(
+                                &crate::index_reduce_bounded(&x, dd, &ids, s, red, incl, p)
+                                    .unwrap(),
+                                &w,
+                            )
+                        };
+                        check_fd(
+                            &f,
+                            &source,
+                            &g.source,
+                            &format!("index_reduce {red:?} {incl} source {what}"),
+                        );
+                    }
+                }
                 let targets: Vec<Option<usize>> = ids
                     .iter()
                     .map(|&i| match p {

@@ -101,7 +101,7 @@ mod take;
 
 pub use bounds::{
     gather_bounded, index_add_bounded, index_copy_bounded, index_fill_bounded,
-    index_select_bounded, put_bounded, scatter_add_bounded, scatter_bounded,
+    index_reduce_bounded, index_select_bounded, put_bounded, scatter_add_bounded, scatter_bounded,
     scatter_reduce_bounded, select_batched_bounded, take_along_dim_bounded, take_bounded,
 };
 pub use gather::gather;

@@ -58,9 +58,10 @@ use crate::ops::scatter::Reduce;
 /// assert_eq!(OutOfBounds::<i32>::default(), OutOfBounds::Error);
 /// # Ok::<(), gather::Error>(())
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub enum OutOfBounds<T> {
     /// PyTorch's behaviour: an error naming the value and its position (the default).
+    #[default]
     Error,
     /// Negative values count from the end (`-1` is the last); values outside `-n..n` are errors.
     Wrap,
@@ -70,12 +71,6 @@ pub enum OutOfBounds<T> {
     Fill(T),
     /// Writes only: writes whose value is outside `0..n` are skipped.
     Drop,
-}
-
-impl<T> Default for OutOfBounds<T> {
-    fn default() -> Self {
-        OutOfBounds::Error
-    }
 }
 
 impl<T> OutOfBounds<T> {
