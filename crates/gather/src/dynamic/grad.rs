@@ -63,7 +63,8 @@ pub const GRAD_OPS: &[(&str, &[&str])] = &[
 
 /// The gradients of `op` (PyTorch's name) called with `args` and `inputs`, given the gradient of
 /// its output: one `grad_<name>` tensor per differentiable input (`grad_input`, `grad_src`,
-/// `grad_source`), each of that input's shape and dtype. Same as [`call_grad_with`] with
+/// `grad_source`; `grad_data` and `grad_updates` for the ONNX ops), each of that input's shape
+/// and dtype. Same as [`call_grad_with`] with
 /// [`Parity::Correct`].
 ///
 /// `grad_output` has the output's shape and the input's dtype (for `sort`/`topk`: the shape of
@@ -128,6 +129,9 @@ pub fn call_grad_with(
     grad_output: &Tensor,
     parity: Parity,
 ) -> Result<Vec<(String, Tensor)>> {
+    if super::ONNX_OPS.contains(&op) {
+        return super::onnx::grad(op, args, inputs, grad_output);
+    }
     if !GRAD_OPS.iter().any(|(n, _)| *n == op) {
         return Err(no_grad(op));
     }

@@ -72,6 +72,101 @@ fn typed_call<T: TensorElem, I: IndexElem>(
     })
 }
 
+/// The gradients of an ONNX op: `grad_data` (and `grad_updates` for the scatters), with
+/// negative indices wrapped as in the forward. ScatterND's mul/max/min have none.
+pub(crate) fn grad(
+    op: &str,
+    args: &Args,
+    inputs: &Tensors,
+    g: &Tensor,
+) -> Result<Vec<(String, Tensor)>> {
+    let data = input(inputs, "data")?;
+    let indices = input(inputs, "indices")?;
+    macro_rules! float {
+        ($x:ident => $body:expr) => {
+            match data {
+                Tensor::F16($x) => $body,
+                Tensor::BF16($x) => $body,
+                Tensor::F32($x) => $body,
+                Tensor::F64($x) => $body,
+                other => Err(Error::invalid(format!(
+                    "{op}: gradients need a floating-point data tensor, but got {}",
+                    other.dtype()
+                ))),
+            }
+        };
+    }
+    float!(x => with_index_tensor!(indices, i => typed_grad(op, args, inputs, x, i, g),
+        _ => Err(index_dtype_error(op, "indices", indices))))
+}
+
+/// `indices` (tuples in the last axis) with every coordinate wrapped into `0..data.shape[first + j]`
+/// (out-of-range values are left for the op to report).
+fn wrap_tuples<I: IndexElem>(indices: &ArrayD<I>, shape: &[usize], first: usize) -> ArrayD<i64> {
+    let q = indices.ndim();
+    ArrayD::from_shape_fn(indices.raw_dim(), |c| {
+        let v = indices[&c].to_i64();
+        let n = q
+            .checked_sub(1)
+            .and_then(|l| shape.get(first + c[l]))
+            .copied()
+            .unwrap_or(0) as i64;
+        if v < 0 && v >= -n { v + n } else { v }
+    })
+}
+
+fn typed_grad<T: crate::grad::GradFloat + TensorElem, I: IndexElem>(
+    op: &str,
+    args: &Args,
+    inputs: &Tensors,
+    x: &ArrayD<T>,
+    i: &ArrayD<I>,
+    g: &Tensor,
+) -> Result<Vec<(String, Tensor)>> {
+    use crate::grad;
+    use crate::ops::bounds::OutOfBounds::Wrap;
+    let g = same_dtype::<T>(op, "grad_output", g)?;
+    let named = |n: &str, a: ArrayD<T>| (n.to_string(), T::wrap(a));
+    let updates = || same_dtype::<T>(op, "updates", input(inputs, "updates")?);
+    Ok(match op {
+        "onnx_gather_elements" => vec![named(
+            "grad_data",
+            grad::gather_bounded(g, x.raw_dim(), axis(args)?, i, Wrap)?,
+        )],
+        "onnx_gather" => vec![named(
+            "grad_data",
+            grad::select_batched_bounded(g, x.raw_dim(), axis(args)?, i, 0, Wrap)?,
+        )],
+        "onnx_scatter_elements" => {
+            let u = updates()?;
+            let r = match reduction(args)? {
+                Reduction::None => grad::scatter_bounded(g, axis(args)?, i, u.raw_dim(), Wrap)?,
+                Reduction::Add => grad::scatter_add_bounded(g, axis(args)?, i, u.raw_dim(), Wrap)?,
+                red => {
+                    let reduce = match red {
+                        Reduction::Mul => crate::Reduce::Prod,
+                        Reduction::Max => crate::Reduce::Amax,
+                        _ => crate::Reduce::Amin,
+                    };
+                    grad::scatter_reduce_bounded(g, x, axis(args)?, i, u, reduce, true, Wrap)?
+                }
+            };
+            vec![named("grad_data", r.input), named("grad_updates", r.src)]
+        }
+        "onnx_gather_nd" => {
+            let b = batch_dims(op, args)?;
+            let w = wrap_tuples(i, x.shape(), b);
+            vec![named("grad_data", grad::gather_nd(g, x.raw_dim(), &w, b)?)]
+        }
+        "onnx_scatter_nd" => {
+            let w = wrap_tuples(i, x.shape(), 0);
+            let (dd, du) = grad::scatter_nd(g, &w, updates()?.raw_dim(), reduction(args)?)?;
+            vec![named("grad_data", dd), named("grad_updates", du)]
+        }
+        _ => return Err(super::unknown_op(op)),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use crate::ErrorKind;
@@ -80,6 +175,52 @@ mod tests {
 
     fn inputs(pairs: Vec<(&str, Tensor)>) -> Tensors {
         pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+    }
+
+    #[test]
+    fn onnx_gradients_follow_the_wrapped_indices() {
+        use crate::dynamic::call_grad;
+        let ins = inputs(vec![
+            ("data", Tensor::from(array![[1.0f64, 2.0, 3.0]].into_dyn())),
+            ("indices", Tensor::from(array![[-1i64, 0]].into_dyn())),
+            ("updates", Tensor::from(array![[5.0f64, 6.0]].into_dyn())),
+        ]);
+        let mut args = Args::default();
+        args.set("axis", Arg::Int(1));
+        let g = Tensor::from(array![[1.0f64, 10.0]].into_dyn());
+        let d = call_grad("onnx_gather_elements", &args, &ins, &g).unwrap();
+        assert_eq!(d[0].0, "grad_data");
+        assert_eq!(d[0].1, Tensor::from(array![[10.0f64, 0.0, 1.0]].into_dyn()));
+        args.set("reduction", Arg::Str("mul".into()));
+        let g3 = Tensor::from(array![[1.0f64, 1.0, 1.0]].into_dyn());
+        let d = call_grad("onnx_scatter_elements", &args, &ins, &g3).unwrap();
+        // out = [1 * 6, 2, 3 * 5]: d data = [6, 1, 5], d updates = [3, 1].
+        assert_eq!(d[0].1, Tensor::from(array![[6.0f64, 1.0, 5.0]].into_dyn()));
+        assert_eq!(d[1].1, Tensor::from(array![[3.0f64, 1.0]].into_dyn()));
+        let ins = inputs(vec![
+            (
+                "data",
+                Tensor::from(array![[1.0f32, 2.0], [3.0, 4.0]].into_dyn()),
+            ),
+            (
+                "indices",
+                Tensor::from(array![[-1i64, -1], [0, 1]].into_dyn()),
+            ),
+            ("updates", Tensor::from(array![5.0f32, 6.0].into_dyn())),
+        ]);
+        let g = Tensor::from(array![1.0f32, 10.0].into_dyn());
+        let d = call_grad("onnx_gather_nd", &Args::default(), &ins, &g).unwrap();
+        assert_eq!(
+            d[0].1,
+            Tensor::from(array![[0.0f32, 10.0], [0.0, 1.0]].into_dyn())
+        );
+        let g = Tensor::from(array![[1.0f32, 2.0], [3.0, 4.0]].into_dyn());
+        let d = call_grad("onnx_scatter_nd", &Args::default(), &ins, &g).unwrap();
+        assert_eq!(
+            d[0].1,
+            Tensor::from(array![[1.0f32, 0.0], [3.0, 0.0]].into_dyn())
+        );
+        assert_eq!(d[1].1, Tensor::from(array![4.0f32, 2.0].into_dyn()));
     }
 
     #[test]

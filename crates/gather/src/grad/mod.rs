@@ -92,6 +92,7 @@ pub mod bounds;
 mod gather;
 mod index;
 mod masked;
+mod nd;
 mod put;
 mod repeat;
 mod scatter;
@@ -110,6 +111,7 @@ pub use index::{
     index_select,
 };
 pub use masked::{masked_scatter, masked_select};
+pub use nd::{gather_nd, scatter_nd};
 pub use put::put;
 pub use repeat::{repeat_interleave, repeat_interleave_scalar};
 pub use scatter::{
