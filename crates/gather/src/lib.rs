@@ -91,6 +91,26 @@
 //! - Deterministic results: bitwise the same for any number of threads; `scatter` keeps the last
 //!   write in index order.
 //!
+//! ## Beyond PyTorch
+//!
+//! - [`select_batched`] (`tf.gather` with `batch_dims`): `[B, N, D]` with `[B, K]` gives
+//!   `[B, K, D]` without unsqueeze/expand.
+//! - A bounds policy per call ([`OutOfBounds`]: `Error`, `Wrap`, `Clip`, `Fill(v)` for reads,
+//!   `Drop` for writes) on every indexing op, through the `*_bounded` forms and the gradients of
+//!   the same name in [`grad`]; see [`ops::bounds`].
+//! - [`gather_nd`]/[`scatter_nd`] (tuples of coordinates, with `batch_dims`), and the ONNX
+//!   operators [`onnx_gather_elements`], [`onnx_scatter_elements`], [`onnx_gather`],
+//!   [`onnx_gather_nd`], [`onnx_scatter_nd`] (negative indices wrap), see [`ops::onnx`].
+//!
+//! ```
+//! use gather::OutOfBounds;
+//! use ndarray::array;
+//! let x = array![10, 20, 30];
+//! assert_eq!(gather::take_bounded(&x, &array![-1, 7], OutOfBounds::Fill(0))?, array![0, 0]);
+//! assert_eq!(gather::onnx_gather(&x, &array![-1, 0], 0)?, array![30, 10].into_dyn());
+//! # Ok::<(), gather::Error>(())
+//! ```
+//!
 //! ## Choices where PyTorch is silent or inconsistent
 //!
 //! - Index dtypes: every op accepts every integer index type (PyTorch rejects `int32` for some ops).
