@@ -7,8 +7,9 @@
 //! How a call runs:
 //!
 //! 1. Every array argument is borrowed from NumPy without a copy ([`numpy::PyReadonlyArrayDyn`]
-//!    gives an `ndarray` view with the array's own strides: negative strides and the stride-0 axes
-//!    of `np.broadcast_to` included). Only three kinds of array are copied first: non-arrays
+//!    gives an `ndarray` view with the array's own strides: the stride-0 axes of
+//!    `np.broadcast_to` as they are, and negative strides too — numpy 0.30 builds the view on the
+//!    lowest address and then inverts those axes, so no data moves). Only three kinds of array are copied first: non-arrays
 //!    (lists, scalars: `np.asarray`), arrays NumPy itself would not hand out as a typed view
 //!    (non-native byte order, misaligned data, strides that are not a multiple of the item size),
 //!    and bfloat16 arrays (`dtype="bfloat16"`: `uint16` bit patterns, converted to `half::bf16`).
@@ -169,6 +170,15 @@ view_elem!(f64, F64);
 type Views<'a> = BTreeMap<&'static str, View<'a>>;
 type Outputs = Vec<(String, Tensor)>;
 
+/// `f` of every element of `v`, as a new standard-layout array (built in logical order: NumPy
+/// gives empty arrays strides that ndarray's own `mapv`/`to_owned` may not accept for an owned
+/// array, e.g. stride 0 along an empty axis).
+fn map_owned<T: Copy, U>(v: &ArrayViewD<T>, f: impl Fn(T) -> U) -> ArrayD<U> {
+    let data: Vec<U> = v.iter().map(|&x| f(x)).collect();
+    ArrayD::from_shape_vec(v.raw_dim(), data)
+        .unwrap_or_else(|_| unreachable!("the data has the view's element count"))
+}
+
 /// An owned copy of every view (for the dynamic layer).
 fn to_tensors(views: &Views) -> Tensors {
     views
@@ -176,7 +186,7 @@ fn to_tensors(views: &Views) -> Tensors {
         .map(|(name, v)| {
             (
                 name.to_string(),
-                with_view!(v, a => Tensor::from(a.to_owned())),
+                with_view!(v, a => Tensor::from(map_owned(a, |x| x))),
             )
         })
         .collect()
@@ -185,12 +195,12 @@ fn to_tensors(views: &Views) -> Tensors {
 /// An index view of any integer dtype as `i64` (a copy; `i32`/`i64` never come here).
 fn widen_index(v: &View) -> Option<ArrayD<i64>> {
     match v {
-        View::U8(a) => Some(a.mapv(IndexElem::to_i64)),
-        View::I8(a) => Some(a.mapv(IndexElem::to_i64)),
-        View::I16(a) => Some(a.mapv(IndexElem::to_i64)),
-        View::U16(a) => Some(a.mapv(IndexElem::to_i64)),
-        View::U32(a) => Some(a.mapv(IndexElem::to_i64)),
-        View::U64(a) => Some(a.mapv(IndexElem::to_i64)),
+        View::U8(a) => Some(map_owned(a, IndexElem::to_i64)),
+        View::I8(a) => Some(map_owned(a, IndexElem::to_i64)),
+        View::I16(a) => Some(map_owned(a, IndexElem::to_i64)),
+        View::U16(a) => Some(map_owned(a, IndexElem::to_i64)),
+        View::U32(a) => Some(map_owned(a, IndexElem::to_i64)),
+        View::U64(a) => Some(map_owned(a, IndexElem::to_i64)),
         _ => None,
     }
 }
@@ -419,7 +429,7 @@ fn compute_grad(
             )),
         };
     }
-    let g = with_view!(grad_output, a => Tensor::from(a.to_owned()));
+    let g = with_view!(grad_output, a => Tensor::from(map_owned(a, |x| x)));
     dynamic::call_grad_with(op, args, &to_tensors(ins), &g, parity)
 }
 
@@ -446,6 +456,20 @@ fn to_pyerr(py: Python<'_>, e: &lib::Error) -> PyErr {
     build().unwrap_or_else(|err| err)
 }
 
+/// An exception of class `class` of `gather._errors` with `category`, raised by the bindings
+/// themselves (a bad `dtype=`, `parity=`, or bfloat16 data that is not uint16).
+fn py_error(py: Python<'_>, class: &str, category: &str, message: String) -> PyErr {
+    let build = || -> PyResult<PyErr> {
+        let obj = py
+            .import("gather._errors")?
+            .getattr(class)?
+            .call1((message.clone(),))?;
+        obj.setattr("category", category)?;
+        Ok(PyErr::from_value(obj))
+    };
+    build().unwrap_or_else(|err| err)
+}
+
 /// One call being assembled: its arrays (borrowed) and its other arguments.
 struct Call<'py> {
     py: Python<'py>,
@@ -461,11 +485,16 @@ impl<'py> Call<'py> {
             None => false,
             Some("bfloat16") => true,
             Some(other) => {
-                return Err(PyValueError::new_err(format!(
-                    "{op}: dtype must be None or \"bfloat16\", got {other:?}\nhint: every NumPy \
-                     dtype is taken as it is; dtype=\"bfloat16\" says that uint16 arrays hold \
-                     bfloat16 bit patterns"
-                )));
+                return Err(py_error(
+                    py,
+                    "InvalidArgumentError",
+                    "invalid_argument",
+                    format!(
+                        "{op}: dtype must be None or \"bfloat16\", got {other:?}\nhint: every \
+                         NumPy dtype is taken as it is; dtype=\"bfloat16\" says that uint16 \
+                         arrays hold bfloat16 bit patterns"
+                    ),
+                ));
             }
         };
         Ok(Call {
@@ -486,17 +515,7 @@ impl<'py> Call<'py> {
     /// `dtype="bfloat16"`.
     fn data(&mut self, name: &'static str, obj: &Bound<'py, PyAny>) -> PyResult<&mut Self> {
         let arr = if self.bf16 {
-            let a = ndarray_of(self.py, obj)?;
-            let bits: PyReadonlyArrayDyn<u16> = a.extract().map_err(|_| {
-                PyTypeError::new_err(format!(
-                    "{}: with dtype=\"bfloat16\", `{name}` must be a uint16 array of bfloat16 bit \
-                     patterns, but got {}\nhint: pass `x.view(np.uint16)` of a bfloat16 array, or \
-                     leave out dtype= for the other dtypes",
-                    self.op,
-                    describe_dtype(&a)
-                ))
-            })?;
-            Arr::BF16(bits.as_array().mapv(bf16::from_bits))
+            bf16_bits(self.py, self.op, name, obj)?
         } else {
             borrow(self.py, self.op, name, obj)?
         };
@@ -525,20 +544,19 @@ impl<'py> Call<'py> {
             "correct" => Parity::Correct,
             "pytorch" => Parity::PyTorch,
             other => {
-                return Err(PyValueError::new_err(format!(
-                    "parity must be \"correct\" or \"pytorch\", got {other:?}"
-                )));
+                return Err(py_error(
+                    self.py,
+                    "InvalidArgumentError",
+                    "invalid_argument",
+                    format!(
+                        "{}: parity must be \"correct\" or \"pytorch\", got {other:?}",
+                        self.op
+                    ),
+                ));
             }
         };
         let g = if self.bf16 {
-            let a = ndarray_of(self.py, grad_output)?;
-            let bits: PyReadonlyArrayDyn<u16> = a.extract().map_err(|_| {
-                PyTypeError::new_err(format!(
-                    "{}: with dtype=\"bfloat16\", grad_output must be a uint16 array of bit patterns",
-                    self.op
-                ))
-            })?;
-            Arr::BF16(bits.as_array().mapv(bf16::from_bits))
+            bf16_bits(self.py, self.op, "grad_output", grad_output)?
         } else {
             borrow(self.py, self.op, "grad_output", grad_output)?
         };
@@ -592,6 +610,30 @@ impl<'py> Call<'py> {
     }
 }
 
+/// A uint16 array of bfloat16 bit patterns, converted to `bf16` (the one copy of the bindings).
+fn bf16_bits<'py>(
+    py: Python<'py>,
+    op: &str,
+    name: &str,
+    obj: &Bound<'py, PyAny>,
+) -> PyResult<Arr<'py>> {
+    let a = ndarray_of(py, obj)?;
+    match a.extract::<PyReadonlyArrayDyn<u16>>() {
+        Ok(bits) => Ok(Arr::BF16(map_owned(&bits.as_array(), bf16::from_bits))),
+        Err(_) => Err(py_error(
+            py,
+            "DTypeError",
+            "invalid_argument",
+            format!(
+                "{op}: with dtype=\"bfloat16\", `{name}` must be a uint16 array of bfloat16 bit \
+                 patterns, but got {}\nhint: pass `x.view(np.uint16)` of a bfloat16 array, or \
+                 leave out dtype= for the other dtypes",
+                describe_dtype(&a)
+            ),
+        )),
+    }
+}
+
 fn describe_dtype(a: &Bound<'_, PyAny>) -> String {
     a.getattr("dtype")
         .and_then(|d| d.str())
@@ -603,22 +645,20 @@ fn describe_dtype(a: &Bound<'_, PyAny>) -> String {
 /// out as a typed view: lists and scalars, non-native byte order, misaligned data, strides that
 /// are not multiples of the item size.
 fn ndarray_of<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-    let np = py.import("numpy")?;
     let Ok(arr) = obj.cast::<PyUntypedArray>() else {
-        return np.call_method1("asarray", (obj,));
+        return py.import("numpy")?.call_method1("asarray", (obj,));
     };
-    let itemsize = arr.dtype().itemsize() as isize;
+    let dtype = arr.dtype();
+    let itemsize = dtype.itemsize() as isize;
     let strides_ok = itemsize > 0 && arr.strides().iter().all(|s| s % itemsize == 0);
-    let native = arr.dtype().getattr("isnative")?.extract::<bool>()?;
-    let aligned = arr
-        .getattr("flags")?
-        .getattr("aligned")?
-        .extract::<bool>()?;
-    if strides_ok && native && aligned {
+    // `None` for single-byte types, which have no byte order.
+    let native = dtype.is_native_byteorder().unwrap_or(true);
+    if strides_ok && native && arr.is_aligned() {
         return Ok(obj.clone());
     }
-    let dtype = arr.dtype().call_method1("newbyteorder", ("=",))?;
-    np.call_method1("ascontiguousarray", (obj, dtype))
+    let native_dtype = dtype.call_method1("newbyteorder", ("=",))?;
+    py.import("numpy")?
+        .call_method1("ascontiguousarray", (obj, native_dtype))
 }
 
 /// Borrows `obj` as a typed array of one of the supported dtypes.
@@ -648,16 +688,17 @@ fn borrow<'py>(
     try_as!(u16, U16);
     try_as!(u32, U32);
     try_as!(u64, U64);
-    let err = PyErr::from_value(py.import("gather._errors")?.getattr("DTypeError")?.call1((
+    Err(py_error(
+        py,
+        "DTypeError",
+        "invalid_argument",
         format!(
             "{op}: `{name}` has dtype {}, which gather does not support\nhint: the dtypes are \
-                 bool, uint8/16/32/64, int8/16/32/64, float16/32/64, and bfloat16 as uint16 bit \
-                 patterns with dtype=\"bfloat16\"",
+             bool, uint8/16/32/64, int8/16/32/64, float16/32/64, and bfloat16 as uint16 bit \
+             patterns with dtype=\"bfloat16\"",
             describe_dtype(&a)
         ),
-    ))?);
-    let _ = err.value(py).setattr("category", "invalid_argument");
-    Err(err)
+    ))
 }
 
 /// A result as a new NumPy array (moved, not copied; bfloat16 as uint16 bit patterns).
@@ -672,7 +713,8 @@ fn to_numpy(py: Python<'_>, t: Tensor) -> Py<PyAny> {
 
 /// A Python scalar (`bool`, `int`, `float`, or a NumPy scalar) as an [`Arg`].
 fn scalar_arg(name: &str, v: &Bound<'_, PyAny>) -> PyResult<Arg> {
-    if v.is_instance_of::<PyBool>() || v.get_type().name()?.to_string() == "bool" {
+    let np_bool = v.py().import("numpy")?.getattr("bool_")?;
+    if v.is_instance_of::<PyBool>() || v.is_instance(&np_bool)? {
         return Ok(Arg::Bool(v.is_truthy()?));
     }
     if v.is_instance_of::<PyInt>() {

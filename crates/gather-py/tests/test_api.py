@@ -237,3 +237,26 @@ def test_docstring_examples_run(name):
     for t in tests:
         runner.run(t)
     assert runner.failures == 0
+
+
+def test_empty_arrays_with_any_strides_are_taken():
+    # NumPy may give an empty array any strides (here stride 0 along the empty axis).
+    empty16 = np.broadcast_to(np.zeros((1, 3), np.uint16), (0, 3))
+    out = gather.gather(empty16, 1, np.zeros((0, 2), np.int64), dtype="bfloat16")
+    assert out.shape == (0, 2) and out.dtype == np.uint16
+    idx8 = np.broadcast_to(np.zeros((1, 2), np.uint8), (0, 2))
+    assert gather.gather(np.zeros((2, 3)), 1, idx8).shape == (0, 2)
+    # An empty float index is accepted by the gather family (as in PyTorch).
+    assert gather.gather(np.zeros((2, 3)), 1, np.zeros((0, 2), np.float32)).shape == (0, 2)
+
+
+def test_foreign_byte_order_and_odd_strides_are_converted_first():
+    x = np.arange(6, dtype=">f4").reshape(2, 3)
+    np.testing.assert_array_equal(gather.gather(x, 1, np.array([[2], [0]])), [[2.0], [3.0]])
+    # A field of a packed structured array: stride 5 bytes for 4-byte ints, misaligned.
+    s = np.zeros(3, dtype=[("a", "u1"), ("b", "<i4")])
+    s["b"] = [5, 6, 7]
+    assert s["b"].strides == (5,)
+    np.testing.assert_array_equal(gather.take(s["b"], np.array([2, 0])), [7, 5])
+    # Lists are converted with np.asarray.
+    np.testing.assert_array_equal(gather.gather([[1, 2], [3, 4]], 1, [[1], [0]]), [[2], [3]])
