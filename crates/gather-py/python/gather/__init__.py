@@ -1,0 +1,86 @@
+"""PyTorch's gather/scatter family of indexing ops on NumPy arrays.
+
+Every function has PyTorch's name, argument names and defaults, takes NumPy arrays of any dtype
+and any strides (negative strides and ``np.broadcast_to`` views included) without copying them,
+releases the GIL while it runs, and returns new NumPy arrays. Gradients are in :mod:`gather.grad`.
+
+bfloat16: NumPy has no bfloat16 dtype, so bfloat16 data travels as its uint16 bit patterns
+(``value == float32 of (bits << 16)``): pass ``dtype="bfloat16"`` and the uint16 data arrays
+(``input``, ``src``, ``source``, ``grad_output``; never indices or masks) are read as bfloat16, and
+bfloat16 results come back as uint16 bit patterns. float16 is NumPy's own ``np.float16``.
+
+Errors are :class:`GatherError` subclasses that also derive from ``IndexError``, ``ValueError`` or
+``TypeError`` (see :mod:`gather._errors`).
+
+>>> import numpy as np, gather
+>>> x = np.array([[10, 20, 30], [40, 50, 60]])
+>>> gather.gather(x, 1, np.array([[0, 2], [1, 0]]))
+array([[10, 30],
+       [50, 40]])
+>>> gather.scatter_reduce(np.zeros(3), 0, np.array([0, 0, 2]), np.array([1., 5., 2.]), "amax",
+...                       include_self=False)
+array([5., 0., 2.])
+"""
+
+from . import _native
+from ._errors import (
+    DimOutOfRangeError,
+    DTypeError,
+    GatherError,
+    IndexOutOfBoundsError,
+    InvalidArgumentError,
+    RankMismatchError,
+    ShapeMismatchError,
+)
+from ._native import (
+    argsort,
+    gather,
+    index_add,
+    index_copy,
+    index_fill,
+    index_reduce,
+    index_select,
+    masked_scatter,
+    masked_select,
+    put,
+    repeat_interleave,
+    scatter,
+    scatter_add,
+    scatter_reduce,
+    select_batched,
+    sort,
+    take,
+    take_along_dim,
+    topk,
+)
+from . import grad
+
+__all__ = [
+    "gather",
+    "scatter",
+    "scatter_add",
+    "scatter_reduce",
+    "index_select",
+    "index_add",
+    "index_copy",
+    "index_fill",
+    "index_reduce",
+    "take",
+    "take_along_dim",
+    "put",
+    "masked_select",
+    "masked_scatter",
+    "sort",
+    "argsort",
+    "topk",
+    "repeat_interleave",
+    "select_batched",
+    "grad",
+    "GatherError",
+    "DimOutOfRangeError",
+    "IndexOutOfBoundsError",
+    "RankMismatchError",
+    "ShapeMismatchError",
+    "InvalidArgumentError",
+    "DTypeError",
+]

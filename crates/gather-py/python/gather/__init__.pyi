@@ -1,0 +1,88 @@
+"""Type stubs of the `gather` package (see __init__.py and the functions' docstrings)."""
+
+from typing import Literal, Optional, Tuple, Union
+
+import numpy as np
+import numpy.typing as npt
+
+from . import grad as grad
+from ._errors import (
+    DimOutOfRangeError as DimOutOfRangeError,
+    DTypeError as DTypeError,
+    GatherError as GatherError,
+    IndexOutOfBoundsError as IndexOutOfBoundsError,
+    InvalidArgumentError as InvalidArgumentError,
+    RankMismatchError as RankMismatchError,
+    ShapeMismatchError as ShapeMismatchError,
+)
+
+# Any array-like NumPy accepts (arrays are borrowed without a copy; lists are converted).
+Array = npt.ArrayLike
+# A Python or NumPy scalar: the `value`/`alpha` of an op, converted the way PyTorch converts it.
+Scalar = Union[bool, int, float, np.generic]
+# None, or "bfloat16": the uint16 data arrays hold bfloat16 bit patterns (results likewise).
+DType = Optional[Literal["bfloat16"]]
+Reduce = Literal["sum", "prod", "mean", "amax", "amin", "max", "min"]
+IndexReduce = Literal["prod", "mean", "amax", "amin"]
+
+def gather(input: Array, dim: int, index: Array, *, dtype: DType = None) -> np.ndarray: ...
+def scatter(
+    input: Array,
+    dim: int,
+    index: Array,
+    src: Union[Array, Scalar, None] = None,
+    *,
+    value: Optional[Scalar] = None,
+    reduce: Optional[Literal["add", "multiply"]] = None,
+    dtype: DType = None,
+) -> np.ndarray: ...
+def scatter_add(input: Array, dim: int, index: Array, src: Array, *, dtype: DType = None) -> np.ndarray: ...
+def scatter_reduce(
+    input: Array,
+    dim: int,
+    index: Array,
+    src: Array,
+    reduce: Reduce,
+    *,
+    include_self: bool = True,
+    dtype: DType = None,
+) -> np.ndarray: ...
+def index_select(input: Array, dim: int, index: Array, *, dtype: DType = None) -> np.ndarray: ...
+def index_add(
+    input: Array, dim: int, index: Array, source: Array, *, alpha: Optional[Scalar] = None, dtype: DType = None
+) -> np.ndarray: ...
+def index_copy(input: Array, dim: int, index: Array, source: Array, *, dtype: DType = None) -> np.ndarray: ...
+def index_fill(input: Array, dim: int, index: Array, value: Scalar, *, dtype: DType = None) -> np.ndarray: ...
+def index_reduce(
+    input: Array,
+    dim: int,
+    index: Array,
+    source: Array,
+    reduce: IndexReduce,
+    *,
+    include_self: bool = True,
+    dtype: DType = None,
+) -> np.ndarray: ...
+def take(input: Array, index: Array, *, dtype: DType = None) -> np.ndarray: ...
+def take_along_dim(input: Array, indices: Array, dim: Optional[int] = None, *, dtype: DType = None) -> np.ndarray: ...
+def put(input: Array, index: Array, source: Array, accumulate: bool = False, *, dtype: DType = None) -> np.ndarray: ...
+def masked_select(input: Array, mask: Array, *, dtype: DType = None) -> np.ndarray: ...
+def masked_scatter(input: Array, mask: Array, source: Array, *, dtype: DType = None) -> np.ndarray: ...
+def sort(
+    input: Array, dim: int = -1, descending: bool = False, *, stable: bool = False, dtype: DType = None
+) -> Tuple[np.ndarray, np.ndarray]: ...
+def argsort(
+    input: Array, dim: int = -1, descending: bool = False, *, stable: bool = False, dtype: DType = None
+) -> np.ndarray: ...
+def topk(
+    input: Array, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *, dtype: DType = None
+) -> Tuple[np.ndarray, np.ndarray]: ...
+def repeat_interleave(
+    input: Array,
+    repeats: Union[int, Array, None] = None,
+    dim: Optional[int] = None,
+    *,
+    output_size: Optional[int] = None,
+    dtype: DType = None,
+) -> np.ndarray: ...
+def select_batched(input: Array, axis: int, index: Array, batch_dims: int = 0, *, dtype: DType = None) -> np.ndarray: ...

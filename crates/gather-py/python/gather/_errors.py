@@ -1,0 +1,84 @@
+"""The exceptions `gather` raises.
+
+Every failure of an op is a :class:`GatherError`, which also derives from the built-in exception a
+NumPy or PyTorch user would catch for it:
+
+====================== =================================== ============================
+class                  built-in bases                      library error kind
+====================== =================================== ============================
+DimOutOfRangeError     IndexError (as PyTorch)             DimOutOfRange
+IndexOutOfBoundsError  IndexError                          IndexOutOfBounds
+RankMismatchError      ValueError                          RankMismatch
+ShapeMismatchError     ValueError                          ShapeMismatch
+InvalidArgumentError   ValueError                          InvalidArgument
+DTypeError             TypeError (and InvalidArgumentError) InvalidArgument about a dtype
+====================== =================================== ============================
+
+The message is the library's one-line message followed by a ``hint:`` line where there is a
+fix. The attributes carry the same facts for programs: ``category`` (the conformance suite's name:
+``dim_out_of_range``, ``rank_mismatch``, ``shape_mismatch``, ``index_out_of_bounds``,
+``invalid_argument``), ``hint`` (or None), and for a bad index value ``index_value`` and
+``coordinate`` (its position in the index array), else None.
+
+>>> import numpy as np, gather
+>>> try:
+...     gather.gather(np.zeros((2, 3)), 1, np.array([[0, 7]]))
+... except IndexError as e:
+...     print(e.category, e.index_value, e.coordinate)
+index_out_of_bounds 7 [0, 1]
+"""
+
+from typing import List, Optional
+
+__all__ = [
+    "GatherError",
+    "DimOutOfRangeError",
+    "IndexOutOfBoundsError",
+    "RankMismatchError",
+    "ShapeMismatchError",
+    "InvalidArgumentError",
+    "DTypeError",
+]
+
+
+class GatherError(Exception):
+    """Base class of every error an op of `gather` raises."""
+
+    category: str = "invalid_argument"
+    hint: Optional[str] = None
+    index_value: Optional[int] = None
+    coordinate: Optional[List[int]] = None
+
+
+class DimOutOfRangeError(GatherError, IndexError):
+    """``dim`` outside ``[-ndim, ndim)`` (an IndexError, as in PyTorch)."""
+
+    category = "dim_out_of_range"
+
+
+class IndexOutOfBoundsError(GatherError, IndexError):
+    """An index value outside the valid range of its dimension."""
+
+    category = "index_out_of_bounds"
+
+
+class RankMismatchError(GatherError, ValueError):
+    """An array argument has the wrong number of dimensions."""
+
+    category = "rank_mismatch"
+
+
+class ShapeMismatchError(GatherError, ValueError):
+    """Sizes are incompatible (non-dim sizes, element counts, broadcasting)."""
+
+    category = "shape_mismatch"
+
+
+class InvalidArgumentError(GatherError, ValueError):
+    """Anything else: a bad ``reduce`` name, ``k`` out of range, a scalar that does not fit."""
+
+    category = "invalid_argument"
+
+
+class DTypeError(InvalidArgumentError, TypeError):
+    """An argument of the wrong dtype (a float index, mismatched input and src dtypes ...)."""

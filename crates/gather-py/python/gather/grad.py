@@ -1,0 +1,62 @@
+"""Gradients (vector-Jacobian products) of the ops, by the same names as the ops.
+
+Each function takes the gradient of the op's output first, then the op's own arguments, and
+returns the gradient of every differentiable input: one array when the op has one
+(``grad_input``), else a tuple ``(grad_input, grad_src)`` (scatter with ``src``, scatter_add,
+scatter_reduce) or ``(grad_input, grad_source)`` (index_add, index_copy, index_reduce, put,
+masked_scatter). For ``sort`` and ``topk`` the gradient is that of ``values``. Inputs must be
+floating point (float16, float32, float64, or bfloat16 with ``dtype="bfloat16"``).
+
+``scatter_reduce`` and ``index_reduce`` take ``parity="correct"`` (default: the mathematically
+correct gradient) or ``parity="pytorch"`` (PyTorch's numbers, including its ``include_self=False``
+amax/amin tie bug).
+
+Gradients copy their inputs once (they go through the library's run-time typed layer).
+
+>>> import numpy as np, gather
+>>> x = np.array([[1., 2., 3.]])
+>>> gather.grad.gather(np.array([[1., 10.]]), x, 1, np.array([[2, 2]]))
+array([[ 0.,  0., 11.]])
+"""
+
+from ._native import grad as _g
+
+gather = _g.gather
+scatter = _g.scatter
+scatter_add = _g.scatter_add
+scatter_reduce = _g.scatter_reduce
+index_select = _g.index_select
+index_add = _g.index_add
+index_copy = _g.index_copy
+index_fill = _g.index_fill
+index_reduce = _g.index_reduce
+take = _g.take
+take_along_dim = _g.take_along_dim
+put = _g.put
+masked_select = _g.masked_select
+masked_scatter = _g.masked_scatter
+sort = _g.sort
+topk = _g.topk
+repeat_interleave = _g.repeat_interleave
+select_batched = _g.select_batched
+
+__all__ = [
+    "gather",
+    "scatter",
+    "scatter_add",
+    "scatter_reduce",
+    "index_select",
+    "index_add",
+    "index_copy",
+    "index_fill",
+    "index_reduce",
+    "take",
+    "take_along_dim",
+    "put",
+    "masked_select",
+    "masked_scatter",
+    "sort",
+    "topk",
+    "repeat_interleave",
+    "select_batched",
+]

@@ -1,0 +1,1730 @@
+//! Python bindings of the `gather` library: PyTorch's gather/scatter family on NumPy arrays.
+//!
+//! This is the native half of the `gather` Python package (`gather._native`); the Python half
+//! (`python/gather/`) re-exports these functions, defines the exception classes and ships the type
+//! stubs. Build and install it with `pip install ./crates/gather-py` (maturin does the rest).
+//!
+//! How a call runs:
+//!
+//! 1. Every array argument is borrowed from NumPy without a copy ([`numpy::PyReadonlyArrayDyn`]
+//!    gives an `ndarray` view with the array's own strides: the stride-0 axes of
+//!    `np.broadcast_to` as they are, and negative strides too — numpy 0.30 builds the view on the
+//!    lowest address and then inverts those axes, so no data moves). Only three kinds of array are copied first: non-arrays
+//!    (lists, scalars: `np.asarray`), arrays NumPy itself would not hand out as a typed view
+//!    (non-native byte order, misaligned data, strides that are not a multiple of the item size),
+//!    and bfloat16 arrays (`dtype="bfloat16"`: `uint16` bit patterns, converted to `half::bf16`).
+//! 2. The GIL is released ([`Python::detach`]) and the typed library functions run on the views
+//!    (an index of an integer type other than int32/int64 is widened to an int64 copy, as the
+//!    dynamic layer does). The calls the typed path does not take (a float or bool index,
+//!    mismatched dtypes, a bad `reduce` name: errors, except an empty non-integer index, which
+//!    PyTorch accepts) go through [`gather::dynamic`] on owned copies instead, so that their
+//!    results and errors are exactly those of the `gather` command and the conformance runner.
+//! 3. Results are moved into new NumPy arrays without a copy (bfloat16 results become `uint16`).
+//!
+//! Errors become Python exceptions of `gather`'s own classes, which derive from `IndexError`,
+//! `ValueError` and `TypeError` (see `python/gather/_errors.py`); a panic is caught and raised as
+//! `RuntimeError`, so no call can take the interpreter down.
+
+use std::collections::BTreeMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use ::gather as lib;
+use ::gather::dynamic::{self, Arg, Args, Tensor, Tensors};
+use ::gather::grad::Parity;
+use ::gather::{Element, ErrorKind, IndexElem, Reduce, with_tensor};
+use half::{bf16, f16};
+use ndarray::{ArrayD, ArrayViewD};
+use numpy::{
+    PyArray, PyArrayDescrMethods, PyReadonlyArrayDyn, PyUntypedArray, PyUntypedArrayMethods,
+};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple};
+
+/// A borrowed NumPy array of one of the supported element types, or an owned bfloat16 array.
+enum Arr<'py> {
+    Bool(PyReadonlyArrayDyn<'py, bool>),
+    U8(PyReadonlyArrayDyn<'py, u8>),
+    I8(PyReadonlyArrayDyn<'py, i8>),
+    I16(PyReadonlyArrayDyn<'py, i16>),
+    I32(PyReadonlyArrayDyn<'py, i32>),
+    I64(PyReadonlyArrayDyn<'py, i64>),
+    U16(PyReadonlyArrayDyn<'py, u16>),
+    U32(PyReadonlyArrayDyn<'py, u32>),
+    U64(PyReadonlyArrayDyn<'py, u64>),
+    F16(PyReadonlyArrayDyn<'py, f16>),
+    F32(PyReadonlyArrayDyn<'py, f32>),
+    F64(PyReadonlyArrayDyn<'py, f64>),
+    BF16(ArrayD<bf16>),
+}
+
+/// A view of an argument: any strides, no copy.
+enum View<'a> {
+    Bool(ArrayViewD<'a, bool>),
+    U8(ArrayViewD<'a, u8>),
+    I8(ArrayViewD<'a, i8>),
+    I16(ArrayViewD<'a, i16>),
+    I32(ArrayViewD<'a, i32>),
+    I64(ArrayViewD<'a, i64>),
+    U16(ArrayViewD<'a, u16>),
+    U32(ArrayViewD<'a, u32>),
+    U64(ArrayViewD<'a, u64>),
+    F16(ArrayViewD<'a, f16>),
+    BF16(ArrayViewD<'a, bf16>),
+    F32(ArrayViewD<'a, f32>),
+    F64(ArrayViewD<'a, f64>),
+}
+
+impl Arr<'_> {
+    fn view(&self) -> View<'_> {
+        match self {
+            Arr::Bool(a) => View::Bool(a.as_array()),
+            Arr::U8(a) => View::U8(a.as_array()),
+            Arr::I8(a) => View::I8(a.as_array()),
+            Arr::I16(a) => View::I16(a.as_array()),
+            Arr::I32(a) => View::I32(a.as_array()),
+            Arr::I64(a) => View::I64(a.as_array()),
+            Arr::U16(a) => View::U16(a.as_array()),
+            Arr::U32(a) => View::U32(a.as_array()),
+            Arr::U64(a) => View::U64(a.as_array()),
+            Arr::F16(a) => View::F16(a.as_array()),
+            Arr::F32(a) => View::F32(a.as_array()),
+            Arr::F64(a) => View::F64(a.as_array()),
+            Arr::BF16(a) => View::BF16(a.view()),
+        }
+    }
+}
+
+/// Runs `$body` with `$a` bound to the typed view inside a [`View`].
+macro_rules! with_view {
+    ($v:expr, $a:ident => $body:expr) => {
+        match $v {
+            View::Bool($a) => $body,
+            View::U8($a) => $body,
+            View::I8($a) => $body,
+            View::I16($a) => $body,
+            View::I32($a) => $body,
+            View::I64($a) => $body,
+            View::U16($a) => $body,
+            View::U32($a) => $body,
+            View::U64($a) => $body,
+            View::F16($a) => $body,
+            View::BF16($a) => $body,
+            View::F32($a) => $body,
+            View::F64($a) => $body,
+        }
+    };
+}
+
+/// Runs `$body` with `$a` bound to an integer index view: `i32` and `i64` indices as they are, the
+/// other integer types widened to an `i64` copy (as the dynamic layer does); `None` for float and
+/// bool indices (the dynamic layer reports those, or accepts them when empty where PyTorch does).
+macro_rules! with_index_view {
+    ($v:expr, $a:ident => $body:expr) => {
+        match $v {
+            View::I32($a) => $body,
+            View::I64($a) => $body,
+            other => match widen_index(other) {
+                Some(wide) => {
+                    let wide = wide.view();
+                    let $a = &wide;
+                    $body
+                }
+                None => None,
+            },
+        }
+    };
+}
+
+/// Element types of a [`View`].
+trait ViewElem: Element + dynamic::TensorElem {
+    fn of<'b, 'a>(v: &'b View<'a>) -> Option<&'b ArrayViewD<'a, Self>>;
+}
+
+macro_rules! view_elem {
+    ($t:ty, $v:ident) => {
+        impl ViewElem for $t {
+            fn of<'b, 'a>(v: &'b View<'a>) -> Option<&'b ArrayViewD<'a, $t>> {
+                match v {
+                    View::$v(a) => Some(a),
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+view_elem!(bool, Bool);
+view_elem!(u8, U8);
+view_elem!(i8, I8);
+view_elem!(i16, I16);
+view_elem!(i32, I32);
+view_elem!(i64, I64);
+view_elem!(u16, U16);
+view_elem!(u32, U32);
+view_elem!(u64, U64);
+view_elem!(f16, F16);
+view_elem!(bf16, BF16);
+view_elem!(f32, F32);
+view_elem!(f64, F64);
+
+type Views<'a> = BTreeMap<&'static str, View<'a>>;
+type Outputs = Vec<(String, Tensor)>;
+
+/// `f` of every element of `v`, as a new standard-layout array (built in logical order: NumPy
+/// gives empty arrays strides that ndarray's own `mapv`/`to_owned` may not accept for an owned
+/// array, e.g. stride 0 along an empty axis).
+fn map_owned<T: Copy, U>(v: &ArrayViewD<T>, f: impl Fn(T) -> U) -> ArrayD<U> {
+    let data: Vec<U> = v.iter().map(|&x| f(x)).collect();
+    ArrayD::from_shape_vec(v.raw_dim(), data)
+        .unwrap_or_else(|_| unreachable!("the data has the view's element count"))
+}
+
+/// An owned copy of every view (for the dynamic layer).
+fn to_tensors(views: &Views) -> Tensors {
+    views
+        .iter()
+        .map(|(name, v)| {
+            (
+                name.to_string(),
+                with_view!(v, a => Tensor::from(map_owned(a, |x| x))),
+            )
+        })
+        .collect()
+}
+
+/// An index view of any integer dtype as `i64` (a copy; `i32`/`i64` never come here).
+fn widen_index(v: &View) -> Option<ArrayD<i64>> {
+    match v {
+        View::U8(a) => Some(map_owned(a, IndexElem::to_i64)),
+        View::I8(a) => Some(map_owned(a, IndexElem::to_i64)),
+        View::I16(a) => Some(map_owned(a, IndexElem::to_i64)),
+        View::U16(a) => Some(map_owned(a, IndexElem::to_i64)),
+        View::U32(a) => Some(map_owned(a, IndexElem::to_i64)),
+        View::U64(a) => Some(map_owned(a, IndexElem::to_i64)),
+        _ => None,
+    }
+}
+
+/// An `InvalidArgument` error.
+fn invalid(message: impl Into<String>) -> lib::Error {
+    lib::Error::new(ErrorKind::InvalidArgument, message)
+}
+
+fn one(t: Tensor) -> Outputs {
+    vec![("output".to_string(), t)]
+}
+
+/// The typed path: `None` when it does not cover this combination of dtypes and arguments.
+fn typed(op: &str, args: &Args, ins: &Views) -> Option<lib::Result<Outputs>> {
+    let x = ins.get("input")?;
+    let dim = || args.int("dim").ok().map(|d| d as isize);
+    match op {
+        "gather" => with_view!(x, a => {
+            let d = dim()?;
+            with_index_view!(ins.get("index")?, i => Some(lib::gather(a, d, i).map(|o| one(Tensor::from(o)))))
+        }),
+        "index_select" => with_view!(x, a => {
+            let d = dim()?;
+            with_index_view!(ins.get("index")?, i => Some(lib::index_select(a, d, i).map(|o| one(Tensor::from(o)))))
+        }),
+        "take" => with_view!(x, a => {
+            with_index_view!(ins.get("index")?, i => Some(lib::take(a, i).map(|o| one(Tensor::from(o.into_dyn())))))
+        }),
+        "take_along_dim" => with_view!(x, a => {
+            let d = match args.get("dim") {
+                None | Some(Arg::None) => None,
+                Some(Arg::Int(d)) => Some(*d as isize),
+                _ => return None,
+            };
+            with_index_view!(ins.get("index")?, i => Some(lib::take_along_dim(a, i, d).map(|o| one(Tensor::from(o)))))
+        }),
+        "select_batched" => with_view!(x, a => {
+            let axis = args.int("axis").ok()? as isize;
+            let batch = usize::try_from(args.int("batch_dims").ok()?).ok()?;
+            with_index_view!(ins.get("index")?, i => Some(lib::select_batched(a, axis, i, batch).map(|o| one(Tensor::from(o)))))
+        }),
+        "scatter" | "scatter_add" | "scatter_reduce" | "index_add" | "index_copy"
+        | "index_fill" | "index_reduce" | "put" => with_view!(x, a => {
+            with_index_view!(ins.get("index")?, i => write_op(op, args, a, i, ins))
+        }),
+        "masked_select" => with_view!(x, a => {
+            let View::Bool(m) = ins.get("mask")? else { return None };
+            Some(lib::masked_select(a, m).map(|o| one(Tensor::from(o.into_dyn()))))
+        }),
+        "masked_scatter" => with_view!(x, a => {
+            let View::Bool(m) = ins.get("mask")? else { return None };
+            let s = ViewElem::of(ins.get("source")?)?;
+            Some(lib::masked_scatter(a, m, s).map(|o| one(Tensor::from(o))))
+        }),
+        "sort" => with_view!(x, a => {
+            let desc = args.bool_or("descending", false).ok()?;
+            let stable = args.bool_or("stable", false).ok()?;
+            Some(lib::sort(a, dim()?, desc, stable).map(|(v, i)| vec![
+                ("values".to_string(), Tensor::from(v)),
+                ("indices".to_string(), Tensor::from(i)),
+            ]))
+        }),
+        "argsort" => with_view!(x, a => {
+            let desc = args.bool_or("descending", false).ok()?;
+            let stable = args.bool_or("stable", false).ok()?;
+            Some(lib::argsort(a, dim()?, desc, stable).map(|i| one(Tensor::from(i))))
+        }),
+        "topk" => with_view!(x, a => {
+            let k = usize::try_from(args.int("k").ok()?).ok()?;
+            let largest = args.bool_or("largest", true).ok()?;
+            let sorted = args.bool_or("sorted", true).ok()?;
+            Some(lib::topk(a, k, dim()?, largest, sorted).map(|(v, i)| vec![
+                ("values".to_string(), Tensor::from(v)),
+                ("indices".to_string(), Tensor::from(i)),
+            ]))
+        }),
+        "repeat_interleave" => with_view!(x, a => {
+            let d = match args.get("dim") {
+                None | Some(Arg::None) => None,
+                Some(Arg::Int(d)) => Some(*d as isize),
+                _ => return None,
+            };
+            let size = match args.get("output_size") {
+                None | Some(Arg::None) => None,
+                Some(Arg::Int(s)) => Some(usize::try_from(*s).ok()?),
+                _ => return None,
+            };
+            let r = match ins.get("repeats") {
+                Some(View::I64(r)) => lib::repeat_interleave(a, r, d, size),
+                Some(View::I32(r)) => lib::repeat_interleave(a, r, d, size),
+                Some(_) => return None,
+                None => {
+                    let n = usize::try_from(args.int("repeats").ok()?).ok()?;
+                    lib::repeat_interleave_scalar(a, n, d, size)
+                }
+            };
+            Some(r.map(|o| one(Tensor::from(o))))
+        }),
+        _ => None,
+    }
+}
+
+/// The scatter and index_* families and put, typed: `input` of `T`, index of `I`.
+fn write_op<T: ViewElem, I: IndexElem>(
+    op: &str,
+    args: &Args,
+    x: &ArrayViewD<T>,
+    i: &ArrayViewD<I>,
+    ins: &Views,
+) -> Option<lib::Result<Outputs>> {
+    let dim = || args.int("dim").ok().map(|d| d as isize);
+    let other = |name: &str| ins.get(name).and_then(T::of);
+    let scalar = |name: &str| args.scalar(name).and_then(T::from_scalar).ok();
+    let include_self = || args.bool_or("include_self", true).ok();
+    let r = match op {
+        "scatter" => {
+            let legacy = match args.get("reduce") {
+                None | Some(Arg::None) => None,
+                Some(Arg::Str(r)) => Some(r.parse::<lib::LegacyReduce>().ok()?),
+                Some(_) => return None,
+            };
+            match (ins.get("src"), legacy) {
+                (Some(_), None) => lib::scatter(x, dim()?, i, other("src")?),
+                (Some(_), Some(r)) => lib::scatter_legacy(x, dim()?, i, other("src")?, r),
+                (None, None) => lib::scatter_value(x, dim()?, i, scalar("value")?),
+                (None, Some(r)) => lib::scatter_value_legacy(x, dim()?, i, scalar("value")?, r),
+            }
+        }
+        "scatter_add" => lib::scatter_add(x, dim()?, i, other("src")?),
+        "scatter_reduce" => {
+            let reduce: Reduce = args.str("reduce").ok()?.parse().ok()?;
+            lib::scatter_reduce(x, dim()?, i, other("src")?, reduce, include_self()?)
+        }
+        "index_add" => {
+            let alpha = match args.get("alpha") {
+                None => T::from_scalar(lib::Scalar::Int(1)).ok()?,
+                Some(_) => scalar("alpha")?,
+            };
+            lib::index_add(x, dim()?, i, other("source")?, alpha)
+        }
+        "index_copy" => lib::index_copy(x, dim()?, i, other("source")?),
+        "index_fill" => lib::index_fill(x, dim()?, i, scalar("value")?),
+        "index_reduce" => {
+            // index_reduce has no `sum`; leave every other name to the dynamic layer's error.
+            let reduce = match args.str("reduce").ok()? {
+                "prod" => Reduce::Prod,
+                "mean" => Reduce::Mean,
+                "amax" => Reduce::Amax,
+                "amin" => Reduce::Amin,
+                _ => return None,
+            };
+            lib::index_reduce(x, dim()?, i, other("source")?, reduce, include_self()?)
+        }
+        "put" => {
+            let acc = args.bool_or("accumulate", false).ok()?;
+            lib::put(x, i, other("source")?, acc)
+        }
+        _ => return None,
+    };
+    Some(r.map(|o| one(T::wrap(o))))
+}
+
+/// Runs `op`: the typed path on the views; the dynamic layer on copies for the calls the typed
+/// path does not take (a float or bool index, mismatched dtypes, a bad `reduce` name: all errors,
+/// except an empty non-integer index, which PyTorch accepts for the gather/scatter family).
+fn compute(op: &str, args: &Args, ins: &Views) -> lib::Result<Outputs> {
+    match typed(op, args, ins) {
+        Some(result) => result,
+        None if op == "select_batched" => Err(invalid(
+            "select_batched: expected an integer dtype for index",
+        )
+        .with_hint("index values select positions, so they must be integers: convert with `.astype(np.int64)`")),
+        None => dynamic::call(op, args, &to_tensors(ins)),
+    }
+}
+
+/// The gradients of `op`.
+fn compute_grad(
+    op: &str,
+    args: &Args,
+    ins: &Views,
+    grad_output: &View,
+    parity: Parity,
+) -> lib::Result<Outputs> {
+    if op == "select_batched" {
+        let x = ins.get("input").ok_or_else(|| invalid("missing input"))?;
+        let axis = args.int("axis")? as isize;
+        let batch = usize::try_from(args.int("batch_dims")?)
+            .map_err(|_| invalid("select_batched: batch_dims must be >= 0"))?;
+        let index = ins.get("index").ok_or_else(|| invalid("missing index"))?;
+        fn go<T: lib::grad::GradFloat + ViewElem>(
+            g: &View,
+            shape: &[usize],
+            axis: isize,
+            index: &View,
+            batch: usize,
+        ) -> lib::Result<Outputs> {
+            let g = T::of(g).ok_or_else(|| {
+                invalid(format!(
+                    "grad::select_batched: grad_output must have the input's dtype {}",
+                    T::DTYPE
+                ))
+            })?;
+            let shape = ndarray::IxDyn(shape);
+            let r = match index {
+                View::I32(i) => lib::grad::select_batched(g, shape, axis, i, batch),
+                View::I64(i) => lib::grad::select_batched(g, shape, axis, i, batch),
+                other => match widen_index(other) {
+                    Some(i) => lib::grad::select_batched(g, shape, axis, &i, batch),
+                    None => Err(invalid(
+                        "grad::select_batched: expected an integer dtype for index",
+                    )),
+                },
+            }?;
+            Ok(vec![("grad_input".to_string(), T::wrap(r))])
+        }
+        let shape = with_view!(x, a => a.shape().to_vec());
+        return match x {
+            View::F16(_) => go::<f16>(grad_output, &shape, axis, index, batch),
+            View::BF16(_) => go::<bf16>(grad_output, &shape, axis, index, batch),
+            View::F32(_) => go::<f32>(grad_output, &shape, axis, index, batch),
+            View::F64(_) => go::<f64>(grad_output, &shape, axis, index, batch),
+            _ => Err(invalid(
+                "grad::select_batched: gradients need a floating-point input",
+            )),
+        };
+    }
+    let g = with_view!(grad_output, a => Tensor::from(map_owned(a, |x| x)));
+    dynamic::call_grad_with(op, args, &to_tensors(ins), &g, parity)
+}
+
+/// The Python exception for a library error: the class of `gather._errors` for its kind, with
+/// the message and hint as text and `category`, `hint`, `index_value` and `coordinate` attributes.
+fn to_pyerr(py: Python<'_>, e: &lib::Error) -> PyErr {
+    let class = match e.kind() {
+        ErrorKind::DimOutOfRange => "DimOutOfRangeError",
+        ErrorKind::IndexOutOfBounds => "IndexOutOfBoundsError",
+        ErrorKind::RankMismatch => "RankMismatchError",
+        ErrorKind::ShapeMismatch => "ShapeMismatchError",
+        ErrorKind::InvalidArgument if e.message().contains("dtype") => "DTypeError",
+        ErrorKind::InvalidArgument => "InvalidArgumentError",
+    };
+    let build = || -> PyResult<PyErr> {
+        let cls = py.import("gather._errors")?.getattr(class)?;
+        let obj = cls.call1((e.to_string(),))?;
+        obj.setattr("category", e.kind().category())?;
+        obj.setattr("hint", e.hint())?;
+        obj.setattr("index_value", e.index_value())?;
+        obj.setattr("coordinate", e.coordinate().map(|c| c.to_vec()))?;
+        Ok(PyErr::from_value(obj))
+    };
+    build().unwrap_or_else(|err| err)
+}
+
+/// An exception of class `class` of `gather._errors` with `category`, raised by the bindings
+/// themselves (a bad `dtype=`, `parity=`, or bfloat16 data that is not uint16).
+fn py_error(py: Python<'_>, class: &str, category: &str, message: String) -> PyErr {
+    let build = || -> PyResult<PyErr> {
+        let obj = py
+            .import("gather._errors")?
+            .getattr(class)?
+            .call1((message.clone(),))?;
+        obj.setattr("category", category)?;
+        Ok(PyErr::from_value(obj))
+    };
+    build().unwrap_or_else(|err| err)
+}
+
+/// One call being assembled: its arrays (borrowed) and its other arguments.
+struct Call<'py> {
+    py: Python<'py>,
+    op: &'static str,
+    bf16: bool,
+    arrays: Vec<(&'static str, Arr<'py>)>,
+    args: Args,
+}
+
+impl<'py> Call<'py> {
+    fn new(py: Python<'py>, op: &'static str, dtype: Option<&str>) -> PyResult<Self> {
+        let bf16 = match dtype {
+            None => false,
+            Some("bfloat16") => true,
+            Some(other) => {
+                return Err(py_error(
+                    py,
+                    "InvalidArgumentError",
+                    "invalid_argument",
+                    format!(
+                        "{op}: dtype must be None or \"bfloat16\", got {other:?}\nhint: every \
+                         NumPy dtype is taken as it is; dtype=\"bfloat16\" says that uint16 \
+                         arrays hold bfloat16 bit patterns"
+                    ),
+                ));
+            }
+        };
+        Ok(Call {
+            py,
+            op,
+            bf16,
+            arrays: Vec::new(),
+            args: Args::default(),
+        })
+    }
+
+    fn arg(&mut self, name: &str, value: Arg) -> &mut Self {
+        self.args.set(name, value);
+        self
+    }
+
+    /// A data array (`input`, `src`, `source`, `grad_output`): bfloat16 bit patterns under
+    /// `dtype="bfloat16"`.
+    fn data(&mut self, name: &'static str, obj: &Bound<'py, PyAny>) -> PyResult<&mut Self> {
+        let arr = if self.bf16 {
+            bf16_bits(self.py, self.op, name, obj)?
+        } else {
+            borrow(self.py, self.op, name, obj)?
+        };
+        self.arrays.push((name, arr));
+        Ok(self)
+    }
+
+    /// An index, mask or repeats array (never bfloat16).
+    fn plain(&mut self, name: &'static str, obj: &Bound<'py, PyAny>) -> PyResult<&mut Self> {
+        let arr = borrow(self.py, self.op, name, obj)?;
+        self.arrays.push((name, arr));
+        Ok(self)
+    }
+
+    fn run(&self) -> PyResult<Outputs> {
+        let views: Views = self.arrays.iter().map(|(n, a)| (*n, a.view())).collect();
+        let (op, args) = (self.op, &self.args);
+        let result = self
+            .py
+            .detach(|| catch_unwind(AssertUnwindSafe(|| compute(op, args, &views))));
+        self.finish(result)
+    }
+
+    fn run_grad(&self, grad_output: &Bound<'py, PyAny>, parity: &str) -> PyResult<Outputs> {
+        let parity = match parity {
+            "correct" => Parity::Correct,
+            "pytorch" => Parity::PyTorch,
+            other => {
+                return Err(py_error(
+                    self.py,
+                    "InvalidArgumentError",
+                    "invalid_argument",
+                    format!(
+                        "{}: parity must be \"correct\" or \"pytorch\", got {other:?}",
+                        self.op
+                    ),
+                ));
+            }
+        };
+        let g = if self.bf16 {
+            bf16_bits(self.py, self.op, "grad_output", grad_output)?
+        } else {
+            borrow(self.py, self.op, "grad_output", grad_output)?
+        };
+        let views: Views = self.arrays.iter().map(|(n, a)| (*n, a.view())).collect();
+        let gv = g.view();
+        let (op, args) = (self.op, &self.args);
+        let result = self.py.detach(|| {
+            catch_unwind(AssertUnwindSafe(|| {
+                compute_grad(op, args, &views, &gv, parity)
+            }))
+        });
+        self.finish(result)
+    }
+
+    fn finish(&self, result: std::thread::Result<lib::Result<Outputs>>) -> PyResult<Outputs> {
+        match result {
+            Ok(Ok(out)) => Ok(out),
+            Ok(Err(e)) => Err(to_pyerr(self.py, &e)),
+            Err(_) => Err(PyRuntimeError::new_err(format!(
+                "{}: internal error (a panic in the library); this is a bug in gather, please \
+                 report it with the call's shapes and dtypes",
+                self.op
+            ))),
+        }
+    }
+
+    /// Runs the op and returns its single output.
+    fn output(&self) -> PyResult<Py<PyAny>> {
+        let out = self.run()?;
+        let t = out.into_iter().next().map(|(_, t)| t);
+        let t = t.ok_or_else(|| PyRuntimeError::new_err("no output"))?;
+        Ok(to_numpy(self.py, t))
+    }
+
+    /// Runs the op and returns `(values, indices)`.
+    fn pair(&self) -> PyResult<Py<PyAny>> {
+        let out = self.run()?;
+        let items: Vec<Py<PyAny>> = out.into_iter().map(|(_, t)| to_numpy(self.py, t)).collect();
+        Ok(PyTuple::new(self.py, items)?.into_any().unbind())
+    }
+
+    /// Runs the gradient: one array, or a tuple `(grad_input, grad_src/grad_source)`.
+    fn grads(&self, grad_output: &Bound<'py, PyAny>, parity: &str) -> PyResult<Py<PyAny>> {
+        let out = self.run_grad(grad_output, parity)?;
+        let mut items: Vec<Py<PyAny>> =
+            out.into_iter().map(|(_, t)| to_numpy(self.py, t)).collect();
+        if items.len() == 1 {
+            return Ok(items.remove(0));
+        }
+        Ok(PyTuple::new(self.py, items)?.into_any().unbind())
+    }
+}
+
+/// A uint16 array of bfloat16 bit patterns, converted to `bf16` (the one copy of the bindings).
+fn bf16_bits<'py>(
+    py: Python<'py>,
+    op: &str,
+    name: &str,
+    obj: &Bound<'py, PyAny>,
+) -> PyResult<Arr<'py>> {
+    let a = ndarray_of(py, obj)?;
+    match a.extract::<PyReadonlyArrayDyn<u16>>() {
+        Ok(bits) => Ok(Arr::BF16(map_owned(&bits.as_array(), bf16::from_bits))),
+        Err(_) => Err(py_error(
+            py,
+            "DTypeError",
+            "invalid_argument",
+            format!(
+                "{op}: with dtype=\"bfloat16\", `{name}` must be a uint16 array of bfloat16 bit \
+                 patterns, but got {}\nhint: pass `x.view(np.uint16)` of a bfloat16 array, or \
+                 leave out dtype= for the other dtypes",
+                describe_dtype(&a)
+            ),
+        )),
+    }
+}
+
+fn describe_dtype(a: &Bound<'_, PyAny>) -> String {
+    a.getattr("dtype")
+        .and_then(|d| d.str())
+        .map(|s| s.to_string())
+        .unwrap_or_else(|_| "an unknown dtype".to_string())
+}
+
+/// `obj` as a NumPy array, converted (copied) only when it is not an ndarray NumPy would hand
+/// out as a typed view: lists and scalars, non-native byte order, misaligned data, strides that
+/// are not multiples of the item size.
+fn ndarray_of<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let Ok(arr) = obj.cast::<PyUntypedArray>() else {
+        return py.import("numpy")?.call_method1("asarray", (obj,));
+    };
+    let dtype = arr.dtype();
+    let itemsize = dtype.itemsize() as isize;
+    let strides_ok = itemsize > 0 && arr.strides().iter().all(|s| s % itemsize == 0);
+    // `None` for single-byte types, which have no byte order.
+    let native = dtype.is_native_byteorder().unwrap_or(true);
+    if strides_ok && native && arr.is_aligned() {
+        return Ok(obj.clone());
+    }
+    let native_dtype = dtype.call_method1("newbyteorder", ("=",))?;
+    py.import("numpy")?
+        .call_method1("ascontiguousarray", (obj, native_dtype))
+}
+
+/// Borrows `obj` as a typed array of one of the supported dtypes.
+fn borrow<'py>(
+    py: Python<'py>,
+    op: &str,
+    name: &str,
+    obj: &Bound<'py, PyAny>,
+) -> PyResult<Arr<'py>> {
+    let a = ndarray_of(py, obj)?;
+    macro_rules! try_as {
+        ($t:ty, $v:ident) => {
+            if let Ok(x) = a.extract::<PyReadonlyArrayDyn<'py, $t>>() {
+                return Ok(Arr::$v(x));
+            }
+        };
+    }
+    try_as!(f32, F32);
+    try_as!(f64, F64);
+    try_as!(i64, I64);
+    try_as!(i32, I32);
+    try_as!(bool, Bool);
+    try_as!(f16, F16);
+    try_as!(u8, U8);
+    try_as!(i8, I8);
+    try_as!(i16, I16);
+    try_as!(u16, U16);
+    try_as!(u32, U32);
+    try_as!(u64, U64);
+    Err(py_error(
+        py,
+        "DTypeError",
+        "invalid_argument",
+        format!(
+            "{op}: `{name}` has dtype {}, which gather does not support\nhint: the dtypes are \
+             bool, uint8/16/32/64, int8/16/32/64, float16/32/64, and bfloat16 as uint16 bit \
+             patterns with dtype=\"bfloat16\"",
+            describe_dtype(&a)
+        ),
+    ))
+}
+
+/// A result as a new NumPy array (moved, not copied; bfloat16 as uint16 bit patterns).
+fn to_numpy(py: Python<'_>, t: Tensor) -> Py<PyAny> {
+    match t {
+        Tensor::BF16(a) => PyArray::from_owned_array(py, a.mapv(|v| v.to_bits()))
+            .into_any()
+            .unbind(),
+        other => with_tensor!(other, a => PyArray::from_owned_array(py, a).into_any().unbind()),
+    }
+}
+
+/// A Python scalar (`bool`, `int`, `float`, or a NumPy scalar) as an [`Arg`].
+fn scalar_arg(name: &str, v: &Bound<'_, PyAny>) -> PyResult<Arg> {
+    let np_bool = v.py().import("numpy")?.getattr("bool_")?;
+    if v.is_instance_of::<PyBool>() || v.is_instance(&np_bool)? {
+        return Ok(Arg::Bool(v.is_truthy()?));
+    }
+    if v.is_instance_of::<PyInt>() {
+        return v.extract::<i64>().map(Arg::Int).map_err(|_| {
+            PyValueError::new_err(format!("{name}: the integer {v} does not fit in int64"))
+        });
+    }
+    if v.is_instance_of::<PyFloat>() {
+        return Ok(Arg::Float(v.extract::<f64>()?));
+    }
+    // NumPy scalars: integers have __index__, floats convert with __float__.
+    if let Ok(i) = v.extract::<i64>() {
+        return Ok(Arg::Int(i));
+    }
+    if let Ok(x) = v.extract::<f64>() {
+        return Ok(Arg::Float(x));
+    }
+    Err(PyTypeError::new_err(format!(
+        "{name} must be a number (bool, int or float), got {}",
+        v.get_type().name()?
+    )))
+}
+
+/// True when `v` is a scalar rather than an array (for scatter's `src`/`value` overload).
+fn is_scalar(v: &Bound<'_, PyAny>) -> PyResult<bool> {
+    if v.is_instance_of::<PyBool>() || v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>()
+    {
+        return Ok(true);
+    }
+    let np = v.py().import("numpy")?;
+    v.is_instance(&np.getattr("generic")?)
+}
+
+fn opt_int(v: Option<i64>) -> Arg {
+    v.map_or(Arg::None, Arg::Int)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The forward functions; their doc comments are the Python docstrings (run by tests/test_api.py).
+
+/// gather(input, dim, index, *, dtype=None)
+///
+/// torch.gather: ``out[i][j] = input[index[i][j]][j]`` for dim 0 (``input[i][index[i][j]]`` for
+/// dim 1); the output has the index's shape. ``index.ndim == input.ndim`` and
+/// ``index.shape[d] <= input.shape[d]`` off ``dim``. Any dtype, any strides, no copy.
+///
+/// >>> x = np.array([[10, 20, 30], [40, 50, 60]])
+/// >>> gather.gather(x, 1, np.array([[0, 2], [1, 0]]))
+/// array([[10, 30],
+///        [50, 40]])
+/// >>> gather.gather(x, 0, np.array([[1, 0, 1]]))
+/// array([[40, 20, 60]])
+#[pyfunction]
+#[pyo3(signature = (input, dim, index, *, dtype=None))]
+fn gather<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    dim: i64,
+    index: &Bound<'py, PyAny>,
+    dtype: Option<&str>,
+) -> PyResult<Py<PyAny>> {
+    let mut c = Call::new(py, "gather", dtype)?;
+    c.data("input", input)?.plain("index", index)?;
+    c.arg("dim", Arg::Int(dim)).output()
+}
+
+/// scatter(input, dim, index, src=None, *, value=None, reduce=None, dtype=None)
+///
+/// torch.scatter (out of place): a copy of ``input`` with ``out[index[i][j]][j] = src[i][j]``
+/// (dim 0). ``src`` may be an array or a scalar (``value=``); ``reduce="add"``/``"multiply"`` is
+/// PyTorch's legacy form. With duplicate targets the winner is unspecified (as in PyTorch).
+///
+/// >>> x = np.zeros((2, 3))
+/// >>> gather.scatter(x, 1, np.array([[2], [0]]), np.array([[1.0], [2.0]]))
+/// array([[0., 0., 1.],
+///        [2., 0., 0.]])
+/// >>> gather.scatter(x, 1, np.array([[1]]), 7.0)
+/// array([[0., 7., 0.],
+///        [0., 0., 0.]])
+#[pyfunction]
+#[pyo3(signature = (input, dim, index, src=None, *, value=None, reduce=None, dtype=None))]
+#[allow(clippy::too_many_arguments)]
+fn scatter<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    dim: i64,
+    index: &Bound<'py, PyAny>,
+    src: Option<&Bound<'py, PyAny>>,
+    value: Option<&Bound<'py, PyAny>>,
+    reduce: Option<&str>,
+    dtype: Option<&str>,
+) -> PyResult<Py<PyAny>> {
+    let mut c = Call::new(py, "scatter", dtype)?;
+    c.data("input", input)?.plain("index", index)?;
+    c.arg("dim", Arg::Int(dim));
+    match (src, value) {
+        (Some(s), None) if is_scalar(s)? => {
+            c.arg("value", scalar_arg("value", s)?);
+        }
+        (Some(s), None) => {
+            c.data("src", s)?;
+        }
+        (None, Some(v)) => {
+            c.arg("value", scalar_arg("value", v)?);
+        }
+        (Some(_), Some(_)) => {
+            return Err(PyTypeError::new_err(
+                "scatter: give either src (an array) or value (a scalar), not both",
+            ));
+        }
+        (None, None) => {
+            return Err(PyTypeError::new_err(
+                "scatter: missing src (an array) or value (a scalar)",
+            ));
+        }
+    }
+    if let Some(r) = reduce {
+        c.arg("reduce", Arg::Str(r.to_string()));
+    }
+    c.output()
+}
+
+/// scatter_add(input, dim, index, src, *, dtype=None)
+///
+/// torch.scatter_add: ``out[index[i][j]][j] += src[i][j]`` (dim 0), on a copy of ``input``.
+/// Deterministic: float sums run in index order (float16/bfloat16 accumulate in float32).
+///
+/// >>> gather.scatter_add(np.zeros(3), 0, np.array([0, 2, 0]), np.array([1.0, 2.0, 3.0]))
+/// array([4., 0., 2.])
+#[pyfunction]
+#[pyo3(signature = (input, dim, index, src, *, dtype=None))]
+fn scatter_add<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    dim: i64,
+    index: &Bound<'py, PyAny>,
+    src: &Bound<'py, PyAny>,
+    dtype: Option<&str>,
+) -> PyResult<Py<PyAny>> {
+    let mut c = Call::new(py, "scatter_add", dtype)?;
+    c.data("input", input)?
+        .plain("index", index)?
+        .data("src", src)?;
+    c.arg("dim", Arg::Int(dim)).output()
+}
+
+/// scatter_reduce(input, dim, index, src, reduce, *, include_self=True, dtype=None)
+///
+/// torch.scatter_reduce with ``reduce`` one of "sum", "prod", "mean", "amax", "amin" ("max"/"min"
+/// are accepted too). ``include_self=False`` reduces the referenced positions over ``src`` only.
+/// The fast ``np.add.at`` / ``np.maximum.at``, with mean, prod and include_self.
+///
+/// >>> x = np.array([1.0, 2.0, 3.0])
+/// >>> gather.scatter_reduce(x, 0, np.array([0, 0, 2]), np.array([5.0, 4.0, 0.5]), "amax")
+/// array([5., 2., 3.])
+/// >>> gather.scatter_reduce(x, 0, np.array([0, 0, 2]), np.array([5.0, 4.0, 0.5]), "mean",
+/// ...                       include_self=False)
+/// array([4.5, 2. , 0.5])
+#[pyfunction]
+#[pyo3(signature = (input, dim, index, src, reduce, *, include_self=true, dtype=None))]
+#[allow(clippy::too_many_arguments)]
+fn scatter_reduce<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    dim: i64,
+    index: &Bound<'py, PyAny>,
+    src: &Bound<'py, PyAny>,
+    reduce: &str,
+    include_self: bool,
+    dtype: Option<&str>,
+) -> PyResult<Py<PyAny>> {
+    let mut c = Call::new(py, "scatter_reduce", dtype)?;
+    c.data("input", input)?
+        .plain("index", index)?
+        .data("src", src)?;
+    c.arg("dim", Arg::Int(dim))
+        .arg("reduce", Arg::Str(reduce.to_string()))
+        .arg("include_self", Arg::Bool(include_self))
+        .output()
+}
+
+/// index_select(input, dim, index, *, dtype=None)
+///
+/// torch.index_select: the slices ``index[k]`` of ``input`` along ``dim`` (a 0-d or 1-d index).
+///
+/// >>> gather.index_select(np.array([[1, 2], [3, 4], [5, 6]]), 0, np.array([2, 0]))
+/// array([[5, 6],
+///        [1, 2]])
+#[pyfunction]
+#[pyo3(signature = (input, dim, index, *, dtype=None))]
+fn index_select<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    dim: i64,
+    index: &Bound<'py, PyAny>,
+    dtype: Option<&str>,
+) -> PyResult<Py<PyAny>> {
+    let mut c = Call::new(py, "index_select", dtype)?;
+    c.data("input", input)?.plain("index", index)?;
+    c.arg("dim", Arg::Int(dim)).output()
+}
+
+/// index_add(input, dim, index, source, *, alpha=1, dtype=None)
+///
+/// torch.index_add: slice ``index[k]`` of a copy of ``input`` along ``dim`` gets
+/// ``alpha * source[k]`` added.
+///
+/// >>> gather.index_add(np.zeros((3, 2)), 0, np.array([0, 0]), np.ones((2, 2)), alpha=2)
+/// array([[4., 4.],
+///        [0., 0.],
+///        [0., 0.]])
+#[pyfunction]
+#[pyo3(signature = (input, dim, index, source, *, alpha=None, dtype=None))]
+fn index_add<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    dim: i64,
+    index: &Bound<'py, PyAny>,
+    source: &Bound<'py, PyAny>,
+    alpha: Option<&Bound<'py, PyAny>>,
+    dtype: Option<&str>,
+) -> PyResult<Py<PyAny>> {
+    let mut c = Call::new(py, "index_add", dtype)?;
+    c.data("input", input)?
+        .plain("index", index)?
+        .data("source", source)?;
+    c.arg("dim", Arg::Int(dim));
+    if let Some(a) = alpha {
+        c.arg("alpha", scalar_arg("alpha", a)?);
+    }
+    c.output()
+}
+
+/// index_copy(input, dim, index, source, *, dtype=None)
+///
+/// torch.index_copy: slice ``index[k]`` of a copy of ``input`` along ``dim`` becomes ``source[k]``.
+///
+/// >>> gather.index_copy(np.zeros((3, 2)), 0, np.array([2]), np.array([[7.0, 8.0]]))
+/// array([[0., 0.],
+///        [0., 0.],
+///        [7., 8.]])
+#[pyfunction]
+#[pyo3(signature = (input, dim, index, source, *, dtype=None))]
+fn index_copy<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    dim: i64,
+    index: &Bound<'py, PyAny>,
+    source: &Bound<'py, PyAny>,
+    dtype: Option<&str>,
+) -> PyResult<Py<PyAny>> {
+    let mut c = Call::new(py, "index_copy", dtype)?;
+    c.data("input", input)?
+        .plain("index", index)?
+        .data("source", source)?;
+    c.arg("dim", Arg::Int(dim)).output()
+}
+
+/// index_fill(input, dim, index, value, *, dtype=None)
+///
+/// torch.index_fill: the slices ``index[k]`` along ``dim`` of a copy of ``input`` are set to
+/// ``value``; negative indices wrap.
+///
+/// >>> gather.index_fill(np.zeros((2, 3), np.int32), 1, np.array([-1]), 9)
+/// array([[0, 0, 9],
+///        [0, 0, 9]], dtype=int32)
+#[pyfunction]
+#[pyo3(signature = (input, dim, index, value, *, dtype=None))]
+fn index_fill<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    dim: i64,
+    index: &Bound<'py, PyAny>,
+    value: &Bound<'py, PyAny>,
+    dtype: Option<&str>,
+) -> PyResult<Py<PyAny>> {
+    let mut c = Call::new(py, "index_fill", dtype)?;
+    c.data("input", input)?.plain("index", index)?;
+    c.arg("dim", Arg::Int(dim))
+        .arg("value", scalar_arg("value", value)?)
+        .output()
+}
+
+/// index_reduce(input, dim, index, source, reduce, *, include_self=True, dtype=None)
+///
+/// torch.index_reduce with ``reduce`` one of "prod", "mean", "amax", "amin".
+///
+/// >>> gather.index_reduce(np.ones(3), 0, np.array([0, 0]), np.array([2.0, 5.0]), "prod")
+/// array([10.,  1.,  1.])
+#[pyfunction]
+#[pyo3(signature = (input, dim, index, source, reduce, *, include_self=true, dtype=None))]
+#[allow(clippy::too_many_arguments)]
+fn index_reduce<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    dim: i64,
+    index: &Bound<'py, PyAny>,
+    source: &Bound<'py, PyAny>,
+    reduce: &str,
+    include_self: bool,
+    dtype: Option<&str>,
+) -> PyResult<Py<PyAny>> {
+    let mut c = Call::new(py, "index_reduce", dtype)?;
+    c.data("input", input)?
+        .plain("index", index)?
+        .data("source", source)?;
+    c.arg("dim", Arg::Int(dim))
+        .arg("reduce", Arg::Str(reduce.to_string()))
+        .arg("include_self", Arg::Bool(include_self))
+        .output()
+}
+
+/// take(input, index, *, dtype=None)
+///
+/// torch.take: ``input`` flattened in row-major order, read at ``index`` (negative indices wrap);
+/// the output has the index's shape.
+///
+/// >>> gather.take(np.array([[1, 2], [3, 4]]), np.array([[3, -4]]))
+/// array([[4, 1]])
+#[pyfunction]
+#[pyo3(signature = (input, index, *, dtype=None))]
+fn take<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    index: &Bound<'py, PyAny>,
+    dtype: Option<&str>,
+) -> PyResult<Py<PyAny>> {
+    let mut c = Call::new(py, "take", dtype)?;
+    c.data("input", input)?.plain("index", index)?;
+    c.output()
+}
+
+/// take_along_dim(input, indices, dim=None, *, dtype=None)
+///
+/// torch.take_along_dim: like gather, broadcasting ``input`` and ``indices`` off ``dim`` (and
+/// indices taken modulo the size); ``dim=None`` reads the flattened input.
+///
+/// >>> gather.take_along_dim(np.array([[1, 2, 3], [4, 5, 6]]), np.array([[2], [0]]), 1)
+/// array([[3],
+///        [4]])
+#[pyfunction]
+#[pyo3(signature = (input, indices, dim=None, *, dtype=None))]
+fn take_along_dim<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    indices: &Bound<'py, PyAny>,
+    dim: Option<i64>,
+    dtype: Option<&str>,
+) -> PyResult<Py<PyAny>> {
+    let mut c = Call::new(py, "take_along_dim", dtype)?;
+    c.data("input", input)?.plain("index", indices)?;
+    c.arg("dim", opt_int(dim)).output()
+}
+
+/// put(input, index, source, accumulate=False, *, dtype=None)
+///
+/// torch.put (out of place): a copy of ``input`` with its row-major flattening written (or, with
+/// ``accumulate=True``, added to) at ``index``; negative indices wrap.
+///
+/// >>> gather.put(np.zeros((2, 2)), np.array([0, -1, 0]), np.array([1.0, 2.0, 3.0]), True)
+/// array([[4., 0.],
+///        [0., 2.]])
+#[pyfunction]
+#[pyo3(signature = (input, index, source, accumulate=false, *, dtype=None))]
+fn put<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    index: &Bound<'py, PyAny>,
+    source: &Bound<'py, PyAny>,
+    accumulate: bool,
+    dtype: Option<&str>,
+) -> PyResult<Py<PyAny>> {
+    let mut c = Call::new(py, "put", dtype)?;
+    c.data("input", input)?
+        .plain("index", index)?
+        .data("source", source)?;
+    c.arg("accumulate", Arg::Bool(accumulate)).output()
+}
+
+/// masked_select(input, mask, *, dtype=None)
+///
+/// torch.masked_select: the elements of ``input`` where the boolean ``mask`` is true (the two
+/// broadcast together), as a 1-d array.
+///
+/// >>> gather.masked_select(np.array([[1, 2], [3, 4]]), np.array([True, False]))
+/// array([1, 3])
+#[pyfunction]
+#[pyo3(signature = (input, mask, *, dtype=None))]
+fn masked_select<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    mask: &Bound<'py, PyAny>,
+    dtype: Option<&str>,
+) -> PyResult<Py<PyAny>> {
+    let mut c = Call::new(py, "masked_select", dtype)?;
+    c.data("input", input)?.plain("mask", mask)?;
+    c.output()
+}
+
+/// masked_scatter(input, mask, source, *, dtype=None)
+///
+/// torch.masked_scatter (out of place): where ``mask`` is true, the next element of ``source``
+/// (read flattened, in order).
+///
+/// >>> gather.masked_scatter(np.zeros(4), np.array([False, True, False, True]), np.array([7.0, 8.0]))
+/// array([0., 7., 0., 8.])
+#[pyfunction]
+#[pyo3(signature = (input, mask, source, *, dtype=None))]
+fn masked_scatter<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    mask: &Bound<'py, PyAny>,
+    source: &Bound<'py, PyAny>,
+    dtype: Option<&str>,
+) -> PyResult<Py<PyAny>> {
+    let mut c = Call::new(py, "masked_scatter", dtype)?;
+    c.data("input", input)?
+        .plain("mask", mask)?
+        .data("source", source)?;
+    c.output()
+}
+
+/// sort(input, dim=-1, descending=False, *, stable=False, dtype=None)
+///
+/// torch.sort: ``(values, indices)``; NaN sorts as the largest value; always stable.
+///
+/// >>> gather.sort(np.array([3.0, np.nan, 1.0]))
+/// (array([ 1.,  3., nan]), array([2, 0, 1]))
+#[pyfunction]
+#[pyo3(signature = (input, dim=-1, descending=false, *, stable=false, dtype=None))]
+fn sort<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    dim: i64,
+    descending: bool,
+    stable: bool,
+    dtype: Option<&str>,
+) -> PyResult<Py<PyAny>> {
+    let mut c = Call::new(py, "sort", dtype)?;
+    c.data("input", input)?;
+    c.arg("dim", Arg::Int(dim))
+        .arg("descending", Arg::Bool(descending))
+        .arg("stable", Arg::Bool(stable))
+        .pair()
+}
+
+/// argsort(input, dim=-1, descending=False, *, stable=False, dtype=None)
+///
+/// torch.argsort: the int64 indices that sort ``input`` along ``dim`` (stable).
+///
+/// >>> gather.argsort(np.array([[3, 1, 2]]), 1, descending=True)
+/// array([[0, 2, 1]])
+#[pyfunction]
+#[pyo3(signature = (input, dim=-1, descending=false, *, stable=false, dtype=None))]
+fn argsort<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    dim: i64,
+    descending: bool,
+    stable: bool,
+    dtype: Option<&str>,
+) -> PyResult<Py<PyAny>> {
+    let mut c = Call::new(py, "argsort", dtype)?;
+    c.data("input", input)?;
+    c.arg("dim", Arg::Int(dim))
+        .arg("descending", Arg::Bool(descending))
+        .arg("stable", Arg::Bool(stable))
+        .output()
+}
+
+/// topk(input, k, dim=-1, largest=True, sorted=True, *, dtype=None)
+///
+/// torch.topk: ``(values, indices)`` of the ``k`` largest (or smallest) elements along ``dim``.
+///
+/// >>> gather.topk(np.array([1.0, 5.0, 3.0, 4.0]), 2)
+/// (array([5., 4.]), array([1, 3]))
+#[pyfunction]
+#[pyo3(signature = (input, k, dim=-1, largest=true, sorted=true, *, dtype=None))]
+fn topk<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    k: i64,
+    dim: i64,
+    largest: bool,
+    sorted: bool,
+    dtype: Option<&str>,
+) -> PyResult<Py<PyAny>> {
+    let mut c = Call::new(py, "topk", dtype)?;
+    c.data("input", input)?;
+    c.arg("k", Arg::Int(k))
+        .arg("dim", Arg::Int(dim))
+        .arg("largest", Arg::Bool(largest))
+        .arg("sorted", Arg::Bool(sorted))
+        .pair()
+}
+
+/// repeat_interleave(input, repeats=None, dim=None, *, output_size=None, dtype=None)
+///
+/// torch.repeat_interleave: every element (or slice along ``dim``) repeated ``repeats`` times
+/// (an int, or an array of counts). With a single argument, ``repeat_interleave(repeats)`` gives
+/// ``[0]*r0 + [1]*r1 + ...``.
+///
+/// >>> gather.repeat_interleave(np.array([[1, 2], [3, 4]]), np.array([1, 2]), 0)
+/// array([[1, 2],
+///        [3, 4],
+///        [3, 4]])
+/// >>> gather.repeat_interleave(np.array([2, 0, 1]))
+/// array([0, 0, 2])
+#[pyfunction]
+#[pyo3(signature = (input, repeats=None, dim=None, *, output_size=None, dtype=None))]
+fn repeat_interleave<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    repeats: Option<&Bound<'py, PyAny>>,
+    dim: Option<i64>,
+    output_size: Option<i64>,
+    dtype: Option<&str>,
+) -> PyResult<Py<PyAny>> {
+    let mut c = Call::new(py, "repeat_interleave", dtype)?;
+    match repeats {
+        // torch.repeat_interleave(repeats): the only argument is the repeats.
+        None => {
+            c.plain("repeats", input)?;
+        }
+        Some(r) if r.is_instance_of::<PyInt>() && !r.is_instance_of::<PyBool>() => {
+            c.data("input", input)?;
+            c.arg("repeats", Arg::Int(r.extract()?));
+        }
+        Some(r) => {
+            c.data("input", input)?.plain("repeats", r)?;
+        }
+    }
+    c.arg("dim", opt_int(dim))
+        .arg("output_size", opt_int(output_size))
+        .output()
+}
+
+/// select_batched(input, axis, index, batch_dims=0, *, dtype=None)
+///
+/// One position per batch row: the output is ``input`` with ``axis`` replaced by the index's
+/// trailing dims; the first ``batch_dims`` dims of ``index`` and ``input`` are the batch
+/// (ROI labels, token logits, top-k patches; TensorFlow's ``gather(batch_dims=)``).
+///
+/// >>> logits = np.array([[[0.1, 0.9], [0.6, 0.4]]])
+/// >>> gather.select_batched(logits, -1, np.array([[1, 0]]), 2)
+/// array([[0.9, 0.6]])
+#[pyfunction]
+#[pyo3(signature = (input, axis, index, batch_dims=0, *, dtype=None))]
+fn select_batched<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    axis: i64,
+    index: &Bound<'py, PyAny>,
+    batch_dims: i64,
+    dtype: Option<&str>,
+) -> PyResult<Py<PyAny>> {
+    let mut c = Call::new(py, "select_batched", dtype)?;
+    c.data("input", input)?.plain("index", index)?;
+    c.arg("axis", Arg::Int(axis))
+        .arg("batch_dims", Arg::Int(batch_dims))
+        .output()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Gradients (`gather.grad`): the vector-Jacobian products of crates/gather/src/grad, each taking
+// the gradient of the output first, then the forward call's arguments.
+
+mod grad_fns {
+    use super::*;
+
+    /// grad.gather(grad_output, <the arguments of gather.gather>): the gradient of every differentiable input
+    /// (one array, or a tuple (grad_input, grad_src/grad_source)); see gather.grad.
+    #[pyfunction]
+    #[pyo3(signature = (grad_output, input, dim, index, *, dtype=None))]
+    pub fn gather<'py>(
+        py: Python<'py>,
+        grad_output: &Bound<'py, PyAny>,
+        input: &Bound<'py, PyAny>,
+        dim: i64,
+        index: &Bound<'py, PyAny>,
+        dtype: Option<&str>,
+    ) -> PyResult<Py<PyAny>> {
+        let mut c = Call::new(py, "gather", dtype)?;
+        c.data("input", input)?.plain("index", index)?;
+        c.arg("dim", Arg::Int(dim)).grads(grad_output, "correct")
+    }
+
+    /// grad.scatter(grad_output, <the arguments of gather.scatter>): the gradient of every differentiable input
+    /// (one array, or a tuple (grad_input, grad_src/grad_source)); see gather.grad.
+    #[pyfunction]
+    #[pyo3(signature = (grad_output, input, dim, index, src=None, *, value=None, reduce=None, dtype=None))]
+    #[allow(clippy::too_many_arguments)]
+    pub fn scatter<'py>(
+        py: Python<'py>,
+        grad_output: &Bound<'py, PyAny>,
+        input: &Bound<'py, PyAny>,
+        dim: i64,
+        index: &Bound<'py, PyAny>,
+        src: Option<&Bound<'py, PyAny>>,
+        value: Option<&Bound<'py, PyAny>>,
+        reduce: Option<&str>,
+        dtype: Option<&str>,
+    ) -> PyResult<Py<PyAny>> {
+        let mut c = Call::new(py, "scatter", dtype)?;
+        c.data("input", input)?.plain("index", index)?;
+        c.arg("dim", Arg::Int(dim));
+        match (src, value) {
+            (Some(s), None) if is_scalar(s)? => {
+                c.arg("value", scalar_arg("value", s)?);
+            }
+            (Some(s), None) => {
+                c.data("src", s)?;
+            }
+            (None, Some(v)) => {
+                c.arg("value", scalar_arg("value", v)?);
+            }
+            _ => {
+                return Err(PyTypeError::new_err(
+                    "grad.scatter: give exactly one of src (an array) or value (a scalar)",
+                ));
+            }
+        }
+        if let Some(r) = reduce {
+            c.arg("reduce", Arg::Str(r.to_string()));
+        }
+        c.grads(grad_output, "correct")
+    }
+
+    /// grad.scatter_add(grad_output, <the arguments of gather.scatter_add>): the gradient of every differentiable input
+    /// (one array, or a tuple (grad_input, grad_src/grad_source)); see gather.grad.
+    #[pyfunction]
+    #[pyo3(signature = (grad_output, input, dim, index, src, *, dtype=None))]
+    pub fn scatter_add<'py>(
+        py: Python<'py>,
+        grad_output: &Bound<'py, PyAny>,
+        input: &Bound<'py, PyAny>,
+        dim: i64,
+        index: &Bound<'py, PyAny>,
+        src: &Bound<'py, PyAny>,
+        dtype: Option<&str>,
+    ) -> PyResult<Py<PyAny>> {
+        let mut c = Call::new(py, "scatter_add", dtype)?;
+        c.data("input", input)?
+            .plain("index", index)?
+            .data("src", src)?;
+        c.arg("dim", Arg::Int(dim)).grads(grad_output, "correct")
+    }
+
+    /// grad.scatter_reduce(grad_output, <the arguments of gather.scatter_reduce>): the gradient of every differentiable input
+    /// (one array, or a tuple (grad_input, grad_src/grad_source)); see gather.grad.
+    #[pyfunction]
+    #[pyo3(signature = (grad_output, input, dim, index, src, reduce, *, include_self=true, parity="correct", dtype=None))]
+    #[allow(clippy::too_many_arguments)]
+    pub fn scatter_reduce<'py>(
+        py: Python<'py>,
+        grad_output: &Bound<'py, PyAny>,
+        input: &Bound<'py, PyAny>,
+        dim: i64,
+        index: &Bound<'py, PyAny>,
+        src: &Bound<'py, PyAny>,
+        reduce: &str,
+        include_self: bool,
+        parity: &str,
+        dtype: Option<&str>,
+    ) -> PyResult<Py<PyAny>> {
+        let mut c = Call::new(py, "scatter_reduce", dtype)?;
+        c.data("input", input)?
+            .plain("index", index)?
+            .data("src", src)?;
+        c.arg("dim", Arg::Int(dim))
+            .arg("reduce", Arg::Str(reduce.to_string()))
+            .arg("include_self", Arg::Bool(include_self))
+            .grads(grad_output, parity)
+    }
+
+    /// grad.index_select(grad_output, <the arguments of gather.index_select>): the gradient of every differentiable input
+    /// (one array, or a tuple (grad_input, grad_src/grad_source)); see gather.grad.
+    #[pyfunction]
+    #[pyo3(signature = (grad_output, input, dim, index, *, dtype=None))]
+    pub fn index_select<'py>(
+        py: Python<'py>,
+        grad_output: &Bound<'py, PyAny>,
+        input: &Bound<'py, PyAny>,
+        dim: i64,
+        index: &Bound<'py, PyAny>,
+        dtype: Option<&str>,
+    ) -> PyResult<Py<PyAny>> {
+        let mut c = Call::new(py, "index_select", dtype)?;
+        c.data("input", input)?.plain("index", index)?;
+        c.arg("dim", Arg::Int(dim)).grads(grad_output, "correct")
+    }
+
+    /// grad.index_add(grad_output, <the arguments of gather.index_add>): the gradient of every differentiable input
+    /// (one array, or a tuple (grad_input, grad_src/grad_source)); see gather.grad.
+    #[pyfunction]
+    #[pyo3(signature = (grad_output, input, dim, index, source, *, alpha=None, dtype=None))]
+    #[allow(clippy::too_many_arguments)]
+    pub fn index_add<'py>(
+        py: Python<'py>,
+        grad_output: &Bound<'py, PyAny>,
+        input: &Bound<'py, PyAny>,
+        dim: i64,
+        index: &Bound<'py, PyAny>,
+        source: &Bound<'py, PyAny>,
+        alpha: Option<&Bound<'py, PyAny>>,
+        dtype: Option<&str>,
+    ) -> PyResult<Py<PyAny>> {
+        let mut c = Call::new(py, "index_add", dtype)?;
+        c.data("input", input)?
+            .plain("index", index)?
+            .data("source", source)?;
+        c.arg("dim", Arg::Int(dim));
+        if let Some(a) = alpha {
+            c.arg("alpha", scalar_arg("alpha", a)?);
+        }
+        c.grads(grad_output, "correct")
+    }
+
+    /// grad.index_copy(grad_output, <the arguments of gather.index_copy>): the gradient of every differentiable input
+    /// (one array, or a tuple (grad_input, grad_src/grad_source)); see gather.grad.
+    #[pyfunction]
+    #[pyo3(signature = (grad_output, input, dim, index, source, *, dtype=None))]
+    pub fn index_copy<'py>(
+        py: Python<'py>,
+        grad_output: &Bound<'py, PyAny>,
+        input: &Bound<'py, PyAny>,
+        dim: i64,
+        index: &Bound<'py, PyAny>,
+        source: &Bound<'py, PyAny>,
+        dtype: Option<&str>,
+    ) -> PyResult<Py<PyAny>> {
+        let mut c = Call::new(py, "index_copy", dtype)?;
+        c.data("input", input)?
+            .plain("index", index)?
+            .data("source", source)?;
+        c.arg("dim", Arg::Int(dim)).grads(grad_output, "correct")
+    }
+
+    /// grad.index_fill(grad_output, <the arguments of gather.index_fill>): the gradient of every differentiable input
+    /// (one array, or a tuple (grad_input, grad_src/grad_source)); see gather.grad.
+    #[pyfunction]
+    #[pyo3(signature = (grad_output, input, dim, index, value, *, dtype=None))]
+    pub fn index_fill<'py>(
+        py: Python<'py>,
+        grad_output: &Bound<'py, PyAny>,
+        input: &Bound<'py, PyAny>,
+        dim: i64,
+        index: &Bound<'py, PyAny>,
+        value: &Bound<'py, PyAny>,
+        dtype: Option<&str>,
+    ) -> PyResult<Py<PyAny>> {
+        let mut c = Call::new(py, "index_fill", dtype)?;
+        c.data("input", input)?.plain("index", index)?;
+        c.arg("dim", Arg::Int(dim))
+            .arg("value", scalar_arg("value", value)?)
+            .grads(grad_output, "correct")
+    }
+
+    /// grad.index_reduce(grad_output, <the arguments of gather.index_reduce>): the gradient of every differentiable input
+    /// (one array, or a tuple (grad_input, grad_src/grad_source)); see gather.grad.
+    #[pyfunction]
+    #[pyo3(signature = (grad_output, input, dim, index, source, reduce, *, include_self=true, parity="correct", dtype=None))]
+    #[allow(clippy::too_many_arguments)]
+    pub fn index_reduce<'py>(
+        py: Python<'py>,
+        grad_output: &Bound<'py, PyAny>,
+        input: &Bound<'py, PyAny>,
+        dim: i64,
+        index: &Bound<'py, PyAny>,
+        source: &Bound<'py, PyAny>,
+        reduce: &str,
+        include_self: bool,
+        parity: &str,
+        dtype: Option<&str>,
+    ) -> PyResult<Py<PyAny>> {
+        let mut c = Call::new(py, "index_reduce", dtype)?;
+        c.data("input", input)?
+            .plain("index", index)?
+            .data("source", source)?;
+        c.arg("dim", Arg::Int(dim))
+            .arg("reduce", Arg::Str(reduce.to_string()))
+            .arg("include_self", Arg::Bool(include_self))
+            .grads(grad_output, parity)
+    }
+
+    /// grad.take(grad_output, <the arguments of gather.take>): the gradient of every differentiable input
+    /// (one array, or a tuple (grad_input, grad_src/grad_source)); see gather.grad.
+    #[pyfunction]
+    #[pyo3(signature = (grad_output, input, index, *, dtype=None))]
+    pub fn take<'py>(
+        py: Python<'py>,
+        grad_output: &Bound<'py, PyAny>,
+        input: &Bound<'py, PyAny>,
+        index: &Bound<'py, PyAny>,
+        dtype: Option<&str>,
+    ) -> PyResult<Py<PyAny>> {
+        let mut c = Call::new(py, "take", dtype)?;
+        c.data("input", input)?.plain("index", index)?;
+        c.grads(grad_output, "correct")
+    }
+
+    /// grad.take_along_dim(grad_output, <the arguments of gather.take_along_dim>): the gradient of every differentiable input
+    /// (one array, or a tuple (grad_input, grad_src/grad_source)); see gather.grad.
+    #[pyfunction]
+    #[pyo3(signature = (grad_output, input, indices, dim=None, *, dtype=None))]
+    pub fn take_along_dim<'py>(
+        py: Python<'py>,
+        grad_output: &Bound<'py, PyAny>,
+        input: &Bound<'py, PyAny>,
+        indices: &Bound<'py, PyAny>,
+        dim: Option<i64>,
+        dtype: Option<&str>,
+    ) -> PyResult<Py<PyAny>> {
+        let mut c = Call::new(py, "take_along_dim", dtype)?;
+        c.data("input", input)?.plain("index", indices)?;
+        c.arg("dim", opt_int(dim)).grads(grad_output, "correct")
+    }
+
+    /// grad.put(grad_output, <the arguments of gather.put>): the gradient of every differentiable input
+    /// (one array, or a tuple (grad_input, grad_src/grad_source)); see gather.grad.
+    #[pyfunction]
+    #[pyo3(signature = (grad_output, input, index, source, accumulate=false, *, dtype=None))]
+    #[allow(clippy::too_many_arguments)]
+    pub fn put<'py>(
+        py: Python<'py>,
+        grad_output: &Bound<'py, PyAny>,
+        input: &Bound<'py, PyAny>,
+        index: &Bound<'py, PyAny>,
+        source: &Bound<'py, PyAny>,
+        accumulate: bool,
+        dtype: Option<&str>,
+    ) -> PyResult<Py<PyAny>> {
+        let mut c = Call::new(py, "put", dtype)?;
+        c.data("input", input)?
+            .plain("index", index)?
+            .data("source", source)?;
+        c.arg("accumulate", Arg::Bool(accumulate))
+            .grads(grad_output, "correct")
+    }
+
+    /// grad.masked_select(grad_output, <the arguments of gather.masked_select>): the gradient of every differentiable input
+    /// (one array, or a tuple (grad_input, grad_src/grad_source)); see gather.grad.
+    #[pyfunction]
+    #[pyo3(signature = (grad_output, input, mask, *, dtype=None))]
+    pub fn masked_select<'py>(
+        py: Python<'py>,
+        grad_output: &Bound<'py, PyAny>,
+        input: &Bound<'py, PyAny>,
+        mask: &Bound<'py, PyAny>,
+        dtype: Option<&str>,
+    ) -> PyResult<Py<PyAny>> {
+        let mut c = Call::new(py, "masked_select", dtype)?;
+        c.data("input", input)?.plain("mask", mask)?;
+        c.grads(grad_output, "correct")
+    }
+
+    /// grad.masked_scatter(grad_output, <the arguments of gather.masked_scatter>): the gradient of every differentiable input
+    /// (one array, or a tuple (grad_input, grad_src/grad_source)); see gather.grad.
+    #[pyfunction]
+    #[pyo3(signature = (grad_output, input, mask, source, *, dtype=None))]
+    pub fn masked_scatter<'py>(
+        py: Python<'py>,
+        grad_output: &Bound<'py, PyAny>,
+        input: &Bound<'py, PyAny>,
+        mask: &Bound<'py, PyAny>,
+        source: &Bound<'py, PyAny>,
+        dtype: Option<&str>,
+    ) -> PyResult<Py<PyAny>> {
+        let mut c = Call::new(py, "masked_scatter", dtype)?;
+        c.data("input", input)?
+            .plain("mask", mask)?
+            .data("source", source)?;
+        c.grads(grad_output, "correct")
+    }
+
+    /// grad.sort(grad_output, <the arguments of gather.sort>): the gradient of every differentiable input
+    /// (one array, or a tuple (grad_input, grad_src/grad_source)); see gather.grad.
+    #[pyfunction]
+    #[pyo3(signature = (grad_output, input, dim=-1, descending=false, *, stable=false, dtype=None))]
+    pub fn sort<'py>(
+        py: Python<'py>,
+        grad_output: &Bound<'py, PyAny>,
+        input: &Bound<'py, PyAny>,
+        dim: i64,
+        descending: bool,
+        stable: bool,
+        dtype: Option<&str>,
+    ) -> PyResult<Py<PyAny>> {
+        let mut c = Call::new(py, "sort", dtype)?;
+        c.data("input", input)?;
+        c.arg("dim", Arg::Int(dim))
+            .arg("descending", Arg::Bool(descending))
+            .arg("stable", Arg::Bool(stable))
+            .grads(grad_output, "correct")
+    }
+
+    /// grad.topk(grad_output, <the arguments of gather.topk>): the gradient of every differentiable input
+    /// (one array, or a tuple (grad_input, grad_src/grad_source)); see gather.grad.
+    #[pyfunction]
+    #[pyo3(signature = (grad_output, input, k, dim=-1, largest=true, sorted=true, *, dtype=None))]
+    #[allow(clippy::too_many_arguments)]
+    pub fn topk<'py>(
+        py: Python<'py>,
+        grad_output: &Bound<'py, PyAny>,
+        input: &Bound<'py, PyAny>,
+        k: i64,
+        dim: i64,
+        largest: bool,
+        sorted: bool,
+        dtype: Option<&str>,
+    ) -> PyResult<Py<PyAny>> {
+        let mut c = Call::new(py, "topk", dtype)?;
+        c.data("input", input)?;
+        c.arg("k", Arg::Int(k))
+            .arg("dim", Arg::Int(dim))
+            .arg("largest", Arg::Bool(largest))
+            .arg("sorted", Arg::Bool(sorted))
+            .grads(grad_output, "correct")
+    }
+
+    /// grad.repeat_interleave(grad_output, <the arguments of gather.repeat_interleave>): the gradient of every differentiable input
+    /// (one array, or a tuple (grad_input, grad_src/grad_source)); see gather.grad.
+    #[pyfunction]
+    #[pyo3(signature = (grad_output, input, repeats, dim=None, *, output_size=None, dtype=None))]
+    #[allow(clippy::too_many_arguments)]
+    pub fn repeat_interleave<'py>(
+        py: Python<'py>,
+        grad_output: &Bound<'py, PyAny>,
+        input: &Bound<'py, PyAny>,
+        repeats: &Bound<'py, PyAny>,
+        dim: Option<i64>,
+        output_size: Option<i64>,
+        dtype: Option<&str>,
+    ) -> PyResult<Py<PyAny>> {
+        let mut c = Call::new(py, "repeat_interleave", dtype)?;
+        c.data("input", input)?;
+        if repeats.is_instance_of::<PyInt>() && !repeats.is_instance_of::<PyBool>() {
+            c.arg("repeats", Arg::Int(repeats.extract()?));
+        } else {
+            c.plain("repeats", repeats)?;
+        }
+        c.arg("dim", opt_int(dim))
+            .arg("output_size", opt_int(output_size))
+            .grads(grad_output, "correct")
+    }
+
+    /// grad.select_batched(grad_output, <the arguments of gather.select_batched>): the gradient of every differentiable input
+    /// (one array, or a tuple (grad_input, grad_src/grad_source)); see gather.grad.
+    #[pyfunction]
+    #[pyo3(signature = (grad_output, input, axis, index, batch_dims=0, *, dtype=None))]
+    #[allow(clippy::too_many_arguments)]
+    pub fn select_batched<'py>(
+        py: Python<'py>,
+        grad_output: &Bound<'py, PyAny>,
+        input: &Bound<'py, PyAny>,
+        axis: i64,
+        index: &Bound<'py, PyAny>,
+        batch_dims: i64,
+        dtype: Option<&str>,
+    ) -> PyResult<Py<PyAny>> {
+        let mut c = Call::new(py, "select_batched", dtype)?;
+        c.data("input", input)?.plain("index", index)?;
+        c.arg("axis", Arg::Int(axis))
+            .arg("batch_dims", Arg::Int(batch_dims))
+            .grads(grad_output, "correct")
+    }
+}
+
+/// The native module `gather._native`; the `gather` package re-exports it.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(crate::gather, m)?)?;
+    m.add_function(wrap_pyfunction!(scatter, m)?)?;
+    m.add_function(wrap_pyfunction!(scatter_add, m)?)?;
+    m.add_function(wrap_pyfunction!(scatter_reduce, m)?)?;
+    m.add_function(wrap_pyfunction!(index_select, m)?)?;
+    m.add_function(wrap_pyfunction!(index_add, m)?)?;
+    m.add_function(wrap_pyfunction!(index_copy, m)?)?;
+    m.add_function(wrap_pyfunction!(index_fill, m)?)?;
+    m.add_function(wrap_pyfunction!(index_reduce, m)?)?;
+    m.add_function(wrap_pyfunction!(take, m)?)?;
+    m.add_function(wrap_pyfunction!(take_along_dim, m)?)?;
+    m.add_function(wrap_pyfunction!(put, m)?)?;
+    m.add_function(wrap_pyfunction!(masked_select, m)?)?;
+    m.add_function(wrap_pyfunction!(masked_scatter, m)?)?;
+    m.add_function(wrap_pyfunction!(sort, m)?)?;
+    m.add_function(wrap_pyfunction!(argsort, m)?)?;
+    m.add_function(wrap_pyfunction!(topk, m)?)?;
+    m.add_function(wrap_pyfunction!(repeat_interleave, m)?)?;
+    m.add_function(wrap_pyfunction!(select_batched, m)?)?;
+
+    let g = PyModule::new(m.py(), "grad")?;
+    g.add_function(wrap_pyfunction!(grad_fns::gather, &g)?)?;
+    g.add_function(wrap_pyfunction!(grad_fns::scatter, &g)?)?;
+    g.add_function(wrap_pyfunction!(grad_fns::scatter_add, &g)?)?;
+    g.add_function(wrap_pyfunction!(grad_fns::scatter_reduce, &g)?)?;
+    g.add_function(wrap_pyfunction!(grad_fns::index_select, &g)?)?;
+    g.add_function(wrap_pyfunction!(grad_fns::index_add, &g)?)?;
+    g.add_function(wrap_pyfunction!(grad_fns::index_copy, &g)?)?;
+    g.add_function(wrap_pyfunction!(grad_fns::index_fill, &g)?)?;
+    g.add_function(wrap_pyfunction!(grad_fns::index_reduce, &g)?)?;
+    g.add_function(wrap_pyfunction!(grad_fns::take, &g)?)?;
+    g.add_function(wrap_pyfunction!(grad_fns::take_along_dim, &g)?)?;
+    g.add_function(wrap_pyfunction!(grad_fns::put, &g)?)?;
+    g.add_function(wrap_pyfunction!(grad_fns::masked_select, &g)?)?;
+    g.add_function(wrap_pyfunction!(grad_fns::masked_scatter, &g)?)?;
+    g.add_function(wrap_pyfunction!(grad_fns::sort, &g)?)?;
+    g.add_function(wrap_pyfunction!(grad_fns::topk, &g)?)?;
+    g.add_function(wrap_pyfunction!(grad_fns::repeat_interleave, &g)?)?;
+    g.add_function(wrap_pyfunction!(grad_fns::select_batched, &g)?)?;
+    m.add_submodule(&g)?;
+    Ok(())
+}

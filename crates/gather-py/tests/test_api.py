@@ -1,0 +1,262 @@
+"""The Python API itself: zero-copy views, dtypes, bfloat16, exceptions, the GIL, docstrings."""
+
+import doctest
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import gather
+
+
+def test_gather_reads_a_huge_broadcast_view_in_place():
+    # 10**9 x 4 float64 = 32 GB if it were copied; a stride-0 view costs nothing.
+    row = np.arange(4.0).reshape(1, 4)
+    x = np.broadcast_to(row, (10**9, 4))
+    idx = np.array([[5, 10**9 - 1, 0, 7]])
+    out = gather.gather(x, 0, idx)
+    np.testing.assert_array_equal(out, [[0.0, 1.0, 2.0, 3.0]])
+    # An error on such an input does not copy it either.
+    with pytest.raises(IndexError):
+        gather.gather(x, 0, np.array([[10**9, 0, 0, 0]]))
+
+
+def test_negative_strides_are_read_in_place_with_the_right_values():
+    x = np.arange(12).reshape(3, 4)
+    v = x[::-1, ::-2]
+    assert v.strides[0] < 0 and v.strides[1] < 0
+    idx = np.array([[1, 0], [0, 1], [1, 1]])
+    np.testing.assert_array_equal(gather.gather(v, 1, idx), np.take_along_axis(v, idx, 1))
+    np.testing.assert_array_equal(
+        gather.scatter_add(v, 1, idx, np.ones((3, 2), dtype=v.dtype)),
+        _scatter_add_ref(v, 1, idx, np.ones((3, 2), dtype=v.dtype)),
+    )
+
+
+def _scatter_add_ref(x, dim, index, src):
+    out = np.array(x, copy=True)
+    for p in np.ndindex(*index.shape):
+        t = list(p)
+        t[dim] = index[p]
+        out[tuple(t)] += src[p]
+    return out
+
+
+def test_the_mae_random_masking_example():
+    rng = np.random.default_rng(0)
+    N, L, D, len_keep = 2, 6, 3, 2
+    x = rng.standard_normal((N, L, D)).astype(np.float32)
+    noise = rng.random((N, L))
+    ids_shuffle = gather.argsort(noise, 1)
+    ids_keep = ids_shuffle[:, :len_keep]
+    x_masked = gather.gather(x, 1, np.broadcast_to(ids_keep[..., None], (N, len_keep, D)))
+    np.testing.assert_array_equal(ids_shuffle, np.argsort(noise, 1, kind="stable"))
+    np.testing.assert_array_equal(x_masked, np.take_along_axis(x, ids_keep[..., None], 1))
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    [np.bool_, np.uint8, np.int8, np.int16, np.int32, np.int64, np.uint16, np.uint32, np.uint64,
+     np.float16, np.float32, np.float64],
+)
+def test_every_numpy_dtype_is_taken_and_returned(dtype):
+    x = np.arange(6).reshape(2, 3).astype(dtype)
+    out = gather.gather(x, 1, np.array([[2, 0], [1, 1]]))
+    assert out.dtype == x.dtype
+    np.testing.assert_array_equal(out, np.take_along_axis(x, np.array([[2, 0], [1, 1]]), 1))
+
+
+def test_every_integer_index_dtype_is_taken():
+    x = np.arange(6.0).reshape(2, 3)
+    for it in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64):
+        np.testing.assert_array_equal(gather.gather(x, 1, np.array([[2], [0]], dtype=it)), [[2.0], [3.0]])
+
+
+def bf16_bits(values):
+    return (np.asarray(values, dtype=np.float32).view(np.uint32) >> 16).astype(np.uint16)
+
+
+def bf16_values(bits):
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def test_bfloat16_travels_as_uint16_bit_patterns():
+    x = bf16_bits([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    src = bf16_bits([[0.5, 0.25], [8.0, 1.5]])
+    idx = np.array([[0, 0], [2, 2]])
+    out = gather.scatter_reduce(x, 1, idx, src, "sum", dtype="bfloat16")
+    assert out.dtype == np.uint16
+    np.testing.assert_array_equal(bf16_values(out), [[1.75, 2.0, 3.0], [4.0, 5.0, 15.5]])
+    # Without dtype= the same arrays are plain uint16 numbers.
+    plain = gather.scatter_reduce(x, 1, idx, src, "sum")
+    assert not np.array_equal(plain, out)
+    # Indices stay integers; sort returns bf16 values and int64 indices.
+    v, i = gather.sort(bf16_bits([3.0, -1.0, 2.0]), dtype="bfloat16")
+    np.testing.assert_array_equal(bf16_values(v), [-1.0, 2.0, 3.0])
+    assert i.dtype == np.int64
+    with pytest.raises(TypeError, match="uint16"):
+        gather.gather(np.zeros(3, np.float32), 0, np.array([0]), dtype="bfloat16")
+    with pytest.raises(ValueError):
+        gather.gather(np.zeros(3, np.float32), 0, np.array([0]), dtype="float8")
+
+
+def test_float16_is_native():
+    x = np.array([1.0, 2.0, 65504.0], dtype=np.float16)
+    out = gather.scatter_reduce(x, 0, np.array([0, 0]), np.array([0.5, 0.25], np.float16), "sum")
+    assert out.dtype == np.float16
+    np.testing.assert_array_equal(out, np.array([1.75, 2.0, 65504.0], np.float16))
+
+
+def test_errors_are_typed_and_carry_the_hint():
+    x = np.zeros((2, 3))
+    with pytest.raises(gather.IndexOutOfBoundsError) as e:
+        gather.gather(x, 1, np.array([[0, 7]]))
+    assert isinstance(e.value, IndexError)
+    assert e.value.category == "index_out_of_bounds"
+    assert e.value.index_value == 7 and e.value.coordinate == [0, 1]
+    assert "7" in str(e.value)
+    with pytest.raises(gather.DimOutOfRangeError) as e:
+        gather.gather(x, 2, np.array([[0]]))
+    assert isinstance(e.value, IndexError)
+    with pytest.raises(gather.RankMismatchError) as e:
+        gather.gather(x, 1, np.array([0]))
+    assert isinstance(e.value, ValueError)
+    with pytest.raises(gather.ShapeMismatchError):
+        gather.gather(x, 1, np.zeros((3, 1), np.int64))
+    with pytest.raises(gather.DTypeError) as e:
+        gather.gather(x, 1, np.array([[0.0]]))
+    assert isinstance(e.value, TypeError) and isinstance(e.value, ValueError)
+    assert e.value.hint
+    with pytest.raises(gather.InvalidArgumentError) as e:
+        gather.scatter_reduce(x, 1, np.array([[0]]), np.array([[1.0]]), "median")
+    assert "hint:" in str(e.value)
+    with pytest.raises(TypeError):
+        gather.scatter_add(x, 1, np.array([[0]]), np.array([[1]], np.int32))
+    with pytest.raises(TypeError):
+        gather.gather(np.array(["a", "b"]), 0, np.array([0]))
+
+
+def test_scatter_takes_a_value_or_src_and_the_legacy_reduce():
+    x = np.zeros((2, 3), np.float32)
+    idx = np.array([[0, 2], [1, 1]])
+    np.testing.assert_array_equal(gather.scatter(x, 1, idx, 5.0), [[5, 0, 5], [0, 5, 0]])
+    np.testing.assert_array_equal(gather.scatter(x, 1, idx, value=2), [[2, 0, 2], [0, 2, 0]])
+    src = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+    np.testing.assert_array_equal(gather.scatter(x, 1, idx, src, reduce="add"), [[1, 0, 2], [0, 7, 0]])
+    with pytest.raises(ValueError):
+        gather.scatter(np.zeros(3, np.uint8), 0, np.array([0]), 300)
+
+
+def test_sort_and_topk_return_tuples():
+    x = np.array([[3.0, 1.0, 2.0]])
+    v, i = gather.topk(x, 2)
+    np.testing.assert_array_equal(v, [[3.0, 2.0]])
+    np.testing.assert_array_equal(i, [[0, 2]])
+    v, i = gather.sort(x, descending=True)
+    np.testing.assert_array_equal(i, [[0, 2, 1]])
+    np.testing.assert_array_equal(gather.repeat_interleave(np.array([2, 1])), [0, 0, 1])
+    np.testing.assert_array_equal(gather.repeat_interleave(np.array([5, 6]), 2), [5, 5, 6, 6])
+
+
+def test_select_batched():
+    logits = np.array([[[0.1, 0.9], [0.6, 0.4]]], np.float32)
+    np.testing.assert_array_equal(gather.select_batched(logits, -1, np.array([[1, 0]]), 2), logits[:, [0, 1], [1, 0]])
+    g = gather.grad.select_batched(np.array([[1.0, 2.0]], np.float32), logits, -1, np.array([[1, 0]]), 2)
+    np.testing.assert_array_equal(g, [[[0.0, 1.0], [2.0, 0.0]]])
+
+
+def test_gradients_have_the_torch_names_and_shapes():
+    x = np.array([3.0, 5.0])
+    idx = np.array([0, 0])
+    src = np.array([3.0, 1.0])
+    gi, gs = gather.grad.scatter_reduce(np.ones(2), x, 0, idx, src, "amax", include_self=False)
+    np.testing.assert_array_equal(gs, [1.0, 0.0])
+    _, gs = gather.grad.scatter_reduce(np.ones(2), x, 0, idx, src, "amax", include_self=False, parity="pytorch")
+    np.testing.assert_array_equal(gs, [0.5, 0.0])
+    with pytest.raises(gather.InvalidArgumentError):
+        gather.grad.gather(np.ones(1, np.int64), np.arange(3), 0, np.array([0]))
+
+
+def test_the_gil_is_released_during_the_kernels():
+    rng = np.random.default_rng(1)
+    n = 4_000_000
+    x = np.zeros(1000)
+    idx = rng.integers(0, 1000, n)
+    src = rng.random(n)
+    counter = [0]
+    stop = threading.Event()
+
+    def count():
+        while not stop.is_set():
+            counter[0] += 1
+
+    t = threading.Thread(target=count)
+    t.start()
+    try:
+        time.sleep(0.05)
+        best = 0
+        for _ in range(3):
+            before = counter[0]
+            t0 = time.perf_counter()
+            gather.scatter_reduce(x, 0, idx, src, "sum")
+            gather.scatter_reduce(x, 0, idx, src, "amax")
+            elapsed = time.perf_counter() - t0
+            best = max(best, counter[0] - before)
+    finally:
+        stop.set()
+        t.join()
+    # With the GIL held the counting thread could not run at all while the kernels ran (it would
+    # get only the slices at the call boundaries).
+    assert elapsed > 0
+    assert best > 1000, f"the counting thread advanced only {best} times"
+
+
+def test_a_panic_or_bad_argument_never_crashes_the_interpreter():
+    with pytest.raises(TypeError):
+        gather.gather(np.zeros(3), 0)  # missing argument
+    with pytest.raises(OverflowError):
+        gather.gather(np.zeros(3), 2**70, np.array([0]))
+    with pytest.raises(gather.GatherError):
+        gather.topk(np.zeros(3), -1)
+
+
+@pytest.mark.parametrize("name", ["gather", "gather.grad", "gather._errors"])
+def test_docstring_examples_run(name):
+    import importlib
+
+    mod = importlib.import_module(name)
+    finder = doctest.DocTestFinder()
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    tests = finder.find(mod, name, globs={"np": np, "gather": gather})
+    objs = [getattr(mod, n) for n in getattr(mod, "__all__", [])]
+    for obj in objs:
+        if callable(obj) and obj.__doc__:
+            tests += finder.find(obj, f"{name}.{obj.__name__}", module=False, globs={"np": np, "gather": gather})
+    assert tests, f"no docstring examples in {name}"
+    for t in tests:
+        runner.run(t)
+    assert runner.failures == 0
+
+
+def test_empty_arrays_with_any_strides_are_taken():
+    # NumPy may give an empty array any strides (here stride 0 along the empty axis).
+    empty16 = np.broadcast_to(np.zeros((1, 3), np.uint16), (0, 3))
+    out = gather.gather(empty16, 1, np.zeros((0, 2), np.int64), dtype="bfloat16")
+    assert out.shape == (0, 2) and out.dtype == np.uint16
+    idx8 = np.broadcast_to(np.zeros((1, 2), np.uint8), (0, 2))
+    assert gather.gather(np.zeros((2, 3)), 1, idx8).shape == (0, 2)
+    # An empty float index is accepted by the gather family (as in PyTorch).
+    assert gather.gather(np.zeros((2, 3)), 1, np.zeros((0, 2), np.float32)).shape == (0, 2)
+
+
+def test_foreign_byte_order_and_odd_strides_are_converted_first():
+    x = np.arange(6, dtype=">f4").reshape(2, 3)
+    np.testing.assert_array_equal(gather.gather(x, 1, np.array([[2], [0]])), [[2.0], [3.0]])
+    # A field of a packed structured array: stride 5 bytes for 4-byte ints, misaligned.
+    s = np.zeros(3, dtype=[("a", "u1"), ("b", "<i4")])
+    s["b"] = [5, 6, 7]
+    assert s["b"].strides == (5,)
+    np.testing.assert_array_equal(gather.take(s["b"], np.array([2, 0])), [7, 5])
+    # Lists are converted with np.asarray.
+    np.testing.assert_array_equal(gather.gather([[1, 2], [3, 4]], 1, [[1], [0]]), [[2], [3]])
