@@ -70,39 +70,25 @@ fn run_all(inp: &Inputs) -> Vec<Vec<u32>> {
     fn bits<'a>(a: impl IntoIterator<Item = &'a f32>) -> Vec<u32> {
         a.into_iter().map(|v| v.to_bits()).collect()
     }
-    let expanded = inp
-        .rows
-        .view()
-        .insert_axis(Axis(1))
-        .broadcast((inp.rows.len(), 16))
-        .unwrap()
-        .to_owned();
+    // Row ids expanded (stride 0) along the feature axis, as in a GNN's scatter.
+    let column = inp.rows.view().insert_axis(Axis(1));
+    let expanded = column.broadcast((inp.rows.len(), 16)).unwrap();
     let dst = Array2::<f32>::zeros((700, 16));
-    let mut out = Vec::new();
-    out.push(bits(&gather::gather(&inp.x, 1, &inp.idx_dim1).unwrap()));
-    out.push(bits(
-        &gather::scatter_add(&dst, 0, &expanded, &inp.src).unwrap(),
-    ));
-    out.push(bits(
-        &gather::scatter_reduce(&dst, 0, &expanded, &inp.src, Reduce::Amax, false).unwrap(),
-    ));
-    out.push(bits(
-        &gather::scatter_reduce(&dst, 0, &expanded, &inp.src, Reduce::Mean, true).unwrap(),
-    ));
-    out.push(bits(&gather::index_select(&inp.table, 0, &inp.ids).unwrap()));
-    out.push(bits(
-        &gather::index_add(&dst, 0, &inp.rows, &inp.src, 0.5).unwrap(),
-    ));
-    out.push(bits(&gather::take(&inp.flat, &inp.flat_idx).unwrap()));
-    out.push(bits(
-        &gather::select_batched(&inp.patches, 1, &inp.keep, 1).unwrap(),
-    ));
     let (values, indices) = gather::topk(&inp.x, 10, 1, true, true).unwrap();
-    out.push(bits(&values));
-    out.push(indices.iter().map(|&i| i as u32).collect());
     let (sorted, _) = gather::sort(&inp.x, 0, false, true).unwrap();
-    out.push(bits(&sorted));
-    out
+    vec![
+        bits(&gather::gather(&inp.x, 1, &inp.idx_dim1).unwrap()),
+        bits(&gather::scatter_add(&dst, 0, &expanded, &inp.src).unwrap()),
+        bits(&gather::scatter_reduce(&dst, 0, &expanded, &inp.src, Reduce::Amax, false).unwrap()),
+        bits(&gather::scatter_reduce(&dst, 0, &expanded, &inp.src, Reduce::Mean, true).unwrap()),
+        bits(&gather::index_select(&inp.table, 0, &inp.ids).unwrap()),
+        bits(&gather::index_add(&dst, 0, &inp.rows, &inp.src, 0.5).unwrap()),
+        bits(&gather::take(&inp.flat, &inp.flat_idx).unwrap()),
+        bits(&gather::select_batched(&inp.patches, 1, &inp.keep, 1).unwrap()),
+        bits(&values),
+        indices.iter().map(|&i| i as u32).collect(),
+        bits(&sorted),
+    ]
 }
 
 /// Runs `scenario` on its own thread and fails if it does not finish within `DEADLINE`.
