@@ -1,0 +1,200 @@
+//! The read ops (gather, take_along_dim, select_batched, index_select, take) on random shapes,
+//! layouts, dims, index types and index values. Every call must return Ok or a typed error;
+//! small Ok results of gather, index_select and take are checked against a plain reference, and a
+//! gather that fails although its call was valid is a bug too.
+#![no_main]
+
+use gather::IndexElem;
+use gather_fuzz::{Backing, Bytes, Mode};
+use libfuzzer_sys::fuzz_target;
+use ndarray::{ArrayViewD, Dimension, IxDyn};
+
+fuzz_target!(|data: &[u8]| {
+    let mut b = Bytes::new(data);
+    match b.below(4) {
+        0 => run::<i64>(&mut b, |v| v),
+        1 => run::<i32>(&mut b, |v| v as i32),
+        2 => run::<u8>(&mut b, |v| v as u8),
+        _ => run::<i16>(&mut b, |v| v as i16),
+    }
+});
+
+/// Lengths of broadcast axes that no buffer could hold: the op must refuse, not abort.
+/// (2^40 f32 elements are 4 TiB; an output of a few GiB would be legitimate, just slow.)
+const HUGE: [usize; 3] = [1 << 40, 1 << 44, 1 << 62];
+
+fn run<I: IndexElem>(b: &mut Bytes, conv: fn(i64) -> I) {
+    let nd = b.below(5);
+    let in_shape = b.shape(nd);
+    let in_layout = b.layout(nd, true);
+    let input = Backing::new(&in_shape, &in_layout, |k| k as f32);
+    let op = b.below(5);
+    let dim = b.dim(nd);
+    let d = if nd == 0 {
+        0
+    } else {
+        dim.rem_euclid(nd as isize) as usize
+    };
+    let size_d = in_shape.get(d).copied().unwrap_or(1);
+
+    // The index: usually shaped to fit (same rank, non-dim axes within the input's), sometimes
+    // anything.
+    let (idx_nd, mut idx_shape) = match (op, b.below(8)) {
+        (3, _) => {
+            let nd = b.below(2);
+            (nd, b.shape(nd))
+        }
+        (_, 0) => {
+            let nd = b.below(5);
+            (nd, b.shape(nd))
+        }
+        _ => {
+            let mut s: Vec<usize> = in_shape.iter().map(|&n| b.below(n + 1)).collect();
+            if nd > 0 {
+                s[d] = b.below(6);
+            }
+            (nd, s)
+        }
+    };
+    let mut idx_layout = b.layout(idx_nd, true);
+    if idx_nd > 0 && b.below(16) == 0 {
+        let a = b.below(idx_nd);
+        idx_shape[a] = HUGE[b.below(HUGE.len())];
+        idx_layout.modes[a] = Mode::Broadcast;
+    }
+    let values: Vec<i64> = (0..64).map(|_| b.index_value(size_d)).collect();
+    let index = Backing::new(&idx_shape, &idx_layout, |k| conv(values[k % values.len()]));
+    let batch_dims = b.below(3);
+
+    input.with_view(|x| {
+        index.with_view(|i| match op {
+            0 => {
+                let r = gather::gather(&x, dim, &i);
+                check_gather(&x, dim, &i, r.as_ref().ok());
+                if r.is_err() && gather_is_valid(&x, dim, &i) {
+                    panic!("gather refused a valid call: {}", r.unwrap_err());
+                }
+            }
+            1 => {
+                let _ = gather::take_along_dim(&x, &i, Some(dim));
+                let _ = gather::take_along_dim(&x, &i, None);
+            }
+            2 => {
+                if let Ok(out) = gather::select_batched(&x, dim, &i, batch_dims) {
+                    // input.shape[:axis] + index.shape[batch_dims:] + input.shape[axis+1:]
+                    let mut want = in_shape[..d].to_vec();
+                    want.extend_from_slice(&i.shape()[batch_dims.min(i.ndim())..]);
+                    want.extend_from_slice(&in_shape[(d + 1).min(nd)..]);
+                    assert_eq!(out.shape(), &want[..], "select_batched output shape");
+                }
+            }
+            3 => {
+                if let Ok(out) = gather::index_select(&x, dim, &i) {
+                    check_index_select(&x, d, &i, &out);
+                }
+            }
+            _ => {
+                if let Ok(out) = gather::take(&x, &i) {
+                    check_take(&x, &i, &out);
+                }
+            }
+        })
+    });
+}
+
+/// Whether a gather call satisfies every PyTorch rule (so it must succeed).
+fn gather_is_valid<I: IndexElem>(x: &ArrayViewD<f32>, dim: isize, i: &ArrayViewD<I>) -> bool {
+    let nd = x.ndim().max(1) as isize;
+    if dim < -nd || dim >= nd || x.ndim().max(1) != i.ndim().max(1) {
+        return false;
+    }
+    if i.is_empty() {
+        return true;
+    }
+    if i.len() > 1 << 24 {
+        // Too big to check here (and maybe to allocate): either answer is acceptable.
+        return false;
+    }
+    let d = dim.rem_euclid(nd) as usize;
+    let xs = if x.ndim() == 0 {
+        vec![1]
+    } else {
+        x.shape().to_vec()
+    };
+    let is = if i.ndim() == 0 {
+        vec![1]
+    } else {
+        i.shape().to_vec()
+    };
+    let fits = (0..xs.len()).all(|a| a == d || is[a] <= xs[a]);
+    fits && i.iter().all(|v| (0..xs[d] as i64).contains(&v.to_i64()))
+}
+
+fn check_gather<I: IndexElem>(
+    x: &ArrayViewD<f32>,
+    dim: isize,
+    i: &ArrayViewD<I>,
+    out: Option<&ndarray::ArrayD<f32>>,
+) {
+    let Some(out) = out else { return };
+    assert_eq!(out.shape(), i.shape(), "gather output shape");
+    if out.len() > 4096 {
+        return;
+    }
+    let nd = x.ndim().max(1) as isize;
+    let d = dim.rem_euclid(nd) as usize;
+    for (p, &got) in out.indexed_iter() {
+        let v = i[&p].to_i64();
+        let want = if x.ndim() == 0 {
+            assert_eq!(v, 0, "gather accepted index {v} on a 0-d input");
+            x[IxDyn(&[])]
+        } else {
+            let mut c = p.slice().to_vec();
+            assert!(
+                v >= 0 && (v as usize) < x.shape()[d],
+                "gather accepted index {v} for size {}",
+                x.shape()[d]
+            );
+            c[d] = v as usize;
+            x[IxDyn(&c)]
+        };
+        assert_eq!(got.to_bits(), want.to_bits(), "gather at {:?}", p.slice());
+    }
+}
+
+fn check_index_select<I: IndexElem>(
+    x: &ArrayViewD<f32>,
+    d: usize,
+    i: &ArrayViewD<I>,
+    out: &ndarray::ArrayD<f32>,
+) {
+    if out.len() > 4096 || x.ndim() == 0 {
+        return;
+    }
+    let ids: Vec<i64> = i.iter().map(|v| v.to_i64()).collect();
+    for (p, &got) in out.indexed_iter() {
+        let mut c = p.slice().to_vec();
+        let v = ids[c[d]];
+        assert!(
+            v >= 0 && (v as usize) < x.shape()[d],
+            "index_select accepted {v}"
+        );
+        c[d] = v as usize;
+        assert_eq!(got.to_bits(), x[IxDyn(&c)].to_bits(), "index_select");
+    }
+}
+
+fn check_take<I: IndexElem>(x: &ArrayViewD<f32>, i: &ArrayViewD<I>, out: &ndarray::ArrayD<f32>) {
+    assert_eq!(out.shape(), i.shape(), "take output shape");
+    if out.len() > 4096 {
+        return;
+    }
+    let flat: Vec<f32> = x.iter().copied().collect();
+    let n = flat.len() as i64;
+    for (v, &got) in i.iter().zip(out.iter()) {
+        let v = v.to_i64();
+        assert!(v >= -n && v < n, "take accepted {v} for {n} elements");
+        let want = flat[v.rem_euclid(n) as usize];
+        assert_eq!(got.to_bits(), want.to_bits(), "take");
+    }
+}

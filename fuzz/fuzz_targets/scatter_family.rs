@@ -1,0 +1,139 @@
+//! The scatter family, in place on strided destinations: scatter (src and value), scatter_add,
+//! scatter_reduce (every reduction, include_self both ways) and the legacy reduce= forms. Every
+//! call returns Ok or a typed error; a failed call leaves the destination bitwise unchanged (rule
+//! R4b); small successful scatter_add and amax calls are checked against a plain reference (on
+//! integers, so that the sum is exact in any order).
+#![no_main]
+
+use gather::{IndexElem, LegacyReduce, Reduce};
+use gather_fuzz::{Backing, Bytes, Mode};
+use libfuzzer_sys::fuzz_target;
+use ndarray::{ArrayD, ArrayViewD, Dimension, IxDyn};
+
+fuzz_target!(|data: &[u8]| {
+    let mut b = Bytes::new(data);
+    match b.below(3) {
+        0 => run::<i64>(&mut b, |v| v),
+        1 => run::<i32>(&mut b, |v| v as i32),
+        _ => run::<u16>(&mut b, |v| v as u16),
+    }
+});
+
+const REDUCES: [Reduce; 5] = [
+    Reduce::Sum,
+    Reduce::Prod,
+    Reduce::Mean,
+    Reduce::Amax,
+    Reduce::Amin,
+];
+
+fn run<I: IndexElem>(b: &mut Bytes, conv: fn(i64) -> I) {
+    let nd = b.below(5);
+    let dst_shape = b.shape(nd);
+    let dst_layout = b.layout(nd, false);
+    let dim = b.dim(nd);
+    let d = if nd == 0 {
+        0
+    } else {
+        dim.rem_euclid(nd as isize) as usize
+    };
+    let size_d = dst_shape.get(d).copied().unwrap_or(1);
+    let (idx_nd, mut idx_shape) = if b.below(8) == 0 {
+        let k = b.below(5);
+        (k, b.shape(k))
+    } else {
+        let mut s: Vec<usize> = dst_shape.iter().map(|&n| b.below(n + 1)).collect();
+        if nd > 0 {
+            s[d] = b.below(6);
+        }
+        (nd, s)
+    };
+    let mut idx_layout = b.layout(idx_nd, true);
+    // Now and then a long stride-0 axis: a million positions hitting a few destinations.
+    if idx_nd > 0 && b.below(32) == 0 {
+        let a = b.below(idx_nd);
+        idx_shape[a] = 1 << 20;
+        idx_layout.modes[a] = Mode::Broadcast;
+    }
+    let values: Vec<i64> = (0..64).map(|_| b.index_value(size_d)).collect();
+    let index = Backing::new(&idx_shape, &idx_layout, |k| conv(values[k % values.len()]));
+    // The source: shaped like the index, or off by one somewhere.
+    let mut src_shape = idx_shape.clone();
+    if b.below(6) == 0 && !src_shape.is_empty() {
+        let a = b.below(src_shape.len());
+        src_shape[a] = src_shape[a].saturating_sub(1);
+    }
+    let src_layout = b.layout(src_shape.len(), true);
+    let src = Backing::new(&src_shape, &src_layout, |k| (k % 7) as i32 - 3);
+    let op = b.below(9);
+    let include_self = b.flag();
+    let reduce = REDUCES[b.below(5)];
+
+    let mut dst = Backing::new(&dst_shape, &dst_layout, |k| (k % 11) as i32 - 5);
+    let before = dst.view_mut().to_owned();
+    index.with_view(|i| {
+        src.with_view(|s| {
+            let mut view = dst.view_mut();
+            let r = match op {
+                0 => gather::scatter_inplace(&mut view, dim, &i, &s),
+                1 => gather::scatter_value_inplace(&mut view, dim, &i, 9),
+                2 => gather::scatter_add_inplace(&mut view, dim, &i, &s),
+                3 => gather::scatter_legacy_inplace(&mut view, dim, &i, &s, LegacyReduce::Add),
+                4 => gather::scatter_legacy_inplace(&mut view, dim, &i, &s, LegacyReduce::Multiply),
+                5 => gather::scatter_value_legacy_inplace(
+                    &mut view,
+                    dim,
+                    &i,
+                    2,
+                    LegacyReduce::Multiply,
+                ),
+                _ => gather::scatter_reduce_inplace(&mut view, dim, &i, &s, reduce, include_self),
+            };
+            match r {
+                Err(e) => {
+                    assert!(!e.to_string().is_empty());
+                    assert_eq!(
+                        view.to_owned(),
+                        before,
+                        "destination changed by a failed {op}: {e}"
+                    );
+                }
+                Ok(()) if op == 2 => check(&before, d, &i, &s, &view.to_owned(), |acc, v| {
+                    acc.wrapping_add(v)
+                }),
+                Ok(()) if op >= 6 && reduce == Reduce::Amax && !include_self => {}
+                Ok(()) if op >= 6 && reduce == Reduce::Amax => {
+                    check(&before, d, &i, &s, &view.to_owned(), |acc, v| acc.max(v))
+                }
+                Ok(()) => {}
+            }
+        })
+    });
+}
+
+/// Checks `after` against folding every source element into `before` with `f`.
+fn check<I: IndexElem>(
+    before: &ArrayD<i32>,
+    d: usize,
+    i: &ArrayViewD<I>,
+    s: &ArrayViewD<i32>,
+    after: &ArrayD<i32>,
+    f: impl Fn(i32, i32) -> i32,
+) {
+    if i.len() > 4096 || before.ndim() == 0 {
+        return;
+    }
+    let mut want = before.clone();
+    for (p, v) in i.indexed_iter() {
+        let v = v.to_i64();
+        assert!(
+            v >= 0 && (v as usize) < before.shape()[d],
+            "scatter accepted index {v}"
+        );
+        let mut c = p.slice().to_vec();
+        c[d] = v as usize;
+        let t = &mut want[IxDyn(&c)];
+        *t = f(*t, s[&p]);
+    }
+    assert_eq!(&want, after, "scatter result differs from the reference");
+}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Builds the fuzz targets (fuzz/, cargo-fuzz + libFuzzer, AddressSanitizer on the nightly toolchain)
+# and runs each for a fixed time, starting from the checked-in corpus fuzz/corpus/<target>.
+#   scripts/fuzz.sh [SECONDS_PER_TARGET (default 600)] [TARGET...]
+# Needs: rustup toolchain install nightly; cargo install cargo-fuzz.
+# New inputs go to target/fuzz-corpus/<target> (not the checked-in corpus); crashes to
+# fuzz/artifacts/<target>. Prints executions, coverage and features per target at the end.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs="${1:-600}"
+shift || true
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+  targets=(gather_family scatter_family index_family dynamic_ops readers inline_tensors)
+fi
+# Huge requested allocations must come back as errors, not as sanitizer reports.
+export ASAN_OPTIONS="${ASAN_OPTIONS:-allocator_may_return_null=1:detect_leaks=1}"
+cargo +nightly fuzz build --fuzz-dir fuzz
+summary=()
+for t in "${targets[@]}"; do
+  work="target/fuzz-corpus/$t"
+  mkdir -p "$work" "fuzz/corpus/$t"
+  log="target/fuzz-$t.log"
+  echo "== $t: ${secs}s"
+  status=0
+  cargo +nightly fuzz run --fuzz-dir fuzz "$t" "$work" "fuzz/corpus/$t" -- \
+    -max_total_time="$secs" -timeout=30 -rss_limit_mb=4096 -malloc_limit_mb=1000000000 \
+    -print_final_stats=1 >"$log" 2>&1 || status=$?
+  execs=$(grep -m1 "stat::number_of_executed_units" "$log" | awk '{print $2}')
+  cov=$(grep -E "^#[0-9]+.*(DONE|pulse|NEW|REDUCE)" "$log" | tail -1 | grep -oE "cov: [0-9]+ ft: [0-9]+" || true)
+  if [ "$status" -ne 0 ]; then
+    summary+=("$t: FINDING (exit $status), see $log and fuzz/artifacts/$t")
+  else
+    summary+=("$t: ${execs:-?} executions in ${secs}s, ${cov:-?}, no finding")
+  fi
+done
+echo
+printf '%s\n' "${summary[@]}"
+for s in "${summary[@]}"; do
+  case "$s" in *FINDING*) exit 1 ;; esac
+done
