@@ -92,6 +92,7 @@ mod gather;
 mod index;
 mod masked;
 mod put;
+mod reduce;
 mod repeat;
 mod scatter;
 mod select;
@@ -105,6 +106,10 @@ pub use index::{
 };
 pub use masked::{masked_scatter, masked_select};
 pub use put::put;
+pub use reduce::{
+    bincount_weighted_axis, scatter_groups, scatter_log_softmax, scatter_reduce_arg,
+    scatter_softmax, segment_log_softmax, segment_reduce, segment_softmax,
+};
 pub use repeat::{repeat_interleave, repeat_interleave_scalar};
 pub use scatter::{
     ScatterGrad, scatter, scatter_add, scatter_legacy, scatter_reduce, scatter_reduce_with,

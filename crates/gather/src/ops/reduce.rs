@@ -477,7 +477,7 @@ pub(crate) trait Fold<T>: Sync {
     fn finish(&self, s: Self::State, n: usize) -> Self::Out;
 }
 
-struct SumF;
+pub(crate) struct SumF;
 impl<T: Element> Fold<T> for SumF {
     type State = T::Acc;
     type Out = T;
@@ -493,7 +493,7 @@ impl<T: Element> Fold<T> for SumF {
     }
 }
 
-struct ProdF;
+pub(crate) struct ProdF;
 impl<T: Element> Fold<T> for ProdF {
     type State = T::Acc;
     type Out = T;
@@ -509,7 +509,7 @@ impl<T: Element> Fold<T> for ProdF {
     }
 }
 
-struct MeanF;
+pub(crate) struct MeanF;
 impl<T: Element> Fold<T> for MeanF {
     type State = T::Acc;
     type Out = T;
@@ -557,7 +557,7 @@ impl<T: Element> Fold<T> for MinF {
     }
 }
 
-struct FirstF;
+pub(crate) struct FirstF;
 impl<T: Element> Fold<T> for FirstF {
     type State = Option<T>;
     type Out = T;
@@ -575,7 +575,7 @@ impl<T: Element> Fold<T> for FirstF {
     }
 }
 
-struct LastF;
+pub(crate) struct LastF;
 impl<T: Element> Fold<T> for LastF {
     type State = Option<T>;
     type Out = T;

@@ -212,30 +212,22 @@ pub(crate) fn resolve<I: IndexElem>(
             })
         }
         Segments::Lengths(len) => {
-            let mut ids = Vec::with_capacity(n);
-            let mut total: i64 = 0;
-            for (k, v) in len.iter().enumerate() {
-                let v = v.to_i64();
-                if v < 0 {
-                    return Err(Error::invalid(format!(
-                        "{op}: lengths[{k}] = {v} is negative"
-                    ))
+            if let Some((k, v)) = len.iter().map(|v| v.to_i64()).enumerate().find(|e| e.1 < 0) {
+                return Err(Error::invalid(format!("{op}: lengths[{k}] = {v} is negative"))
                     .with_hint("segment lengths count positions along the axis; use 0 for an empty segment"));
-                }
-                total = total.saturating_add(v);
-                if total > n as i64 {
-                    break;
-                }
-                ids.extend(std::iter::repeat_n(k, v as usize));
             }
+            let total: i64 = len.iter().fold(0i64, |a, v| a.saturating_add(v.to_i64()));
             if total != n as i64 {
-                let total: i64 = len.iter().fold(0i64, |a, v| a.saturating_add(v.to_i64()));
                 return Err(Error::shape(format!(
                     "{op}: lengths sum to {total} but src has {n} positions along dimension {axis}"
                 ))
                 .with_hint(format!(
                     "the lengths of all segments must add up to {n}; to reduce only part of the axis, pass Segments::offsets"
                 )));
+            }
+            let mut ids = Vec::with_capacity(n);
+            for (k, v) in len.iter().enumerate() {
+                ids.extend(std::iter::repeat_n(k, v.to_i64() as usize));
             }
             Ok(Resolved {
                 start: 0,
