@@ -1062,7 +1062,18 @@ fn results_are_bitwise_identical_for_1_and_4_threads() {
             EmptyFill::Identity,
         )
         .unwrap();
-        (a, b, c, d)
+        // An index that differs per lane takes the lane-by-lane path.
+        let per_lane =
+            ndarray::Array2::from_shape_fn((e, f), |(r, c)| ((r * 7 + c * 3) % 5) as i64);
+        let e2 = scatter_groups(
+            &src,
+            1,
+            &per_lane,
+            GroupReduce::LogSumExp,
+            GroupOptions::default(),
+        )
+        .unwrap();
+        (a, b, c, d, e2)
     };
     let one = pool(1).install(run);
     let four = pool(4).install(run);
@@ -1071,6 +1082,7 @@ fn results_are_bitwise_identical_for_1_and_4_threads() {
     assert_eq!(bits(&one.1), bits(&four.1));
     assert_eq!(bits(&one.2), bits(&four.2));
     assert_eq!(bits(&one.3), bits(&four.3));
+    assert_eq!(bits(&one.4), bits(&four.4));
     // The sum along dim 1 of the transpose is the sum along dim 0.
     assert_eq!(
         one.2.t(),

@@ -27,9 +27,20 @@
 //! masked_scatter(x, m, s)       g.masked_fill(m, 0), summed          g.masked_select(m), 0-padded
 //! sort / topk → (values, idx)   zeros(x).scatter(d, idx, g_values)   -
 //! repeat_interleave(x, r, d)    sum of g over each slice's copies    -
+//! scatter_groups / segment ops  -                                    per group, see below
+//! scatter_reduce_arg(x, d, i, s) g where arg = -1                     g at the arg (one winner)
 //! ```
 //!
 //! "Summed" means summed over the axes along which the input was broadcast.
+//!
+//! The group reductions of [`ops::reduce`](crate::ops::reduce) and
+//! [`ops::segment`](crate::ops::segment) ([`scatter_groups`], [`segment_reduce`],
+//! [`scatter_softmax`], [`segment_log_softmax`] ...): each source element `x` of group `G` gets
+//! `g[G]` (sum), `g[G] / n` (mean), `g[G] / t` where `x` ties the result (amax/amin),
+//! `g[G] * exp(x - out[G])` (logsumexp), `g[G] * 2 (x - mean) / (n - c)` (var),
+//! `g[G] * (x - mean) / ((n - c) * out[G])` (std), `g[G] * (product of the others)` (prod), `g[G]`
+//! at the first/last element (first/last); softmax `y (g - Σ_G g y)`, log_softmax
+//! `g - exp(y) Σ_G g`.
 //!
 //! For `mean`, `N` counts the contributors of each output element (self included when
 //! `include_self`). For `amax`/`amin`, `T` counts the contributors equal to the result: ties split

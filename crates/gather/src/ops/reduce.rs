@@ -28,6 +28,10 @@
 //!   Output elements no source reaches are **empty groups** and get the [`EmptyFill`].
 //! - Each group is reduced in ascending index order by one thread, so results (float sums
 //!   included) are bitwise identical for any number of threads. `f16`/`bf16` accumulate in `f32`.
+//! - Work runs in parallel over independent lanes, or, for an index shared by every lane (1-D, or
+//!   broadcast) along a non-contiguous `dim` (the graph case: `[E, F]` messages into `[V, F]`
+//!   nodes), over groups: a counting sort of the index gives each group its rows, which are folded
+//!   whole. Both orders give the same bits.
 //! - [`scatter_reduce_arg`] is PyTorch's `scatter_reduce` (amax/amin, `include_self`) that also
 //!   returns, for each output element, the position along `dim` of the source that won.
 //!
@@ -674,6 +678,23 @@ impl<T: ReduceElement> Fold<T> for LseF {
     }
 }
 
+/// The running log-sum-exp state itself, as a fold result (softmax's first pass).
+struct LseStateF;
+impl<T: ReduceElement> Fold<T> for LseStateF {
+    type State = Lse<T::Real>;
+    type Out = Lse<T::Real>;
+    fn init(&self) -> Lse<T::Real> {
+        Lse::new()
+    }
+    #[inline(always)]
+    fn push(&self, s: &mut Lse<T::Real>, x: T) {
+        s.push(x.to_real());
+    }
+    fn finish(&self, s: Lse<T::Real>, _n: usize) -> Lse<T::Real> {
+        s
+    }
+}
+
 /// Welford's one-pass mean and sum of squared deviations.
 struct VarF {
     correction: usize,
@@ -758,7 +779,13 @@ pub(crate) fn fold_any_all<T: Element, I: IndexElem>(
 }
 
 /// Folds every group of every lane: `out` (already holding the fill) gets the result of each
-/// non-empty group. `index` is checked against `out.shape()[dim]` and has `src`'s shape.
+/// non-empty group. `index` is checked against `out.shape()[dim]` and has `src`'s shape (or size
+/// 1 on the axes where it is the same for every lane).
+///
+/// Two traversals give bitwise the same result (each group folds its sources in index order):
+/// lane by lane (the general case), or, when the index is the same for every lane and `dim` is
+/// not `src`'s contiguous axis (the `[E, F]` rows → `[V, F]` case), group by group over whole
+/// rows through a counting sort of the index (CSR), parallel over groups.
 pub(crate) fn fold_groups<T, I, F>(
     fold: &F,
     dim: usize,
@@ -770,6 +797,12 @@ pub(crate) fn fold_groups<T, I, F>(
     I: IndexElem,
     F: Fold<T>,
 {
+    if src.ndim() > 1 && src.strides()[dim].unsigned_abs() != 1 {
+        if let Some(ids) = lane_invariant(&index, dim) {
+            fold_groups_csr(fold, dim, src, &ids, out);
+            return;
+        }
+    }
     let mut none = no_output(out.shape(), dim);
     for_each_lane(
         dim,
@@ -797,6 +830,88 @@ pub(crate) fn fold_groups<T, I, F>(
             }
         },
     );
+}
+
+/// The group of each position along `dim` when `index` is the same for every lane (a spread 1-D
+/// index, or a broadcast view); `None` otherwise.
+fn lane_invariant<I: IndexElem>(index: &ArrayView<'_, I, IxDyn>, dim: usize) -> Option<Vec<usize>> {
+    let varies =
+        (0..index.ndim()).any(|ax| ax != dim && index.shape()[ax] > 1 && index.strides()[ax] != 0);
+    if varies {
+        return None;
+    }
+    let lane = index.lanes(Axis(dim)).into_iter().next()?;
+    Some(lane.iter().map(|i| i.to_i64() as usize).collect())
+}
+
+/// [`fold_groups`] for an index shared by every lane: a stable counting sort of `ids` into CSR
+/// offsets, then each group folds its rows `src[.., j, ..]` in ascending `j`, over all lanes at
+/// once. Parallel over chunks of groups; every group is folded by one thread.
+fn fold_groups_csr<T, F>(
+    fold: &F,
+    dim: usize,
+    src: ArrayView<'_, T, IxDyn>,
+    ids: &[usize],
+    mut out: ArrayViewMut<'_, F::Out, IxDyn>,
+) where
+    T: Element,
+    F: Fold<T>,
+{
+    let groups = out.shape()[dim];
+    if groups == 0 || out.is_empty() {
+        return;
+    }
+    let lanes = out.len() / groups;
+    let mut off = vec![0usize; groups + 1];
+    for &g in ids {
+        off[g + 1] += 1;
+    }
+    for g in 0..groups {
+        off[g + 1] += off[g];
+    }
+    let mut next = off.clone();
+    let mut perm = vec![0usize; ids.len()];
+    for (j, &g) in ids.iter().enumerate() {
+        perm[next[g]] = j;
+        next[g] += 1;
+    }
+    let threads = rayon::current_num_threads();
+    let parallel = src.len() + out.len() >= PAR_MIN_WORK && threads > 1;
+    let chunk = if parallel {
+        groups.div_ceil(threads * 4).max(1)
+    } else {
+        groups
+    };
+    let parts: Vec<(usize, ArrayViewMut<'_, F::Out, IxDyn>)> = out
+        .axis_chunks_iter_mut(Axis(dim), chunk)
+        .enumerate()
+        .map(|(c, v)| (c * chunk, v))
+        .collect();
+    let body = |(g0, mut part): (usize, ArrayViewMut<'_, F::Out, IxDyn>)| {
+        let mut states: Vec<F::State> = Vec::with_capacity(lanes);
+        for (k, mut og) in part.axis_iter_mut(Axis(dim)).enumerate() {
+            let rows = &perm[off[g0 + k]..off[g0 + k + 1]];
+            if rows.is_empty() {
+                continue;
+            }
+            states.clear();
+            states.resize(lanes, fold.init());
+            for &j in rows {
+                let row = src.index_axis(Axis(dim), j);
+                for (st, &x) in states.iter_mut().zip(row.iter()) {
+                    fold.push(st, x);
+                }
+            }
+            for (o, st) in og.iter_mut().zip(states.iter()) {
+                *o = fold.finish(*st, rows.len());
+            }
+        }
+    };
+    if parallel {
+        parts.into_par_iter().for_each(body);
+    } else {
+        parts.into_iter().for_each(body);
+    }
 }
 
 /// Runs `reduce` over the groups (see [`fold_groups`]).
@@ -839,6 +954,9 @@ pub(crate) fn reduce_groups<T: ReduceElement, I: IndexElem>(
     }
 }
 
+/// A chunk of rows along `dim` (its first row's number, output rows, source rows).
+type RowChunk<'a, T> = (usize, (ArrayViewMut<'a, T, IxDyn>, ArrayView<'a, T, IxDyn>));
+
 /// Softmax (`log = false`) or log-softmax of every element within its group, in two passes over
 /// `src`: one to build each group's running log-sum-exp, one to write `out` (src's shape).
 pub(crate) fn softmax_groups<T: ReduceElement, I: IndexElem>(
@@ -847,8 +965,57 @@ pub(crate) fn softmax_groups<T: ReduceElement, I: IndexElem>(
     dim_size: usize,
     src: ArrayView<'_, T, IxDyn>,
     index: ArrayView<'_, I, IxDyn>,
-    out: ArrayViewMut<'_, T, IxDyn>,
+    mut out: ArrayViewMut<'_, T, IxDyn>,
 ) {
+    let apply = move |st: &Lse<T::Real>, x: T| -> T {
+        let x = x.to_real();
+        T::from_real(if log {
+            st.log_softmax(x)
+        } else {
+            st.softmax(x)
+        })
+    };
+    if src.ndim() > 1 && src.strides()[dim].unsigned_abs() != 1 {
+        if let Some(ids) = lane_invariant(&index, dim) {
+            // Whole rows: each group's state over all lanes (CSR), then each row from its group's.
+            let mut shape = src.shape().to_vec();
+            shape[dim] = dim_size;
+            let mut states = ArrayD::from_elem(IxDyn(&shape), Lse::new());
+            fold_groups_csr(&LseStateF, dim, src.view(), &ids, states.view_mut());
+            let rows = out.shape()[dim];
+            let threads = rayon::current_num_threads();
+            let parallel = src.len() >= PAR_MIN_WORK && threads > 1;
+            let chunk = if parallel {
+                rows.div_ceil(threads * 4).max(1)
+            } else {
+                rows.max(1)
+            };
+            let parts: Vec<_> = out
+                .axis_chunks_iter_mut(Axis(dim), chunk)
+                .zip(src.axis_chunks_iter(Axis(dim), chunk))
+                .enumerate()
+                .collect();
+            let body = |(c, (mut o, s)): RowChunk<'_, T>| {
+                for (k, (mut orow, srow)) in o
+                    .axis_iter_mut(Axis(dim))
+                    .zip(s.axis_iter(Axis(dim)))
+                    .enumerate()
+                {
+                    let st = states.index_axis(Axis(dim), ids[c * chunk + k]);
+                    ndarray::Zip::from(&mut orow)
+                        .and(&srow)
+                        .and(&st)
+                        .for_each(|o, &x, st| *o = apply(st, x));
+                }
+            };
+            if parallel {
+                parts.into_par_iter().for_each(body);
+            } else {
+                parts.into_iter().for_each(body);
+            }
+            return;
+        }
+    }
     let mut none = no_output(out.shape(), dim);
     for_each_lane(
         dim,
@@ -864,13 +1031,7 @@ pub(crate) fn softmax_groups<T: ReduceElement, I: IndexElem>(
                 states[i.to_i64() as usize].push(x.to_real());
             }
             for ((o, i), &x) in o.iter_mut().zip(idx.iter()).zip(s.iter()) {
-                let st = &states[i.to_i64() as usize];
-                let x = x.to_real();
-                *o = T::from_real(if log {
-                    st.log_softmax(x)
-                } else {
-                    st.softmax(x)
-                });
+                *o = apply(&states[i.to_i64() as usize], x);
             }
         },
     );
@@ -986,6 +1147,7 @@ pub(crate) fn check_grouped<'a, T, I: IndexElem>(
         .with_hint("give src an axis first: `src.insert_axis(Axis(0))`"));
     }
     let d = normalize_dim(op, dim, src.ndim())?;
+    let given = index.clone();
     let (index, shape) = if index.ndim() == src.ndim() {
         let shape = index.shape().to_vec();
         (index, shape)
@@ -1033,8 +1195,8 @@ pub(crate) fn check_grouped<'a, T, I: IndexElem>(
                 .map_or(0, |m| (m.max(-1) + 1) as usize)
         }
     };
-    let checked = CheckedIndex::new(op, index, d, dim_size, Bounds::Strict)?;
-    let index = checked.view().clone();
+    // Checked as given, so that an error names the position in the caller's index.
+    CheckedIndex::new(op, given, d, dim_size, Bounds::Strict)?;
     let mut src = src;
     src.slice_each_axis_inplace(|ax| Slice::from(0..shape[ax.axis.index()]));
     Ok(Grouped {
