@@ -1312,3 +1312,69 @@ fn amax_gradient_splits_ties_and_arg_gradient_does_not() {
     let g = grad::scatter_groups(&array![1.0], &src, 0, &idx, GroupReduce::Prod, &out).unwrap();
     assert_eq!(g, array![0.0, 12.0, 0.0]);
 }
+
+#[test]
+fn any_layout_gives_the_result_of_its_standard_copy() {
+    let base = ndarray::Array3::from_shape_fn((4, 6, 5), |(a, b, c)| {
+        ((a * 37 + b * 11 + c * 5) % 17) as f32 - 8.0
+    });
+    let first = base.slice(ndarray::s![0..1, .., ..]);
+    let views = [
+        base.slice(ndarray::s![..;-1, .., ..]).into_dyn(),
+        base.slice(ndarray::s![.., ..;2, ..;-2]).into_dyn(),
+        base.view().permuted_axes([2, 0, 1]).into_dyn(),
+        first.broadcast((3, 6, 5)).unwrap().into_dyn(),
+    ];
+    for v in views {
+        let owned = v.to_owned();
+        for dim in 0..3 {
+            let n = v.shape()[dim];
+            let ids: Array1<i64> = (0..n as i64).map(|j| (j * 5 + 1) % 3).collect();
+            let full = ArrayD::from_shape_fn(v.raw_dim(), |p| ((p[dim] * 2 + p[0]) % 3) as i64);
+            let fullv = full.view();
+            let rev = fullv.slice_each_axis(|ax| {
+                if ax.axis.index() == dim {
+                    ndarray::Slice::new(0, None, -1)
+                } else {
+                    ndarray::Slice::from(..)
+                }
+            });
+            for r in [
+                GroupReduce::Sum,
+                GroupReduce::Amax,
+                GroupReduce::Std { correction: 1 },
+            ] {
+                let o = GroupOptions::default().dim_size(3);
+                let a = scatter_groups(&v, dim as isize, &ids, r, o).unwrap();
+                let b = scatter_groups(&owned, dim as isize, &ids, r, o).unwrap();
+                assert!(
+                    a.iter().zip(b.iter()).all(|(x, y)| same(*x, *y)),
+                    "{r:?} dim {dim}"
+                );
+                let a = scatter_groups(&v, dim as isize, &rev, r, o).unwrap();
+                let b = scatter_groups(&owned, dim as isize, &rev.to_owned(), r, o).unwrap();
+                assert!(
+                    a.iter().zip(b.iter()).all(|(x, y)| same(*x, *y)),
+                    "{r:?} dim {dim} N-D"
+                );
+            }
+            assert_eq!(
+                scatter_softmax(&v, dim as isize, &ids).unwrap(),
+                scatter_softmax(&owned, dim as isize, &ids).unwrap()
+            );
+            let (x, y) = (
+                scatter_reduce_arg(&owned, dim as isize, &rev, &v, ArgReduce::Amin, true).unwrap(),
+                scatter_reduce_arg(
+                    &owned,
+                    dim as isize,
+                    &rev.to_owned(),
+                    &owned,
+                    ArgReduce::Amin,
+                    true,
+                )
+                .unwrap(),
+            );
+            assert_eq!(x, y);
+        }
+    }
+}

@@ -27,6 +27,9 @@
 //!   run through the same implementation as [`scatter_groups`](super::reduce::scatter_groups): a
 //!   segment op is a scatter with a sorted 1-D index. Each segment is reduced in order by one
 //!   thread, so results are bitwise the same for any thread count.
+//! - Empty segments hold the fill: [`EmptyFill::Identity`] gives `0` for sum and mean, `-inf`
+//!   for amax (pytorch_scatter gives `0` for an empty max: pass [`EmptyFill::Zero`];
+//!   `torch.segment_reduce` gives NaN for an empty mean: pass [`EmptyFill::Nan`]).
 //!
 //! `bincount(input)` counts each value of a non-negative integer array; `bincount_axis` does it
 //! along one axis of an N-D array (NumPy's long-requested `bincount(axis=)`), and the `_weighted`
