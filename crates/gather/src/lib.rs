@@ -133,7 +133,7 @@ pub use ops::scatter::{
 };
 pub use ops::segment::{
     Segments, bincount, bincount_axis, bincount_weighted, bincount_weighted_axis, segment_all,
-    segment_any, segment_log_softmax, segment_reduce, segment_softmax,
+    segment_any, segment_arg_reduce, segment_log_softmax, segment_reduce, segment_softmax,
 };
 pub use ops::select::select_batched;
 pub use ops::sort::{argsort, sort, topk};

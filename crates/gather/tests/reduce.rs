@@ -15,7 +15,7 @@ use gather::ops::reduce::{
 };
 use gather::ops::segment::{
     Segments, bincount, bincount_axis, bincount_weighted, bincount_weighted_axis, segment_all,
-    segment_any, segment_log_softmax, segment_reduce, segment_softmax,
+    segment_any, segment_arg_reduce, segment_log_softmax, segment_reduce, segment_softmax,
 };
 use gather::{Element, ErrorKind, Reduce};
 use half::{bf16, f16};
@@ -629,6 +629,51 @@ fn check_segments(
             .unwrap();
             prop_assert!(same_arr(&b), "{:?} ids", r);
             prop_assert!(same_arr(&c), "{:?} lengths", r);
+        }
+    }
+    for (ar, gr) in [
+        (ArgReduce::Amax, GroupReduce::Amax),
+        (ArgReduce::Amin, GroupReduce::Amin),
+    ] {
+        let srcn = src.mapv(|v| if v == 5.0 { f64::NAN } else { v });
+        let (vals, arg) = segment_arg_reduce(
+            &srcn,
+            axis as isize,
+            Segments::offsets(&offsets),
+            ar,
+            EmptyFill::Zero,
+        )
+        .unwrap();
+        let want = segment_reduce(
+            &srcn,
+            axis as isize,
+            Segments::offsets(&offsets),
+            gr,
+            EmptyFill::Zero,
+        )
+        .unwrap();
+        prop_assert!(
+            vals.iter()
+                .zip(want.iter())
+                .all(|(p, q)| p.to_bits() == q.to_bits())
+        );
+        for p in positions(want.shape()) {
+            let seg = p[axis];
+            let js = offsets[seg] as usize..offsets[seg + 1] as usize;
+            let at = |j: usize| {
+                let mut q = p.clone();
+                q[axis] = j;
+                srcn[q.as_slice()]
+            };
+            let v = want[p.as_slice()];
+            let w = if js.is_empty() {
+                -1
+            } else if v.is_nan() {
+                js.clone().find(|&j| at(j).is_nan()).unwrap() as i64
+            } else {
+                js.clone().find(|&j| at(j) == v).unwrap() as i64
+            };
+            prop_assert_eq!(arg[p.as_slice()], w, "{:?} at {:?}", ar, p);
         }
     }
     if before == 0 && after == 0 {
@@ -1248,6 +1293,16 @@ proptest! {
             let v = ArrayD::from_shape_fn(out.raw_dim(), |p| vals[(p[0] + 3 * p[1] + 5) % vals.len()]);
             let g = grad::segment_reduce(&v, &src, 1, Segments::offsets(&offsets), r, &out).unwrap();
             check_fd(r.name(), &src, f, &v, &g)?;
+        }
+        for ar in [ArgReduce::Amax, ArgReduce::Amin] {
+            let f = |x: &ArrayD<f64>| {
+                segment_arg_reduce(x, 1, Segments::offsets(&offsets), ar, EmptyFill::Zero).unwrap().0
+            };
+            let (out, arg) =
+                segment_arg_reduce(&src, 1, Segments::offsets(&offsets), ar, EmptyFill::Zero).unwrap();
+            let v = ArrayD::from_shape_fn(out.raw_dim(), |p| vals[(p[0] + 2 * p[1] + 1) % vals.len()]);
+            let g = grad::segment_arg_reduce(&v, &arg, 1, IxDyn(&shape)).unwrap();
+            check_fd("segment_arg", &src, f, &v, &g)?;
         }
         let full = src.slice_axis(Axis(1), ndarray::Slice::from(before..before + n)).to_owned();
         let lengths = Array1::from(lens.clone());

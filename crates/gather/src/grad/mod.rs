@@ -119,7 +119,7 @@ pub use masked::{masked_scatter, masked_select};
 pub use put::put;
 pub use reduce::{
     bincount_weighted_axis, scatter_groups, scatter_log_softmax, scatter_reduce_arg,
-    scatter_softmax, segment_log_softmax, segment_reduce, segment_softmax,
+    scatter_softmax, segment_arg_reduce, segment_log_softmax, segment_reduce, segment_softmax,
 };
 pub use repeat::{repeat_interleave, repeat_interleave_scalar};
 pub use scatter::{

@@ -716,3 +716,78 @@ where
     }
     crate::gather(grad_out, d as isize, input)
 }
+
+/// The gradient of [`segment_arg_reduce`](crate::ops::segment::segment_arg_reduce) with respect
+/// to `src` (of `src_shape`): each segment's gradient goes to the source its arg names; empty
+/// segments (arg `-1`) pass nothing.
+///
+/// ```
+/// use gather::ops::segment::{segment_arg_reduce, Segments};
+/// use gather::ops::reduce::{ArgReduce, EmptyFill};
+/// use ndarray::array;
+/// let src = array![2.0f64, 7.0, 7.0, 1.0];
+/// let (_, arg) = segment_arg_reduce(&src, 0, Segments::lengths(&array![3, 1]), ArgReduce::Amax, EmptyFill::Zero)?;
+/// let d = gather::grad::segment_arg_reduce(&array![10.0, 20.0], &arg, 0, [4])?;
+/// assert_eq!(d, array![0.0, 10.0, 0.0, 20.0]);
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub fn segment_arg_reduce<T, S, D, SA, Sh>(
+    grad_out: &ArrayBase<S, D>,
+    arg: &ArrayBase<SA, D>,
+    axis: isize,
+    src_shape: Sh,
+) -> Result<Array<T, D>>
+where
+    T: GradFloat,
+    S: Data<Elem = T>,
+    D: Dimension,
+    SA: Data<Elem = i64>,
+    Sh: ndarray::IntoDimension<Dim = D>,
+{
+    let op = "segment_arg_reduce_backward";
+    let shape = src_shape.into_dimension();
+    check_shape(op, "arg", arg.shape(), "grad_out", grad_out.shape())?;
+    if shape.ndim() == 0 || shape.ndim() != arg.ndim() {
+        return Err(Error::rank(format!(
+            "{op}: src has {} dims but arg has {}",
+            shape.ndim(),
+            arg.ndim()
+        ))
+        .with_hint("pass the src shape and the arg of the same forward call"));
+    }
+    let d = normalize_dim(op, axis, shape.ndim())?;
+    if let Some(a) = (0..shape.ndim()).find(|&a| a != d && shape[a] != arg.shape()[a]) {
+        return Err(Error::shape(format!(
+            "{op}: src {} and arg {} differ at dimension {a}",
+            fmt_shape(shape.slice()),
+            fmt_shape(arg.shape())
+        ))
+        .with_hint("pass the src shape and the arg of the same forward call"));
+    }
+    let n = shape[d];
+    let mut out = super::try_zeros::<T, IxDyn>(op, IxDyn(shape.slice()))?;
+    for ((p, &a), &g) in arg
+        .view()
+        .into_dyn()
+        .indexed_iter()
+        .zip(grad_out.view().into_dyn().iter())
+    {
+        if a == crate::ops::reduce::NO_ARG {
+            continue;
+        }
+        if a < 0 || a >= n as i64 {
+            return Err(Error::new(
+                crate::ErrorKind::IndexOutOfBounds,
+                format!("{op}: arg {a} is out of bounds for dimension {d} with size {n}"),
+            )
+            .with_hint("pass the arg of the same forward call")
+            .with_index(a, p.slice().to_vec()));
+        }
+        let mut q = p.slice().to_vec();
+        q[d] = a as usize;
+        out[q.as_slice()] = g;
+    }
+    Ok(out
+        .into_dimensionality::<D>()
+        .expect("the output has src's rank"))
+}

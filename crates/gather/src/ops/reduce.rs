@@ -1531,6 +1531,72 @@ struct ArgState<A> {
     touched: bool,
 }
 
+/// The arg-reduction over every group of every lane: `out` holds `self` (or the fill) and is
+/// updated where a source arrives; `arg` (all `NO_ARG` on entry) gets the winning position
+/// along `dim`, plus `shift`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn arg_fold<T: Element, I: IndexElem>(
+    reduce: ArgReduce,
+    include_self: bool,
+    dim: usize,
+    out: ArrayViewMut<'_, T, IxDyn>,
+    arg: ArrayViewMut<'_, i64, IxDyn>,
+    index: ArrayView<'_, I, IxDyn>,
+    src: ArrayView<'_, T, IxDyn>,
+    shift: i64,
+) {
+    let combine: fn(T::Acc, T::Acc) -> T::Acc = match reduce {
+        ArgReduce::Amax => T::acc_max,
+        ArgReduce::Amin => T::acc_min,
+    };
+    let identity = match reduce {
+        ArgReduce::Amax => T::max_identity(),
+        ArgReduce::Amin => T::min_identity(),
+    }
+    .to_acc();
+    let acc_nan = |a: T::Acc| T::from_acc(a).is_nan();
+    for_each_lane(
+        dim,
+        out,
+        arg,
+        index,
+        src,
+        Vec::<ArgState<T::Acc>>::new,
+        |states, mut o, mut a, idx, s| {
+            states.clear();
+            states.extend(o.iter().map(|&v| ArgState {
+                v: if include_self { v.to_acc() } else { identity },
+                nan: false,
+                touched: false,
+            }));
+            for (j, (i, &x)) in idx.iter().zip(s.iter()).enumerate() {
+                let g = i.to_i64() as usize;
+                let st = &mut states[g];
+                let xa = x.to_acc();
+                let nv = combine(st.v, xa);
+                if !include_self && !st.touched {
+                    a[g] = j as i64 + shift;
+                    st.nan = x.is_nan();
+                } else if x.is_nan() {
+                    if !st.nan {
+                        a[g] = j as i64 + shift;
+                        st.nan = true;
+                    }
+                } else if !acc_nan(st.v) && nv != st.v {
+                    a[g] = j as i64 + shift;
+                }
+                st.v = nv;
+                st.touched = true;
+            }
+            for (o, st) in o.iter_mut().zip(states.iter()) {
+                if st.touched {
+                    *o = T::from_acc(st.v);
+                }
+            }
+        },
+    );
+}
+
 /// `self.scatter_reduce_(dim, index, src, "amax"|"amin", include_self)` that also returns, for
 /// each element of `self`, the position along `dim` (in `src`/`index`) of the source that won.
 ///
@@ -1603,55 +1669,15 @@ where
     if argv.ndim() == 0 {
         argv = argv.insert_axis(Axis(0));
     }
-    let combine: fn(T::Acc, T::Acc) -> T::Acc = match reduce {
-        ArgReduce::Amax => T::acc_max,
-        ArgReduce::Amin => T::acc_min,
-    };
-    let identity = match reduce {
-        ArgReduce::Amax => T::max_identity(),
-        ArgReduce::Amin => T::min_identity(),
-    }
-    .to_acc();
-    let acc_nan = |a: T::Acc| T::from_acc(a).is_nan();
-    for_each_lane(
+    arg_fold(
+        reduce,
+        include_self,
         d,
         block_mut(dstv, d, &block),
         block_mut(argv, d, &block),
         index,
         src,
-        Vec::<ArgState<T::Acc>>::new,
-        |states, mut o, mut a, idx, s| {
-            states.clear();
-            states.extend(o.iter().map(|&v| ArgState {
-                v: if include_self { v.to_acc() } else { identity },
-                nan: false,
-                touched: false,
-            }));
-            for (j, (i, &x)) in idx.iter().zip(s.iter()).enumerate() {
-                let g = i.to_i64() as usize;
-                let st = &mut states[g];
-                let xa = x.to_acc();
-                let nv = combine(st.v, xa);
-                if !include_self && !st.touched {
-                    a[g] = j as i64;
-                    st.nan = x.is_nan();
-                } else if x.is_nan() {
-                    if !st.nan {
-                        a[g] = j as i64;
-                        st.nan = true;
-                    }
-                } else if !acc_nan(st.v) && nv != st.v {
-                    a[g] = j as i64;
-                }
-                st.v = nv;
-                st.touched = true;
-            }
-            for (o, st) in o.iter_mut().zip(states.iter()) {
-                if st.touched {
-                    *o = T::from_acc(st.v);
-                }
-            }
-        },
+        0,
     );
     Ok(arg)
 }

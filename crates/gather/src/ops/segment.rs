@@ -41,9 +41,9 @@ use ndarray::{
 };
 
 use super::reduce::{
-    AnyAll, EmptyFill, GroupReduce, ReduceElement, bool_fill, check_grouped, check_reduce_dtype,
-    check_softmax_dtype, fill_value, fold_any_all, into_dim, reduce_groups, softmax_groups, spread,
-    try_full,
+    AnyAll, ArgReduce, EmptyFill, GroupReduce, NO_ARG, ReduceElement, arg_fold, bool_fill,
+    check_grouped, check_reduce_dtype, check_softmax_dtype, fill_value, fold_any_all, into_dim,
+    reduce_groups, softmax_groups, spread, try_full,
 };
 use crate::dims::normalize_dim;
 use crate::element::Element;
@@ -354,6 +354,64 @@ where
     let ids = spread(ids, d, s.ndim());
     reduce_groups(reduce, d, s, ids, out.view_mut());
     Ok(into_dim(out))
+}
+
+/// The maximum (or minimum) of each segment and the position along `axis` of the source that
+/// holds it (pytorch_scatter's `segment_csr(src, indptr, reduce="max")` → `(out, arg)`).
+///
+/// The values are bitwise those of [`segment_reduce`] with `Amax`/`Amin`. The arg is the
+/// position in `src` along `axis` (offsets included) of the **first** source holding the result
+/// (for a NaN result, the first NaN); empty segments hold `fill` and the arg
+/// [`NO_ARG`](super::reduce::NO_ARG) (`-1`; pytorch_scatter uses `src.shape[axis]`). Its
+/// gradient is [`grad::segment_arg_reduce`](crate::grad::segment_arg_reduce).
+///
+/// ```
+/// use gather::ops::segment::{segment_arg_reduce, Segments};
+/// use gather::ops::reduce::{ArgReduce, EmptyFill};
+/// use ndarray::array;
+/// let src = array![[3.0f32, 9.0, 9.0, 1.0, 4.0]];
+/// let (out, arg) = segment_arg_reduce(&src, 1, Segments::offsets(&array![1, 3, 3, 5]), ArgReduce::Amax, EmptyFill::Zero)?;
+/// assert_eq!(out, array![[9.0, 0.0, 4.0]]);
+/// assert_eq!(arg, array![[1, -1, 4]]); // the first 9; segment 1 is empty
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub fn segment_arg_reduce<T, S, D, I>(
+    src: &ArrayBase<S, D>,
+    axis: isize,
+    segments: Segments<'_, I>,
+    reduce: ArgReduce,
+    fill: EmptyFill<T>,
+) -> Result<(Array<T, D>, Array<i64, D>)>
+where
+    T: ReduceElement,
+    S: Data<Elem = T>,
+    D: Dimension,
+    I: IndexElem,
+{
+    let op = "segment_arg_reduce";
+    let (d, r, s) = check_segment(op, src.view().into_dyn(), axis, &segments)?;
+    let as_group = match reduce {
+        ArgReduce::Amax => GroupReduce::Amax,
+        ArgReduce::Amin => GroupReduce::Amin,
+    };
+    let fill = fill_value(op, as_group, fill)?;
+    let mut shape = src.shape().to_vec();
+    shape[d] = r.num;
+    let mut out = try_full(op, &shape, fill)?;
+    let mut arg = try_full(op, &shape, NO_ARG)?;
+    let ids = ArrayView::from(&r.ids[..]).into_dyn();
+    let ids = spread(ids, d, s.ndim());
+    arg_fold(
+        reduce,
+        false,
+        d,
+        out.view_mut(),
+        arg.view_mut(),
+        ids,
+        s,
+        r.start as i64,
+    );
+    Ok((into_dim(out), into_dim(arg)))
 }
 
 fn segment_bool<T: Element, I: IndexElem>(
@@ -740,6 +798,14 @@ pub trait SegmentExt<T: ReduceElement, D: Dimension> {
         reduce: GroupReduce,
         fill: EmptyFill<T>,
     ) -> Result<Array<T, D>>;
+    /// See [`segment_arg_reduce()`].
+    fn segment_arg_reduce<I: IndexElem>(
+        &self,
+        axis: isize,
+        segments: Segments<'_, I>,
+        reduce: ArgReduce,
+        fill: EmptyFill<T>,
+    ) -> Result<(Array<T, D>, Array<i64, D>)>;
     /// See [`segment_softmax()`].
     fn segment_softmax<I: IndexElem>(
         &self,
@@ -777,6 +843,15 @@ impl<T: ReduceElement, S: Data<Elem = T>, D: Dimension> SegmentExt<T, D> for Arr
         fill: EmptyFill<T>,
     ) -> Result<Array<T, D>> {
         segment_reduce(self, axis, segments, reduce, fill)
+    }
+    fn segment_arg_reduce<I: IndexElem>(
+        &self,
+        axis: isize,
+        segments: Segments<'_, I>,
+        reduce: ArgReduce,
+        fill: EmptyFill<T>,
+    ) -> Result<(Array<T, D>, Array<i64, D>)> {
+        segment_arg_reduce(self, axis, segments, reduce, fill)
     }
     fn segment_softmax<I: IndexElem>(
         &self,
