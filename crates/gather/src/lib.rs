@@ -153,11 +153,19 @@ pub use ops::onnx::{
     onnx_gather, onnx_gather_elements, onnx_gather_nd, onnx_scatter_elements, onnx_scatter_nd,
 };
 pub use ops::put::{put, put_inplace};
+pub use ops::reduce::{
+    ArgReduce, EmptyFill, GroupOptions, GroupReduce, scatter_all, scatter_any, scatter_groups,
+    scatter_log_softmax, scatter_reduce_arg, scatter_reduce_arg_inplace, scatter_softmax,
+};
 pub use ops::repeat::{repeat_interleave, repeat_interleave_repeats, repeat_interleave_scalar};
 pub use ops::scatter::{
     LegacyReduce, Reduce, scatter, scatter_add, scatter_add_inplace, scatter_inplace,
     scatter_legacy, scatter_legacy_inplace, scatter_reduce, scatter_reduce_inplace, scatter_value,
     scatter_value_inplace, scatter_value_legacy, scatter_value_legacy_inplace,
+};
+pub use ops::segment::{
+    Segments, bincount, bincount_axis, bincount_weighted, bincount_weighted_axis, segment_all,
+    segment_any, segment_arg_reduce, segment_log_softmax, segment_reduce, segment_softmax,
 };
 pub use ops::select::select_batched;
 pub use ops::sort::{argsort, sort, topk};
@@ -173,8 +181,10 @@ pub mod prelude {
     pub use crate::ops::index::{IndexExt, IndexInplaceExt};
     pub use crate::ops::masked::MaskedExt;
     pub use crate::ops::put::PutExt;
+    pub use crate::ops::reduce::{ArgReduce, ReduceExt};
     pub use crate::ops::repeat::RepeatExt;
     pub use crate::ops::scatter::{LegacyReduce, Reduce, ScatterExt, ScatterInplaceExt};
+    pub use crate::ops::segment::SegmentExt;
     pub use crate::ops::select::SelectExt;
     pub use crate::ops::sort::SortExt;
     pub use crate::ops::take::TakeExt;

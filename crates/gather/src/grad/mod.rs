@@ -27,9 +27,20 @@
 //! masked_scatter(x, m, s)       g.masked_fill(m, 0), summed          g.masked_select(m), 0-padded
 //! sort / topk → (values, idx)   zeros(x).scatter(d, idx, g_values)   -
 //! repeat_interleave(x, r, d)    sum of g over each slice's copies    -
+//! scatter_groups / segment ops  -                                    per group, see below
+//! scatter_reduce_arg(x, d, i, s) g where arg = -1                     g at the arg (one winner)
 //! ```
 //!
 //! "Summed" means summed over the axes along which the input was broadcast.
+//!
+//! The group reductions of [`ops::reduce`](crate::ops::reduce) and
+//! [`ops::segment`](crate::ops::segment) ([`scatter_groups`], [`segment_reduce`],
+//! [`scatter_softmax`], [`segment_log_softmax`] ...): each source element `x` of group `G` gets
+//! `g[G]` (sum), `g[G] / n` (mean), `g[G] / t` where `x` ties the result (amax/amin),
+//! `g[G] * exp(x - out[G])` (logsumexp), `g[G] * 2 (x - mean) / (n - c)` (var),
+//! `g[G] * (x - mean) / ((n - c) * out[G])` (std), `g[G] * (product of the others)` (prod), `g[G]`
+//! at the first/last element (first/last); softmax `y (g - Σ_G g y)`, log_softmax
+//! `g - exp(y) Σ_G g`.
 //!
 //! For `mean`, `N` counts the contributors of each output element (self included when
 //! `include_self`). For `amax`/`amin`, `T` counts the contributors equal to the result: ties split
@@ -94,6 +105,7 @@ mod index;
 mod masked;
 mod nd;
 mod put;
+mod reduce;
 mod repeat;
 mod scatter;
 mod select;
@@ -113,6 +125,10 @@ pub use index::{
 pub use masked::{masked_scatter, masked_select};
 pub use nd::{gather_nd, scatter_nd};
 pub use put::put;
+pub use reduce::{
+    bincount_weighted_axis, scatter_groups, scatter_log_softmax, scatter_reduce_arg,
+    scatter_softmax, segment_arg_reduce, segment_log_softmax, segment_reduce, segment_softmax,
+};
 pub use repeat::{repeat_interleave, repeat_interleave_scalar};
 pub use scatter::{
     ScatterGrad, scatter, scatter_add, scatter_legacy, scatter_reduce, scatter_reduce_with,

@@ -1,0 +1,1841 @@
+//! Group reductions beyond `scatter_reduce`: arg-reductions, `logsumexp`, `softmax`,
+//! `log_softmax`, `var`/`std`, `any`/`all`, `first`/`last`, and a chosen fill for empty groups.
+//!
+//! A **group** is the set of source elements that one output element reduces. Along `dim`, every
+//! source position `j` of a lane sends `src[.., j, ..]` to group `index[.., j, ..]`:
+//!
+//! ```text
+//! scatter_groups(src, dim=0, index, Amax, dim_size=4)
+//!
+//!   position j    0   1   2   3
+//!   index         1   3   0   0
+//!   src           5   7   9   4
+//!
+//!   group 0 ← src[2], src[3]   →  out[0] = max(9, 4) = 9
+//!   group 1 ← src[0]           →  out[1] = 5
+//!   group 2 ← (nothing)        →  out[2] = fill (by default the identity, -inf)
+//!   group 3 ← src[1]           →  out[3] = 7
+//!
+//! scatter_softmax(src, dim=0, index): out has src's shape, each element normalised in its group
+//!   out[j] = exp(src[j]) / Σ_{k : index[k] = index[j]} exp(src[k])
+//!   out[2] = exp(9) / (exp(9) + exp(4)),   out[0] = exp(5) / exp(5) = 1
+//! ```
+//!
+//! - `index` has `src`'s number of dims and is no larger than `src` on any dim (only the leading
+//!   index-shaped block of `src` is read, as in PyTorch), or it is **1-D**: one group id per
+//!   position along `dim`, shared by every lane (pytorch_scatter's broadcast; nothing is copied).
+//! - The output has `src`'s shape with `dim` replaced by `dim_size` (default: largest index + 1).
+//!   Output elements no source reaches are **empty groups** and get the [`EmptyFill`].
+//! - Each group is reduced in ascending index order by one thread, so results (float sums
+//!   included) are bitwise identical for any number of threads. `f16`/`bf16` accumulate in `f32`.
+//! - Work runs in parallel over independent lanes, or, for an index shared by every lane (1-D, or
+//!   broadcast) along a non-contiguous `dim` (the graph case: `[E, F]` messages into `[V, F]`
+//!   nodes), over groups: a counting sort of the index gives each group its rows, which are folded
+//!   whole. Both orders give the same bits.
+//! - [`scatter_reduce_arg`] is PyTorch's `scatter_reduce` (amax/amin, `include_self`) that also
+//!   returns, for each output element, the position along `dim` of the source that won.
+//!
+//! The same reductions run over sorted segments in [`segment`](super::segment): the two families
+//! share one implementation (a segment op is a scatter with a 1-D, sorted index).
+
+use std::str::FromStr;
+
+use ndarray::{
+    Array, ArrayBase, ArrayD, ArrayView, ArrayView1, ArrayViewMut, ArrayViewMut1, Axis, Data,
+    DataMut, Dimension, IxDyn, Slice,
+};
+use num_traits::{Float, NumCast, One, Zero};
+use rayon::prelude::*;
+
+use crate::dims::normalize_dim;
+use crate::element::{DType, Element};
+use crate::error::{Error, Result, fmt_shape};
+use crate::index::{Bounds, CheckedIndex, IndexElem};
+
+/// An element type of the group reductions: every [`Element`], with the float arithmetic the
+/// float-only reductions need (`logsumexp`, `softmax`, `var`, `std`).
+///
+/// `Real` is the type that arithmetic runs in: `f32` for `f16`, `bf16` and `f32`, `f64` for
+/// `f64`. Integer and bool types implement the trait too (so every op is generic over one bound),
+/// but the float-only reductions reject them with an [`ErrorKind::InvalidArgument`] before any
+/// arithmetic runs.
+///
+/// [`ErrorKind::InvalidArgument`]: crate::ErrorKind::InvalidArgument
+///
+/// ```
+/// use gather::ops::reduce::ReduceElement;
+/// use half::bf16;
+/// let r: f32 = bf16::from_f32(2.5).to_real();
+/// assert_eq!(r, 2.5);
+/// assert_eq!(bf16::from_real(r), bf16::from_f32(2.5));
+/// ```
+pub trait ReduceElement: Element {
+    /// The float type of the float-only reductions.
+    type Real: Float + Send + Sync + std::fmt::Debug;
+    /// Widens to [`ReduceElement::Real`].
+    fn to_real(self) -> Self::Real;
+    /// Rounds from [`ReduceElement::Real`] to nearest (integers: saturating cast, never used by
+    /// the ops).
+    fn from_real(r: Self::Real) -> Self;
+}
+
+macro_rules! reduce_int {
+    ($($t:ty),*) => {$(
+        impl ReduceElement for $t {
+            type Real = f64;
+            fn to_real(self) -> f64 {
+                self as f64
+            }
+            fn from_real(r: f64) -> $t {
+                r as $t
+            }
+        }
+    )*};
+}
+reduce_int!(u8, i8, i16, i32, i64, u16, u32, u64);
+
+impl ReduceElement for bool {
+    type Real = f64;
+    fn to_real(self) -> f64 {
+        self as u8 as f64
+    }
+    fn from_real(r: f64) -> bool {
+        r != 0.0
+    }
+}
+
+impl ReduceElement for f32 {
+    type Real = f32;
+    fn to_real(self) -> f32 {
+        self
+    }
+    fn from_real(r: f32) -> f32 {
+        r
+    }
+}
+
+impl ReduceElement for f64 {
+    type Real = f64;
+    fn to_real(self) -> f64 {
+        self
+    }
+    fn from_real(r: f64) -> f64 {
+        r
+    }
+}
+
+impl ReduceElement for half::f16 {
+    type Real = f32;
+    fn to_real(self) -> f32 {
+        self.to_f32()
+    }
+    fn from_real(r: f32) -> half::f16 {
+        half::f16::from_f32(r)
+    }
+}
+
+impl ReduceElement for half::bf16 {
+    type Real = f32;
+    fn to_real(self) -> f32 {
+        self.to_f32()
+    }
+    fn from_real(r: f32) -> half::bf16 {
+        half::bf16::from_f32(r)
+    }
+}
+
+/// How a group of source elements reduces to one output element.
+///
+/// | reduce | result of a group `x_1 .. x_n` (index order) | dtypes | identity (empty group) |
+/// |---|---|---|---|
+/// | `Sum` | `x_1 + .. + x_n` | all (bool: or) | `0` |
+/// | `Prod` | `x_1 * .. * x_n` | all (bool: and) | `1` |
+/// | `Mean` | sum / n (floor division for integers) | all but bool | `0` |
+/// | `Amax` / `Amin` | largest / smallest; NaN propagates | all | `-inf`/`+inf`, or the type's lowest/highest |
+/// | `First` / `Last` | `x_1` / `x_n` | all | `0` |
+/// | `LogSumExp` | `log(exp(x_1) + .. + exp(x_n))`, stable | floats | `-inf` |
+/// | `Var { correction }` | `Σ (x_i - mean)² / max(0, n - correction)` | floats | NaN |
+/// | `Std { correction }` | `sqrt(Var)` | floats | NaN |
+///
+/// `correction: 1` is the unbiased (sample) estimate, `0` the population one (PyTorch's
+/// `correction`, default 1). A group of `n <= correction` elements gives NaN or `inf`, as in
+/// PyTorch. `LogSumExp`, `Var` and `Std` are computed in one pass (a running maximum with a
+/// rescaled sum; Welford's update) in `f32` for `f16`/`bf16`/`f32` and `f64` for `f64`.
+///
+/// ```
+/// use gather::ops::reduce::GroupReduce;
+/// assert_eq!("logsumexp".parse::<GroupReduce>().unwrap(), GroupReduce::LogSumExp);
+/// assert_eq!("std".parse::<GroupReduce>().unwrap(), GroupReduce::Std { correction: 1 });
+/// assert_eq!("max".parse::<GroupReduce>().unwrap(), GroupReduce::Amax);
+/// assert!("median".parse::<GroupReduce>().is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GroupReduce {
+    /// Sum.
+    Sum,
+    /// Product.
+    Prod,
+    /// Mean (floor division for integers, as PyTorch's `scatter_reduce`).
+    Mean,
+    /// Maximum; NaN propagates.
+    Amax,
+    /// Minimum; NaN propagates.
+    Amin,
+    /// The first element of the group in index order (a deterministic "set").
+    First,
+    /// The last element of the group in index order (what `scatter` keeps).
+    Last,
+    /// `log(Σ exp(x))`, numerically stable (floats only).
+    LogSumExp,
+    /// Variance with `correction` (floats only).
+    Var {
+        /// Subtracted from the group size in the denominator: 1 unbiased, 0 population.
+        correction: usize,
+    },
+    /// Standard deviation with `correction` (floats only).
+    Std {
+        /// Subtracted from the group size in the denominator: 1 unbiased, 0 population.
+        correction: usize,
+    },
+}
+
+impl GroupReduce {
+    /// The name (`sum`, `prod`, `mean`, `amax`, `amin`, `first`, `last`, `logsumexp`, `var`,
+    /// `std`).
+    ///
+    /// ```
+    /// assert_eq!(gather::ops::reduce::GroupReduce::LogSumExp.name(), "logsumexp");
+    /// ```
+    pub fn name(self) -> &'static str {
+        match self {
+            GroupReduce::Sum => "sum",
+            GroupReduce::Prod => "prod",
+            GroupReduce::Mean => "mean",
+            GroupReduce::Amax => "amax",
+            GroupReduce::Amin => "amin",
+            GroupReduce::First => "first",
+            GroupReduce::Last => "last",
+            GroupReduce::LogSumExp => "logsumexp",
+            GroupReduce::Var { .. } => "var",
+            GroupReduce::Std { .. } => "std",
+        }
+    }
+
+    /// True for the reductions that need a float dtype (`logsumexp`, `var`, `std`).
+    ///
+    /// ```
+    /// use gather::ops::reduce::GroupReduce;
+    /// assert!(GroupReduce::Var { correction: 0 }.needs_float());
+    /// assert!(!GroupReduce::First.needs_float());
+    /// ```
+    pub fn needs_float(self) -> bool {
+        matches!(
+            self,
+            GroupReduce::LogSumExp | GroupReduce::Var { .. } | GroupReduce::Std { .. }
+        )
+    }
+}
+
+impl FromStr for GroupReduce {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        Ok(match s {
+            "sum" | "add" => GroupReduce::Sum,
+            "prod" | "mul" => GroupReduce::Prod,
+            "mean" => GroupReduce::Mean,
+            "amax" | "max" => GroupReduce::Amax,
+            "amin" | "min" => GroupReduce::Amin,
+            "first" => GroupReduce::First,
+            "last" => GroupReduce::Last,
+            "logsumexp" => GroupReduce::LogSumExp,
+            "var" => GroupReduce::Var { correction: 1 },
+            "std" => GroupReduce::Std { correction: 1 },
+            _ => {
+                return Err(Error::invalid(format!(
+                    "reduce must be one of sum, prod, mean, amax, amin, first, last, logsumexp, var, std; got {s}"
+                ))
+                .with_hint("softmax and log_softmax have their own functions (scatter_softmax, segment_softmax), as their output has src's shape"));
+            }
+        })
+    }
+}
+
+/// What an empty group (an output element no source reaches) holds.
+///
+/// `Identity` is the reduction's identity (see [`GroupReduce`]; `false` for `any`, `true` for
+/// `all`); reductions without one use `0` (`mean`, `first`, `last`, as pytorch_scatter) or NaN
+/// (`var`, `std`, as PyTorch). `Nan` needs a float dtype.
+///
+/// ```
+/// use gather::ops::reduce::{EmptyFill, GroupOptions, GroupReduce, scatter_groups};
+/// use ndarray::array;
+/// let src = array![5.0f32, 7.0];
+/// let idx = array![0, 2];
+/// let opts = |fill| GroupOptions { dim_size: None, fill };
+/// let out = scatter_groups(&src, 0, &idx, GroupReduce::Amax, opts(EmptyFill::Identity))?;
+/// assert_eq!(out, array![5.0, f32::NEG_INFINITY, 7.0]);
+/// let out = scatter_groups(&src, 0, &idx, GroupReduce::Amax, opts(EmptyFill::Zero))?;
+/// assert_eq!(out, array![5.0, 0.0, 7.0]);
+/// let out = scatter_groups(&src, 0, &idx, GroupReduce::Amax, opts(EmptyFill::Value(-1.0)))?;
+/// assert_eq!(out, array![5.0, -1.0, 7.0]);
+/// let out = scatter_groups(&src, 0, &idx, GroupReduce::Amax, opts(EmptyFill::Nan))?;
+/// assert!(out[1].is_nan());
+/// # Ok::<(), gather::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum EmptyFill<T> {
+    /// The reduction's identity (the default).
+    #[default]
+    Identity,
+    /// Zero (`false` for bool).
+    Zero,
+    /// NaN (float dtypes only).
+    Nan,
+    /// A given value.
+    Value(T),
+}
+
+/// Options of the create-style group reductions: the output size along `dim` and the fill of
+/// empty groups.
+///
+/// ```
+/// use gather::ops::reduce::{EmptyFill, GroupOptions};
+/// let o = GroupOptions::<f32>::default().dim_size(5).fill(EmptyFill::Zero);
+/// assert_eq!(o.dim_size, Some(5));
+/// assert_eq!(o.fill, EmptyFill::Zero);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct GroupOptions<T> {
+    /// The output's size along `dim` (segment ops: the number of segments for sorted ids). `None`:
+    /// the largest index value + 1 (0 for an empty index).
+    pub dim_size: Option<usize>,
+    /// What empty groups hold.
+    pub fill: EmptyFill<T>,
+}
+
+impl<T> GroupOptions<T> {
+    /// Sets [`GroupOptions::dim_size`].
+    ///
+    /// ```
+    /// assert_eq!(gather::ops::reduce::GroupOptions::<i32>::default().dim_size(3).dim_size, Some(3));
+    /// ```
+    pub fn dim_size(mut self, n: usize) -> Self {
+        self.dim_size = Some(n);
+        self
+    }
+
+    /// Sets [`GroupOptions::fill`].
+    ///
+    /// ```
+    /// use gather::ops::reduce::{EmptyFill, GroupOptions};
+    /// assert_eq!(GroupOptions::default().fill(EmptyFill::Value(2)).fill, EmptyFill::Value(2));
+    /// ```
+    pub fn fill(mut self, fill: EmptyFill<T>) -> Self {
+        self.fill = fill;
+        self
+    }
+}
+
+/// The reductions that return the winning source position: `amax` and `amin`.
+///
+/// ```
+/// use gather::ops::reduce::ArgReduce;
+/// assert_eq!("max".parse::<ArgReduce>().unwrap(), ArgReduce::Amax);
+/// assert!("sum".parse::<ArgReduce>().is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ArgReduce {
+    /// Maximum; the arg is the first source (in index order) holding it.
+    Amax,
+    /// Minimum; the arg is the first source (in index order) holding it.
+    Amin,
+}
+
+impl FromStr for ArgReduce {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "amax" | "max" => Ok(ArgReduce::Amax),
+            "amin" | "min" => Ok(ArgReduce::Amin),
+            _ => Err(
+                Error::invalid(format!("arg-reductions are amax and amin, got {s}")).with_hint(
+                    "sum, prod and mean have no winning position; use scatter_reduce for them",
+                ),
+            ),
+        }
+    }
+}
+
+/// The sentinel of [`scatter_reduce_arg`]'s arg array where no source won.
+///
+/// ```
+/// assert_eq!(gather::ops::reduce::NO_ARG, -1);
+/// ```
+pub const NO_ARG: i64 = -1;
+
+// ---------------------------------------------------------------------------------------------
+// The lane driver: every op of this file and of `segment` runs through it.
+
+/// Work below which a call stays on the calling thread.
+const PAR_MIN_WORK: usize = 1 << 15;
+
+/// Runs `f` over the lanes along `dim` of two outputs and two inputs whose shapes agree on every
+/// axis but `dim` (an input may have size 1 there: it is broadcast), in row-major lane order. Lanes are independent, so chunks of lanes run in
+/// parallel; each lane is handled by one thread, start to end, so results do not depend on the
+/// thread count. `scratch` makes one work buffer per chunk.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn for_each_lane<O1, O2, A, B, W>(
+    dim: usize,
+    mut o1: ArrayViewMut<'_, O1, IxDyn>,
+    mut o2: ArrayViewMut<'_, O2, IxDyn>,
+    a: ArrayView<'_, A, IxDyn>,
+    b: ArrayView<'_, B, IxDyn>,
+    scratch: impl Fn() -> W + Sync,
+    f: impl Fn(
+        &mut W,
+        ArrayViewMut1<'_, O1>,
+        ArrayViewMut1<'_, O2>,
+        ArrayView1<'_, A>,
+        ArrayView1<'_, B>,
+    ) + Sync,
+) where
+    O1: Send,
+    O2: Send,
+    A: Sync,
+    B: Sync,
+{
+    let nd = o1.ndim();
+    debug_assert!(nd == o2.ndim() && nd == a.ndim() && nd == b.ndim());
+    debug_assert!((0..nd).all(|ax| ax == dim || o1.shape()[ax] == o2.shape()[ax]));
+    if (0..nd).any(|ax| ax != dim && o1.shape()[ax] == 0) {
+        return;
+    }
+    let like = |len: usize| {
+        let mut s = o1.shape().to_vec();
+        s[dim] = len;
+        IxDyn(&s)
+    };
+    let (Some(a), Some(b)) = (
+        a.broadcast(like(a.shape()[dim])),
+        b.broadcast(like(b.shape()[dim])),
+    ) else {
+        debug_assert!(false, "lane inputs do not broadcast to the output's lanes");
+        return;
+    };
+    let run = |w: &mut W,
+               mut o1: ArrayViewMut<'_, O1, IxDyn>,
+               mut o2: ArrayViewMut<'_, O2, IxDyn>,
+               a: ArrayView<'_, A, IxDyn>,
+               b: ArrayView<'_, B, IxDyn>| {
+        let lanes = o1
+            .lanes_mut(Axis(dim))
+            .into_iter()
+            .zip(o2.lanes_mut(Axis(dim)))
+            .zip(a.lanes(Axis(dim)))
+            .zip(b.lanes(Axis(dim)));
+        for (((l1, l2), la), lb) in lanes {
+            f(w, l1, l2, la, lb);
+        }
+    };
+    let work = a.len() + o1.len();
+    let split = (0..nd)
+        .filter(|&ax| ax != dim)
+        .max_by_key(|&ax| (o1.shape()[ax], usize::MAX - ax));
+    let threads = rayon::current_num_threads();
+    match split {
+        Some(ax) if work >= PAR_MIN_WORK && threads > 1 && o1.shape()[ax] > 1 => {
+            let len = o1.shape()[ax];
+            let chunk = len.div_ceil(threads * 4).max(1);
+            let parts: Vec<_> = o1
+                .axis_chunks_iter_mut(Axis(ax), chunk)
+                .zip(o2.axis_chunks_iter_mut(Axis(ax), chunk))
+                .zip(a.axis_chunks_iter(Axis(ax), chunk))
+                .zip(b.axis_chunks_iter(Axis(ax), chunk))
+                .collect();
+            parts.into_par_iter().for_each(|(((p1, p2), pa), pb)| {
+                let mut w = scratch();
+                run(&mut w, p1, p2, pa, pb);
+            });
+        }
+        _ => {
+            let mut w = scratch();
+            run(&mut w, o1, o2, a, b);
+        }
+    }
+}
+
+/// An empty array whose lanes along `dim` match `like`'s (a placeholder second output).
+pub(crate) fn no_output(like: &[usize], dim: usize) -> ArrayD<u8> {
+    let mut s = like.to_vec();
+    s[dim] = 0;
+    ArrayD::zeros(IxDyn(&s))
+}
+
+/// One reduction, as a fold over a group in index order.
+pub(crate) trait Fold<T>: Sync {
+    type State: Copy + Send + Sync;
+    type Out: Copy + Send + Sync;
+    fn init(&self) -> Self::State;
+    fn push(&self, s: &mut Self::State, x: T);
+    /// The result of a group of `n >= 1` elements.
+    fn finish(&self, s: Self::State, n: usize) -> Self::Out;
+}
+
+pub(crate) struct SumF;
+impl<T: Element> Fold<T> for SumF {
+    type State = T::Acc;
+    type Out = T;
+    fn init(&self) -> T::Acc {
+        T::acc_zero()
+    }
+    #[inline(always)]
+    fn push(&self, s: &mut T::Acc, x: T) {
+        *s = T::acc_add(*s, x.to_acc());
+    }
+    fn finish(&self, s: T::Acc, _n: usize) -> T {
+        T::from_acc(s)
+    }
+}
+
+pub(crate) struct ProdF;
+impl<T: Element> Fold<T> for ProdF {
+    type State = T::Acc;
+    type Out = T;
+    fn init(&self) -> T::Acc {
+        T::acc_one()
+    }
+    #[inline(always)]
+    fn push(&self, s: &mut T::Acc, x: T) {
+        *s = T::acc_mul(*s, x.to_acc());
+    }
+    fn finish(&self, s: T::Acc, _n: usize) -> T {
+        T::from_acc(s)
+    }
+}
+
+pub(crate) struct MeanF;
+impl<T: Element> Fold<T> for MeanF {
+    type State = T::Acc;
+    type Out = T;
+    fn init(&self) -> T::Acc {
+        T::acc_zero()
+    }
+    #[inline(always)]
+    fn push(&self, s: &mut T::Acc, x: T) {
+        *s = T::acc_add(*s, x.to_acc());
+    }
+    fn finish(&self, s: T::Acc, n: usize) -> T {
+        T::from_acc(T::acc_div_count(s, n))
+    }
+}
+
+struct MaxF;
+impl<T: Element> Fold<T> for MaxF {
+    type State = T::Acc;
+    type Out = T;
+    fn init(&self) -> T::Acc {
+        T::max_identity().to_acc()
+    }
+    #[inline(always)]
+    fn push(&self, s: &mut T::Acc, x: T) {
+        *s = T::acc_max(*s, x.to_acc());
+    }
+    fn finish(&self, s: T::Acc, _n: usize) -> T {
+        T::from_acc(s)
+    }
+}
+
+struct MinF;
+impl<T: Element> Fold<T> for MinF {
+    type State = T::Acc;
+    type Out = T;
+    fn init(&self) -> T::Acc {
+        T::min_identity().to_acc()
+    }
+    #[inline(always)]
+    fn push(&self, s: &mut T::Acc, x: T) {
+        *s = T::acc_min(*s, x.to_acc());
+    }
+    fn finish(&self, s: T::Acc, _n: usize) -> T {
+        T::from_acc(s)
+    }
+}
+
+pub(crate) struct FirstF;
+impl<T: Element> Fold<T> for FirstF {
+    type State = Option<T>;
+    type Out = T;
+    fn init(&self) -> Option<T> {
+        None
+    }
+    #[inline(always)]
+    fn push(&self, s: &mut Option<T>, x: T) {
+        if s.is_none() {
+            *s = Some(x);
+        }
+    }
+    fn finish(&self, s: Option<T>, _n: usize) -> T {
+        s.unwrap_or_default()
+    }
+}
+
+pub(crate) struct LastF;
+impl<T: Element> Fold<T> for LastF {
+    type State = Option<T>;
+    type Out = T;
+    fn init(&self) -> Option<T> {
+        None
+    }
+    #[inline(always)]
+    fn push(&self, s: &mut Option<T>, x: T) {
+        *s = Some(x);
+    }
+    fn finish(&self, s: Option<T>, _n: usize) -> T {
+        s.unwrap_or_default()
+    }
+}
+
+/// The shift of the running log-sum-exp: the running maximum when finite, else 0 (so that an
+/// infinite maximum never meets `inf - inf`).
+#[inline(always)]
+fn lse_shift<R: Float>(m: R) -> R {
+    if m.is_finite() { m } else { R::zero() }
+}
+
+/// One-pass log-sum-exp state: running maximum `m`, `s = Σ exp(x - shift(m))`, and whether a NaN
+/// was seen.
+#[derive(Clone, Copy)]
+pub(crate) struct Lse<R> {
+    m: R,
+    s: R,
+    nan: bool,
+}
+
+impl<R: Float> Lse<R> {
+    pub(crate) fn new() -> Self {
+        Lse {
+            m: R::neg_infinity(),
+            s: R::zero(),
+            nan: false,
+        }
+    }
+    #[inline(always)]
+    pub(crate) fn push(&mut self, x: R) {
+        if x.is_nan() {
+            self.nan = true;
+            return;
+        }
+        let old = lse_shift(self.m);
+        let m = if x > self.m { x } else { self.m };
+        let new = lse_shift(m);
+        let kept = if self.s == R::zero() || old == new {
+            self.s
+        } else {
+            self.s * (old - new).exp()
+        };
+        self.s = kept + (x - new).exp();
+        self.m = m;
+    }
+    /// `log Σ exp(x)`.
+    pub(crate) fn value(&self) -> R {
+        if self.nan {
+            R::nan()
+        } else {
+            lse_shift(self.m) + self.s.ln()
+        }
+    }
+    /// `exp(x) / Σ exp(x)` for a member `x` of the group.
+    #[inline(always)]
+    pub(crate) fn softmax(&self, x: R) -> R {
+        if self.nan || self.m == R::infinity() {
+            return R::nan();
+        }
+        (x - lse_shift(self.m)).exp() / self.s
+    }
+    /// `x - log Σ exp(x)` for a member `x` of the group.
+    #[inline(always)]
+    pub(crate) fn log_softmax(&self, x: R) -> R {
+        if self.nan || self.m == R::infinity() {
+            return R::nan();
+        }
+        x - self.value()
+    }
+}
+
+struct LseF;
+impl<T: ReduceElement> Fold<T> for LseF {
+    type State = Lse<T::Real>;
+    type Out = T;
+    fn init(&self) -> Lse<T::Real> {
+        Lse::new()
+    }
+    #[inline(always)]
+    fn push(&self, s: &mut Lse<T::Real>, x: T) {
+        s.push(x.to_real());
+    }
+    fn finish(&self, s: Lse<T::Real>, _n: usize) -> T {
+        T::from_real(s.value())
+    }
+}
+
+/// The running log-sum-exp state itself, as a fold result (softmax's first pass).
+struct LseStateF;
+impl<T: ReduceElement> Fold<T> for LseStateF {
+    type State = Lse<T::Real>;
+    type Out = Lse<T::Real>;
+    fn init(&self) -> Lse<T::Real> {
+        Lse::new()
+    }
+    #[inline(always)]
+    fn push(&self, s: &mut Lse<T::Real>, x: T) {
+        s.push(x.to_real());
+    }
+    fn finish(&self, s: Lse<T::Real>, _n: usize) -> Lse<T::Real> {
+        s
+    }
+}
+
+/// Welford's one-pass mean and sum of squared deviations.
+struct VarF {
+    correction: usize,
+    std: bool,
+}
+impl<T: ReduceElement> Fold<T> for VarF {
+    type State = (T::Real, T::Real, T::Real);
+    type Out = T;
+    fn init(&self) -> Self::State {
+        let z = T::Real::zero();
+        (z, z, z)
+    }
+    #[inline(always)]
+    fn push(&self, s: &mut Self::State, x: T) {
+        let x = x.to_real();
+        let (k, mean, m2) = *s;
+        let k = k + T::Real::one();
+        let d = x - mean;
+        let mean = mean + d / k;
+        let m2 = m2 + d * (x - mean);
+        *s = (k, mean, m2);
+    }
+    fn finish(&self, s: Self::State, n: usize) -> T {
+        let denom = n.saturating_sub(self.correction);
+        let denom = <T::Real as NumCast>::from(denom).unwrap_or_else(T::Real::infinity);
+        let var = s.2 / denom;
+        T::from_real(if self.std { var.sqrt() } else { var })
+    }
+}
+
+struct AnyF;
+impl<T: Element> Fold<T> for AnyF {
+    type State = bool;
+    type Out = bool;
+    fn init(&self) -> bool {
+        false
+    }
+    #[inline(always)]
+    fn push(&self, s: &mut bool, x: T) {
+        *s |= x != T::default();
+    }
+    fn finish(&self, s: bool, _n: usize) -> bool {
+        s
+    }
+}
+
+struct AllF;
+impl<T: Element> Fold<T> for AllF {
+    type State = bool;
+    type Out = bool;
+    fn init(&self) -> bool {
+        true
+    }
+    #[inline(always)]
+    fn push(&self, s: &mut bool, x: T) {
+        *s &= x != T::default();
+    }
+    fn finish(&self, s: bool, _n: usize) -> bool {
+        s
+    }
+}
+
+/// `any` or `all`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AnyAll {
+    Any,
+    All,
+}
+
+/// Runs `any`/`all` over the groups (see [`fold_groups`]).
+pub(crate) fn fold_any_all<T: Element, I: IndexElem>(
+    which: AnyAll,
+    dim: usize,
+    src: ArrayView<'_, T, IxDyn>,
+    index: ArrayView<'_, I, IxDyn>,
+    out: ArrayViewMut<'_, bool, IxDyn>,
+) {
+    match which {
+        AnyAll::Any => fold_groups(&AnyF, dim, src, index, out),
+        AnyAll::All => fold_groups(&AllF, dim, src, index, out),
+    }
+}
+
+/// Folds every group of every lane: `out` (already holding the fill) gets the result of each
+/// non-empty group. `index` is checked against `out.shape()[dim]` and has `src`'s shape (or size
+/// 1 on the axes where it is the same for every lane).
+///
+/// Two traversals give bitwise the same result (each group folds its sources in index order):
+/// lane by lane (the general case), or, when the index is the same for every lane and `dim` is
+/// not `src`'s contiguous axis (the `[E, F]` rows → `[V, F]` case), group by group over whole
+/// rows through a counting sort of the index (CSR), parallel over groups.
+pub(crate) fn fold_groups<T, I, F>(
+    fold: &F,
+    dim: usize,
+    src: ArrayView<'_, T, IxDyn>,
+    index: ArrayView<'_, I, IxDyn>,
+    out: ArrayViewMut<'_, F::Out, IxDyn>,
+) where
+    T: Element,
+    I: IndexElem,
+    F: Fold<T>,
+{
+    if src.ndim() > 1 && src.strides()[dim].unsigned_abs() != 1 {
+        if let Some(ids) = lane_invariant(&index, dim) {
+            fold_groups_csr(fold, dim, src, &ids, out);
+            return;
+        }
+    }
+    let mut none = no_output(out.shape(), dim);
+    for_each_lane(
+        dim,
+        out,
+        none.view_mut(),
+        index,
+        src,
+        || (Vec::<F::State>::new(), Vec::<usize>::new()),
+        |w, mut o, _, idx, s| {
+            let n = o.len();
+            let (states, counts) = w;
+            states.clear();
+            states.resize(n, fold.init());
+            counts.clear();
+            counts.resize(n, 0);
+            for (i, &x) in idx.iter().zip(s.iter()) {
+                let g = i.to_i64() as usize;
+                fold.push(&mut states[g], x);
+                counts[g] += 1;
+            }
+            for (g, o) in o.iter_mut().enumerate() {
+                if counts[g] > 0 {
+                    *o = fold.finish(states[g], counts[g]);
+                }
+            }
+        },
+    );
+}
+
+/// The group of each position along `dim` when `index` is the same for every lane (a spread 1-D
+/// index, or a broadcast view); `None` otherwise.
+fn lane_invariant<I: IndexElem>(index: &ArrayView<'_, I, IxDyn>, dim: usize) -> Option<Vec<usize>> {
+    let varies =
+        (0..index.ndim()).any(|ax| ax != dim && index.shape()[ax] > 1 && index.strides()[ax] != 0);
+    if varies {
+        return None;
+    }
+    let lane = index.lanes(Axis(dim)).into_iter().next()?;
+    Some(lane.iter().map(|i| i.to_i64() as usize).collect())
+}
+
+/// [`fold_groups`] for an index shared by every lane: a stable counting sort of `ids` into CSR
+/// offsets, then each group folds its rows `src[.., j, ..]` in ascending `j`, over all lanes at
+/// once. Parallel over chunks of groups; every group is folded by one thread.
+fn fold_groups_csr<T, F>(
+    fold: &F,
+    dim: usize,
+    src: ArrayView<'_, T, IxDyn>,
+    ids: &[usize],
+    mut out: ArrayViewMut<'_, F::Out, IxDyn>,
+) where
+    T: Element,
+    F: Fold<T>,
+{
+    let groups = out.shape()[dim];
+    if groups == 0 || out.is_empty() {
+        return;
+    }
+    let lanes = out.len() / groups;
+    let mut off = vec![0usize; groups + 1];
+    for &g in ids {
+        off[g + 1] += 1;
+    }
+    for g in 0..groups {
+        off[g + 1] += off[g];
+    }
+    let mut next = off.clone();
+    let mut perm = vec![0usize; ids.len()];
+    for (j, &g) in ids.iter().enumerate() {
+        perm[next[g]] = j;
+        next[g] += 1;
+    }
+    let threads = rayon::current_num_threads();
+    let parallel = src.len() + out.len() >= PAR_MIN_WORK && threads > 1;
+    let chunk = if parallel {
+        groups.div_ceil(threads * 4).max(1)
+    } else {
+        groups
+    };
+    let parts: Vec<(usize, ArrayViewMut<'_, F::Out, IxDyn>)> = out
+        .axis_chunks_iter_mut(Axis(dim), chunk)
+        .enumerate()
+        .map(|(c, v)| (c * chunk, v))
+        .collect();
+    let body = |(g0, mut part): (usize, ArrayViewMut<'_, F::Out, IxDyn>)| {
+        let mut states: Vec<F::State> = Vec::with_capacity(lanes);
+        for (k, mut og) in part.axis_iter_mut(Axis(dim)).enumerate() {
+            let rows = &perm[off[g0 + k]..off[g0 + k + 1]];
+            if rows.is_empty() {
+                continue;
+            }
+            states.clear();
+            states.resize(lanes, fold.init());
+            for &j in rows {
+                let row = src.index_axis(Axis(dim), j);
+                for (st, &x) in states.iter_mut().zip(row.iter()) {
+                    fold.push(st, x);
+                }
+            }
+            for (o, st) in og.iter_mut().zip(states.iter()) {
+                *o = fold.finish(*st, rows.len());
+            }
+        }
+    };
+    if parallel {
+        parts.into_par_iter().for_each(body);
+    } else {
+        parts.into_iter().for_each(body);
+    }
+}
+
+/// Runs `reduce` over the groups (see [`fold_groups`]).
+pub(crate) fn reduce_groups<T: ReduceElement, I: IndexElem>(
+    reduce: GroupReduce,
+    dim: usize,
+    src: ArrayView<'_, T, IxDyn>,
+    index: ArrayView<'_, I, IxDyn>,
+    out: ArrayViewMut<'_, T, IxDyn>,
+) {
+    match reduce {
+        GroupReduce::Sum => fold_groups(&SumF, dim, src, index, out),
+        GroupReduce::Prod => fold_groups(&ProdF, dim, src, index, out),
+        GroupReduce::Mean => fold_groups(&MeanF, dim, src, index, out),
+        GroupReduce::Amax => fold_groups(&MaxF, dim, src, index, out),
+        GroupReduce::Amin => fold_groups(&MinF, dim, src, index, out),
+        GroupReduce::First => fold_groups(&FirstF, dim, src, index, out),
+        GroupReduce::Last => fold_groups(&LastF, dim, src, index, out),
+        GroupReduce::LogSumExp => fold_groups(&LseF, dim, src, index, out),
+        GroupReduce::Var { correction } => fold_groups(
+            &VarF {
+                correction,
+                std: false,
+            },
+            dim,
+            src,
+            index,
+            out,
+        ),
+        GroupReduce::Std { correction } => fold_groups(
+            &VarF {
+                correction,
+                std: true,
+            },
+            dim,
+            src,
+            index,
+            out,
+        ),
+    }
+}
+
+/// A chunk of rows along `dim` (its first row's number, output rows, source rows).
+type RowChunk<'a, T> = (usize, (ArrayViewMut<'a, T, IxDyn>, ArrayView<'a, T, IxDyn>));
+
+/// Softmax (`log = false`) or log-softmax of every element within its group, in two passes over
+/// `src`: one to build each group's running log-sum-exp, one to write `out` (src's shape).
+pub(crate) fn softmax_groups<T: ReduceElement, I: IndexElem>(
+    log: bool,
+    dim: usize,
+    dim_size: usize,
+    src: ArrayView<'_, T, IxDyn>,
+    index: ArrayView<'_, I, IxDyn>,
+    mut out: ArrayViewMut<'_, T, IxDyn>,
+) {
+    let apply = move |st: &Lse<T::Real>, x: T| -> T {
+        let x = x.to_real();
+        T::from_real(if log {
+            st.log_softmax(x)
+        } else {
+            st.softmax(x)
+        })
+    };
+    if src.ndim() > 1 && src.strides()[dim].unsigned_abs() != 1 {
+        if let Some(ids) = lane_invariant(&index, dim) {
+            // Whole rows: each group's state over all lanes (CSR), then each row from its group's.
+            let mut shape = src.shape().to_vec();
+            shape[dim] = dim_size;
+            let mut states = ArrayD::from_elem(IxDyn(&shape), Lse::new());
+            fold_groups_csr(&LseStateF, dim, src.view(), &ids, states.view_mut());
+            let rows = out.shape()[dim];
+            let threads = rayon::current_num_threads();
+            let parallel = src.len() >= PAR_MIN_WORK && threads > 1;
+            let chunk = if parallel {
+                rows.div_ceil(threads * 4).max(1)
+            } else {
+                rows.max(1)
+            };
+            let parts: Vec<_> = out
+                .axis_chunks_iter_mut(Axis(dim), chunk)
+                .zip(src.axis_chunks_iter(Axis(dim), chunk))
+                .enumerate()
+                .collect();
+            let body = |(c, (mut o, s)): RowChunk<'_, T>| {
+                for (k, (mut orow, srow)) in o
+                    .axis_iter_mut(Axis(dim))
+                    .zip(s.axis_iter(Axis(dim)))
+                    .enumerate()
+                {
+                    let st = states.index_axis(Axis(dim), ids[c * chunk + k]);
+                    ndarray::Zip::from(&mut orow)
+                        .and(&srow)
+                        .and(&st)
+                        .for_each(|o, &x, st| *o = apply(st, x));
+                }
+            };
+            if parallel {
+                parts.into_par_iter().for_each(body);
+            } else {
+                parts.into_iter().for_each(body);
+            }
+            return;
+        }
+    }
+    let mut none = no_output(out.shape(), dim);
+    for_each_lane(
+        dim,
+        out,
+        none.view_mut(),
+        index,
+        src,
+        Vec::<Lse<T::Real>>::new,
+        |states, mut o, _, idx, s| {
+            states.clear();
+            states.resize(dim_size, Lse::new());
+            for (i, &x) in idx.iter().zip(s.iter()) {
+                states[i.to_i64() as usize].push(x.to_real());
+            }
+            for ((o, i), &x) in o.iter_mut().zip(idx.iter()).zip(s.iter()) {
+                *o = apply(&states[i.to_i64() as usize], x);
+            }
+        },
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checks shared by the scatter-style entry points.
+
+/// The value empty groups of `reduce` hold under `fill`.
+pub(crate) fn fill_value<T: ReduceElement>(
+    op: &str,
+    reduce: GroupReduce,
+    fill: EmptyFill<T>,
+) -> Result<T> {
+    Ok(match fill {
+        EmptyFill::Value(v) => v,
+        EmptyFill::Zero => T::default(),
+        EmptyFill::Nan => {
+            if !T::DTYPE.is_float() {
+                return Err(Error::invalid(format!(
+                    "{op}: a NaN fill needs a float dtype, got {}",
+                    T::DTYPE.name()
+                ))
+                .with_hint(
+                    "use EmptyFill::Value(..) with a value of the element type, or EmptyFill::Zero",
+                ));
+            }
+            T::from_real(T::Real::nan())
+        }
+        EmptyFill::Identity => match reduce {
+            GroupReduce::Sum | GroupReduce::Mean | GroupReduce::First | GroupReduce::Last => {
+                T::from_acc(T::acc_zero())
+            }
+            GroupReduce::Prod => T::from_acc(T::acc_one()),
+            GroupReduce::Amax | GroupReduce::LogSumExp => T::max_identity(),
+            GroupReduce::Amin => T::min_identity(),
+            GroupReduce::Var { .. } | GroupReduce::Std { .. } => T::from_real(T::Real::nan()),
+        },
+    })
+}
+
+/// Rejects the dtype/reduction pairs that have no meaning.
+pub(crate) fn check_reduce_dtype<T: Element>(op: &str, reduce: GroupReduce) -> Result<()> {
+    if reduce.needs_float() && !T::DTYPE.is_float() {
+        return Err(Error::invalid(format!(
+            "{op}: reduce=\"{}\" needs a float dtype, got {}",
+            reduce.name(),
+            T::DTYPE.name()
+        ))
+        .with_hint("convert src to a float type first, e.g. `src.mapv(|v| v as f32)`"));
+    }
+    if T::DTYPE == DType::Bool && reduce == GroupReduce::Mean {
+        return Err(Error::invalid(format!(
+            "{op}: reduce=\"mean\" is not implemented for bool (as in PyTorch)"
+        ))
+        .with_hint("use \"any\"/\"all\", or convert to an integer or float dtype first"));
+    }
+    Ok(())
+}
+
+/// Rejects softmax/log_softmax on non-float dtypes.
+pub(crate) fn check_softmax_dtype<T: Element>(op: &str) -> Result<()> {
+    if !T::DTYPE.is_float() {
+        return Err(Error::invalid(format!(
+            "{op}: needs a float dtype, got {}",
+            T::DTYPE.name()
+        ))
+        .with_hint("convert src to a float type first, e.g. `src.mapv(|v| v as f32)`"));
+    }
+    Ok(())
+}
+
+/// A scatter-style call, checked: the dim, the index seen with `src`'s rank (a 1-D index spread
+/// along `dim` with stride 0), the leading index-shaped block of `src`, and the output size.
+pub(crate) struct Grouped<'a, T, I> {
+    pub(crate) dim: usize,
+    pub(crate) src: ArrayView<'a, T, IxDyn>,
+    pub(crate) index: ArrayView<'a, I, IxDyn>,
+    pub(crate) dim_size: usize,
+}
+
+/// `index` (1-D) as an array of `ndim` dims: along `dim`, size 1 on every other axis (the lane
+/// driver broadcasts it; nothing is copied).
+pub(crate) fn spread<I>(
+    index: ArrayView<'_, I, IxDyn>,
+    dim: usize,
+    ndim: usize,
+) -> ArrayView<'_, I, IxDyn> {
+    let mut v = index;
+    for _ in 0..dim {
+        v = v.insert_axis(Axis(0));
+    }
+    while v.ndim() < ndim {
+        let k = v.ndim();
+        v = v.insert_axis(Axis(k));
+    }
+    v
+}
+
+/// The checks of every scatter-style group op, in this order: src rank, dim, index rank, index
+/// sizes, `dim_size` (or the largest index), index bounds.
+pub(crate) fn check_grouped<'a, T, I: IndexElem>(
+    op: &str,
+    src: ArrayView<'a, T, IxDyn>,
+    dim: isize,
+    index: ArrayView<'a, I, IxDyn>,
+    dim_size: Option<usize>,
+) -> Result<Grouped<'a, T, I>> {
+    if src.ndim() == 0 {
+        return Err(Error::rank(format!(
+            "{op}: src is 0-d; a group reduction needs at least one dim to reduce along"
+        ))
+        .with_hint("give src an axis first: `src.insert_axis(Axis(0))`"));
+    }
+    let d = normalize_dim(op, dim, src.ndim())?;
+    let given = index.clone();
+    let (index, shape) = if index.ndim() == src.ndim() {
+        let shape = index.shape().to_vec();
+        (index, shape)
+    } else if index.ndim() == 1 {
+        let mut shape = src.shape().to_vec();
+        shape[d] = index.len();
+        (spread(index, d, src.ndim()), shape)
+    } else {
+        return Err(Error::rank(format!(
+            "{op}: index has {} dims {} but src has {} dims {} (dim {d})",
+            index.ndim(),
+            fmt_shape(index.shape()),
+            src.ndim(),
+            fmt_shape(src.shape())
+        ))
+        .with_hint(format!(
+            "give the index src's {} dims, or make it 1-D: one group id per position along dim {d}, shared by every other axis",
+            src.ndim()
+        )));
+    };
+    if let Some(a) = (0..src.ndim()).find(|&a| shape[a] > src.shape()[a]) {
+        return Err(Error::shape(format!(
+            "{op}: index {} is larger than src {} at dimension {a} ({} > {})",
+            fmt_shape(&shape),
+            fmt_shape(src.shape()),
+            shape[a],
+            src.shape()[a]
+        ))
+        .with_hint(
+            "every source element needs one group id: the index may not be larger than src on any dim (a smaller index reads src's leading block)",
+        ));
+    }
+    let dim_size = match dim_size {
+        Some(n) => n,
+        None => {
+            let mut v = index.view();
+            for ax in 0..v.ndim() {
+                if v.strides()[ax] == 0 && v.shape()[ax] > 1 {
+                    v.collapse_axis(Axis(ax), 0);
+                }
+            }
+            v.iter()
+                .map(|i| i.to_i64())
+                .max()
+                .map_or(0, |m| (m.max(-1) + 1) as usize)
+        }
+    };
+    // Checked as given, so that an error names the position in the caller's index.
+    CheckedIndex::new(op, given, d, dim_size, Bounds::Strict)?;
+    let mut src = src;
+    src.slice_each_axis_inplace(|ax| Slice::from(0..shape[ax.axis.index()]));
+    Ok(Grouped {
+        dim: d,
+        src,
+        index,
+        dim_size,
+    })
+}
+
+/// An array of `shape` filled with `value`, or an error when it does not fit in memory.
+pub(crate) fn try_full<T: Clone>(op: &str, shape: &[usize], value: T) -> Result<ArrayD<T>> {
+    let n = crate::dims::checked_numel(shape)?;
+    let mut v = super::try_vec(op, n)?;
+    v.resize(n, value);
+    Ok(ArrayD::from_shape_vec(IxDyn(shape), v).expect("length is the shape's product"))
+}
+
+/// The leading block of `out` that the index's lanes write (all of `dim`).
+pub(crate) fn block_mut<'a, T>(
+    out: ArrayViewMut<'a, T, IxDyn>,
+    dim: usize,
+    block: &[usize],
+) -> ArrayViewMut<'a, T, IxDyn> {
+    let mut o = out;
+    o.slice_each_axis_inplace(|ax| {
+        let a = ax.axis.index();
+        if a == dim {
+            Slice::from(..)
+        } else {
+            Slice::from(0..block[a])
+        }
+    });
+    o
+}
+
+/// Converts a dynamic-rank result to the caller's dimension type (same rank by construction).
+pub(crate) fn into_dim<T, D: Dimension>(a: ArrayD<T>) -> Array<T, D> {
+    a.into_dimensionality::<D>()
+        .expect("the output has the input's rank")
+}
+
+/// The create-style driver: checks, fills, then folds with `run`.
+fn grouped_call<T, O, I>(
+    op: &str,
+    src: ArrayView<'_, T, IxDyn>,
+    dim: isize,
+    index: ArrayView<'_, I, IxDyn>,
+    dim_size: Option<usize>,
+    fill: impl FnOnce() -> Result<O>,
+    run: impl FnOnce(
+        usize,
+        ArrayView<'_, T, IxDyn>,
+        ArrayView<'_, I, IxDyn>,
+        ArrayViewMut<'_, O, IxDyn>,
+    ),
+) -> Result<ArrayD<O>>
+where
+    O: Clone,
+    I: IndexElem,
+{
+    let full_shape = src.shape().to_vec();
+    let g = check_grouped(op, src, dim, index, dim_size)?;
+    let fill = fill()?;
+    let mut out_shape = full_shape;
+    out_shape[g.dim] = g.dim_size;
+    let mut out = try_full(op, &out_shape, fill)?;
+    let block = g.src.shape().to_vec();
+    run(
+        g.dim,
+        g.src,
+        g.index,
+        block_mut(out.view_mut(), g.dim, &block),
+    );
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Public entry points.
+
+/// Reduces the groups of `src` that `index` defines along `dim` (pytorch_scatter's
+/// `scatter(src, index, dim, dim_size, reduce)`, with more reductions and a chosen fill).
+///
+/// `out[.., g, ..]` reduces every `src[.., j, ..]` with `index[.., j, ..] == g`, in index order.
+/// The output has `src`'s shape with `dim` replaced by `opts.dim_size` (default: largest index
+/// + 1); empty groups hold `opts.fill`. See the [module docs](self) for the shape rules.
+///
+/// ```
+/// use gather::ops::reduce::{scatter_groups, EmptyFill, GroupOptions, GroupReduce};
+/// use ndarray::array;
+///
+/// // pytorch_scatter's README example: scatter max of src into 4 groups along the last dim.
+/// let src = array![[2.0f32, 0.0, 1.0, 4.0, 3.0], [0.0, 2.0, 1.0, 3.0, 4.0]];
+/// let index = array![[4, 5, 4, 2, 3], [0, 0, 2, 2, 1]];
+/// let opts = GroupOptions::default().fill(EmptyFill::Zero);
+/// let out = scatter_groups(&src, -1, &index, GroupReduce::Amax, opts)?;
+/// assert_eq!(out, array![[0.0, 0.0, 4.0, 3.0, 2.0, 0.0], [2.0, 4.0, 3.0, 0.0, 0.0, 0.0]]);
+///
+/// // A 1-D index is shared by every lane (graph messages [E, F] → nodes [V, F]).
+/// let msgs = array![[1.0f64, 10.0], [2.0, 20.0], [4.0, 40.0]];
+/// let dst = array![1, 0, 1];
+/// let opts = GroupOptions::default().dim_size(3);
+/// let out = scatter_groups(&msgs, 0, &dst, GroupReduce::Mean, opts)?;
+/// assert_eq!(out, array![[2.0, 20.0], [2.5, 25.0], [0.0, 0.0]]);
+/// let out = scatter_groups(&msgs, 0, &dst, GroupReduce::Std { correction: 0 }, opts)?;
+/// assert_eq!(out.row(1), array![1.5, 15.0]);
+/// assert!(out[[2, 0]].is_nan()); // empty group: NaN by default for std
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub fn scatter_groups<T, S, D, I, SI, DI>(
+    src: &ArrayBase<S, D>,
+    dim: isize,
+    index: &ArrayBase<SI, DI>,
+    reduce: GroupReduce,
+    opts: GroupOptions<T>,
+) -> Result<Array<T, D>>
+where
+    T: ReduceElement,
+    S: Data<Elem = T>,
+    D: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+{
+    let op = "scatter_groups";
+    check_reduce_dtype::<T>(op, reduce)?;
+    let out = grouped_call(
+        op,
+        src.view().into_dyn(),
+        dim,
+        index.view().into_dyn(),
+        opts.dim_size,
+        || fill_value(op, reduce, opts.fill),
+        |d, s, i, o| reduce_groups(reduce, d, s, i, o),
+    )?;
+    Ok(into_dim(out))
+}
+
+/// Whether any element of each group is nonzero (`true` for bool; NaN counts as nonzero).
+/// Empty groups hold `opts.fill` (`Identity`: `false`).
+///
+/// ```
+/// use gather::ops::reduce::{scatter_any, GroupOptions};
+/// use ndarray::array;
+/// let out = scatter_any(&array![0, 3, 0, 0], 0, &array![0, 0, 1, 1], GroupOptions::default().dim_size(3))?;
+/// assert_eq!(out, array![true, false, false]);
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub fn scatter_any<T, S, D, I, SI, DI>(
+    src: &ArrayBase<S, D>,
+    dim: isize,
+    index: &ArrayBase<SI, DI>,
+    opts: GroupOptions<bool>,
+) -> Result<Array<bool, D>>
+where
+    T: Element,
+    S: Data<Elem = T>,
+    D: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+{
+    let op = "scatter_any";
+    let out = grouped_call(
+        op,
+        src.view().into_dyn(),
+        dim,
+        index.view().into_dyn(),
+        opts.dim_size,
+        || bool_fill(op, opts.fill, false),
+        |d, s, i, o| fold_any_all(AnyAll::Any, d, s, i, o),
+    )?;
+    Ok(into_dim(out))
+}
+
+/// Whether every element of each group is nonzero. Empty groups hold `opts.fill` (`Identity`:
+/// `true`).
+///
+/// ```
+/// use gather::ops::reduce::{scatter_all, GroupOptions};
+/// use ndarray::array;
+/// let out = scatter_all(&array![1.0, 2.0, 0.0, 5.0], 0, &array![0, 0, 1, 1], GroupOptions::default().dim_size(3))?;
+/// assert_eq!(out, array![true, false, true]);
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub fn scatter_all<T, S, D, I, SI, DI>(
+    src: &ArrayBase<S, D>,
+    dim: isize,
+    index: &ArrayBase<SI, DI>,
+    opts: GroupOptions<bool>,
+) -> Result<Array<bool, D>>
+where
+    T: Element,
+    S: Data<Elem = T>,
+    D: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+{
+    let op = "scatter_all";
+    let out = grouped_call(
+        op,
+        src.view().into_dyn(),
+        dim,
+        index.view().into_dyn(),
+        opts.dim_size,
+        || bool_fill(op, opts.fill, true),
+        |d, s, i, o| fold_any_all(AnyAll::All, d, s, i, o),
+    )?;
+    Ok(into_dim(out))
+}
+
+/// The fill of `any`/`all` (`identity` is their identity).
+pub(crate) fn bool_fill(op: &str, fill: EmptyFill<bool>, identity: bool) -> Result<bool> {
+    match fill {
+        EmptyFill::Identity => Ok(identity),
+        EmptyFill::Zero => Ok(false),
+        EmptyFill::Value(v) => Ok(v),
+        EmptyFill::Nan => Err(Error::invalid(format!(
+            "{op}: a NaN fill needs a float dtype, but any/all return bool"
+        ))
+        .with_hint("use EmptyFill::Value(true|false) or EmptyFill::Identity")),
+    }
+}
+
+/// The softmax/log_softmax checks and driver: the index must cover all of `src`.
+fn softmax_call<T: ReduceElement, I: IndexElem>(
+    op: &str,
+    log: bool,
+    src: ArrayView<'_, T, IxDyn>,
+    dim: isize,
+    index: ArrayView<'_, I, IxDyn>,
+) -> Result<ArrayD<T>> {
+    check_softmax_dtype::<T>(op)?;
+    let full = src.shape().to_vec();
+    let g = check_grouped(op, src, dim, index, None)?;
+    if g.src.shape() != full.as_slice() {
+        return Err(Error::shape(format!(
+            "{op}: index {} must cover src {} (every element is normalised within its group)",
+            fmt_shape(g.src.shape()),
+            fmt_shape(&full)
+        ))
+        .with_hint(format!(
+            "give the index src's shape, or a 1-D index of length {} (one group id per position along dim {})",
+            full[g.dim], g.dim
+        )));
+    }
+    let mut out = try_full(op, &full, T::default())?;
+    softmax_groups(log, g.dim, g.dim_size, g.src, g.index, out.view_mut());
+    Ok(out)
+}
+
+/// Softmax of every element of `src` within its group (pytorch_scatter's `scatter_softmax`):
+/// `out[j] = exp(src[j]) / Σ_{k in j's group} exp(src[k])`, numerically stable.
+///
+/// Two passes over `src` and no intermediate arrays: the first keeps, per group, a running
+/// maximum and a rescaled sum of exponentials; the second writes the output. The index has
+/// `src`'s shape, or is 1-D along `dim`. Floats only (`f16`/`bf16` computed in `f32`). A group
+/// containing NaN or `+inf` gives NaN, as PyTorch's softmax does.
+///
+/// ```
+/// use gather::ops::reduce::scatter_softmax;
+/// use ndarray::array;
+/// let src = array![1.0f64, 1.0, 2.0, 1000.0];
+/// let out = scatter_softmax(&src, 0, &array![0, 0, 1, 1])?;
+/// assert_eq!(out.slice(ndarray::s![..2]), array![0.5, 0.5]);
+/// assert_eq!(out[3], 1.0); // no overflow: exp is taken relative to the group's maximum
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub fn scatter_softmax<T, S, D, I, SI, DI>(
+    src: &ArrayBase<S, D>,
+    dim: isize,
+    index: &ArrayBase<SI, DI>,
+) -> Result<Array<T, D>>
+where
+    T: ReduceElement,
+    S: Data<Elem = T>,
+    D: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+{
+    let out = softmax_call(
+        "scatter_softmax",
+        false,
+        src.view().into_dyn(),
+        dim,
+        index.view().into_dyn(),
+    )?;
+    Ok(into_dim(out))
+}
+
+/// Log-softmax of every element of `src` within its group: `src[j] - logsumexp(group of j)`, in
+/// two passes (see [`scatter_softmax`]).
+///
+/// ```
+/// use gather::ops::reduce::scatter_log_softmax;
+/// use ndarray::array;
+/// let out = scatter_log_softmax(&array![0.0f32, 0.0, 5.0], 0, &array![0, 0, 1])?;
+/// assert_eq!(out, array![-std::f32::consts::LN_2, -std::f32::consts::LN_2, 0.0]);
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub fn scatter_log_softmax<T, S, D, I, SI, DI>(
+    src: &ArrayBase<S, D>,
+    dim: isize,
+    index: &ArrayBase<SI, DI>,
+) -> Result<Array<T, D>>
+where
+    T: ReduceElement,
+    S: Data<Elem = T>,
+    D: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+{
+    let out = softmax_call(
+        "scatter_log_softmax",
+        true,
+        src.view().into_dyn(),
+        dim,
+        index.view().into_dyn(),
+    )?;
+    Ok(into_dim(out))
+}
+
+/// Per-group state of an arg-reduction: the running value, whether a NaN source was seen, and
+/// whether any source reached the group.
+#[derive(Clone, Copy)]
+struct ArgState<A> {
+    v: A,
+    nan: bool,
+    touched: bool,
+}
+
+/// The arg-reduction over every group of every lane: `out` holds `self` (or the fill) and is
+/// updated where a source arrives; `arg` (all `NO_ARG` on entry) gets the winning position
+/// along `dim`, plus `shift`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn arg_fold<T: Element, I: IndexElem>(
+    reduce: ArgReduce,
+    include_self: bool,
+    dim: usize,
+    out: ArrayViewMut<'_, T, IxDyn>,
+    arg: ArrayViewMut<'_, i64, IxDyn>,
+    index: ArrayView<'_, I, IxDyn>,
+    src: ArrayView<'_, T, IxDyn>,
+    shift: i64,
+) {
+    let combine: fn(T::Acc, T::Acc) -> T::Acc = match reduce {
+        ArgReduce::Amax => T::acc_max,
+        ArgReduce::Amin => T::acc_min,
+    };
+    let identity = match reduce {
+        ArgReduce::Amax => T::max_identity(),
+        ArgReduce::Amin => T::min_identity(),
+    }
+    .to_acc();
+    let acc_nan = |a: T::Acc| T::from_acc(a).is_nan();
+    for_each_lane(
+        dim,
+        out,
+        arg,
+        index,
+        src,
+        Vec::<ArgState<T::Acc>>::new,
+        |states, mut o, mut a, idx, s| {
+            states.clear();
+            states.extend(o.iter().map(|&v| ArgState {
+                v: if include_self { v.to_acc() } else { identity },
+                nan: false,
+                touched: false,
+            }));
+            for (j, (i, &x)) in idx.iter().zip(s.iter()).enumerate() {
+                let g = i.to_i64() as usize;
+                let st = &mut states[g];
+                let xa = x.to_acc();
+                let nv = combine(st.v, xa);
+                if !include_self && !st.touched {
+                    a[g] = j as i64 + shift;
+                    st.nan = x.is_nan();
+                } else if x.is_nan() {
+                    if !st.nan {
+                        a[g] = j as i64 + shift;
+                        st.nan = true;
+                    }
+                } else if !acc_nan(st.v) && nv != st.v {
+                    a[g] = j as i64 + shift;
+                }
+                st.v = nv;
+                st.touched = true;
+            }
+            for (o, st) in o.iter_mut().zip(states.iter()) {
+                if st.touched {
+                    *o = T::from_acc(st.v);
+                }
+            }
+        },
+    );
+}
+
+/// `self.scatter_reduce_(dim, index, src, "amax"|"amin", include_self)` that also returns, for
+/// each element of `self`, the position along `dim` (in `src`/`index`) of the source that won.
+///
+/// The values are bitwise those of [`scatter_reduce_inplace`](crate::scatter_reduce_inplace).
+/// The arg array has `self`'s shape and holds:
+///
+/// - `j`, the position along `dim` of the winning source in its lane: among equal values the
+///   **first** in index order wins; a NaN result points to the **first** NaN source;
+/// - [`NO_ARG`] (`-1`) where no source won: no index refers to the element (it keeps `self`), or
+///   `include_self` is true and `self`'s value was kept. `self` comes before every source, so it
+///   also wins ties, and a NaN in `self` wins until a NaN source arrives (PyTorch's NaN rule).
+///
+/// The gradient routed through the arg (one winner per group, as pytorch_scatter's
+/// `scatter_max`) is [`grad::scatter_reduce_arg`](crate::grad::scatter_reduce_arg). Every check
+/// runs before the first write.
+///
+/// ```
+/// use gather::ops::reduce::{scatter_reduce_arg_inplace, ArgReduce};
+/// use ndarray::array;
+/// let mut x = array![10.0f32, 20.0, 30.0, 40.0];
+/// let idx = array![0, 0, 1, 1, 1];
+/// let src = array![1.0, 2.0, 25.0, 50.0, 50.0];
+/// let arg = scatter_reduce_arg_inplace(&mut x, 0, &idx, &src, ArgReduce::Amax, true)?;
+/// assert_eq!(x, array![10.0, 50.0, 30.0, 40.0]);
+/// assert_eq!(arg, array![-1, 3, -1, -1]); // self won [0]; the first 50 won [1]
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub fn scatter_reduce_arg_inplace<T, S, D, I, SI, DI, SS, DS>(
+    dst: &mut ArrayBase<S, D>,
+    dim: isize,
+    index: &ArrayBase<SI, DI>,
+    src: &ArrayBase<SS, DS>,
+    reduce: ArgReduce,
+    include_self: bool,
+) -> Result<Array<i64, D>>
+where
+    T: Element,
+    S: DataMut<Elem = T>,
+    D: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+    SS: Data<Elem = T>,
+    DS: Dimension,
+{
+    let op = "scatter_reduce";
+    let mut arg = Array::from_elem(dst.raw_dim(), NO_ARG);
+    let Some(d) = super::scatter::check_scatter_shapes(
+        op,
+        dst.shape(),
+        dim,
+        index.shape(),
+        Some(src.shape()),
+    )?
+    else {
+        return Ok(arg);
+    };
+    let index = super::view_1d_if_scalar(index);
+    let src = super::view_1d_if_scalar(src);
+    let mut dstv = dst.view_mut().into_dyn();
+    if dstv.ndim() == 0 {
+        dstv = dstv.insert_axis(Axis(0));
+    }
+    let checked = CheckedIndex::new(op, index, d, dstv.shape()[d], Bounds::Strict)?;
+    let index = checked.view().clone();
+    let block = index.shape().to_vec();
+    let mut src = src;
+    src.slice_each_axis_inplace(|ax| Slice::from(0..block[ax.axis.index()]));
+    let mut argv = arg.view_mut().into_dyn();
+    if argv.ndim() == 0 {
+        argv = argv.insert_axis(Axis(0));
+    }
+    arg_fold(
+        reduce,
+        include_self,
+        d,
+        block_mut(dstv, d, &block),
+        block_mut(argv, d, &block),
+        index,
+        src,
+        0,
+    );
+    Ok(arg)
+}
+
+/// Out-of-place [`scatter_reduce_arg_inplace`]: returns `(values, arg)`.
+///
+/// ```
+/// use gather::ops::reduce::{scatter_reduce_arg, ArgReduce};
+/// use ndarray::array;
+/// // Node features [V=3] ← edge messages, include_self = false (pytorch_scatter's scatter_max).
+/// let x = array![0i32, 0, 0];
+/// let (out, arg) = scatter_reduce_arg(&x, 0, &array![2, 0, 2, 2], &array![4, 7, 9, 9], ArgReduce::Amax, false)?;
+/// assert_eq!(out, array![7, 0, 9]);
+/// assert_eq!(arg, array![1, -1, 2]); // node 1 got nothing; node 2: the first 9 (position 2)
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub fn scatter_reduce_arg<T, S, D, I, SI, DI, SS, DS>(
+    input: &ArrayBase<S, D>,
+    dim: isize,
+    index: &ArrayBase<SI, DI>,
+    src: &ArrayBase<SS, DS>,
+    reduce: ArgReduce,
+    include_self: bool,
+) -> Result<(Array<T, D>, Array<i64, D>)>
+where
+    T: Element,
+    S: Data<Elem = T>,
+    D: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+    SS: Data<Elem = T>,
+    DS: Dimension,
+{
+    let mut out = super::try_to_owned("scatter_reduce", input)?;
+    let arg = scatter_reduce_arg_inplace(&mut out, dim, index, src, reduce, include_self)?;
+    Ok((out, arg))
+}
+
+/// The group reductions as methods: `use gather::prelude::*;`.
+///
+/// ```
+/// use gather::prelude::*;
+/// use gather::ops::reduce::{GroupOptions, GroupReduce};
+/// use ndarray::array;
+/// let src = array![1.0f64, 2.0, 3.0];
+/// let lse = src.scatter_groups(0, &array![0, 0, 1], GroupReduce::LogSumExp, GroupOptions::default())?;
+/// assert!((lse[0] - (1f64.exp() + 2f64.exp()).ln()).abs() < 1e-12);
+/// let (m, arg) = array![0.0f64].scatter_reduce_arg(0, &array![0, 0, 0], &src, ArgReduce::Amax, false)?;
+/// assert_eq!((m[0], arg[0]), (3.0, 2));
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub trait ReduceExt<T: ReduceElement, D: Dimension> {
+    /// See [`scatter_groups()`].
+    fn scatter_groups<I: IndexElem, SI: Data<Elem = I>, DI: Dimension>(
+        &self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        reduce: GroupReduce,
+        opts: GroupOptions<T>,
+    ) -> Result<Array<T, D>>;
+    /// See [`scatter_softmax()`].
+    fn scatter_softmax<I: IndexElem, SI: Data<Elem = I>, DI: Dimension>(
+        &self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+    ) -> Result<Array<T, D>>;
+    /// See [`scatter_log_softmax()`].
+    fn scatter_log_softmax<I: IndexElem, SI: Data<Elem = I>, DI: Dimension>(
+        &self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+    ) -> Result<Array<T, D>>;
+    /// See [`scatter_any()`].
+    fn scatter_any<I: IndexElem, SI: Data<Elem = I>, DI: Dimension>(
+        &self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        opts: GroupOptions<bool>,
+    ) -> Result<Array<bool, D>>;
+    /// See [`scatter_all()`].
+    fn scatter_all<I: IndexElem, SI: Data<Elem = I>, DI: Dimension>(
+        &self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        opts: GroupOptions<bool>,
+    ) -> Result<Array<bool, D>>;
+    /// See [`scatter_reduce_arg()`].
+    fn scatter_reduce_arg<
+        I: IndexElem,
+        SI: Data<Elem = I>,
+        DI: Dimension,
+        SS: Data<Elem = T>,
+        DS: Dimension,
+    >(
+        &self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        src: &ArrayBase<SS, DS>,
+        reduce: ArgReduce,
+        include_self: bool,
+    ) -> Result<(Array<T, D>, Array<i64, D>)>;
+}
+
+impl<T: ReduceElement, S: Data<Elem = T>, D: Dimension> ReduceExt<T, D> for ArrayBase<S, D> {
+    fn scatter_groups<I: IndexElem, SI: Data<Elem = I>, DI: Dimension>(
+        &self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        reduce: GroupReduce,
+        opts: GroupOptions<T>,
+    ) -> Result<Array<T, D>> {
+        scatter_groups(self, dim, index, reduce, opts)
+    }
+    fn scatter_softmax<I: IndexElem, SI: Data<Elem = I>, DI: Dimension>(
+        &self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+    ) -> Result<Array<T, D>> {
+        scatter_softmax(self, dim, index)
+    }
+    fn scatter_log_softmax<I: IndexElem, SI: Data<Elem = I>, DI: Dimension>(
+        &self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+    ) -> Result<Array<T, D>> {
+        scatter_log_softmax(self, dim, index)
+    }
+    fn scatter_any<I: IndexElem, SI: Data<Elem = I>, DI: Dimension>(
+        &self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        opts: GroupOptions<bool>,
+    ) -> Result<Array<bool, D>> {
+        scatter_any(self, dim, index, opts)
+    }
+    fn scatter_all<I: IndexElem, SI: Data<Elem = I>, DI: Dimension>(
+        &self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        opts: GroupOptions<bool>,
+    ) -> Result<Array<bool, D>> {
+        scatter_all(self, dim, index, opts)
+    }
+    fn scatter_reduce_arg<
+        I: IndexElem,
+        SI: Data<Elem = I>,
+        DI: Dimension,
+        SS: Data<Elem = T>,
+        DS: Dimension,
+    >(
+        &self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        src: &ArrayBase<SS, DS>,
+        reduce: ArgReduce,
+        include_self: bool,
+    ) -> Result<(Array<T, D>, Array<i64, D>)> {
+        scatter_reduce_arg(self, dim, index, src, reduce, include_self)
+    }
+}
