@@ -7,13 +7,18 @@
 //! order. That makes every result deterministic, whatever the number of threads: `scatter` keeps the
 //! last write in index order, and float sums add in index order, as PyTorch's CPU kernel does.
 
-use ndarray::{ArrayView, ArrayViewMut, IxDyn};
+use std::ops::Range;
 
+use ndarray::{ArrayView, ArrayViewMut, IxDyn};
+use rayon::prelude::*;
+
+use super::segment::Segments;
 use super::{SharedPtr, position};
 use crate::index::{Bounds, CheckedIndex, IndexElem};
 use crate::plan::Nest;
 
-/// Applies `update(dst_elem, src_elem)` for every position of the index.
+/// Applies `update(dst_elem, src_elem)` for every position of the index; updates that reach the
+/// same destination element run in index order.
 ///
 /// Preconditions (asserted, O(rank)): `dst`, `index` and `src` have the same rank; `dim` is one of
 /// its axes; `index.shape[d] <= src.shape[d]` for every `d`; `index.shape[d] <= dst.shape[d]` for
@@ -25,7 +30,63 @@ pub(crate) fn scatter<A, T, I, F>(
     src: &ArrayView<'_, T, IxDyn>,
     update: F,
 ) where
-    A: Send + Sync,
+    A: Copy + Send + Sync,
+    T: Copy + Send + Sync,
+    I: IndexElem,
+    F: Fn(&mut A, T) + Sync + Send,
+{
+    scatter_impl(dst, dim, index, src, None, false, update)
+}
+
+/// A reduction: every destination element the index reaches is first set to `init` (when given:
+/// `include_self = false`), then `update(dst_elem, src_elem)` runs for every position of the index,
+/// in index order per destination element. Preconditions as [`scatter`].
+pub(crate) fn scatter_reduce<A, T, I, F>(
+    dst: &mut ArrayViewMut<'_, A, IxDyn>,
+    dim: usize,
+    index: &CheckedIndex<'_, I>,
+    src: &ArrayView<'_, T, IxDyn>,
+    init: Option<A>,
+    update: F,
+) where
+    A: Copy + Send + Sync,
+    T: Copy + Send + Sync,
+    I: IndexElem,
+    F: Fn(&mut A, T) + Sync + Send,
+{
+    scatter_impl(dst, dim, index, src, init, false, update)
+}
+
+/// A plain write, `dst_elem = src_elem`: with duplicates the last position in index order wins.
+/// Preconditions as [`scatter`].
+pub(crate) fn scatter_set<T, I>(
+    dst: &mut ArrayViewMut<'_, T, IxDyn>,
+    dim: usize,
+    index: &CheckedIndex<'_, I>,
+    src: &ArrayView<'_, T, IxDyn>,
+) where
+    T: Copy + Send + Sync,
+    I: IndexElem,
+{
+    scatter_impl(dst, dim, index, src, None, true, |a: &mut T, s: T| *a = s)
+}
+
+/// Row-index scatters whose slices (the part of one position along `dim`) have fewer elements
+/// than this take the general loop: the grouping would cost more than it saves.
+const SEGMENT_MIN_SLICE: usize = 8;
+
+/// `last_only`: `update` ignores the old value (a plain write), so only the last update of each
+/// destination element matters.
+fn scatter_impl<A, T, I, F>(
+    dst: &mut ArrayViewMut<'_, A, IxDyn>,
+    dim: usize,
+    index: &CheckedIndex<'_, I>,
+    src: &ArrayView<'_, T, IxDyn>,
+    init: Option<A>,
+    last_only: bool,
+    update: F,
+) where
+    A: Copy + Send + Sync,
     T: Copy + Send + Sync,
     I: IndexElem,
     F: Fn(&mut A, T) + Sync + Send,
@@ -53,6 +114,41 @@ pub(crate) fn scatter<A, T, I, F>(
     if idx.is_empty() {
         return;
     }
+    let size = index.size();
+    if let Some(rows) = RowIndex::of(index, dim) {
+        match index.bounds() {
+            Bounds::Strict => rows.run(dst, src, init, last_only, &update, |v| v as isize),
+            Bounds::Wrap => rows.run(dst, src, init, last_only, &update, |v| {
+                position(Bounds::Wrap, v, size)
+            }),
+            Bounds::Modulo => rows.run(dst, src, init, last_only, &update, |v| {
+                position(Bounds::Modulo, v, size)
+            }),
+        }
+        return;
+    }
+    if let Some(v) = init {
+        let one = [v];
+        let one = ArrayView::from(&one[..]).into_dyn();
+        let ones = one.broadcast(idx.raw_dim()).expect("broadcast");
+        general(dst, dim, index, &ones, |a: &mut A, s: A| *a = s);
+    }
+    general(dst, dim, index, src, update);
+}
+
+fn general<A, T, I, F>(
+    dst: &mut ArrayViewMut<'_, A, IxDyn>,
+    dim: usize,
+    index: &CheckedIndex<'_, I>,
+    src: &ArrayView<'_, T, IxDyn>,
+    update: F,
+) where
+    A: Send + Sync,
+    T: Copy + Send + Sync,
+    I: IndexElem,
+    F: Fn(&mut A, T) + Sync + Send,
+{
+    let idx = index.view();
     let shape = idx.shape().to_vec();
     let mut dst_strides = dst.strides().to_vec();
     let dstride = dst_strides[dim];
@@ -136,4 +232,192 @@ fn run<A, T, I, M, F>(
             }
         }
     });
+}
+
+/// A row index: constant along every axis but `dim` (an expanded `[E, 1, ..]` index, or the
+/// spread 1-D index of `index_add`/`index_copy`/...). Its `E` values are grouped by destination row
+/// ([`Segments`]), and each destination row is then reduced over its sources in index order, in
+/// parallel over rows: no two tasks touch the same row, and each row sees its updates in the
+/// serial order, so the result is bitwise that of the serial loop for any number of threads.
+struct RowIndex<'a, 'b, I: IndexElem> {
+    index: &'a CheckedIndex<'b, I>,
+    dim: usize,
+}
+
+impl<'a, 'b, I: IndexElem> RowIndex<'a, 'b, I> {
+    fn of(index: &'a CheckedIndex<'b, I>, dim: usize) -> Option<Self> {
+        let idx = index.view();
+        let e = idx.shape()[dim];
+        let slice: usize = (0..idx.ndim())
+            .filter(|&d| d != dim)
+            .map(|d| idx.shape()[d])
+            .product();
+        let constant = (0..idx.ndim()).all(|d| d == dim || idx.shape()[d] == 1 || idx.strides()[d] == 0);
+        (constant
+            && e >= 2
+            && u32::try_from(e).is_ok()
+            && slice >= SEGMENT_MIN_SLICE
+            && e.saturating_mul(slice) >= crate::plan::GRAIN)
+            .then_some(RowIndex { index, dim })
+    }
+
+    fn run<A, T, M, F>(
+        &self,
+        dst: &mut ArrayViewMut<'_, A, IxDyn>,
+        src: &ArrayView<'_, T, IxDyn>,
+        init: Option<A>,
+        last_only: bool,
+        update: &F,
+        map: M,
+    ) where
+        A: Copy + Send + Sync,
+        T: Copy + Send + Sync,
+        M: Fn(i64) -> isize + Sync + Send,
+        F: Fn(&mut A, T) + Sync + Send,
+    {
+        let dim = self.dim;
+        let idx = self.index.view();
+        let e_len = idx.shape()[dim];
+        let rows = dst.shape()[dim];
+        let istride = idx.strides()[dim];
+        let iptr = SharedPtr(idx.as_ptr() as *mut I);
+        let segs = Segments::new(e_len, rows, |e| {
+            let i = iptr;
+            // SAFETY: `e < idx.shape[dim]` and every other coordinate is 0, so the offset is that
+            // of an element of the index view.
+            let v = unsafe { *i.0.offset(e as isize * istride) };
+            map(v.to_i64()) as usize
+        });
+        let slice_shape: Vec<usize> = (0..idx.ndim())
+            .filter(|&d| d != dim)
+            .map(|d| idx.shape()[d])
+            .collect();
+        let drop_dim = |s: &[isize]| -> Vec<isize> {
+            (0..s.len()).filter(|&d| d != dim).map(|d| s[d]).collect()
+        };
+        let slice = Nest::<2>::new(
+            &slice_shape,
+            [&drop_dim(dst.strides()), &drop_dim(src.strides())],
+            None,
+        );
+        let rows_at = Rows {
+            dst: SharedPtr(dst.as_mut_ptr()),
+            src: SharedPtr(src.as_ptr() as *mut T),
+            dstride: dst.strides()[dim],
+            sstride: src.strides()[dim],
+            strides: slice.inner.strides,
+            init,
+            last_only,
+        };
+        let threads = rayon::current_num_threads();
+        let work = e_len.saturating_mul(slice.total);
+        if threads > 1 && work >= 2 * crate::plan::GRAIN && segs.len() < 4 * threads {
+            // Few destination rows: split the slices instead, every task visiting every row.
+            slice.for_each(|base, r| {
+                for k in 0..segs.len() {
+                    let ahead = &segs.order[segs.starts[k]..];
+                    let n = segs.starts[k + 1] - segs.starts[k];
+                    rows_at.apply(segs.rows[k], base, r.clone(), ahead, n, update);
+                }
+            });
+            return;
+        }
+        let parts = if threads > 1 && work >= 2 * crate::plan::GRAIN {
+            threads * 8
+        } else {
+            1
+        };
+        let ranges = segs.split(parts);
+        let task = |ks: &std::ops::Range<usize>| {
+            let end = segs.starts[ks.end];
+            for k in ks.clone() {
+                let ahead = &segs.order[segs.starts[k]..end];
+                let n = segs.starts[k + 1] - segs.starts[k];
+                slice.for_each_serial(|base, r| {
+                    rows_at.apply(segs.rows[k], base, r, ahead, n, update);
+                });
+            }
+        };
+        if ranges.len() > 1 {
+            ranges.par_iter().for_each(task);
+        } else {
+            ranges.iter().for_each(task);
+        }
+    }
+}
+
+/// The destination and source of a row-index scatter, and what to do at each destination row.
+struct Rows<A, T> {
+    dst: SharedPtr<A>,
+    src: SharedPtr<T>,
+    /// Strides along `dim`.
+    dstride: isize,
+    sstride: isize,
+    /// Inner strides of the slice nest (dst, src).
+    strides: [isize; 2],
+    init: Option<A>,
+    last_only: bool,
+}
+
+impl<A: Copy, T: Copy> Rows<A, T> {
+    /// Sources further ahead than this (in the grouped order) are prefetched.
+    const AHEAD: usize = 4;
+
+    /// Reduces, into the slice piece `base + r` of destination row `row`, the sources
+    /// `ahead[..n]` (positions along `dim`, in index order); `ahead[n..]` are the sources that
+    /// come next in the same task, whose first lines are prefetched.
+    #[inline(always)]
+    fn apply<F: Fn(&mut A, T)>(
+        &self,
+        row: usize,
+        base: [isize; 2],
+        r: Range<usize>,
+        ahead: &[u32],
+        n: usize,
+        update: &F,
+    ) {
+        let [ds, ss] = self.strides;
+        let mine = if self.last_only { n - 1..n } else { 0..n };
+        // SAFETY: `row` is a checked index value below `dst.shape[dim]`, and `base + j * ds`
+        // (`j` in `r`) are offsets of positions of the slice shape, which is the index's shape
+        // without `dim`, no larger than dst's there (asserted by the caller): in bounds for dst.
+        // Each source is a position along `dim` below `index.shape[dim] <= src.shape[dim]`, and
+        // the slice positions are below the index's, no larger than src's: in bounds for src.
+        // Destination rows are distinct between tasks (each segment belongs to one task) or,
+        // when slices are split, the slice pieces are (the planner never duplicates a position),
+        // so writes never race; src is only read and cannot alias dst (a `&mut` view). The
+        // prefetched addresses are computed with `wrapping_offset` and never dereferenced.
+        unsafe {
+            let dp = self.dst.0.offset(row as isize * self.dstride + base[0]);
+            let sp = self.src.0.offset(base[1]).cast_const();
+            if let Some(v) = self.init {
+                for j in r.clone() {
+                    *dp.offset(j as isize * ds) = v;
+                }
+            }
+            let line = (64 / std::mem::size_of::<T>().max(1)).max(1);
+            let fetch_lines = if ss == 1 { r.len().div_ceil(line).min(4) } else { 1 };
+            for q in mine {
+                if let Some(&next) = ahead.get(q + Self::AHEAD) {
+                    let np = sp.wrapping_offset(next as isize * self.sstride + r.start as isize * ss);
+                    for l in 0..fetch_lines {
+                        super::prefetch(np.wrapping_add(l * line));
+                    }
+                }
+                let s = sp.offset(ahead[q] as isize * self.sstride);
+                if ds == 1 && ss == 1 {
+                    let d = std::slice::from_raw_parts_mut(dp.add(r.start), r.len());
+                    let s = std::slice::from_raw_parts(s.add(r.start), r.len());
+                    for (a, b) in d.iter_mut().zip(s) {
+                        update(a, *b);
+                    }
+                } else {
+                    for j in r.clone() {
+                        let j = j as isize;
+                        update(&mut *dp.offset(j * ds), *s.offset(j * ss));
+                    }
+                }
+            }
+        }
+    }
 }

@@ -239,9 +239,7 @@ where
     };
     let checked = CheckedIndex::new(op, index, d, dst.shape()[d], bounds)?;
     match mode {
-        Mode::Set => {
-            kernels::scatter::scatter(&mut dst, d, &checked, &src, |a: &mut T, s: T| *a = s)
-        }
+        Mode::Set => kernels::scatter::scatter_set(&mut dst, d, &checked, &src),
         Mode::Reduce(r, include_self) => reduce_into(&mut dst, d, &checked, &src, r, include_self),
     }
     Ok(())
@@ -308,31 +306,27 @@ fn reduce_acc<T: Element, I: IndexElem, A: Copy + Send + Sync>(
     load: impl Fn(&A) -> T::Acc + Sync + Send,
     store: impl Fn(T::Acc) -> A + Sync + Send,
 ) {
-    if !include_self {
-        let id: T::Acc = match r {
+    // Without self, every element the index reaches starts from the reduction's identity.
+    let init = (!include_self).then(|| {
+        store(match r {
             Reduce::Sum | Reduce::Mean => T::acc_zero(),
             Reduce::Prod => T::acc_one(),
             Reduce::Amax => T::max_identity().to_acc(),
             Reduce::Amin => T::min_identity().to_acc(),
-        };
-        let idv = [store(id)];
-        let idv = ArrayView::from(&idv[..]).into_dyn();
-        let ids = idv.broadcast(index.view().raw_dim()).expect("broadcast");
-        kernels::scatter::scatter(dst, dim, index, &ids, |a: &mut A, v: A| *a = v);
-    }
+        })
+    });
+    use kernels::scatter::scatter_reduce as run;
     match r {
-        Reduce::Sum | Reduce::Mean => {
-            kernels::scatter::scatter(dst, dim, index, src, |a: &mut A, s: T| {
-                *a = store(T::acc_add(load(a), s.to_acc()))
-            })
-        }
-        Reduce::Prod => kernels::scatter::scatter(dst, dim, index, src, |a: &mut A, s: T| {
+        Reduce::Sum | Reduce::Mean => run(dst, dim, index, src, init, |a: &mut A, s: T| {
+            *a = store(T::acc_add(load(a), s.to_acc()))
+        }),
+        Reduce::Prod => run(dst, dim, index, src, init, |a: &mut A, s: T| {
             *a = store(T::acc_mul(load(a), s.to_acc()))
         }),
-        Reduce::Amax => kernels::scatter::scatter(dst, dim, index, src, |a: &mut A, s: T| {
+        Reduce::Amax => run(dst, dim, index, src, init, |a: &mut A, s: T| {
             *a = store(T::acc_max(load(a), s.to_acc()))
         }),
-        Reduce::Amin => kernels::scatter::scatter(dst, dim, index, src, |a: &mut A, s: T| {
+        Reduce::Amin => run(dst, dim, index, src, init, |a: &mut A, s: T| {
             *a = store(T::acc_min(load(a), s.to_acc()))
         }),
     }
