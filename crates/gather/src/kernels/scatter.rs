@@ -114,17 +114,9 @@ fn scatter_impl<A, T, I, F>(
     if idx.is_empty() {
         return;
     }
-    let size = index.size();
-    if let Some(rows) = RowIndex::of(index, dim) {
-        match index.bounds() {
-            Bounds::Strict => rows.run(dst, src, init, last_only, &update, |v| v as isize),
-            Bounds::Wrap => rows.run(dst, src, init, last_only, &update, |v| {
-                position(Bounds::Wrap, v, size)
-            }),
-            Bounds::Modulo => rows.run(dst, src, init, last_only, &update, |v| {
-                position(Bounds::Modulo, v, size)
-            }),
-        }
+    if row_index(index, dim) {
+        let segs = Segments::of_row_index(index, dim);
+        rows(dst, dim, index, src, &segs, init, last_only, &update);
         return;
     }
     if let Some(v) = init {
@@ -234,115 +226,101 @@ fn run<A, T, I, M, F>(
     });
 }
 
-/// A row index: constant along every axis but `dim` (an expanded `[E, 1, ..]` index, or the
-/// spread 1-D index of `index_add`/`index_copy`/...). Its `E` values are grouped by destination row
-/// ([`Segments`]), and each destination row is then reduced over its sources in index order, in
-/// parallel over rows: no two tasks touch the same row, and each row sees its updates in the
-/// serial order, so the result is bitwise that of the serial loop for any number of threads.
-struct RowIndex<'a, 'b, I: IndexElem> {
-    index: &'a CheckedIndex<'b, I>,
-    dim: usize,
+/// Whether the index is a row index worth grouping: constant along every axis but `dim`, with
+/// slices of at least [`SEGMENT_MIN_SLICE`] elements and enough work in all.
+fn row_index<I: IndexElem>(index: &CheckedIndex<'_, I>, dim: usize) -> bool {
+    let idx = index.view();
+    let e = idx.shape()[dim];
+    let slice: usize = (0..idx.ndim())
+        .filter(|&d| d != dim)
+        .map(|d| idx.shape()[d])
+        .product();
+    let constant =
+        (0..idx.ndim()).all(|d| d == dim || idx.shape()[d] == 1 || idx.strides()[d] == 0);
+    constant
+        && e >= 2
+        && u32::try_from(e).is_ok()
+        && slice >= SEGMENT_MIN_SLICE
+        && e.saturating_mul(slice) >= crate::plan::GRAIN
 }
 
-impl<'a, 'b, I: IndexElem> RowIndex<'a, 'b, I> {
-    fn of(index: &'a CheckedIndex<'b, I>, dim: usize) -> Option<Self> {
-        let idx = index.view();
-        let e = idx.shape()[dim];
-        let slice: usize = (0..idx.ndim())
-            .filter(|&d| d != dim)
-            .map(|d| idx.shape()[d])
-            .product();
-        let constant = (0..idx.ndim()).all(|d| d == dim || idx.shape()[d] == 1 || idx.strides()[d] == 0);
-        (constant
-            && e >= 2
-            && u32::try_from(e).is_ok()
-            && slice >= SEGMENT_MIN_SLICE
-            && e.saturating_mul(slice) >= crate::plan::GRAIN)
-            .then_some(RowIndex { index, dim })
-    }
-
-    fn run<A, T, M, F>(
-        &self,
-        dst: &mut ArrayViewMut<'_, A, IxDyn>,
-        src: &ArrayView<'_, T, IxDyn>,
-        init: Option<A>,
-        last_only: bool,
-        update: &F,
-        map: M,
-    ) where
-        A: Copy + Send + Sync,
-        T: Copy + Send + Sync,
-        M: Fn(i64) -> isize + Sync + Send,
-        F: Fn(&mut A, T) + Sync + Send,
-    {
-        let dim = self.dim;
-        let idx = self.index.view();
-        let e_len = idx.shape()[dim];
-        let rows = dst.shape()[dim];
-        let istride = idx.strides()[dim];
-        let iptr = SharedPtr(idx.as_ptr() as *mut I);
-        let segs = Segments::new(e_len, rows, |e| {
-            let i = iptr;
-            // SAFETY: `e < idx.shape[dim]` and every other coordinate is 0, so the offset is that
-            // of an element of the index view.
-            let v = unsafe { *i.0.offset(e as isize * istride) };
-            map(v.to_i64()) as usize
-        });
-        let slice_shape: Vec<usize> = (0..idx.ndim())
-            .filter(|&d| d != dim)
-            .map(|d| idx.shape()[d])
-            .collect();
-        let drop_dim = |s: &[isize]| -> Vec<isize> {
-            (0..s.len()).filter(|&d| d != dim).map(|d| s[d]).collect()
-        };
-        let slice = Nest::<2>::new(
-            &slice_shape,
-            [&drop_dim(dst.strides()), &drop_dim(src.strides())],
-            None,
-        );
-        let rows_at = Rows {
-            dst: SharedPtr(dst.as_mut_ptr()),
-            src: SharedPtr(src.as_ptr() as *mut T),
-            dstride: dst.strides()[dim],
-            sstride: src.strides()[dim],
-            strides: slice.inner.strides,
-            init,
-            last_only,
-        };
-        let threads = rayon::current_num_threads();
-        let work = e_len.saturating_mul(slice.total);
-        if threads > 1 && work >= 2 * crate::plan::GRAIN && segs.len() < 4 * threads {
-            // Few destination rows: split the slices instead, every task visiting every row.
-            slice.for_each(|base, r| {
-                for k in 0..segs.len() {
-                    let ahead = &segs.order[segs.starts[k]..];
-                    let n = segs.starts[k + 1] - segs.starts[k];
-                    rows_at.apply(segs.rows[k], base, r.clone(), ahead, n, update);
-                }
-            });
-            return;
-        }
-        let parts = if threads > 1 && work >= 2 * crate::plan::GRAIN {
-            threads * 8
-        } else {
-            1
-        };
-        let ranges = segs.split(parts);
-        let task = |ks: &std::ops::Range<usize>| {
-            let end = segs.starts[ks.end];
-            for k in ks.clone() {
-                let ahead = &segs.order[segs.starts[k]..end];
-                let n = segs.starts[k + 1] - segs.starts[k];
-                slice.for_each_serial(|base, r| {
-                    rows_at.apply(segs.rows[k], base, r, ahead, n, update);
-                });
+/// A scatter with a row index (see [`row_index`]): the positions along `dim` are grouped by
+/// destination row ([`Segments`]), and each destination row is reduced over its sources in index
+/// order, in parallel over rows. No two tasks touch the same row, and each row sees its updates
+/// in the serial order, so the result is bitwise that of the serial loop for any number of
+/// threads.
+#[allow(clippy::too_many_arguments)]
+fn rows<A, T, I, F>(
+    dst: &mut ArrayViewMut<'_, A, IxDyn>,
+    dim: usize,
+    index: &CheckedIndex<'_, I>,
+    src: &ArrayView<'_, T, IxDyn>,
+    segs: &Segments,
+    init: Option<A>,
+    last_only: bool,
+    update: &F,
+) where
+    A: Copy + Send + Sync,
+    T: Copy + Send + Sync,
+    I: IndexElem,
+    F: Fn(&mut A, T) + Sync + Send,
+{
+    let idx = index.view();
+    let e_len = idx.shape()[dim];
+    assert_eq!(segs.order().len(), e_len, "scatter kernel: segments of another index");
+    assert!(
+        segs.rows().last().is_none_or(|&r| r < dst.shape()[dim]),
+        "scatter kernel: segment row out of range"
+    );
+    let slice_shape: Vec<usize> = (0..idx.ndim())
+        .filter(|&d| d != dim)
+        .map(|d| idx.shape()[d])
+        .collect();
+    let drop_dim =
+        |s: &[isize]| -> Vec<isize> { (0..s.len()).filter(|&d| d != dim).map(|d| s[d]).collect() };
+    let slice = Nest::<2>::new(
+        &slice_shape,
+        [&drop_dim(dst.strides()), &drop_dim(src.strides())],
+        None,
+    );
+    let at = Rows {
+        dst: SharedPtr(dst.as_mut_ptr()),
+        src: SharedPtr(src.as_ptr() as *mut T),
+        dstride: dst.strides()[dim],
+        sstride: src.strides()[dim],
+        strides: slice.inner.strides,
+        init,
+        last_only,
+    };
+    let threads = rayon::current_num_threads();
+    let work = e_len.saturating_mul(slice.total);
+    let parallel = threads > 1 && work >= 2 * crate::plan::GRAIN;
+    if parallel && segs.len() < 4 * threads {
+        // Few destination rows: split the slices instead, every task visiting every row.
+        slice.for_each(|base, r| {
+            for k in 0..segs.len() {
+                let ahead = &segs.order()[segs.starts()[k]..];
+                let n = segs.starts()[k + 1] - segs.starts()[k];
+                at.apply(segs.rows()[k], base, r.clone(), ahead, n, update);
             }
-        };
-        if ranges.len() > 1 {
-            ranges.par_iter().for_each(task);
-        } else {
-            ranges.iter().for_each(task);
+        });
+        return;
+    }
+    let ranges = segs.split(if parallel { threads * 8 } else { 1 });
+    let task = |ks: &Range<usize>| {
+        let end = segs.starts()[ks.end];
+        for k in ks.clone() {
+            let ahead = &segs.order()[segs.starts()[k]..end];
+            let n = segs.starts()[k + 1] - segs.starts()[k];
+            slice.for_each_serial(|base, r| {
+                at.apply(segs.rows()[k], base, r, ahead, n, update);
+            });
         }
+    };
+    if ranges.len() > 1 {
+        ranges.par_iter().for_each(task);
+    } else {
+        ranges.iter().for_each(task);
     }
 }
 

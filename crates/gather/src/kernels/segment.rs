@@ -17,24 +17,55 @@
 
 use rayon::prelude::*;
 
-use super::SharedPtr;
+use super::{SharedPtr, position};
+use crate::index::{Bounds, CheckedIndex, IndexElem};
 
 /// Positions of a 1-D index grouped by value, in ascending value order; within a group, in
 /// ascending position order. Only values that occur have a segment.
+///
+/// Invariants (kept by the constructors, the only way to build one): `order` is a permutation of
+/// `0..len`; `starts` ascends from 0 to `len` with `rows.len() + 1` entries and no empty segment;
+/// every row is below the `rows` bound given to the constructor.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Segments {
     /// The value (destination row) of each segment, strictly ascending.
-    pub(crate) rows: Vec<usize>,
+    rows: Vec<usize>,
     /// Segment `k` is `order[starts[k]..starts[k + 1]]`; `starts.len() == rows.len() + 1`.
-    pub(crate) starts: Vec<usize>,
+    starts: Vec<usize>,
     /// Every position `0..len`, grouped.
-    pub(crate) order: Vec<u32>,
+    order: Vec<u32>,
 }
 
 /// Below this many positions the grouping runs on the calling thread.
 const PARALLEL_MIN: usize = 1 << 16;
 
 impl Segments {
+    /// Groups the positions along `dim` of a row index (constant along every other axis) by the
+    /// destination row each selects. `index.shape[dim]` must fit in `u32`.
+    pub(crate) fn of_row_index<I: IndexElem>(index: &CheckedIndex<'_, I>, dim: usize) -> Segments {
+        let idx = index.view();
+        let len = idx.shape()[dim];
+        let stride = idx.strides()[dim];
+        let ptr = SharedPtr(idx.as_ptr() as *mut I);
+        let size = index.size();
+        let value = move |e: usize| {
+            let p = ptr;
+            assert!(e < len, "segments: position out of range");
+            // SAFETY: `e < index.shape[dim]`, and every other coordinate is 0: the offset is that
+            // of an element of the index view.
+            unsafe { *p.0.offset(e as isize * stride) }.to_i64()
+        };
+        match index.bounds() {
+            Bounds::Strict => Self::new(len, size, |e| value(e) as usize),
+            Bounds::Wrap => Self::new(len, size, |e| {
+                position(Bounds::Wrap, value(e), size) as usize
+            }),
+            Bounds::Modulo => Self::new(len, size, |e| {
+                position(Bounds::Modulo, value(e), size) as usize
+            }),
+        }
+    }
+
     /// Groups positions `0..len` by `value(e)`, each value below `rows`. `len` must fit in `u32`.
     pub(crate) fn new<V>(len: usize, rows: usize, value: V) -> Segments
     where
@@ -53,9 +84,19 @@ impl Segments {
         self.rows.len()
     }
 
-    /// The positions of segment `k`.
-    pub(crate) fn positions(&self, k: usize) -> &[u32] {
-        &self.order[self.starts[k]..self.starts[k + 1]]
+    /// The destination row of each segment, strictly ascending.
+    pub(crate) fn rows(&self) -> &[usize] {
+        &self.rows
+    }
+
+    /// Where each segment starts in [`Segments::order`], and (last) its length.
+    pub(crate) fn starts(&self) -> &[usize] {
+        &self.starts
+    }
+
+    /// Every position, grouped by segment.
+    pub(crate) fn order(&self) -> &[u32] {
+        &self.order
     }
 
     /// A stable counting sort: per-chunk histograms (in parallel), exclusive prefix sums in chunk
