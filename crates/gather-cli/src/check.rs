@@ -473,9 +473,19 @@ fn dim_fixes(
     Ok(fixes)
 }
 
-/// A batched select returns `input.shape` without `dim` when the index's shape is the input's
-/// shape before `dim` (one label per leading position). Not in the library yet.
-fn batched_select_note(args: &Args, shapes: &[(String, Vec<usize>)]) -> Option<String> {
+/// The batched-select alternative to an index of too few dims: when the index's leading axes are
+/// the input's axes before `dim` (one label per leading position, or `K` picks per row),
+/// `select_batched(input, dim, index, batch_dims = dim)` takes the index as it is. The call is
+/// run on zero-filled broadcast views (no memory) to confirm it and its output shape; `None` when
+/// the idiom does not apply or the call fails.
+fn batched_select_fix(
+    req: &CheckRequest,
+    args: &Args,
+    shapes: &[(String, Vec<usize>)],
+) -> Option<Vec<String>> {
+    if req.op != "gather" {
+        return None;
+    }
     let get = |n: &str| shapes.iter().find(|(k, _)| k == n).map(|(_, s)| s.clone());
     let (input, index) = (get("input")?, get("index")?);
     let Some(Arg::Int(dim)) = args.get("dim") else {
@@ -483,16 +493,40 @@ fn batched_select_note(args: &Args, shapes: &[(String, Vec<usize>)]) -> Option<S
     };
     let n = input.len() as i64;
     let d = if *dim < 0 { dim + n } else { *dim };
-    if d < 1 || d >= n || index.as_slice() != &input[..d as usize] {
+    if d < 1 || d >= n || index.len() >= input.len() || index.len() < d as usize {
         return None;
     }
-    let mut out = input.clone();
-    out.remove(d as usize);
-    Some(format!(
-        "coming: a batched select (select_batched, not in the library yet) will take the index {} as it is and return {} directly, without the size-1 axis",
-        fmt_shape(&index),
-        fmt_shape(&out)
-    ))
+    let b = d as usize;
+    if index[..b] != input[..b] {
+        return None;
+    }
+    let zero_in = ndarray::ArrayD::<f32>::zeros(ndarray::IxDyn(&[1; 1]));
+    let zero_in = zero_in.broadcast(ndarray::IxDyn(&input))?;
+    let zero_idx = ndarray::ArrayD::<i64>::zeros(ndarray::IxDyn(&[1; 1]));
+    let mut out_shape = input[..b].to_vec();
+    out_shape.extend_from_slice(&index[b..]);
+    out_shape.extend_from_slice(&input[b + 1..]);
+    if out_shape.iter().product::<usize>() <= MAX_DRY_RUN {
+        let zero_idx = zero_idx.broadcast(ndarray::IxDyn(&index))?;
+        let got = gather::select_batched(&zero_in, d as isize, &zero_idx, b).ok()?;
+        if got.shape() != out_shape.as_slice() {
+            return None;
+        }
+    }
+    let out = fmt_shape(&out_shape);
+    Some(vec![
+        format!(
+            "a batched select takes the index {} as it is and returns {out} directly, {}",
+            fmt_shape(&index),
+            if index.len() == b {
+                "without the size-1 axis"
+            } else {
+                "without inserting and broadcasting axes"
+            }
+        ),
+        format!("    let out = gather::select_batched(&input, {d}, &index, {b})?;  // {out}"),
+        format!("  TensorFlow: tf.gather(input, index, axis={d}, batch_dims={b})"),
+    ])
 }
 
 /// Checks the call, prints the verdict and, for an invalid call, the fixes. Returns whether the
@@ -555,9 +589,13 @@ pub fn check(req: &CheckRequest, out: &mut impl Write) -> CliResult<bool> {
                     command_line(req, &f.args, &f.shapes)
                 )?;
             }
-            if let Some(note) = batched_select_note(&args, &req.shapes) {
+            if let Some(lines) = batched_select_fix(req, &args, &req.shapes) {
+                shown += 1;
                 writeln!(out)?;
-                writeln!(out, "{note}")?;
+                writeln!(out, "fix {shown}: {}", lines[0])?;
+                for l in &lines[1..] {
+                    writeln!(out, "{l}")?;
+                }
             }
             if shown == 0 && e.kind() == gather::ErrorKind::DimOutOfRange {
                 let n = req

@@ -25,9 +25,10 @@ Examples:
   gather run scatter_add --input x.npy --index i.npy --src s.npy --dim 0 -o out.npy
   gather demo
   gather conformance ../shared/conformance/cases
+  gather bench --only W3,W6 --json bench.json
 
 Exit codes: 0 success; 1 a negative answer (check: invalid call, infer: no dim,
-conformance: failing cases); 2 bad input (files, arguments, an op's error).")]
+conformance: failing cases, bench: a wrong result); 2 bad input (files, arguments, an op's error).")]
 struct Cli {
     /// Never show progress bars (they appear on stderr, only when it is a terminal and a step
     /// takes more than a second).
@@ -207,6 +208,74 @@ Examples:
         #[arg(long, short)]
         verbose: bool,
     },
+    /// Time the benchmark workloads of WORKLOADS.md (W0-W11) next to the memory bandwidth:
+    /// median and minimum time, GB/s against each workload's minimal bytes, % of the
+    /// bandwidth, output size and extra memory; each result is checked first.
+    #[command(after_help = "\
+Each workload's data is generated with fixed seeds (untimed), its first result
+is checked against the definition on a sample of positions (a wrong result
+makes the exit code 1), then it runs --warmup untimed calls and the timed ones.
+Calls are out of place, on the typed API, with expanded indices as stride-0
+views. W0 (the 2x3 seed example) is a per-call latency, timed in batches.
+
+Minimal bytes (WORKLOADS.md): distinct input elements touched + the index as
+stored + the output; for scatters, src + index + 2 x the destination. GB/s =
+minimal bytes / median time. The bandwidth is a 2-thread copy_from_slice of
+--bandwidth-mib MiB counting bytes read + written, on 4 KiB and on huge pages
+(the faster is used). Memory: peak RSS (VmHWM, reset through
+/proc/self/clear_refs before each workload) and the extra RSS of the first
+call over the RSS before it. Each workload runs in a fresh process unless
+--in-process; for /usr/bin/time -v, give --in-process and --bandwidth-gbps so
+that the process holds one workload and no copy buffers.
+
+Examples:
+  gather bench
+  gather bench --only W3,W6 --threads 2 --json bench.json
+  gather bench --only W0,W1 --scale 0.1 --repeat 3   # a quick smoke run
+  /usr/bin/time -v gather bench --only W6 --in-process --bandwidth-gbps 40")]
+    Bench {
+        /// Workloads to run, comma-separated: short names (W3), full names (W3_topk_patches),
+        /// or W11 for W11a and W11b. Default: all.
+        #[arg(long, value_name = "LIST")]
+        only: Option<String>,
+        /// Threads of the rayon pool the workloads run in. Default 2 (not the number of cores):
+        /// the performance targets are measured with 2 threads.
+        #[arg(long, value_name = "N", default_value_t = 2)]
+        threads: usize,
+        /// Also write the results as JSON: {"bandwidth_gbps", "threads", "workloads": [{"name",
+        /// "median_s", "min_s", "gbps", "peak_rss_bytes", ...}], ...}.
+        #[arg(long, value_name = "PATH")]
+        json: Option<PathBuf>,
+        /// Timed calls per workload (default: as many as fit in --budget, 7 to 100; W0: batches
+        /// of 1000 calls, up to 1000 batches).
+        #[arg(long, value_name = "N")]
+        repeat: Option<usize>,
+        /// Untimed calls before the timed ones; the first is the checked one.
+        #[arg(long, value_name = "N", default_value_t = 2)]
+        warmup: usize,
+        /// Seconds of timed calls per workload, when --repeat is not given.
+        #[arg(long, value_name = "SECONDS", default_value_t = 0.5)]
+        budget: f64,
+        /// Factor on the workloads' large dims, for quick runs (the JSON records it); 1 is
+        /// WORKLOADS.md's shapes.
+        #[arg(long, value_name = "F", default_value_t = 1.0)]
+        scale: f64,
+        /// Size of the copy that measures the bandwidth, MiB.
+        #[arg(long, value_name = "MIB", default_value_t = 1024)]
+        bandwidth_mib: usize,
+        /// Use this bandwidth (GB/s, read + write) instead of measuring it.
+        #[arg(long, value_name = "GBPS")]
+        bandwidth_gbps: Option<f64>,
+        /// Run every workload in this process (faster to start, but memory freed by an earlier
+        /// workload can hide a later one's allocations). By default each workload runs in a
+        /// fresh process.
+        #[arg(long)]
+        in_process: bool,
+        /// Internal: run the workloads here and print one JSON record per line (what the
+        /// fresh processes do).
+        #[arg(long, hide = true)]
+        worker: bool,
+    },
 }
 
 /// What a subcommand printed, and its exit code.
@@ -312,6 +381,37 @@ fn main() -> ExitCode {
                     Ok((text, if report.failed() > 0 { 1 } else { 0 }))
                 })
         }
+        Command::Bench {
+            only,
+            threads,
+            json,
+            repeat,
+            warmup,
+            budget,
+            scale,
+            bandwidth_mib,
+            bandwidth_gbps,
+            in_process,
+            worker,
+        } => {
+            let opts = gather_cli::bench::Options {
+                only,
+                threads,
+                repeat,
+                warmup: warmup.max(1),
+                budget_s: budget,
+                scale,
+                bandwidth_mib,
+                bandwidth_gbps,
+                progress,
+                isolate: !in_process,
+            };
+            if worker {
+                gather_cli::bench::worker(&opts).map(|text| (text, 0))
+            } else {
+                cmd_bench(&opts, json)
+            }
+        }
     };
     match outcome {
         Ok((text, code)) => {
@@ -364,6 +464,18 @@ fn cmd_explain(
         writeln!(text, "picture: {}", path.display())?;
     }
     Ok((text, 0))
+}
+
+fn cmd_bench(opts: &gather_cli::bench::Options, json: Option<PathBuf>) -> Outcome {
+    let report = gather_cli::bench::run(opts)?;
+    let mut text = Vec::new();
+    report.print(&mut text)?;
+    if let Some(path) = json {
+        Pending::write(&path, report.to_json().as_bytes())?.commit()?;
+        writeln!(text, "wrote {}", path.display())?;
+    }
+    let code = if report.all_verified() { 0 } else { EXIT_NO };
+    Ok((text, code))
 }
 
 fn cmd_check(

@@ -306,7 +306,9 @@ fn check_proposes_the_exact_fix_for_the_roi_labels() {
         "    let out = out.index_axis_move(Axis(1), 0);  // [128, 4], PyTorch's .squeeze(1)",
         "  PyTorch: input.gather(1, index.unsqueeze(1).unsqueeze(2).expand(128, 1, 4)).squeeze(1)",
         "  check:   gather check gather --input-shape 128,21,4 --index-shape 128,1,4 --dim 1  → valid, output [128, 1, 4]",
-        "coming: a batched select (select_batched, not in the library yet) will take the index [128] as it is and return [128, 4] directly, without the size-1 axis",
+        "fix 2: a batched select takes the index [128] as it is and returns [128, 4] directly, without the size-1 axis",
+        "    let out = gather::select_batched(&input, 1, &index, 1)?;  // [128, 4]",
+        "  TensorFlow: tf.gather(input, index, axis=1, batch_dims=1)",
     ] {
         assert!(lines.contains(&want), "missing `{want}` in:\n{}", o.stdout);
     }

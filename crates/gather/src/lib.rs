@@ -127,6 +127,7 @@ pub use ops::scatter::{
     scatter_legacy, scatter_legacy_inplace, scatter_reduce, scatter_reduce_inplace, scatter_value,
     scatter_value_inplace, scatter_value_legacy, scatter_value_legacy_inplace,
 };
+pub use ops::select::select_batched;
 pub use ops::sort::{argsort, sort, topk};
 pub use ops::take::{take, take_along_dim};
 
@@ -141,6 +142,7 @@ pub mod prelude {
     pub use crate::ops::put::PutExt;
     pub use crate::ops::repeat::RepeatExt;
     pub use crate::ops::scatter::{LegacyReduce, Reduce, ScatterExt, ScatterInplaceExt};
+    pub use crate::ops::select::SelectExt;
     pub use crate::ops::sort::SortExt;
     pub use crate::ops::take::TakeExt;
 }

@@ -19,6 +19,7 @@
 //! index_copy(x, d, i, s)        g.index_fill(d, i, 0)                g.index_select(d, i)
 //! index_fill(x, d, i, v)        g.index_fill(d, i, 0)                (v: sum of g over the slices)
 //! index_reduce                  as scatter_reduce, slice by slice
+//! select_batched(x, a, i, b)    gather's, index seen with stride 0   -
 //! take(x, i)                    zeros(x).put(i, g, accumulate)       -
 //! take_along_dim(x, i, d)       gather's, summed over broadcast axes -
 //! put(x, i, s, acc)             acc ? g : g.put(i, 0)                g.take(i)
@@ -93,6 +94,7 @@ mod masked;
 mod put;
 mod repeat;
 mod scatter;
+mod select;
 mod sort;
 mod take;
 
@@ -108,6 +110,7 @@ pub use scatter::{
     ScatterGrad, scatter, scatter_add, scatter_legacy, scatter_reduce, scatter_reduce_with,
     scatter_value, scatter_value_legacy,
 };
+pub use select::select_batched;
 pub use sort::{sort, topk};
 pub use take::{take, take_along_dim};
 
