@@ -170,7 +170,7 @@ pub(crate) fn find_out_of_bounds<I: IndexElem>(
         match bounds {
             Bounds::Strict => any_bad(s, |v| (v as u64) >= (n as u64)),
             // -n <= v < n, as one unsigned comparison.
-            Bounds::Wrap => any_bad(s, |v| (v.wrapping_add(n) as u64) >= (2 * n) as u64),
+            Bounds::Wrap => any_bad(s, |v| (v.wrapping_add(n) as u64) >= 2 * (n as u64)),
             Bounds::Modulo => n == 0,
         }
     } else {
@@ -192,7 +192,8 @@ fn any_bad<I: IndexElem>(s: &[I], bad: impl Fn(i64) -> bool + Sync) -> bool {
     const PARALLEL: usize = 256 * 1024;
     let block = |c: &[I]| c.iter().fold(false, |acc, v| acc | bad(v.to_i64()));
     if s.len() >= PARALLEL && rayon::current_num_threads() > 1 {
-        s.par_chunks(PARALLEL / 4).any(|c| c.chunks(BLOCK).any(block))
+        s.par_chunks(PARALLEL / 4)
+            .any(|c| c.chunks(BLOCK).any(block))
     } else {
         s.chunks(BLOCK).any(block)
     }

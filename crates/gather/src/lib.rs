@@ -127,6 +127,7 @@ pub use ops::scatter::{
     scatter_legacy, scatter_legacy_inplace, scatter_reduce, scatter_reduce_inplace, scatter_value,
     scatter_value_inplace, scatter_value_legacy, scatter_value_legacy_inplace,
 };
+pub use ops::scatter_plan::ScatterPlan;
 pub use ops::select::select_batched;
 pub use ops::sort::{argsort, sort, topk};
 pub use ops::take::{take, take_along_dim};

@@ -155,7 +155,10 @@ impl<const N: usize> Nest<N> {
     where
         F: Fn([isize; N], Range<usize>) + Sync + Send,
     {
-        assert!(self.inner_splittable, "tiling needs a splittable inner axis");
+        assert!(
+            self.inner_splittable,
+            "tiling needs a splittable inner axis"
+        );
         self.split(grain, Some(tile.max(1)), f)
     }
 
@@ -182,8 +185,14 @@ impl<const N: usize> Nest<N> {
         let outer_len = self.outer_len();
         let inner_len = self.inner.len;
         let per_inner = self.mid_len();
-        let threads = rayon::current_num_threads();
-        let serial = self.total < 2 * grain || threads <= 1;
+        // A small call never asks for the pool (not even its size: the first such question
+        // starts rayon's global pool).
+        let threads = if self.total < 2 * grain {
+            1
+        } else {
+            rayon::current_num_threads()
+        };
+        let serial = threads <= 1;
         let chunks_per_row = match tile {
             Some(t) => inner_len.div_ceil(t),
             // Cut the inner axis when there are too few outer positions to feed every thread.
@@ -385,9 +394,7 @@ mod tests {
             .num_threads(1)
             .build()
             .unwrap()
-            .install(|| {
-                n.for_each_tiled(4, GRAIN, |b, r| visits.lock().unwrap().push((b[0], r)))
-            });
+            .install(|| n.for_each_tiled(4, GRAIN, |b, r| visits.lock().unwrap().push((b[0], r))));
         assert_eq!(
             visits.into_inner().unwrap(),
             vec![

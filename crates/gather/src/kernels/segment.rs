@@ -257,7 +257,14 @@ mod tests {
     #[test]
     fn counting_and_sorting_give_the_stable_grouping() {
         let mut s = 12345u64;
-        for (len, rows) in [(0, 5), (1, 1), (7, 3), (1000, 10), (200_000, 5000), (300_000, 7)] {
+        for (len, rows) in [
+            (0, 5),
+            (1, 1),
+            (7, 3),
+            (1000, 10),
+            (200_000, 5000),
+            (300_000, 7),
+        ] {
             let values: Vec<usize> = (0..len)
                 .map(|_| {
                     s = s.wrapping_mul(6364136223846793005).wrapping_add(1);

@@ -501,7 +501,11 @@ fn reduce_dyn<T: Element, I: IndexElem>(
         source.shape(),
         Bounds::Strict,
         |checked| {
-            crate::ops::scatter::reduce_into(&mut dst, d, checked, &source, reduce, include_self)
+            let target = kernels::scatter::Target::Index {
+                dim: d,
+                index: checked,
+            };
+            crate::ops::scatter::reduce_into(&mut dst, &target, &source, reduce, include_self)
         },
     )
 }

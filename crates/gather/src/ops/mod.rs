@@ -6,6 +6,7 @@ pub mod masked;
 pub mod put;
 pub mod repeat;
 pub mod scatter;
+pub mod scatter_plan;
 pub mod select;
 pub mod sort;
 pub mod take;
