@@ -306,6 +306,9 @@ mod tests {
     use super::*;
     use std::sync::Mutex;
 
+    /// What a test hands to the planner: a visit of one piece of the iteration.
+    type Visit<'a> = dyn Fn([isize; 1], Range<usize>) + Sync + 'a;
+
     #[test]
     fn contiguous_operands_merge_into_one_axis() {
         let n = Nest::<2>::new(&[4, 5, 6], [&[30, 6, 1], &[30, 6, 1]], None);
@@ -359,7 +362,7 @@ mod tests {
             let strides = crate::dims::row_major_strides(&shape);
             let n = Nest::<1>::new(&shape, [&strides], None);
             let total: usize = shape.iter().product();
-            let check = |name: &str, run: &dyn Fn(&(dyn Fn([isize; 1], Range<usize>) + Sync))| {
+            let check = |name: &str, run: &dyn Fn(&Visit)| {
                 let seen = Mutex::new(vec![0u8; total]);
                 run(&|base, r| {
                     let mut s = seen.lock().unwrap();
