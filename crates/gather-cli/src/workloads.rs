@@ -65,10 +65,13 @@ pub enum Id {
     W11a,
     /// `W11b_scatter_2d_add`: scatter_add dim 1 on W11a's data.
     W11b,
+    /// `W6p_scatter_add_plan`: W6 through a [`gather::ScatterPlan`] of its index, built once
+    /// (untimed) and reused: how much a reused plan saves over a fresh W6 call (issue 6).
+    W6p,
 }
 
 /// Every workload, in WORKLOADS.md's order.
-pub const ALL: [Id; 13] = [
+pub const ALL: [Id; 14] = [
     Id::W0,
     Id::W1,
     Id::W2,
@@ -82,6 +85,7 @@ pub const ALL: [Id; 13] = [
     Id::W10,
     Id::W11a,
     Id::W11b,
+    Id::W6p,
 ];
 
 impl Id {
@@ -105,6 +109,7 @@ impl Id {
             Id::W10 => "W10_cube",
             Id::W11a => "W11a_scatter_2d_set",
             Id::W11b => "W11b_scatter_2d_add",
+            Id::W6p => "W6p_scatter_add_plan",
         }
     }
 
@@ -141,6 +146,9 @@ impl Id {
             Id::W10 => "gather(x[100,100,100], 1, index[100,100,100])",
             Id::W11a => "zeros[1000,1000].scatter(1, index[1000,500], src[1000,500])",
             Id::W11b => "zeros[1000,1000].scatter_add(1, index[1000,500], src[1000,500])",
+            Id::W6p => {
+                "ScatterPlan::new(index[1e6], 100000) once, then plan.scatter_add(zeros[100000,64], src[1e6,64])"
+            }
         }
     }
 
@@ -167,7 +175,7 @@ impl Id {
             Id::W3 => 1003,
             Id::W4 => 1004,
             Id::W5 => 1005,
-            Id::W6 | Id::W7 => 1006,
+            Id::W6 | Id::W7 | Id::W6p => 1006,
             Id::W8 => 1008,
             Id::W9 => 1009,
             Id::W10 => 1010,
@@ -346,6 +354,8 @@ pub enum Data {
         src: Array2<f32>,
         /// The destination row of each source row.
         index: Array1<i64>,
+        /// W6p: the index's plan, built with the data (untimed).
+        plan: Option<gather::ScatterPlan>,
     },
     /// W8: `table[V,F]`, `ids[n]`.
     Table {
@@ -390,7 +400,9 @@ impl Data {
             Data::Logits { logits, labels } => b(logits) + b(labels),
             Data::Patches { patches, indices } => b(patches) + b(indices),
             Data::Roi { roi_loc, labels } => b(roi_loc) + b(labels),
-            Data::Rows { dst, src, index } => b(dst) + b(src) + b(index),
+            Data::Rows {
+                dst, src, index, ..
+            } => b(dst) + b(src) + b(index),
             Data::Table { table, ids } => b(table) + b(ids),
             Data::Flat { x, idx } => b(x) + b(idx),
             Data::Cube { x, index } => b(x) + b(index),
@@ -448,7 +460,7 @@ impl Workload {
             Id::W3 => format!("patches[{},196,768] indices[{},49]", s(64), s(64)),
             Id::W4 => format!("roi_loc[{},21,4] labels[{}]", s(65536), s(65536)),
             Id::W5 => format!("x[4096,{}] index[4096,{}]", s(4096), s(4096)),
-            Id::W6 | Id::W7 => format!(
+            Id::W6 | Id::W7 | Id::W6p => format!(
                 "dst[{},64] src[{},64] index[{}]",
                 s(100_000),
                 s(1_000_000),
@@ -521,12 +533,17 @@ impl Workload {
                     index: arr2((4096, c), random_index(4096 * c, 4096, key(1))),
                 }
             }
-            Id::W6 | Id::W7 => {
+            Id::W6 | Id::W7 | Id::W6p => {
                 let (v, e) = (self.s(100_000), self.s(1_000_000));
+                let index = Array1::from(random_index(e, v, key(1)));
+                // W6p: the plan is part of the prepared data, like the index itself.
+                let plan = (self.id == Id::W6p)
+                    .then(|| gather::ScatterPlan::new(&index, v).expect("ids are in 0..v"));
                 Data::Rows {
                     dst: Array2::zeros((v, 64)),
                     src: arr2((e, 64), random_f32(e * 64, key(0))),
-                    index: Array1::from(random_index(e, v, key(1))),
+                    index,
+                    plan,
                 }
             }
             Id::W8 => {
@@ -600,7 +617,21 @@ impl Workload {
                     .index_axis_move(Axis(1), 0)
                     .into_dyn()
             }
-            (Id::W6 | Id::W7, Data::Rows { dst, src, index }) => {
+            (
+                Id::W6p,
+                Data::Rows {
+                    dst,
+                    src,
+                    plan: Some(plan),
+                    ..
+                },
+            ) => plan.scatter_add(dst, src).map_err(e)?.into_dyn(),
+            (
+                Id::W6 | Id::W7,
+                Data::Rows {
+                    dst, src, index, ..
+                },
+            ) => {
                 let idx = index.view().insert_axis(Axis(1));
                 let idx = idx.broadcast(src.dim()).ok_or("W6: broadcast failed")?;
                 if self.id == Id::W6 {
@@ -640,7 +671,7 @@ impl Workload {
             Id::W3 => vec![s(64), 49, 768],
             Id::W4 => vec![s(65536), 4],
             Id::W5 => vec![4096, s(4096)],
-            Id::W6 | Id::W7 => vec![s(100_000), 64],
+            Id::W6 | Id::W7 | Id::W6p => vec![s(100_000), 64],
             Id::W8 => vec![s(50_000), 256],
             Id::W9 => vec![s(16_777_216)],
             Id::W10 => vec![s(100), 100, 100],
@@ -679,7 +710,7 @@ impl Workload {
                 s(4096) * expected_distinct(4096.0, 4096.0),
                 4096.0 * s(4096),
             ),
-            Id::W6 | Id::W7 => scatter(s(1_000_000) * 64.0, s(1_000_000)),
+            Id::W6 | Id::W7 | Id::W6p => scatter(s(1_000_000) * 64.0, s(1_000_000)),
             Id::W8 => gather_like(expected_distinct(s(100_000), s(50_000)) * 256.0, s(50_000)),
             Id::W9 => gather_like(
                 expected_distinct(s(16_777_216), s(16_777_216)),
@@ -697,7 +728,7 @@ impl Workload {
     /// of the row index plus row offsets, 8 bytes each) for the row scatters W6/W7, else 0.
     pub fn csr_allowance(&self) -> usize {
         match self.id {
-            Id::W6 | Id::W7 => 8 * (self.s(1_000_000) + self.s(100_000) + 1),
+            Id::W6 | Id::W7 | Id::W6p => 8 * (self.s(1_000_000) + self.s(100_000) + 1),
             _ => 0,
         }
     }
@@ -832,7 +863,12 @@ impl Workload {
                 }
                 Ok(format!("{SAMPLES} sampled elements"))
             }
-            (Id::W6 | Id::W7, Data::Rows { dst, src, index }) => {
+            (
+                Id::W6 | Id::W7 | Id::W6p,
+                Data::Rows {
+                    dst, src, index, ..
+                },
+            ) => {
                 // The source rows of a sample of destination rows, in index order.
                 let v = dst.nrows();
                 let mut slot = vec![usize::MAX; v];
@@ -854,7 +890,7 @@ impl Workload {
                 let mut inexact = 0usize;
                 for (&r, srcs) in rows.iter().zip(&sources) {
                     for f in 0..dst.ncols() {
-                        let exp = if self.id == Id::W6 {
+                        let exp = if self.id != Id::W7 {
                             srcs.iter().fold(dst[[r, f]], |acc, &e| acc + src[[e, f]])
                         } else if srcs.is_empty() {
                             dst[[r, f]]
@@ -995,7 +1031,7 @@ mod tests {
 
     #[test]
     fn a_wrong_element_fails_the_check() {
-        for id in [Id::W3, Id::W6, Id::W7, Id::W8, Id::W11a, Id::W11b] {
+        for id in [Id::W3, Id::W6, Id::W7, Id::W6p, Id::W8, Id::W11a, Id::W11b] {
             let w = Workload::new(id, 0.01);
             let data = w.make();
             let mut out = w.run(&data).unwrap();
@@ -1011,7 +1047,7 @@ mod tests {
 
     #[test]
     fn select_accepts_short_and_full_names() {
-        assert_eq!(select(None).unwrap().len(), 13);
+        assert_eq!(select(None).unwrap().len(), 14);
         assert_eq!(
             select(Some("w5_dim0_random, W0")).unwrap(),
             vec![Id::W0, Id::W5]

@@ -163,6 +163,7 @@ pub use ops::scatter::{
     scatter_legacy, scatter_legacy_inplace, scatter_reduce, scatter_reduce_inplace, scatter_value,
     scatter_value_inplace, scatter_value_legacy, scatter_value_legacy_inplace,
 };
+pub use ops::scatter_plan::ScatterPlan;
 pub use ops::segment::{
     Segments, bincount, bincount_axis, bincount_weighted, bincount_weighted_axis, segment_all,
     segment_any, segment_arg_reduce, segment_log_softmax, segment_reduce, segment_softmax,

@@ -133,29 +133,85 @@ impl<const N: usize> Nest<N> {
     where
         F: Fn([isize; N], Range<usize>) + Sync + Send,
     {
+        self.for_each_grain(GRAIN, f)
+    }
+
+    /// [`Nest::for_each`] with another minimum number of elements per task: kernels whose
+    /// elements are expensive (a cache miss each, say) pass a smaller grain so that the pool is
+    /// used earlier. `grain` is clamped to at least 1.
+    pub fn for_each_grain<F>(&self, grain: usize, f: F)
+    where
+        F: Fn([isize; N], Range<usize>) + Sync + Send,
+    {
+        self.split(grain, None, f)
+    }
+
+    /// Like [`Nest::for_each_grain`], but the inner axis is cut into tiles of `tile` positions and
+    /// each task walks *many outer positions for one tile* before moving to the next tile (loop
+    /// tiling). A gather whose reads along the inner axis are contiguous but spread over a large
+    /// input along another axis then reuses the cache lines of one tile of the input instead of
+    /// touching the whole input for every outer position. Requires [`Nest::inner_splittable`].
+    pub fn for_each_tiled<F>(&self, tile: usize, grain: usize, f: F)
+    where
+        F: Fn([isize; N], Range<usize>) + Sync + Send,
+    {
+        assert!(
+            self.inner_splittable,
+            "tiling needs a splittable inner axis"
+        );
+        self.split(grain, Some(tile.max(1)), f)
+    }
+
+    /// Runs `f` for every outer position and the whole inner range, serially on the calling
+    /// thread, in row-major order.
+    pub fn for_each_serial<F>(&self, mut f: F)
+    where
+        F: FnMut([isize; N], Range<usize>),
+    {
         if self.total == 0 {
             return;
         }
+        self.run_items(0..self.outer_len(), 1, self.inner.len, false, &mut f);
+    }
+
+    fn split<F>(&self, grain: usize, tile: Option<usize>, f: F)
+    where
+        F: Fn([isize; N], Range<usize>) + Sync + Send,
+    {
+        if self.total == 0 {
+            return;
+        }
+        let grain = grain.max(1);
         let outer_len = self.outer_len();
         let inner_len = self.inner.len;
         let per_inner = self.mid_len();
-        let threads = rayon::current_num_threads();
-        if self.total < 2 * GRAIN || threads <= 1 {
-            self.run_items(0..outer_len, 1, inner_len, &f);
-            return;
-        }
-        // Cut the inner axis when there are too few outer positions to feed every thread.
-        let chunks_per_row = if self.inner_splittable && outer_len < 4 * threads {
-            let want = (4 * threads).div_ceil(outer_len);
-            let min_chunk = (GRAIN / per_inner).max(1);
-            want.min(inner_len.div_ceil(min_chunk)).max(1)
-        } else {
+        // A small call never asks for the pool (not even its size: the first such question
+        // starts rayon's global pool).
+        let threads = if self.total < 2 * grain {
             1
+        } else {
+            rayon::current_num_threads()
+        };
+        let serial = threads <= 1;
+        let chunks_per_row = match tile {
+            Some(t) => inner_len.div_ceil(t),
+            // Cut the inner axis when there are too few outer positions to feed every thread.
+            None if !serial && self.inner_splittable && outer_len < 4 * threads => {
+                let want = (4 * threads).div_ceil(outer_len);
+                let min_chunk = (grain / per_inner).max(1);
+                want.min(inner_len.div_ceil(min_chunk)).max(1)
+            }
+            None => 1,
         };
         let chunk = inner_len.div_ceil(chunks_per_row);
         let items = outer_len * chunks_per_row;
+        let tiled = tile.is_some();
+        if serial {
+            self.run_items(0..items, chunks_per_row, chunk, tiled, &mut |b, r| f(b, r));
+            return;
+        }
         let item_elems = chunk * per_inner;
-        let items_per_task = (GRAIN / item_elems.max(1))
+        let items_per_task = (grain / item_elems.max(1))
             .max(1)
             .max(items / (threads * 16))
             .max(1);
@@ -163,27 +219,39 @@ impl<const N: usize> Nest<N> {
         (0..tasks).into_par_iter().for_each(|t| {
             let lo = t * items_per_task;
             let hi = (lo + items_per_task).min(items);
-            self.run_items(lo..hi, chunks_per_row, chunk, &f);
+            self.run_items(lo..hi, chunks_per_row, chunk, tiled, &mut |b, r| f(b, r));
         });
     }
 
-    /// Runs the items `range` (item = outer position × inner chunk) serially.
-    fn run_items<F>(&self, range: Range<usize>, chunks_per_row: usize, chunk: usize, f: &F)
-    where
-        F: Fn([isize; N], Range<usize>),
+    /// Runs the items `range` serially. An item is one outer position × one inner chunk; items
+    /// are numbered position-major (`tiled == false`) or chunk-major (`tiled == true`).
+    fn run_items<F>(
+        &self,
+        range: Range<usize>,
+        chunks_per_row: usize,
+        chunk: usize,
+        tiled: bool,
+        f: &mut F,
+    ) where
+        F: FnMut([isize; N], Range<usize>),
     {
         if range.is_empty() {
             return;
         }
         let nd = self.outer.len();
+        let outer_len = self.outer_len();
         let mut pos = vec![0usize; nd];
-        let mut row = range.start / chunks_per_row;
-        let mut c = range.start % chunks_per_row;
+        let (mut row, mut c) = if tiled {
+            (range.start % outer_len, range.start / outer_len)
+        } else {
+            (range.start / chunks_per_row, range.start % chunks_per_row)
+        };
         let mut base = [0isize; N];
+        let mut rest = row;
         for a in (0..nd).rev() {
             let len = self.outer[a].len;
-            pos[a] = row % len;
-            row /= len;
+            pos[a] = rest % len;
+            rest /= len;
             for (b, s) in base.iter_mut().zip(self.outer[a].strides) {
                 *b += pos[a] as isize * s;
             }
@@ -195,9 +263,19 @@ impl<const N: usize> Nest<N> {
             if lo < hi {
                 f(base, lo..hi);
             }
-            c += 1;
-            if c == chunks_per_row {
-                c = 0;
+            let next_row = if tiled {
+                true
+            } else {
+                c += 1;
+                if c == chunks_per_row {
+                    c = 0;
+                    true
+                } else {
+                    false
+                }
+            };
+            if next_row {
+                row += 1;
                 // Odometer step over the outer axes.
                 for a in (0..nd).rev() {
                     let ax = &self.outer[a];
@@ -213,6 +291,11 @@ impl<const N: usize> Nest<N> {
                     }
                     pos[a] = 0;
                 }
+                if tiled && row == outer_len {
+                    // The odometer wrapped to the first position: on to the next tile.
+                    row = 0;
+                    c += 1;
+                }
             }
         }
     }
@@ -222,6 +305,9 @@ impl<const N: usize> Nest<N> {
 mod tests {
     use super::*;
     use std::sync::Mutex;
+
+    /// What a test hands to the planner: a visit of one piece of the iteration.
+    type Visit<'a> = dyn Fn([isize; 1], Range<usize>) + Sync + 'a;
 
     #[test]
     fn contiguous_operands_merge_into_one_axis() {
@@ -275,17 +361,56 @@ mod tests {
         ] {
             let strides = crate::dims::row_major_strides(&shape);
             let n = Nest::<1>::new(&shape, [&strides], None);
-            let seen = Mutex::new(vec![0u8; shape.iter().product()]);
-            n.for_each(|base, r| {
-                let mut s = seen.lock().unwrap();
-                for i in r {
-                    s[(base[0] + i as isize * n.inner.strides[0]) as usize] += 1;
+            let total: usize = shape.iter().product();
+            let check = |name: &str, run: &dyn Fn(&Visit)| {
+                let seen = Mutex::new(vec![0u8; total]);
+                run(&|base, r| {
+                    let mut s = seen.lock().unwrap();
+                    for i in r {
+                        s[(base[0] + i as isize * n.inner.strides[0]) as usize] += 1;
+                    }
+                });
+                assert!(
+                    seen.into_inner().unwrap().iter().all(|&c| c == 1),
+                    "{name}: shape {shape:?}"
+                );
+            };
+            check("for_each", &|f| n.for_each(f));
+            for grain in [1, 7, 1000] {
+                check("for_each_grain", &|f| n.for_each_grain(grain, f));
+            }
+            check("for_each_serial", &|f| n.for_each_serial(f));
+            if n.inner_splittable {
+                for (tile, grain) in [(1, 1), (16, 1), (1000, 64), (1 << 20, GRAIN)] {
+                    check("for_each_tiled", &|f| n.for_each_tiled(tile, grain, f));
                 }
-            });
-            assert!(
-                seen.into_inner().unwrap().iter().all(|&c| c == 1),
-                "shape {shape:?}"
-            );
+            }
         }
+    }
+
+    #[test]
+    fn tiled_tasks_walk_the_outer_positions_of_one_tile_in_order() {
+        // 3 outer positions, inner 10 cut into tiles of 4: serially the visits are tile-major.
+        let n = Nest::<1>::new(&[3, 10], [&[100, 1]], None);
+        let visits = Mutex::new(Vec::new());
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap()
+            .install(|| n.for_each_tiled(4, GRAIN, |b, r| visits.lock().unwrap().push((b[0], r))));
+        assert_eq!(
+            visits.into_inner().unwrap(),
+            vec![
+                (0, 0..4),
+                (100, 0..4),
+                (200, 0..4),
+                (0, 4..8),
+                (100, 4..8),
+                (200, 4..8),
+                (0, 8..10),
+                (100, 8..10),
+                (200, 8..10)
+            ]
+        );
     }
 }

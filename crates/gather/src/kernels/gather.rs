@@ -7,6 +7,8 @@
 //! - it is the `dim` axis itself: a lookup loop `out[j] = row[index[j]]`;
 //! - otherwise the general strided loop.
 
+use std::ops::Range;
+
 use ndarray::{ArrayView, IxDyn};
 
 use super::{SharedPtr, position};
@@ -58,16 +60,19 @@ where
     let dstride = in_strides[dim];
     in_strides[dim] = 0;
     let nest = Nest::<3>::new(&shape, [&out_strides, idx.strides(), &in_strides], None);
-    let optr = SharedPtr(out.as_mut_ptr());
-    let iptr = SharedPtr(idx.as_ptr() as *mut I);
-    let xptr = SharedPtr(input.as_ptr() as *mut T);
+    let ptrs = Ptrs {
+        out: SharedPtr(out.as_mut_ptr()),
+        idx: SharedPtr(idx.as_ptr() as *mut I),
+        x: SharedPtr(input.as_ptr() as *mut T),
+    };
     let size = index.size();
+    let how = How::new::<T>(&nest, input.len(), size);
     match index.bounds() {
-        Bounds::Strict => run(&nest, optr, iptr, xptr, dstride, |v| v as isize),
-        Bounds::Wrap => run(&nest, optr, iptr, xptr, dstride, |v| {
+        Bounds::Strict => run(&nest, ptrs, dstride, how, |v| v as isize),
+        Bounds::Wrap => run(&nest, ptrs, dstride, how, |v| {
             position(Bounds::Wrap, v, size)
         }),
-        Bounds::Modulo => run(&nest, optr, iptr, xptr, dstride, |v| {
+        Bounds::Modulo => run(&nest, ptrs, dstride, how, |v| {
             position(Bounds::Modulo, v, size)
         }),
     }
@@ -77,59 +82,447 @@ where
     out
 }
 
-fn run<T, I, M>(
-    nest: &Nest<3>,
+/// Bytes of the input one tile of a tiled lookup may span (a part of a core's L2 cache).
+const TILE_BYTES: usize = 256 << 10;
+
+/// The operands of a gather, shared by every task.
+struct Ptrs<T, I> {
     out: SharedPtr<T>,
     idx: SharedPtr<I>,
     x: SharedPtr<T>,
-    dstride: isize,
-    map: M,
-) where
+}
+
+impl<T, I> Clone for Ptrs<T, I> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T, I> Copy for Ptrs<T, I> {}
+
+/// How the lookups of a gather are run: prefetched (the input is too large for the caches), and
+/// tiled along the inner axis (lookups spread over a large input along `dim`, but contiguous along
+/// the inner axis).
+#[derive(Clone, Copy)]
+struct How {
+    random: bool,
+    tile: Option<usize>,
+    /// The size of `dim` in the input.
+    size: usize,
+}
+
+impl How {
+    fn new<T>(nest: &Nest<3>, input_len: usize, size: usize) -> How {
+        let elem = std::mem::size_of::<T>().max(1);
+        let random = input_len.saturating_mul(elem) >= super::RANDOM_BYTES;
+        let [os, is, xs] = nest.inner.strides;
+        let line = (64 / elem).max(1);
+        // One tile covers every position along `dim` for `tile` neighbouring inner positions.
+        let tile = (TILE_BYTES / size.max(1).saturating_mul(elem)) / line * line;
+        let tiled = random
+            && os == 1
+            && is == 1
+            && xs == 1
+            && nest.inner_splittable
+            && tile >= line
+            && nest.inner.len > tile
+            && nest.outer_len() > 1;
+        How {
+            random,
+            tile: tiled.then_some(tile),
+            size,
+        }
+    }
+}
+
+/// Runs `f` over the nest with the split the workload calls for.
+fn split<F>(nest: &Nest<3>, how: How, f: F)
+where
+    F: Fn([isize; 3], Range<usize>) + Sync + Send,
+{
+    match how.tile {
+        Some(tile) => nest.for_each_tiled(tile, super::RANDOM_GRAIN, f),
+        None if how.random => nest.for_each_grain(super::RANDOM_GRAIN, f),
+        None => nest.for_each(f),
+    }
+}
+
+fn run<T, I, M>(nest: &Nest<3>, p: Ptrs<T, I>, dstride: isize, how: How, map: M)
+where
     T: Copy + Send + Sync,
     I: IndexElem,
     M: Fn(i64) -> isize + Sync + Send,
 {
     let [os, is, xs] = nest.inner.strides;
-    nest.for_each(|base, r| {
-        let (o, i, x) = (out, idx, x);
-        // SAFETY: `base` plus `j * stride` for `j` in the inner range are offsets of positions inside
-        // the iteration shape, which is the index's shape: in bounds for the output (its shape) and
-        // the index (its own view). For the input, every non-dim coordinate is below the index's
-        // size there, which the caller asserted is at most the input's, and the dim coordinate is a
-        // checked index value mapped into `0..input.shape[dim]`. Output positions are disjoint
-        // between tasks (the planner splits positions, never duplicates them).
-        unsafe {
-            let op = o.0.offset(base[0]);
-            let ip = i.0.offset(base[1]);
-            let xp = x.0.offset(base[2]);
-            if is == 0 {
-                // The index is constant along the row: one lookup, then a copy.
-                let src = xp.offset(map((*ip).to_i64()) * dstride);
-                if os == 1 && xs == 1 {
-                    std::ptr::copy_nonoverlapping(src.add(r.start), op.add(r.start), r.len());
-                } else {
+    let map = &map;
+    const D: usize = super::PREFETCH_DISTANCE;
+    // SAFETY (all three loops below): `base` plus `j * stride` for `j` in the inner range are
+    // offsets of positions inside the iteration shape, which is the index's shape: in bounds for
+    // the output (its shape) and the index (its own view). For the input, every non-dim
+    // coordinate is below the index's size there, which the caller asserted is at most the
+    // input's, and the dim coordinate is a checked index value mapped into
+    // `0..input.shape[dim]`. Output positions are disjoint between tasks (the planner splits
+    // positions, never duplicates them); the index and the input are only read, and neither can
+    // alias the freshly allocated output. A prefetch names the input element of a position
+    // `j + D` that is itself inside the inner range, so its address is in bounds too; the row
+    // prefetch computes its addresses with `wrapping_offset` (no dereference, no UB even past the
+    // end) and a prefetch never faults.
+    if is == 0 {
+        // Row copy: the index is constant along the inner axis (an expanded or broadcast index,
+        // index_select): one lookup, then a contiguous copy.
+        nest.for_each(move |base, r| unsafe {
+            let Ptrs { out, idx, x } = p;
+            let op = out.0.offset(base[0]);
+            let v = *idx.0.offset(base[1]);
+            let src = x.0.offset(base[2] + map(v.to_i64()) * dstride).cast_const();
+            if os == 1 && xs == 1 {
+                if r.len() <= 8 {
                     for j in r {
-                        let j = j as isize;
-                        *op.offset(j * os) = *src.offset(j * xs);
+                        *op.add(j) = *src.add(j);
                     }
-                }
-            } else if xs == 0 && os == 1 && is == 1 {
-                // Lookup along a row of the input.
-                for j in r {
-                    *op.add(j) = *xp.offset(map((*ip.add(j)).to_i64()) * dstride);
-                }
-            } else if os == 1 && is == 1 {
-                for j in r {
-                    let jj = j as isize;
-                    *op.add(j) = *xp.offset(jj * xs + map((*ip.add(j)).to_i64()) * dstride);
+                } else {
+                    std::ptr::copy_nonoverlapping(src.add(r.start), op.add(r.start), r.len());
                 }
             } else {
                 for j in r {
                     let j = j as isize;
-                    *op.offset(j * os) =
-                        *xp.offset(j * xs + map((*ip.offset(j * is)).to_i64()) * dstride);
+                    *op.offset(j * os) = *src.offset(j * xs);
                 }
             }
+        });
+    } else if os == 1 && is == 1 {
+        // Lookup loop: output and index contiguous along the inner axis (`xs == 0` when the
+        // inner axis is `dim` itself: a lookup along one row of the input).
+        let row = RowPrefetch::new::<T>(nest, xs, dstride, how.size);
+        split(nest, how, move |base, r| unsafe {
+            let Ptrs { out, idx, x } = p;
+            let op = out.0.offset(base[0]);
+            let ip = idx.0.offset(base[1]).cast_const();
+            let xp = x.0.offset(base[2]).cast_const();
+            row.fetch_next(xp);
+            let src = |j: usize| xp.offset(j as isize * xs + map((*ip.add(j)).to_i64()) * dstride);
+            let mut j = r.start;
+            if how.random {
+                while j + D < r.end {
+                    super::prefetch(src(j + D));
+                    *op.add(j) = *src(j);
+                    j += 1;
+                }
+            }
+            while j < r.end {
+                *op.add(j) = *src(j);
+                j += 1;
+            }
+        });
+    } else {
+        // The general strided loop.
+        split(nest, how, move |base, r| unsafe {
+            let Ptrs { out, idx, x } = p;
+            let op = out.0.offset(base[0]);
+            let ip = idx.0.offset(base[1]).cast_const();
+            let xp = x.0.offset(base[2]).cast_const();
+            let src = |j: usize| {
+                let jj = j as isize;
+                xp.offset(jj * xs + map((*ip.offset(jj * is)).to_i64()) * dstride)
+            };
+            let mut j = r.start;
+            if how.random {
+                while j + D < r.end {
+                    super::prefetch(src(j + D));
+                    *op.offset(j as isize * os) = *src(j);
+                    j += 1;
+                }
+            }
+            while j < r.end {
+                *op.offset(j as isize * os) = *src(j);
+                j += 1;
+            }
+        });
+    }
+}
+
+/// For a lookup along short rows of the input (the inner axis is `dim`): while one row is looked
+/// up, the cache lines of the row of the next outer position are requested, so that its misses
+/// overlap with work instead of stalling the lookups one by one.
+#[derive(Clone, Copy)]
+struct RowPrefetch {
+    /// Offset of the next row, in elements (the last outer axis's input stride); 0 for none.
+    next: isize,
+    /// Offset of the row's first element relative to the row pointer, in elements.
+    lo: isize,
+    /// Number of cache lines of the row.
+    lines: usize,
+    /// Cache line size in elements.
+    line: isize,
+}
+
+impl RowPrefetch {
+    /// Rows up to this many bytes are prefetched whole.
+    const MAX_ROW_BYTES: usize = 16 << 10;
+
+    fn new<T>(nest: &Nest<3>, xs: isize, dstride: isize, size: usize) -> RowPrefetch {
+        let elem = std::mem::size_of::<T>().max(1);
+        let span = size
+            .saturating_mul(dstride.unsigned_abs())
+            .saturating_mul(elem);
+        let none = RowPrefetch {
+            next: 0,
+            lo: 0,
+            lines: 0,
+            line: 1,
+        };
+        let Some(last) = nest.outer.last() else {
+            return none;
+        };
+        if xs != 0 || span > Self::MAX_ROW_BYTES || dstride.unsigned_abs() * elem > 64 {
+            return none;
         }
-    });
+        RowPrefetch {
+            next: last.strides[2],
+            lo: if dstride < 0 {
+                (size as isize - 1) * dstride
+            } else {
+                0
+            },
+            lines: span.div_ceil(64),
+            line: (64 / elem) as isize,
+        }
+    }
+
+    #[inline(always)]
+    fn fetch_next<T>(self, row: *const T) {
+        if self.lines == 0 {
+            return;
+        }
+        let first = row.wrapping_offset(self.next + self.lo);
+        for k in 0..self.lines as isize {
+            super::prefetch(first.wrapping_offset(k * self.line));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use half::{bf16, f16};
+    use ndarray::{Array, ArrayD, Axis, Dimension, IxDyn, s};
+
+    /// A small deterministic generator for test data.
+    fn lcg(seed: &mut u64) -> u64 {
+        *seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        *seed >> 33
+    }
+
+    /// The definition, one position at a time, in row-major order of the index.
+    fn reference<T: Copy>(
+        x: &ArrayView<'_, T, IxDyn>,
+        dim: usize,
+        idx: &ArrayView<'_, i64, IxDyn>,
+        bounds: Bounds,
+    ) -> Vec<T> {
+        let size = x.shape()[dim];
+        idx.indexed_iter()
+            .map(|(p, &v)| {
+                let mut q = p.slice().to_vec();
+                q[dim] = bounds.map(v, size).expect("test index in bounds");
+                x[IxDyn(&q)]
+            })
+            .collect()
+    }
+
+    fn check<T: Copy + Send + Sync + PartialEq + std::fmt::Debug>(
+        name: &str,
+        x: &ArrayView<'_, T, IxDyn>,
+        dim: usize,
+        idx: &ArrayView<'_, i64, IxDyn>,
+        bounds: Bounds,
+    ) {
+        let want = reference(x, dim, idx, bounds);
+        for threads in [1, 2, 3] {
+            let got = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| {
+                    let checked =
+                        CheckedIndex::new("gather", idx.clone(), dim, x.shape()[dim], bounds)
+                            .unwrap();
+                    gather(x, dim, &checked, Vec::with_capacity(idx.len()))
+                });
+            assert!(
+                got == want,
+                "{name}: threads {threads}, x {:?} strides {:?}, idx {:?} strides {:?}, dim {dim}",
+                x.shape(),
+                x.strides(),
+                idx.shape(),
+                idx.strides()
+            );
+        }
+    }
+
+    fn random_index(shape: &[usize], hi: usize, seed: u64) -> ArrayD<i64> {
+        let mut s = seed;
+        Array::from_shape_simple_fn(IxDyn(shape), || (lcg(&mut s) % hi as u64) as i64)
+    }
+
+    fn input(shape: &[usize]) -> ArrayD<f32> {
+        let mut k = 0.0f32;
+        Array::from_shape_simple_fn(IxDyn(shape), || {
+            k += 1.0;
+            k
+        })
+    }
+
+    #[test]
+    fn row_copy_of_expanded_and_broadcast_indices_matches_the_definition() {
+        // Top-k patches: [B,N,D] gathered along 1 with [B,K] expanded along D (stride 0).
+        let x = input(&[6, 40, 300]);
+        let rows = random_index(&[6, 25], 40, 1);
+        let idx = rows.view().insert_axis(Axis(2));
+        let idx = idx.broadcast(IxDyn(&[6, 25, 300])).unwrap();
+        check("expanded", &x.view(), 1, &idx, Bounds::Strict);
+        // ... narrower than the input along D, from a reversed and a transposed input.
+        let idx_narrow = idx.slice(s![.., .., ..77]).into_dyn();
+        check("narrow", &x.view(), 1, &idx_narrow, Bounds::Strict);
+        let rev = x.slice(s![.., ..;-1, ..;-1]).into_dyn();
+        check("reversed input", &rev, 1, &idx, Bounds::Strict);
+        let perm = x.view().permuted_axes(IxDyn(&[0, 2, 1]));
+        let idx_t = rows.view().insert_axis(Axis(1));
+        let idx_t = idx_t.broadcast(IxDyn(&[6, 300, 25])).unwrap();
+        check("transposed input", &perm, 2, &idx_t, Bounds::Strict);
+        // ROI labels: one index per row broadcast over a short trailing axis.
+        let roi = input(&[5000, 21, 4]);
+        let labels = random_index(&[5000], 21, 2);
+        let l = labels.view().insert_axis(Axis(1)).insert_axis(Axis(2));
+        let l = l.broadcast(IxDyn(&[5000, 1, 4])).unwrap();
+        check("roi", &roi.view(), 1, &l, Bounds::Strict);
+        // index_select: a 1-d index spread over a row-major output (stride 0 on the other axes).
+        let table = input(&[500, 130]);
+        let ids = random_index(&[900], 500, 3);
+        let spread = ids.view().insert_axis(Axis(1));
+        let spread = spread.broadcast(IxDyn(&[900, 130])).unwrap();
+        check("index_select", &table.view(), 0, &spread, Bounds::Strict);
+        // Stride 0 along dim itself: every output of a row reads one element.
+        let along = random_index(&[300, 1], 130, 4);
+        let along = along.broadcast(IxDyn(&[300, 250])).unwrap();
+        check(
+            "stride 0 along dim",
+            &table.view(),
+            1,
+            &along,
+            Bounds::Strict,
+        );
+    }
+
+    #[test]
+    fn lookup_along_the_innermost_dim_matches_the_definition() {
+        // Seed-like gather along the last axis, contiguous and with negative input strides.
+        let x = input(&[300, 257]);
+        let idx = random_index(&[300, 400], 257, 5);
+        check("dim 1", &x.view(), 1, &idx.view(), Bounds::Strict);
+        let rev = x.slice(s![..;-1, ..;-1]).into_dyn();
+        check("reversed", &rev, 1, &idx.view(), Bounds::Strict);
+        // Token logits: [B,L,V] with [B,L,1]; the inner axis walks rows of the input.
+        let logits = input(&[4, 200, 333]);
+        let labels = random_index(&[4, 200, 1], 333, 6);
+        check("logits", &logits.view(), 2, &labels.view(), Bounds::Strict);
+        // Cube: dim 1 of [n,n,n], the inner axis contiguous in all three operands.
+        let cube = input(&[40, 41, 42]);
+        let ci = random_index(&[40, 30, 42], 41, 7);
+        check("cube", &cube.view(), 1, &ci.view(), Bounds::Strict);
+        // A reversed index view.
+        let ci_rev = ci.slice(s![.., ..;-1, ..;-1]).into_dyn();
+        check("reversed index", &cube.view(), 1, &ci_rev, Bounds::Strict);
+        // Wrapped and modular values.
+        let mut s = 8u64;
+        let wrap =
+            Array::from_shape_simple_fn(IxDyn(&[300, 100]), || (lcg(&mut s) % 514) as i64 - 257);
+        check("wrap", &x.view(), 1, &wrap.view(), Bounds::Wrap);
+        let modulo =
+            Array::from_shape_simple_fn(IxDyn(&[300, 100]), || (lcg(&mut s) % 5000) as i64 - 2500);
+        check("modulo", &x.view(), 1, &modulo.view(), Bounds::Modulo);
+    }
+
+    #[test]
+    fn large_inputs_take_the_prefetched_and_tiled_loops() {
+        // 8 MiB of f32: the random-access strategy (prefetch; tiling of a dim-0 gather).
+        let x = input(&[2048, 1024]);
+        let idx = random_index(&[700, 1024], 2048, 9);
+        check("dim 0 tiled", &x.view(), 0, &idx.view(), Bounds::Strict);
+        let part = idx.slice(s![.., 3..1000]).into_dyn();
+        check("dim 0 tiled, offset", &x.view(), 0, &part, Bounds::Strict);
+        let rev = x.slice(s![..;-1, ..]).into_dyn();
+        check(
+            "dim 0 tiled, reversed",
+            &rev,
+            0,
+            &idx.view(),
+            Bounds::Strict,
+        );
+        let lookups = random_index(&[2048, 300], 1024, 10);
+        check(
+            "dim 1 prefetched",
+            &x.view(),
+            1,
+            &lookups.view(),
+            Bounds::Strict,
+        );
+        let t = x.t().into_dyn();
+        let strided = random_index(&[1024, 500], 2048, 11);
+        check(
+            "transposed, general",
+            &t,
+            1,
+            &strided.view(),
+            Bounds::Strict,
+        );
+        let flat = x
+            .view()
+            .into_shape_with_order(IxDyn(&[2048 * 1024]))
+            .unwrap();
+        let takes = random_index(&[100_000], 2048 * 1024, 12);
+        check("1-d", &flat, 0, &takes.view(), Bounds::Strict);
+    }
+
+    #[test]
+    fn general_loop_handles_transposed_operands() {
+        let x = input(&[50, 60, 7]);
+        let xt = x.view().permuted_axes(IxDyn(&[2, 1, 0]));
+        let idx = random_index(&[7, 60, 40], 60, 13);
+        check("transposed", &xt, 1, &idx.view(), Bounds::Strict);
+        let it = random_index(&[40, 60, 7], 60, 14);
+        let it = it.view().permuted_axes(IxDyn(&[2, 1, 0]));
+        check("both transposed", &xt, 1, &it, Bounds::Strict);
+    }
+
+    #[test]
+    fn empty_shapes_and_small_element_types() {
+        let x = input(&[3, 0, 4]);
+        let idx = ArrayD::<i64>::zeros(IxDyn(&[3, 0, 4]));
+        check("empty", &x.view(), 0, &idx.view(), Bounds::Strict);
+        let x = input(&[5, 6]);
+        let idx = ArrayD::<i64>::zeros(IxDyn(&[0, 6]));
+        check("empty index", &x.view(), 1, &idx.view(), Bounds::Strict);
+        let x = input(&[300, 200]);
+        let idx = random_index(&[300, 250], 200, 15);
+        let h = x.mapv(f16::from_f32);
+        check("f16", &h.view(), 1, &idx.view(), Bounds::Strict);
+        let b = x.mapv(bf16::from_f32);
+        check("bf16", &b.view(), 1, &idx.view(), Bounds::Strict);
+        let u = x.mapv(|v| v as u8);
+        let col = random_index(&[300, 1], 300, 16);
+        let e = col.broadcast(IxDyn(&[300, 200])).unwrap();
+        check("u8 row copy", &u.view(), 0, &e, Bounds::Strict);
+        let d = x.mapv(|v| v as f64 * 0.5);
+        check("f64 row copy", &d.view(), 0, &e, Bounds::Strict);
+        let owned = e.to_owned();
+        check(
+            "f64 materialised rows",
+            &d.view(),
+            0,
+            &owned.view(),
+            Bounds::Strict,
+        );
+    }
 }

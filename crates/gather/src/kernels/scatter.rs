@@ -7,13 +7,18 @@
 //! order. That makes every result deterministic, whatever the number of threads: `scatter` keeps the
 //! last write in index order, and float sums add in index order, as PyTorch's CPU kernel does.
 
-use ndarray::{ArrayView, ArrayViewMut, IxDyn};
+use std::ops::Range;
 
+use ndarray::{ArrayView, ArrayViewMut, IxDyn};
+use rayon::prelude::*;
+
+use super::segment::Segments;
 use super::{SharedPtr, position};
 use crate::index::{Bounds, CheckedIndex, IndexElem};
 use crate::plan::Nest;
 
-/// Applies `update(dst_elem, src_elem)` for every position of the index.
+/// Applies `update(dst_elem, src_elem)` for every position of the index; updates that reach the
+/// same destination element run in index order.
 ///
 /// Preconditions (asserted, O(rank)): `dst`, `index` and `src` have the same rank; `dim` is one of
 /// its axes; `index.shape[d] <= src.shape[d]` for every `d`; `index.shape[d] <= dst.shape[d]` for
@@ -25,7 +30,98 @@ pub(crate) fn scatter<A, T, I, F>(
     src: &ArrayView<'_, T, IxDyn>,
     update: F,
 ) where
-    A: Send + Sync,
+    A: Copy + Send + Sync,
+    T: Copy + Send + Sync,
+    I: IndexElem,
+    F: Fn(&mut A, T) + Sync + Send,
+{
+    scatter_impl(dst, dim, index, src, None, false, update)
+}
+
+/// A reduction: every destination element the index reaches is first set to `init` (when given:
+/// `include_self = false`), then `update(dst_elem, src_elem)` runs for every position of the index,
+/// in index order per destination element. Preconditions as [`scatter`].
+pub(crate) fn scatter_reduce<A, T, I, F>(
+    dst: &mut ArrayViewMut<'_, A, IxDyn>,
+    dim: usize,
+    index: &CheckedIndex<'_, I>,
+    src: &ArrayView<'_, T, IxDyn>,
+    init: Option<A>,
+    update: F,
+) where
+    A: Copy + Send + Sync,
+    T: Copy + Send + Sync,
+    I: IndexElem,
+    F: Fn(&mut A, T) + Sync + Send,
+{
+    scatter_impl(dst, dim, index, src, init, false, update)
+}
+
+/// Where the updates of a reduction go: along `dim` at the positions of a checked index, or
+/// along `dim` by segments built beforehand (a reusable plan).
+pub(crate) enum Target<'s, 'a, I: IndexElem> {
+    /// [`scatter_reduce`] with this index.
+    Index {
+        dim: usize,
+        index: &'s CheckedIndex<'a, I>,
+    },
+    /// [`scatter_segments`] with these segments.
+    Segments { dim: usize, segs: &'s Segments },
+}
+
+impl<I: IndexElem> Target<'_, '_, I> {
+    /// Runs the reduction (see [`scatter_reduce`] and [`scatter_segments`], whose preconditions
+    /// are asserted).
+    pub(crate) fn reduce<A, T, F>(
+        &self,
+        dst: &mut ArrayViewMut<'_, A, IxDyn>,
+        src: &ArrayView<'_, T, IxDyn>,
+        init: Option<A>,
+        update: F,
+    ) where
+        A: Copy + Send + Sync,
+        T: Copy + Send + Sync,
+        F: Fn(&mut A, T) + Sync + Send,
+    {
+        match *self {
+            Target::Index { dim, index } => scatter_reduce(dst, dim, index, src, init, update),
+            Target::Segments { dim, segs } => {
+                scatter_segments(dst, dim, segs, src, init, false, update)
+            }
+        }
+    }
+}
+
+/// A plain write, `dst_elem = src_elem`: with duplicates the last position in index order wins.
+/// Preconditions as [`scatter`].
+pub(crate) fn scatter_set<T, I>(
+    dst: &mut ArrayViewMut<'_, T, IxDyn>,
+    dim: usize,
+    index: &CheckedIndex<'_, I>,
+    src: &ArrayView<'_, T, IxDyn>,
+) where
+    T: Copy + Send + Sync,
+    I: IndexElem,
+{
+    scatter_impl(dst, dim, index, src, None, true, |a: &mut T, s: T| *a = s)
+}
+
+/// Row-index scatters whose slices (the part of one position along `dim`) have fewer elements
+/// than this take the general loop: the grouping would cost more than it saves.
+const SEGMENT_MIN_SLICE: usize = 8;
+
+/// `last_only`: `update` ignores the old value (a plain write), so only the last update of each
+/// destination element matters.
+fn scatter_impl<A, T, I, F>(
+    dst: &mut ArrayViewMut<'_, A, IxDyn>,
+    dim: usize,
+    index: &CheckedIndex<'_, I>,
+    src: &ArrayView<'_, T, IxDyn>,
+    init: Option<A>,
+    last_only: bool,
+    update: F,
+) where
+    A: Copy + Send + Sync,
     T: Copy + Send + Sync,
     I: IndexElem,
     F: Fn(&mut A, T) + Sync + Send,
@@ -53,6 +149,34 @@ pub(crate) fn scatter<A, T, I, F>(
     if idx.is_empty() {
         return;
     }
+    if row_index(index, dim) {
+        let segs = Segments::of_row_index(index, dim);
+        let slice_shape = without(idx.shape(), dim);
+        rows(dst, dim, &slice_shape, src, &segs, init, last_only, &update);
+        return;
+    }
+    if let Some(v) = init {
+        let one = [v];
+        let one = ArrayView::from(&one[..]).into_dyn();
+        let ones = one.broadcast(idx.raw_dim()).expect("broadcast");
+        general(dst, dim, index, &ones, |a: &mut A, s: A| *a = s);
+    }
+    general(dst, dim, index, src, update);
+}
+
+fn general<A, T, I, F>(
+    dst: &mut ArrayViewMut<'_, A, IxDyn>,
+    dim: usize,
+    index: &CheckedIndex<'_, I>,
+    src: &ArrayView<'_, T, IxDyn>,
+    update: F,
+) where
+    A: Send + Sync,
+    T: Copy + Send + Sync,
+    I: IndexElem,
+    F: Fn(&mut A, T) + Sync + Send,
+{
+    let idx = index.view();
     let shape = idx.shape().to_vec();
     let mut dst_strides = dst.strides().to_vec();
     let dstride = dst_strides[dim];
@@ -136,4 +260,603 @@ fn run<A, T, I, M, F>(
             }
         }
     });
+}
+
+/// Whether the index is a row index worth grouping: constant along every axis but `dim`, with
+/// slices of at least [`SEGMENT_MIN_SLICE`] elements and enough work in all.
+fn row_index<I: IndexElem>(index: &CheckedIndex<'_, I>, dim: usize) -> bool {
+    let idx = index.view();
+    let e = idx.shape()[dim];
+    let slice: usize = (0..idx.ndim())
+        .filter(|&d| d != dim)
+        .map(|d| idx.shape()[d])
+        .product();
+    let constant =
+        (0..idx.ndim()).all(|d| d == dim || idx.shape()[d] == 1 || idx.strides()[d] == 0);
+    constant
+        && e >= 2
+        && u32::try_from(e).is_ok()
+        && slice >= SEGMENT_MIN_SLICE
+        && e.saturating_mul(slice) >= crate::plan::GRAIN
+}
+
+/// `shape` without axis `dim`.
+fn without<X: Copy>(shape: &[X], dim: usize) -> Vec<X> {
+    (0..shape.len())
+        .filter(|&d| d != dim)
+        .map(|d| shape[d])
+        .collect()
+}
+
+/// A row scatter with segments built beforehand (a reusable [`ScatterPlan`]): for every segment
+/// `k` and every source position `e` of it, in order, `update(dst[.., rows[k], ..],
+/// src[.., e, ..])` over the whole slice (every axis but `dim`). With `init`, each destination
+/// row a segment reaches is first set to it.
+///
+/// Preconditions (asserted, O(rank)): `dst` and `src` have the same rank; `dim` is one of its
+/// axes; the segments group exactly `src.shape[dim]` positions; their rows are below
+/// `dst.shape[dim]`; `src.shape[d] <= dst.shape[d]` for every `d != dim`.
+///
+/// [`ScatterPlan`]: crate::ops::scatter_plan::ScatterPlan
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn scatter_segments<A, T, F>(
+    dst: &mut ArrayViewMut<'_, A, IxDyn>,
+    dim: usize,
+    segs: &Segments,
+    src: &ArrayView<'_, T, IxDyn>,
+    init: Option<A>,
+    last_only: bool,
+    update: F,
+) where
+    A: Copy + Send + Sync,
+    T: Copy + Send + Sync,
+    F: Fn(&mut A, T) + Sync + Send,
+{
+    let nd = dst.ndim();
+    assert_eq!(src.ndim(), nd, "scatter kernel: rank mismatch (src)");
+    assert!(dim < nd, "scatter kernel: dim out of range");
+    for d in 0..nd {
+        assert!(
+            d == dim || src.shape()[d] <= dst.shape()[d],
+            "scatter kernel: src larger than dst"
+        );
+    }
+    let slice_shape = without(src.shape(), dim);
+    if src.is_empty() || segs.len() == 0 {
+        return;
+    }
+    rows(dst, dim, &slice_shape, src, segs, init, last_only, &update);
+}
+
+/// A scatter with a row index (see [`row_index`]): the positions along `dim` are grouped by
+/// destination row ([`Segments`]), and each destination row is reduced over its sources in index
+/// order, in parallel over rows. No two tasks touch the same row, and each row sees its updates
+/// in the serial order, so the result is bitwise that of the serial loop for any number of
+/// threads.
+///
+/// `slice_shape` is the shape of the positions of one source row (the index's shape without
+/// `dim`); it must be no larger than `src` and `dst` there (asserted), and `segs` must group
+/// `src.shape[dim]` or fewer positions.
+#[allow(clippy::too_many_arguments)]
+fn rows<A, T, F>(
+    dst: &mut ArrayViewMut<'_, A, IxDyn>,
+    dim: usize,
+    slice_shape: &[usize],
+    src: &ArrayView<'_, T, IxDyn>,
+    segs: &Segments,
+    init: Option<A>,
+    last_only: bool,
+    update: &F,
+) where
+    A: Copy + Send + Sync,
+    T: Copy + Send + Sync,
+    F: Fn(&mut A, T) + Sync + Send,
+{
+    let nd = dst.ndim();
+    let e_len = segs.order().len();
+    assert!(
+        src.ndim() == nd && dim < nd && slice_shape.len() + 1 == nd,
+        "scatter kernel: rank mismatch (segments)"
+    );
+    assert!(
+        e_len <= src.shape()[dim],
+        "scatter kernel: segments of more positions than src has"
+    );
+    assert!(
+        segs.rows().last().is_none_or(|&r| r < dst.shape()[dim]),
+        "scatter kernel: segment row out of range"
+    );
+    let (dshape, sshape) = (without(dst.shape(), dim), without(src.shape(), dim));
+    assert!(
+        (0..nd - 1).all(|d| slice_shape[d] <= dshape[d] && slice_shape[d] <= sshape[d]),
+        "scatter kernel: slice larger than dst or src"
+    );
+    let slice = Nest::<2>::new(
+        slice_shape,
+        [&without(dst.strides(), dim), &without(src.strides(), dim)],
+        None,
+    );
+    let at = Rows {
+        dst: SharedPtr(dst.as_mut_ptr()),
+        src: SharedPtr(src.as_ptr() as *mut T),
+        dstride: dst.strides()[dim],
+        sstride: src.strides()[dim],
+        strides: slice.inner.strides,
+        init,
+        last_only,
+    };
+    let threads = rayon::current_num_threads();
+    let work = e_len.saturating_mul(slice.total);
+    let parallel = threads > 1 && work >= 2 * crate::plan::GRAIN;
+    if parallel && segs.len() < 4 * threads {
+        // Few destination rows: split the slices instead, every task visiting every row.
+        slice.for_each(|base, r| {
+            for k in 0..segs.len() {
+                let ahead = &segs.order()[segs.starts()[k]..];
+                let n = segs.starts()[k + 1] - segs.starts()[k];
+                at.apply(segs.rows()[k], base, r.clone(), ahead, n, update);
+            }
+        });
+        return;
+    }
+    let ranges = segs.split(if parallel { threads * 8 } else { 1 });
+    let task = |ks: &Range<usize>| {
+        let end = segs.starts()[ks.end];
+        for k in ks.clone() {
+            let ahead = &segs.order()[segs.starts()[k]..end];
+            let n = segs.starts()[k + 1] - segs.starts()[k];
+            slice.for_each_serial(|base, r| {
+                at.apply(segs.rows()[k], base, r, ahead, n, update);
+            });
+        }
+    };
+    if ranges.len() > 1 {
+        ranges.par_iter().for_each(task);
+    } else {
+        ranges.iter().for_each(task);
+    }
+}
+
+/// The destination and source of a row-index scatter, and what to do at each destination row.
+struct Rows<A, T> {
+    dst: SharedPtr<A>,
+    src: SharedPtr<T>,
+    /// Strides along `dim`.
+    dstride: isize,
+    sstride: isize,
+    /// Inner strides of the slice nest (dst, src).
+    strides: [isize; 2],
+    init: Option<A>,
+    last_only: bool,
+}
+
+impl<A: Copy, T: Copy> Rows<A, T> {
+    /// Sources further ahead than this (in the grouped order) are prefetched.
+    const AHEAD: usize = 4;
+
+    /// Reduces, into the slice piece `base + r` of destination row `row`, the sources
+    /// `ahead[..n]` (positions along `dim`, in index order); `ahead[n..]` are the sources that
+    /// come next in the same task, whose first lines are prefetched.
+    #[inline(always)]
+    fn apply<F: Fn(&mut A, T)>(
+        &self,
+        row: usize,
+        base: [isize; 2],
+        r: Range<usize>,
+        ahead: &[u32],
+        n: usize,
+        update: &F,
+    ) {
+        let [ds, ss] = self.strides;
+        let mine = if self.last_only { n - 1..n } else { 0..n };
+        // SAFETY: `row` is a checked index value below `dst.shape[dim]`, and `base + j * ds`
+        // (`j` in `r`) are offsets of positions of the slice shape, which is the index's shape
+        // without `dim`, no larger than dst's there (asserted by the caller): in bounds for dst.
+        // Each source is a position along `dim` below `index.shape[dim] <= src.shape[dim]`, and
+        // the slice positions are below the index's, no larger than src's: in bounds for src.
+        // Destination rows are distinct between tasks (each segment belongs to one task) or,
+        // when slices are split, the slice pieces are (the planner never duplicates a position),
+        // so writes never race; src is only read and cannot alias dst (a `&mut` view). The
+        // prefetched addresses are computed with `wrapping_offset` and never dereferenced.
+        unsafe {
+            let dp = self.dst.0.offset(row as isize * self.dstride + base[0]);
+            let sp = self.src.0.offset(base[1]).cast_const();
+            if let Some(v) = self.init {
+                for j in r.clone() {
+                    *dp.offset(j as isize * ds) = v;
+                }
+            }
+            let line = (64 / std::mem::size_of::<T>().max(1)).max(1);
+            let fetch_lines = if ss == 1 {
+                r.len().div_ceil(line).min(4)
+            } else {
+                1
+            };
+            for q in mine {
+                if let Some(&next) = ahead.get(q + Self::AHEAD) {
+                    let np =
+                        sp.wrapping_offset(next as isize * self.sstride + r.start as isize * ss);
+                    for l in 0..fetch_lines {
+                        super::prefetch(np.wrapping_add(l * line));
+                    }
+                }
+                let s = sp.offset(ahead[q] as isize * self.sstride);
+                if ds == 1 && ss == 1 {
+                    let d = std::slice::from_raw_parts_mut(dp.add(r.start), r.len());
+                    let s = std::slice::from_raw_parts(s.add(r.start), r.len());
+                    for (a, b) in d.iter_mut().zip(s) {
+                        update(a, *b);
+                    }
+                } else {
+                    for j in r.clone() {
+                        let j = j as isize;
+                        update(&mut *dp.offset(j * ds), *s.offset(j * ss));
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::scatter::Reduce;
+    use half::{bf16, f16};
+    use ndarray::{Array, ArrayD, Axis, Dimension, IxDyn, s};
+
+    fn lcg(seed: &mut u64) -> u64 {
+        *seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        *seed >> 33
+    }
+
+    fn values(shape: &[usize], seed: u64) -> ArrayD<f32> {
+        let mut s = seed;
+        Array::from_shape_simple_fn(IxDyn(shape), || (lcg(&mut s) % 2001) as f32 * 1.37e-3 - 1.3)
+    }
+
+    fn ids(n: usize, hi: usize, seed: u64) -> ArrayD<i64> {
+        let mut s = seed;
+        Array::from_shape_simple_fn(IxDyn(&[n]), || (lcg(&mut s) % hi as u64) as i64)
+    }
+
+    /// The definition: every reached element set to `init` (if any), then `update` at each
+    /// position in row-major order of the index (which is index order per destination element).
+    fn reference(
+        dst: &ArrayView<'_, f32, IxDyn>,
+        dim: usize,
+        idx: &ArrayView<'_, i64, IxDyn>,
+        src: &ArrayView<'_, f32, IxDyn>,
+        init: Option<f32>,
+        update: impl Fn(&mut f32, f32),
+    ) -> ArrayD<f32> {
+        let mut out = dst.to_owned();
+        let at = |p: &[usize], v: i64| {
+            let mut q = p.to_vec();
+            q[dim] = v as usize;
+            q
+        };
+        if let Some(v) = init {
+            for (p, &i) in idx.indexed_iter() {
+                out[IxDyn(&at(p.slice(), i))] = v;
+            }
+        }
+        for (p, &i) in idx.indexed_iter() {
+            update(&mut out[IxDyn(&at(p.slice(), i))], src[p.clone()]);
+        }
+        out
+    }
+
+    /// How the destination is laid out in memory: as given, reversed along axis 0, or the
+    /// transpose of a 2-d array.
+    #[derive(Clone, Copy, Debug)]
+    enum Layout {
+        Plain,
+        Reversed,
+        Transposed,
+    }
+
+    fn lay(layout: Layout, mut v: ArrayViewMut<'_, f32, IxDyn>) -> ArrayViewMut<'_, f32, IxDyn> {
+        match layout {
+            Layout::Plain => {}
+            Layout::Reversed => v.invert_axis(Axis(0)),
+            Layout::Transposed => v.reverse_axes(),
+        }
+        v
+    }
+
+    /// Runs the kernel (on a destination laid out as `layout` says), in pools of 1, 2 and 3
+    /// threads, and compares bitwise with the reference, for sums, amax and prod from an
+    /// identity, and plain writes.
+    fn check(
+        name: &str,
+        dst: &ArrayD<f32>,
+        layout: Layout,
+        dim: usize,
+        idx: &ArrayView<'_, i64, IxDyn>,
+        src: &ArrayView<'_, f32, IxDyn>,
+    ) {
+        type Case = (&'static str, Option<f32>, bool, fn(&mut f32, f32));
+        let cases: [Case; 4] = [
+            ("add", None, false, |a, s| *a += s),
+            ("amax from -inf", Some(f32::NEG_INFINITY), false, |a, s| {
+                *a = a.max(s)
+            }),
+            ("prod from 1", Some(1.0), false, |a, s| *a *= s),
+            ("set", None, true, |a, s| *a = s),
+        ];
+        for (what, init, last_only, update) in cases {
+            let mut start = dst.clone();
+            let want = reference(
+                &lay(layout, start.view_mut()).view(),
+                dim,
+                idx,
+                src,
+                init,
+                update,
+            );
+            for threads in [1, 2, 3] {
+                let got = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap()
+                    .install(|| {
+                        let mut owner = dst.clone();
+                        let mut out = lay(layout, owner.view_mut());
+                        let size = out.shape()[dim];
+                        let checked =
+                            CheckedIndex::new("t", idx.clone(), dim, size, Bounds::Strict).unwrap();
+                        scatter_impl(&mut out, dim, &checked, src, init, last_only, update);
+                        out.to_owned()
+                    });
+                let same = got
+                    .iter()
+                    .zip(want.iter())
+                    .all(|(a, b)| a.to_bits() == b.to_bits());
+                assert!(
+                    same,
+                    "{name} {what}: threads {threads}, dst {:?} {layout:?}, idx {:?} strides {:?}",
+                    dst.shape(),
+                    idx.shape(),
+                    idx.strides()
+                );
+            }
+        }
+    }
+
+    /// `ids` as the values along `dim` of a rank-`nd` array, with length-1 axes elsewhere (to be
+    /// broadcast to a row index: stride 0 along every other axis).
+    fn axes(ids: &ArrayD<i64>, dim: usize, nd: usize) -> ArrayView<'_, i64, IxDyn> {
+        let mut v = ids.view();
+        for _ in 0..dim {
+            v = v.insert_axis(Axis(0));
+        }
+        while v.ndim() < nd {
+            let k = v.ndim();
+            v = v.insert_axis(Axis(k));
+        }
+        v
+    }
+
+    #[test]
+    fn row_index_scatters_match_the_serial_definition() {
+        // GNN-like: many destination rows, duplicates, slices of 64.
+        let ids_a = ids(3000, 200, 1);
+        let src = values(&[3000, 64], 2);
+        let dst = values(&[200, 64], 3);
+        let idx_axes = axes(&ids_a, 0, 2);
+        let idx = idx_axes.broadcast(IxDyn(&[3000, 64])).unwrap();
+        assert!(row_index(
+            &CheckedIndex::new("t", idx.clone(), 0, 200, Bounds::Strict).unwrap(),
+            0
+        ));
+        check("rows", &dst, Layout::Plain, 0, &idx, &src.view());
+        // Index narrower than src and dst along the slice; src reversed; dst reversed.
+        let narrow_axes = axes(&ids_a, 0, 2);
+        let narrow = narrow_axes.broadcast(IxDyn(&[3000, 40])).unwrap();
+        let src_rev = src.slice(s![..;-1, ..;-1]).into_dyn();
+        check(
+            "narrow, reversed src",
+            &dst,
+            Layout::Plain,
+            0,
+            &narrow,
+            &src_rev,
+        );
+        check("reversed dst", &dst, Layout::Reversed, 0, &idx, &src.view());
+        // Few destination rows: the slices are split over the tasks instead.
+        let few = ids(3000, 3, 4);
+        let few_idx_axes = axes(&few, 0, 2);
+        let few_idx = few_idx_axes.broadcast(IxDyn(&[3000, 64])).unwrap();
+        check(
+            "few rows",
+            &values(&[3, 64], 5),
+            Layout::Plain,
+            0,
+            &few_idx,
+            &src.view(),
+        );
+        // Far more rows than positions: the grouping sorts instead of counting.
+        let sparse = ids(5000, 100_000, 6);
+        let sparse_idx_axes = axes(&sparse, 0, 2);
+        let sparse_idx = sparse_idx_axes.broadcast(IxDyn(&[5000, 8])).unwrap();
+        let src8 = values(&[5000, 8], 7);
+        check(
+            "sorted",
+            &values(&[100_000, 8], 8),
+            Layout::Plain,
+            0,
+            &sparse_idx,
+            &src8.view(),
+        );
+        // dim 1 (the index constant along axis 0), into a transposed destination.
+        let d1 = values(&[200, 64], 9);
+        let idx1_axes = axes(&ids_a, 1, 2);
+        let idx1 = idx1_axes.broadcast(IxDyn(&[64, 3000])).unwrap();
+        let src1 = values(&[3000, 64], 10);
+        check(
+            "dim 1",
+            &d1,
+            Layout::Transposed,
+            1,
+            &idx1,
+            &src1.t().into_dyn(),
+        );
+        // 3-d: [E] viewed [E,1,1] and expanded to [E,4,16].
+        let ids3 = ids(2000, 50, 11);
+        let idx3_axes = axes(&ids3, 0, 3);
+        let idx3 = idx3_axes.broadcast(IxDyn(&[2000, 4, 16])).unwrap();
+        let src3 = values(&[2000, 4, 16], 13);
+        check(
+            "3-d",
+            &values(&[50, 4, 16], 12),
+            Layout::Plain,
+            0,
+            &idx3,
+            &src3.view(),
+        );
+    }
+
+    #[test]
+    fn general_scatters_match_the_serial_definition() {
+        // Small (serial) and larger (parallel) calls with duplicates along dim 1.
+        for (rows, cols, k) in [(2, 3, 2), (300, 200, 150), (1000, 100, 120)] {
+            let mut s = 14u64;
+            let idx = Array::from_shape_simple_fn(IxDyn(&[rows, k]), || {
+                (lcg(&mut s) % cols as u64) as i64
+            });
+            let src = values(&[rows, k], 15);
+            let dst = values(&[rows, cols], 16);
+            check("dim 1", &dst, Layout::Plain, 1, &idx.view(), &src.view());
+            let idx_rev = idx.slice(s![..;-1, ..;-1]).into_dyn();
+            check(
+                "dim 1, reversed index",
+                &dst,
+                Layout::Reversed,
+                1,
+                &idx_rev,
+                &src.view(),
+            );
+        }
+        let empty = ArrayD::<i64>::zeros(IxDyn(&[0, 4]));
+        check(
+            "empty",
+            &values(&[3, 4], 17),
+            Layout::Plain,
+            0,
+            &empty.view(),
+            &values(&[0, 4], 18).view(),
+        );
+    }
+
+    /// Every reduction and both `include_self`, through the op, on a stride-0 row index (the
+    /// segment path) and on the same index materialised (the general path, which the
+    /// conformance suite checks against PyTorch): bitwise the same results.
+    fn segment_path_matches_general_path<T: crate::Element>(to: impl Fn(f32) -> T) {
+        let e = 4000;
+        let ids_a = ids(e, 300, 19);
+        let expanded_axes = axes(&ids_a, 0, 2);
+        let expanded = expanded_axes.broadcast(IxDyn(&[e, 24])).unwrap();
+        let materialised = expanded.to_owned();
+        let src = values(&[e, 24], 20).mapv(&to);
+        let dst = values(&[300, 24], 21).mapv(&to);
+        for r in [
+            Reduce::Sum,
+            Reduce::Prod,
+            Reduce::Mean,
+            Reduce::Amax,
+            Reduce::Amin,
+        ] {
+            for include_self in [true, false] {
+                let general = crate::ops::scatter::scatter_reduce(
+                    &dst,
+                    0,
+                    &materialised,
+                    &src,
+                    r,
+                    include_self,
+                )
+                .unwrap();
+                for threads in [1, 2, 3] {
+                    let rows = rayon::ThreadPoolBuilder::new()
+                        .num_threads(threads)
+                        .build()
+                        .unwrap()
+                        .install(|| {
+                            crate::ops::scatter::scatter_reduce(
+                                &dst,
+                                0,
+                                &expanded,
+                                &src,
+                                r,
+                                include_self,
+                            )
+                            .unwrap()
+                        });
+                    let same = rows
+                        .iter()
+                        .zip(general.iter())
+                        .all(|(a, b)| a.to_f64().to_bits() == b.to_f64().to_bits());
+                    assert!(
+                        same,
+                        "{:?} {r:?} include_self {include_self} threads {threads}",
+                        T::DTYPE
+                    );
+                }
+            }
+        }
+        // scatter_add and scatter (set) as well.
+        let general = crate::ops::scatter::scatter_add(&dst, 0, &materialised, &src).unwrap();
+        let rows = crate::ops::scatter::scatter_add(&dst, 0, &expanded, &src).unwrap();
+        assert!(
+            rows.iter()
+                .zip(general.iter())
+                .all(|(a, b)| a.to_f64().to_bits() == b.to_f64().to_bits())
+        );
+        let general = crate::ops::scatter::scatter(&dst, 0, &materialised, &src).unwrap();
+        let rows = crate::ops::scatter::scatter(&dst, 0, &expanded, &src).unwrap();
+        assert!(
+            rows.iter()
+                .zip(general.iter())
+                .all(|(a, b)| a.to_f64().to_bits() == b.to_f64().to_bits())
+        );
+    }
+
+    #[test]
+    fn segment_path_matches_general_path_for_every_reduction_f32() {
+        segment_path_matches_general_path(|v| v);
+    }
+
+    #[test]
+    fn segment_path_matches_general_path_for_every_reduction_f16_bf16() {
+        segment_path_matches_general_path(f16::from_f32);
+        segment_path_matches_general_path(bf16::from_f32);
+    }
+
+    #[test]
+    fn segment_path_matches_general_path_for_every_reduction_ints() {
+        segment_path_matches_general_path(|v| (v * 100.0) as i32);
+        segment_path_matches_general_path(|v| (v * 100.0) as u8);
+    }
+
+    #[test]
+    fn f16_row_sums_accumulate_in_f32() {
+        // 3000 ones into one row: an f16 running sum sticks at 2048 (2048 + 1 rounds back to
+        // 2048); accumulated in f32 and rounded once, the sum is 3000.
+        let e = 3000;
+        let zeros = ArrayD::<i64>::zeros(IxDyn(&[e]));
+        let idx_axes = axes(&zeros, 0, 2);
+        let idx = idx_axes.broadcast(IxDyn(&[e, 16])).unwrap();
+        let src = ArrayD::from_elem(IxDyn(&[e, 16]), f16::ONE);
+        let dst = ArrayD::from_elem(IxDyn(&[2, 16]), f16::ZERO);
+        let out = crate::ops::scatter::scatter_add(&dst, 0, &idx, &src).unwrap();
+        assert!(
+            out.index_axis(Axis(0), 0)
+                .iter()
+                .all(|&v| v == f16::from_f32(3000.0))
+        );
+        assert!(out.index_axis(Axis(0), 1).iter().all(|&v| v == f16::ZERO));
+    }
 }

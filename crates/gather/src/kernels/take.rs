@@ -91,13 +91,17 @@ where
     let layout = FlatLayout::new(input.shape(), input.strides());
     let (bounds, size) = (index.bounds(), index.size());
     let map = move |v: i64| position(bounds, v, size) as usize;
+    // An input larger than the caches: every read is a miss, so reads are prefetched a few
+    // positions ahead and the pool is used from a smaller call size on.
+    let random = input.len().saturating_mul(std::mem::size_of::<T>()) >= super::RANDOM_BYTES;
+    let ops = (optr, iptr, xptr);
     match layout.axes.as_slice() {
-        [] => run_take(&nest, optr, iptr, xptr, map, |_| 0),
-        &[(_, s)] => run_take(&nest, optr, iptr, xptr, map, move |p| p as isize * s),
-        &[(_, s0), (l1, s1)] => run_take(&nest, optr, iptr, xptr, map, move |p| {
+        [] => run_take(&nest, ops, random, map, |_| 0),
+        &[(_, s)] => run_take(&nest, ops, random, map, move |p| p as isize * s),
+        &[(_, s0), (l1, s1)] => run_take(&nest, ops, random, map, move |p| {
             (p / l1) as isize * s0 + (p % l1) as isize * s1
         }),
-        _ => run_take(&nest, optr, iptr, xptr, map, |p| layout.offset(p)),
+        _ => run_take(&nest, ops, random, map, |p| layout.offset(p)),
     }
     // SAFETY: the nest covers every position of the index shape exactly once and the output
     // strides are the row-major strides of that shape, so each of the `n` slots was written once.
@@ -105,11 +109,13 @@ where
     out
 }
 
+/// The operands of a take: output, index, input.
+type TakeOperands<T, I> = (SharedPtr<T>, SharedPtr<I>, SharedPtr<T>);
+
 fn run_take<T, I, M, O>(
     nest: &Nest<2>,
-    out: SharedPtr<T>,
-    idx: SharedPtr<I>,
-    x: SharedPtr<T>,
+    (out, idx, x): TakeOperands<T, I>,
+    random: bool,
     map: M,
     offset: O,
 ) where
@@ -119,7 +125,8 @@ fn run_take<T, I, M, O>(
     O: Fn(usize) -> isize + Sync + Send,
 {
     let [os, is] = nest.inner.strides;
-    nest.for_each(|base, r| {
+    const D: usize = super::PREFETCH_DISTANCE;
+    let body = |base: [isize; 2], r: std::ops::Range<usize>| {
         let (o, i, x) = (out, idx, x);
         // SAFETY: `base` plus `j * stride` for `j` in the inner range are the offsets of positions
         // inside the index's shape: in bounds for the index (its own view) and for the output (a
@@ -128,22 +135,40 @@ fn run_take<T, I, M, O>(
         // decomposes `p` into a coordinate below the input's shape and sums coordinate × stride,
         // which is how ndarray itself addresses that element. Output positions are disjoint
         // between tasks (the planner splits positions, never duplicates them); the input and the
-        // index are only read.
+        // index are only read. A prefetch names the input element of position `j + D`, itself
+        // inside the inner range (so its address is in bounds too), and never faults.
         unsafe {
             let op = o.0.offset(base[0]);
             let ip = i.0.offset(base[1]);
+            let at = |j: usize| {
+                x.0.offset(offset(map((*ip.offset(j as isize * is)).to_i64())))
+            };
+            let mut j = r.start;
+            if random {
+                while j + D < r.end {
+                    super::prefetch(at(j + D).cast_const());
+                    *op.offset(j as isize * os) = *at(j);
+                    j += 1;
+                }
+            }
             if os == 1 && is == 1 {
-                for j in r {
+                while j < r.end {
                     *op.add(j) = *x.0.offset(offset(map((*ip.add(j)).to_i64())));
+                    j += 1;
                 }
             } else {
-                for j in r {
-                    let j = j as isize;
-                    *op.offset(j * os) = *x.0.offset(offset(map((*ip.offset(j * is)).to_i64())));
+                while j < r.end {
+                    *op.offset(j as isize * os) = *at(j);
+                    j += 1;
                 }
             }
         }
-    });
+    };
+    if random {
+        nest.for_each_grain(super::RANDOM_GRAIN, body);
+    } else {
+        nest.for_each(body);
+    }
 }
 
 /// `update(&mut dst.flatten()[index[q]], src.flatten()[q])` for every `q`, serially in row-major
@@ -228,5 +253,51 @@ mod tests {
         assert_eq!(l.axes, vec![(24, 1)]);
         let t = FlatLayout::new(&[4, 3], &[1, 4]);
         assert_eq!(t.axes, vec![(4, 1), (3, 4)]);
+    }
+    #[test]
+    fn take_of_a_large_input_is_the_flat_read_in_any_layout_and_pool() {
+        // 8 MiB of i32: the prefetched loop, in parallel from a smaller call size on.
+        let x = ndarray::Array2::from_shape_fn((2048, 1024), |(a, b)| (a * 1024 + b) as i32);
+        let mut seed = 3u64;
+        let n = x.len();
+        let idx = ndarray::Array2::from_shape_simple_fn((300, 170), || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((seed >> 33) % (2 * n as u64)) as i64 - n as i64
+        })
+        .into_dyn();
+        let views = [
+            x.view().into_dyn(),
+            x.slice(s![..;-1, ..]).into_dyn(),
+            x.t().into_dyn(),
+        ];
+        for v in views {
+            let flat: Vec<i32> = v.iter().copied().collect();
+            for index in [idx.view(), idx.t()] {
+                let want: Vec<i32> = index
+                    .iter()
+                    .map(|&i| flat[if i < 0 { i + n as i64 } else { i } as usize])
+                    .collect();
+                for threads in [1, 2, 3] {
+                    let got = rayon::ThreadPoolBuilder::new()
+                        .num_threads(threads)
+                        .build()
+                        .unwrap()
+                        .install(|| {
+                            let checked = CheckedIndex::new(
+                                "take",
+                                index.clone(),
+                                0,
+                                n,
+                                crate::index::Bounds::Wrap,
+                            )
+                            .unwrap();
+                            take(&v, &checked)
+                        });
+                    assert!(got == want, "strides {:?} threads {threads}", v.strides());
+                }
+            }
+        }
     }
 }

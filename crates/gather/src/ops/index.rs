@@ -447,9 +447,7 @@ fn copy_dyn<T: Element, I: IndexElem>(
         size,
         source.shape(),
         Bounds::Strict,
-        |checked| {
-            kernels::scatter::scatter(&mut dst, d, checked, &source, |x: &mut T, s: T| *x = s)
-        },
+        |checked| kernels::scatter::scatter_set(&mut dst, d, checked, &source),
     )
 }
 
@@ -472,7 +470,7 @@ fn fill_dyn<T: Element, I: IndexElem>(
         .broadcast(region.as_slice())
         .expect("a one-element array broadcasts to any shape");
     with_spread_index(op, &index, d, size, &region, Bounds::Wrap, |checked| {
-        kernels::scatter::scatter(&mut dst, d, checked, &values, |x: &mut T, s: T| *x = s)
+        kernels::scatter::scatter_set(&mut dst, d, checked, &values)
     })
 }
 
@@ -503,7 +501,11 @@ fn reduce_dyn<T: Element, I: IndexElem>(
         source.shape(),
         Bounds::Strict,
         |checked| {
-            crate::ops::scatter::reduce_into(&mut dst, d, checked, &source, reduce, include_self)
+            let target = kernels::scatter::Target::Index {
+                dim: d,
+                index: checked,
+            };
+            crate::ops::scatter::reduce_into(&mut dst, &target, &source, reduce, include_self)
         },
     )
 }

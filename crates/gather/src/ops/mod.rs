@@ -10,6 +10,7 @@ pub mod put;
 pub mod reduce;
 pub mod repeat;
 pub mod scatter;
+pub mod scatter_plan;
 pub mod segment;
 pub mod select;
 pub mod sort;
@@ -33,7 +34,8 @@ pub(crate) fn view_1d_if_scalar<S: Data, D: Dimension>(
 }
 
 /// An empty `Vec` with room for `n` elements, or an error (not an abort) when that much memory
-/// cannot be had.
+/// cannot be had. A large buffer is advised to be backed by huge pages, which makes its first
+/// touch several times cheaper.
 pub(crate) fn try_vec<T>(op: &str, n: usize) -> Result<Vec<T>> {
     let mut v = Vec::new();
     v.try_reserve_exact(n).map_err(|_| {
@@ -43,20 +45,20 @@ pub(crate) fn try_vec<T>(op: &str, n: usize) -> Result<Vec<T>> {
         ))
         .with_hint("the output is too large for memory; work on smaller pieces (e.g. slices along the first axis)")
     })?;
+    crate::kernels::advise_huge_pages(&mut v);
     Ok(v)
 }
 
 /// A standard-layout copy of `a` (the starting point of every out-of-place write op), failing with
-/// an error instead of aborting when it does not fit in memory.
-pub(crate) fn try_to_owned<T: Clone, S: Data<Elem = T>, D: Dimension>(
-    op: &str,
-    a: &ArrayBase<S, D>,
-) -> Result<Array<T, D>> {
-    let mut v = try_vec(op, a.len())?;
-    match a.as_slice() {
-        Some(s) => v.extend_from_slice(s),
-        None => v.extend(a.iter().cloned()),
-    }
+/// an error instead of aborting when it does not fit in memory. Large copies run in parallel.
+pub(crate) fn try_to_owned<T, S, D>(op: &str, a: &ArrayBase<S, D>) -> Result<Array<T, D>>
+where
+    T: Copy + Send + Sync,
+    S: Data<Elem = T>,
+    D: Dimension,
+{
+    let v = try_vec(op, a.len())?;
+    let v = crate::kernels::copy::copy_into(&a.view().into_dyn(), v);
     Ok(Array::from_shape_vec(a.raw_dim(), v).expect("same shape"))
 }
 

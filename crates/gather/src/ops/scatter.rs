@@ -239,20 +239,24 @@ where
     };
     let checked = CheckedIndex::new(op, index, d, dst.shape()[d], bounds)?;
     match mode {
-        Mode::Set => {
-            kernels::scatter::scatter(&mut dst, d, &checked, &src, |a: &mut T, s: T| *a = s)
+        Mode::Set => kernels::scatter::scatter_set(&mut dst, d, &checked, &src),
+        Mode::Reduce(r, include_self) => {
+            let target = kernels::scatter::Target::Index {
+                dim: d,
+                index: &checked,
+            };
+            reduce_into(&mut dst, &target, &src, r, include_self)
         }
-        Mode::Reduce(r, include_self) => reduce_into(&mut dst, d, &checked, &src, r, include_self),
     }
     Ok(())
 }
 
-/// Runs a checked reduction. `f16`/`bf16` go through an `f32` buffer so that sums and products
-/// round once; every other type reduces in place.
+/// Runs a checked reduction into `dst` at `target` (a checked index, or a plan's segments).
+/// `f16`/`bf16` go through an `f32` buffer so that sums and products round once; every other type
+/// reduces in place.
 pub(crate) fn reduce_into<T: Element, I: IndexElem>(
     dst: &mut ArrayViewMut<'_, T, IxDyn>,
-    dim: usize,
-    index: &CheckedIndex<'_, I>,
+    target: &kernels::scatter::Target<'_, '_, I>,
     src: &ArrayView<'_, T, IxDyn>,
     r: Reduce,
     include_self: bool,
@@ -261,10 +265,8 @@ pub(crate) fn reduce_into<T: Element, I: IndexElem>(
         let mut c = ArrayD::<u64>::zeros(dst.raw_dim());
         let one = [0u8];
         let one = ArrayView::from(&one[..]).into_dyn();
-        let ones = one.broadcast(index.view().raw_dim()).expect("broadcast");
-        kernels::scatter::scatter(&mut c.view_mut(), dim, index, &ones, |c: &mut u64, _| {
-            *c += 1
-        });
+        let ones = one.broadcast(src.raw_dim()).expect("broadcast");
+        target.reduce(&mut c.view_mut(), &ones, None, |c: &mut u64, _| *c += 1);
         c
     });
     let wide =
@@ -273,8 +275,7 @@ pub(crate) fn reduce_into<T: Element, I: IndexElem>(
         let mut acc: ArrayD<T::Acc> = dst.map(|x| x.to_acc());
         reduce_acc::<T, I, T::Acc>(
             &mut acc.view_mut(),
-            dim,
-            index,
+            target,
             src,
             r,
             include_self,
@@ -285,8 +286,7 @@ pub(crate) fn reduce_into<T: Element, I: IndexElem>(
     } else {
         reduce_acc::<T, I, T>(
             dst,
-            dim,
-            index,
+            target,
             src,
             r,
             include_self,
@@ -297,42 +297,35 @@ pub(crate) fn reduce_into<T: Element, I: IndexElem>(
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 fn reduce_acc<T: Element, I: IndexElem, A: Copy + Send + Sync>(
     dst: &mut ArrayViewMut<'_, A, IxDyn>,
-    dim: usize,
-    index: &CheckedIndex<'_, I>,
+    target: &kernels::scatter::Target<'_, '_, I>,
     src: &ArrayView<'_, T, IxDyn>,
     r: Reduce,
     include_self: bool,
     load: impl Fn(&A) -> T::Acc + Sync + Send,
     store: impl Fn(T::Acc) -> A + Sync + Send,
 ) {
-    if !include_self {
-        let id: T::Acc = match r {
+    // Without self, every element the index reaches starts from the reduction's identity.
+    let init = (!include_self).then(|| {
+        store(match r {
             Reduce::Sum | Reduce::Mean => T::acc_zero(),
             Reduce::Prod => T::acc_one(),
             Reduce::Amax => T::max_identity().to_acc(),
             Reduce::Amin => T::min_identity().to_acc(),
-        };
-        let idv = [store(id)];
-        let idv = ArrayView::from(&idv[..]).into_dyn();
-        let ids = idv.broadcast(index.view().raw_dim()).expect("broadcast");
-        kernels::scatter::scatter(dst, dim, index, &ids, |a: &mut A, v: A| *a = v);
-    }
+        })
+    });
     match r {
-        Reduce::Sum | Reduce::Mean => {
-            kernels::scatter::scatter(dst, dim, index, src, |a: &mut A, s: T| {
-                *a = store(T::acc_add(load(a), s.to_acc()))
-            })
-        }
-        Reduce::Prod => kernels::scatter::scatter(dst, dim, index, src, |a: &mut A, s: T| {
+        Reduce::Sum | Reduce::Mean => target.reduce(dst, src, init, |a: &mut A, s: T| {
+            *a = store(T::acc_add(load(a), s.to_acc()))
+        }),
+        Reduce::Prod => target.reduce(dst, src, init, |a: &mut A, s: T| {
             *a = store(T::acc_mul(load(a), s.to_acc()))
         }),
-        Reduce::Amax => kernels::scatter::scatter(dst, dim, index, src, |a: &mut A, s: T| {
+        Reduce::Amax => target.reduce(dst, src, init, |a: &mut A, s: T| {
             *a = store(T::acc_max(load(a), s.to_acc()))
         }),
-        Reduce::Amin => kernels::scatter::scatter(dst, dim, index, src, |a: &mut A, s: T| {
+        Reduce::Amin => target.reduce(dst, src, init, |a: &mut A, s: T| {
             *a = store(T::acc_min(load(a), s.to_acc()))
         }),
     }
