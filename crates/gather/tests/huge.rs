@@ -159,3 +159,35 @@ fn i32_indices_near_i32_max_address_the_right_elements() {
     .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::IndexOutOfBounds);
 }
+
+/// Outputs that cannot exist (3 * 2^61 elements through a stride-0 index of one element) are refused
+/// with an error that names the size, instead of aborting the process in the allocator. Found by
+/// the `gather_family` fuzz target (take aborted; gather already refused).
+#[test]
+fn outputs_too_large_for_memory_are_errors_not_aborts() {
+    let x = Array2::from_shape_fn((3, 4), |(r, c)| pattern(r, c));
+    let one = Array2::<i64>::zeros((1, 1));
+    let huge = one.broadcast((3, 1 << 61)).unwrap();
+    let flat = Array1::<i64>::zeros(1);
+    let huge_flat = flat.broadcast(1usize << 62).unwrap();
+    let results = [
+        ("gather", gather::gather(&x, 1, &huge).map(|_| ())),
+        ("take", gather::take(&x, &huge).map(|_| ())),
+        (
+            "take_along_dim",
+            gather::take_along_dim(&x, &huge, Some(1)).map(|_| ()),
+        ),
+        (
+            "index_select",
+            gather::index_select(&x, 1, &huge_flat).map(|_| ()),
+        ),
+        (
+            "select_batched",
+            gather::select_batched(&x, 1, &huge_flat, 0).map(|_| ()),
+        ),
+    ];
+    for (op, r) in results {
+        let e = r.expect_err(op);
+        assert!(e.to_string().contains("allocate"), "{op}: {e}");
+    }
+}

@@ -63,10 +63,17 @@ impl FlatLayout {
     }
 }
 
-/// `out[q] = input.flatten()[index[q]]` into a new row-major buffer of the index's shape.
+/// `out[q] = input.flatten()[index[q]]` into `out` (empty, with capacity for the index's length:
+/// the caller allocates it, so that a size that cannot be had is an error, not an abort), in the
+/// row-major order of the index's shape.
 ///
-/// Preconditions (asserted, O(1)): the index was checked against `input.len()`.
-pub(crate) fn take<T, I>(input: &ArrayView<'_, T, IxDyn>, index: &CheckedIndex<'_, I>) -> Vec<T>
+/// Preconditions (asserted, O(1)): the index was checked against `input.len()`, and `out` is empty
+/// with enough capacity.
+pub(crate) fn take<T, I>(
+    input: &ArrayView<'_, T, IxDyn>,
+    index: &CheckedIndex<'_, I>,
+    mut out: Vec<T>,
+) -> Vec<T>
 where
     T: Copy + Send + Sync,
     I: IndexElem,
@@ -78,7 +85,10 @@ where
     );
     let idx = index.view();
     let n = idx.len();
-    let mut out: Vec<T> = Vec::with_capacity(n);
+    assert!(
+        out.is_empty() && out.capacity() >= n,
+        "take kernel: output buffer too small"
+    );
     if n == 0 {
         return out;
     }
@@ -293,7 +303,7 @@ mod tests {
                                 crate::index::Bounds::Wrap,
                             )
                             .unwrap();
-                            take(&v, &checked)
+                            take(&v, &checked, Vec::with_capacity(checked.view().len()))
                         });
                     assert!(got == want, "strides {:?} threads {threads}", v.strides());
                 }

@@ -323,6 +323,7 @@ fn with_spread_index<I: IndexElem, R>(
     // Checked on the index itself, so that an error names the position in the index (and so that
     // an index into an empty output is still checked, as in PyTorch).
     check_bounds(op, index, dim, size, bounds)?;
+    super::output_len(op, shape)?;
     let mut v = index.view();
     if v.ndim() == 0 {
         v = v.insert_axis(Axis(0));

@@ -33,6 +33,22 @@ pub(crate) fn view_1d_if_scalar<S: Data, D: Dimension>(
     }
 }
 
+/// The element count of an output of `shape`, or the error [`try_vec`] gives when no buffer can
+/// hold that many elements (the product overflows, or exceeds `isize::MAX`).
+pub(crate) fn output_len(op: &str, shape: &[usize]) -> Result<usize> {
+    shape
+        .iter()
+        .try_fold(1usize, |acc, &n| acc.checked_mul(n))
+        .filter(|&n| n <= isize::MAX as usize)
+        .ok_or_else(|| {
+            Error::invalid(format!(
+                "{op}: cannot allocate an output of shape {}: its element count overflows",
+                fmt_shape(shape)
+            ))
+            .with_hint("the output is too large for memory; work on smaller pieces (e.g. slices along the first axis)")
+        })
+}
+
 /// An empty `Vec` with room for `n` elements, or an error (not an abort) when that much memory
 /// cannot be had. A large buffer is advised to be backed by huge pages, which makes its first
 /// touch several times cheaper.

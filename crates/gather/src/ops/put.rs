@@ -145,7 +145,11 @@ fn accumulate_wide<T: Element, I: IndexElem>(
     targets.dedup();
     let targets = ArrayView::from(&targets[..]).into_dyn();
     let targets = CheckedIndex::new("put", targets, 0, size, Bounds::Strict)?;
-    let old = kernels::take::take(&dst.view(), &targets);
+    let old = kernels::take::take(
+        &dst.view(),
+        &targets,
+        super::try_vec("put", targets.view().len())?,
+    );
     let mut sums: Vec<T> = Vec::with_capacity(old.len());
     let mut k = 0;
     for start in old {

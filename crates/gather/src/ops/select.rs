@@ -232,6 +232,7 @@ where
     let plan = plan(op, input.shape(), axis, index.shape(), batch_dims)?;
     let idx = index.view().into_dyn();
     check_bounds(op, &idx, plan.axis, input.shape()[plan.axis], bounds)?;
+    super::output_len(op, &plan.gather_shape)?;
     if plan.out_shape.contains(&0) {
         return Ok(ArrayD::from_shape_vec(IxDyn(&plan.out_shape), Vec::new()).expect("empty"));
     }

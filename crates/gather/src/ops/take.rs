@@ -94,7 +94,8 @@ where
     let x = input.view().into_dyn();
     let idx = index.view().into_dyn();
     let checked = CheckedIndex::new(op, idx, 0, x.len(), bounds)?;
-    Ok(kernels::take::take(&x, &checked))
+    let out = super::try_vec(op, checked.view().len())?;
+    Ok(kernels::take::take(&x, &checked, out))
 }
 
 /// `torch.take(input, index)`: `out[q] = input.flatten()[index[q]]`, with the index's shape.
