@@ -6,5 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo test --release -p gather --test huge --no-run
-/usr/bin/time -v cargo test --release -p gather --test huge -- --ignored --test-threads 1 --nocapture \
-  2> >(grep -E "Maximum resident|Elapsed|Exit status" >&2)
+status=0
+/usr/bin/time -v -o target/huge-time.txt \
+  cargo test --release -p gather --test huge -- --ignored --test-threads 1 --nocapture || status=$?
+grep -E "Maximum resident|Elapsed|Exit status" target/huge-time.txt
+exit "$status"
