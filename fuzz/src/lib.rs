@@ -179,14 +179,8 @@ impl<T: Clone> Backing<T> {
     fn sliced_mut(&mut self) -> ArrayViewMutD<'_, T> {
         let modes = &self.layout.modes;
         let shape = &self.shape;
-        self.base.slice_each_axis_mut(|ax| {
-            let a = ax.axis.index();
-            match modes[a] {
-                Mode::Reversed => Slice::new(0, None, -1),
-                Mode::Step2 => Slice::new(0, Some((2 * shape[a]) as isize), 2),
-                _ => Slice::new(0, None, 1),
-            }
-        })
+        self.base
+            .slice_each_axis_mut(|ax| axis_slice(modes, shape, ax.axis.index()))
     }
 
     /// Calls `f` with the view of the logical shape (stride 0 on broadcast axes, which may be
@@ -194,14 +188,9 @@ impl<T: Clone> Backing<T> {
     pub fn with_view<R>(&self, f: impl FnOnce(ArrayViewD<'_, T>) -> R) -> R {
         let modes = &self.layout.modes;
         let shape = &self.shape;
-        let sliced = self.base.slice_each_axis(|ax| {
-            let a = ax.axis.index();
-            match modes[a] {
-                Mode::Reversed => Slice::new(0, None, -1),
-                Mode::Step2 => Slice::new(0, Some((2 * shape[a]) as isize), 2),
-                _ => Slice::new(0, None, 1),
-            }
-        });
+        let sliced = self
+            .base
+            .slice_each_axis(|ax| axis_slice(modes, shape, ax.axis.index()));
         match sliced.broadcast(IxDyn(shape)) {
             Some(b) => f(b),
             // A shape whose element count overflows isize cannot be a view at all.
@@ -212,6 +201,16 @@ impl<T: Clone> Backing<T> {
     /// A mutable view of the logical shape (broadcast axes are laid out plainly here).
     pub fn view_mut(&mut self) -> ArrayViewMutD<'_, T> {
         self.sliced_mut()
+    }
+}
+
+/// The slice of the base that gives axis `a` of the view its layout (a broadcast axis keeps its
+/// one element; `with_view` stretches it).
+fn axis_slice(modes: &[Mode], shape: &[usize], a: usize) -> Slice {
+    match modes[a] {
+        Mode::Reversed => Slice::new(0, None, -1),
+        Mode::Step2 => Slice::new(0, Some((2 * shape[a]) as isize), 2),
+        _ => Slice::new(0, None, 1),
     }
 }
 
