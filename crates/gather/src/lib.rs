@@ -142,6 +142,10 @@ pub use ops::bounds::{
     scatter_inplace_bounded, scatter_reduce_bounded, scatter_reduce_inplace_bounded,
     select_batched_bounded, take_along_dim_bounded, take_bounded,
 };
+pub use ops::broadcast::{
+    gather_broadcast, scatter_add_broadcast, scatter_add_broadcast_inplace, scatter_broadcast,
+    scatter_broadcast_inplace, scatter_reduce_broadcast, scatter_reduce_broadcast_inplace,
+};
 pub use ops::gather::gather;
 pub use ops::index::{
     index_add, index_add_inplace, index_copy, index_copy_inplace, index_fill, index_fill_inplace,
@@ -178,6 +182,7 @@ pub mod prelude {
     pub use crate::error::{Error, ErrorKind, Result};
     pub use crate::index::IndexElem;
     pub use crate::ops::bounds::OutOfBounds;
+    pub use crate::ops::broadcast::{BroadcastExt, BroadcastInplaceExt};
     pub use crate::ops::gather::GatherExt;
     pub use crate::ops::index::{IndexExt, IndexInplaceExt};
     pub use crate::ops::masked::MaskedExt;

@@ -1,6 +1,7 @@
 //! The ops, one file per family. Shared shape checks and hints live here.
 
 pub mod bounds;
+pub mod broadcast;
 pub mod gather;
 pub mod index;
 pub mod masked;

@@ -1,0 +1,854 @@
+//! Broadcasting `gather` and `scatter` (opt-in): the index and src broadcast against the input on
+//! every axis but `dim`, NumPy-style, without being materialised. PyTorch asks for
+//! `x.gather(dim, index.expand(...))` (pytorch/pytorch#9407); here a size-1 axis simply repeats.
+//!
+//! ```text
+//! gather_broadcast(input, dim=1, index)        out[b][k][d] = input[b][index[b][k][0]][d]
+//!
+//!  input [2, 3, 2]       index [2, 2, 1]      out [2, 2, 2]
+//!  b=0 ┌────┬────┐       ┌───┐                ┌────┬────┐
+//!   n=0│ 00 │ 01 │       │ 2 │ ─────────────→ │ 20 │ 21 │   the one index value of [0][0]
+//!   n=1│ 10 │ 11 │       │ 0 │ ─────────────→ │ 00 │ 01 │   is used for every d (size 1 repeats)
+//!   n=2│ 20 │ 21 │       ├───┤                ├────┼────┤
+//!  b=1 ├────┼────┤       │ 1 │ ─────────────→ │ 40 │ 41 │
+//!   n=0│ 30 │ 31 │       │ 1 │ ─────────────→ │ 40 │ 41 │
+//!   n=1│ 40 │ 41 │       └───┘                └────┴────┘
+//!   n=2│ 50 │ 51 │
+//!      └────┴────┘
+//!
+//! scatter_add_broadcast(self, dim=0, index, src)     self[index[e][0]][d] += src[e][d]
+//!
+//!  self [3, 2] (zeros)    index [4, 1]   src [4, 2]       result
+//!  ┌───┬───┐              ┌───┐          ┌───┬───┐        ┌───┬───┐
+//!  │ 0 │ 0 │              │ 2 │          │ 1 │ 2 │        │ 3 │ 4 │  ← rows 1 and 3 of src
+//!  │ 0 │ 0 │      ←       │ 0 │          │ 3 │ 4 │   →    │ 0 │ 0 │
+//!  │ 0 │ 0 │              │ 2 │          │ 5 │ 6 │        │ 6 │ 8 │  ← rows 0 and 2 of src
+//!  └───┴───┘              │ 0 │          │ 0 │ 0 │        └───┴───┘
+//!                         └───┘          └───┴───┘
+//!                 whole rows move: the GNN "edge → node" sum without expand
+//! ```
+//!
+//! ## The rules
+//!
+//! All arrays have the same number of dims (a 0-d array counts as 1-d). `dim` is the axis the index
+//! values select along.
+//!
+//! **gather_broadcast(input, dim, index)**: on every axis `d != dim`, `input.shape[d]` and
+//! `index.shape[d]` are equal, or one of them is 1. The output has the broadcast size there
+//! (the larger one) and `index.shape[dim]` on `dim`; `input.shape[dim]` is unconstrained.
+//! `out[p] = input[p with p[dim] := index[p]]`, where a size-1 axis of `input` or `index` is read at
+//! coordinate 0. This is exactly `torch.gather(input.expand(Ein), dim, index.expand(Eout))` with
+//! `Eout` the output shape and `Ein` the same with `input.shape[dim]` on `dim`.
+//!
+//! **scatter_*_broadcast(self, dim, index, src)**: `self` is never broadcast (it is written). The
+//! extent of the scatter is `E = self.shape` with `E[dim] = index.shape[dim]`; then
+//! - on every axis `d != dim`, `index.shape[d]` is `self.shape[d]` or 1;
+//! - on every axis `d` (`dim` included), `src.shape[d]` is `E[d]` or 1;
+//! - the result is `torch.scatter_*(self, dim, index.expand(E), src.expand(E))`: for every `p` in
+//!   `E`, `self[p with p[dim] := index[p]] (op)= src[p]`, size-1 axes read at coordinate 0.
+//!
+//! So `[N, 1]` row ids with `src [N, D]` scatter whole rows into `self [M, D]` along dim 0, and a
+//! `src` of all size-1 axes writes one value everywhere the index points. Unlike
+//! [`scatter()`](crate::scatter()), a size-1 index axis covers the whole of `self` rather than its
+//! first element, and neither the index nor `src` may be *smaller or larger* than their partner
+//! without being 1: to write a part of `self`, scatter into a slice of it (`self.slice_mut(..)`),
+//! and to read a part of `src`, slice it. That makes the rule the same as `expand`'s, with nothing
+//! implicit.
+//!
+//! Index values are in `0..input.shape[dim]` (gather) or `0..self.shape[dim]` (scatter); negative
+//! values are errors, and only the values that the broadcast reads are checked (an index whose
+//! broadcast extent is empty reads none). Every check runs before the first write, so a failed
+//! in-place call leaves `self` unchanged. Duplicates behave as in the non-broadcasting ops: updates
+//! to one element happen in index order, `scatter` keeps the last write, and `f16`/`bf16` sums
+//! accumulate in `f32`.
+//!
+//! ## Speed
+//!
+//! The broadcast axes are stride-0 views handed to the same kernels as `gather`/`scatter`, so the
+//! fast paths apply: an index of size 1 on the trailing axes copies whole rows, and `[N, 1]` row
+//! ids take the segment (CSR) path of `scatter_add`/`scatter_reduce`. Memory is the output only.
+
+use ndarray::{Array, ArrayBase, ArrayD, ArrayView, ArrayViewMut, Data, DataMut, Dimension, IxDyn};
+
+use super::gather::gather_mapped;
+use super::scatter::{Mode, Reduce, scatter_into};
+use super::view_1d_if_scalar;
+use crate::dims::normalize_dim;
+use crate::element::Element;
+use crate::error::{Error, Result, fmt_shape};
+use crate::index::{Bounds, IndexElem};
+
+/// The error for two arrays of different ranks.
+fn rank_error(op: &str, what: &str, a: &[usize], idx: &[usize], partner: &str) -> Error {
+    let msg = format!(
+        "{op}: {partner} must have the same number of dims as {what} ({partner} has {} dims {}, {what} has {} dims {})",
+        idx.len(),
+        fmt_shape(idx),
+        a.len(),
+        fmt_shape(a)
+    );
+    let hint = if idx.len() < a.len() {
+        let mut call = format!("{partner}.view()");
+        let mut shape = idx.to_vec();
+        for k in idx.len()..a.len() {
+            call.push_str(&format!(".insert_axis(Axis({k}))"));
+            shape.push(1);
+        }
+        format!(
+            "{op} broadcasts size-1 axes, so add the missing axes with size 1 where {partner} should repeat, e.g. `{call}` gives {} (no copy)",
+            fmt_shape(&shape)
+        )
+    } else {
+        format!(
+            "{partner} has more dims than {what}: remove size-1 axes (`index_axis(Axis(a), 0)`) or give {what} more axes (`insert_axis`)"
+        )
+    };
+    Error::rank(msg).with_hint(hint)
+}
+
+/// The shapes of a broadcasting gather of `input` (shape `x`, 0-d seen as 1-d) by an index of shape
+/// `idx` (same rank) along `dim`: the output shape and the shape the input is viewed as (the output
+/// shape with `x[dim]` on `dim`).
+pub(crate) fn gather_shapes(
+    op: &str,
+    x: &[usize],
+    idx: &[usize],
+    dim: usize,
+) -> Result<(Vec<usize>, Vec<usize>)> {
+    if x.len() != idx.len() {
+        return Err(rank_error(op, "input", x, idx, "index"));
+    }
+    let mut out = idx.to_vec();
+    for d in (0..x.len()).filter(|&d| d != dim) {
+        let (a, b) = (x[d], idx[d]);
+        out[d] = if a == b || a == 1 {
+            b
+        } else if b == 1 {
+            a
+        } else {
+            return Err(Error::shape(format!(
+                "{op}: index has size {b} on axis {d} but input has {a}; sizes must be equal or 1 to broadcast (input {}, index {}, dim {dim})",
+                fmt_shape(x),
+                fmt_shape(idx)
+            ))
+            .with_hint(format!(
+                "on every axis but dim {dim}, input and index broadcast NumPy-style: give one of them size 1 on axis {d} to repeat it (`insert_axis`, or `slice_axis(Axis({d}), Slice::from(..1))`), or slice the larger to the other's size; along dim {dim} the sizes are independent"
+            )));
+        };
+    }
+    let mut xs = out.clone();
+    xs[dim] = x[dim];
+    Ok((out, xs))
+}
+
+/// The extent `E` of a broadcasting scatter into `dst` (shapes with 0-d seen as 1-d, all of one
+/// rank after the rank checks): `dst` with `index[dim]` on `dim`. Checks that the index and src
+/// expand to it.
+pub(crate) fn scatter_extent(
+    op: &str,
+    dst: &[usize],
+    idx: &[usize],
+    src: Option<&[usize]>,
+    dim: usize,
+) -> Result<Vec<usize>> {
+    if idx.len() != dst.len() {
+        return Err(rank_error(op, "self", dst, idx, "index"));
+    }
+    if let Some(s) = src {
+        if s.len() != idx.len() {
+            return Err(rank_error(op, "self", dst, s, "src"));
+        }
+    }
+    let mut e = dst.to_vec();
+    e[dim] = idx[dim];
+    for d in (0..dst.len()).filter(|&d| d != dim) {
+        if idx[d] != 1 && idx[d] != dst[d] {
+            return Err(Error::shape(format!(
+                "{op}: index has size {} on axis {d} but self has {}; sizes must be equal or 1 to broadcast (self {}, index {}, dim {dim})",
+                idx[d],
+                dst[d],
+                fmt_shape(dst),
+                fmt_shape(idx)
+            ))
+            .with_hint(format!(
+                "self is written in place, so it never broadcasts: give the index self's size {} on axis {d}, or size 1 to use each index value along the whole axis; to write only part of self, scatter into a slice of it (`self.slice_mut(s![..])`)",
+                dst[d]
+            )));
+        }
+    }
+    if let Some(s) = src {
+        for d in 0..e.len() {
+            if s[d] != 1 && s[d] != e[d] {
+                let (msg, hint) = if d == dim {
+                    (
+                        format!(
+                            "{op}: src has size {} on axis {d} (the scatter dim) but index has {}; sizes must be equal or 1 to broadcast (src {}, index {})",
+                            s[d],
+                            e[d],
+                            fmt_shape(s),
+                            fmt_shape(idx)
+                        ),
+                        format!(
+                            "along dim {dim} each src element pairs with one index position: slice src to the index's {} (`slice_axis(Axis({dim}), Slice::from(..{}))`), or give it size 1 to scatter one value per lane",
+                            e[d], e[d]
+                        ),
+                    )
+                } else {
+                    (
+                        format!(
+                            "{op}: src has size {} on axis {d} but self has {}; sizes must be equal or 1 to broadcast (self {}, src {}, dim {dim})",
+                            s[d],
+                            e[d],
+                            fmt_shape(dst),
+                            fmt_shape(s)
+                        ),
+                        format!(
+                            "on every axis but dim {dim}, src has self's size ({}) or 1 (one value repeated along the axis); slice src or scatter into a slice of self",
+                            e[d]
+                        ),
+                    )
+                };
+                return Err(Error::shape(msg).with_hint(hint));
+            }
+        }
+    }
+    Ok(e)
+}
+
+/// `shape` with a 0-d shape seen as `[1]`.
+pub(crate) fn nonempty(shape: &[usize]) -> Vec<usize> {
+    if shape.is_empty() {
+        vec![1]
+    } else {
+        shape.to_vec()
+    }
+}
+
+/// The error for a view that does not broadcast although the checks passed (not reachable).
+fn broadcast_failed(op: &str, from: &[usize], to: &[usize]) -> Error {
+    Error::shape(format!(
+        "{op}: internal error: {} does not broadcast to {}",
+        fmt_shape(from),
+        fmt_shape(to)
+    ))
+}
+
+/// The core of the broadcasting scatters, on dynamic-rank views.
+pub(crate) fn scatter_broadcast_into<T: Element, I: IndexElem>(
+    op: &str,
+    dst: ArrayViewMut<'_, T, IxDyn>,
+    dim: isize,
+    index: ArrayView<'_, I, IxDyn>,
+    src: ArrayView<'_, T, IxDyn>,
+    mode: Mode,
+) -> Result<()> {
+    let d = normalize_dim(op, dim, dst.ndim())?;
+    let ds = nonempty(dst.shape());
+    let idx = view_1d_if_scalar(&index);
+    let s = view_1d_if_scalar(&src);
+    let e = scatter_extent(op, &ds, idx.shape(), Some(s.shape()), d)?;
+    let ib = idx
+        .broadcast(IxDyn(&e))
+        .ok_or_else(|| broadcast_failed(op, idx.shape(), &e))?;
+    let sb = s
+        .broadcast(IxDyn(&e))
+        .ok_or_else(|| broadcast_failed(op, s.shape(), &e))?;
+    scatter_into(op, dst, d as isize, ib, sb, false, mode, Bounds::Strict)
+}
+
+/// `torch.gather(input.expand(..), dim, index.expand(..))` without the expands: on every axis
+/// but `dim`, `input` and `index` broadcast (sizes equal, or one of them 1); the output has the
+/// broadcast shape there and `index.shape[dim]` on `dim`. See the [module docs](self) for the rule.
+///
+/// ```text
+///  input [B, N, D]   index [B, K, 1]   →  out [B, K, D]     (top-k patches, no expand)
+///  input [1, N, D]   index [B, K, D]   →  out [B, K, D]     (one table shared by the batch)
+/// ```
+///
+/// ```
+/// use ndarray::{array, Array3, Axis};
+/// // Top-k patches: [B, N, D] with [B, K] ids, viewed [B, K, 1]: whole rows of D move.
+/// let patches = Array3::from_shape_fn((2, 4, 3), |(b, n, d)| (100 * b + 10 * n + d) as f32);
+/// let keep = array![[3i64, 1], [0, 2]];
+/// let picked = gather::gather_broadcast(&patches, 1, &keep.view().insert_axis(Axis(2)))?;
+/// assert_eq!(picked.shape(), &[2, 2, 3]);
+/// assert_eq!(picked[[0, 0, 2]], 32.0); // patches[0][3][2]
+/// assert_eq!(picked[[1, 1, 0]], 120.0); // patches[1][2][0]
+///
+/// // A table shared by the batch: input [1, 3] broadcast over the index's 2 rows.
+/// let table = array![[10, 20, 30]];
+/// let out = gather::gather_broadcast(&table, 1, &array![[2i64, 0], [1, 1]])?;
+/// assert_eq!(out, array![[30, 10], [20, 20]].into_dyn());
+///
+/// // Sizes that neither match nor are 1 are an error that names the axis.
+/// let e = gather::gather_broadcast(&patches, 1, &ndarray::Array3::<i64>::zeros((3, 2, 1))).unwrap_err();
+/// assert!(e.to_string().contains("index has size 3 on axis 0 but input has 2"));
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub fn gather_broadcast<T, S, D, I, SI, DI>(
+    input: &ArrayBase<S, D>,
+    dim: isize,
+    index: &ArrayBase<SI, DI>,
+) -> Result<ArrayD<T>>
+where
+    T: Element,
+    S: Data<Elem = T>,
+    D: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+{
+    const OP: &str = "gather_broadcast";
+    let d = normalize_dim(OP, dim, input.ndim())?;
+    let x = view_1d_if_scalar(input);
+    let idx = view_1d_if_scalar(index);
+    let (out_shape, x_shape) = gather_shapes(OP, x.shape(), idx.shape(), d)?;
+    let xb = x
+        .broadcast(IxDyn(&x_shape))
+        .ok_or_else(|| broadcast_failed(OP, x.shape(), &x_shape))?;
+    let ib = idx
+        .broadcast(IxDyn(&out_shape))
+        .ok_or_else(|| broadcast_failed(OP, idx.shape(), &out_shape))?;
+    let out = gather_mapped(OP, &xb, d as isize, &ib, Bounds::Strict)?;
+    if index.ndim() == 0 {
+        // A 0-d index (with a 1-d or 0-d input) gives a 0-d output, as in gather.
+        return Ok(out.into_shape_with_order(IxDyn(&[])).expect("one element"));
+    }
+    Ok(out)
+}
+
+/// `self.scatter_(dim, index.expand(E), src.expand(E))` without the expands, where
+/// `E = self.shape` with `index.shape[dim]` on `dim`: `index` is `self`'s size or 1 on every axis
+/// but `dim`, and `src` is `E`'s size or 1 on every axis. With duplicates the last write in index
+/// order wins. See the [module docs](self) for the rule.
+///
+/// ```
+/// use ndarray::array;
+/// // Row ids [3, 1] write whole rows of src [3, 2] into self [4, 2] along dim 0.
+/// let mut x = ndarray::Array2::<i32>::zeros((4, 2));
+/// gather::scatter_broadcast_inplace(&mut x, 0, &array![[3i64], [0], [3]], &array![[1, 2], [3, 4], [5, 6]])?;
+/// assert_eq!(x, array![[3, 4], [0, 0], [0, 0], [5, 6]]); // row 3: the last write wins
+///
+/// // src of size 1 everywhere: one value written wherever the index points.
+/// gather::scatter_broadcast_inplace(&mut x, 1, &array![[0i64], [1], [0], [1]], &array![[9]])?;
+/// assert_eq!(x, array![[9, 4], [0, 9], [9, 0], [5, 9]]);
+///
+/// // A failed call changes nothing.
+/// assert!(gather::scatter_broadcast_inplace(&mut x, 0, &array![[0i64], [4]], &array![[7, 7]]).is_err());
+/// assert_eq!(x, array![[9, 4], [0, 9], [9, 0], [5, 9]]);
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub fn scatter_broadcast_inplace<T, S, D, I, SI, DI, SS, DS>(
+    dst: &mut ArrayBase<S, D>,
+    dim: isize,
+    index: &ArrayBase<SI, DI>,
+    src: &ArrayBase<SS, DS>,
+) -> Result<()>
+where
+    T: Element,
+    S: DataMut<Elem = T>,
+    D: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+    SS: Data<Elem = T>,
+    DS: Dimension,
+{
+    scatter_broadcast_into(
+        "scatter_broadcast",
+        dst.view_mut().into_dyn(),
+        dim,
+        index.view().into_dyn(),
+        src.view().into_dyn(),
+        Mode::Set,
+    )
+}
+
+/// Out-of-place [`scatter_broadcast_inplace`]: returns a scattered copy of `input`.
+///
+/// ```
+/// use ndarray::array;
+/// // One label per row, index [2, 1], marks a one-hot row: src [1, 1] is a single value.
+/// let onehot = gather::scatter_broadcast(&ndarray::Array2::<f32>::zeros((2, 3)), 1, &array![[2i64], [0]], &array![[1.0f32]])?;
+/// assert_eq!(onehot, array![[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]);
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub fn scatter_broadcast<T, S, D, I, SI, DI, SS, DS>(
+    input: &ArrayBase<S, D>,
+    dim: isize,
+    index: &ArrayBase<SI, DI>,
+    src: &ArrayBase<SS, DS>,
+) -> Result<Array<T, D>>
+where
+    T: Element,
+    S: Data<Elem = T>,
+    D: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+    SS: Data<Elem = T>,
+    DS: Dimension,
+{
+    let mut out = super::try_to_owned("scatter_broadcast", input)?;
+    scatter_broadcast_inplace(&mut out, dim, index, src)?;
+    Ok(out)
+}
+
+/// `self.scatter_add_(dim, index.expand(E), src.expand(E))` without the expands (`E` as in
+/// [`scatter_broadcast_inplace`]): adds in index order (integers wrap, bool is logical or,
+/// `f16`/`bf16` accumulate in `f32`). Row ids `[N, 1]` with `src [N, D]` take the segment path.
+///
+/// ```
+/// use ndarray::array;
+/// // The GNN "edge → node" sum: messages [4, 2], target node of each edge [4, 1].
+/// let mut nodes = ndarray::Array2::<f32>::zeros((3, 2));
+/// let msgs = array![[1.0f32, 2.0], [3.0, 4.0], [5.0, 6.0], [0.5, 0.5]];
+/// gather::scatter_add_broadcast_inplace(&mut nodes, 0, &array![[2i64], [0], [2], [0]], &msgs)?;
+/// assert_eq!(nodes, array![[3.5, 4.5], [0.0, 0.0], [6.0, 8.0]]);
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub fn scatter_add_broadcast_inplace<T, S, D, I, SI, DI, SS, DS>(
+    dst: &mut ArrayBase<S, D>,
+    dim: isize,
+    index: &ArrayBase<SI, DI>,
+    src: &ArrayBase<SS, DS>,
+) -> Result<()>
+where
+    T: Element,
+    S: DataMut<Elem = T>,
+    D: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+    SS: Data<Elem = T>,
+    DS: Dimension,
+{
+    scatter_broadcast_into(
+        "scatter_add_broadcast",
+        dst.view_mut().into_dyn(),
+        dim,
+        index.view().into_dyn(),
+        src.view().into_dyn(),
+        Mode::Reduce(Reduce::Sum, true),
+    )
+}
+
+/// Out-of-place [`scatter_add_broadcast_inplace`].
+///
+/// ```
+/// use ndarray::array;
+/// // Counting: src [1] is one 1 per index position (a bincount along dim 0).
+/// let counts = gather::scatter_add_broadcast(&array![0i64, 0, 0], 0, &array![2i64, 0, 2, 2], &array![1i64])?;
+/// assert_eq!(counts, array![1, 0, 3]);
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub fn scatter_add_broadcast<T, S, D, I, SI, DI, SS, DS>(
+    input: &ArrayBase<S, D>,
+    dim: isize,
+    index: &ArrayBase<SI, DI>,
+    src: &ArrayBase<SS, DS>,
+) -> Result<Array<T, D>>
+where
+    T: Element,
+    S: Data<Elem = T>,
+    D: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+    SS: Data<Elem = T>,
+    DS: Dimension,
+{
+    let mut out = super::try_to_owned("scatter_add_broadcast", input)?;
+    scatter_add_broadcast_inplace(&mut out, dim, index, src)?;
+    Ok(out)
+}
+
+/// `self.scatter_reduce_(dim, index.expand(E), src.expand(E), reduce, include_self)` without the
+/// expands (`E` as in [`scatter_broadcast_inplace`]); the reductions behave as in
+/// [`scatter_reduce_inplace`](crate::scatter_reduce_inplace) (`Mean` on bool is an error).
+///
+/// ```
+/// use gather::Reduce;
+/// use ndarray::array;
+/// // Per-node max over incoming edge features, row ids [4, 1].
+/// let mut nodes = ndarray::Array2::<f32>::zeros((2, 2));
+/// let feats = array![[1.0f32, -2.0], [3.0, -4.0], [-5.0, 6.0], [0.5, 0.5]];
+/// let ids = array![[1i64], [1], [0], [1]];
+/// gather::scatter_reduce_broadcast_inplace(&mut nodes, 0, &ids, &feats, Reduce::Amax, false)?;
+/// assert_eq!(nodes, array![[-5.0, 6.0], [3.0, 0.5]]);
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub fn scatter_reduce_broadcast_inplace<T, S, D, I, SI, DI, SS, DS>(
+    dst: &mut ArrayBase<S, D>,
+    dim: isize,
+    index: &ArrayBase<SI, DI>,
+    src: &ArrayBase<SS, DS>,
+    reduce: Reduce,
+    include_self: bool,
+) -> Result<()>
+where
+    T: Element,
+    S: DataMut<Elem = T>,
+    D: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+    SS: Data<Elem = T>,
+    DS: Dimension,
+{
+    scatter_broadcast_into(
+        "scatter_reduce_broadcast",
+        dst.view_mut().into_dyn(),
+        dim,
+        index.view().into_dyn(),
+        src.view().into_dyn(),
+        Mode::Reduce(reduce, include_self),
+    )
+}
+
+/// Out-of-place [`scatter_reduce_broadcast_inplace`].
+///
+/// ```
+/// use gather::Reduce;
+/// use ndarray::array;
+/// // Mean of each group's rows; self included as one contributor.
+/// let out = gather::scatter_reduce_broadcast(&array![[0.0f64, 0.0]], 0, &array![[0i64], [0]], &array![[2.0, 4.0], [4.0, 8.0]], Reduce::Mean, true)?;
+/// assert_eq!(out, array![[2.0, 4.0]]);
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub fn scatter_reduce_broadcast<T, S, D, I, SI, DI, SS, DS>(
+    input: &ArrayBase<S, D>,
+    dim: isize,
+    index: &ArrayBase<SI, DI>,
+    src: &ArrayBase<SS, DS>,
+    reduce: Reduce,
+    include_self: bool,
+) -> Result<Array<T, D>>
+where
+    T: Element,
+    S: Data<Elem = T>,
+    D: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+    SS: Data<Elem = T>,
+    DS: Dimension,
+{
+    let mut out = super::try_to_owned("scatter_reduce_broadcast", input)?;
+    scatter_reduce_broadcast_inplace(&mut out, dim, index, src, reduce, include_self)?;
+    Ok(out)
+}
+
+/// Method forms of the out-of-place broadcasting ops, on any ndarray array.
+///
+/// ```
+/// use gather::prelude::*;
+/// use ndarray::array;
+/// let x = array![[1.0f32, 2.0, 3.0], [4.0, 5.0, 6.0]];
+/// // One column per row, picked by an index [2, 1]; the same index broadcast over 2 columns.
+/// assert_eq!(x.gather_broadcast(1, &array![[2i64], [0]])?, array![[3.0], [4.0]].into_dyn());
+/// let y = x.scatter_add_broadcast(1, &array![[0i64]], &array![[10.0f32], [20.0]])?;
+/// assert_eq!(y, array![[11.0, 2.0, 3.0], [24.0, 5.0, 6.0]]);
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub trait BroadcastExt<T: Element, D: Dimension> {
+    /// See [`gather_broadcast()`].
+    fn gather_broadcast<I: IndexElem, SI: Data<Elem = I>, DI: Dimension>(
+        &self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+    ) -> Result<ArrayD<T>>;
+    /// See [`scatter_broadcast()`].
+    fn scatter_broadcast<
+        I: IndexElem,
+        SI: Data<Elem = I>,
+        DI: Dimension,
+        SS: Data<Elem = T>,
+        DS: Dimension,
+    >(
+        &self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        src: &ArrayBase<SS, DS>,
+    ) -> Result<Array<T, D>>;
+    /// See [`scatter_add_broadcast()`].
+    fn scatter_add_broadcast<
+        I: IndexElem,
+        SI: Data<Elem = I>,
+        DI: Dimension,
+        SS: Data<Elem = T>,
+        DS: Dimension,
+    >(
+        &self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        src: &ArrayBase<SS, DS>,
+    ) -> Result<Array<T, D>>;
+    /// See [`scatter_reduce_broadcast()`].
+    fn scatter_reduce_broadcast<
+        I: IndexElem,
+        SI: Data<Elem = I>,
+        DI: Dimension,
+        SS: Data<Elem = T>,
+        DS: Dimension,
+    >(
+        &self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        src: &ArrayBase<SS, DS>,
+        reduce: Reduce,
+        include_self: bool,
+    ) -> Result<Array<T, D>>;
+}
+
+impl<T: Element, S: Data<Elem = T>, D: Dimension> BroadcastExt<T, D> for ArrayBase<S, D> {
+    fn gather_broadcast<I: IndexElem, SI: Data<Elem = I>, DI: Dimension>(
+        &self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+    ) -> Result<ArrayD<T>> {
+        gather_broadcast(self, dim, index)
+    }
+    fn scatter_broadcast<
+        I: IndexElem,
+        SI: Data<Elem = I>,
+        DI: Dimension,
+        SS: Data<Elem = T>,
+        DS: Dimension,
+    >(
+        &self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        src: &ArrayBase<SS, DS>,
+    ) -> Result<Array<T, D>> {
+        scatter_broadcast(self, dim, index, src)
+    }
+    fn scatter_add_broadcast<
+        I: IndexElem,
+        SI: Data<Elem = I>,
+        DI: Dimension,
+        SS: Data<Elem = T>,
+        DS: Dimension,
+    >(
+        &self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        src: &ArrayBase<SS, DS>,
+    ) -> Result<Array<T, D>> {
+        scatter_add_broadcast(self, dim, index, src)
+    }
+    fn scatter_reduce_broadcast<
+        I: IndexElem,
+        SI: Data<Elem = I>,
+        DI: Dimension,
+        SS: Data<Elem = T>,
+        DS: Dimension,
+    >(
+        &self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        src: &ArrayBase<SS, DS>,
+        reduce: Reduce,
+        include_self: bool,
+    ) -> Result<Array<T, D>> {
+        scatter_reduce_broadcast(self, dim, index, src, reduce, include_self)
+    }
+}
+
+/// Method forms of the in-place broadcasting scatters, on any mutable ndarray array. A failed
+/// call leaves the array unchanged.
+///
+/// ```
+/// use gather::prelude::*;
+/// use ndarray::array;
+/// let mut x = ndarray::Array2::<i64>::zeros((2, 3));
+/// x.scatter_add_broadcast_inplace(0, &array![[1i64], [1]], &array![[1, 2, 3]])?;
+/// assert_eq!(x, array![[0, 0, 0], [2, 4, 6]]);
+/// assert!(x.scatter_broadcast_inplace(0, &array![[2i64]], &array![[1]]).is_err());
+/// assert_eq!(x, array![[0, 0, 0], [2, 4, 6]]);
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub trait BroadcastInplaceExt<T: Element> {
+    /// See [`scatter_broadcast_inplace`].
+    fn scatter_broadcast_inplace<
+        I: IndexElem,
+        SI: Data<Elem = I>,
+        DI: Dimension,
+        SS: Data<Elem = T>,
+        DS: Dimension,
+    >(
+        &mut self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        src: &ArrayBase<SS, DS>,
+    ) -> Result<()>;
+    /// See [`scatter_add_broadcast_inplace`].
+    fn scatter_add_broadcast_inplace<
+        I: IndexElem,
+        SI: Data<Elem = I>,
+        DI: Dimension,
+        SS: Data<Elem = T>,
+        DS: Dimension,
+    >(
+        &mut self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        src: &ArrayBase<SS, DS>,
+    ) -> Result<()>;
+    /// See [`scatter_reduce_broadcast_inplace`].
+    fn scatter_reduce_broadcast_inplace<
+        I: IndexElem,
+        SI: Data<Elem = I>,
+        DI: Dimension,
+        SS: Data<Elem = T>,
+        DS: Dimension,
+    >(
+        &mut self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        src: &ArrayBase<SS, DS>,
+        reduce: Reduce,
+        include_self: bool,
+    ) -> Result<()>;
+}
+
+impl<T: Element, S: DataMut<Elem = T>, D: Dimension> BroadcastInplaceExt<T> for ArrayBase<S, D> {
+    fn scatter_broadcast_inplace<
+        I: IndexElem,
+        SI: Data<Elem = I>,
+        DI: Dimension,
+        SS: Data<Elem = T>,
+        DS: Dimension,
+    >(
+        &mut self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        src: &ArrayBase<SS, DS>,
+    ) -> Result<()> {
+        scatter_broadcast_inplace(self, dim, index, src)
+    }
+    fn scatter_add_broadcast_inplace<
+        I: IndexElem,
+        SI: Data<Elem = I>,
+        DI: Dimension,
+        SS: Data<Elem = T>,
+        DS: Dimension,
+    >(
+        &mut self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        src: &ArrayBase<SS, DS>,
+    ) -> Result<()> {
+        scatter_add_broadcast_inplace(self, dim, index, src)
+    }
+    fn scatter_reduce_broadcast_inplace<
+        I: IndexElem,
+        SI: Data<Elem = I>,
+        DI: Dimension,
+        SS: Data<Elem = T>,
+        DS: Dimension,
+    >(
+        &mut self,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        src: &ArrayBase<SS, DS>,
+        reduce: Reduce,
+        include_self: bool,
+    ) -> Result<()> {
+        scatter_reduce_broadcast_inplace(self, dim, index, src, reduce, include_self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+    use ndarray::{Array2, Array3, Axis, arr0, array};
+
+    #[test]
+    fn zero_d_arrays_act_as_one_element_vectors() {
+        assert_eq!(
+            gather_broadcast(&arr0(5), 0, &array![0i64, 0]).unwrap(),
+            array![5, 5].into_dyn()
+        );
+        assert_eq!(
+            gather_broadcast(&array![5, 6], 0, &arr0(1i64)).unwrap(),
+            arr0(6).into_dyn()
+        );
+        let out = scatter_add_broadcast(&arr0(1.0f64), 0, &arr0(0i64), &arr0(2.0f64)).unwrap();
+        assert_eq!(out, arr0(3.0));
+    }
+
+    #[test]
+    fn row_ids_broadcast_to_the_whole_row_unlike_scatter() {
+        let dst = Array2::<i32>::zeros((2, 3));
+        let ids = array![[1i64]];
+        let src = array![[1, 2, 3]];
+        // scatter reads the leading block: only column 0.
+        assert_eq!(
+            crate::scatter_add(&dst, 0, &ids, &src).unwrap(),
+            array![[0, 0, 0], [1, 0, 0]]
+        );
+        // the broadcasting form writes the whole row.
+        assert_eq!(
+            scatter_add_broadcast(&dst, 0, &ids, &src).unwrap(),
+            array![[0, 0, 0], [1, 2, 3]]
+        );
+    }
+
+    #[test]
+    fn errors_name_the_axis_the_sizes_and_the_fix() {
+        let x = Array3::<f32>::zeros((5, 4, 2));
+        let e = gather_broadcast(&x, 1, &Array3::<i64>::zeros((3, 2, 1))).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::ShapeMismatch);
+        assert!(
+            e.to_string()
+                .contains("index has size 3 on axis 0 but input has 5; sizes must be equal or 1"),
+            "{e}"
+        );
+        assert!(e.hint().unwrap().contains("size 1"));
+        let e = gather_broadcast(&x, 1, &array![[0i64, 1]]).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::RankMismatch);
+        assert!(e.hint().unwrap().contains("insert_axis(Axis(2))"), "{e:?}");
+        let e = gather_broadcast(&x, 3, &Array3::<i64>::zeros((1, 1, 1))).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::DimOutOfRange);
+
+        let mut d = Array2::<f32>::zeros((4, 3));
+        let e = scatter_add_broadcast_inplace(&mut d, 0, &array![[0i64, 1]], &array![[1.0f32]])
+            .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("index has size 2 on axis 1 but self has 3"),
+            "{e}"
+        );
+        let e = scatter_add_broadcast_inplace(
+            &mut d,
+            0,
+            &array![[0i64], [1]],
+            &Array2::<f32>::ones((3, 3)),
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("src has size 3 on axis 0 (the scatter dim)"),
+            "{e}"
+        );
+        let e =
+            scatter_add_broadcast_inplace(&mut d, 0, &array![[0i64]], &Array2::<f32>::ones((1, 2)))
+                .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("src has size 2 on axis 1 but self has 3"),
+            "{e}"
+        );
+        let e = scatter_broadcast_inplace(
+            &mut d,
+            0,
+            &array![[0i64]].insert_axis(Axis(2)),
+            &array![[1.0f32]],
+        )
+        .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::RankMismatch);
+        assert_eq!(d, Array2::<f32>::zeros((4, 3)));
+    }
+}
