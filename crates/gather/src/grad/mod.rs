@@ -20,6 +20,8 @@
 //! index_fill(x, d, i, v)        g.index_fill(d, i, 0)                (v: sum of g over the slices)
 //! index_reduce                  as scatter_reduce, slice by slice
 //! select_batched(x, a, i, b)    gather's, index seen with stride 0   -
+//! gather_broadcast(x, d, i)     gather's on x expanded, summed       -
+//! scatter*_broadcast(x, d, i, s) as scatter*, index expanded          as scatter*, summed
 //! take(x, i)                    zeros(x).put(i, g, accumulate)       -
 //! take_along_dim(x, i, d)       gather's, summed over broadcast axes -
 //! put(x, i, s, acc)             acc ? g : g.put(i, 0)                g.take(i)
@@ -100,6 +102,7 @@ use crate::index::{Bounds, IndexElem, check_bounds};
 use crate::ops::{check_index_fits, check_index_rank, try_vec};
 
 pub mod bounds;
+mod broadcast;
 mod gather;
 mod index;
 mod masked;
@@ -116,6 +119,9 @@ pub use bounds::{
     gather_bounded, index_add_bounded, index_copy_bounded, index_fill_bounded,
     index_reduce_bounded, index_select_bounded, put_bounded, scatter_add_bounded, scatter_bounded,
     scatter_reduce_bounded, select_batched_bounded, take_along_dim_bounded, take_bounded,
+};
+pub use broadcast::{
+    gather_broadcast, scatter_add_broadcast, scatter_broadcast, scatter_reduce_broadcast,
 };
 pub use gather::gather;
 pub use index::{
