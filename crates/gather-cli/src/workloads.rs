@@ -1,6 +1,6 @@
-//! The benchmark workloads of `../shared/bench/WORKLOADS.md` (W0–W11): their shapes, their
-//! deterministic data, the library call each one times, its minimal byte count, and a cheap
-//! check of its result.
+//! The benchmark workloads of `../shared/bench/WORKLOADS.md` (W0–W11, plus W6p, W3s and W3b,
+//! which time issue 6's additions beside them): their shapes, their deterministic data, the
+//! library call each one times, its minimal byte count, and a cheap check of its result.
 //!
 //! `gather bench` (see [`crate::bench`]) and the criterion benches of `crates/gather/benches/`
 //! both use this module, so the two always time the same calls on the same data.
@@ -68,10 +68,16 @@ pub enum Id {
     /// `W6p_scatter_add_plan`: W6 through a [`gather::ScatterPlan`] of its index, built once
     /// (untimed) and reused: how much a reused plan saves over a fresh W6 call (issue 6).
     W6p,
+    /// `W3s_topk_select_batched`: W3's data through [`gather::select_batched`] (`axis=1`,
+    /// `batch_dims=1`), the index `[64,49]` as it is: the batched select beside W3 (issue 6).
+    W3s,
+    /// `W3b_topk_gather_broadcast`: W3's data through [`gather::gather_broadcast`], the index
+    /// viewed `[64,49,1]` (no expand): the broadcasting gather beside W3 (issue 6).
+    W3b,
 }
 
 /// Every workload, in WORKLOADS.md's order.
-pub const ALL: [Id; 14] = [
+pub const ALL: [Id; 16] = [
     Id::W0,
     Id::W1,
     Id::W2,
@@ -86,6 +92,8 @@ pub const ALL: [Id; 14] = [
     Id::W11a,
     Id::W11b,
     Id::W6p,
+    Id::W3s,
+    Id::W3b,
 ];
 
 impl Id {
@@ -110,6 +118,8 @@ impl Id {
             Id::W11a => "W11a_scatter_2d_set",
             Id::W11b => "W11b_scatter_2d_add",
             Id::W6p => "W6p_scatter_add_plan",
+            Id::W3s => "W3s_topk_select_batched",
+            Id::W3b => "W3b_topk_gather_broadcast",
         }
     }
 
@@ -149,6 +159,8 @@ impl Id {
             Id::W6p => {
                 "ScatterPlan::new(index[1e6], 100000) once, then plan.scatter_add(zeros[100000,64], src[1e6,64])"
             }
+            Id::W3s => "select_batched(patches[64,196,768], axis=1, indices[64,49], batch_dims=1)",
+            Id::W3b => "gather_broadcast(patches[64,196,768], 1, indices[64,49].unsqueeze(-1))",
         }
     }
 
@@ -162,6 +174,7 @@ impl Id {
         match self {
             Id::W7 => Id::W6,
             Id::W11b => Id::W11a,
+            Id::W3s | Id::W3b => Id::W3,
             other => other,
         }
     }
@@ -172,7 +185,7 @@ impl Id {
             Id::W0 => 1000,
             Id::W1 => 1001,
             Id::W2 => 1002,
-            Id::W3 => 1003,
+            Id::W3 | Id::W3s | Id::W3b => 1003,
             Id::W4 => 1004,
             Id::W5 => 1005,
             Id::W6 | Id::W7 | Id::W6p => 1006,
@@ -457,7 +470,9 @@ impl Workload {
             Id::W0 => "x[2,3] index[2,2]".into(),
             Id::W1 => format!("x[{},1000] index[{},500]", s(1000), s(1000)),
             Id::W2 => format!("logits[8,{},32000] labels[8,{}]", s(512), s(512)),
-            Id::W3 => format!("patches[{},196,768] indices[{},49]", s(64), s(64)),
+            Id::W3 | Id::W3s | Id::W3b => {
+                format!("patches[{},196,768] indices[{},49]", s(64), s(64))
+            }
             Id::W4 => format!("roi_loc[{},21,4] labels[{}]", s(65536), s(65536)),
             Id::W5 => format!("x[4096,{}] index[4096,{}]", s(4096), s(4096)),
             Id::W6 | Id::W7 | Id::W6p => format!(
@@ -501,7 +516,7 @@ impl Workload {
                     labels: arr2((8, l), random_index(8 * l, 32000, key(1))),
                 }
             }
-            Id::W3 => {
+            Id::W3 | Id::W3s | Id::W3b => {
                 let b = self.s(64);
                 let mut idx = Vec::with_capacity(b * 49);
                 for row in 0..b {
@@ -608,6 +623,13 @@ impl Workload {
                 let idx = idx.broadcast((b, k, d)).ok_or("W3: broadcast failed")?;
                 gather::gather(patches, 1, &idx).map_err(e)?.into_dyn()
             }
+            (Id::W3s, Data::Patches { patches, indices }) => {
+                gather::select_batched(patches, 1, indices, 1).map_err(e)?
+            }
+            (Id::W3b, Data::Patches { patches, indices }) => {
+                let idx = indices.view().insert_axis(Axis(2));
+                gather::gather_broadcast(patches, 1, &idx).map_err(e)?
+            }
             (Id::W4, Data::Roi { roi_loc, labels }) => {
                 let r = labels.len();
                 let idx = labels.view().insert_axis(Axis(1)).insert_axis(Axis(2));
@@ -668,7 +690,7 @@ impl Workload {
             Id::W0 => vec![2, 2],
             Id::W1 => vec![s(1000), 500],
             Id::W2 => vec![8, s(512)],
-            Id::W3 => vec![s(64), 49, 768],
+            Id::W3 | Id::W3s | Id::W3b => vec![s(64), 49, 768],
             Id::W4 => vec![s(65536), 4],
             Id::W5 => vec![4096, s(4096)],
             Id::W6 | Id::W7 | Id::W6p => vec![s(100_000), 64],
@@ -704,7 +726,8 @@ impl Workload {
             Id::W0 => gather_like(4.0, 4.0),
             Id::W1 => gather_like(s(1000) * expected_distinct(1000.0, 500.0), s(1000) * 500.0),
             Id::W2 => gather_like(8.0 * s(512), 8.0 * s(512)),
-            Id::W3 => gather_like(s(64) * 49.0 * 768.0, s(64) * 49.0),
+            // W3s/W3b: the same minimum (the index is stored [64,49] in every form).
+            Id::W3 | Id::W3s | Id::W3b => gather_like(s(64) * 49.0 * 768.0, s(64) * 49.0),
             Id::W4 => gather_like(s(65536) * 4.0, s(65536)),
             Id::W5 => gather_like(
                 s(4096) * expected_distinct(4096.0, 4096.0),
@@ -804,7 +827,7 @@ impl Workload {
                 }
                 Ok(format!("{SAMPLES} sampled elements"))
             }
-            (Id::W3, Data::Patches { patches, indices }) => {
+            (Id::W3 | Id::W3s | Id::W3b, Data::Patches { patches, indices }) => {
                 let (b, k) = indices.dim();
                 let d = patches.shape()[2];
                 for _ in 0..SAMPLES {
@@ -957,6 +980,8 @@ mod tests {
             (Id::W1, 7.57),
             (Id::W2, 0.07),
             (Id::W3, 19.29),
+            (Id::W3s, 19.29),
+            (Id::W3b, 19.29),
             (Id::W4, 2.62),
             (Id::W5, 243.75),
             (Id::W6, 315.20),
@@ -1031,7 +1056,17 @@ mod tests {
 
     #[test]
     fn a_wrong_element_fails_the_check() {
-        for id in [Id::W3, Id::W6, Id::W7, Id::W6p, Id::W8, Id::W11a, Id::W11b] {
+        for id in [
+            Id::W3,
+            Id::W3s,
+            Id::W3b,
+            Id::W6,
+            Id::W7,
+            Id::W6p,
+            Id::W8,
+            Id::W11a,
+            Id::W11b,
+        ] {
             let w = Workload::new(id, 0.01);
             let data = w.make();
             let mut out = w.run(&data).unwrap();
@@ -1047,7 +1082,13 @@ mod tests {
 
     #[test]
     fn select_accepts_short_and_full_names() {
-        assert_eq!(select(None).unwrap().len(), 14);
+        assert_eq!(select(None).unwrap().len(), 16);
+        // W3 is W3 alone, not its select_batched/gather_broadcast variants.
+        assert_eq!(select(Some("W3")).unwrap(), vec![Id::W3]);
+        assert_eq!(
+            select(Some("W3s,W3b_topk_gather_broadcast")).unwrap(),
+            vec![Id::W3s, Id::W3b]
+        );
         assert_eq!(
             select(Some("w5_dim0_random, W0")).unwrap(),
             vec![Id::W0, Id::W5]
