@@ -41,7 +41,7 @@ fn case(max_full: usize, min_full: usize) -> impl Strategy<Value = Case> {
                 any::<bool>(),
                 proptest::collection::vec(min_full..=max_full, nd),
                 1usize..=5,
-                (min_full.max(0))..=4,
+                min_full..=4,
                 proptest::collection::vec(any::<bool>(), nd),
                 proptest::collection::vec(any::<bool>(), nd),
                 proptest::collection::vec(any::<bool>(), nd),
@@ -184,15 +184,22 @@ fn check_gather<T: Element + Debug>(
         .collect();
     prop_assert_eq!(got.shape(), &out_shape[..]);
     for p in positions(&out_shape) {
-        let mut q = p.clone();
-        q[c.dim] = at(&idx, &p) as usize;
-        let mut q2: Vec<usize> = q.clone();
-        for d in 0..c.nd() {
-            if d != c.dim && x.shape()[d] == 1 {
-                q2[d] = 0;
-            }
-        }
-        prop_assert_eq!(got[IxDyn(&p)], x[IxDyn(&q2)]);
+        // The input's coordinate: the index value on dim, 0 on the input's size-1 axes.
+        let q: Vec<usize> = p
+            .iter()
+            .zip(x.shape())
+            .enumerate()
+            .map(|(d, (&i, &n))| {
+                if d == c.dim {
+                    at(&idx, &p) as usize
+                } else if n == 1 {
+                    0
+                } else {
+                    i
+                }
+            })
+            .collect();
+        prop_assert_eq!(got[IxDyn(&p)], x[IxDyn(&q)]);
     }
     // And torch's spelling: gather over the materialised expands.
     let mut xs = out_shape.clone();
