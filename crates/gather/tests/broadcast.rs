@@ -393,6 +393,17 @@ fn row_ids_scatter_whole_rows_bitwise_like_the_expanded_index() {
     }
     let got = gather::scatter_add_broadcast(&zeros, 0, &ids, &msgs).unwrap();
     assert_eq!(got, gather::scatter_add(&zeros, 0, &wide, &msgs).unwrap());
+    // The same bits on one thread.
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let serial = one.install(|| gather::scatter_add_broadcast(&zeros, 0, &ids, &msgs).unwrap());
+    assert!(
+        got.iter()
+            .zip(serial.iter())
+            .all(|(a, b)| a.to_bits() == b.to_bits())
+    );
     let got = gather::scatter_broadcast(&zeros, 0, &ids, &msgs).unwrap();
     assert_eq!(got, gather::scatter(&zeros, 0, &wide, &msgs).unwrap());
 }

@@ -46,7 +46,9 @@ fn broadcast_failed(op: &str, from: &[usize], to: &[usize]) -> Error {
 /// (broadcast to the output's shape on every axis but `dim`), summed over the axes along which
 /// the input was broadcast.
 ///
-/// `grad_out` has the forward output's shape; `input_shape` is the forward input's shape.
+/// `grad_out` has the forward output's shape; `input_shape` is the forward input's shape. Where
+/// the input was broadcast, the gradient is first accumulated at the broadcast shape (the
+/// output's size on those axes, the input's on `dim`), then summed down.
 ///
 /// ```
 /// use ndarray::array;

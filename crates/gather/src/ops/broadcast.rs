@@ -780,6 +780,22 @@ mod tests {
     }
 
     #[test]
+    fn the_module_diagrams_hold() {
+        let input = Array3::from_shape_fn((2, 3, 2), |(b, n, d)| (30 * b + 10 * n + d) as i32);
+        let index = array![[[2i64], [0]], [[1], [1]]];
+        let out = gather_broadcast(&input, 1, &index).unwrap();
+        assert_eq!(
+            out,
+            array![[[20, 21], [0, 1]], [[40, 41], [40, 41]]].into_dyn()
+        );
+
+        let index = array![[2i64], [0], [2], [0]];
+        let src = array![[1, 2], [3, 4], [5, 6], [0, 0]];
+        let out = scatter_add_broadcast(&Array2::<i32>::zeros((3, 2)), 0, &index, &src).unwrap();
+        assert_eq!(out, array![[3, 4], [0, 0], [6, 8]]);
+    }
+
+    #[test]
     fn row_ids_broadcast_to_the_whole_row_unlike_scatter() {
         let dst = Array2::<i32>::zeros((2, 3));
         let ids = array![[1i64]];
