@@ -143,6 +143,16 @@ impl<const N: usize> Nest<N> {
     where
         F: Fn([isize; N], Range<usize>) + Sync + Send,
     {
+        self.split(grain, None, |b, r, _| f(b, r))
+    }
+
+    /// [`Nest::for_each_grain`], also telling `f` how many outer positions follow this one along
+    /// the last outer axis (0 without outer axes): `base + k * outer.last().strides` for `k` in
+    /// `1..=ahead` are offsets of positions too, whose data a kernel may prefetch.
+    pub fn for_each_grain_ahead<F>(&self, grain: usize, f: F)
+    where
+        F: Fn([isize; N], Range<usize>, usize) + Sync + Send,
+    {
         self.split(grain, None, f)
     }
 
@@ -159,7 +169,7 @@ impl<const N: usize> Nest<N> {
             self.inner_splittable,
             "tiling needs a splittable inner axis"
         );
-        self.split(grain, Some(tile.max(1)), f)
+        self.split(grain, Some(tile.max(1)), |b, r, _| f(b, r))
     }
 
     /// Runs `f` for every outer position and the whole inner range, serially on the calling
@@ -171,12 +181,53 @@ impl<const N: usize> Nest<N> {
         if self.total == 0 {
             return;
         }
-        self.run_items(0..self.outer_len(), 1, self.inner.len, false, &mut f);
+        self.run_items(
+            0..self.outer_len(),
+            1,
+            self.inner.len,
+            false,
+            &mut |b, r, _| f(b, r),
+        );
+    }
+
+    /// Cuts the positions into at most `parts` groups of about equal size, for tasks that each
+    /// walk their own group many times (a row scatter visits its slice once per source row). Each
+    /// group is a list of `(base_offsets, inner_range)` pieces in row-major order; cuts of the
+    /// inner axis fall on multiples of `align` positions (a cache line's worth, so that two tasks
+    /// rarely write one line). Together the groups cover every position exactly once. An empty
+    /// nest has no group.
+    pub fn pieces(&self, parts: usize, align: usize) -> Vec<Vec<([isize; N], Range<usize>)>> {
+        if self.total == 0 {
+            return Vec::new();
+        }
+        let (parts, align) = (parts.max(1), align.max(1));
+        let outer_len = self.outer_len();
+        let inner_len = self.inner.len;
+        let want = if outer_len >= parts || !self.inner_splittable {
+            1
+        } else {
+            parts.div_ceil(outer_len)
+        };
+        let chunk = inner_len.div_ceil(want).div_ceil(align) * align;
+        let chunks_per_row = inner_len.div_ceil(chunk.max(1)).max(1);
+        let items = outer_len * chunks_per_row;
+        let mut all = Vec::with_capacity(items);
+        self.run_items(0..items, chunks_per_row, chunk, false, &mut |b, r, _| {
+            all.push((b, r))
+        });
+        let parts = parts.min(all.len()).max(1);
+        let mut groups = Vec::with_capacity(parts);
+        let mut rest = all.into_iter();
+        for g in 0..parts {
+            let take = items / parts + usize::from(g < items % parts);
+            groups.push(rest.by_ref().take(take).collect());
+        }
+        groups
     }
 
     fn split<F>(&self, grain: usize, tile: Option<usize>, f: F)
     where
-        F: Fn([isize; N], Range<usize>) + Sync + Send,
+        F: Fn([isize; N], Range<usize>, usize) + Sync + Send,
     {
         if self.total == 0 {
             return;
@@ -207,7 +258,9 @@ impl<const N: usize> Nest<N> {
         let items = outer_len * chunks_per_row;
         let tiled = tile.is_some();
         if serial {
-            self.run_items(0..items, chunks_per_row, chunk, tiled, &mut |b, r| f(b, r));
+            self.run_items(0..items, chunks_per_row, chunk, tiled, &mut |b, r, a| {
+                f(b, r, a)
+            });
             return;
         }
         let item_elems = chunk * per_inner;
@@ -219,12 +272,15 @@ impl<const N: usize> Nest<N> {
         (0..tasks).into_par_iter().for_each(|t| {
             let lo = t * items_per_task;
             let hi = (lo + items_per_task).min(items);
-            self.run_items(lo..hi, chunks_per_row, chunk, tiled, &mut |b, r| f(b, r));
+            self.run_items(lo..hi, chunks_per_row, chunk, tiled, &mut |b, r, a| {
+                f(b, r, a)
+            });
         });
     }
 
     /// Runs the items `range` serially. An item is one outer position × one inner chunk; items
-    /// are numbered position-major (`tiled == false`) or chunk-major (`tiled == true`).
+    /// are numbered position-major (`tiled == false`) or chunk-major (`tiled == true`). `f` also
+    /// gets the number of outer positions after the item's along the last outer axis.
     fn run_items<F>(
         &self,
         range: Range<usize>,
@@ -233,7 +289,7 @@ impl<const N: usize> Nest<N> {
         tiled: bool,
         f: &mut F,
     ) where
-        F: FnMut([isize; N], Range<usize>),
+        F: FnMut([isize; N], Range<usize>, usize),
     {
         if range.is_empty() {
             return;
@@ -261,7 +317,12 @@ impl<const N: usize> Nest<N> {
             let lo = c * chunk;
             let hi = (lo + chunk).min(inner_len);
             if lo < hi {
-                f(base, lo..hi);
+                let ahead = if nd == 0 {
+                    0
+                } else {
+                    self.outer[nd - 1].len - 1 - pos[nd - 1]
+                };
+                f(base, lo..hi, ahead);
             }
             let next_row = if tiled {
                 true
@@ -386,6 +447,52 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn pieces_cover_every_position_once_in_aligned_balanced_groups() {
+        for (shape, parts, align) in [
+            (vec![64usize], 2, 16),
+            (vec![64], 16, 16),
+            (vec![100], 3, 16),
+            (vec![7, 5, 30], 4, 8),
+            (vec![3, 1000], 2, 16),
+            (vec![2, 9], 8, 4),
+            (vec![5], 1, 16),
+        ] {
+            let strides = crate::dims::row_major_strides(&shape);
+            let n = Nest::<1>::new(&shape, [&strides], None);
+            let total: usize = shape.iter().product();
+            let groups = n.pieces(parts, align);
+            assert!(!groups.is_empty() && groups.len() <= parts, "{shape:?}");
+            let mut seen = vec![0u8; total];
+            let sizes: Vec<usize> = groups
+                .iter()
+                .map(|g| {
+                    for (base, r) in g {
+                        assert!(r.start % align == 0, "{shape:?}: cut at {}", r.start);
+                        for i in r.clone() {
+                            seen[(base[0] + i as isize * n.inner.strides[0]) as usize] += 1;
+                        }
+                    }
+                    g.len()
+                })
+                .collect();
+            assert!(seen.iter().all(|&c| c == 1), "{shape:?} parts {parts}");
+            let (lo, hi) = (sizes.iter().min().unwrap(), sizes.iter().max().unwrap());
+            assert!(hi - lo <= 1, "{shape:?}: unbalanced groups {sizes:?}");
+        }
+        // One contiguous axis of 64 in two parts: halves of 32.
+        let n = Nest::<1>::new(&[64], [&[1]], None);
+        assert_eq!(
+            n.pieces(2, 16),
+            vec![vec![([0], 0..32)], vec![([0], 32..64)]]
+        );
+        assert!(
+            Nest::<1>::new(&[0, 4], [&[4, 1]], None)
+                .pieces(2, 16)
+                .is_empty()
+        );
     }
 
     #[test]

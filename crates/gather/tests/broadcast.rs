@@ -362,7 +362,7 @@ fn the_topk_and_shared_table_idioms_need_no_expand() {
 
 #[test]
 fn row_ids_scatter_whole_rows_bitwise_like_the_expanded_index() {
-    // Large enough for the segment path of the row scatter (slices of 64, n * 64 >= GRAIN): the
+    // Large enough for the row-index fast path of the scatter (slices of 64, n * 64 >= GRAIN): the
     // result must equal the general loop over a materialised index, bit for bit.
     let (n, m, dd) = (3000usize, 211usize, 64usize);
     let mut state = 0x9e37_79b9_7f4a_7c15u64;

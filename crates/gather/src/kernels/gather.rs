@@ -165,12 +165,33 @@ where
     // alias the freshly allocated output. A prefetch names the input element of a position
     // `j + D` that is itself inside the inner range, so its address is in bounds too; the row
     // prefetch computes its addresses with `wrapping_offset` (no dereference, no UB even past the
-    // end) and a prefetch never faults.
+    // end) and a prefetch never faults. The row copy reads the index of the position `D` ahead
+    // along the last outer axis only when the planner reports at least `D` positions after the
+    // current one there (`for_each_grain_ahead`), so that read is in bounds of the index view.
     if is == 0 {
         // Row copy: the index is constant along the inner axis (an expanded or broadcast index,
         // index_select): one lookup, then a contiguous copy.
-        nest.for_each(move |base, r| unsafe {
+        // Short rows of a large input cost a cache miss each, not a copy: the row of the position
+        // `D` ahead along the last outer axis is prefetched (its index value is read, in bounds:
+        // that position exists), so that the misses overlap.
+        let elem = std::mem::size_of::<T>().max(1);
+        let short = how.random && nest.inner.len.saturating_mul(elem) <= 256;
+        let ahead = nest.outer.last().map_or([0; 3], |a| a.strides);
+        let grain = if short {
+            super::RANDOM_GRAIN
+        } else {
+            crate::plan::GRAIN
+        };
+        nest.for_each_grain_ahead(grain, move |base, r, after| unsafe {
             let Ptrs { out, idx, x } = p;
+            if short && after >= D {
+                let d = D as isize;
+                let w = *idx.0.offset(base[1] + d * ahead[1]);
+                let next = x.0.wrapping_offset(
+                    base[2] + d * ahead[2] + map(w.to_i64()) * dstride + r.start as isize * xs,
+                );
+                super::prefetch(next.cast_const());
+            }
             let op = out.0.offset(base[0]);
             let v = *idx.0.offset(base[1]);
             let src = x.0.offset(base[2] + map(v.to_i64()) * dstride).cast_const();
@@ -477,6 +498,21 @@ mod tests {
             &strided.view(),
             Bounds::Strict,
         );
+        // ROI labels over 8 MiB: short rows, prefetched a few positions ahead along the last
+        // outer axis (and never past its end), also reversed and with wrapped labels.
+        let n = 25_600;
+        let roi_data = input(&[n, 21, 4]);
+        let roi = roi_data.view();
+        let labels = random_index(&[n], 21, 13);
+        let l = labels.view().insert_axis(Axis(1)).insert_axis(Axis(2));
+        let l = l.broadcast(IxDyn(&[n, 1, 4])).unwrap();
+        check("roi, prefetched rows", &roi, 1, &l, Bounds::Strict);
+        let roi_rev = roi.slice(s![..;-1, .., ..;-1]).into_dyn();
+        check("roi, reversed", &roi_rev, 1, &l, Bounds::Strict);
+        let wrapped = labels.mapv(|v| v - 21);
+        let w = wrapped.view().insert_axis(Axis(1)).insert_axis(Axis(2));
+        let w = w.broadcast(IxDyn(&[n, 1, 4])).unwrap();
+        check("roi, wrapped", &roi, 1, &w, Bounds::Wrap);
         let flat = x
             .view()
             .into_shape_with_order(IxDyn(&[2048 * 1024]))

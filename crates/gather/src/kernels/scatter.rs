@@ -150,9 +150,34 @@ fn scatter_impl<A, T, I, F>(
         return;
     }
     if row_index(index, dim) {
-        let segs = Segments::of_row_index(index, dim);
         let slice_shape = without(idx.shape(), dim);
-        rows(dst, dim, &slice_shape, src, &segs, init, last_only, &update);
+        let slice_len: usize = slice_shape.iter().product();
+        let e_len = idx.shape()[dim];
+        let threads = if e_len.saturating_mul(slice_len) >= 2 * crate::plan::GRAIN {
+            rayon::current_num_threads()
+        } else {
+            1
+        };
+        // Marking the rows already reached costs a bit per destination row: not for a sparse
+        // scatter into a huge destination (the grouping's sort then costs less).
+        let marks = init.is_some() || last_only;
+        let sparse = dst.shape()[dim] > 64 * e_len + 4096;
+        if (threads == 1 || slice_len >= DIRECT_MIN_PIECE * threads) && !(marks && sparse) {
+            direct(
+                dst,
+                dim,
+                &slice_shape,
+                src,
+                index,
+                threads,
+                init,
+                last_only,
+                &update,
+            );
+        } else {
+            let segs = Segments::of_row_index(index, dim);
+            rows(dst, dim, &slice_shape, src, &segs, init, last_only, &update);
+        }
         return;
     }
     if let Some(v) = init {
@@ -278,6 +303,134 @@ fn row_index<I: IndexElem>(index: &CheckedIndex<'_, I>, dim: usize) -> bool {
         && u32::try_from(e).is_ok()
         && slice >= SEGMENT_MIN_SLICE
         && e.saturating_mul(slice) >= crate::plan::GRAIN
+}
+
+/// A row scatter whose slice has at least this many elements per task runs [`direct`]ly: each
+/// task owns one piece of the slice (at least a cache line of `f32`s) in every row.
+const DIRECT_MIN_PIECE: usize = 16;
+
+/// A row-index scatter in source order, with no grouping: the slice (every axis but `dim`) is cut
+/// into `parts` pieces ([`Nest::pieces`]), one task per piece, and each task walks the positions
+/// along `dim` in index order, updating its piece of the destination row each selects.
+///
+/// ```text
+/// index rows 2 0 2 1        task 0: columns 0..32 of every row, positions 0, 1, 2, 3
+/// src  [4, 64]              task 1: columns 32..64 of every row, positions 0, 1, 2, 3
+/// ```
+///
+/// Sources stream in memory order (no random reads of `src`, the big operand of a GNN-style
+/// scatter), nothing is allocated but a bitmap of the rows reached (with `init` or `last_only`),
+/// and every destination element sees its updates in index order, so the result is bitwise the
+/// serial loop's for any number of parts. With `init`, a row's piece is set to it at the row's
+/// first update; with `last_only`, positions are walked backwards and only the first seen (the
+/// last in index order) is written.
+///
+/// Preconditions (asserted, O(rank)): as [`rows`], with a checked row index in place of the
+/// segments.
+#[allow(clippy::too_many_arguments)]
+fn direct<A, T, I, F>(
+    dst: &mut ArrayViewMut<'_, A, IxDyn>,
+    dim: usize,
+    slice_shape: &[usize],
+    src: &ArrayView<'_, T, IxDyn>,
+    index: &CheckedIndex<'_, I>,
+    parts: usize,
+    init: Option<A>,
+    last_only: bool,
+    update: &F,
+) where
+    A: Copy + Send + Sync,
+    T: Copy + Send + Sync,
+    I: IndexElem,
+    F: Fn(&mut A, T) + Sync + Send,
+{
+    let idx = index.view();
+    let nd = dst.ndim();
+    assert!(
+        src.ndim() == nd && idx.ndim() == nd && dim < nd && slice_shape.len() + 1 == nd,
+        "scatter kernel: rank mismatch (direct)"
+    );
+    let e_len = idx.shape()[dim];
+    let rows_n = dst.shape()[dim];
+    assert!(
+        e_len <= src.shape()[dim] && index.size() == rows_n,
+        "scatter kernel: index longer than src, or checked against another size"
+    );
+    let (dshape, sshape) = (without(dst.shape(), dim), without(src.shape(), dim));
+    assert!(
+        (0..nd - 1).all(|d| slice_shape[d] <= dshape[d] && slice_shape[d] <= sshape[d]),
+        "scatter kernel: slice larger than dst or src"
+    );
+    let slice = Nest::<2>::new(
+        slice_shape,
+        [&without(dst.strides(), dim), &without(src.strides(), dim)],
+        None,
+    );
+    let at = Rows {
+        dst: SharedPtr(dst.as_mut_ptr()),
+        src: SharedPtr(src.as_ptr() as *mut T),
+        dstride: dst.strides()[dim],
+        sstride: src.strides()[dim],
+        strides: slice.inner.strides,
+        init,
+        last_only,
+    };
+    let iptr = SharedPtr(idx.as_ptr() as *mut I);
+    let istride = idx.strides()[dim];
+    let bounds = index.bounds();
+    let row_of = move |e: usize| -> usize {
+        let p = iptr;
+        assert!(e < e_len, "scatter kernel: position out of range");
+        // SAFETY: `e < index.shape[dim]` and every other coordinate is 0: the offset is that of
+        // an element of the index view.
+        let v = unsafe { *p.0.offset(e as isize * istride) }.to_i64();
+        // A checked value maps into `0..rows_n` under its bounds.
+        position(bounds, v, rows_n) as usize
+    };
+    let elem = std::mem::size_of::<A>().max(1);
+    let align = (64 / elem).max(1);
+    let groups = slice.pieces(parts, align);
+    let task = |mine: &Vec<([isize; 2], Range<usize>)>| {
+        let mut seen = if init.is_some() || last_only {
+            vec![0u64; rows_n.div_ceil(64)]
+        } else {
+            Vec::new()
+        };
+        let mut first = |row: usize| -> bool {
+            let (w, b) = (row / 64, 1u64 << (row % 64));
+            let new = seen[w] & b == 0;
+            seen[w] |= b;
+            new
+        };
+        if last_only {
+            for e in (0..e_len).rev() {
+                let row = row_of(e);
+                if first(row) {
+                    for (base, r) in mine {
+                        at.apply_at(row, *base, r.clone(), e, false, update);
+                    }
+                }
+            }
+            return;
+        }
+        for e in 0..e_len {
+            let row = row_of(e);
+            if let Some(&(base, ref r)) = mine.first() {
+                if e + Rows::<A, T>::AHEAD < e_len {
+                    at.prefetch_row(row_of(e + Rows::<A, T>::AHEAD), base, r.clone());
+                }
+            }
+            let fresh = init.is_some() && first(row);
+            for (base, r) in mine {
+                at.apply_at(row, *base, r.clone(), e, fresh, update);
+            }
+        }
+    };
+    if groups.len() > 1 {
+        groups.par_iter().for_each(task);
+    } else {
+        groups.iter().for_each(task);
+    }
 }
 
 /// `shape` without axis `dim`.
@@ -447,51 +600,90 @@ impl<A: Copy, T: Copy> Rows<A, T> {
         n: usize,
         update: &F,
     ) {
-        let [ds, ss] = self.strides;
         let mine = if self.last_only { n - 1..n } else { 0..n };
+        let [_, ss] = self.strides;
+        let line = (64 / std::mem::size_of::<T>().max(1)).max(1);
+        let fetch_lines = if ss == 1 {
+            r.len().div_ceil(line).min(4)
+        } else {
+            1
+        };
+        let sp = self.src.0.wrapping_offset(base[1]).cast_const();
+        for (i, q) in mine.enumerate() {
+            if let Some(&next) = ahead.get(q + Self::AHEAD) {
+                let np = sp.wrapping_offset(next as isize * self.sstride + r.start as isize * ss);
+                for l in 0..fetch_lines {
+                    super::prefetch(np.wrapping_add(l * line));
+                }
+            }
+            self.apply_at(row, base, r.clone(), ahead[q] as usize, i == 0, update);
+        }
+    }
+
+    /// Starts loading the first lines of the slice piece `base + r` of destination row `row`.
+    /// A hint: the address is computed with `wrapping_offset` and never dereferenced.
+    #[inline(always)]
+    fn prefetch_row(&self, row: usize, base: [isize; 2], r: Range<usize>) {
+        let [ds, _] = self.strides;
+        let line = (64 / std::mem::size_of::<A>().max(1)).max(1) as isize;
+        let dp = self
+            .dst
+            .0
+            .wrapping_offset(row as isize * self.dstride + base[0] + r.start as isize * ds);
+        let lines = if ds == 1 {
+            r.len().div_ceil(line as usize).min(4)
+        } else {
+            1
+        };
+        for l in 0..lines as isize {
+            super::prefetch(dp.wrapping_offset(l * line).cast_const());
+        }
+    }
+
+    /// `update(dst[.., row, ..], src[.., e, ..])` over the slice piece `base + r`; with `fresh`,
+    /// the piece of the destination row is first set to `init` (if any).
+    #[inline(always)]
+    fn apply_at<F: Fn(&mut A, T)>(
+        &self,
+        row: usize,
+        base: [isize; 2],
+        r: Range<usize>,
+        e: usize,
+        fresh: bool,
+        update: &F,
+    ) {
+        let [ds, ss] = self.strides;
         // SAFETY: `row` is a checked index value below `dst.shape[dim]`, and `base + j * ds`
         // (`j` in `r`) are offsets of positions of the slice shape, which is the index's shape
         // without `dim`, no larger than dst's there (asserted by the caller): in bounds for dst.
-        // Each source is a position along `dim` below `index.shape[dim] <= src.shape[dim]`, and
-        // the slice positions are below the index's, no larger than src's: in bounds for src.
-        // Destination rows are distinct between tasks (each segment belongs to one task) or,
-        // when slices are split, the slice pieces are (the planner never duplicates a position),
-        // so writes never race; src is only read and cannot alias dst (a `&mut` view). The
-        // prefetched addresses are computed with `wrapping_offset` and never dereferenced.
+        // `e` is a position along `dim` below `index.shape[dim]` (or the segments' length),
+        // at most `src.shape[dim]` (asserted by the caller), and the slice positions are below
+        // the index's, no larger than src's: in bounds for src. Destination rows are distinct
+        // between tasks (each segment belongs to one task) or, when slices are split, the slice
+        // pieces are (the planner never duplicates a position), so writes never race; src is
+        // only read and cannot alias dst (a `&mut` view).
         unsafe {
             let dp = self.dst.0.offset(row as isize * self.dstride + base[0]);
-            let sp = self.src.0.offset(base[1]).cast_const();
-            if let Some(v) = self.init {
+            let s = self
+                .src
+                .0
+                .offset(base[1] + e as isize * self.sstride)
+                .cast_const();
+            if let (true, Some(v)) = (fresh, self.init) {
                 for j in r.clone() {
                     *dp.offset(j as isize * ds) = v;
                 }
             }
-            let line = (64 / std::mem::size_of::<T>().max(1)).max(1);
-            let fetch_lines = if ss == 1 {
-                r.len().div_ceil(line).min(4)
-            } else {
-                1
-            };
-            for q in mine {
-                if let Some(&next) = ahead.get(q + Self::AHEAD) {
-                    let np =
-                        sp.wrapping_offset(next as isize * self.sstride + r.start as isize * ss);
-                    for l in 0..fetch_lines {
-                        super::prefetch(np.wrapping_add(l * line));
-                    }
+            if ds == 1 && ss == 1 {
+                let d = std::slice::from_raw_parts_mut(dp.add(r.start), r.len());
+                let s = std::slice::from_raw_parts(s.add(r.start), r.len());
+                for (a, b) in d.iter_mut().zip(s) {
+                    update(a, *b);
                 }
-                let s = sp.offset(ahead[q] as isize * self.sstride);
-                if ds == 1 && ss == 1 {
-                    let d = std::slice::from_raw_parts_mut(dp.add(r.start), r.len());
-                    let s = std::slice::from_raw_parts(s.add(r.start), r.len());
-                    for (a, b) in d.iter_mut().zip(s) {
-                        update(a, *b);
-                    }
-                } else {
-                    for j in r.clone() {
-                        let j = j as isize;
-                        update(&mut *dp.offset(j * ds), *s.offset(j * ss));
-                    }
+            } else {
+                for j in r.clone() {
+                    let j = j as isize;
+                    update(&mut *dp.offset(j * ds), *s.offset(j * ss));
                 }
             }
         }

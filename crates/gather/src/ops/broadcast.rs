@@ -66,7 +66,7 @@
 //!
 //! The broadcast axes are stride-0 views handed to the same kernels as `gather`/`scatter`, so the
 //! fast paths apply: an index of size 1 on the trailing axes copies whole rows, and `[N, 1]` row
-//! ids take the segment (CSR) path of `scatter_add`/`scatter_reduce`. Memory is the output only.
+//! ids take the row-index fast path of `scatter_add`/`scatter_reduce`. Memory is the output only.
 
 use ndarray::{Array, ArrayBase, ArrayD, ArrayView, ArrayViewMut, Data, DataMut, Dimension, IxDyn};
 
@@ -396,7 +396,7 @@ where
 
 /// `self.scatter_add_(dim, index.expand(E), src.expand(E))` without the expands (`E` as in
 /// [`scatter_broadcast_inplace`]): adds in index order (integers wrap, bool is logical or,
-/// `f16`/`bf16` accumulate in `f32`). Row ids `[N, 1]` with `src [N, D]` take the segment path.
+/// `f16`/`bf16` accumulate in `f32`). Row ids `[N, 1]` with `src [N, D]` take the row-index fast path.
 ///
 /// ```
 /// use ndarray::array;
