@@ -65,8 +65,14 @@ pub(crate) enum Target<'s, 'a, I: IndexElem> {
         dim: usize,
         index: &'s CheckedIndex<'a, I>,
     },
-    /// [`scatter_segments`] with these segments.
-    Segments { dim: usize, segs: &'s Segments },
+    /// [`scatter_rows`] with these destination rows (one per position along `dim`, each below
+    /// `size`), grouped into `segs` when the grouped loop is the one that runs.
+    Rows {
+        dim: usize,
+        ids: &'s [u32],
+        size: usize,
+        segs: &'s std::sync::OnceLock<Segments>,
+    },
 }
 
 impl<I: IndexElem> Target<'_, '_, I> {
@@ -85,9 +91,12 @@ impl<I: IndexElem> Target<'_, '_, I> {
     {
         match *self {
             Target::Index { dim, index } => scatter_reduce(dst, dim, index, src, init, update),
-            Target::Segments { dim, segs } => {
-                scatter_segments(dst, dim, segs, src, init, false, update)
-            }
+            Target::Rows {
+                dim,
+                ids,
+                size,
+                segs,
+            } => scatter_rows(dst, dim, ids, size, segs, src, init, update),
         }
     }
 }
@@ -151,25 +160,29 @@ fn scatter_impl<A, T, I, F>(
     }
     if row_index(index, dim) {
         let slice_shape = without(idx.shape(), dim);
-        let slice_len: usize = slice_shape.iter().product();
         let e_len = idx.shape()[dim];
-        let threads = if e_len.saturating_mul(slice_len) >= 2 * crate::plan::GRAIN {
-            rayon::current_num_threads()
-        } else {
-            1
-        };
-        // Marking the rows already reached costs a bit per destination row: not for a sparse
-        // scatter into a huge destination (the grouping's sort then costs less).
         let marks = init.is_some() || last_only;
-        let sparse = dst.shape()[dim] > 64 * e_len + 4096;
-        if (threads == 1 || slice_len >= DIRECT_MIN_PIECE * threads) && !(marks && sparse) {
+        if let Some(parts) = direct_parts(e_len, &slice_shape, dst.shape()[dim], marks) {
+            let iptr = SharedPtr(idx.as_ptr() as *mut I);
+            let istride = idx.strides()[dim];
+            let (bounds, size) = (index.bounds(), index.size());
+            let row_of = move |e: usize| -> usize {
+                let p = iptr;
+                assert!(e < e_len, "scatter kernel: position out of range");
+                // SAFETY: `e < index.shape[dim]` and every other coordinate is 0: the offset is
+                // that of an element of the index view.
+                let v = unsafe { *p.0.offset(e as isize * istride) }.to_i64();
+                // A checked value maps into `0..size` under its bounds.
+                position(bounds, v, size) as usize
+            };
             direct(
                 dst,
                 dim,
                 &slice_shape,
                 src,
-                index,
-                threads,
+                e_len,
+                row_of,
+                parts,
                 init,
                 last_only,
                 &update,
@@ -309,6 +322,70 @@ fn row_index<I: IndexElem>(index: &CheckedIndex<'_, I>, dim: usize) -> bool {
 /// task owns one piece of the slice (at least a cache line of `f32`s) in every row.
 const DIRECT_MIN_PIECE: usize = 16;
 
+/// How many tasks a row scatter of `e_len` positions over slices of `slice_shape`, into a
+/// destination of `rows` rows along `dim`, runs [`direct`]ly with; `None` when the grouped loop
+/// ([`rows`]) is the better one: each task's piece of a row would be shorter than a cache line,
+/// or the rows reached must be marked (`marks`: init or last-only) in a destination far larger
+/// than the positions.
+fn direct_parts(e_len: usize, slice_shape: &[usize], rows: usize, marks: bool) -> Option<usize> {
+    let slice_len: usize = slice_shape.iter().product();
+    let threads = if e_len.saturating_mul(slice_len) >= 2 * crate::plan::GRAIN {
+        rayon::current_num_threads()
+    } else {
+        1
+    };
+    let sparse = rows > 64 * e_len + 4096;
+    ((threads == 1 || slice_len >= DIRECT_MIN_PIECE * threads) && !(marks && sparse))
+        .then_some(threads)
+}
+
+/// A reduction along `dim` with the destination row of each source position given (`ids`, one
+/// per position, each below `size == dst.shape[dim]`, asserted): [`direct`] or, grouped into
+/// `segs` (built on first use and kept), [`rows`]. Preconditions as [`scatter_segments`].
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn scatter_rows<A, T, F>(
+    dst: &mut ArrayViewMut<'_, A, IxDyn>,
+    dim: usize,
+    ids: &[u32],
+    size: usize,
+    segs: &std::sync::OnceLock<Segments>,
+    src: &ArrayView<'_, T, IxDyn>,
+    init: Option<A>,
+    update: F,
+) where
+    A: Copy + Send + Sync,
+    T: Copy + Send + Sync,
+    F: Fn(&mut A, T) + Sync + Send,
+{
+    let nd = dst.ndim();
+    assert!(
+        src.ndim() == nd && dim < nd && dst.shape()[dim] == size,
+        "scatter kernel: rank mismatch, or rows checked against another size"
+    );
+    let slice_shape = without(src.shape(), dim);
+    if src.is_empty() || ids.is_empty() {
+        return;
+    }
+    match direct_parts(ids.len(), &slice_shape, size, init.is_some()) {
+        Some(parts) => direct(
+            dst,
+            dim,
+            &slice_shape,
+            src,
+            ids.len(),
+            |e| ids[e] as usize,
+            parts,
+            init,
+            false,
+            &update,
+        ),
+        None => {
+            let segs = segs.get_or_init(|| Segments::new(ids.len(), size, |e| ids[e] as usize));
+            scatter_segments(dst, dim, segs, src, init, false, update)
+        }
+    }
+}
+
 /// A row-index scatter in source order, with no grouping: the slice (every axis but `dim`) is cut
 /// into `parts` pieces ([`Nest::pieces`]), one task per piece, and each task walks the positions
 /// along `dim` in index order, updating its piece of the destination row each selects.
@@ -325,15 +402,17 @@ const DIRECT_MIN_PIECE: usize = 16;
 /// first update; with `last_only`, positions are walked backwards and only the first seen (the
 /// last in index order) is written.
 ///
-/// Preconditions (asserted, O(rank)): as [`rows`], with a checked row index in place of the
-/// segments.
+/// `row_of(e)` is the destination row of position `e < e_len`; a row outside `dst` is a bug
+/// (asserted per position, before any access). Other preconditions (asserted, O(rank)): as
+/// [`rows`].
 #[allow(clippy::too_many_arguments)]
-fn direct<A, T, I, F>(
+fn direct<A, T, R, F>(
     dst: &mut ArrayViewMut<'_, A, IxDyn>,
     dim: usize,
     slice_shape: &[usize],
     src: &ArrayView<'_, T, IxDyn>,
-    index: &CheckedIndex<'_, I>,
+    e_len: usize,
+    row_of: R,
     parts: usize,
     init: Option<A>,
     last_only: bool,
@@ -341,20 +420,18 @@ fn direct<A, T, I, F>(
 ) where
     A: Copy + Send + Sync,
     T: Copy + Send + Sync,
-    I: IndexElem,
+    R: Fn(usize) -> usize + Sync,
     F: Fn(&mut A, T) + Sync + Send,
 {
-    let idx = index.view();
     let nd = dst.ndim();
     assert!(
-        src.ndim() == nd && idx.ndim() == nd && dim < nd && slice_shape.len() + 1 == nd,
+        src.ndim() == nd && dim < nd && slice_shape.len() + 1 == nd,
         "scatter kernel: rank mismatch (direct)"
     );
-    let e_len = idx.shape()[dim];
     let rows_n = dst.shape()[dim];
     assert!(
-        e_len <= src.shape()[dim] && index.size() == rows_n,
-        "scatter kernel: index longer than src, or checked against another size"
+        e_len <= src.shape()[dim],
+        "scatter kernel: more positions than src has"
     );
     let (dshape, sshape) = (without(dst.shape(), dim), without(src.shape(), dim));
     assert!(
@@ -375,17 +452,10 @@ fn direct<A, T, I, F>(
         init,
         last_only,
     };
-    let iptr = SharedPtr(idx.as_ptr() as *mut I);
-    let istride = idx.strides()[dim];
-    let bounds = index.bounds();
-    let row_of = move |e: usize| -> usize {
-        let p = iptr;
-        assert!(e < e_len, "scatter kernel: position out of range");
-        // SAFETY: `e < index.shape[dim]` and every other coordinate is 0: the offset is that of
-        // an element of the index view.
-        let v = unsafe { *p.0.offset(e as isize * istride) }.to_i64();
-        // A checked value maps into `0..rows_n` under its bounds.
-        position(bounds, v, rows_n) as usize
+    let row_of = |e: usize| -> usize {
+        let row = row_of(e);
+        assert!(row < rows_n, "scatter kernel: destination row out of range");
+        row
     };
     let elem = std::mem::size_of::<A>().max(1);
     let align = (64 / elem).max(1);

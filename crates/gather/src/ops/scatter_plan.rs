@@ -1,10 +1,12 @@
-//! [`ScatterPlan`]: a row index validated and grouped once, then applied many times.
+//! [`ScatterPlan`]: a row index validated once (and grouped, when grouping pays), then applied
+//! many times.
 //!
 //! A graph network scatters the same edges in every layer, forward and backward:
-//! `scatter_add(dst, 0, ids expanded to [E, F], src)`. Each such call checks every id and groups
-//! the positions by destination row before it adds. A plan does both once; every later call only
-//! adds (in parallel over destination rows, in index order per row: bitwise the same result as
-//! the op, for any number of threads).
+//! `scatter_add(dst, 0, ids expanded to [E, F], src)`. Each such call checks every id, and, when
+//! the rows are too short to give every thread a cache line of each, groups the positions by
+//! destination row before it adds. A plan does both once, keeping the ids as compact `u32` rows;
+//! every later call only adds (in index order per destination element: bitwise the same result
+//! as the op, for any number of threads).
 //!
 //! ```text
 //! ScatterPlan::new(&ids, 4)     ids = [2, 0, 2, 1, 0, 2]     (checked: every id in 0..4)
@@ -48,17 +50,21 @@ use crate::kernels::segment::Segments;
 /// ```
 #[derive(Debug, Clone)]
 pub struct ScatterPlan {
-    segs: Segments,
+    /// The destination row of each position, checked against `size`.
+    ids: Vec<u32>,
+    /// The positions grouped by row, built when a grouped loop first needs them.
+    segs: std::sync::OnceLock<Segments>,
     size: usize,
 }
 
 impl ScatterPlan {
     /// Checks every value of `index` against a dimension of `size` (`0 <= id < size`, as
-    /// PyTorch's `scatter_add`), and groups the positions by value.
+    /// PyTorch's `scatter_add`) and keeps them as `u32` rows; the grouping by value is built the
+    /// first time a call needs it.
     ///
     /// # Errors
     /// `IndexOutOfBounds` for a value outside `0..size`, with its position; `InvalidArgument` for
-    /// an index of more than `u32::MAX` positions.
+    /// an index of more than `u32::MAX` positions or a `size` of more than 2^32 rows.
     ///
     /// ```
     /// use gather::{ErrorKind, ScatterPlan};
@@ -82,10 +88,21 @@ impl ScatterPlan {
             ))
             .with_hint("split the index (and src) into pieces and build a plan for each"));
         }
+        if size > u32::MAX as usize + 1 {
+            return Err(Error::invalid(format!(
+                "{op}: a dimension of {size} rows is more than a plan addresses ({} rows)",
+                u32::MAX as u64 + 1
+            ))
+            .with_hint("scatter into slices of at most 2^32 rows, with a plan for each"));
+        }
         let view = index.view().into_dyn();
-        let checked = CheckedIndex::new(op, view, 0, size, Bounds::Strict)?;
+        CheckedIndex::new(op, view, 0, size, Bounds::Strict)?;
+        // Checked: every value is in `0..size`, and `size` rows are addressable, so they fit.
+        let mut ids = super::try_vec::<u32>(op, index.len())?;
+        ids.extend(index.iter().map(|v| v.to_i64() as u32));
         Ok(ScatterPlan {
-            segs: Segments::of_row_index(&checked, 0),
+            ids,
+            segs: std::sync::OnceLock::new(),
             size,
         })
     }
@@ -97,7 +114,7 @@ impl ScatterPlan {
     /// assert_eq!(plan.len(), 3);
     /// ```
     pub fn len(&self) -> usize {
-        self.segs.order().len()
+        self.ids.len()
     }
 
     /// Whether the index had no positions (applying the plan then changes nothing).
@@ -128,7 +145,12 @@ impl ScatterPlan {
     /// assert_eq!(plan.rows(), 2);
     /// ```
     pub fn rows(&self) -> usize {
-        self.segs.len()
+        self.segments().len()
+    }
+
+    fn segments(&self) -> &Segments {
+        self.segs
+            .get_or_init(|| Segments::new(self.ids.len(), self.size, |e| self.ids[e] as usize))
     }
 
     /// `dst[ids[e], ..] += src[e, ..]` for every position `e`, in place, adding in index order per
@@ -342,8 +364,10 @@ impl ScatterPlan {
         check_dtype_supported::<T>(op, Mode::Reduce(reduce, include_self))?;
         let mut view: ArrayViewMut<'_, T, IxDyn> = dst.view_mut().into_dyn();
         let src = src.view().into_dyn();
-        let target: kernels::scatter::Target<'_, '_, i64> = kernels::scatter::Target::Segments {
+        let target: kernels::scatter::Target<'_, '_, i64> = kernels::scatter::Target::Rows {
             dim: 0,
+            ids: &self.ids,
+            size: self.size,
             segs: &self.segs,
         };
         reduce_into(&mut view, &target, &src, reduce, include_self);
@@ -377,7 +401,24 @@ mod tests {
 
     #[test]
     fn plan_reuse_is_bitwise_the_op_with_an_expanded_index() {
-        for (e, v, f) in [(7, 3, 2), (50_000, 2_000, 16), (3_000, 100_000, 8)] {
+        // One thread runs the rows in source order; three threads group the rows of 8 and 16
+        // (shorter than a cache line per task) and run rows of 64 in source order.
+        for threads in [1, 3] {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(plan_reuse_matches_the_op);
+        }
+    }
+
+    fn plan_reuse_matches_the_op() {
+        for (e, v, f) in [
+            (7, 3, 2),
+            (50_000, 2_000, 16),
+            (3_000, 100_000, 8),
+            (4_000, 300, 64),
+        ] {
             let (ids, src, dst) = data(e, v, f);
             let plan = ScatterPlan::new(&ids, v).unwrap();
             let idx = ids.view().insert_axis(Axis(1));
