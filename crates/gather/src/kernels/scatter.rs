@@ -324,9 +324,9 @@ const DIRECT_MIN_PIECE: usize = 16;
 
 /// How many tasks a row scatter of `e_len` positions over slices of `slice_shape`, into a
 /// destination of `rows` rows along `dim`, runs [`direct`]ly with; `None` when the grouped loop
-/// ([`rows`]) is the better one: each task's piece of a row would be shorter than a cache line,
-/// or the rows reached must be marked (`marks`: init or last-only) in a destination far larger
-/// than the positions.
+/// ([`rows`]) is the better one: too few rows to share out and each task's piece of a row would
+/// be shorter than a cache line, or the rows reached must be marked (`marks`: init or last-only)
+/// in a destination far larger than the positions.
 fn direct_parts(e_len: usize, slice_shape: &[usize], rows: usize, marks: bool) -> Option<usize> {
     let slice_len: usize = slice_shape.iter().product();
     let threads = if e_len.saturating_mul(slice_len) >= 2 * crate::plan::GRAIN {
@@ -335,8 +335,8 @@ fn direct_parts(e_len: usize, slice_shape: &[usize], rows: usize, marks: bool) -
         1
     };
     let sparse = rows > 64 * e_len + 4096;
-    ((threads == 1 || slice_len >= DIRECT_MIN_PIECE * threads) && !(marks && sparse))
-        .then_some(threads)
+    let splits = threads == 1 || rows >= 4 * threads || slice_len >= DIRECT_MIN_PIECE * threads;
+    (splits && !(marks && sparse)).then_some(threads)
 }
 
 /// A reduction along `dim` with the destination row of each source position given (`ids`, one
@@ -386,16 +386,19 @@ pub(crate) fn scatter_rows<A, T, F>(
     }
 }
 
-/// A row-index scatter in source order, with no grouping: the slice (every axis but `dim`) is cut
-/// into `parts` pieces ([`Nest::pieces`]), one task per piece, and each task walks the positions
-/// along `dim` in index order, updating its piece of the destination row each selects.
+/// A row-index scatter in source order, with no grouping. Each of `parts` tasks walks the
+/// positions along `dim` in index order and updates what it owns of the destination row each
+/// selects: a range of whole rows (short rows, many of them: [`row_cuts`] balances the ranges),
+/// or a piece of every row (the slice, every axis but `dim`, cut by [`Nest::pieces`]).
 ///
 /// ```text
-/// index rows 2 0 2 1        task 0: columns 0..32 of every row, positions 0, 1, 2, 3
-/// src  [4, 64]              task 1: columns 32..64 of every row, positions 0, 1, 2, 3
+/// index rows 2 0 2 1 3      by rows:   task 0 owns rows 0..2 (positions 1, 3)
+/// src  [5, 64]                         task 1 owns rows 2..4 (positions 0, 2, 4)
+///                           by pieces: task 0 columns 0..32 of every row, positions 0..5
+///                                      task 1 columns 32..64 of every row, positions 0..5
 /// ```
 ///
-/// Sources stream in memory order (no random reads of `src`, the big operand of a GNN-style
+/// Sources are read in memory order (no random reads of `src`, the big operand of a GNN-style
 /// scatter), nothing is allocated but a bitmap of the rows reached (with `init` or `last_only`),
 /// and every destination element sees its updates in index order, so the result is bitwise the
 /// serial loop's for any number of parts. With `init`, a row's piece is set to it at the row's
@@ -459,15 +462,28 @@ fn direct<A, T, R, F>(
     };
     let elem = std::mem::size_of::<A>().max(1);
     let align = (64 / elem).max(1);
-    let groups = slice.pieces(parts, align);
-    let task = |mine: &Vec<([isize; 2], Range<usize>)>| {
+    // Short rows and many of them: each task owns a range of destination rows (whole rows), so a
+    // task touches only its own rows; otherwise each owns a piece of every row.
+    let by_rows =
+        parts > 1 && rows_n >= 4 * parts && slice.total.saturating_mul(elem) < BY_ROWS_MAX_BYTES;
+    let (groups, owned): (Vec<Vec<([isize; 2], Range<usize>)>>, Vec<Range<usize>>) = if by_rows {
+        let whole = slice.pieces(1, align).pop().unwrap_or_default();
+        let cuts = row_cuts(e_len, &row_of, rows_n, parts);
+        (vec![whole; cuts.len()], cuts)
+    } else {
+        let g = slice.pieces(parts, align);
+        let n = g.len();
+        (g, vec![0..rows_n; n])
+    };
+    let task = |(mine, own): (&Vec<([isize; 2], Range<usize>)>, &Range<usize>)| {
         let mut seen = if init.is_some() || last_only {
-            vec![0u64; rows_n.div_ceil(64)]
+            vec![0u64; own.len().div_ceil(64)]
         } else {
             Vec::new()
         };
         let mut first = |row: usize| -> bool {
-            let (w, b) = (row / 64, 1u64 << (row % 64));
+            let k = row - own.start;
+            let (w, b) = (k / 64, 1u64 << (k % 64));
             let new = seen[w] & b == 0;
             seen[w] |= b;
             new
@@ -475,7 +491,7 @@ fn direct<A, T, R, F>(
         if last_only {
             for e in (0..e_len).rev() {
                 let row = row_of(e);
-                if first(row) {
+                if own.contains(&row) && first(row) {
                     for (base, r) in mine {
                         at.apply_at(row, *base, r.clone(), e, false, update);
                     }
@@ -487,8 +503,14 @@ fn direct<A, T, R, F>(
             let row = row_of(e);
             if let Some(&(base, ref r)) = mine.first() {
                 if e + Rows::<A, T>::AHEAD < e_len {
-                    at.prefetch_row(row_of(e + Rows::<A, T>::AHEAD), base, r.clone());
+                    let next = row_of(e + Rows::<A, T>::AHEAD);
+                    if own.contains(&next) {
+                        at.prefetch_row(next, base, r.clone());
+                    }
                 }
+            }
+            if !own.contains(&row) {
+                continue;
             }
             let fresh = init.is_some() && first(row);
             for (base, r) in mine {
@@ -497,10 +519,42 @@ fn direct<A, T, R, F>(
         }
     };
     if groups.len() > 1 {
-        groups.par_iter().for_each(task);
+        groups.par_iter().zip(owned.par_iter()).for_each(task);
     } else {
-        groups.iter().for_each(task);
+        groups.iter().zip(owned.iter()).for_each(task);
     }
+}
+
+/// Rows of at most this many bytes are owned whole by one task in [`direct`]: each of their
+/// updates is a cache miss or two, which only fewer updates per task make cheaper. Longer rows
+/// are cut into pieces instead (every task streams its piece of every row).
+const BY_ROWS_MAX_BYTES: usize = 4096;
+
+/// Cuts `0..rows` into at most `parts` consecutive ranges reached by about equally many
+/// positions, estimated from an evenly spaced sample of the positions (deterministic; the
+/// results of [`direct`] do not depend on the cuts anyway). No range is empty.
+fn row_cuts<R: Fn(usize) -> usize>(
+    e_len: usize,
+    row_of: &R,
+    rows: usize,
+    parts: usize,
+) -> Vec<Range<usize>> {
+    let samples = e_len.min(4096);
+    let mut seen: Vec<usize> = (0..samples).map(|k| row_of(k * e_len / samples)).collect();
+    seen.sort_unstable();
+    let mut cuts = vec![0usize];
+    for p in 1..parts {
+        let c = seen
+            .get(p * samples / parts)
+            .copied()
+            .unwrap_or(rows)
+            .min(rows);
+        if c > *cuts.last().unwrap() && c < rows {
+            cuts.push(c);
+        }
+    }
+    cuts.push(rows);
+    cuts.windows(2).map(|w| w[0]..w[1]).collect()
 }
 
 /// `shape` without axis `dim`.
@@ -900,6 +954,30 @@ mod tests {
             v = v.insert_axis(Axis(k));
         }
         v
+    }
+
+    #[test]
+    fn row_cuts_cover_the_rows_in_balanced_nonempty_ranges() {
+        let skewed: Vec<usize> = (0..10_000)
+            .map(|e| if e % 4 == 0 { e % 1000 } else { 7 })
+            .collect();
+        for (ids, rows, parts) in [
+            ((0..10_000).map(|e| e % 500).collect::<Vec<_>>(), 500, 2),
+            (skewed.clone(), 1000, 3),
+            (vec![3; 100], 10, 4),
+            (vec![0, 9], 10, 8),
+        ] {
+            let cuts = row_cuts(ids.len(), &|e| ids[e], rows, parts);
+            assert!(!cuts.is_empty() && cuts.len() <= parts);
+            assert_eq!(cuts[0].start, 0);
+            assert_eq!(cuts.last().unwrap().end, rows);
+            assert!(cuts.windows(2).all(|w| w[0].end == w[1].start));
+            assert!(cuts.iter().all(|r| !r.is_empty()));
+        }
+        // Uniform rows in two parts: about half the positions each.
+        let cuts = row_cuts(10_000, &|e| e % 500, 500, 2);
+        assert_eq!(cuts.len(), 2);
+        assert!((240..=260).contains(&cuts[0].end), "{cuts:?}");
     }
 
     #[test]
