@@ -28,7 +28,7 @@ where
     let [os, ss] = nest.inner.strides;
     let optr = SharedPtr(out.as_mut_ptr());
     let sptr = SharedPtr(src.as_ptr() as *mut T);
-    nest.for_each(|base, r| {
+    nest.for_each(move |base, r| {
         let (o, s) = (optr, sptr);
         // SAFETY: `base + j * stride` for `j` in the inner range are offsets of positions of the
         // source's shape: inside the source view (ndarray vouches for its strides), and inside the

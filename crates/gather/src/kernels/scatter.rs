@@ -162,7 +162,7 @@ fn scatter_impl<A, T, I, F>(
         let slice_shape = without(idx.shape(), dim);
         let e_len = idx.shape()[dim];
         let marks = init.is_some() || last_only;
-        if let Some(parts) = direct_parts(e_len, &slice_shape, dst.shape()[dim], marks) {
+        if direct_fits(e_len, &slice_shape, dst.shape()[dim], marks) {
             let iptr = SharedPtr(idx.as_ptr() as *mut I);
             let istride = idx.strides()[dim];
             let (bounds, size) = (index.bounds(), index.size());
@@ -182,7 +182,6 @@ fn scatter_impl<A, T, I, F>(
                 src,
                 e_len,
                 row_of,
-                parts,
                 init,
                 last_only,
                 &update,
@@ -268,7 +267,11 @@ fn run<A, T, I, M, F>(
 {
     let [ds, is, ss] = nest.inner.strides;
     let (mid_len, [mds, mis, mss]) = nest.mid.map_or((1, [0; 3]), |m| (m.len, m.strides));
-    nest.for_each(|base, r| {
+    let map = &map;
+    // `move`: the strides become the closure's own values. Captured by reference, they were
+    // reloaded from memory after every store through `dst` (which might alias them, as far as
+    // the compiler knows), three multiplies by memory operands per element.
+    nest.for_each(move |base, r| {
         let (d, i, s) = (dst, idx, src);
         // SAFETY: offsets are those of positions inside the index's shape. For the index they are
         // in bounds of its own view; for src, whose every size is at least the index's (asserted),
@@ -318,25 +321,21 @@ fn row_index<I: IndexElem>(index: &CheckedIndex<'_, I>, dim: usize) -> bool {
         && e.saturating_mul(slice) >= crate::plan::GRAIN
 }
 
-/// A row scatter whose slice has at least this many elements per task runs [`direct`]ly: each
-/// task owns one piece of the slice (at least a cache line of `f32`s) in every row.
-const DIRECT_MIN_PIECE: usize = 16;
-
-/// How many tasks a row scatter of `e_len` positions over slices of `slice_shape`, into a
-/// destination of `rows` rows along `dim`, runs [`direct`]ly with; `None` when the grouped loop
-/// ([`rows`]) is the better one: too few rows to share out and each task's piece of a row would
-/// be shorter than a cache line, or the rows reached must be marked (`marks`: init or last-only)
-/// in a destination far larger than the positions.
-fn direct_parts(e_len: usize, slice_shape: &[usize], rows: usize, marks: bool) -> Option<usize> {
+/// Whether a row scatter of `e_len` positions over slices of `slice_shape`, into a destination of
+/// `rows` rows along `dim`, runs [`direct`]ly: when it runs on one thread (a small call, or a
+/// one-thread pool), unless the rows reached must be marked (`marks`: init or last-only) in a
+/// destination far larger than the positions. In parallel the grouped loop ([`rows`]) wins: it
+/// splits the destination rows between the threads and prefetches each source row, where
+/// splitting a source-order walk (each thread owning some rows, or a piece of every row) left
+/// each thread as many cache misses as one thread had, or read `src` with gaps that defeat the
+/// hardware prefetcher (W6 on 2 threads: 53 ms, against 41 ms grouped and 40 ms for one thread
+/// in source order).
+fn direct_fits(e_len: usize, slice_shape: &[usize], rows: usize, marks: bool) -> bool {
     let slice_len: usize = slice_shape.iter().product();
-    let threads = if e_len.saturating_mul(slice_len) >= 2 * crate::plan::GRAIN {
-        rayon::current_num_threads()
-    } else {
-        1
-    };
+    let serial = e_len.saturating_mul(slice_len) < 2 * crate::plan::GRAIN
+        || rayon::current_num_threads() == 1;
     let sparse = rows > 64 * e_len + 4096;
-    let splits = threads == 1 || rows >= 4 * threads || slice_len >= DIRECT_MIN_PIECE * threads;
-    (splits && !(marks && sparse)).then_some(threads)
+    serial && !(marks && sparse)
 }
 
 /// A reduction along `dim` with the destination row of each source position given (`ids`, one
@@ -366,44 +365,37 @@ pub(crate) fn scatter_rows<A, T, F>(
     if src.is_empty() || ids.is_empty() {
         return;
     }
-    match direct_parts(ids.len(), &slice_shape, size, init.is_some()) {
-        Some(parts) => direct(
+    if direct_fits(ids.len(), &slice_shape, size, init.is_some()) {
+        direct(
             dst,
             dim,
             &slice_shape,
             src,
             ids.len(),
             |e| ids[e] as usize,
-            parts,
             init,
             false,
             &update,
-        ),
-        None => {
-            let segs = segs.get_or_init(|| Segments::new(ids.len(), size, |e| ids[e] as usize));
-            scatter_segments(dst, dim, segs, src, init, false, update)
-        }
+        );
+    } else {
+        let segs = segs.get_or_init(|| Segments::new(ids.len(), size, |e| ids[e] as usize));
+        scatter_segments(dst, dim, segs, src, init, false, update)
     }
 }
 
-/// A row-index scatter in source order, with no grouping. Each of `parts` tasks walks the
-/// positions along `dim` in index order and updates what it owns of the destination row each
-/// selects: a range of whole rows (short rows, many of them: [`row_cuts`] balances the ranges),
-/// or a piece of every row (the slice, every axis but `dim`, cut by [`Nest::pieces`]).
+/// A row-index scatter in source order, with no grouping, on the calling thread: the positions
+/// along `dim` are walked in index order, each updating the destination row it selects.
 ///
 /// ```text
-/// index rows 2 0 2 1 3      by rows:   task 0 owns rows 0..2 (positions 1, 3)
-/// src  [5, 64]                         task 1 owns rows 2..4 (positions 0, 2, 4)
-///                           by pieces: task 0 columns 0..32 of every row, positions 0..5
-///                                      task 1 columns 32..64 of every row, positions 0..5
+/// index rows 2 0 2 1     dst[2] op= src[0]; dst[0] op= src[1]; dst[2] op= src[2]; dst[1] op= src[3]
 /// ```
 ///
-/// Sources are read in memory order (no random reads of `src`, the big operand of a GNN-style
-/// scatter), nothing is allocated but a bitmap of the rows reached (with `init` or `last_only`),
-/// and every destination element sees its updates in index order, so the result is bitwise the
-/// serial loop's for any number of parts. With `init`, a row's piece is set to it at the row's
-/// first update; with `last_only`, positions are walked backwards and only the first seen (the
-/// last in index order) is written.
+/// Sources are read in memory order (the hardware prefetcher streams `src`, the big operand of a
+/// GNN-style scatter), the destination row of a position a few ahead is prefetched, nothing is
+/// allocated but a bitmap of the rows reached (with `init` or `last_only`), and every destination
+/// element sees its updates in index order: the serial loop's result. With `init`, a row is set
+/// to it at its first update; with `last_only`, positions are walked backwards and only the first
+/// seen (the last in index order) is written.
 ///
 /// `row_of(e)` is the destination row of position `e < e_len`; a row outside `dst` is a bug
 /// (asserted per position, before any access). Other preconditions (asserted, O(rank)): as
@@ -416,14 +408,13 @@ fn direct<A, T, R, F>(
     src: &ArrayView<'_, T, IxDyn>,
     e_len: usize,
     row_of: R,
-    parts: usize,
     init: Option<A>,
     last_only: bool,
     update: &F,
 ) where
     A: Copy + Send + Sync,
     T: Copy + Send + Sync,
-    R: Fn(usize) -> usize + Sync,
+    R: Fn(usize) -> usize,
     F: Fn(&mut A, T) + Sync + Send,
 {
     let nd = dst.ndim();
@@ -460,101 +451,44 @@ fn direct<A, T, R, F>(
         assert!(row < rows_n, "scatter kernel: destination row out of range");
         row
     };
-    let elem = std::mem::size_of::<A>().max(1);
-    let align = (64 / elem).max(1);
-    // Short rows and many of them: each task owns a range of destination rows (whole rows), so a
-    // task touches only its own rows; otherwise each owns a piece of every row.
-    let by_rows =
-        parts > 1 && rows_n >= 4 * parts && slice.total.saturating_mul(elem) < BY_ROWS_MAX_BYTES;
-    let (groups, owned): (Vec<Vec<([isize; 2], Range<usize>)>>, Vec<Range<usize>>) = if by_rows {
-        let whole = slice.pieces(1, align).pop().unwrap_or_default();
-        let cuts = row_cuts(e_len, &row_of, rows_n, parts);
-        (vec![whole; cuts.len()], cuts)
-    } else {
-        let g = slice.pieces(parts, align);
-        let n = g.len();
-        (g, vec![0..rows_n; n])
+    // Every piece of the slice (one, for a contiguous slice), listed once.
+    let mine = slice.pieces(1, 1).pop().unwrap_or_default();
+    let Some(&(base0, ref r0)) = mine.first() else {
+        return;
     };
-    let task = |(mine, own): (&Vec<([isize; 2], Range<usize>)>, &Range<usize>)| {
-        let mut seen = if init.is_some() || last_only {
-            vec![0u64; own.len().div_ceil(64)]
-        } else {
-            Vec::new()
-        };
-        let mut first = |row: usize| -> bool {
-            let k = row - own.start;
-            let (w, b) = (k / 64, 1u64 << (k % 64));
-            let new = seen[w] & b == 0;
-            seen[w] |= b;
-            new
-        };
-        if last_only {
-            for e in (0..e_len).rev() {
-                let row = row_of(e);
-                if own.contains(&row) && first(row) {
-                    for (base, r) in mine {
-                        at.apply_at(row, *base, r.clone(), e, false, update);
-                    }
-                }
-            }
-            return;
-        }
-        for e in 0..e_len {
+    let mut seen = if init.is_some() || last_only {
+        vec![0u64; rows_n.div_ceil(64)]
+    } else {
+        Vec::new()
+    };
+    let mut first = |row: usize| -> bool {
+        let (w, b) = (row / 64, 1u64 << (row % 64));
+        let new = seen[w] & b == 0;
+        seen[w] |= b;
+        new
+    };
+    if last_only {
+        for e in (0..e_len).rev() {
             let row = row_of(e);
-            if let Some(&(base, ref r)) = mine.first() {
-                if e + Rows::<A, T>::AHEAD < e_len {
-                    let next = row_of(e + Rows::<A, T>::AHEAD);
-                    if own.contains(&next) {
-                        at.prefetch_row(next, base, r.clone());
-                    }
+            if first(row) {
+                for (base, r) in &mine {
+                    at.apply_at(row, *base, r.clone(), e, false, update);
                 }
             }
-            if !own.contains(&row) {
-                continue;
-            }
-            let fresh = init.is_some() && first(row);
-            for (base, r) in mine {
-                at.apply_at(row, *base, r.clone(), e, fresh, update);
-            }
         }
-    };
-    if groups.len() > 1 {
-        groups.par_iter().zip(owned.par_iter()).for_each(task);
-    } else {
-        groups.iter().zip(owned.iter()).for_each(task);
+        return;
     }
-}
-
-/// Rows of at most this many bytes are owned whole by one task in [`direct`]: each of their
-/// updates is a cache miss or two, which only fewer updates per task make cheaper. Longer rows
-/// are cut into pieces instead (every task streams its piece of every row).
-const BY_ROWS_MAX_BYTES: usize = 4096;
-
-/// Cuts `0..rows` into at most `parts` consecutive ranges reached by about equally many
-/// positions, estimated from an evenly spaced sample of the positions (deterministic; the
-/// results of [`direct`] do not depend on the cuts anyway). No range is empty.
-fn row_cuts<R: Fn(usize) -> usize>(
-    e_len: usize,
-    row_of: &R,
-    rows: usize,
-    parts: usize,
-) -> Vec<Range<usize>> {
-    let samples = e_len.min(4096);
-    let mut seen: Vec<usize> = (0..samples).map(|k| row_of(k * e_len / samples)).collect();
-    seen.sort_unstable();
-    let mut cuts = vec![0usize];
-    for p in 1..parts {
-        let c = seen
-            .get(p * samples / parts)
-            .copied()
-            .unwrap_or(rows)
-            .min(rows);
-        if c > *cuts.last().unwrap() && c < rows {
-            cuts.push(c);
+    const AHEAD: usize = 4;
+    for e in 0..e_len {
+        let row = row_of(e);
+        if e + AHEAD < e_len {
+            at.prefetch_row(row_of(e + AHEAD), base0, r0.clone());
+        }
+        let fresh = init.is_some() && first(row);
+        for (base, r) in &mine {
+            at.apply_at(row, *base, r.clone(), e, fresh, update);
         }
     }
-    cuts.push(rows);
-    cuts.windows(2).map(|w| w[0]..w[1]).collect()
 }
 
 /// `shape` without axis `dim`.
@@ -954,30 +888,6 @@ mod tests {
             v = v.insert_axis(Axis(k));
         }
         v
-    }
-
-    #[test]
-    fn row_cuts_cover_the_rows_in_balanced_nonempty_ranges() {
-        let skewed: Vec<usize> = (0..10_000)
-            .map(|e| if e % 4 == 0 { e % 1000 } else { 7 })
-            .collect();
-        for (ids, rows, parts) in [
-            ((0..10_000).map(|e| e % 500).collect::<Vec<_>>(), 500, 2),
-            (skewed.clone(), 1000, 3),
-            (vec![3; 100], 10, 4),
-            (vec![0, 9], 10, 8),
-        ] {
-            let cuts = row_cuts(ids.len(), &|e| ids[e], rows, parts);
-            assert!(!cuts.is_empty() && cuts.len() <= parts);
-            assert_eq!(cuts[0].start, 0);
-            assert_eq!(cuts.last().unwrap().end, rows);
-            assert!(cuts.windows(2).all(|w| w[0].end == w[1].start));
-            assert!(cuts.iter().all(|r| !r.is_empty()));
-        }
-        // Uniform rows in two parts: about half the positions each.
-        let cuts = row_cuts(10_000, &|e| e % 500, 500, 2);
-        assert_eq!(cuts.len(), 2);
-        assert!((240..=260).contains(&cuts[0].end), "{cuts:?}");
     }
 
     #[test]
