@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the fuzz targets (fuzz/, cargo-fuzz + libFuzzer, AddressSanitizer on the nightly toolchain)
 # and runs each for a fixed time, starting from the checked-in corpus fuzz/corpus/<target>.
-#   scripts/fuzz.sh [SECONDS_PER_TARGET (default 600)] [TARGET...]
+#   [FUZZ_PARALLEL=1] scripts/fuzz.sh [SECONDS_PER_TARGET (default 600)] [TARGET...]
 # Needs: rustup toolchain install nightly; cargo install cargo-fuzz.
 # New inputs go to target/fuzz-corpus/<target> (not the checked-in corpus); crashes to
 # fuzz/artifacts/<target>. Prints executions, coverage and features per target at the end.
@@ -16,26 +16,32 @@ fi
 # Huge requested allocations must come back as errors, not as sanitizer reports.
 export ASAN_OPTIONS="${ASAN_OPTIONS:-allocator_may_return_null=1:detect_leaks=1}"
 cargo +nightly fuzz build --fuzz-dir fuzz
-summary=()
-for t in "${targets[@]}"; do
-  work="target/fuzz-corpus/$t"
+# One target: runs it, then writes its one-line summary to target/fuzz-<target>.summary.
+run_one() {
+  local t="$1" work="target/fuzz-corpus/$1" log="target/fuzz-$1.log" status=0
   mkdir -p "$work" "fuzz/corpus/$t"
-  log="target/fuzz-$t.log"
-  echo "== $t: ${secs}s"
-  status=0
   cargo +nightly fuzz run --fuzz-dir fuzz "$t" "$work" "fuzz/corpus/$t" -- \
     -max_total_time="$secs" -timeout=30 -rss_limit_mb=4096 -malloc_limit_mb=1000000000 \
     -print_final_stats=1 >"$log" 2>&1 || status=$?
+  local execs cov
   execs=$(grep -m1 "stat::number_of_executed_units" "$log" | awk '{print $2}')
   cov=$(grep -E "^#[0-9]+.*(DONE|pulse|NEW|REDUCE)" "$log" | tail -1 | grep -oE "cov: [0-9]+ ft: [0-9]+" || true)
   if [ "$status" -ne 0 ]; then
-    summary+=("$t: FINDING (exit $status), see $log and fuzz/artifacts/$t")
+    echo "$t: FINDING (exit $status), see $log and fuzz/artifacts/$t" >"target/fuzz-$t.summary"
   else
-    summary+=("$t: ${execs:-?} executions in ${secs}s, ${cov:-?}, no finding")
+    echo "$t: ${execs:-?} executions in ${secs}s, ${cov:-?}, no finding" >"target/fuzz-$t.summary"
   fi
+}
+# FUZZ_PARALLEL=1 runs every target at once (each for the full time; they share the cores).
+for t in "${targets[@]}"; do
+  echo "== $t: ${secs}s"
+  if [ "${FUZZ_PARALLEL:-0}" = 1 ]; then run_one "$t" & else run_one "$t"; fi
 done
+wait
 echo
-printf '%s\n' "${summary[@]}"
-for s in "${summary[@]}"; do
-  case "$s" in *FINDING*) exit 1 ;; esac
+found=0
+for t in "${targets[@]}"; do
+  cat "target/fuzz-$t.summary"
+  grep -q FINDING "target/fuzz-$t.summary" && found=1
 done
+exit "$found"
