@@ -1,7 +1,8 @@
-//! The read ops (gather, take_along_dim, select_batched, index_select, take) on random shapes,
+//! The read ops (gather, take_along_dim, select_batched, index_select, take, gather_broadcast) on
+//! random shapes,
 //! layouts, dims, index types and index values. Every call must return Ok or a typed error;
-//! small Ok results of gather, index_select and take are checked against a plain reference, and a
-//! gather that fails although its call was valid is a bug too.
+//! small Ok results of gather, index_select, take and gather_broadcast are checked against a plain
+//! reference, and a gather or gather_broadcast that fails although its call was valid is a bug too.
 #![no_main]
 
 use gather::IndexElem;
@@ -28,7 +29,7 @@ fn run<I: IndexElem>(b: &mut Bytes, conv: fn(i64) -> I) {
     let in_shape = b.shape(nd);
     let in_layout = b.layout(nd, true);
     let input = Backing::new(&in_shape, &in_layout, |k| k as f32);
-    let op = b.below(5);
+    let op = b.below(6);
     let dim = b.dim(nd);
     let d = if nd == 0 {
         0
@@ -47,6 +48,19 @@ fn run<I: IndexElem>(b: &mut Bytes, conv: fn(i64) -> I) {
         (_, 0) => {
             let nd = b.below(5);
             (nd, b.shape(nd))
+        }
+        // gather_broadcast: off `dim`, each axis the input's size or 1 (any size where the
+        // input's is 1).
+        (5, _) => {
+            let s: Vec<usize> = (0..nd)
+                .map(|a| match (a == d, in_shape[a], b.below(3)) {
+                    (true, _, _) => b.below(6),
+                    (false, 1, _) => b.below(4),
+                    (false, _, 0) => 1,
+                    (false, n, _) => n,
+                })
+                .collect();
+            (nd, s)
         }
         _ => {
             let mut s: Vec<usize> = in_shape.iter().map(|&n| b.below(n + 1)).collect();
@@ -93,9 +107,18 @@ fn run<I: IndexElem>(b: &mut Bytes, conv: fn(i64) -> I) {
                     check_index_select(&x, d, &i, &out);
                 }
             }
-            _ => {
+            4 => {
                 if let Ok(out) = gather::take(&x, &i) {
                     check_take(&x, &i, &out);
+                }
+            }
+            _ => {
+                let r = gather::gather_broadcast(&x, dim, &i);
+                let valid = broadcast_is_valid(&x, dim, &i);
+                match r {
+                    Ok(out) => check_gather_broadcast(&x, dim, &i, &out),
+                    Err(e) if valid => panic!("gather_broadcast refused a valid call: {e}"),
+                    Err(_) => {}
                 }
             }
         })
@@ -196,5 +219,72 @@ fn check_take<I: IndexElem>(x: &ArrayViewD<f32>, i: &ArrayViewD<I>, out: &ndarra
         assert!(v >= -n && v < n, "take accepted {v} for {n} elements");
         let want = flat[v.rem_euclid(n) as usize];
         assert_eq!(got.to_bits(), want.to_bits(), "take");
+    }
+}
+
+/// Whether a gather_broadcast call satisfies its rule (so it must succeed), for calls small enough
+/// to check.
+fn broadcast_is_valid<I: IndexElem>(x: &ArrayViewD<f32>, dim: isize, i: &ArrayViewD<I>) -> bool {
+    let nd = x.ndim().max(1) as isize;
+    if dim < -nd || dim >= nd || x.ndim().max(1) != i.ndim().max(1) || i.len() > 1 << 24 {
+        return false;
+    }
+    let d = dim.rem_euclid(nd) as usize;
+    let (xs, is) = (shape_1d(x.shape()), shape_1d(i.shape()));
+    let out: Vec<usize> = (0..xs.len())
+        .map(|a| if a == d || xs[a] == 1 { is[a] } else { xs[a] })
+        .collect();
+    let fits = (0..xs.len()).all(|a| a == d || xs[a] == is[a] || xs[a] == 1 || is[a] == 1);
+    if !fits || out.iter().product::<usize>() > 1 << 24 {
+        return false;
+    }
+    // Only the index values that the broadcast reads must be in range.
+    out.iter().product::<usize>() == 0 || i.iter().all(|v| (0..xs[d] as i64).contains(&v.to_i64()))
+}
+
+fn shape_1d(s: &[usize]) -> Vec<usize> {
+    if s.is_empty() { vec![1] } else { s.to_vec() }
+}
+
+/// `out[p] = x[p with p[dim] := i[p]]`, size-1 axes of `x` and `i` read at coordinate 0.
+fn check_gather_broadcast<I: IndexElem>(
+    x: &ArrayViewD<f32>,
+    dim: isize,
+    i: &ArrayViewD<I>,
+    out: &ndarray::ArrayD<f32>,
+) {
+    let nd = x.ndim().max(1) as isize;
+    let d = dim.rem_euclid(nd) as usize;
+    let (xs, is) = (shape_1d(x.shape()), shape_1d(i.shape()));
+    let want: Vec<usize> = (0..xs.len())
+        .map(|a| if a == d || xs[a] == 1 { is[a] } else { xs[a] })
+        .collect();
+    assert_eq!(shape_1d(out.shape()), want, "gather_broadcast output shape");
+    if out.len() > 4096 {
+        return;
+    }
+    let x1 = x.to_shape(IxDyn(&xs)).unwrap();
+    let i1 = i.to_shape(IxDyn(&is)).unwrap();
+    let out1 = out.to_shape(IxDyn(&want)).unwrap();
+    for (p, &got) in out1.indexed_iter() {
+        let q: Vec<usize> = (0..is.len())
+            .map(|a| if is[a] == 1 { 0 } else { p[a] })
+            .collect();
+        let v = i1[IxDyn(&q)].to_i64();
+        assert!(
+            v >= 0 && (v as usize) < xs[d],
+            "gather_broadcast accepted index {v} for size {}",
+            xs[d]
+        );
+        let mut c: Vec<usize> = (0..xs.len())
+            .map(|a| if xs[a] == 1 { 0 } else { p[a] })
+            .collect();
+        c[d] = v as usize;
+        assert_eq!(
+            got.to_bits(),
+            x1[IxDyn(&c)].to_bits(),
+            "gather_broadcast at {:?}",
+            p.slice()
+        );
     }
 }

@@ -1,5 +1,6 @@
 //! The scatter family, in place on strided destinations: scatter (src and value), scatter_add,
-//! scatter_reduce (every reduction, include_self both ways) and the legacy reduce= forms. Every
+//! scatter_reduce (every reduction, include_self both ways), the legacy reduce= forms and the
+//! broadcasting scatter, scatter_add and scatter_reduce. Every
 //! call returns Ok or a typed error; a failed call leaves the destination bitwise unchanged (rule
 //! R4b); small successful scatter_add and amax calls are checked against a plain reference (on
 //! integers, so that the sum is exact in any order).
@@ -38,7 +39,19 @@ fn run<I: IndexElem>(b: &mut Bytes, conv: fn(i64) -> I) {
         dim.rem_euclid(nd as isize) as usize
     };
     let size_d = dst_shape.get(d).copied().unwrap_or(1);
-    let (idx_nd, mut idx_shape) = if b.below(8) == 0 {
+    // A quarter of the cases call the broadcasting ops, with shapes mostly fit for them: off `dim`
+    // the index is the destination's size or 1.
+    let bcast = b.below(4) == 0;
+    let (idx_nd, mut idx_shape) = if bcast && b.below(8) != 0 {
+        let s: Vec<usize> = (0..nd)
+            .map(|a| match (a == d, b.below(3)) {
+                (true, _) => b.below(6),
+                (false, 0) => 1,
+                (false, _) => dst_shape[a],
+            })
+            .collect();
+        (nd, s)
+    } else if b.below(8) == 0 {
         let k = b.below(5);
         (k, b.shape(k))
     } else {
@@ -57,15 +70,26 @@ fn run<I: IndexElem>(b: &mut Bytes, conv: fn(i64) -> I) {
     }
     let values: Vec<i64> = (0..64).map(|_| b.index_value(size_d)).collect();
     let index = Backing::new(&idx_shape, &idx_layout, |k| conv(values[k % values.len()]));
-    // The source: shaped like the index, or off by one somewhere.
+    // The source: shaped like the index, or off by one somewhere; for the broadcasting ops the
+    // extent E (the destination's shape with the index's size on `dim`) or 1 on each axis.
     let mut src_shape = idx_shape.clone();
+    if bcast && idx_nd == nd {
+        for (a, n) in src_shape.iter_mut().enumerate() {
+            if a != d {
+                *n = dst_shape[a];
+            }
+            if b.below(3) == 0 {
+                *n = 1;
+            }
+        }
+    }
     if b.below(6) == 0 && !src_shape.is_empty() {
         let a = b.below(src_shape.len());
         src_shape[a] = src_shape[a].saturating_sub(1);
     }
     let src_layout = b.layout(src_shape.len(), true);
     let src = Backing::new(&src_shape, &src_layout, |k| (k % 7) as i32 - 3);
-    let op = b.below(9);
+    let op = if bcast { 9 + b.below(3) } else { b.below(9) };
     let include_self = b.flag();
     let reduce = REDUCES[b.below(5)];
 
@@ -87,6 +111,16 @@ fn run<I: IndexElem>(b: &mut Bytes, conv: fn(i64) -> I) {
                     2,
                     LegacyReduce::Multiply,
                 ),
+                9 => gather::scatter_broadcast_inplace(&mut view, dim, &i, &s),
+                10 => gather::scatter_add_broadcast_inplace(&mut view, dim, &i, &s),
+                11 => gather::scatter_reduce_broadcast_inplace(
+                    &mut view,
+                    dim,
+                    &i,
+                    &s,
+                    reduce,
+                    include_self,
+                ),
                 _ => gather::scatter_reduce_inplace(&mut view, dim, &i, &s, reduce, include_self),
             };
             match r {
@@ -101,8 +135,17 @@ fn run<I: IndexElem>(b: &mut Bytes, conv: fn(i64) -> I) {
                 Ok(()) if op == 2 => check(&before, d, &i, &s, &view.to_owned(), |acc, v| {
                     acc.wrapping_add(v)
                 }),
-                Ok(()) if op >= 6 && reduce == Reduce::Amax && !include_self => {}
-                Ok(()) if op >= 6 && reduce == Reduce::Amax => {
+                Ok(()) if op == 10 => {
+                    let (bi, bs) = expanded(&before, d, &i, &s);
+                    check(&before, d, &bi, &bs, &view.to_owned(), |acc, v| {
+                        acc.wrapping_add(v)
+                    })
+                }
+                Ok(()) if op == 11 && reduce == Reduce::Amax && include_self => {
+                    let (bi, bs) = expanded(&before, d, &i, &s);
+                    check(&before, d, &bi, &bs, &view.to_owned(), |acc, v| acc.max(v))
+                }
+                Ok(()) if (6..9).contains(&op) && reduce == Reduce::Amax && include_self => {
                     check(&before, d, &i, &s, &view.to_owned(), |acc, v| acc.max(v))
                 }
                 Ok(()) => {}
@@ -136,4 +179,30 @@ fn check<I: IndexElem>(
         *t = f(*t, s[&p]);
     }
     assert_eq!(&want, after, "scatter result differs from the reference");
+}
+
+/// The index and src of a successful broadcasting scatter, expanded (as stride-0 views) to its
+/// extent: the destination's shape with the index's size on `d`. Panics if they do not broadcast,
+/// since the op accepted them.
+fn expanded<'a, I: IndexElem>(
+    before: &ArrayD<i32>,
+    d: usize,
+    i: &'a ArrayViewD<'a, I>,
+    s: &'a ArrayViewD<'a, i32>,
+) -> (ArrayViewD<'a, I>, ArrayViewD<'a, i32>) {
+    let mut e = before.shape().to_vec();
+    if e.is_empty() {
+        e.push(1);
+    }
+    e[d] = i.shape().get(d).copied().unwrap_or(1);
+    let bi = i.broadcast(IxDyn(&e));
+    let bs = s.broadcast(IxDyn(&e));
+    match (bi, bs) {
+        (Some(bi), Some(bs)) => (bi, bs),
+        _ => panic!(
+            "a broadcasting scatter accepted index {:?} and src {:?} for extent {e:?}",
+            i.shape(),
+            s.shape()
+        ),
+    }
 }
