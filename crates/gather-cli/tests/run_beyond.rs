@@ -52,7 +52,11 @@ fn run_scatter_groups_logsumexp_writes_the_libraries_result() {
     // Edge messages [E=4, F=2] into V=3 nodes by a 1-D destination index; node 2 gets none.
     let msgs = array![[1.0f64, -2.0], [0.5, 3.0], [4.0, 0.0], [-1.0, 1.0]];
     let dst = array![1i64, 0, 1, 1];
-    let src = npy(dir.path(), "msgs.npy", Tensor::from(msgs.clone().into_dyn()));
+    let src = npy(
+        dir.path(),
+        "msgs.npy",
+        Tensor::from(msgs.clone().into_dyn()),
+    );
     let index = npy(dir.path(), "dst.npy", Tensor::from(dst.clone().into_dyn()));
     let out = dir.path().join("nodes.npy").display().to_string();
     let o = run(&[
@@ -121,7 +125,11 @@ fn run_scatter_groups_logsumexp_writes_the_libraries_result() {
     assert_eq!(bits(&read(&out)), bits(&Tensor::from(want.into_dyn())));
 
     // A float-only reduction on integers is a typed error (exit 2) with a hint, no file.
-    let ints = npy(dir.path(), "ints.npy", Tensor::from(array![[1i32, 2], [3, 4], [5, 6], [7, 8]].into_dyn()));
+    let ints = npy(
+        dir.path(),
+        "ints.npy",
+        Tensor::from(array![[1i32, 2], [3, 4], [5, 6], [7, 8]].into_dyn()),
+    );
     let bad = dir.path().join("bad.npy");
     let o = run(&[
         "run",
@@ -153,8 +161,16 @@ fn run_gather_broadcast_writes_the_libraries_result() {
     let dir = tempfile::tempdir().unwrap();
     let patches = Array3::from_shape_fn((2, 4, 3), |(b, n, d)| (100 * b + 10 * n + d) as f32);
     let keep = array![[[3i32], [1]], [[0], [2]]];
-    let input = npy(dir.path(), "patches.npy", Tensor::from(patches.clone().into_dyn()));
-    let index = npy(dir.path(), "keep.npy", Tensor::from(keep.clone().into_dyn()));
+    let input = npy(
+        dir.path(),
+        "patches.npy",
+        Tensor::from(patches.clone().into_dyn()),
+    );
+    let index = npy(
+        dir.path(),
+        "keep.npy",
+        Tensor::from(keep.clone().into_dyn()),
+    );
     let out = dir.path().join("picked.npy").display().to_string();
     let o = run(&[
         "run",
@@ -312,5 +328,9 @@ fn check_dry_runs_the_new_ops_and_explain_refuses_them_clearly() {
         "{}",
         o.stderr
     );
-    assert!(o.stderr.contains("gather run scatter_groups"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("gather run scatter_groups"),
+        "{}",
+        o.stderr
+    );
 }
