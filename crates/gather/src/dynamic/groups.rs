@@ -431,7 +431,8 @@ mod tests {
             assert_eq!(got, t(wf), "{reduce} f32/u8");
         }
         // The float-only reductions, correction and fills.
-        let cases: Vec<(Vec<(&str, Arg)>, GroupReduce, EmptyFill<f64>)> = vec![
+        type Case<'a> = (Vec<(&'a str, Arg)>, GroupReduce, EmptyFill<f64>);
+        let cases: Vec<Case> = vec![
             (
                 vec![("reduce", Arg::Str("logsumexp".into()))],
                 GroupReduce::LogSumExp,
@@ -624,7 +625,7 @@ mod tests {
         let mut b = a.clone();
         b.set("fill", Arg::Bool(true));
         let want = typed::scatter_any(&srci, 1, &idx, opts.fill(EmptyFill::Value(true))).unwrap();
-        assert_eq!(want[[0, 3]], true);
+        assert!(want[[0, 3]]);
         assert_eq!(
             one("scatter_any", &b, &ins(t(srci.clone()), t(idx.clone()))),
             t(want)
