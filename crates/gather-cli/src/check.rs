@@ -85,7 +85,9 @@ pub fn parse_shape(text: &str) -> CliResult<Vec<usize>> {
 
 fn role_dtype(name: &str, req: &CheckRequest) -> DType {
     match name {
-        "input" | "src" | "source" => req.dtype,
+        // bincount counts the values of its input: integers, like an index.
+        "input" if req.op == "bincount" => req.index_dtype,
+        "input" | "src" | "source" | "weights" => req.dtype,
         "mask" => DType::Bool,
         "repeats" => DType::I64,
         _ => req.index_dtype,

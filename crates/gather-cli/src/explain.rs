@@ -131,9 +131,48 @@ fn show_named(name: &str, f: &Flat) -> String {
     )
 }
 
+/// The ops `explain` can explain (the others run with `gather run`).
+pub const EXPLAINED: &[&str] = &[
+    "gather",
+    "take_along_dim",
+    "take",
+    "index_select",
+    "select_batched",
+    "masked_select",
+    "sort",
+    "topk",
+    "argsort",
+    "repeat_interleave",
+    "scatter",
+    "scatter_add",
+    "scatter_reduce",
+    "index_add",
+    "index_copy",
+    "index_fill",
+    "index_reduce",
+    "put",
+    "masked_scatter",
+];
+
+/// The error for an op of the library that `explain` does not cover.
+fn not_explained(op: &str) -> Failure {
+    Failure::input(format!("explain does not cover {op} (it is an op of the library, but explain has no element-by-element mapping for it)"))
+        .with_hint(format!("run it with `gather run {op} ... -o out.npy`; explain covers {}", EXPLAINED.join(", ")))
+}
+
 /// Runs `op` with `opts` on `inputs` and explains the result.
+///
+/// An op of the library that `explain` does not cover is a clear error, before anything runs:
+///
+/// ```
+/// let e = gather_cli::explain::explain("bincount", &Default::default(), Default::default()).unwrap_err();
+/// assert!(e.message.contains("explain does not cover bincount"));
+/// ```
 pub fn explain(op: &str, opts: &OpOptions, inputs: Tensors) -> CliResult<Explanation> {
     let spec = opargs::spec(op)?;
+    if !EXPLAINED.contains(&op) {
+        return Err(not_explained(op));
+    }
     let names: Vec<&str> = inputs.keys().map(String::as_str).collect();
     opargs::check_tensors(spec, &names)?;
     let args = opts.to_args(spec, &names)?;
@@ -218,7 +257,7 @@ pub fn explain_outputs(
         "index_add" | "index_copy" | "index_fill" | "index_reduce" => index_write(&ctx)?,
         "put" => put(&ctx)?,
         "masked_scatter" => masked_scatter(&ctx)?,
-        _ => return Err(Failure::input(format!("explain does not know {op}"))),
+        _ => return Err(not_explained(op)),
     };
     let mut shown_inputs: Vec<(String, Flat)> = Vec::new();
     for (name, _) in spec.tensors {
@@ -1626,8 +1665,10 @@ pub fn load_inputs(
     };
     let mut out = Tensors::new();
     for (name, spec_text) in given {
-        let role = match name {
-            "input" | "src" | "source" => crate::tensor_io::Role::Data,
+        let role = match (op, name) {
+            // bincount counts the values of its input: integers, like an index.
+            ("bincount", "input") => crate::tensor_io::Role::Index,
+            (_, "input" | "src" | "source" | "weights") => crate::tensor_io::Role::Data,
             _ => crate::tensor_io::Role::Index,
         };
         let t = crate::tensor_io::load(spec_text, role, &load_opts)

@@ -60,7 +60,8 @@ Examples:
     Explain {
         /// The op: gather, scatter, scatter_add, scatter_reduce, index_select, take,
         /// take_along_dim, index_add, index_copy, index_fill, index_reduce, masked_select,
-        /// masked_scatter, put, topk, sort, argsort, repeat_interleave.
+        /// masked_scatter, put, topk, sort, argsort, repeat_interleave, select_batched (the
+        /// library's other ops run with `gather run`).
         op: String,
         #[command(flatten)]
         tensors: TensorOptions,
@@ -110,6 +111,18 @@ Examples:
         /// Shape of a repeats tensor (repeat_interleave).
         #[arg(long, value_name = "SHAPE")]
         repeats_shape: Option<String>,
+        /// Shape of the offsets (segment ops).
+        #[arg(long, value_name = "SHAPE")]
+        offsets_shape: Option<String>,
+        /// Shape of the ids (segment ops).
+        #[arg(long, value_name = "SHAPE")]
+        ids_shape: Option<String>,
+        /// Shape of the lengths (segment ops).
+        #[arg(long, value_name = "SHAPE")]
+        lengths_shape: Option<String>,
+        /// Shape of the weights (bincount).
+        #[arg(long, value_name = "SHAPE")]
+        weights_shape: Option<String>,
         /// Element type of input/src/source.
         #[arg(long, value_name = "DTYPE", default_value = "float32")]
         dtype: String,
@@ -166,7 +179,11 @@ Examples:
   gather run index_select --input emb.safetensors:weight --index ids.npy --dim 0 \\
       -o rows.safetensors:rows
   gather run topk --input scores.npy -k 5 -o values.npy -o indices.npy
-  gather run sort --input x.safetensors:x --descending -o sorted.safetensors")]
+  gather run sort --input x.safetensors:x --descending -o sorted.safetensors
+  gather run scatter_groups --src msgs.npy --index dst.npy --dim 0 --reduce logsumexp \\
+      --dim-size 100 -o nodes.npy
+  gather run segment_reduce --src x.npy --offsets '[0, 2, 5]' --dim 0 --reduce amax -o out.npy
+  gather run gather_broadcast --input patches.npy --index keep.npy --dim 1 -o picked.npy")]
     Run {
         /// The op (see `gather explain --help` for the list).
         op: String,
@@ -309,6 +326,10 @@ fn main() -> ExitCode {
             source_shape,
             mask_shape,
             repeats_shape,
+            offsets_shape,
+            ids_shape,
+            lengths_shape,
+            weights_shape,
             dtype,
             index_dtype,
             opts,
@@ -320,6 +341,10 @@ fn main() -> ExitCode {
                 ("source", source_shape),
                 ("mask", mask_shape),
                 ("repeats", repeats_shape),
+                ("offsets", offsets_shape),
+                ("ids", ids_shape),
+                ("lengths", lengths_shape),
+                ("weights", weights_shape),
             ];
             cmd_check(op, &shapes, &dtype, &index_dtype, opts)
         }

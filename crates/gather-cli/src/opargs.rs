@@ -61,6 +61,14 @@ use Lit::{Bool, Int};
 
 const OUT: &[&str] = &["output"];
 const VALUES_INDICES: &[&str] = &["values", "indices"];
+/// The segment ops: `src` and one of three ways of giving the segments (the library checks that
+/// exactly one is given).
+const SEGMENT_TENSORS: &[(&str, bool)] = &[
+    ("src", true),
+    ("offsets", false),
+    ("ids", false),
+    ("lengths", false),
+];
 
 /// Every op of the library, as `gather::dynamic::call` runs it.
 pub const SPECS: &[OpSpec] = &[
@@ -233,6 +241,141 @@ pub const SPECS: &[OpSpec] = &[
         ],
         outputs: OUT,
     },
+    OpSpec {
+        name: "scatter_groups",
+        tensors: &[("src", true), ("index", true)],
+        args: &[
+            ("dim", Required),
+            ("reduce", Required),
+            ("correction", Omit),
+            ("dim_size", Omit),
+            ("fill", Omit),
+        ],
+        outputs: OUT,
+    },
+    OpSpec {
+        name: "scatter_any",
+        tensors: &[("src", true), ("index", true)],
+        args: &[("dim", Required), ("dim_size", Omit), ("fill", Omit)],
+        outputs: OUT,
+    },
+    OpSpec {
+        name: "scatter_all",
+        tensors: &[("src", true), ("index", true)],
+        args: &[("dim", Required), ("dim_size", Omit), ("fill", Omit)],
+        outputs: OUT,
+    },
+    OpSpec {
+        name: "scatter_softmax",
+        tensors: &[("src", true), ("index", true)],
+        args: &[("dim", Required)],
+        outputs: OUT,
+    },
+    OpSpec {
+        name: "scatter_log_softmax",
+        tensors: &[("src", true), ("index", true)],
+        args: &[("dim", Required)],
+        outputs: OUT,
+    },
+    OpSpec {
+        name: "scatter_reduce_arg",
+        tensors: &[("input", true), ("index", true), ("src", true)],
+        args: &[
+            ("dim", Required),
+            ("reduce", Required),
+            ("include_self", Value(Bool(true))),
+        ],
+        outputs: VALUES_INDICES,
+    },
+    OpSpec {
+        name: "segment_reduce",
+        tensors: SEGMENT_TENSORS,
+        args: &[
+            ("dim", Value(Int(0))),
+            ("reduce", Required),
+            ("correction", Omit),
+            ("fill", Omit),
+            ("num_segments", Omit),
+        ],
+        outputs: OUT,
+    },
+    OpSpec {
+        name: "segment_arg_reduce",
+        tensors: SEGMENT_TENSORS,
+        args: &[
+            ("dim", Value(Int(0))),
+            ("reduce", Required),
+            ("fill", Omit),
+            ("num_segments", Omit),
+        ],
+        outputs: VALUES_INDICES,
+    },
+    OpSpec {
+        name: "segment_any",
+        tensors: SEGMENT_TENSORS,
+        args: &[
+            ("dim", Value(Int(0))),
+            ("fill", Omit),
+            ("num_segments", Omit),
+        ],
+        outputs: OUT,
+    },
+    OpSpec {
+        name: "segment_all",
+        tensors: SEGMENT_TENSORS,
+        args: &[
+            ("dim", Value(Int(0))),
+            ("fill", Omit),
+            ("num_segments", Omit),
+        ],
+        outputs: OUT,
+    },
+    OpSpec {
+        name: "segment_softmax",
+        tensors: SEGMENT_TENSORS,
+        args: &[("dim", Value(Int(0))), ("num_segments", Omit)],
+        outputs: OUT,
+    },
+    OpSpec {
+        name: "segment_log_softmax",
+        tensors: SEGMENT_TENSORS,
+        args: &[("dim", Value(Int(0))), ("num_segments", Omit)],
+        outputs: OUT,
+    },
+    OpSpec {
+        name: "bincount",
+        tensors: &[("input", true), ("weights", false)],
+        args: &[("dim", Null), ("minlength", Value(Int(0)))],
+        outputs: OUT,
+    },
+    OpSpec {
+        name: "gather_broadcast",
+        tensors: &[("input", true), ("index", true)],
+        args: &[("dim", Required)],
+        outputs: OUT,
+    },
+    OpSpec {
+        name: "scatter_broadcast",
+        tensors: &[("input", true), ("index", true), ("src", true)],
+        args: &[("dim", Required)],
+        outputs: OUT,
+    },
+    OpSpec {
+        name: "scatter_add_broadcast",
+        tensors: &[("input", true), ("index", true), ("src", true)],
+        args: &[("dim", Required)],
+        outputs: OUT,
+    },
+    OpSpec {
+        name: "scatter_reduce_broadcast",
+        tensors: &[("input", true), ("index", true), ("src", true)],
+        args: &[
+            ("dim", Required),
+            ("reduce", Required),
+            ("include_self", Value(Bool(true))),
+        ],
+        outputs: OUT,
+    },
 ];
 
 /// The names of every op, comma-separated (for help texts and hints).
@@ -306,6 +449,22 @@ pub struct OpOptions {
     /// The value read for out-of-range indices under --bounds fill.
     #[arg(long, allow_negative_numbers = true, value_name = "X")]
     pub fill_value: Option<String>,
+    /// scatter_groups, scatter_any/all: the output's size along dim (default: largest index + 1).
+    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    pub dim_size: Option<String>,
+    /// scatter_groups, segment ops: what empty groups hold: identity (default), zero, nan, or a
+    /// value.
+    #[arg(long, allow_negative_numbers = true, value_name = "FILL")]
+    pub fill: Option<String>,
+    /// --reduce var / std: subtracted from the group size in the denominator (default 1).
+    #[arg(long, allow_negative_numbers = true, value_name = "C")]
+    pub correction: Option<String>,
+    /// bincount: the least number of bins (default 0).
+    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    pub minlength: Option<String>,
+    /// Segment ops with --ids: the number of segments (default: largest id + 1).
+    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    pub num_segments: Option<String>,
 }
 
 fn parse_bool(name: &str, v: &str) -> CliResult<Arg> {
@@ -366,7 +525,7 @@ pub fn repeats_is_tensor(v: &str) -> bool {
 impl OpOptions {
     /// The options that were given, as `(argument name, text)`.
     fn given(&self) -> Vec<(&'static str, &str)> {
-        let all: [(&'static str, &Option<String>); 16] = [
+        let all: [(&'static str, &Option<String>); 21] = [
             ("dim", &self.dim),
             ("reduce", &self.reduce),
             ("include_self", &self.include_self),
@@ -383,6 +542,11 @@ impl OpOptions {
             ("batch_dims", &self.batch_dims),
             ("bounds", &self.bounds),
             ("fill_value", &self.fill_value),
+            ("dim_size", &self.dim_size),
+            ("fill", &self.fill),
+            ("correction", &self.correction),
+            ("minlength", &self.minlength),
+            ("num_segments", &self.num_segments),
         ];
         all.into_iter()
             .filter_map(|(n, v)| v.as_deref().map(|v| (n, v)))
@@ -433,7 +597,12 @@ impl OpOptions {
                 },
                 "reduce" | "bounds" => Arg::Str(text.trim().to_string()),
                 "value" | "alpha" | "fill_value" => parse_scalar(name, text)?,
-                "k" | "output_size" | "repeats" | "batch_dims" => parse_int(name, text)?,
+                "fill" => match text.trim() {
+                    t @ ("identity" | "zero") => Arg::Str(t.to_string()),
+                    _ => parse_scalar(name, text)?,
+                },
+                "k" | "output_size" | "repeats" | "batch_dims" | "dim_size" | "correction"
+                | "minlength" | "num_segments" => parse_int(name, text)?,
                 _ => parse_bool(name, text)?,
             };
             args.set(name, arg);
@@ -451,8 +620,19 @@ impl OpOptions {
                                 "dims count from 0, or from -1 at the end: e.g. --dim 1 or --dim -1"
                                     .to_string()
                             }
-                            "reduce" if op == "scatter_reduce" => {
+                            "reduce"
+                                if op == "scatter_reduce" || op == "scatter_reduce_broadcast" =>
+                            {
                                 "--reduce sum|prod|mean|amax|amin".to_string()
+                            }
+                            "reduce" if op == "scatter_groups" || op == "segment_reduce" => {
+                                "--reduce sum|prod|mean|amax|amin|first|last|logsumexp|var|std"
+                                    .to_string()
+                            }
+                            "reduce"
+                                if op.ends_with("_arg_reduce") || op == "scatter_reduce_arg" =>
+                            {
+                                "--reduce amax|amin".to_string()
                             }
                             "reduce" => "--reduce prod|mean|amax|amin".to_string(),
                             "value" => "e.g. --value 0, --value -1.5, --value nan".to_string(),
@@ -521,7 +701,19 @@ pub struct TensorOptions {
     /// The mask of masked_select and masked_scatter (bool).
     #[arg(long, allow_hyphen_values = true, value_name = "TENSOR")]
     pub mask: Option<String>,
-    /// Convert the data tensors (input, src, source) to this dtype: bool, uint8, int8, int16,
+    /// Segment ops: CSR offsets (S + 1 positions along dim), 1-D integers.
+    #[arg(long, allow_hyphen_values = true, value_name = "TENSOR")]
+    pub offsets: Option<String>,
+    /// Segment ops: one sorted segment id per position along dim, 1-D integers.
+    #[arg(long, allow_hyphen_values = true, value_name = "TENSOR")]
+    pub ids: Option<String>,
+    /// Segment ops: the length of each segment, 1-D integers.
+    #[arg(long, allow_hyphen_values = true, value_name = "TENSOR")]
+    pub lengths: Option<String>,
+    /// bincount: a weight per input value (the output has its dtype).
+    #[arg(long, allow_hyphen_values = true, value_name = "TENSOR")]
+    pub weights: Option<String>,
+    /// Convert the data tensors (input, src, source, weights; not bincount's integer input) to this dtype: bool, uint8, int8, int16,
     /// int32, int64, uint16, uint32, uint64, float16, bfloat16, float32, float64.
     #[arg(long, value_name = "DTYPE")]
     pub dtype: Option<String>,
@@ -539,6 +731,10 @@ impl TensorOptions {
             ("src", &self.src),
             ("source", &self.source),
             ("mask", &self.mask),
+            ("offsets", &self.offsets),
+            ("ids", &self.ids),
+            ("lengths", &self.lengths),
+            ("weights", &self.weights),
         ]
         .into_iter()
         .filter_map(|(n, v)| v.as_deref().map(|v| (n, v)))

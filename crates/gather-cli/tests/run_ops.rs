@@ -20,7 +20,27 @@ use gather_cli::npy::load_npy;
 use gather_cli::tensor_io::{LoadOptions, Role, load, safetensors_bytes};
 
 /// Ops of the library that PyTorch does not have, so the suite has no cases of them.
-const BEYOND_PYTORCH: &[&str] = &["select_batched"];
+/// (`tests/run_beyond.rs` runs the group, segment and broadcast ops through `gather run`.)
+const BEYOND_PYTORCH: &[&str] = &[
+    "select_batched",
+    "scatter_groups",
+    "scatter_any",
+    "scatter_all",
+    "scatter_softmax",
+    "scatter_log_softmax",
+    "scatter_reduce_arg",
+    "segment_reduce",
+    "segment_arg_reduce",
+    "segment_any",
+    "segment_all",
+    "segment_softmax",
+    "segment_log_softmax",
+    "bincount",
+    "gather_broadcast",
+    "scatter_broadcast",
+    "scatter_add_broadcast",
+    "scatter_reduce_broadcast",
+];
 
 fn suite_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance/cases")

@@ -21,7 +21,9 @@
 //! ```
 
 mod bounds;
+mod broadcast;
 mod grad;
+mod groups;
 mod index_ops;
 mod masked;
 mod onnx;
@@ -425,6 +427,23 @@ pub const OPS: &[(&str, bool)] = &[
     ("argsort", false),
     ("repeat_interleave", false),
     ("select_batched", false),
+    ("scatter_groups", false),
+    ("scatter_any", false),
+    ("scatter_all", false),
+    ("scatter_softmax", false),
+    ("scatter_log_softmax", false),
+    ("scatter_reduce_arg", false),
+    ("segment_reduce", false),
+    ("segment_arg_reduce", false),
+    ("segment_any", false),
+    ("segment_all", false),
+    ("segment_softmax", false),
+    ("segment_log_softmax", false),
+    ("bincount", false),
+    ("gather_broadcast", false),
+    ("scatter_broadcast", true),
+    ("scatter_add_broadcast", true),
+    ("scatter_reduce_broadcast", true),
 ];
 
 /// True when `op` has an in-place form (`scatter_`, `index_add_` ...).
@@ -437,12 +456,49 @@ pub fn has_inplace(op: &str) -> bool {
     OPS.iter().any(|(name, inplace)| *name == op && *inplace)
 }
 
-/// Runs `op` (PyTorch's name, or one of [`ONNX_OPS`]) out of place and returns its named outputs
-/// (`output`, or `values`/`indices` for sort and topk).
+/// Runs `op` (PyTorch's name, one of the library's own ops below, or one of [`ONNX_OPS`]) out
+/// of place and returns its named outputs (`output`, or `values`/`indices` for sort, topk and
+/// the arg-reductions).
 ///
 /// The indexing ops also take a bounds policy (see [`crate::ops::bounds`]): the arguments
 /// `bounds` (`error`, the default, `wrap`, `clip`, `fill`, `drop`) and `fill_value` (with
 /// `fill`).
+///
+/// Beyond PyTorch (every op is in [`OPS`]; tensors, then arguments):
+/// - `select_batched`: `input`, `index`; `dim`, `batch_dims` (0);
+/// - `scatter_groups` ([`crate::ops::reduce::scatter_groups`]): `src`, `index`; `dim`, `reduce`
+///   (`sum`, `prod`, `mean`, `amax`, `amin`, `first`, `last`, `logsumexp`, `var`, `std`),
+///   `correction` (var/std, default 1), `dim_size` (default: largest index + 1), `fill` (empty
+///   groups: `identity`, the default, `zero`, `nan`, or a number);
+/// - `scatter_any`, `scatter_all`: `src`, `index`; `dim`, `dim_size`, `fill`; bool output;
+/// - `scatter_softmax`, `scatter_log_softmax`: `src`, `index`; `dim`;
+/// - `scatter_reduce_arg`: `input`, `index`, `src`; `dim`, `reduce` (`amax`/`amin`),
+///   `include_self` (true); outputs `values`, `indices` (`i64`, -1 where no source won);
+/// - `segment_reduce`, `segment_arg_reduce` (outputs `values`, `indices`), `segment_any`,
+///   `segment_all`, `segment_softmax`, `segment_log_softmax`
+///   ([`crate::ops::segment`]): `src` and one 1-D tensor of `offsets` (CSR), `ids` (sorted) or
+///   `lengths`; `dim` (default 0), `reduce`, `correction`, `fill` as above, `num_segments`
+///   (with `ids`);
+/// - `bincount`: `input` (integers), optional `weights`; `minlength` (0), `dim` (absent: 1-D
+///   input as `torch.bincount`; an integer: along that axis);
+/// - `gather_broadcast`, and with in-place forms `scatter_broadcast`, `scatter_add_broadcast`,
+///   `scatter_reduce_broadcast` ([`crate::ops::broadcast`]): `input`, `index`, `src`; `dim`;
+///   `reduce` and `include_self` (true) for the last.
+///
+/// ```
+/// use gather::dynamic::{call, Arg, Args, Tensor, Tensors};
+/// use ndarray::array;
+/// let mut inputs = Tensors::new();
+/// inputs.insert("src".into(), Tensor::from(array![1.0f64, 2.0, 5.0].into_dyn()));
+/// inputs.insert("index".into(), Tensor::from(array![0i64, 0, 2].into_dyn()));
+/// let mut args = Args::default();
+/// args.set("dim", Arg::Int(0));
+/// args.set("reduce", Arg::Str("mean".into()));
+/// args.set("fill", Arg::Str("nan".into()));
+/// let out = call("scatter_groups", &args, &inputs).unwrap();
+/// assert_eq!(out[0].1.to_f64_vec()[0], 1.5);
+/// assert!(out[0].1.to_f64_vec()[1].is_nan()); // group 1 is empty
+/// ```
 pub fn call(op: &str, args: &Args, inputs: &Tensors) -> Result<Vec<(String, Tensor)>> {
     let out = |t: Tensor| Ok(vec![("output".to_string(), t)]);
     if bounds::requested(args) {
@@ -459,6 +515,20 @@ pub fn call(op: &str, args: &Args, inputs: &Tensors) -> Result<Vec<(String, Tens
         "topk" | "sort" => sort::sort_like(op, args, inputs),
         "argsort" => out(sort::argsort(args, inputs)?),
         "repeat_interleave" => out(sort::repeat_interleave(args, inputs)?),
+        "scatter_groups" => out(groups::scatter_groups(args, inputs)?),
+        "scatter_any" | "scatter_all" => out(groups::scatter_any_all(op, args, inputs)?),
+        "scatter_softmax" | "scatter_log_softmax" => {
+            out(groups::scatter_softmax(op, args, inputs)?)
+        }
+        "scatter_reduce_arg" => groups::scatter_reduce_arg(args, inputs),
+        "segment_reduce"
+        | "segment_arg_reduce"
+        | "segment_any"
+        | "segment_all"
+        | "segment_softmax"
+        | "segment_log_softmax" => groups::segment(op, args, inputs),
+        "bincount" => out(groups::bincount(args, inputs)?),
+        "gather_broadcast" => out(broadcast::gather_broadcast(args, inputs)?),
         _ if ONNX_OPS.contains(&op) => out(onnx::call(op, args, inputs)?),
         _ if has_inplace(op) => {
             let mut target = input(inputs, "input")?.clone();
@@ -487,6 +557,9 @@ pub fn call_inplace(op: &str, args: &Args, target: &mut Tensor, inputs: &Tensors
         }
         "masked_scatter" => masked::masked_scatter_inplace(args, target, inputs),
         "put" => take::put(args, target, inputs),
+        "scatter_broadcast" | "scatter_add_broadcast" | "scatter_reduce_broadcast" => {
+            broadcast::scatter_family(op, args, target, inputs)
+        }
         _ if OPS.iter().any(|(n, _)| *n == op) || ONNX_OPS.contains(&op) => {
             Err(Error::invalid(format!("{op} has no in-place form")))
         }
