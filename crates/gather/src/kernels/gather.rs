@@ -8,6 +8,7 @@
 //! - otherwise the general strided loop.
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use ndarray::{ArrayView, IxDyn};
 
@@ -25,18 +26,62 @@ pub(crate) fn gather<T, I>(
     input: &ArrayView<'_, T, IxDyn>,
     dim: usize,
     index: &CheckedIndex<'_, I>,
-    mut out: Vec<T>,
+    out: Vec<T>,
 ) -> Vec<T>
 where
     T: Copy + Send + Sync,
     I: IndexElem,
 {
-    let idx = index.view();
+    let mode = Mode::Checked(index.bounds());
+    let out = gather_impl(input, dim, index.view(), index.size(), mode, out);
+    out.expect("checked values are never out of range")
+}
+
+/// [`gather`] under the strict bounds policy with an index that has not been checked: every value
+/// is checked as it is used (one predictable comparison in the loop, instead of a separate pass
+/// over the index before it). Returns `None`, with the output dropped, if any value is outside
+/// `0..input.shape[dim]`; the caller then finds the first such value for the error
+/// ([`crate::index::check_bounds`]). Preconditions as [`gather`], but for the index check.
+pub(crate) fn gather_checking<T, I>(
+    input: &ArrayView<'_, T, IxDyn>,
+    dim: usize,
+    index: &ArrayView<'_, I, IxDyn>,
+    out: Vec<T>,
+) -> Option<Vec<T>>
+where
+    T: Copy + Send + Sync,
+    I: IndexElem,
+{
+    assert!(dim < input.ndim(), "gather kernel: dim out of range");
+    let size = input.shape()[dim];
+    gather_impl(input, dim, index, size, Mode::Checking, out)
+}
+
+/// Whether the index values were checked before the kernel (under a policy), or are checked by
+/// it.
+#[derive(Clone, Copy)]
+enum Mode {
+    Checked(Bounds),
+    Checking,
+}
+
+fn gather_impl<T, I>(
+    input: &ArrayView<'_, T, IxDyn>,
+    dim: usize,
+    idx: &ArrayView<'_, I, IxDyn>,
+    size: usize,
+    mode: Mode,
+    mut out: Vec<T>,
+) -> Option<Vec<T>>
+where
+    T: Copy + Send + Sync,
+    I: IndexElem,
+{
     let nd = input.ndim();
     assert_eq!(idx.ndim(), nd, "gather kernel: rank mismatch");
     assert!(dim < nd, "gather kernel: dim out of range");
     assert_eq!(
-        index.size(),
+        size,
         input.shape()[dim],
         "gather kernel: index checked against another size"
     );
@@ -52,7 +97,15 @@ where
         "gather kernel: output buffer too small"
     );
     if n == 0 {
-        return out;
+        return Some(out);
+    }
+    if size == 0 {
+        // No value can be in range (and a checked index of this size is empty).
+        assert!(
+            matches!(mode, Mode::Checking),
+            "gather kernel: checked index for an empty dim"
+        );
+        return None;
     }
     let shape = idx.shape().to_vec();
     let out_strides = crate::dims::row_major_strides(&shape);
@@ -65,21 +118,34 @@ where
         idx: SharedPtr(idx.as_ptr() as *mut I),
         x: SharedPtr(input.as_ptr() as *mut T),
     };
-    let size = index.size();
     let how = How::new::<T>(&nest, input.len(), size);
-    match index.bounds() {
-        Bounds::Strict => run(&nest, ptrs, dstride, how, |v| v as isize),
-        Bounds::Wrap => run(&nest, ptrs, dstride, how, |v| {
+    let bad = AtomicBool::new(false);
+    match mode {
+        Mode::Checked(Bounds::Strict) => run(&nest, ptrs, dstride, how, |v| v as isize),
+        Mode::Checked(Bounds::Wrap) => run(&nest, ptrs, dstride, how, |v| {
             position(Bounds::Wrap, v, size)
         }),
-        Bounds::Modulo => run(&nest, ptrs, dstride, how, |v| {
+        Mode::Checked(Bounds::Modulo) => run(&nest, ptrs, dstride, how, |v| {
             position(Bounds::Modulo, v, size)
         }),
+        // An out-of-range value reads row 0 instead (in range: `size > 0`) and is remembered;
+        // the output is then dropped.
+        Mode::Checking => run(&nest, ptrs, dstride, how, |v| {
+            if (v as u64) < size as u64 {
+                v as isize
+            } else {
+                bad.store(true, Ordering::Relaxed);
+                0
+            }
+        }),
+    }
+    if bad.into_inner() {
+        return None;
     }
     // SAFETY: the nest covers every position of the index shape exactly once, and the output
     // strides are the row-major strides of that shape, so each of the `n` slots was written once.
     unsafe { out.set_len(n) };
-    out
+    Some(out)
 }
 
 /// Bytes of the input one tile of a tiled lookup may span (a part of a core's L2 cache).
@@ -159,8 +225,9 @@ where
     // offsets of positions inside the iteration shape, which is the index's shape: in bounds for
     // the output (its shape) and the index (its own view). For the input, every non-dim
     // coordinate is below the index's size there, which the caller asserted is at most the
-    // input's, and the dim coordinate is a checked index value mapped into
-    // `0..input.shape[dim]`. Output positions are disjoint between tasks (the planner splits
+    // input's, and the dim coordinate is an index value mapped into `0..input.shape[dim]` by
+    // `map` (checked before the kernel, or checked by `map` itself, which maps a value out of
+    // range to 0). Output positions are disjoint between tasks (the planner splits
     // positions, never duplicates them); the index and the input are only read, and neither can
     // alias the freshly allocated output. A prefetch names the input element of a position
     // `j + D` that is itself inside the inner range, so its address is in bounds too; the row
@@ -369,7 +436,15 @@ mod tests {
                     let checked =
                         CheckedIndex::new("gather", idx.clone(), dim, x.shape()[dim], bounds)
                             .unwrap();
-                    gather(x, dim, &checked, Vec::with_capacity(idx.len()))
+                    let got = gather(x, dim, &checked, Vec::with_capacity(idx.len()));
+                    if bounds == Bounds::Strict {
+                        let fused = gather_checking(x, dim, idx, Vec::with_capacity(idx.len()));
+                        assert!(
+                            fused.as_ref() == Some(&got),
+                            "{name}: checking kernel differs"
+                        );
+                    }
+                    got
                 });
             assert!(
                 got == want,
@@ -519,6 +594,83 @@ mod tests {
             .unwrap();
         let takes = random_index(&[100_000], 2048 * 1024, 12);
         check("1-d", &flat, 0, &takes.view(), Bounds::Strict);
+    }
+
+    #[test]
+    fn checking_kernel_refuses_any_out_of_range_value_on_every_loop() {
+        // (input shape, dim, index): lookup, row copy (expanded index), general (transposed), and
+        // the prefetched/tiled loops of a large input.
+        let big = input(&[2048, 1024]);
+        let small = input(&[40, 30]);
+        let roi = input(&[25_600, 21, 4]);
+        let col = random_index(&[40, 1], 40, 1);
+        let labels = random_index(&[25_600, 1, 1], 21, 2);
+        // (name, input, dim, index, the shape it is broadcast to: stride 0 along the inner axis).
+        type Case<'a> = (
+            &'a str,
+            ArrayView<'a, f32, IxDyn>,
+            usize,
+            ArrayD<i64>,
+            Vec<usize>,
+        );
+        let cases: Vec<Case<'_>> = vec![
+            (
+                "lookup",
+                small.view(),
+                1,
+                random_index(&[40, 30], 30, 3),
+                vec![40, 30],
+            ),
+            ("row copy", small.view(), 0, col, vec![40, 30]),
+            (
+                "general",
+                small.t().into_dyn(),
+                1,
+                random_index(&[30, 40], 40, 4),
+                vec![30, 40],
+            ),
+            (
+                "tiled",
+                big.view(),
+                0,
+                random_index(&[700, 1024], 2048, 5),
+                vec![700, 1024],
+            ),
+            (
+                "prefetched",
+                big.view(),
+                1,
+                random_index(&[2048, 300], 1024, 6),
+                vec![2048, 300],
+            ),
+            ("short rows", roi.view(), 1, labels, vec![25_600, 1, 4]),
+        ];
+        for (name, x, dim, idx, shape) in cases {
+            let size = x.shape()[dim] as i64;
+            let n = idx.len();
+            for (at, bad) in [(0, -1), (n / 2, size), (n - 1, i64::MAX), (n - 1, i64::MIN)] {
+                let mut idx = idx.clone();
+                idx.as_slice_mut().unwrap()[at] = bad;
+                let view = idx.broadcast(IxDyn(&shape)).unwrap();
+                for threads in [1, 2] {
+                    let got = rayon::ThreadPoolBuilder::new()
+                        .num_threads(threads)
+                        .build()
+                        .unwrap()
+                        .install(|| {
+                            gather_checking(&x, dim, &view, Vec::with_capacity(view.len()))
+                        });
+                    assert!(
+                        got.is_none(),
+                        "{name}: value {bad} at {at} accepted ({threads} threads)"
+                    );
+                }
+            }
+        }
+        // No value fits an empty dim.
+        let empty = input(&[3, 0]);
+        let idx = ArrayD::<i64>::zeros(IxDyn(&[3, 1]));
+        assert!(gather_checking(&empty.view(), 1, &idx.view(), Vec::with_capacity(3)).is_none());
     }
 
     #[test]

@@ -85,9 +85,23 @@ where
     let x = view_1d_if_scalar(input);
     let idx = view_1d_if_scalar(index);
     check_index_fits(op, x.shape(), idx.shape(), None, dim)?;
-    let checked = CheckedIndex::new(op, idx, dim, x.shape()[dim], bounds)?;
-    let out = super::try_vec(op, checked.view().len())?;
-    let data = kernels::gather::gather(&x, dim, &checked, out);
+    // Under the default policy the kernel checks each value as it reads it (no separate pass over
+    // the index); if one is out of range (or the output cannot be allocated), the full check
+    // below finds the first such value for the error.
+    let data = match bounds {
+        Bounds::Strict => super::try_vec(op, idx.len())
+            .ok()
+            .and_then(|out| kernels::gather::gather_checking(&x, dim, &idx, out)),
+        _ => None,
+    };
+    let data = match data {
+        Some(data) => data,
+        None => {
+            let checked = CheckedIndex::new(op, idx, dim, x.shape()[dim], bounds)?;
+            let out = super::try_vec(op, checked.view().len())?;
+            kernels::gather::gather(&x, dim, &checked, out)
+        }
+    };
     Ok(Array::from_shape_vec(index.raw_dim(), data).expect("output has the index's shape"))
 }
 

@@ -233,13 +233,19 @@ where
     let xb = x.broadcast(IxDyn(&x_shape)).ok_or_else(internal)?;
     let ib = idx.broadcast(IxDyn(&idx_shape)).ok_or_else(internal)?;
     let size = x_shape[d];
-    // In-range values (the usual case) take the plain lookup; others are reduced modulo `size`.
-    let checked = match CheckedIndex::new(OP, ib.clone(), d, size, Bounds::Strict) {
-        Ok(c) => c,
-        Err(_) => CheckedIndex::new(OP, ib, d, size, Bounds::Modulo)?,
+    // In-range values (the usual case) take the plain lookup, checked as they are read; if one is
+    // not, the lookup runs again with every value reduced modulo `size`.
+    let fused = super::try_vec(OP, ib.len())
+        .ok()
+        .and_then(|out| kernels::gather::gather_checking(&xb, d, &ib, out));
+    let data = match fused {
+        Some(data) => data,
+        None => {
+            let checked = CheckedIndex::new(OP, ib, d, size, Bounds::Modulo)?;
+            let out = super::try_vec(OP, checked.view().len())?;
+            kernels::gather::gather(&xb, d, &checked, out)
+        }
     };
-    let out = super::try_vec(OP, checked.view().len())?;
-    let data = kernels::gather::gather(&xb, d, &checked, out);
     Ok(ArrayD::from_shape_vec(IxDyn(&idx_shape), data).expect("output has the broadcast shape"))
 }
 
