@@ -5,6 +5,8 @@
 # Needs: rustup toolchain install nightly; cargo install cargo-fuzz.
 # New inputs go to target/fuzz-corpus/<target> (not the checked-in corpus); crashes to
 # fuzz/artifacts/<target>. Prints executions, coverage and features per target at the end.
+# FUZZ_MERGE=1 then merges the new inputs into fuzz/corpus/<target> (libFuzzer's -merge=1 keeps
+# only inputs that add coverage), ready to commit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-600}"
@@ -18,12 +20,14 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-allocator_may_return_null=1:detect_leaks=1}
 # 16 codegen units: with cargo-fuzz's default of one, rustc held 18.8 GB while compiling the
 # instrumented `gather` crate (OOM on a 24 GiB machine) and took over 20 minutes.
 build_flags=(--fuzz-dir fuzz --codegen-units "${FUZZ_CODEGEN_UNITS:-16}")
-cargo +nightly fuzz build "${build_flags[@]}"
+# FUZZ_SKIP_BUILD=1 runs the binaries already built (say, while the sources have moved on).
+[ "${FUZZ_SKIP_BUILD:-0}" = 1 ] || cargo +nightly fuzz build "${build_flags[@]}"
+bin=fuzz/target/x86_64-unknown-linux-gnu/release
 # One target: runs it, then writes its one-line summary to target/fuzz-<target>.summary.
 run_one() {
   local t="$1" work="target/fuzz-corpus/$1" log="target/fuzz-$1.log" status=0
-  mkdir -p "$work" "fuzz/corpus/$t"
-  cargo +nightly fuzz run "${build_flags[@]}" "$t" "$work" "fuzz/corpus/$t" -- \
+  mkdir -p "$work" "fuzz/corpus/$t" "fuzz/artifacts/$t"
+  "$bin/$t" -artifact_prefix="fuzz/artifacts/$t/" "$work" "fuzz/corpus/$t" \
     -max_total_time="$secs" -timeout=30 -rss_limit_mb=4096 -malloc_limit_mb=1000000000 \
     -print_final_stats=1 >"$log" 2>&1 || status=$?
   local execs cov
@@ -46,5 +50,11 @@ found=0
 for t in "${targets[@]}"; do
   cat "target/fuzz-$t.summary"
   grep -q FINDING "target/fuzz-$t.summary" && found=1
+  if [ "${FUZZ_MERGE:-0}" = 1 ]; then
+    before=$(ls "fuzz/corpus/$t" | wc -l)
+    "$bin/$t" -merge=1 -timeout=30 -rss_limit_mb=4096 -malloc_limit_mb=1000000000 \
+      "fuzz/corpus/$t" "target/fuzz-corpus/$t" >"target/fuzz-$t.merge.log" 2>&1
+    echo "  corpus: $before -> $(ls "fuzz/corpus/$t" | wc -l) inputs in fuzz/corpus/$t"
+  fi
 done
 exit "$found"

@@ -172,7 +172,12 @@ fn check_gather<I: IndexElem>(
             assert_eq!(v, 0, "gather accepted index {v} on a 0-d input");
             x[IxDyn(&[])]
         } else {
-            let mut c = p.slice().to_vec();
+            // A 0-d index (with a 1-d input) gives a 0-d output: its one position is [0].
+            let mut c = if p.ndim() == 0 {
+                vec![0]
+            } else {
+                p.slice().to_vec()
+            };
             assert!(
                 v >= 0 && (v as usize) < x.shape()[d],
                 "gather accepted index {v} for size {}",
