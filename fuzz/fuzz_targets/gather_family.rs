@@ -196,7 +196,8 @@ fn check_index_select<I: IndexElem>(
     i: &ArrayViewD<I>,
     out: &ndarray::ArrayD<f32>,
 ) {
-    if out.len() > 4096 || x.ndim() == 0 {
+    // (An empty output can come from an index of 2^44 broadcast positions: not collected here.)
+    if out.len() > 4096 || out.is_empty() || i.len() > 4096 || x.ndim() == 0 {
         return;
     }
     let ids: Vec<i64> = i.iter().map(|v| v.to_i64()).collect();
