@@ -96,25 +96,38 @@ pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
     Ok(out)
 }
 
-/// The number of elements of `shape`, or an error when it overflows `usize`.
+/// The number of elements of `shape`, or an error when no array can have that shape: ndarray
+/// requires the product of the *nonzero* lengths to fit in `isize`, even for an empty array.
 ///
 /// ```
 /// assert_eq!(gather::dims::checked_numel(&[2, 3]).unwrap(), 6);
 /// assert!(gather::dims::checked_numel(&[usize::MAX, 2]).is_err());
+/// // Empty, but still not a shape ndarray accepts (2^62 * 2^62 overflows), wherever the 0 is.
+/// assert!(gather::dims::checked_numel(&[0, 1 << 62, 1 << 62]).is_err());
+/// assert!(gather::dims::checked_numel(&[1 << 62, 1 << 62, 0]).is_err());
+/// assert_eq!(gather::dims::checked_numel(&[0, 1 << 40]).unwrap(), 0);
 /// ```
 pub fn checked_numel(shape: &[usize]) -> Result<usize> {
-    shape
+    numel(shape).ok_or_else(|| {
+        Error::new(
+            ErrorKind::InvalidArgument,
+            format!(
+                "shape {} has more elements than fit in memory",
+                fmt_shape(shape)
+            ),
+        )
+    })
+}
+
+/// The element count of `shape` if ndarray accepts it (the product of the nonzero lengths fits in
+/// `isize`), else `None`.
+pub(crate) fn numel(shape: &[usize]) -> Option<usize> {
+    let nonzero = shape
         .iter()
-        .try_fold(1usize, |acc, &s| acc.checked_mul(s))
-        .ok_or_else(|| {
-            Error::new(
-                ErrorKind::InvalidArgument,
-                format!(
-                    "shape {} has more elements than fit in memory",
-                    fmt_shape(shape)
-                ),
-            )
-        })
+        .filter(|&&n| n != 0)
+        .try_fold(1usize, |acc, &n| acc.checked_mul(n))
+        .filter(|&n| n <= isize::MAX as usize)?;
+    Some(if shape.contains(&0) { 0 } else { nonzero })
 }
 
 /// Row-major (C-order) strides of `shape`, in elements.

@@ -35,13 +35,10 @@ pub(crate) fn view_1d_if_scalar<S: Data, D: Dimension>(
 }
 
 /// The element count of an output of `shape`, or the error [`try_vec`] gives when no buffer can
-/// hold that many elements (the product overflows, or exceeds `isize::MAX`).
+/// hold that many elements, or no array can have that shape (the product of its nonzero lengths
+/// overflows `isize`, which ndarray refuses even for an empty array).
 pub(crate) fn output_len(op: &str, shape: &[usize]) -> Result<usize> {
-    shape
-        .iter()
-        .try_fold(1usize, |acc, &n| acc.checked_mul(n))
-        .filter(|&n| n <= isize::MAX as usize)
-        .ok_or_else(|| {
+    crate::dims::numel(shape).ok_or_else(|| {
             Error::invalid(format!(
                 "{op}: cannot allocate an output of shape {}: its element count overflows",
                 fmt_shape(shape)

@@ -233,6 +233,7 @@ where
     let idx = index.view().into_dyn();
     check_bounds(op, &idx, plan.axis, input.shape()[plan.axis], bounds)?;
     super::output_len(op, &plan.gather_shape)?;
+    super::output_len(op, &plan.out_shape)?;
     if plan.out_shape.contains(&0) {
         return Ok(ArrayD::from_shape_vec(IxDyn(&plan.out_shape), Vec::new()).expect("empty"));
     }
@@ -447,6 +448,22 @@ mod tests {
         assert!(e.hint().unwrap().contains("negative"), "{e}");
         let e = select_batched(&ndarray::arr0(1.0f32), 0, &ndarray::arr0(0i64), 0).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::DimOutOfRange);
+    }
+
+    #[test]
+    fn empty_output_whose_shape_no_array_can_have_is_an_error_not_a_panic() {
+        // Found by the gather_family fuzz target: the output [2^62, 0, 3] is empty, but ndarray
+        // refuses it (3 * 2^62 overflows isize), so building it panicked.
+        let x = Array::from_shape_fn((4, 3), |(i, j)| (i * 3 + j) as f32);
+        let one = array![0i64];
+        let index = one.broadcast((1usize << 62, 0)).unwrap();
+        let e = select_batched(&x, 0, &index, 0).unwrap_err();
+        assert_eq!(e.kind(), crate::error::ErrorKind::InvalidArgument);
+        assert!(e.to_string().contains("[4611686018427387904, 0, 3]"), "{e}");
+        // The same index into a narrower input gives an empty output that does exist.
+        let narrow = Array::from_shape_fn((4, 1), |(i, _)| i as f32);
+        let out = select_batched(&narrow, 0, &index, 0).unwrap();
+        assert_eq!(out.shape(), &[1 << 62, 0, 1]);
     }
 
     #[test]
