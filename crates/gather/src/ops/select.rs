@@ -110,7 +110,7 @@ pub(crate) fn plan(
     let mut out_shape = input_shape[..a].to_vec();
     out_shape.extend_from_slice(own);
     out_shape.extend_from_slice(&input_shape[a + 1..]);
-    checked_numel(&out_shape)?;
+    super::output_len(op, &out_shape)?;
     Ok(SelectPlan {
         axis: a,
         batch_dims,
@@ -233,7 +233,6 @@ where
     let idx = index.view().into_dyn();
     check_bounds(op, &idx, plan.axis, input.shape()[plan.axis], bounds)?;
     super::output_len(op, &plan.gather_shape)?;
-    super::output_len(op, &plan.out_shape)?;
     if plan.out_shape.contains(&0) {
         return Ok(ArrayD::from_shape_vec(IxDyn(&plan.out_shape), Vec::new()).expect("empty"));
     }
