@@ -21,7 +21,7 @@ use ndarray::{ArrayBase, ArrayD, Data, Dimension, IntoDimension, IxDyn};
 use super::{GradFloat, check_shape};
 use crate::error::Result;
 use crate::index::{Bounds, IndexElem, check_bounds};
-use crate::ops::select::{flatten_own_axes, plan, with_unit_axes};
+use crate::ops::select::{flatten_own_axes, plan, reshaped, with_unit_axes};
 
 /// The gradient of [`select_batched()`](crate::select_batched()) with respect to `input`.
 ///
@@ -69,15 +69,13 @@ where
     )?;
     let idx = index.view().into_dyn();
     check_bounds(op, &idx, p.axis, shape[p.axis], Bounds::Strict)?;
-    let flat = flatten_own_axes(&idx, batch_dims);
+    let flat = flatten_own_axes(op, &idx, batch_dims)?;
     let unit = with_unit_axes(flat.view(), &p);
     let full = unit
         .broadcast(IxDyn(&p.gather_shape))
         .expect("size-1 axes broadcast to the plan's shape");
     let g = grad_out.view().into_dyn();
-    let g = g
-        .to_shape((IxDyn(&p.gather_shape), ndarray::Order::RowMajor))
-        .expect("same number of elements");
+    let g = reshaped(op, &g, &p.gather_shape)?;
     super::gather(&g, IxDyn(shape), p.axis as isize, &full)
 }
 

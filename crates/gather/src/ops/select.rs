@@ -35,7 +35,7 @@
 //! gather's row-copy fast path, and its gradient ([`grad::select_batched`](crate::grad::select_batched))
 //! is gather's.
 
-use ndarray::{ArrayBase, ArrayD, ArrayView, Axis, CowArray, Data, Dimension, IxDyn, Order};
+use ndarray::{ArrayBase, ArrayD, ArrayView, Axis, CowArray, Data, Dimension, IxDyn};
 
 use crate::dims::{checked_numel, normalize_dim};
 use crate::element::Element;
@@ -120,23 +120,42 @@ pub(crate) fn plan(
 }
 
 /// The index with its own axes flattened into one: `index.shape[..batch_dims] + [M]`. A copy is
-/// made only when those axes cannot be merged in place (two or more own axes, not contiguous).
+/// made only when those axes cannot be merged in place (two or more own axes whose strides do not
+/// chain, a broadcast axis among them say); it is allocated fallibly, like an output, so an index
+/// view too large to copy is an error that names `op`, never an abort.
 pub(crate) fn flatten_own_axes<'a, I: IndexElem>(
+    op: &str,
     index: &'a ArrayView<'a, I, IxDyn>,
     batch_dims: usize,
-) -> CowArray<'a, I, IxDyn> {
+) -> Result<CowArray<'a, I, IxDyn>> {
     let q = index.ndim();
-    match q - batch_dims {
+    Ok(match q - batch_dims {
         0 => CowArray::from(index.view().insert_axis(Axis(q))),
         1 => CowArray::from(index.view()),
         _ => {
             let mut shape = index.shape()[..batch_dims].to_vec();
             shape.push(index.shape()[batch_dims..].iter().product());
-            index
-                .to_shape((IxDyn(&shape), Order::RowMajor))
-                .expect("same number of elements")
+            reshaped(op, index, &shape)?
         }
-    }
+    })
+}
+
+/// `view` in `shape` (same element count, row-major order): the view itself when its strides
+/// allow, else a standard-layout copy allocated fallibly (an error naming `op`, not an abort, when
+/// it does not fit: a broadcast view can be far larger than its memory).
+pub(crate) fn reshaped<'a, T: Copy + Send + Sync>(
+    op: &str,
+    view: &ArrayView<'a, T, IxDyn>,
+    shape: &[usize],
+) -> Result<CowArray<'a, T, IxDyn>> {
+    Ok(match view.clone().into_shape_with_order(IxDyn(shape)) {
+        Ok(merged) => CowArray::from(merged),
+        Err(_) => CowArray::from(
+            super::try_to_owned(op, view)?
+                .into_shape_with_order(IxDyn(shape))
+                .expect("a standard-layout copy takes any shape of its length"),
+        ),
+    })
 }
 
 /// The flattened index with size-1 axes for the input's non-batch axes before `axis` and for its
@@ -236,7 +255,7 @@ where
     if plan.out_shape.contains(&0) {
         return Ok(ArrayD::from_shape_vec(IxDyn(&plan.out_shape), Vec::new()).expect("empty"));
     }
-    let flat = flatten_own_axes(&idx, batch_dims);
+    let flat = flatten_own_axes(op, &idx, batch_dims)?;
     let unit = with_unit_axes(flat.view(), &plan);
     let full = unit
         .broadcast(IxDyn(&plan.gather_shape))
@@ -463,6 +482,35 @@ mod tests {
         let narrow = Array::from_shape_fn((4, 1), |(i, _)| i as f32);
         let out = select_batched(&narrow, 0, &index, 0).unwrap();
         assert_eq!(out.shape(), &[1 << 62, 0, 1]);
+    }
+
+    #[test]
+    fn a_broadcast_index_too_large_to_flatten_is_an_error_not_an_abort() {
+        // Found by the gather_family fuzz target: two own axes that cannot be merged in place (a
+        // broadcast one among them) were flattened by an infallible copy of 2^42 values, and the
+        // failed allocation aborted the process.
+        let x = Array::from_shape_fn((4, 3), |(i, j)| (i * 3 + j) as f32);
+        let one = array![[1i32, 2]];
+        let huge = one.broadcast((1usize << 40, 4, 2)).unwrap();
+        let e = select_batched(&x, 1, &huge, 0).unwrap_err();
+        assert!(e.to_string().contains("cannot allocate"), "{e}");
+        // Its gradient too, for a broadcast grad_output of the output's shape.
+        let zero = array![0.0f32];
+        let g = zero.broadcast((4, 1usize << 40, 4, 2)).unwrap();
+        let e = crate::grad::select_batched(&g, (4, 3), 1, &huge, 0).unwrap_err();
+        assert!(e.to_string().contains("cannot allocate"), "{e}");
+        // The same layout at a size that fits is flattened by a copy and selects correctly.
+        let small = one.broadcast((3, 4, 2)).unwrap();
+        let got = select_batched(&x, 1, &small, 0).unwrap();
+        assert_eq!(got.shape(), &[4, 3, 4, 2]);
+        for i in 0..4 {
+            for (a, b, c) in [(0, 0, 0), (2, 3, 1), (1, 2, 0)] {
+                assert_eq!(got[[i, a, b, c]], x[[i, one[[0, c]] as usize]]);
+            }
+        }
+        // A standard-layout index with two own axes merges in place: same values.
+        let owned = small.to_owned();
+        assert_eq!(select_batched(&x, 1, &owned, 0).unwrap(), got);
     }
 
     #[test]
