@@ -61,33 +61,11 @@ pub(crate) fn scatter_family(
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Arg, TensorElem, call, call_inplace};
+    use super::super::test_util::{args, one, t, tensors};
+    use super::super::{Arg, call, call_inplace};
     use super::*;
     use crate::ErrorKind;
-    use ndarray::{Array, Array2, Array3, Dimension, array};
-
-    fn args(list: &[(&str, Arg)]) -> Args {
-        let mut a = Args::default();
-        for (n, v) in list {
-            a.set(n, v.clone());
-        }
-        a
-    }
-
-    fn tensors(list: Vec<(&str, Tensor)>) -> Tensors {
-        list.into_iter().map(|(n, t)| (n.to_string(), t)).collect()
-    }
-
-    fn t<T: TensorElem, D: Dimension>(a: Array<T, D>) -> Tensor {
-        T::wrap(a.into_dyn())
-    }
-
-    fn one(op: &str, a: &Args, ins: &Tensors) -> Tensor {
-        let out = call(op, a, ins).unwrap();
-        assert_eq!(out.len(), 1);
-        assert_eq!(out[0].0, "output");
-        out[0].1.clone()
-    }
+    use ndarray::{Array2, Array3, array};
 
     #[test]
     fn gather_broadcast_matches_the_typed_function_for_two_dtypes_and_index_dtypes() {
@@ -97,69 +75,32 @@ mod tests {
         let idx32 = idx.mapv(|v| v as i32);
         let idx16 = idx.mapv(|v| v as i16);
         let a = args(&[("dim", Arg::Int(1))]);
+        let ins = |x: Tensor, i: Tensor| tensors(vec![("input", x), ("index", i)]);
+        let gb = |x: Tensor, i: Tensor| one("gather_broadcast", &a, &ins(x, i));
+        let gb_err = |x: Tensor, i: Tensor| call("gather_broadcast", &a, &ins(x, i)).unwrap_err();
         let want = typed::gather_broadcast(&xf, 1, &idx).unwrap();
         assert_eq!(want.shape(), &[2, 2, 3]);
+        assert_eq!(gb(t(xf.clone()), t(idx.clone())), t(want.clone()));
+        assert_eq!(gb(t(xf.clone()), t(idx16)), t(want));
         assert_eq!(
-            one(
-                "gather_broadcast",
-                &a,
-                &tensors(vec![("input", t(xf.clone())), ("index", t(idx.clone()))])
-            ),
-            t(want.clone())
-        );
-        assert_eq!(
-            one(
-                "gather_broadcast",
-                &a,
-                &tensors(vec![("input", t(xf.clone())), ("index", t(idx16))])
-            ),
-            t(want)
-        );
-        assert_eq!(
-            one(
-                "gather_broadcast",
-                &a,
-                &tensors(vec![("input", t(xi.clone())), ("index", t(idx32.clone()))])
-            ),
+            gb(t(xi.clone()), t(idx32.clone())),
             t(typed::gather_broadcast(&xi, 1, &idx32).unwrap())
         );
         // Errors: the broadcast rule with the sizes, bad index dtype, bound, missing dim.
-        let bad = Array3::<i64>::zeros((3, 2, 1));
-        let e = call(
-            "gather_broadcast",
-            &a,
-            &tensors(vec![("input", t(xf.clone())), ("index", t(bad))]),
-        )
-        .unwrap_err();
+        let e = gb_err(t(xf.clone()), t(Array3::<i64>::zeros((3, 2, 1))));
         assert_eq!(e.kind(), ErrorKind::ShapeMismatch);
         assert!(
             e.message()
                 .contains("index has size 3 on axis 0 but input has 2"),
             "{e}"
         );
-        let e = call(
-            "gather_broadcast",
-            &a,
-            &tensors(vec![
-                ("input", t(xf.clone())),
-                ("index", t(idx.mapv(|v| v as f64))),
-            ]),
-        )
-        .unwrap_err();
+        let e = gb_err(t(xf.clone()), t(idx.mapv(|v| v as f64)));
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
         assert!(
             e.message().contains("gather_broadcast") && e.message().contains("float64"),
             "{e}"
         );
-        let e = call(
-            "gather_broadcast",
-            &a,
-            &tensors(vec![
-                ("input", t(xf.clone())),
-                ("index", t(array![[[4i64]]])),
-            ]),
-        )
-        .unwrap_err();
+        let e = gb_err(t(xf.clone()), t(array![[[4i64]]]));
         assert_eq!(e.kind(), ErrorKind::IndexOutOfBounds);
         assert!(e.message().contains('4'), "{e}");
         let e = call(
@@ -211,23 +152,18 @@ mod tests {
                     ("reduce", Arg::Str(name.into())),
                     ("include_self", Arg::Bool(include_self)),
                 ]);
+                let sr = |x: Tensor, i: Tensor, s: Tensor| {
+                    one("scatter_reduce_broadcast", &a, &ins(x, i, s))
+                };
                 assert_eq!(
-                    one(
-                        "scatter_reduce_broadcast",
-                        &a,
-                        &ins(t(xf.clone()), t(idx32.clone()), t(srcf.clone()))
-                    ),
+                    sr(t(xf.clone()), t(idx32.clone()), t(srcf.clone())),
                     t(
                         typed::scatter_reduce_broadcast(&xf, 0, &idx32, &srcf, r, include_self)
                             .unwrap()
                     )
                 );
                 assert_eq!(
-                    one(
-                        "scatter_reduce_broadcast",
-                        &a,
-                        &ins(t(xi.clone()), t(idx.clone()), t(srci.clone()))
-                    ),
+                    sr(t(xi.clone()), t(idx.clone()), t(srci.clone())),
                     t(
                         typed::scatter_reduce_broadcast(&xi, 0, &idx, &srci, r, include_self)
                             .unwrap()

@@ -360,32 +360,10 @@ pub(crate) fn bincount(args: &Args, inputs: &Tensors) -> Result<Tensor> {
 #[cfg(test)]
 mod tests {
     use super::super::call;
+    use super::super::test_util::{args, one, t, tensors};
     use super::*;
     use crate::element::DType;
     use ndarray::{Array1, array};
-
-    fn args(list: &[(&str, Arg)]) -> Args {
-        let mut a = Args::default();
-        for (n, v) in list {
-            a.set(n, v.clone());
-        }
-        a
-    }
-
-    fn tensors(list: Vec<(&str, Tensor)>) -> Tensors {
-        list.into_iter().map(|(n, t)| (n.to_string(), t)).collect()
-    }
-
-    fn t<T: super::super::TensorElem, D: ndarray::Dimension>(a: ndarray::Array<T, D>) -> Tensor {
-        T::wrap(a.into_dyn())
-    }
-
-    fn one(op: &str, a: &Args, ins: &Tensors) -> Tensor {
-        let out = call(op, a, ins).unwrap();
-        assert_eq!(out.len(), 1, "{op}");
-        assert_eq!(out[0].0, "output");
-        out[0].1.clone()
-    }
 
     fn err(op: &str, a: &Args, ins: &Tensors) -> Error {
         call(op, a, ins).unwrap_err()

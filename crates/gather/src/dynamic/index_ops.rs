@@ -87,22 +87,11 @@ fn index_typed<T: TensorElem, I: IndexElem>(
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_util::{args, tensors};
     use super::super::{Arg, call, call_inplace};
     use super::*;
     use crate::error::ErrorKind;
     use ndarray::{arr0, array};
-
-    fn tensors(items: Vec<(&str, Tensor)>) -> Tensors {
-        items.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
-    }
-
-    fn args(items: Vec<(&str, Arg)>) -> Args {
-        let mut a = Args::default();
-        for (k, v) in items {
-            a.set(k, v);
-        }
-        a
-    }
 
     #[test]
     fn float_alpha_on_an_integer_array_is_truncated() {
@@ -113,7 +102,7 @@ mod tests {
         ]);
         let out = call(
             "index_add",
-            &args(vec![("dim", Arg::Int(0)), ("alpha", Arg::Float(1.5))]),
+            &args(&[("dim", Arg::Int(0)), ("alpha", Arg::Float(1.5))]),
             &inputs,
         )
         .unwrap();
@@ -126,15 +115,12 @@ mod tests {
             ("input", Tensor::from(array![1u8, 2].into_dyn())),
             ("index", Tensor::from(array![0i64].into_dyn())),
         ]);
-        let a = args(vec![("dim", Arg::Int(0)), ("value", Arg::Int(300))]);
+        let a = args(&[("dim", Arg::Int(0)), ("value", Arg::Int(300))]);
         let mut target = inputs["input"].clone();
         let e = call_inplace("index_fill", &a, &mut target, &inputs).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
         assert_eq!(target, inputs["input"]);
-        let inf = args(vec![
-            ("dim", Arg::Int(0)),
-            ("value", Arg::Str("-inf".into())),
-        ]);
+        let inf = args(&[("dim", Arg::Int(0)), ("value", Arg::Str("-inf".into()))]);
         let x = tensors(vec![
             ("input", Tensor::from(array![1.0f32, 2.0].into_dyn())),
             ("index", Tensor::from(array![-1i64].into_dyn())),
@@ -148,7 +134,7 @@ mod tests {
     #[test]
     fn float_index_is_rejected_after_the_shape_checks_even_when_empty() {
         let x = Tensor::from(array![[1.0f32, 2.0], [3.0, 4.0]].into_dyn());
-        let a = args(vec![("dim", Arg::Int(1))]);
+        let a = args(&[("dim", Arg::Int(1))]);
         let empty = tensors(vec![
             ("input", x.clone()),
             (
@@ -168,7 +154,7 @@ mod tests {
             call("index_select", &a, &two_d).unwrap_err().kind(),
             ErrorKind::RankMismatch
         );
-        let bad_dim = args(vec![("dim", Arg::Int(2))]);
+        let bad_dim = args(&[("dim", Arg::Int(2))]);
         assert_eq!(
             call("index_select", &bad_dim, &empty).unwrap_err().kind(),
             ErrorKind::DimOutOfRange
@@ -180,7 +166,7 @@ mod tests {
         ]);
         let e = call(
             "index_add",
-            &args(vec![("dim", Arg::Int(1)), ("alpha", Arg::Int(1))]),
+            &args(&[("dim", Arg::Int(1)), ("alpha", Arg::Int(1))]),
             &add,
         )
         .unwrap_err();
@@ -194,7 +180,7 @@ mod tests {
             ("index", Tensor::from(array![0i64].into_dyn())),
             ("source", Tensor::from(array![1.0f64].into_dyn())),
         ]);
-        let e = call("index_copy", &args(vec![("dim", Arg::Int(0))]), &inputs).unwrap_err();
+        let e = call("index_copy", &args(&[("dim", Arg::Int(0))]), &inputs).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
     }
 
@@ -206,7 +192,7 @@ mod tests {
             ("source", Tensor::from(array![5.0f32].into_dyn())),
         ]);
         for bad in ["sum", "max", "min", "multiply"] {
-            let a = args(vec![
+            let a = args(&[
                 ("dim", Arg::Int(7)),
                 ("reduce", Arg::Str(bad.into())),
                 ("include_self", Arg::Bool(true)),
@@ -217,7 +203,7 @@ mod tests {
                 "{bad}"
             );
         }
-        let a = args(vec![
+        let a = args(&[
             ("dim", Arg::Int(0)),
             ("reduce", Arg::Str("amax".into())),
             ("include_self", Arg::Bool(true)),
@@ -239,7 +225,7 @@ mod tests {
             let inputs = tensors(vec![("input", x.clone()), ("index", index.clone())]);
             let out = call(
                 "index_fill",
-                &args(vec![("dim", Arg::Int(0)), ("value", Arg::Int(0))]),
+                &args(&[("dim", Arg::Int(0)), ("value", Arg::Int(0))]),
                 &inputs,
             )
             .unwrap();

@@ -30,6 +30,8 @@ mod onnx;
 mod scatter;
 mod sort;
 mod take;
+#[cfg(test)]
+pub(crate) mod test_util;
 
 pub use grad::{GRAD_OPS, call_grad, call_grad_with};
 pub use onnx::ONNX_OPS;

@@ -124,22 +124,11 @@ pub(crate) fn repeat_interleave(args: &Args, inputs: &Tensors) -> Result<Tensor>
 #[cfg(test)]
 mod tests {
     use super::super::call;
+    use super::super::test_util::{args, tensors};
     use super::*;
     use crate::element::DType;
     use crate::error::ErrorKind;
     use ndarray::{arr0, array};
-
-    fn args(list: &[(&str, Arg)]) -> Args {
-        let mut a = Args::default();
-        for (n, v) in list {
-            a.set(n, v.clone());
-        }
-        a
-    }
-
-    fn tensors(list: Vec<(&str, Tensor)>) -> Tensors {
-        list.into_iter().map(|(n, t)| (n.to_string(), t)).collect()
-    }
 
     #[test]
     fn sort_and_topk_return_named_values_and_int64_indices() {
