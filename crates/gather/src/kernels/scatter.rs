@@ -8,6 +8,7 @@
 //! last write in index order, and float sums add in index order, as PyTorch's CPU kernel does.
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use ndarray::{ArrayView, ArrayViewMut, IxDyn};
 use rayon::prelude::*;
@@ -73,6 +74,14 @@ pub(crate) enum Target<'s, 'a, I: IndexElem> {
         size: usize,
         segs: &'s std::sync::OnceLock<Segments>,
     },
+    /// [`scatter_checking`] with this unchecked index, against a `dim` of `size`; `bad` is set if a
+    /// value is out of range (and the destination must then be discarded).
+    Checking {
+        dim: usize,
+        index: &'s ArrayView<'a, I, IxDyn>,
+        size: usize,
+        bad: &'s AtomicBool,
+    },
 }
 
 impl<I: IndexElem> Target<'_, '_, I> {
@@ -97,8 +106,78 @@ impl<I: IndexElem> Target<'_, '_, I> {
                 size,
                 segs,
             } => scatter_rows(dst, dim, ids, size, segs, src, init, update),
+            Target::Checking {
+                dim,
+                index,
+                size,
+                bad,
+            } => scatter_checking(dst, dim, index, size, src, init, bad, update),
         }
     }
+}
+
+/// The general element loop of [`scatter_reduce`] (a plain write is `init = None` and
+/// `update = |a, s| *a = s`), checking each index value as it goes, for a destination that is a
+/// fresh copy: an out-of-range value updates row 0 instead (in range: `size > 0`) and sets `bad`,
+/// and the caller then drops the destination and reports the first bad value. This saves the
+/// separate pass over the index that a [`CheckedIndex`] costs; it runs the element loop even for a
+/// row index, whose grouped loops the checked kernels pick, so callers offer it only for indices
+/// that are not ([`is_row_index`]).
+///
+/// Preconditions as [`scatter`], but for the index check; and `size == dst.shape[dim] > 0`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn scatter_checking<A, T, I, F>(
+    dst: &mut ArrayViewMut<'_, A, IxDyn>,
+    dim: usize,
+    index: &ArrayView<'_, I, IxDyn>,
+    size: usize,
+    src: &ArrayView<'_, T, IxDyn>,
+    init: Option<A>,
+    bad: &AtomicBool,
+    update: F,
+) where
+    A: Copy + Send + Sync,
+    T: Copy + Send + Sync,
+    I: IndexElem,
+    F: Fn(&mut A, T) + Sync + Send,
+{
+    check_preconditions(dst, dim, index, size, src);
+    assert!(size > 0, "scatter kernel: checking against an empty dim");
+    if index.is_empty() {
+        return;
+    }
+    let map = |v: i64| {
+        if (v as u64) < size as u64 {
+            v as isize
+        } else {
+            bad.store(true, Ordering::Relaxed);
+            0
+        }
+    };
+    if let Some(v) = init {
+        let one = [v];
+        let one = ArrayView::from(&one[..]).into_dyn();
+        let ones = one.broadcast(index.raw_dim()).expect("broadcast");
+        general_mapped(dst, dim, index, &ones, map, |a: &mut A, s: A| *a = s);
+    }
+    general_mapped(dst, dim, index, src, map, update);
+}
+
+/// Whether the checked kernels would take a grouped row loop for this index (see
+/// [`scatter_checking`]).
+pub(crate) fn is_row_index<I: IndexElem>(index: &ArrayView<'_, I, IxDyn>, dim: usize) -> bool {
+    let e = index.shape()[dim];
+    let slice: usize = (0..index.ndim())
+        .filter(|&d| d != dim)
+        .map(|d| index.shape()[d])
+        .product();
+    let constant =
+        (0..index.ndim()).all(|d| d == dim || index.shape()[d] == 1 || index.strides()[d] == 0);
+    constant
+        && e >= 2
+        && u32::try_from(e).is_ok()
+        && slice >= SEGMENT_MIN_SLICE
+        && e.saturating_mul(slice) >= crate::plan::GRAIN
 }
 
 /// A plain write, `dst_elem = src_elem`: with duplicates the last position in index order wins.
@@ -136,25 +215,7 @@ fn scatter_impl<A, T, I, F>(
     F: Fn(&mut A, T) + Sync + Send,
 {
     let idx = index.view();
-    let nd = dst.ndim();
-    assert_eq!(idx.ndim(), nd, "scatter kernel: rank mismatch (index)");
-    assert_eq!(src.ndim(), nd, "scatter kernel: rank mismatch (src)");
-    assert!(dim < nd, "scatter kernel: dim out of range");
-    assert_eq!(
-        index.size(),
-        dst.shape()[dim],
-        "scatter kernel: index checked against another size"
-    );
-    for d in 0..nd {
-        assert!(
-            idx.shape()[d] <= src.shape()[d],
-            "scatter kernel: index larger than src"
-        );
-        assert!(
-            d == dim || idx.shape()[d] <= dst.shape()[d],
-            "scatter kernel: index larger than dst"
-        );
-    }
+    check_preconditions(dst, dim, idx, index.size(), src);
     if idx.is_empty() {
         return;
     }
@@ -201,6 +262,37 @@ fn scatter_impl<A, T, I, F>(
     general(dst, dim, index, src, update);
 }
 
+/// The asserted preconditions of every entry point (O(rank)): equal ranks, `dim` an axis, the
+/// index no larger than `src` on any axis nor than `dst` off `dim`, and `size` (what the index
+/// values are, or will be, checked against) the length of `dst` along `dim`.
+fn check_preconditions<A, T, I>(
+    dst: &ArrayViewMut<'_, A, IxDyn>,
+    dim: usize,
+    idx: &ArrayView<'_, I, IxDyn>,
+    size: usize,
+    src: &ArrayView<'_, T, IxDyn>,
+) {
+    let nd = dst.ndim();
+    assert_eq!(idx.ndim(), nd, "scatter kernel: rank mismatch (index)");
+    assert_eq!(src.ndim(), nd, "scatter kernel: rank mismatch (src)");
+    assert!(dim < nd, "scatter kernel: dim out of range");
+    assert_eq!(
+        size,
+        dst.shape()[dim],
+        "scatter kernel: index checked against another size"
+    );
+    for d in 0..nd {
+        assert!(
+            idx.shape()[d] <= src.shape()[d],
+            "scatter kernel: index larger than src"
+        );
+        assert!(
+            d == dim || idx.shape()[d] <= dst.shape()[d],
+            "scatter kernel: index larger than dst"
+        );
+    }
+}
+
 fn general<A, T, I, F>(
     dst: &mut ArrayViewMut<'_, A, IxDyn>,
     dim: usize,
@@ -214,6 +306,45 @@ fn general<A, T, I, F>(
     F: Fn(&mut A, T) + Sync + Send,
 {
     let idx = index.view();
+    let size = index.size();
+    match index.bounds() {
+        Bounds::Strict => general_mapped(dst, dim, idx, src, |v| v as isize, update),
+        Bounds::Wrap => general_mapped(
+            dst,
+            dim,
+            idx,
+            src,
+            |v| position(Bounds::Wrap, v, size),
+            update,
+        ),
+        Bounds::Modulo => general_mapped(
+            dst,
+            dim,
+            idx,
+            src,
+            |v| position(Bounds::Modulo, v, size),
+            update,
+        ),
+    }
+}
+
+/// The element loop over the index's shape, `map` taking each index value to its row along `dim`.
+/// `map` must return a row in `0..dst.shape[dim]` for every value of `idx` (a checked value under
+/// its policy, or any value under a checking map that sends the bad ones to row 0).
+fn general_mapped<A, T, I, M, F>(
+    dst: &mut ArrayViewMut<'_, A, IxDyn>,
+    dim: usize,
+    idx: &ArrayView<'_, I, IxDyn>,
+    src: &ArrayView<'_, T, IxDyn>,
+    map: M,
+    update: F,
+) where
+    A: Send + Sync,
+    T: Copy + Send + Sync,
+    I: IndexElem,
+    M: Fn(i64) -> isize + Sync + Send,
+    F: Fn(&mut A, T) + Sync + Send,
+{
     let shape = idx.shape().to_vec();
     let mut dst_strides = dst.strides().to_vec();
     let dstride = dst_strides[dim];
@@ -226,28 +357,7 @@ fn general<A, T, I, F>(
     let dptr = SharedPtr(dst.as_mut_ptr());
     let iptr = SharedPtr(idx.as_ptr() as *mut I);
     let sptr = SharedPtr(src.as_ptr() as *mut T);
-    let size = index.size();
-    match index.bounds() {
-        Bounds::Strict => run(&nest, dptr, iptr, sptr, dstride, |v| v as isize, &update),
-        Bounds::Wrap => run(
-            &nest,
-            dptr,
-            iptr,
-            sptr,
-            dstride,
-            |v| position(Bounds::Wrap, v, size),
-            &update,
-        ),
-        Bounds::Modulo => run(
-            &nest,
-            dptr,
-            iptr,
-            sptr,
-            dstride,
-            |v| position(Bounds::Modulo, v, size),
-            &update,
-        ),
-    }
+    run(&nest, dptr, iptr, sptr, dstride, map, &update);
 }
 
 fn run<A, T, I, M, F>(
@@ -276,7 +386,8 @@ fn run<A, T, I, M, F>(
         // SAFETY: offsets are those of positions inside the index's shape. For the index they are
         // in bounds of its own view; for src, whose every size is at least the index's (asserted),
         // too. For dst, each non-dim coordinate is below the index's size there (at most dst's,
-        // asserted) and the dim coordinate is a checked index value mapped into `0..dst.shape[dim]`.
+        // asserted) and the dim coordinate is `map` of an index value, in `0..dst.shape[dim]` by
+        // `general_mapped`'s contract (a checked value, or a checking map's row 0 for a bad one).
         // Writes never race: dst is a `ArrayViewMut`, so distinct coordinates are distinct memory;
         // positions whose destinations can coincide share every non-dim coordinate, and the planner
         // keeps those in one task (dim is the serial axis; it is never split across tasks).
@@ -306,19 +417,7 @@ fn run<A, T, I, M, F>(
 /// Whether the index is a row index worth grouping: constant along every axis but `dim`, with
 /// slices of at least [`SEGMENT_MIN_SLICE`] elements and enough work in all.
 fn row_index<I: IndexElem>(index: &CheckedIndex<'_, I>, dim: usize) -> bool {
-    let idx = index.view();
-    let e = idx.shape()[dim];
-    let slice: usize = (0..idx.ndim())
-        .filter(|&d| d != dim)
-        .map(|d| idx.shape()[d])
-        .product();
-    let constant =
-        (0..idx.ndim()).all(|d| d == dim || idx.shape()[d] == 1 || idx.strides()[d] == 0);
-    constant
-        && e >= 2
-        && u32::try_from(e).is_ok()
-        && slice >= SEGMENT_MIN_SLICE
-        && e.saturating_mul(slice) >= crate::plan::GRAIN
+    is_row_index(index.view(), dim)
 }
 
 /// Whether a row scatter of `e_len` positions over slices of `slice_shape`, into a destination of
@@ -875,6 +974,62 @@ mod tests {
                     idx.shape(),
                     idx.strides()
                 );
+                // The checking element loop (out-of-place ops), on every index: same bits, and no
+                // value flagged.
+                if dst.shape()[dim] == 0 {
+                    continue;
+                }
+                let (fused, bad) = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap()
+                    .install(|| {
+                        let mut owner = dst.clone();
+                        let mut out = lay(layout, owner.view_mut());
+                        let size = out.shape()[dim];
+                        let bad = AtomicBool::new(false);
+                        scatter_checking(&mut out, dim, idx, size, src, init, &bad, update);
+                        (out.to_owned(), bad.into_inner())
+                    });
+                assert!(!bad, "{name} {what}: checking kernel flagged a valid index");
+                assert!(
+                    fused
+                        .iter()
+                        .zip(want.iter())
+                        .all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "{name} {what}: checking kernel differs, threads {threads}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn checking_kernel_flags_any_out_of_range_value_wherever_it_is() {
+        let (rows, cols, k) = (300, 50, 40);
+        let mut s = 31u64;
+        let good =
+            Array::from_shape_simple_fn(IxDyn(&[rows, k]), || (lcg(&mut s) % cols as u64) as i64);
+        let src = values(&[rows, k], 32);
+        let dst = values(&[rows, cols], 33);
+        for bad_value in [-1, cols as i64, i64::MIN, i64::MAX] {
+            for at in [[0, 0], [rows / 2, k / 3], [rows - 1, k - 1]] {
+                let mut idx = good.clone();
+                idx[IxDyn(&at)] = bad_value;
+                for threads in [1, 2] {
+                    let bad = rayon::ThreadPoolBuilder::new()
+                        .num_threads(threads)
+                        .build()
+                        .unwrap()
+                        .install(|| {
+                            let mut out = dst.clone();
+                            let bad = AtomicBool::new(false);
+                            let mut v = out.view_mut();
+                            let (i, sv) = (idx.view(), src.view());
+                            scatter_checking(&mut v, 1, &i, cols, &sv, None, &bad, |a, s| *a += s);
+                            bad.into_inner()
+                        });
+                    assert!(bad, "{bad_value} at {at:?}, threads {threads} not flagged");
+                }
             }
         }
     }

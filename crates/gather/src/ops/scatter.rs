@@ -25,6 +25,7 @@
 //! leaves the destination exactly as it was.
 
 use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use ndarray::{
     Array, ArrayBase, ArrayD, ArrayView, ArrayViewMut, Data, DataMut, Dimension, IxDyn, Zip,
@@ -209,6 +210,61 @@ where
     T: Element,
     I: IndexElem,
 {
+    scatter_into_with(op, dst, dim, index, src, src_is_value, mode, bounds, false)
+}
+
+/// The out-of-place form: a standard-layout copy of `input` with the scatter applied. Because the
+/// copy is dropped on error, the element loop checks the index values as it goes where that loop
+/// is the one that runs (not for row indices, whose grouped loops need them checked first),
+/// instead of a separate pass over the index.
+fn scatter_fresh<T, S, D, I>(
+    op: &str,
+    input: &ArrayBase<S, D>,
+    dim: isize,
+    index: ArrayView<'_, I, IxDyn>,
+    src: ArrayView<'_, T, IxDyn>,
+    src_is_value: bool,
+    mode: Mode,
+) -> Result<Array<T, D>>
+where
+    T: Element,
+    S: Data<Elem = T>,
+    D: Dimension,
+    I: IndexElem,
+{
+    let mut out = super::try_to_owned(op, input)?;
+    let dst = out.view_mut().into_dyn();
+    scatter_into_with(
+        op,
+        dst,
+        dim,
+        index,
+        src,
+        src_is_value,
+        mode,
+        Bounds::Strict,
+        true,
+    )?;
+    Ok(out)
+}
+
+/// [`scatter_into`]; `fresh`: `dst` is a copy the caller drops on error (see [`scatter_fresh`]).
+#[allow(clippy::too_many_arguments)]
+fn scatter_into_with<T, I>(
+    op: &str,
+    dst: ArrayViewMut<'_, T, IxDyn>,
+    dim: isize,
+    index: ArrayView<'_, I, IxDyn>,
+    src: ArrayView<'_, T, IxDyn>,
+    src_is_value: bool,
+    mode: Mode,
+    bounds: Bounds,
+    fresh: bool,
+) -> Result<()>
+where
+    T: Element,
+    I: IndexElem,
+{
     let src_shape = if src_is_value {
         None
     } else {
@@ -237,7 +293,29 @@ where
     } else {
         src
     };
-    let checked = CheckedIndex::new(op, index, d, dst.shape()[d], bounds)?;
+    let size = dst.shape()[d];
+    if fresh && bounds == Bounds::Strict && size > 0 && !kernels::scatter::is_row_index(&index, d) {
+        let bad = AtomicBool::new(false);
+        let target = kernels::scatter::Target::Checking {
+            dim: d,
+            index: &index,
+            size,
+            bad: &bad,
+        };
+        match mode {
+            Mode::Set => target.reduce(&mut dst, &src, None, |a: &mut T, s: T| *a = s),
+            Mode::Reduce(r, include_self) => reduce_into(&mut dst, &target, &src, r, include_self),
+        }
+        if !bad.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        // A value is out of range: the full check finds the first one for the error.
+        CheckedIndex::new(op, index, d, size, bounds)?;
+        return Err(Error::invalid(format!(
+            "{op}: internal error: an index value failed the in-loop check but passed the full one"
+        )));
+    }
+    let checked = CheckedIndex::new(op, index, d, size, bounds)?;
     match mode {
         Mode::Set => kernels::scatter::scatter_set(&mut dst, d, &checked, &src),
         Mode::Reduce(r, include_self) => {
@@ -426,9 +504,8 @@ where
     SS: Data<Elem = T>,
     DS: Dimension,
 {
-    let mut out = super::try_to_owned("scatter", input)?;
-    scatter_inplace(&mut out, dim, index, src)?;
-    Ok(out)
+    let (index, src) = (index.view().into_dyn(), src.view().into_dyn());
+    scatter_fresh("scatter", input, dim, index, src, false, Mode::Set)
 }
 
 /// `self.scatter_(dim, index, value)`: writes `value` at every indexed position.
@@ -487,9 +564,17 @@ where
     SI: Data<Elem = I>,
     DI: Dimension,
 {
-    let mut out = super::try_to_owned("scatter", input)?;
-    scatter_value_inplace(&mut out, dim, index, value)?;
-    Ok(out)
+    let v = [value];
+    let src = ArrayView::from(&v[..]).into_dyn();
+    scatter_fresh(
+        "scatter",
+        input,
+        dim,
+        index.view().into_dyn(),
+        src,
+        true,
+        Mode::Set,
+    )
 }
 
 /// The legacy `self.scatter_(dim, index, src, reduce="add"|"multiply")`; always includes self.
@@ -558,9 +643,9 @@ where
     SS: Data<Elem = T>,
     DS: Dimension,
 {
-    let mut out = super::try_to_owned("scatter", input)?;
-    scatter_legacy_inplace(&mut out, dim, index, src, reduce)?;
-    Ok(out)
+    let (index, src) = (index.view().into_dyn(), src.view().into_dyn());
+    let mode = Mode::Reduce(reduce.into(), true);
+    scatter_fresh("scatter", input, dim, index, src, false, mode)
 }
 
 /// The legacy value form `self.scatter_(dim, index, value, reduce="add"|"multiply")`.
@@ -625,9 +710,18 @@ where
     SI: Data<Elem = I>,
     DI: Dimension,
 {
-    let mut out = super::try_to_owned("scatter", input)?;
-    scatter_value_legacy_inplace(&mut out, dim, index, value, reduce)?;
-    Ok(out)
+    let v = [value];
+    let src = ArrayView::from(&v[..]).into_dyn();
+    let mode = Mode::Reduce(reduce.into(), true);
+    scatter_fresh(
+        "scatter",
+        input,
+        dim,
+        index.view().into_dyn(),
+        src,
+        true,
+        mode,
+    )
 }
 
 /// `self.scatter_add_(dim, index, src)`: `self[p with p[dim] := index[p]] += src[p]`, adding in
@@ -695,9 +789,9 @@ where
     SS: Data<Elem = T>,
     DS: Dimension,
 {
-    let mut out = super::try_to_owned("scatter", input)?;
-    scatter_add_inplace(&mut out, dim, index, src)?;
-    Ok(out)
+    let (index, src) = (index.view().into_dyn(), src.view().into_dyn());
+    let mode = Mode::Reduce(Reduce::Sum, true);
+    scatter_fresh("scatter_add", input, dim, index, src, false, mode)
 }
 
 /// `self.scatter_reduce_(dim, index, src, reduce, include_self)`.
@@ -780,9 +874,9 @@ where
     SS: Data<Elem = T>,
     DS: Dimension,
 {
-    let mut out = super::try_to_owned("scatter", input)?;
-    scatter_reduce_inplace(&mut out, dim, index, src, reduce, include_self)?;
-    Ok(out)
+    let (index, src) = (index.view().into_dyn(), src.view().into_dyn());
+    let mode = Mode::Reduce(reduce, include_self);
+    scatter_fresh("scatter_reduce", input, dim, index, src, false, mode)
 }
 
 /// Method forms of the out-of-place scatter ops, on any ndarray array.
@@ -1078,6 +1172,64 @@ mod tests {
         )
         .unwrap();
         assert!(kept[0].is_nan());
+    }
+
+    #[test]
+    fn out_of_place_calls_report_the_same_first_bad_value_as_in_place_ones() {
+        // Out-of-place calls on a general (not row) index check the values inside the element
+        // loop; a bad value must still give the in-place call's error, naming the first one.
+        let mut seed = 5u64;
+        let mut next = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+            (seed >> 33) as i64
+        };
+        let x = Array2::from_shape_fn((64, 40), |(i, j)| (i * 40 + j) as f64);
+        let src = Array2::from_shape_fn((64, 30), |(i, j)| (i + j) as f64 * 0.5);
+        let good = Array2::from_shape_fn((64, 30), |_| next().rem_euclid(40));
+        for (bad_at, bad_value) in [((0, 0), -1i64), ((20, 7), 40), ((63, 29), i64::MIN)] {
+            let mut idx = good.clone();
+            idx[bad_at] = bad_value;
+            idx[(63, 29)] = if bad_at == (63, 29) { bad_value } else { 41 };
+            let inplace = |f: &dyn Fn(&mut Array2<f64>) -> Result<()>| {
+                let mut t = x.clone();
+                let e = f(&mut t).unwrap_err();
+                assert_eq!(t, x);
+                e
+            };
+            let same = |fresh: Error, inpl: Error| {
+                assert_eq!(fresh.kind(), ErrorKind::IndexOutOfBounds);
+                assert_eq!(fresh.index_value(), Some(bad_value), "{fresh}");
+                assert_eq!(fresh.to_string(), inpl.to_string());
+            };
+            same(
+                scatter(&x, 1, &idx, &src).unwrap_err(),
+                inplace(&|t| scatter_inplace(t, 1, &idx, &src)),
+            );
+            same(
+                scatter_add(&x, 1, &idx, &src).unwrap_err(),
+                inplace(&|t| scatter_add_inplace(t, 1, &idx, &src)),
+            );
+            same(
+                scatter_value(&x, 1, &idx, 2.5).unwrap_err(),
+                inplace(&|t| scatter_value_inplace(t, 1, &idx, 2.5)),
+            );
+            for r in [Reduce::Mean, Reduce::Amax] {
+                same(
+                    scatter_reduce(&x, 1, &idx, &src, r, false).unwrap_err(),
+                    inplace(&|t| scatter_reduce_inplace(t, 1, &idx, &src, r, false)),
+                );
+            }
+        }
+        // Valid: the out-of-place results equal the in-place ones.
+        let mut t = x.clone();
+        scatter_reduce_inplace(&mut t, 1, &good, &src, Reduce::Mean, false).unwrap();
+        assert_eq!(
+            scatter_reduce(&x, 1, &good, &src, Reduce::Mean, false).unwrap(),
+            t
+        );
+        let mut t = x.clone();
+        scatter_inplace(&mut t, 1, &good, &src).unwrap();
+        assert_eq!(scatter(&x, 1, &good, &src).unwrap(), t);
     }
 
     #[test]
