@@ -303,9 +303,23 @@ where
     let x = view_1d_if_scalar(input);
     let idx = view_1d_if_scalar(index);
     let (out_shape, x_shape) = gather_shapes(OP, x.shape(), idx.shape(), d)?;
-    let xb = x
-        .broadcast(IxDyn(&x_shape))
-        .ok_or_else(|| broadcast_failed(OP, x.shape(), &x_shape))?;
+    super::output_len(OP, &out_shape)?;
+    if out_shape.contains(&0) {
+        // Nothing to read. The input's broadcast view need not exist: with the input's size on
+        // `dim` where the output has 0, its shape can overflow what ndarray can index.
+        let out = ArrayD::from_shape_vec(IxDyn(&out_shape), Vec::new());
+        return Ok(out.expect("an empty shape that output_len accepts"));
+    }
+    let xb = x.broadcast(IxDyn(&x_shape)).ok_or_else(|| {
+        Error::invalid(format!(
+            "{OP}: the input would be viewed as {} (its size {} on dim {d}, the output's sizes elsewhere), more elements than ndarray can index (isize::MAX)",
+            fmt_shape(&x_shape),
+            x_shape[d]
+        ))
+        .with_hint(format!(
+            "gather from the slice of the input along dim {d} that the index reaches, or split the call along an axis where the input has size 1"
+        ))
+    })?;
     let ib = idx
         .broadcast(IxDyn(&out_shape))
         .ok_or_else(|| broadcast_failed(OP, idx.shape(), &out_shape))?;
@@ -777,6 +791,30 @@ mod tests {
         );
         let out = scatter_add_broadcast(&arr0(1.0f64), 0, &arr0(0i64), &arr0(2.0f64)).unwrap();
         assert_eq!(out, arr0(3.0));
+    }
+
+    #[test]
+    fn huge_broadcast_shapes_give_an_empty_output_or_a_typed_error_never_an_internal_one() {
+        // Found by the gather_family fuzz target: input [1, 3], index [2^62, 0] along dim 1 is an
+        // empty [2^62, 0] output, but viewing the input as [2^62, 3] overflows isize, and the
+        // call failed with an "internal error".
+        let x = array![[1.0f32, 2.0, 3.0]];
+        let zero = ndarray::Array2::<i64>::zeros((1, 0));
+        let idx = zero.broadcast((1usize << 62, 0)).unwrap();
+        let out = gather_broadcast(&x, 1, &idx).unwrap();
+        assert_eq!(out.shape(), &[1 << 62, 0]);
+        // A non-empty output whose input view cannot exist: a typed error with the sizes.
+        let one = array![[0i64]];
+        let idx = one.broadcast((1usize << 40, 1)).unwrap();
+        let wide = ndarray::Array2::<u8>::zeros((1, 1 << 24));
+        let e = gather_broadcast(&wide, 1, &idx).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        assert!(!e.to_string().contains("internal"), "{e}");
+        assert!(e.to_string().contains("[1099511627776, 16777216]"), "{e}");
+        // An output too large to allocate is the usual 'cannot allocate' error.
+        let idx = one.broadcast((1usize << 62, 1)).unwrap();
+        let e = gather_broadcast(&array![[1.0f32]], 1, &idx).unwrap_err();
+        assert!(e.to_string().contains("allocate"), "{e}");
     }
 
     #[test]
