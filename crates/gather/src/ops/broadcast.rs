@@ -247,6 +247,11 @@ pub(crate) fn scatter_broadcast_into<T: Element, I: IndexElem>(
     let idx = view_1d_if_scalar(&index);
     let s = view_1d_if_scalar(&src);
     let e = scatter_extent(op, &ds, idx.shape(), Some(s.shape()), d)?;
+    if e.contains(&0) {
+        // Nothing to write (what an empty index does in scatter_into). The broadcast views need
+        // not exist: an empty extent's other sizes can overflow what ndarray can index.
+        return super::scatter::check_dtype_supported::<T>(op, mode);
+    }
     let ib = idx
         .broadcast(IxDyn(&e))
         .ok_or_else(|| broadcast_failed(op, idx.shape(), &e))?;
@@ -811,6 +816,15 @@ mod tests {
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
         assert!(!e.to_string().contains("internal"), "{e}");
         assert!(e.to_string().contains("[1099511627776, 16777216]"), "{e}");
+        // The scatters: an empty extent [2^62, 0, 3] (index [2^62, 0, 1] into [1, 0, 3]) writes
+        // nothing and leaves the destination as it was.
+        let mut dst = ndarray::Array3::<f32>::zeros((1, 0, 3));
+        let zero = ndarray::Array3::<i64>::zeros((1, 0, 1));
+        let idx3 = zero.broadcast((1usize << 62, 0, 1)).unwrap();
+        let src = ndarray::Array3::<f32>::zeros((1, 1, 1));
+        scatter_add_broadcast_inplace(&mut dst, 0, &idx3, &src).unwrap();
+        scatter_broadcast_inplace(&mut dst, 0, &idx3, &src).unwrap();
+        assert_eq!(dst.shape(), &[1, 0, 3]);
         // An output too large to allocate is the usual 'cannot allocate' error.
         let idx = one.broadcast((1usize << 62, 1)).unwrap();
         let e = gather_broadcast(&array![[1.0f32]], 1, &idx).unwrap_err();
