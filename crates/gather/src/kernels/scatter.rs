@@ -949,26 +949,33 @@ mod tests {
                 init,
                 update,
             );
+            let bits_equal = |got: &ArrayD<f32>| {
+                got.iter()
+                    .zip(want.iter())
+                    .all(|(a, b)| a.to_bits() == b.to_bits())
+            };
             for threads in [1, 2, 3] {
-                let got = rayon::ThreadPoolBuilder::new()
+                let pool = rayon::ThreadPoolBuilder::new()
                     .num_threads(threads)
                     .build()
-                    .unwrap()
-                    .install(|| {
+                    .unwrap();
+                // Runs `kernel` on a fresh copy of `dst` in `layout`, in the pool.
+                let run = |kernel: &(dyn Fn(&mut ArrayViewMut<'_, f32, IxDyn>, usize) + Sync)| {
+                    pool.install(|| {
                         let mut owner = dst.clone();
                         let mut out = lay(layout, owner.view_mut());
                         let size = out.shape()[dim];
-                        let checked =
-                            CheckedIndex::new("t", idx.clone(), dim, size, Bounds::Strict).unwrap();
-                        scatter_impl(&mut out, dim, &checked, src, init, last_only, update);
+                        kernel(&mut out, size);
                         out.to_owned()
-                    });
-                let same = got
-                    .iter()
-                    .zip(want.iter())
-                    .all(|(a, b)| a.to_bits() == b.to_bits());
+                    })
+                };
+                let got = run(&|out, size| {
+                    let checked =
+                        CheckedIndex::new("t", idx.clone(), dim, size, Bounds::Strict).unwrap();
+                    scatter_impl(out, dim, &checked, src, init, last_only, update);
+                });
                 assert!(
-                    same,
+                    bits_equal(&got),
                     "{name} {what}: threads {threads}, dst {:?} {layout:?}, idx {:?} strides {:?}",
                     dst.shape(),
                     idx.shape(),
@@ -979,24 +986,16 @@ mod tests {
                 if dst.shape()[dim] == 0 {
                     continue;
                 }
-                let (fused, bad) = rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads)
-                    .build()
-                    .unwrap()
-                    .install(|| {
-                        let mut owner = dst.clone();
-                        let mut out = lay(layout, owner.view_mut());
-                        let size = out.shape()[dim];
-                        let bad = AtomicBool::new(false);
-                        scatter_checking(&mut out, dim, idx, size, src, init, &bad, update);
-                        (out.to_owned(), bad.into_inner())
-                    });
-                assert!(!bad, "{name} {what}: checking kernel flagged a valid index");
+                let bad = AtomicBool::new(false);
+                let fused = run(&|out, size| {
+                    scatter_checking(out, dim, idx, size, src, init, &bad, update);
+                });
                 assert!(
-                    fused
-                        .iter()
-                        .zip(want.iter())
-                        .all(|(a, b)| a.to_bits() == b.to_bits()),
+                    !bad.into_inner(),
+                    "{name} {what}: checking kernel flagged a valid index"
+                );
+                assert!(
+                    bits_equal(&fused),
                     "{name} {what}: checking kernel differs, threads {threads}"
                 );
             }
