@@ -655,6 +655,9 @@ where
     SS: Data<Elem = T>,
     DS: Dimension,
 {
+    if let OutOfBounds::Error = policy {
+        return crate::scatter(input, dim, index, src);
+    }
     let mut out = super::try_to_owned("scatter", input)?;
     scatter_inplace_bounded(&mut out, dim, index, src, policy)?;
     Ok(out)
@@ -727,6 +730,9 @@ where
     SS: Data<Elem = T>,
     DS: Dimension,
 {
+    if let OutOfBounds::Error = policy {
+        return crate::scatter_add(input, dim, index, src);
+    }
     let mut out = super::try_to_owned("scatter_add", input)?;
     scatter_add_inplace_bounded(&mut out, dim, index, src, policy)?;
     Ok(out)
@@ -804,6 +810,9 @@ where
     SS: Data<Elem = T>,
     DS: Dimension,
 {
+    if let OutOfBounds::Error = policy {
+        return crate::scatter_reduce(input, dim, index, src, reduce, include_self);
+    }
     let mut out = super::try_to_owned("scatter_reduce", input)?;
     scatter_reduce_inplace_bounded(&mut out, dim, index, src, reduce, include_self, policy)?;
     Ok(out)
