@@ -241,7 +241,13 @@ fn broadcast_is_valid<I: IndexElem>(x: &ArrayViewD<f32>, dim: isize, i: &ArrayVi
         .map(|a| if a == d || xs[a] == 1 { is[a] } else { xs[a] })
         .collect();
     let fits = (0..xs.len()).all(|a| a == d || xs[a] == is[a] || xs[a] == 1 || is[a] == 1);
-    if !fits || out.iter().product::<usize>() > 1 << 24 {
+    // ndarray refuses a shape whose nonzero lengths multiply past isize::MAX, even an empty one
+    // ([2^62, 0, 5]): such an output is an error, and a big one may be; neither is checked here.
+    let nonzero = out
+        .iter()
+        .filter(|&&n| n != 0)
+        .fold(1usize, |acc, &n| acc.saturating_mul(n));
+    if !fits || nonzero > 1 << 24 {
         return false;
     }
     // Only the index values that the broadcast reads must be in range.
