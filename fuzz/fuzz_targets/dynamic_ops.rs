@@ -56,14 +56,24 @@ fn tensor(b: &mut Bytes, dtype: DType, bound: usize, counts: bool) -> Tensor {
     let nd = b.below(4);
     let shape = b.shape(nd);
     let n: usize = shape.iter().product();
+    // A small negative count of an unsigned dtype wraps to a mid-sized one (-1 as u16 is 65535):
+    // a few thousand of those ask for gigabytes legitimately, so unsigned counts stay positive.
+    let unsigned = matches!(dtype, DType::U8 | DType::U16 | DType::U32 | DType::U64);
     let vals: Vec<f64> = (0..n.min(256))
         .map(|_| match b.below(10) {
             0 => f64::NAN,
+            // (Infinity as u16 or u32 counts is 65535 or 2^32 - 1: mid-sized again.)
+            1 if counts && unsigned => (1u64 << 50) as f64,
             1 => f64::INFINITY,
             2 => -0.0,
             _ => {
-                let v = b.index_value(bound);
-                if counts && v.unsigned_abs() > 64 && v.unsigned_abs() < 1 << 50 {
+                let mut v = b.index_value(bound);
+                if counts && unsigned && (-64..0).contains(&v) {
+                    v = -v;
+                }
+                // Every large count is +-2^50: too large for i64/u64, and 0 in a narrower dtype,
+                // whose wrap-around of a random 64-bit value would be mid-sized (2^29, say).
+                if counts && v.unsigned_abs() > 64 {
                     (v.signum() << 50) as f64
                 } else {
                     v as f64
