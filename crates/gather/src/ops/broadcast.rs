@@ -825,6 +825,15 @@ mod tests {
         scatter_add_broadcast_inplace(&mut dst, 0, &idx3, &src).unwrap();
         scatter_broadcast_inplace(&mut dst, 0, &idx3, &src).unwrap();
         assert_eq!(dst.shape(), &[1, 0, 3]);
+        // An empty output that ndarray cannot represent (index [2^62, 0, 0, 1] against input
+        // [1, 0, 0, 5] is [2^62, 0, 0, 5], whose nonzero lengths multiply past isize::MAX; found
+        // by the fuzz target) is an error that says so.
+        let x4 = ndarray::Array4::<f32>::zeros((1, 0, 0, 5));
+        let zero4 = ndarray::Array4::<i64>::zeros((1, 0, 0, 1));
+        let idx4 = zero4.broadcast((1usize << 62, 0, 0, 1)).unwrap();
+        let e = gather_broadcast(&x4, 1, &idx4).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        assert!(e.to_string().contains("it is empty, but ndarray"), "{e}");
         // An output too large to allocate is the usual 'cannot allocate' error.
         let idx = one.broadcast((1usize << 62, 1)).unwrap();
         let e = gather_broadcast(&array![[1.0f32]], 1, &idx).unwrap_err();

@@ -39,12 +39,20 @@ pub(crate) fn view_1d_if_scalar<S: Data, D: Dimension>(
 /// overflows `isize`, which ndarray refuses even for an empty array).
 pub(crate) fn output_len(op: &str, shape: &[usize]) -> Result<usize> {
     crate::dims::numel(shape).ok_or_else(|| {
+        if shape.contains(&0) {
+            Error::invalid(format!(
+                "{op}: cannot create an output of shape {}: it is empty, but ndarray needs the product of its nonzero lengths to fit in isize",
+                fmt_shape(shape)
+            ))
+            .with_hint("an empty result has no data: skip the call when an input has a zero-length axis, or make the huge (broadcast) axes smaller")
+        } else {
             Error::invalid(format!(
                 "{op}: cannot allocate an output of shape {}: its element count overflows",
                 fmt_shape(shape)
             ))
             .with_hint("the output is too large for memory; work on smaller pieces (e.g. slices along the first axis)")
-        })
+        }
+    })
 }
 
 /// An empty `Vec` with room for `n` elements, or an error (not an abort) when that much memory

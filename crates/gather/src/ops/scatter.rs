@@ -248,6 +248,35 @@ where
     Ok(out)
 }
 
+/// Runs `mode` into `dst` at `target`.
+fn apply<T: Element, I: IndexElem>(
+    dst: &mut ArrayViewMut<'_, T, IxDyn>,
+    target: &kernels::scatter::Target<'_, '_, I>,
+    src: &ArrayView<'_, T, IxDyn>,
+    mode: Mode,
+) {
+    match mode {
+        Mode::Set => target.reduce(dst, src, None, |a: &mut T, s: T| *a = s),
+        Mode::Reduce(r, include_self) => reduce_into(dst, target, src, r, include_self),
+    }
+}
+
+/// The error for an index an in-loop check found a value of outside `0..size` in: the full check
+/// names the first such value.
+fn first_bad_value<I: IndexElem>(
+    op: &str,
+    index: &ArrayView<'_, I, IxDyn>,
+    d: usize,
+    size: usize,
+) -> Error {
+    match CheckedIndex::new(op, index.view(), d, size, Bounds::Strict) {
+        Err(e) => e,
+        Ok(_) => Error::invalid(format!(
+            "{op}: internal error: an index value failed the in-loop check but passed the full one"
+        )),
+    }
+}
+
 /// [`scatter_into`]; `fresh`: `dst` is a copy the caller drops on error (see [`scatter_fresh`]).
 #[allow(clippy::too_many_arguments)]
 fn scatter_into_with<T, I>(
@@ -302,18 +331,12 @@ where
             size,
             bad: &bad,
         };
-        match mode {
-            Mode::Set => target.reduce(&mut dst, &src, None, |a: &mut T, s: T| *a = s),
-            Mode::Reduce(r, include_self) => reduce_into(&mut dst, &target, &src, r, include_self),
-        }
+        apply(&mut dst, &target, &src, mode);
         if !bad.load(Ordering::Relaxed) {
             return Ok(());
         }
         // A value is out of range: the full check finds the first one for the error.
-        CheckedIndex::new(op, index, d, size, bounds)?;
-        return Err(Error::invalid(format!(
-            "{op}: internal error: an index value failed the in-loop check but passed the full one"
-        )));
+        return Err(first_bad_value(op, &index, d, size));
     }
     let checked = CheckedIndex::new(op, index, d, size, bounds)?;
     match mode {
@@ -530,8 +553,7 @@ where
     SI: Data<Elem = I>,
     DI: Dimension,
 {
-    let v = [value];
-    let src = ArrayView::from(&v[..]).into_dyn();
+    let src = ndarray::aview0(&value).into_dyn();
     scatter_into(
         "scatter",
         dst.view_mut().into_dyn(),
@@ -564,8 +586,7 @@ where
     SI: Data<Elem = I>,
     DI: Dimension,
 {
-    let v = [value];
-    let src = ArrayView::from(&v[..]).into_dyn();
+    let src = ndarray::aview0(&value).into_dyn();
     scatter_fresh(
         "scatter",
         input,
@@ -672,8 +693,7 @@ where
     SI: Data<Elem = I>,
     DI: Dimension,
 {
-    let v = [value];
-    let src = ArrayView::from(&v[..]).into_dyn();
+    let src = ndarray::aview0(&value).into_dyn();
     let mode = Mode::Reduce(reduce.into(), true);
     scatter_into(
         "scatter",
@@ -710,8 +730,7 @@ where
     SI: Data<Elem = I>,
     DI: Dimension,
 {
-    let v = [value];
-    let src = ArrayView::from(&v[..]).into_dyn();
+    let src = ndarray::aview0(&value).into_dyn();
     let mode = Mode::Reduce(reduce.into(), true);
     scatter_fresh(
         "scatter",
@@ -1183,53 +1202,65 @@ mod tests {
             seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
             (seed >> 33) as i64
         };
-        let x = Array2::from_shape_fn((64, 40), |(i, j)| (i * 40 + j) as f64);
-        let src = Array2::from_shape_fn((64, 30), |(i, j)| (i + j) as f64 * 0.5);
-        let good = Array2::from_shape_fn((64, 30), |_| next().rem_euclid(40));
-        for (bad_at, bad_value) in [((0, 0), -1i64), ((20, 7), 40), ((63, 29), i64::MIN)] {
-            let mut idx = good.clone();
-            idx[bad_at] = bad_value;
-            idx[(63, 29)] = if bad_at == (63, 29) { bad_value } else { 41 };
-            let inplace = |f: &dyn Fn(&mut Array2<f64>) -> Result<()>| {
-                let mut t = x.clone();
-                let e = f(&mut t).unwrap_err();
-                assert_eq!(t, x);
-                e
-            };
-            let same = |fresh: Error, inpl: Error| {
-                assert_eq!(fresh.kind(), ErrorKind::IndexOutOfBounds);
-                assert_eq!(fresh.index_value(), Some(bad_value), "{fresh}");
-                assert_eq!(fresh.to_string(), inpl.to_string());
-            };
-            same(
-                scatter(&x, 1, &idx, &src).unwrap_err(),
-                inplace(&|t| scatter_inplace(t, 1, &idx, &src)),
-            );
-            same(
-                scatter_add(&x, 1, &idx, &src).unwrap_err(),
-                inplace(&|t| scatter_add_inplace(t, 1, &idx, &src)),
-            );
-            same(
-                scatter_value(&x, 1, &idx, 2.5).unwrap_err(),
-                inplace(&|t| scatter_value_inplace(t, 1, &idx, 2.5)),
-            );
-            for r in [Reduce::Mean, Reduce::Amax] {
+        // The small case runs on the calling thread, the large one in tasks on the pool.
+        for (rows, cols, k) in [(64, 40, 30), (300, 400, 250)] {
+            let x = Array2::from_shape_fn((rows, cols), |(i, j)| (i * cols + j) as f64);
+            let src = Array2::from_shape_fn((rows, k), |(i, j)| (i + j) as f64 * 0.5);
+            let good = Array2::from_shape_fn((rows, k), |_| next().rem_euclid(cols as i64));
+            let last = (rows - 1, k - 1);
+            for (bad_at, bad_value) in [
+                ((0, 0), -1i64),
+                ((rows / 3, 7), cols as i64),
+                (last, i64::MIN),
+            ] {
+                let mut idx = good.clone();
+                idx[bad_at] = bad_value;
+                idx[last] = if bad_at == last {
+                    bad_value
+                } else {
+                    cols as i64 + 1
+                };
+                let inplace = |f: &dyn Fn(&mut Array2<f64>) -> Result<()>| {
+                    let mut t = x.clone();
+                    let e = f(&mut t).unwrap_err();
+                    assert_eq!(t, x);
+                    e
+                };
+                let same = |fresh: Error, inpl: Error| {
+                    assert_eq!(fresh.kind(), ErrorKind::IndexOutOfBounds);
+                    assert_eq!(fresh.index_value(), Some(bad_value), "{fresh}");
+                    assert_eq!(fresh.to_string(), inpl.to_string());
+                };
                 same(
-                    scatter_reduce(&x, 1, &idx, &src, r, false).unwrap_err(),
-                    inplace(&|t| scatter_reduce_inplace(t, 1, &idx, &src, r, false)),
+                    scatter(&x, 1, &idx, &src).unwrap_err(),
+                    inplace(&|t| scatter_inplace(t, 1, &idx, &src)),
                 );
+                same(
+                    scatter_add(&x, 1, &idx, &src).unwrap_err(),
+                    inplace(&|t| scatter_add_inplace(t, 1, &idx, &src)),
+                );
+                same(
+                    scatter_value(&x, 1, &idx, 2.5).unwrap_err(),
+                    inplace(&|t| scatter_value_inplace(t, 1, &idx, 2.5)),
+                );
+                for r in [Reduce::Mean, Reduce::Amax] {
+                    same(
+                        scatter_reduce(&x, 1, &idx, &src, r, false).unwrap_err(),
+                        inplace(&|t| scatter_reduce_inplace(t, 1, &idx, &src, r, false)),
+                    );
+                }
             }
+            // Valid: the out-of-place results equal the in-place ones.
+            let mut t = x.clone();
+            scatter_reduce_inplace(&mut t, 1, &good, &src, Reduce::Mean, false).unwrap();
+            assert_eq!(
+                scatter_reduce(&x, 1, &good, &src, Reduce::Mean, false).unwrap(),
+                t
+            );
+            let mut t = x.clone();
+            scatter_inplace(&mut t, 1, &good, &src).unwrap();
+            assert_eq!(scatter(&x, 1, &good, &src).unwrap(), t);
         }
-        // Valid: the out-of-place results equal the in-place ones.
-        let mut t = x.clone();
-        scatter_reduce_inplace(&mut t, 1, &good, &src, Reduce::Mean, false).unwrap();
-        assert_eq!(
-            scatter_reduce(&x, 1, &good, &src, Reduce::Mean, false).unwrap(),
-            t
-        );
-        let mut t = x.clone();
-        scatter_inplace(&mut t, 1, &good, &src).unwrap();
-        assert_eq!(scatter(&x, 1, &good, &src).unwrap(), t);
     }
 
     #[test]
