@@ -402,8 +402,7 @@ where
     SR: Data<Elem = T>,
 {
     let op = "grad::scatter_value_legacy";
-    let v = [value];
-    let v = ArrayView::from(&v[..]).into_dyn();
+    let v = ndarray::aview0(&value).into_dyn();
     let ishape = index.shape();
     let src = match v.broadcast(ishape) {
         Some(s) => s,

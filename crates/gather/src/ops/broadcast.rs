@@ -308,8 +308,7 @@ where
     let x = view_1d_if_scalar(input);
     let idx = view_1d_if_scalar(index);
     let (out_shape, x_shape) = gather_shapes(OP, x.shape(), idx.shape(), d)?;
-    super::output_len(OP, &out_shape)?;
-    if out_shape.contains(&0) {
+    if super::output_len(OP, &out_shape)? == 0 {
         // Nothing to read. The input's broadcast view need not exist: with the input's size on
         // `dim` where the output has 0, its shape can overflow what ndarray can index.
         let out = ArrayD::from_shape_vec(IxDyn(&out_shape), Vec::new());
