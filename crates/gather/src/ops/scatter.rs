@@ -364,9 +364,10 @@ pub(crate) fn reduce_into<T: Element, I: IndexElem>(
 ) {
     let counts = (r == Reduce::Mean).then(|| {
         let mut c = ArrayD::<u64>::zeros(dst.raw_dim());
-        let one = [0u8];
-        let one = ArrayView::from(&one[..]).into_dyn();
-        let ones = one.broadcast(src.raw_dim()).expect("broadcast");
+        let one = ndarray::aview0(&0u8).into_dyn();
+        let ones = one
+            .broadcast(src.raw_dim())
+            .expect("a 0-d view broadcasts to any shape");
         target.reduce(&mut c.view_mut(), &ones, None, |c: &mut u64, _| *c += 1);
         c
     });
