@@ -143,17 +143,34 @@ impl<const N: usize> Nest<N> {
     where
         F: Fn([isize; N], Range<usize>) + Sync + Send,
     {
-        self.split(grain, None, |b, r, _| f(b, r))
+        self.split_with(grain, None, || (), |_, b, r| f(b, r))
     }
 
-    /// [`Nest::for_each_grain`], also telling `f` how many outer positions follow this one along
-    /// the last outer axis (0 without outer axes): `base + k * outer.last().strides` for `k` in
-    /// `1..=ahead` are offsets of positions too, whose data a kernel may prefetch.
-    pub fn for_each_grain_ahead<F>(&self, grain: usize, f: F)
-    where
-        F: Fn([isize; N], Range<usize>, usize) + Sync + Send,
-    {
-        self.split(grain, None, f)
+    /// The nest of a kernel that walks short inner rows itself: the last outer axis becomes the
+    /// inner axis (split between tasks like any inner axis) and the inner axis becomes the serial
+    /// axis ([`Nest::mid`]), which the kernel runs whole for every position and whose length
+    /// counts in the grain. One call of the kernel's closure then covers a run of rows instead of
+    /// one row: no closure call and odometer step per 16-byte row (ROI labels). `None` without an
+    /// outer axis, with a serial axis already planned, or with an inner axis that must stay whole.
+    ///
+    /// ```text
+    /// out [65536,4] from roi[65536,21,4] and labels expanded to [65536,1,4]:
+    ///   plan  outer: [] (none)   inner: 65536 rows   mid: 4 (out 1, idx 0, x 1)
+    ///   rows  outer: []          inner: 65536 rows   mid: the row of 4
+    /// ```
+    pub fn rows(&self) -> Option<Nest<N>> {
+        if self.mid.is_some() || !self.inner_splittable {
+            return None;
+        }
+        let mut outer = self.outer.clone();
+        let last = outer.pop()?;
+        Some(Nest {
+            outer,
+            mid: Some(self.inner),
+            inner: last,
+            inner_splittable: true,
+            total: self.total,
+        })
     }
 
     /// Like [`Nest::for_each_grain`], but the inner axis is cut into tiles of `tile` positions and
@@ -165,11 +182,23 @@ impl<const N: usize> Nest<N> {
     where
         F: Fn([isize; N], Range<usize>) + Sync + Send,
     {
+        self.for_each_tiled_with(tile, grain, || (), |_, b, r| f(b, r))
+    }
+
+    /// [`Nest::for_each_tiled`] with a state per task: `init` makes one (once per task, or more
+    /// often: rayon may split a task's work) and `f` gets it with every piece, so a kernel can
+    /// keep what it prepared for one tile (a contiguous copy of the input's tile, say) while it
+    /// walks the outer positions of that tile.
+    pub fn for_each_tiled_with<S, I, F>(&self, tile: usize, grain: usize, init: I, f: F)
+    where
+        I: Fn() -> S + Sync + Send,
+        F: Fn(&mut S, [isize; N], Range<usize>) + Sync + Send,
+    {
         assert!(
             self.inner_splittable,
             "tiling needs a splittable inner axis"
         );
-        self.split(grain, Some(tile.max(1)), |b, r, _| f(b, r))
+        self.split_with(grain, Some(tile.max(1)), init, f)
     }
 
     /// Runs `f` for every outer position and the whole inner range, serially on the calling
@@ -181,13 +210,7 @@ impl<const N: usize> Nest<N> {
         if self.total == 0 {
             return;
         }
-        self.run_items(
-            0..self.outer_len(),
-            1,
-            self.inner.len,
-            false,
-            &mut |b, r, _| f(b, r),
-        );
+        self.run_items(0..self.outer_len(), 1, self.inner.len, false, &mut f);
     }
 
     /// Cuts the positions into at most `parts` groups of about equal size, for tasks that each
@@ -212,7 +235,7 @@ impl<const N: usize> Nest<N> {
         let chunks_per_row = inner_len.div_ceil(chunk.max(1)).max(1);
         let items = outer_len * chunks_per_row;
         let mut all = Vec::with_capacity(items);
-        self.run_items(0..items, chunks_per_row, chunk, false, &mut |b, r, _| {
+        self.run_items(0..items, chunks_per_row, chunk, false, &mut |b, r| {
             all.push((b, r))
         });
         let parts = parts.min(all.len()).max(1);
@@ -225,9 +248,10 @@ impl<const N: usize> Nest<N> {
         groups
     }
 
-    fn split<F>(&self, grain: usize, tile: Option<usize>, f: F)
+    fn split_with<S, I, F>(&self, grain: usize, tile: Option<usize>, init: I, f: F)
     where
-        F: Fn([isize; N], Range<usize>, usize) + Sync + Send,
+        I: Fn() -> S + Sync + Send,
+        F: Fn(&mut S, [isize; N], Range<usize>) + Sync + Send,
     {
         if self.total == 0 {
             return;
@@ -258,8 +282,9 @@ impl<const N: usize> Nest<N> {
         let items = outer_len * chunks_per_row;
         let tiled = tile.is_some();
         if serial {
-            self.run_items(0..items, chunks_per_row, chunk, tiled, &mut |b, r, a| {
-                f(b, r, a)
+            let mut state = init();
+            self.run_items(0..items, chunks_per_row, chunk, tiled, &mut |b, r| {
+                f(&mut state, b, r)
             });
             return;
         }
@@ -269,18 +294,17 @@ impl<const N: usize> Nest<N> {
             .max(items / (threads * 16))
             .max(1);
         let tasks = items.div_ceil(items_per_task);
-        (0..tasks).into_par_iter().for_each(|t| {
+        (0..tasks).into_par_iter().for_each_init(&init, |state, t| {
             let lo = t * items_per_task;
             let hi = (lo + items_per_task).min(items);
-            self.run_items(lo..hi, chunks_per_row, chunk, tiled, &mut |b, r, a| {
-                f(b, r, a)
+            self.run_items(lo..hi, chunks_per_row, chunk, tiled, &mut |b, r| {
+                f(state, b, r)
             });
         });
     }
 
     /// Runs the items `range` serially. An item is one outer position × one inner chunk; items
-    /// are numbered position-major (`tiled == false`) or chunk-major (`tiled == true`). `f` also
-    /// gets the number of outer positions after the item's along the last outer axis.
+    /// are numbered position-major (`tiled == false`) or chunk-major (`tiled == true`).
     fn run_items<F>(
         &self,
         range: Range<usize>,
@@ -289,7 +313,7 @@ impl<const N: usize> Nest<N> {
         tiled: bool,
         f: &mut F,
     ) where
-        F: FnMut([isize; N], Range<usize>, usize),
+        F: FnMut([isize; N], Range<usize>),
     {
         if range.is_empty() {
             return;
@@ -317,12 +341,7 @@ impl<const N: usize> Nest<N> {
             let lo = c * chunk;
             let hi = (lo + chunk).min(inner_len);
             if lo < hi {
-                let ahead = if nd == 0 {
-                    0
-                } else {
-                    self.outer[nd - 1].len - 1 - pos[nd - 1]
-                };
-                f(base, lo..hi, ahead);
+                f(base, lo..hi);
             }
             let next_row = if tiled {
                 true
@@ -381,6 +400,35 @@ mod tests {
                 strides: [1, 1]
             }
         );
+    }
+
+    #[test]
+    fn rows_turn_the_last_outer_axis_into_the_inner_one_and_the_row_into_the_serial_one() {
+        // ROI labels under a batch axis: out [2,100,4], idx [2,100] (transposed) expanded along 4.
+        let n = Nest::<2>::new(&[2, 100, 4], [&[400, 4, 1], &[1, 2, 0]], None);
+        assert_eq!(n.outer.len(), 2);
+        let rows = n.rows().expect("an outer axis to walk");
+        assert_eq!(rows.outer, n.outer[..1]);
+        assert_eq!(rows.inner, n.outer[1]);
+        assert_eq!(rows.mid, Some(n.inner));
+        assert!(rows.inner_splittable);
+        assert_eq!(rows.total, 800);
+        // Every position once, with the row whole in every piece.
+        let seen = Mutex::new(Vec::new());
+        rows.for_each_grain(1, |b, r| {
+            for j in r {
+                for k in 0..4isize {
+                    seen.lock().unwrap().push(b[0] + j as isize * 4 + k);
+                }
+            }
+        });
+        let mut seen = seen.into_inner().unwrap();
+        seen.sort_unstable();
+        assert_eq!(seen, (0..800).collect::<Vec<isize>>());
+        // Nothing to rotate: no outer axis, or a serial axis already planned.
+        assert!(Nest::<1>::new(&[8], [&[1]], None).rows().is_none());
+        let serial = Nest::<1>::new(&[3, 5, 7], [&[1, 3, 15]], Some(1));
+        assert!(serial.rows().is_none());
     }
 
     #[test]

@@ -4,7 +4,11 @@
 //! index broadcast against each other) all run here. The innermost planned axis picks the loop:
 //!
 //! - index constant along it (expanded or broadcast index): one contiguous row copy per index value;
+//!   short rows (ROI labels), and rows up to 1 KiB of a large input (index_select), run many rows
+//!   per task call with the rows ahead prefetched ([`short_rows`]);
 //! - it is the `dim` axis itself: a lookup loop `out[j] = row[index[j]]`;
+//! - a lookup along an outer `dim` of a large input: tiled, and where every outer position reads
+//!   the same input, each tile is first copied into a contiguous buffer ([`staged`]);
 //! - otherwise the general strided loop.
 
 use std::ops::Range;
@@ -12,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use ndarray::{ArrayView, IxDyn};
 
-use super::{SharedPtr, position};
+use super::{SharedPtr, checked_position, position};
 use crate::index::{Bounds, CheckedIndex, IndexElem};
 use crate::plan::Nest;
 
@@ -120,23 +124,19 @@ where
     };
     let how = How::new::<T>(&nest, input.len(), size);
     let bad = AtomicBool::new(false);
+    let flag = &bad;
     match mode {
-        Mode::Checked(Bounds::Strict) => run(&nest, ptrs, dstride, how, |v| v as isize),
-        Mode::Checked(Bounds::Wrap) => run(&nest, ptrs, dstride, how, |v| {
+        Mode::Checked(Bounds::Strict) => run(&nest, ptrs, dstride, how, flag, |v, _| v as isize),
+        Mode::Checked(Bounds::Wrap) => run(&nest, ptrs, dstride, how, flag, move |v, _| {
             position(Bounds::Wrap, v, size)
         }),
-        Mode::Checked(Bounds::Modulo) => run(&nest, ptrs, dstride, how, |v| {
+        Mode::Checked(Bounds::Modulo) => run(&nest, ptrs, dstride, how, flag, move |v, _| {
             position(Bounds::Modulo, v, size)
         }),
-        // An out-of-range value reads row 0 instead (in range: `size > 0`) and is remembered;
-        // the output is then dropped.
-        Mode::Checking => run(&nest, ptrs, dstride, how, |v| {
-            if (v as u64) < size as u64 {
-                v as isize
-            } else {
-                bad.store(true, Ordering::Relaxed);
-                0
-            }
+        // An out-of-range value reads row 0 instead and is remembered in the task's flag; the
+        // output is then dropped.
+        Mode::Checking => run(&nest, ptrs, dstride, how, flag, move |v, bad| {
+            checked_position::<false>(v, size, bad) as isize
         }),
     }
     if bad.into_inner() {
@@ -150,6 +150,10 @@ where
 
 /// Bytes of the input one tile of a tiled lookup may span (a part of a core's L2 cache).
 const TILE_BYTES: usize = 256 << 10;
+
+/// Bytes of a staged tile ([`staged`]): half of a core's L2 cache. A stand-alone model of W5
+/// took 31 ms with 512 KiB tiles, 50 ms with 256 KiB and 38 ms with 1 MiB.
+const STAGE_BYTES: usize = 512 << 10;
 
 /// The operands of a gather, shared by every task.
 struct Ptrs<T, I> {
@@ -172,6 +176,8 @@ impl<T, I> Copy for Ptrs<T, I> {}
 struct How {
     random: bool,
     tile: Option<usize>,
+    /// The tile width of a staged lookup ([`staged`]), at least `tile`'s.
+    staged_tile: usize,
     /// The size of `dim` in the input.
     size: usize,
 }
@@ -183,7 +189,8 @@ impl How {
         let [os, is, xs] = nest.inner.strides;
         let line = (64 / elem).max(1);
         // One tile covers every position along `dim` for `tile` neighbouring inner positions.
-        let tile = (TILE_BYTES / size.max(1).saturating_mul(elem)) / line * line;
+        let tile_of = |bytes: usize| (bytes / size.max(1).saturating_mul(elem)) / line * line;
+        let tile = tile_of(TILE_BYTES);
         let tiled = random
             && os == 1
             && is == 1
@@ -195,6 +202,7 @@ impl How {
         How {
             random,
             tile: tiled.then_some(tile),
+            staged_tile: tile_of(STAGE_BYTES),
             size,
         }
     }
@@ -212,15 +220,50 @@ where
     }
 }
 
-fn run<T, I, M>(nest: &Nest<3>, p: Ptrs<T, I>, dstride: isize, how: How, map: M)
+/// Rows of at most this many bytes are copied by [`short_rows`], many rows per task call.
+const SHORT_ROW_BYTES: usize = 256;
+
+/// Rows of a large input up to this many bytes go to [`short_rows`] too, which prefetches them
+/// whole a few rows ahead (index_select of 1 KiB rows from a 100 MB table, W8).
+const PREFETCHED_ROW_BYTES: usize = 1024;
+
+/// How many bytes of rows ahead [`short_rows`] keeps requested for rows longer than
+/// [`SHORT_ROW_BYTES`].
+const ROWS_AHEAD_BYTES: usize = 2048;
+
+/// Runs the gather over `nest`. `map` turns an index value into the input position along `dim`;
+/// in checking mode it maps a value out of range to 0 and sets the flag it is given. Each task
+/// keeps its own flag and reports a set one into `bad` once, at its end. `map` is `Copy` so that
+/// every task copies it (its `size`) into a local: read through a reference, it would be reloaded
+/// after every store to the output, which the compiler cannot prove does not alias it.
+fn run<T, I, M>(nest: &Nest<3>, p: Ptrs<T, I>, dstride: isize, how: How, bad: &AtomicBool, map: M)
 where
     T: Copy + Send + Sync,
     I: IndexElem,
-    M: Fn(i64) -> isize + Sync + Send,
+    M: Fn(i64, &mut bool) -> isize + Copy + Sync + Send,
 {
     let [os, is, xs] = nest.inner.strides;
-    let map = &map;
+    let report = |flag: bool| {
+        if flag {
+            bad.store(true, Ordering::Relaxed);
+        }
+    };
     const D: usize = super::PREFETCH_DISTANCE;
+    let elem = std::mem::size_of::<T>().max(1);
+    let row_bytes = nest.inner.len.saturating_mul(elem);
+    if is == 0
+        && (row_bytes <= SHORT_ROW_BYTES || (how.random && row_bytes <= PREFETCHED_ROW_BYTES))
+    {
+        if let Some(rows) = nest.rows() {
+            return short_rows(&rows, p, dstride, how, report, map);
+        }
+    }
+    if let (Some(_), [outer]) = (how.tile, &nest.outer[..]) {
+        if outer.strides[2] == 0 {
+            let tile = how.staged_tile;
+            return staged(nest, *outer, tile, p, dstride, how.size, report, map);
+        }
+    }
     // SAFETY (all three loops below): `base` plus `j * stride` for `j` in the inner range are
     // offsets of positions inside the iteration shape, which is the index's shape: in bounds for
     // the output (its shape) and the index (its own view). For the input, every non-dim
@@ -232,62 +275,41 @@ where
     // alias the freshly allocated output. A prefetch names the input element of a position
     // `j + D` that is itself inside the inner range, so its address is in bounds too; the row
     // prefetch computes its addresses with `wrapping_offset` (no dereference, no UB even past the
-    // end) and a prefetch never faults. The row copy reads the index of the position `D` ahead
-    // along the last outer axis only when the planner reports at least `D` positions after the
-    // current one there (`for_each_grain_ahead`), so that read is in bounds of the index view.
+    // end) and a prefetch never faults.
     if is == 0 {
         // Row copy: the index is constant along the inner axis (an expanded or broadcast index,
         // index_select): one lookup, then a contiguous copy.
-        // Short rows of a large input cost a cache miss each, not a copy: the row of the position
-        // `D` ahead along the last outer axis is prefetched (its index value is read, in bounds:
-        // that position exists), so that the misses overlap.
-        let elem = std::mem::size_of::<T>().max(1);
-        let short = how.random && nest.inner.len.saturating_mul(elem) <= 256;
-        let ahead = nest.outer.last().map_or([0; 3], |a| a.strides);
-        let grain = if short {
-            super::RANDOM_GRAIN
-        } else {
-            crate::plan::GRAIN
-        };
-        nest.for_each_grain_ahead(grain, move |base, r, after| unsafe {
-            let Ptrs { out, idx, x } = p;
-            if short && after >= D {
-                let d = D as isize;
-                let w = *idx.0.offset(base[1] + d * ahead[1]);
-                let next = x.0.wrapping_offset(
-                    base[2] + d * ahead[2] + map(w.to_i64()) * dstride + r.start as isize * xs,
-                );
-                super::prefetch(next.cast_const());
-            }
+        nest.for_each(move |base, r| unsafe {
+            let (Ptrs { out, idx, x }, map) = (p, map);
+            let mut flag = false;
             let op = out.0.offset(base[0]);
             let v = *idx.0.offset(base[1]);
-            let src = x.0.offset(base[2] + map(v.to_i64()) * dstride).cast_const();
+            let src = x.0.offset(base[2] + map(v.to_i64(), &mut flag) * dstride);
+            let src = src.cast_const();
             if os == 1 && xs == 1 {
-                if r.len() <= 8 {
-                    for j in r {
-                        *op.add(j) = *src.add(j);
-                    }
-                } else {
-                    std::ptr::copy_nonoverlapping(src.add(r.start), op.add(r.start), r.len());
-                }
+                std::ptr::copy_nonoverlapping(src.add(r.start), op.add(r.start), r.len());
             } else {
                 for j in r {
                     let j = j as isize;
                     *op.offset(j * os) = *src.offset(j * xs);
                 }
             }
+            report(flag);
         });
     } else if os == 1 && is == 1 {
         // Lookup loop: output and index contiguous along the inner axis (`xs == 0` when the
         // inner axis is `dim` itself: a lookup along one row of the input).
         let row = RowPrefetch::new::<T>(nest, xs, dstride, how.size);
         split(nest, how, move |base, r| unsafe {
-            let Ptrs { out, idx, x } = p;
+            let (Ptrs { out, idx, x }, map) = (p, map);
+            let mut flag = false;
             let op = out.0.offset(base[0]);
             let ip = idx.0.offset(base[1]).cast_const();
             let xp = x.0.offset(base[2]).cast_const();
             row.fetch_next(xp);
-            let src = |j: usize| xp.offset(j as isize * xs + map((*ip.add(j)).to_i64()) * dstride);
+            let mut src = |j: usize| {
+                xp.offset(j as isize * xs + map((*ip.add(j)).to_i64(), &mut flag) * dstride)
+            };
             let mut j = r.start;
             if how.random {
                 while j + D < r.end {
@@ -300,17 +322,19 @@ where
                 *op.add(j) = *src(j);
                 j += 1;
             }
+            report(flag);
         });
     } else {
         // The general strided loop.
         split(nest, how, move |base, r| unsafe {
-            let Ptrs { out, idx, x } = p;
+            let (Ptrs { out, idx, x }, map) = (p, map);
+            let mut flag = false;
             let op = out.0.offset(base[0]);
             let ip = idx.0.offset(base[1]).cast_const();
             let xp = x.0.offset(base[2]).cast_const();
-            let src = |j: usize| {
+            let mut src = |j: usize| {
                 let jj = j as isize;
-                xp.offset(jj * xs + map((*ip.offset(jj * is)).to_i64()) * dstride)
+                xp.offset(jj * xs + map((*ip.offset(jj * is)).to_i64(), &mut flag) * dstride)
             };
             let mut j = r.start;
             if how.random {
@@ -324,7 +348,226 @@ where
                 *op.offset(j as isize * os) = *src(j);
                 j += 1;
             }
+            report(flag);
         });
+    }
+}
+
+/// Short rows (ROI labels: one 16-byte row of `roi[n,21,4]` per label): `rows` is the gather's
+/// nest from [`Nest::rows`], whose inner axis walks the rows and whose serial axis is one row.
+/// Each task copies a run of rows in one loop, and over a large input requests the rows ahead, so
+/// that the cache misses of the random rows overlap: the first and last line of the row
+/// [`super::PREFETCH_DISTANCE`] rows ahead for short rows, every line of the rows up to
+/// [`ROWS_AHEAD_BYTES`] ahead for longer ones (contiguous, up to [`PREFETCHED_ROW_BYTES`]).
+fn short_rows<T, I, M, R>(
+    rows: &Nest<3>,
+    p: Ptrs<T, I>,
+    dstride: isize,
+    how: How,
+    report: R,
+    map: M,
+) where
+    T: Copy + Send + Sync,
+    I: IndexElem,
+    M: Fn(i64, &mut bool) -> isize + Copy + Sync + Send,
+    R: Fn(bool) + Sync + Send,
+{
+    let row = rows
+        .mid
+        .expect("a rows nest has its row as the serial axis");
+    let (len, [os, _, xs]) = (row.len, row.strides);
+    let [ros, ris, rxs] = rows.inner.strides;
+    let contiguous = os == 1 && xs == 1;
+    let elem = std::mem::size_of::<T>().max(1);
+    let row_bytes = len * elem;
+    // Rows ahead, and whether every line of a row is requested (else its first and last).
+    let (ahead, whole) = if row_bytes <= SHORT_ROW_BYTES || !contiguous {
+        (super::PREFETCH_DISTANCE, false)
+    } else {
+        ((ROWS_AHEAD_BYTES / row_bytes).max(1), true)
+    };
+    let grain = if how.random {
+        super::RANDOM_GRAIN
+    } else {
+        crate::plan::GRAIN
+    };
+    // SAFETY: as in `run`: `base + j * inner stride` for `j` in the range is a row of the
+    // iteration shape (in bounds for the output and the index), and `k * row stride` for `k` in
+    // `0..len` an element of that row; the input row is the one the index value names, mapped
+    // into range by `map`. The prefetched row belongs to the position `j + ahead`, inside the
+    // range, and the addresses of its lines are computed with `wrapping_offset`; a prefetch never
+    // faults. Output rows are disjoint between tasks and the output aliases neither operand.
+    rows.for_each_grain(grain, move |base, r| unsafe {
+        let (Ptrs { out, idx, x }, map) = (p, map);
+        let mut flag = false;
+        let op = out.0.offset(base[0]);
+        let ip = idx.0.offset(base[1]).cast_const();
+        let xp = x.0.offset(base[2]).cast_const();
+        let mut src = |j: usize| {
+            let jj = j as isize;
+            xp.offset(jj * rxs + map((*ip.offset(jj * ris)).to_i64(), &mut flag) * dstride)
+        };
+        let copy = |s: *const T, j: usize| {
+            let d = op.offset(j as isize * ros);
+            if contiguous {
+                copy_short(s, d, len);
+            } else {
+                for k in 0..len as isize {
+                    *d.offset(k * os) = *s.offset(k * xs);
+                }
+            }
+        };
+        let mut j = r.start;
+        if how.random {
+            while j + ahead < r.end {
+                let next = src(j + ahead);
+                if whole {
+                    for k in (0..row_bytes).step_by(64) {
+                        super::prefetch(next.cast::<u8>().wrapping_add(k));
+                    }
+                } else {
+                    super::prefetch(next);
+                    super::prefetch(next.wrapping_offset((len as isize - 1) * xs));
+                }
+                copy(src(j), j);
+                j += 1;
+            }
+        }
+        while j < r.end {
+            copy(src(j), j);
+            j += 1;
+        }
+        report(flag);
+    });
+}
+
+/// The tiles of a lookup over a large input along an outer `dim` (W5: `x[4096,4096]` gathered
+/// along 0 with a full index), where every outer position reads the same input (its stride along
+/// the one outer axis is 0). Each task copies the input's current tile, `size` rows of `tile`
+/// columns, into a contiguous buffer once, and then serves every outer position of that tile
+/// from the buffer:
+///
+/// ```text
+/// x [size, cols] (rows far apart: one page, and few cache sets, per row)
+///   tile c: x[0][c0..c1] x[1][c0..c1] ... x[size-1][c0..c1] -> buf [size, c1 - c0], contiguous
+///   out[i][j] = buf[index[i][j]][j - c0]   for every i, j in c0..c1
+/// ```
+///
+/// Read straight from the input, the rows of a tile lie a row's length apart, so they share a
+/// handful of cache sets and each needs its own page translation: the tile never stays in cache.
+/// The buffer holds it in one piece (part of a core's L2). The lines of the index and the output
+/// of the position [`TILE_AHEAD`] ahead are prefetched, as those are the remaining misses.
+#[allow(clippy::too_many_arguments)]
+fn staged<T, I, M, R>(
+    nest: &Nest<3>,
+    outer: crate::plan::Axis<3>,
+    tile: usize,
+    p: Ptrs<T, I>,
+    dstride: isize,
+    size: usize,
+    report: R,
+    map: M,
+) where
+    T: Copy + Send + Sync,
+    I: IndexElem,
+    M: Fn(i64, &mut bool) -> isize + Copy + Sync + Send,
+    R: Fn(bool) + Sync + Send,
+{
+    const A: usize = TILE_AHEAD;
+    let [oo, io, _] = outer.strides;
+    let elem = std::mem::size_of::<T>().max(1);
+    let ielem = std::mem::size_of::<I>().max(1);
+    let init = || Stage::<T> {
+        start: usize::MAX,
+        buf: Vec::new(),
+    };
+    // SAFETY: the nest has the one outer axis `outer`, along which the input's stride is 0, and
+    // an inner axis contiguous in all three operands (the tiled lookup's conditions, `How::new`).
+    // So a piece `(base, r)` is the outer position `i = base[0] / oo` (the output is row-major,
+    // `oo > 0`) and the inner positions `r`; `base[2]` is 0. The staged rows `x + row * dstride +
+    // r` for `row` in `0..size` are the input's elements of the tile along `dim`, all in bounds;
+    // the buffer then holds `size * r.len()` of them, and `map` maps every index value into
+    // `0..size`, so `buf[v * w + c]` with `c < w` is in bounds. Output and index offsets are as
+    // in `run`. The lines prefetched `A` positions ahead belong to the position `i + A`, which
+    // exists (checked), and are computed with `wrapping_offset`; a prefetch never faults.
+    nest.for_each_tiled_with(tile, super::RANDOM_GRAIN, init, move |st, base, r| unsafe {
+        let (Ptrs { out, idx, x }, map) = (p, map);
+        let w = r.len();
+        if st.start != r.start || st.buf.len() != size * w {
+            st.buf.clear();
+            st.buf.reserve(size * w);
+            let first = x.0.add(r.start).cast_const();
+            for row in 0..size as isize {
+                let src = first.offset(row * dstride);
+                super::prefetch(src.wrapping_offset(8 * dstride));
+                st.buf.extend_from_slice(std::slice::from_raw_parts(src, w));
+            }
+            st.start = r.start;
+        }
+        let i = (base[0] / oo) as usize;
+        if i + A < outer.len {
+            let ia = idx
+                .0
+                .offset(base[1])
+                .wrapping_offset(A as isize * io + r.start as isize);
+            let oa = out
+                .0
+                .offset(base[0])
+                .wrapping_offset(A as isize * oo + r.start as isize);
+            for k in (0..w * ielem).step_by(64) {
+                super::prefetch(ia.cast::<u8>().wrapping_add(k).cast_const());
+            }
+            for k in (0..w * elem).step_by(64) {
+                super::prefetch(oa.cast::<u8>().wrapping_add(k).cast_const());
+            }
+        }
+        let mut flag = false;
+        let op = out.0.offset(base[0]);
+        let ip = idx.0.offset(base[1]).cast_const();
+        let buf = &st.buf;
+        for j in r.clone() {
+            let v = map((*ip.add(j)).to_i64(), &mut flag) as usize;
+            *op.add(j) = *buf.get_unchecked(v * w + (j - r.start));
+        }
+        report(flag);
+    });
+}
+
+/// How many outer positions ahead [`staged`] prefetches the index and output lines.
+const TILE_AHEAD: usize = 16;
+
+/// A task's copy of one tile of the input, for [`staged`].
+struct Stage<T> {
+    /// The first inner position of the tile held (`usize::MAX` before the first).
+    start: usize,
+    /// The tile, `size` rows of its width, row-major.
+    buf: Vec<T>,
+}
+
+/// Copies `len` contiguous elements; the common short lengths as one fixed-size move each.
+///
+/// # Safety
+/// `src` must be valid for reading and `dst` for writing `len` elements, not overlapping.
+#[inline(always)]
+unsafe fn copy_short<T: Copy>(src: *const T, dst: *mut T, len: usize) {
+    /// # Safety
+    /// As [`copy_short`], with `len == K`.
+    #[inline(always)]
+    unsafe fn fixed<T: Copy, const K: usize>(src: *const T, dst: *mut T) {
+        // SAFETY: the caller's contract; `[T; K]` has the alignment of `T`.
+        unsafe { dst.cast::<[T; K]>().write(src.cast::<[T; K]>().read()) }
+    }
+    // SAFETY: the caller's contract, for the length matched.
+    unsafe {
+        match len {
+            1 => *dst = *src,
+            2 => fixed::<T, 2>(src, dst),
+            3 => fixed::<T, 3>(src, dst),
+            4 => fixed::<T, 4>(src, dst),
+            8 => fixed::<T, 8>(src, dst),
+            16 => fixed::<T, 16>(src, dst),
+            _ => std::ptr::copy_nonoverlapping(src, dst, len),
+        }
     }
 }
 
@@ -493,6 +736,45 @@ mod tests {
         let l = labels.view().insert_axis(Axis(1)).insert_axis(Axis(2));
         let l = l.broadcast(IxDyn(&[5000, 1, 4])).unwrap();
         check("roi", &roi.view(), 1, &l, Bounds::Strict);
+        // Short rows under two outer axes (a transposed index keeps them apart), of every length
+        // the short-row copy treats alike or apart, up to and past 256 bytes.
+        let labels_t = random_index(&[30, 7], 9, 17);
+        let lt = labels_t.t().insert_axis(Axis(2)).insert_axis(Axis(3));
+        for len in [1, 2, 3, 4, 5, 8, 16, 64, 65] {
+            let x = input(&[7, 30, 9, len]);
+            let l = lt.broadcast(IxDyn(&[7, 30, 1, len])).unwrap();
+            check(
+                &format!("short rows of {len}"),
+                &x.view(),
+                2,
+                &l,
+                Bounds::Strict,
+            );
+            let u = x.mapv(|v| v as u8);
+            check(
+                &format!("u8 rows of {len}"),
+                &u.view(),
+                2,
+                &l,
+                Bounds::Strict,
+            );
+            let h = x.mapv(|v| v as f64);
+            check(
+                &format!("f64 rows of {len}"),
+                &h.view(),
+                2,
+                &l,
+                Bounds::Strict,
+            );
+            let rev = x.slice(s![.., ..;-1, .., ..;-1]).into_dyn();
+            check(
+                &format!("reversed rows of {len}"),
+                &rev,
+                2,
+                &l,
+                Bounds::Strict,
+            );
+        }
         // index_select: a 1-d index spread over a row-major output (stride 0 on the other axes).
         let table = input(&[500, 130]);
         let ids = random_index(&[900], 500, 3);
@@ -548,6 +830,15 @@ mod tests {
         check("dim 0 tiled", &x.view(), 0, &idx.view(), Bounds::Strict);
         let part = idx.slice(s![.., 3..1000]).into_dyn();
         check("dim 0 tiled, offset", &x.view(), 0, &part, Bounds::Strict);
+        let wrapped = random_index(&[300, 1000], 4096, 18).mapv(|v| v - 2048);
+        let xw = x.slice(s![.., 5..1005]).mapv(|v| v as f64).into_dyn();
+        check(
+            "dim 0 tiled, f64, wrapped",
+            &xw.view(),
+            0,
+            &wrapped.view(),
+            Bounds::Wrap,
+        );
         let rev = x.slice(s![..;-1, ..]).into_dyn();
         check(
             "dim 0 tiled, reversed",
@@ -588,6 +879,27 @@ mod tests {
         let w = wrapped.view().insert_axis(Axis(1)).insert_axis(Axis(2));
         let w = w.broadcast(IxDyn(&[n, 1, 4])).unwrap();
         check("roi, wrapped", &roi, 1, &w, Bounds::Wrap);
+        // index_select of rows up to 1 KiB from a large table: whole rows prefetched ahead.
+        for width in [100, 256, 257] {
+            let table = input(&[10_000, width]);
+            let ids = random_index(&[3000, 1], 10_000, 19);
+            let spread = ids.broadcast(IxDyn(&[3000, width])).unwrap();
+            check(
+                &format!("rows of {width}"),
+                &table.view(),
+                0,
+                &spread,
+                Bounds::Strict,
+            );
+            let rev = table.slice(s![..;-1, ..;-1]).into_dyn();
+            check(
+                &format!("reversed rows of {width}"),
+                &rev,
+                0,
+                &spread,
+                Bounds::Strict,
+            );
+        }
         let flat = x
             .view()
             .into_shape_with_order(IxDyn(&[2048 * 1024]))

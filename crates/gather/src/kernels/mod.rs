@@ -50,6 +50,39 @@ pub(crate) fn position(bounds: Bounds, value: i64, size: usize) -> isize {
     }
 }
 
+/// The in-loop check of the checking kernels (gather, take): `value` as a position in `0..size`
+/// under the strict policy (`WRAP == false`) or the wrapping one (negative values count from the
+/// end). A value out of range sets `flag` and gives position 0 (in range: `size > 0`). The check
+/// is one unsigned comparison and a branch to a cold path: always predicted, it costs fewer
+/// instructions in the loop than a select (W1 took 0.18 ms with the branch and 0.20 ms with a
+/// select and an or).
+#[inline(always)]
+pub(crate) fn checked_position<const WRAP: bool>(
+    value: i64,
+    size: usize,
+    flag: &mut bool,
+) -> usize {
+    // `value + size` for a negative `value` under wrapping, without a branch.
+    let p = if WRAP {
+        value.wrapping_add((value >> 63) & size as i64)
+    } else {
+        value
+    };
+    if (p as u64) < size as u64 {
+        p as usize
+    } else {
+        out_of_range(flag)
+    }
+}
+
+/// The path of [`checked_position`] for a value out of range, kept out of the loop.
+#[cold]
+#[inline(never)]
+fn out_of_range(flag: &mut bool) -> usize {
+    *flag = true;
+    0
+}
+
 /// Inputs of at least this many bytes are treated as living in main memory rather than in cache:
 /// data-dependent reads from them are prefetched a few elements ahead, and their loops are split
 /// over the thread pool with a smaller grain (each element costs a cache miss, not a cycle).

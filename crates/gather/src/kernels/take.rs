@@ -15,10 +15,12 @@
 //! serially in row-major index order, so with duplicate positions the last write wins and sums
 //! add in index order, deterministically.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use ndarray::{ArrayView, ArrayViewMut, IxDyn};
 
-use super::{SharedPtr, position};
-use crate::index::{CheckedIndex, IndexElem};
+use super::{SharedPtr, checked_position, position};
+use crate::index::{Bounds, CheckedIndex, IndexElem};
 use crate::plan::Nest;
 
 /// Maps row-major flat positions of an array to memory offsets (in elements, relative to the
@@ -72,7 +74,7 @@ impl FlatLayout {
 pub(crate) fn take<T, I>(
     input: &ArrayView<'_, T, IxDyn>,
     index: &CheckedIndex<'_, I>,
-    mut out: Vec<T>,
+    out: Vec<T>,
 ) -> Vec<T>
 where
     T: Copy + Send + Sync,
@@ -83,14 +85,71 @@ where
         input.len(),
         "take kernel: index checked against another size"
     );
-    let idx = index.view();
+    let (bounds, size) = (index.bounds(), index.size());
+    let map = move |v: i64, _: &mut bool| position(bounds, v, size) as usize;
+    take_impl(input, index.view(), map, out).expect("checked values are never out of range")
+}
+
+/// [`take`] under the strict or the wrapping policy with an index that has not been checked:
+/// every value is checked as it is read (a predictable branch in the loop, instead of a separate
+/// pass over the index before it: W9's index is 128 MB). Returns `None`, with the output dropped,
+/// if any value is out of range (or the input is empty); the caller then finds the first such
+/// value for the error ([`crate::index::check_bounds`]).
+pub(crate) fn take_checking<T, I>(
+    input: &ArrayView<'_, T, IxDyn>,
+    index: &ArrayView<'_, I, IxDyn>,
+    bounds: Bounds,
+    out: Vec<T>,
+) -> Option<Vec<T>>
+where
+    T: Copy + Send + Sync,
+    I: IndexElem,
+{
+    let size = input.len();
+    if size == 0 {
+        return index.is_empty().then_some(out);
+    }
+    // A value out of range reads element 0 instead (there is one) and sets the task's flag.
+    match bounds {
+        Bounds::Strict => take_impl(
+            input,
+            index,
+            move |v: i64, bad: &mut bool| checked_position::<false>(v, size, bad),
+            out,
+        ),
+        Bounds::Wrap => take_impl(
+            input,
+            index,
+            move |v: i64, bad: &mut bool| checked_position::<true>(v, size, bad),
+            out,
+        ),
+        Bounds::Modulo => take_impl(
+            input,
+            index,
+            move |v: i64, _: &mut bool| position(bounds, v, size) as usize,
+            out,
+        ),
+    }
+}
+
+fn take_impl<T, I, M>(
+    input: &ArrayView<'_, T, IxDyn>,
+    idx: &ArrayView<'_, I, IxDyn>,
+    map: M,
+    mut out: Vec<T>,
+) -> Option<Vec<T>>
+where
+    T: Copy + Send + Sync,
+    I: IndexElem,
+    M: Fn(i64, &mut bool) -> usize + Copy + Sync + Send,
+{
     let n = idx.len();
     assert!(
         out.is_empty() && out.capacity() >= n,
         "take kernel: output buffer too small"
     );
     if n == 0 {
-        return out;
+        return Some(out);
     }
     let shape = idx.shape().to_vec();
     let out_strides = crate::dims::row_major_strides(&shape);
@@ -99,24 +158,26 @@ where
     let iptr = SharedPtr(idx.as_ptr() as *mut I);
     let xptr = SharedPtr(input.as_ptr() as *mut T);
     let layout = FlatLayout::new(input.shape(), input.strides());
-    let (bounds, size) = (index.bounds(), index.size());
-    let map = move |v: i64| position(bounds, v, size) as usize;
     // An input larger than the caches: every read is a miss, so reads are prefetched a few
     // positions ahead and the pool is used from a smaller call size on.
     let random = input.len().saturating_mul(std::mem::size_of::<T>()) >= super::RANDOM_BYTES;
     let ops = (optr, iptr, xptr);
+    let bad = AtomicBool::new(false);
     match layout.axes.as_slice() {
-        [] => run_take(&nest, ops, random, map, |_| 0),
-        &[(_, s)] => run_take(&nest, ops, random, map, move |p| p as isize * s),
-        &[(_, s0), (l1, s1)] => run_take(&nest, ops, random, map, move |p| {
+        [] => run_take(&nest, ops, random, &bad, map, |_| 0),
+        &[(_, s)] => run_take(&nest, ops, random, &bad, map, move |p| p as isize * s),
+        &[(_, s0), (l1, s1)] => run_take(&nest, ops, random, &bad, map, move |p| {
             (p / l1) as isize * s0 + (p % l1) as isize * s1
         }),
-        _ => run_take(&nest, ops, random, map, |p| layout.offset(p)),
+        _ => run_take(&nest, ops, random, &bad, map, |p| layout.offset(p)),
+    }
+    if bad.into_inner() {
+        return None;
     }
     // SAFETY: the nest covers every position of the index shape exactly once and the output
     // strides are the row-major strides of that shape, so each of the `n` slots was written once.
     unsafe { out.set_len(n) };
-    out
+    Some(out)
 }
 
 /// The operands of a take: output, index, input.
@@ -126,22 +187,27 @@ fn run_take<T, I, M, O>(
     nest: &Nest<2>,
     (out, idx, x): TakeOperands<T, I>,
     random: bool,
+    bad: &AtomicBool,
     map: M,
     offset: O,
 ) where
     T: Copy + Send + Sync,
     I: IndexElem,
-    M: Fn(i64) -> usize + Sync + Send,
-    O: Fn(usize) -> isize + Sync + Send,
+    M: Fn(i64, &mut bool) -> usize + Copy + Sync + Send,
+    O: Fn(usize) -> isize + Copy + Sync + Send,
 {
     let [os, is] = nest.inner.strides;
     const D: usize = super::PREFETCH_DISTANCE;
     let body = |base: [isize; 2], r: std::ops::Range<usize>| {
-        let (o, i, x) = (out, idx, x);
+        // Local copies: read through the closure, `map`'s and `offset`'s captures would be
+        // reloaded after every store to the output (the compiler cannot rule out aliasing).
+        let (o, i, x, map, offset) = (out, idx, x, map, offset);
+        let mut flag = false;
         // SAFETY: `base` plus `j * stride` for `j` in the inner range are the offsets of positions
         // inside the index's shape: in bounds for the index (its own view) and for the output (a
-        // row-major buffer of that shape). Each index value was checked against the input's
-        // number of elements and `map` turns it into a flat position `p < input.len()`; `offset`
+        // row-major buffer of that shape). `map` turns each index value into a flat position
+        // `p < input.len()` (a checked value, or one it checks itself, mapping a value out of
+        // range to 0 of a non-empty input); `offset`
         // decomposes `p` into a coordinate below the input's shape and sums coordinate × stride,
         // which is how ndarray itself addresses that element. Output positions are disjoint
         // between tasks (the planner splits positions, never duplicates them); the input and the
@@ -150,8 +216,11 @@ fn run_take<T, I, M, O>(
         unsafe {
             let op = o.0.offset(base[0]);
             let ip = i.0.offset(base[1]);
-            let at = |j: usize| {
-                x.0.offset(offset(map((*ip.offset(j as isize * is)).to_i64())))
+            let mut at = |j: usize| {
+                x.0.offset(offset(map(
+                    (*ip.offset(j as isize * is)).to_i64(),
+                    &mut flag,
+                )))
             };
             let mut j = r.start;
             if random {
@@ -161,17 +230,13 @@ fn run_take<T, I, M, O>(
                     j += 1;
                 }
             }
-            if os == 1 && is == 1 {
-                while j < r.end {
-                    *op.add(j) = *x.0.offset(offset(map((*ip.add(j)).to_i64())));
-                    j += 1;
-                }
-            } else {
-                while j < r.end {
-                    *op.offset(j as isize * os) = *at(j);
-                    j += 1;
-                }
+            while j < r.end {
+                *op.offset(j as isize * os) = *at(j);
+                j += 1;
             }
+        }
+        if flag {
+            bad.store(true, Ordering::Relaxed);
         }
     };
     if random {
@@ -265,6 +330,67 @@ mod tests {
         assert_eq!(t.axes, vec![(4, 1), (3, 4)]);
     }
     #[test]
+    fn checking_take_refuses_any_value_out_of_range_of_its_policy() {
+        use crate::index::Bounds;
+        // A small input (the plain loop) and 8 MiB (the prefetched one), contiguous and transposed.
+        let small = ndarray::Array2::from_shape_fn((30, 40), |(a, b)| (a * 40 + b) as i32);
+        let big = ndarray::Array2::from_shape_fn((2048, 1024), |(a, b)| (a * 1024 + b) as i32);
+        for x in [
+            small.view().into_dyn(),
+            big.view().into_dyn(),
+            big.t().into_dyn(),
+        ] {
+            let n = x.len() as i64;
+            let flat: Vec<i32> = x.iter().copied().collect();
+            let m = 50_000usize;
+            let base = ndarray::Array1::from_shape_fn(m, |k| (k as i64 * 7919) % n).into_dyn();
+            for (bounds, bad) in [
+                (Bounds::Strict, vec![-1, n, i64::MIN, i64::MAX]),
+                (Bounds::Wrap, vec![-n - 1, n, i64::MIN, i64::MAX]),
+            ] {
+                // In range (a negative value too, under wrap): the flat read.
+                let mut ok = base.clone();
+                if bounds == Bounds::Wrap {
+                    ok[[3]] = -n;
+                    ok[[m - 1]] = -1;
+                }
+                let want: Vec<i32> = ok
+                    .iter()
+                    .map(|&i| flat[(if i < 0 { i + n } else { i }) as usize])
+                    .collect();
+                let got = take_checking(&x, &ok.view(), bounds, Vec::with_capacity(m));
+                assert!(got == Some(want), "{bounds:?}: in-range values");
+                for &value in &bad {
+                    for at in [0, m / 2, m - 1] {
+                        let mut idx = base.clone();
+                        idx[[at]] = value;
+                        for threads in [1, 2] {
+                            let got = rayon::ThreadPoolBuilder::new()
+                                .num_threads(threads)
+                                .build()
+                                .unwrap()
+                                .install(|| {
+                                    take_checking(&x, &idx.view(), bounds, Vec::with_capacity(m))
+                                });
+                            assert!(
+                                got.is_none(),
+                                "{bounds:?}: {value} at {at} accepted ({threads} threads)"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        // No value fits an empty input; an empty index takes nothing from it.
+        let empty = ndarray::Array1::<i32>::zeros(0).into_dyn();
+        let zero = ndarray::Array1::<i64>::zeros(1).into_dyn();
+        assert!(take_checking(&empty.view(), &zero.view(), Bounds::Wrap, Vec::new()).is_none());
+        let none = ndarray::Array1::<i64>::zeros(0).into_dyn();
+        let got = take_checking(&empty.view(), &none.view(), Bounds::Strict, Vec::new());
+        assert_eq!(got, Some(Vec::new()));
+    }
+
+    #[test]
     fn take_of_a_large_input_is_the_flat_read_in_any_layout_and_pool() {
         // 8 MiB of i32: the prefetched loop, in parallel from a smaller call size on.
         let x = ndarray::Array2::from_shape_fn((2048, 1024), |(a, b)| (a * 1024 + b) as i32);
@@ -303,7 +429,15 @@ mod tests {
                                 crate::index::Bounds::Wrap,
                             )
                             .unwrap();
-                            take(&v, &checked, Vec::with_capacity(checked.view().len()))
+                            let got = take(&v, &checked, Vec::with_capacity(checked.view().len()));
+                            let fused = take_checking(
+                                &v,
+                                &index,
+                                crate::index::Bounds::Wrap,
+                                Vec::with_capacity(index.len()),
+                            );
+                            assert!(fused.as_ref() == Some(&got), "checking kernel differs");
+                            got
                         });
                     assert!(got == want, "strides {:?} threads {threads}", v.strides());
                 }

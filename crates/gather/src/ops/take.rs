@@ -93,6 +93,18 @@ where
 {
     let x = input.view().into_dyn();
     let idx = index.view().into_dyn();
+    // Under the strict and wrapping policies the kernel checks each value as it reads it (no
+    // separate pass over the index); if one is out of range (or the output cannot be allocated),
+    // the full check below finds the first such value for the error.
+    let data = match bounds {
+        Bounds::Strict | Bounds::Wrap => super::try_vec(op, idx.len())
+            .ok()
+            .and_then(|out| kernels::take::take_checking(&x, &idx, bounds, out)),
+        Bounds::Modulo => None,
+    };
+    if let Some(data) = data {
+        return Ok(data);
+    }
     let checked = CheckedIndex::new(op, idx, 0, x.len(), bounds)?;
     let out = super::try_vec(op, checked.view().len())?;
     Ok(kernels::take::take(&x, &checked, out))
