@@ -4,7 +4,9 @@
 //!
 //! For each workload, in a fresh state:
 //!
-//! 1. the inputs are generated (deterministic, in parallel, untimed);
+//! 1. the inputs are generated (deterministic, in parallel, untimed), each of 4 MiB or more on
+//!    transparent huge pages where the system allows it, as NumPy allocates the peers' inputs
+//!    (see [`gather::memory`]);
 //! 2. RSS is read, the RSS high-water mark is reset (`5` written to `/proc/self/clear_refs`),
 //!    and the call runs once: its result is checked against the definition, and the growth of
 //!    the high-water mark over the RSS before it is the call's **extra memory** (the output

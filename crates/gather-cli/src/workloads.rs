@@ -273,21 +273,30 @@ fn below(r: u64, n: usize) -> usize {
 
 /// `n` floats uniform in `[-1, 1)`.
 pub fn random_f32(n: usize, key: u64) -> Vec<f32> {
-    let mut v = vec![0f32; n];
-    v.par_iter_mut()
-        .with_min_len(1 << 14)
-        .enumerate()
-        .for_each(|(i, x)| *x = unit_f32(nth(key, i as u64)));
-    v
+    filled(n, |i| unit_f32(nth(key, i as u64)))
 }
 
 /// `n` indices uniform in `[0, bound)`.
 pub fn random_index(n: usize, bound: usize, key: u64) -> Vec<i64> {
-    let mut v = vec![0i64; n];
-    v.par_iter_mut()
+    filled(n, |i| below(nth(key, i as u64), bound) as i64)
+}
+
+/// `n` zeros (a scatter destination).
+fn zeros(n: usize) -> Vec<f32> {
+    filled(n, |_| 0.0)
+}
+
+/// `f(0), ..., f(n - 1)`, computed in parallel into memory laid out as NumPy lays out the
+/// workloads' arrays: a buffer of 4 MiB or more on transparent huge pages (NumPy's default on
+/// Linux, which `torch.from_numpy` tensors share). On 4 KiB pages every random read of W5, W8 or
+/// W9's tables would pay a page-table walk that the peers' runs do not.
+fn filled<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync + Send) -> Vec<T> {
+    let mut v = gather::memory::huge_page_vec(n).expect("workload data fits in memory");
+    (0..n)
+        .into_par_iter()
         .with_min_len(1 << 14)
-        .enumerate()
-        .for_each(|(i, x)| *x = below(nth(key, i as u64), bound) as i64);
+        .map(f)
+        .collect_into_vec(&mut v);
     v
 }
 
@@ -555,7 +564,7 @@ impl Workload {
                 let plan = (self.id == Id::W6p)
                     .then(|| gather::ScatterPlan::new(&index, v).expect("ids are in 0..v"));
                 Data::Rows {
-                    dst: Array2::zeros((v, 64)),
+                    dst: arr2((v, 64), zeros(v * 64)),
                     src: arr2((e, 64), random_f32(e * 64, key(0))),
                     index,
                     plan,
@@ -585,7 +594,7 @@ impl Workload {
             Id::W11a | Id::W11b => {
                 let r = self.s(1000);
                 Data::Scatter2 {
-                    dst: Array2::zeros((r, 1000)),
+                    dst: arr2((r, 1000), zeros(r * 1000)),
                     index: arr2((r, 500), random_index(r * 500, 1000, key(1))),
                     src: arr2((r, 500), random_f32(r * 500, key(0))),
                 }

@@ -128,6 +128,7 @@ pub mod error;
 pub mod grad;
 pub mod index;
 mod kernels;
+pub mod memory;
 pub mod ops;
 pub mod plan;
 
