@@ -616,11 +616,10 @@ fn counts<I: IndexElem>(
     include_self: bool,
 ) -> Result<ArrayD<u64>> {
     let base = ArrayD::from_elem(shape, include_self as u64);
-    let one = [1u64];
-    let one = ArrayView::from(&one[..]).into_dyn();
+    let one = ndarray::aview0(&1u64).into_dyn();
     let ones = one
         .broadcast(idx.raw_dim())
-        .expect("one element broadcasts anywhere");
+        .expect("a 0-d view broadcasts to any shape");
     crate::scatter_add(&base, dim, idx, &ones)
 }
 

@@ -14,7 +14,7 @@ use ndarray::{ArrayView, ArrayViewMut, IxDyn};
 use rayon::prelude::*;
 
 use super::segment::Segments;
-use super::{SharedPtr, position};
+use super::{SharedPtr, checked_position, position};
 use crate::index::{Bounds, CheckedIndex, IndexElem};
 use crate::plan::Nest;
 
@@ -146,21 +146,16 @@ pub(crate) fn scatter_checking<A, T, I, F>(
     if index.is_empty() {
         return;
     }
-    let map = |v: i64| {
-        if (v as u64) < size as u64 {
-            v as isize
-        } else {
-            bad.store(true, Ordering::Relaxed);
-            0
-        }
-    };
+    // A value out of range updates row 0 (there is one) and sets the task's flag.
+    let map = move |v: i64, flag: &mut bool| checked_position::<false>(v, size, flag) as isize;
     if let Some(v) = init {
-        let one = [v];
-        let one = ArrayView::from(&one[..]).into_dyn();
-        let ones = one.broadcast(index.raw_dim()).expect("broadcast");
-        general_mapped(dst, dim, index, &ones, map, |a: &mut A, s: A| *a = s);
+        let one = ndarray::aview0(&v).into_dyn();
+        let ones = one
+            .broadcast(index.raw_dim())
+            .expect("a 0-d view broadcasts to any shape");
+        general_mapped(dst, dim, index, &ones, map, bad, |a: &mut A, s: A| *a = s);
     }
-    general_mapped(dst, dim, index, src, map, update);
+    general_mapped(dst, dim, index, src, map, bad, update);
 }
 
 /// Whether the checked kernels would take a grouped row loop for this index (see
@@ -254,9 +249,10 @@ fn scatter_impl<A, T, I, F>(
         return;
     }
     if let Some(v) = init {
-        let one = [v];
-        let one = ArrayView::from(&one[..]).into_dyn();
-        let ones = one.broadcast(idx.raw_dim()).expect("broadcast");
+        let one = ndarray::aview0(&v).into_dyn();
+        let ones = one
+            .broadcast(idx.raw_dim())
+            .expect("a 0-d view broadcasts to any shape");
         general(dst, dim, index, &ones, |a: &mut A, s: A| *a = s);
     }
     general(dst, dim, index, src, update);
@@ -307,14 +303,17 @@ fn general<A, T, I, F>(
 {
     let idx = index.view();
     let size = index.size();
+    // Checked values: the maps never set the flag.
+    let never = AtomicBool::new(false);
     match index.bounds() {
-        Bounds::Strict => general_mapped(dst, dim, idx, src, |v| v as isize, update),
+        Bounds::Strict => general_mapped(dst, dim, idx, src, |v, _| v as isize, &never, update),
         Bounds::Wrap => general_mapped(
             dst,
             dim,
             idx,
             src,
-            |v| position(Bounds::Wrap, v, size),
+            move |v, _| position(Bounds::Wrap, v, size),
+            &never,
             update,
         ),
         Bounds::Modulo => general_mapped(
@@ -322,7 +321,8 @@ fn general<A, T, I, F>(
             dim,
             idx,
             src,
-            |v| position(Bounds::Modulo, v, size),
+            move |v, _| position(Bounds::Modulo, v, size),
+            &never,
             update,
         ),
     }
@@ -330,19 +330,22 @@ fn general<A, T, I, F>(
 
 /// The element loop over the index's shape, `map` taking each index value to its row along `dim`.
 /// `map` must return a row in `0..dst.shape[dim]` for every value of `idx` (a checked value under
-/// its policy, or any value under a checking map that sends the bad ones to row 0).
+/// its policy, or any value under a checking map that sends the bad ones to row 0 and sets the
+/// task's flag; a task that saw a set flag sets `bad`).
+#[allow(clippy::too_many_arguments)]
 fn general_mapped<A, T, I, M, F>(
     dst: &mut ArrayViewMut<'_, A, IxDyn>,
     dim: usize,
     idx: &ArrayView<'_, I, IxDyn>,
     src: &ArrayView<'_, T, IxDyn>,
     map: M,
+    bad: &AtomicBool,
     update: F,
 ) where
     A: Send + Sync,
     T: Copy + Send + Sync,
     I: IndexElem,
-    M: Fn(i64) -> isize + Sync + Send,
+    M: Fn(i64, &mut bool) -> isize + Copy + Sync + Send,
     F: Fn(&mut A, T) + Sync + Send,
 {
     let shape = idx.shape().to_vec();
@@ -357,9 +360,10 @@ fn general_mapped<A, T, I, M, F>(
     let dptr = SharedPtr(dst.as_mut_ptr());
     let iptr = SharedPtr(idx.as_ptr() as *mut I);
     let sptr = SharedPtr(src.as_ptr() as *mut T);
-    run(&nest, dptr, iptr, sptr, dstride, map, &update);
+    run(&nest, dptr, iptr, sptr, dstride, map, bad, &update);
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run<A, T, I, M, F>(
     nest: &Nest<3>,
     dst: SharedPtr<A>,
@@ -367,22 +371,23 @@ fn run<A, T, I, M, F>(
     src: SharedPtr<T>,
     dstride: isize,
     map: M,
+    bad: &AtomicBool,
     update: &F,
 ) where
     A: Send + Sync,
     T: Copy + Send + Sync,
     I: IndexElem,
-    M: Fn(i64) -> isize + Sync + Send,
+    M: Fn(i64, &mut bool) -> isize + Copy + Sync + Send,
     F: Fn(&mut A, T) + Sync + Send,
 {
     let [ds, is, ss] = nest.inner.strides;
     let (mid_len, [mds, mis, mss]) = nest.mid.map_or((1, [0; 3]), |m| (m.len, m.strides));
-    let map = &map;
-    // `move`: the strides become the closure's own values. Captured by reference, they were
-    // reloaded from memory after every store through `dst` (which might alias them, as far as
-    // the compiler knows), three multiplies by memory operands per element.
+    // `move`: the strides become the closure's own values, and `map` (Copy) is copied into each
+    // task. Captured by reference, they were reloaded from memory after every store through
+    // `dst` (which might alias them, as far as the compiler knows).
     nest.for_each(move |base, r| {
-        let (d, i, s) = (dst, idx, src);
+        let (d, i, s, map) = (dst, idx, src, map);
+        let mut flag = false;
         // SAFETY: offsets are those of positions inside the index's shape. For the index they are
         // in bounds of its own view; for src, whose every size is at least the index's (asserted),
         // too. For dst, each non-dim coordinate is below the index's size there (at most dst's,
@@ -397,7 +402,7 @@ fn run<A, T, I, M, F>(
                 let ip = i.0.offset(base[1] + m * mis);
                 let sp = s.0.offset(base[2] + m * mss);
                 if is == 0 {
-                    let row = dp.offset(map((*ip).to_i64()) * dstride);
+                    let row = dp.offset(map((*ip).to_i64(), &mut flag) * dstride);
                     for j in r.clone() {
                         let j = j as isize;
                         update(&mut *row.offset(j * ds), *sp.offset(j * ss));
@@ -405,11 +410,15 @@ fn run<A, T, I, M, F>(
                 } else {
                     for j in r.clone() {
                         let j = j as isize;
-                        let t = dp.offset(j * ds + map((*ip.offset(j * is)).to_i64()) * dstride);
+                        let v = (*ip.offset(j * is)).to_i64();
+                        let t = dp.offset(j * ds + map(v, &mut flag) * dstride);
                         update(&mut *t, *sp.offset(j * ss));
                     }
                 }
             }
+        }
+        if flag {
+            bad.store(true, Ordering::Relaxed);
         }
     });
 }

@@ -199,9 +199,10 @@ fn run_take<T, I, M, O>(
     let [os, is] = nest.inner.strides;
     const D: usize = super::PREFETCH_DISTANCE;
     let body = |base: [isize; 2], r: std::ops::Range<usize>| {
-        // Local copies: read through the closure, `map`'s and `offset`'s captures would be
-        // reloaded after every store to the output (the compiler cannot rule out aliasing).
-        let (o, i, x, map, offset) = (out, idx, x, map, offset);
+        // Local copies: read through the closure, the strides and `map`'s and `offset`'s
+        // captures would be reloaded after every store to the output (the compiler cannot rule
+        // out aliasing; perf showed both strides loaded in W9's loop).
+        let (o, i, x, map, offset, os, is) = (out, idx, x, map, offset, os, is);
         let mut flag = false;
         // SAFETY: `base` plus `j * stride` for `j` in the inner range are the offsets of positions
         // inside the index's shape: in bounds for the index (its own view) and for the output (a

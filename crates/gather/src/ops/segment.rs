@@ -724,19 +724,15 @@ where
     S: Data<Elem = I>,
     D: Dimension,
 {
-    let one = [1i64];
-    let ones = ArrayView::from(&one[..])
-        .into_dyn()
-        .into_shape_with_order(IxDyn(&vec![1; input.ndim().max(1)]))
-        .expect("one element");
     let shape = if input.ndim() == 0 {
         vec![1]
     } else {
         input.shape().to_vec()
     };
-    let ones = ones
+    let one = ndarray::aview0(&1i64).into_dyn();
+    let ones = one
         .broadcast(IxDyn(&shape))
-        .expect("size-1 axes broadcast");
+        .expect("a 0-d view broadcasts to any shape");
     let out = bincount_call("bincount", input.view().into_dyn(), axis, ones, minlength)?;
     Ok(into_dim(out))
 }
