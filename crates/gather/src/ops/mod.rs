@@ -59,16 +59,13 @@ pub(crate) fn output_len(op: &str, shape: &[usize]) -> Result<usize> {
 /// cannot be had. A large buffer is advised to be backed by huge pages, which makes its first
 /// touch several times cheaper.
 pub(crate) fn try_vec<T>(op: &str, n: usize) -> Result<Vec<T>> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(n).map_err(|_| {
+    crate::memory::huge_page_vec(n).map_err(|_| {
         Error::invalid(format!(
             "{op}: cannot allocate an output of {n} elements ({} bytes)",
             n.saturating_mul(std::mem::size_of::<T>())
         ))
         .with_hint("the output is too large for memory; work on smaller pieces (e.g. slices along the first axis)")
-    })?;
-    crate::kernels::advise_huge_pages(&mut v);
-    Ok(v)
+    })
 }
 
 /// A standard-layout copy of `a` (the starting point of every out-of-place write op), failing with
