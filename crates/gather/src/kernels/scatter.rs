@@ -141,7 +141,7 @@ pub(crate) fn scatter_checking<A, T, I, F>(
     I: IndexElem,
     F: Fn(&mut A, T) + Sync + Send,
 {
-    check_preconditions(dst, dim, index, size, src);
+    check_preconditions(dst.shape(), dim, index, size, src);
     assert!(size > 0, "scatter kernel: checking against an empty dim");
     if index.is_empty() {
         return;
@@ -157,6 +157,113 @@ pub(crate) fn scatter_checking<A, T, I, F>(
     }
     general_mapped(dst, dim, index, src, map, bad, update);
 }
+
+/// [`scatter_checking`] into a fresh destination: `out` (empty, with room for `from.len()`
+/// elements) becomes a row-major copy of `from` with the scatter applied, and is returned with
+/// that length. Where the index spans the destination on every axis but `dim`, each task copies
+/// the part of `from` it is about to update, whole along `dim`, just before updating it, so the
+/// destination is written once and updated while it is still in cache, instead of a separate
+/// parallel copy followed by a second pass over the destination (the out-of-place `scatter` and
+/// `scatter_add` of W11: `self[1000,1000]`, `index[1000,500]`):
+///
+/// ```text
+///   task rows 0..k:   out[0] = from[0]; out[0][index[0][j]] op= src[0][j] (j = 0..500)
+///                     out[1] = from[1]; out[1][index[1][j]] op= src[1][j] ...
+/// ```
+///
+/// Otherwise it copies first and then runs [`scatter_checking`]. A value out of range sets `bad`
+/// (the caller then drops the result), as there. No reduction with an `init`: only updates that
+/// read or write just their own destination element.
+///
+/// Preconditions as [`scatter_checking`], with `from` for the destination; `out` empty with room
+/// for `from.len()` elements (asserted).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn scatter_checking_fresh<A, T, I, F>(
+    from: &ArrayView<'_, A, IxDyn>,
+    mut out: Vec<A>,
+    dim: usize,
+    index: &ArrayView<'_, I, IxDyn>,
+    src: &ArrayView<'_, T, IxDyn>,
+    bad: &AtomicBool,
+    update: F,
+) -> Vec<A>
+where
+    A: Copy + Send + Sync,
+    T: Copy + Send + Sync,
+    I: IndexElem,
+    F: Fn(&mut A, T) + Sync + Send,
+{
+    let n = from.len();
+    assert!(
+        out.is_empty() && out.capacity() >= n,
+        "scatter kernel: output buffer too small"
+    );
+    let size = from.shape().get(dim).copied().unwrap_or(0);
+    let spans = index.ndim() == from.ndim()
+        && (0..from.ndim()).all(|d| d == dim || index.shape()[d] == from.shape()[d]);
+    if !spans || index.is_empty() || size == 0 {
+        let mut out = super::copy::copy_into(from, out);
+        let mut dst = ArrayViewMut::from_shape(from.shape(), &mut out[..])
+            .expect("a row-major buffer of the shape's length");
+        if size > 0 {
+            scatter_checking(&mut dst, dim, index, size, src, None, bad, update);
+        }
+        return out;
+    }
+    check_preconditions(from.shape(), dim, index, size, src);
+    let map = move |v: i64, flag: &mut bool| checked_position::<false>(v, size, flag) as isize;
+    let fill = Fill {
+        from: SharedPtr(from.as_ptr() as *mut A),
+        strides: from.strides(),
+        len: size,
+    };
+    let strides = crate::dims::row_major_strides(from.shape());
+    general_raw(
+        SharedPtr(out.as_mut_ptr()),
+        &strides,
+        Some(fill),
+        dim,
+        index,
+        src,
+        map,
+        bad,
+        update,
+    );
+    // SAFETY: every element of the `n` was written. The index spans the destination on every
+    // axis but `dim` (checked above), so the planner's tasks cover every non-dim coordinate of the
+    // destination, each once; and each task first copied, for its coordinates, every position
+    // along `dim` (`Fill::len` of them) before updating any (see `run`).
+    unsafe { out.set_len(n) };
+    out
+}
+
+/// Where the tasks of [`general_raw`] copy their part of the destination from first (a fresh
+/// destination, see [`scatter_checking_fresh`]).
+struct Fill<'f, A> {
+    from: SharedPtr<A>,
+    /// `from`'s strides (its shape is the destination's).
+    strides: &'f [isize],
+    /// The destination's length along `dim`.
+    len: usize,
+}
+
+/// [`Fill`] as each task of [`run`] gets it: the other strides of `from` are the nest's fourth
+/// operand.
+struct FillAlong<A> {
+    from: SharedPtr<A>,
+    /// `from`'s stride along `dim`.
+    stride: isize,
+    /// The destination's length along `dim`.
+    len: usize,
+}
+
+// Not derived: a derive would ask `A: Copy`, and the kernels also write non-`Copy` accumulators.
+impl<A> Clone for FillAlong<A> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<A> Copy for FillAlong<A> {}
 
 /// Whether the checked kernels would take a grouped row loop for this index (see
 /// [`scatter_checking`]).
@@ -210,7 +317,7 @@ fn scatter_impl<A, T, I, F>(
     F: Fn(&mut A, T) + Sync + Send,
 {
     let idx = index.view();
-    check_preconditions(dst, dim, idx, index.size(), src);
+    check_preconditions(dst.shape(), dim, idx, index.size(), src);
     if idx.is_empty() {
         return;
     }
@@ -261,20 +368,19 @@ fn scatter_impl<A, T, I, F>(
 /// The asserted preconditions of every entry point (O(rank)): equal ranks, `dim` an axis, the
 /// index no larger than `src` on any axis nor than `dst` off `dim`, and `size` (what the index
 /// values are, or will be, checked against) the length of `dst` along `dim`.
-fn check_preconditions<A, T, I>(
-    dst: &ArrayViewMut<'_, A, IxDyn>,
+fn check_preconditions<T, I>(
+    dst_shape: &[usize],
     dim: usize,
     idx: &ArrayView<'_, I, IxDyn>,
     size: usize,
     src: &ArrayView<'_, T, IxDyn>,
 ) {
-    let nd = dst.ndim();
+    let nd = dst_shape.len();
     assert_eq!(idx.ndim(), nd, "scatter kernel: rank mismatch (index)");
     assert_eq!(src.ndim(), nd, "scatter kernel: rank mismatch (src)");
     assert!(dim < nd, "scatter kernel: dim out of range");
     assert_eq!(
-        size,
-        dst.shape()[dim],
+        size, dst_shape[dim],
         "scatter kernel: index checked against another size"
     );
     for d in 0..nd {
@@ -283,7 +389,7 @@ fn check_preconditions<A, T, I>(
             "scatter kernel: index larger than src"
         );
         assert!(
-            d == dim || idx.shape()[d] <= dst.shape()[d],
+            d == dim || idx.shape()[d] <= dst_shape[d],
             "scatter kernel: index larger than dst"
         );
     }
@@ -348,28 +454,68 @@ fn general_mapped<A, T, I, M, F>(
     M: Fn(i64, &mut bool) -> isize + Copy + Sync + Send,
     F: Fn(&mut A, T) + Sync + Send,
 {
+    let strides = dst.strides().to_vec();
+    let dptr = SharedPtr(dst.as_mut_ptr());
+    general_raw(dptr, &strides, None, dim, idx, src, map, bad, update);
+}
+
+/// [`general_mapped`] on a destination given by its pointer and strides (its shape is the index's
+/// off `dim`, or larger); with `fill`, each task first copies its part of the destination from
+/// there (the caller has checked that the index spans the destination off `dim`).
+#[allow(clippy::too_many_arguments)]
+fn general_raw<A, T, I, M, F>(
+    dst: SharedPtr<A>,
+    dst_strides: &[isize],
+    fill: Option<Fill<'_, A>>,
+    dim: usize,
+    idx: &ArrayView<'_, I, IxDyn>,
+    src: &ArrayView<'_, T, IxDyn>,
+    map: M,
+    bad: &AtomicBool,
+    update: F,
+) where
+    A: Send + Sync,
+    T: Copy + Send + Sync,
+    I: IndexElem,
+    M: Fn(i64, &mut bool) -> isize + Copy + Sync + Send,
+    F: Fn(&mut A, T) + Sync + Send,
+{
     let shape = idx.shape().to_vec();
-    let mut dst_strides = dst.strides().to_vec();
+    let mut dst_strides = dst_strides.to_vec();
     let dstride = dst_strides[dim];
     dst_strides[dim] = 0;
-    let nest = Nest::<3>::new(
+    // The source of the copy is a fourth operand, with its stride along `dim` taken out as the
+    // destination's is (all zero without a fill: a zero stride never keeps axes from merging).
+    let (copy, mut fill_strides) = match &fill {
+        Some(f) => (
+            Some(FillAlong {
+                from: f.from,
+                stride: f.strides[dim],
+                len: f.len,
+            }),
+            f.strides.to_vec(),
+        ),
+        None => (None, vec![0; shape.len()]),
+    };
+    fill_strides[dim] = 0;
+    let nest = Nest::<4>::new(
         &shape,
-        [&dst_strides, idx.strides(), src.strides()],
+        [&dst_strides, idx.strides(), src.strides(), &fill_strides],
         Some(dim),
     );
-    let dptr = SharedPtr(dst.as_mut_ptr());
     let iptr = SharedPtr(idx.as_ptr() as *mut I);
     let sptr = SharedPtr(src.as_ptr() as *mut T);
-    run(&nest, dptr, iptr, sptr, dstride, map, bad, &update);
+    run(&nest, dst, iptr, sptr, dstride, copy, map, bad, &update);
 }
 
 #[allow(clippy::too_many_arguments)]
 fn run<A, T, I, M, F>(
-    nest: &Nest<3>,
+    nest: &Nest<4>,
     dst: SharedPtr<A>,
     idx: SharedPtr<I>,
     src: SharedPtr<T>,
     dstride: isize,
+    fill: Option<FillAlong<A>>,
     map: M,
     bad: &AtomicBool,
     update: &F,
@@ -380,22 +526,55 @@ fn run<A, T, I, M, F>(
     M: Fn(i64, &mut bool) -> isize + Copy + Sync + Send,
     F: Fn(&mut A, T) + Sync + Send,
 {
-    let [ds, is, ss] = nest.inner.strides;
-    let (mid_len, [mds, mis, mss]) = nest.mid.map_or((1, [0; 3]), |m| (m.len, m.strides));
+    let [ds, is, ss, fs] = nest.inner.strides;
+    let (mid_len, [mds, mis, mss, _]) = nest.mid.map_or((1, [0; 4]), |m| (m.len, m.strides));
+    // The inner axis is `dim` itself (a task's range then covers only index positions along it).
+    let inner_is_dim = !nest.inner_splittable;
     // `move`: the strides become the closure's own values, and `map` (Copy) is copied into each
     // task. Captured by reference, they were reloaded from memory after every store through
     // `dst` (which might alias them, as far as the compiler knows).
     nest.for_each(move |base, r| {
         let (d, i, s, map) = (dst, idx, src, map);
         let mut flag = false;
+        if let Some(f) = fill {
+            // SAFETY: `base[3]` and `base[0]` (+ `j * fs`, `j * ds` for `j` in `r`) are the
+            // offsets in `from` and in dst of one position of the index's shape off `dim`; the
+            // index spans both there (the fill's contract), and `from` has dst's shape, so every
+            // position `k < f.len` along `dim` (strides `f.stride`, `dstride`) is inside both.
+            // `from` is only read and is not dst (a fresh buffer); tasks have distinct non-dim
+            // coordinates, so their copies never overlap.
+            unsafe {
+                if inner_is_dim {
+                    copy_along(
+                        d.0.offset(base[0]),
+                        dstride,
+                        f.from.0.offset(base[3]),
+                        f.stride,
+                        0..f.len,
+                    );
+                } else {
+                    for k in 0..f.len as isize {
+                        let dp = d.0.offset(base[0] + k * dstride);
+                        copy_along(
+                            dp,
+                            ds,
+                            f.from.0.offset(base[3] + k * f.stride),
+                            fs,
+                            r.clone(),
+                        );
+                    }
+                }
+            }
+        }
         // SAFETY: offsets are those of positions inside the index's shape. For the index they are
         // in bounds of its own view; for src, whose every size is at least the index's (asserted),
         // too. For dst, each non-dim coordinate is below the index's size there (at most dst's,
         // asserted) and the dim coordinate is `map` of an index value, in `0..dst.shape[dim]` by
-        // `general_mapped`'s contract (a checked value, or a checking map's row 0 for a bad one).
-        // Writes never race: dst is a `ArrayViewMut`, so distinct coordinates are distinct memory;
-        // positions whose destinations can coincide share every non-dim coordinate, and the planner
-        // keeps those in one task (dim is the serial axis; it is never split across tasks).
+        // `general_mapped`'s contract (a checked value, or a checking map's row 0 for a bad one);
+        // with a fill, this task has just written every element it updates. Writes never race:
+        // distinct coordinates of dst are distinct memory (a `ArrayViewMut`, or a fresh row-major
+        // buffer); positions whose destinations can coincide share every non-dim coordinate, and
+        // the planner keeps those in one task (dim is the serial axis; never split across tasks).
         unsafe {
             for m in 0..mid_len as isize {
                 let dp = d.0.offset(base[0] + m * mds);
@@ -421,6 +600,26 @@ fn run<A, T, I, M, F>(
             bad.store(true, Ordering::Relaxed);
         }
     });
+}
+
+/// `to[j * ts] = from[j * fs]` for `j` in `r`: one `memcpy` when both are contiguous.
+///
+/// # Safety
+/// Every such offset must be in bounds of its buffer; `from` is only read, and the two ranges do
+/// not overlap.
+#[inline(always)]
+unsafe fn copy_along<A>(to: *mut A, ts: isize, from: *const A, fs: isize, r: Range<usize>) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        if ts == 1 && fs == 1 {
+            std::ptr::copy_nonoverlapping(from.add(r.start), to.add(r.start), r.len());
+        } else {
+            for j in r {
+                let j = j as isize;
+                std::ptr::copy_nonoverlapping(from.offset(j * fs), to.offset(j * ts), 1);
+            }
+        }
+    }
 }
 
 /// Whether the index is a row index worth grouping: constant along every axis but `dim`, with
@@ -1007,8 +1206,95 @@ mod tests {
                     bits_equal(&fused),
                     "{name} {what}: checking kernel differs, threads {threads}"
                 );
+                // The fresh form (out-of-place ops without an init): the copy of the laid-out
+                // destination made inside the tasks, or before them, then the same loop.
+                if init.is_some() {
+                    continue;
+                }
+                let fresh = pool.install(|| {
+                    let mut owner = dst.clone();
+                    let from = lay(layout, owner.view_mut());
+                    let from = from.view();
+                    let bad = AtomicBool::new(false);
+                    let v = Vec::with_capacity(from.len());
+                    let v = scatter_checking_fresh(&from, v, dim, idx, src, &bad, update);
+                    assert!(!bad.into_inner(), "{name} {what}: fresh kernel flagged");
+                    Array::from_shape_vec(from.raw_dim(), v).unwrap()
+                });
+                assert!(
+                    bits_equal(&fresh),
+                    "{name} {what}: fresh kernel differs, threads {threads}, dst {:?} {layout:?}",
+                    dst.shape()
+                );
             }
         }
+    }
+
+    #[test]
+    fn fresh_scatters_copy_every_element_once_whatever_the_layout() {
+        let mut s = 41u64;
+        let mut idx = |shape: &[usize], hi: usize| {
+            Array::from_shape_simple_fn(IxDyn(shape), || (lcg(&mut s) % hi as u64) as i64)
+        };
+        // dim 0 of a 2-d destination: `dim` is the middle loop, the rows' columns the inner one,
+        // with large (parallel) and small sizes, and the destination transposed in memory.
+        for (rows, cols, k) in [(400, 300, 150), (5, 3, 7)] {
+            let i = idx(&[k, cols], rows);
+            let (src, dst) = (values(&[k, cols], 42), values(&[rows, cols], 43));
+            check(
+                "fresh dim 0",
+                &dst,
+                Layout::Plain,
+                0,
+                &i.view(),
+                &src.view(),
+            );
+            let dst_t = values(&[cols, rows], 44);
+            let i_t = idx(&[cols, k], cols);
+            let src_t = values(&[cols, k], 45);
+            check(
+                "fresh transposed dim 1",
+                &dst_t,
+                Layout::Transposed,
+                1,
+                &i_t.view(),
+                &src_t.view(),
+            );
+        }
+        // One position along `dim` (the planner drops that axis): the copy still covers all of it.
+        let i = idx(&[300, 1, 120], 90);
+        let (src, dst) = (values(&[300, 1, 120], 46), values(&[300, 90, 120], 47));
+        check(
+            "fresh one position along dim",
+            &dst,
+            Layout::Plain,
+            1,
+            &i.view(),
+            &src.view(),
+        );
+        check(
+            "fresh reversed",
+            &dst,
+            Layout::Reversed,
+            1,
+            &i.view(),
+            &src.view(),
+        );
+        // An index narrower than the destination off `dim`: copied first, then scattered.
+        let i = idx(&[250, 40], 60);
+        let (src, dst) = (values(&[250, 50], 48), values(&[260, 60], 49));
+        check(
+            "fresh narrow index",
+            &dst,
+            Layout::Plain,
+            1,
+            &i.view(),
+            &src.view(),
+        );
+        // A 1-d destination, one task.
+        let i = idx(&[50_000], 1000);
+        let (src, dst) = (values(&[50_000], 50), values(&[1000], 51));
+        check("fresh 1-d", &dst, Layout::Plain, 0, &i.view(), &src.view());
     }
 
     #[test]
@@ -1034,9 +1320,12 @@ mod tests {
                             let mut v = out.view_mut();
                             let (i, sv) = (idx.view(), src.view());
                             scatter_checking(&mut v, 1, &i, cols, &sv, None, &bad, |a, s| *a += s);
-                            bad.into_inner()
+                            let fresh = AtomicBool::new(false);
+                            let (from, buf) = (dst.view(), Vec::with_capacity(dst.len()));
+                            scatter_checking_fresh(&from, buf, 1, &i, &sv, &fresh, |a, s| *a += s);
+                            [bad.into_inner(), fresh.into_inner()]
                         });
-                    assert!(bad, "{bad_value} at {at:?}, threads {threads} not flagged");
+                    assert_eq!(bad, [true; 2], "{bad_value} at {at:?}, threads {threads}");
                 }
             }
         }

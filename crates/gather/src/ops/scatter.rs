@@ -232,6 +232,9 @@ where
     D: Dimension,
     I: IndexElem,
 {
+    if let Some(out) = scatter_fresh_fused(op, input, dim, &index, &src, src_is_value, mode)? {
+        return Ok(out);
+    }
     let mut out = super::try_to_owned(op, input)?;
     let dst = out.view_mut().into_dyn();
     scatter_into_with(
@@ -246,6 +249,141 @@ where
         true,
     )?;
     Ok(out)
+}
+
+/// [`scatter_fresh`] with the copy of `input` made inside the scatter's own tasks
+/// ([`kernels::scatter::scatter_checking_fresh`]), where that is the same computation: the
+/// element loop with an in-loop check (not a row index), and an update that reads and writes only
+/// its own destination element (a plain write, or a reduction with `include_self` that needs
+/// neither a wider accumulator nor counts). `None` where it does not apply, before any work.
+fn scatter_fresh_fused<T, S, D, I>(
+    op: &str,
+    input: &ArrayBase<S, D>,
+    dim: isize,
+    index: &ArrayView<'_, I, IxDyn>,
+    src: &ArrayView<'_, T, IxDyn>,
+    src_is_value: bool,
+    mode: Mode,
+) -> Result<Option<Array<T, D>>>
+where
+    T: Element,
+    S: Data<Elem = T>,
+    D: Dimension,
+    I: IndexElem,
+{
+    let in_place_update = match mode {
+        Mode::Set => true,
+        Mode::Reduce(r, include_self) => include_self && r != Reduce::Mean && !wide::<T>(r),
+    };
+    if !in_place_update || input.ndim() == 0 || index.ndim() != input.ndim() {
+        return Ok(None);
+    }
+    let src_shape = (!src_is_value).then(|| src.shape());
+    let Some(d) = check_scatter_shapes(op, input.shape(), dim, index.shape(), src_shape)? else {
+        return Ok(None);
+    };
+    check_dtype_supported::<T>(op, mode)?;
+    let size = input.shape()[d];
+    if size == 0 || kernels::scatter::is_row_index(index, d) {
+        return Ok(None);
+    }
+    let src = if src_is_value {
+        src.broadcast(index.raw_dim())
+            .expect("a one-element src broadcasts to any shape")
+    } else {
+        src.view()
+    };
+    let from = input.view().into_dyn();
+    let bad = AtomicBool::new(false);
+    let out = super::try_vec(op, input.len())?;
+    let fresh = Fresh {
+        from: &from,
+        out,
+        dim: d,
+        index,
+        src: &src,
+        bad: &bad,
+    };
+    let out = match mode {
+        Mode::Set => fresh.run(|a: &mut T, s: T| *a = s),
+        Mode::Reduce(r, _) => with_update(r, |a: &T| a.to_acc(), T::from_acc, fresh),
+    };
+    if bad.load(Ordering::Relaxed) {
+        return Err(first_bad_value(op, index, d, size));
+    }
+    Ok(Some(
+        Array::from_shape_vec(input.raw_dim(), out).expect("a buffer of the input's length"),
+    ))
+}
+
+/// The arguments of [`kernels::scatter::scatter_checking_fresh`] but the update.
+struct Fresh<'f, 'a, T, I> {
+    from: &'f ArrayView<'a, T, IxDyn>,
+    out: Vec<T>,
+    dim: usize,
+    index: &'f ArrayView<'a, I, IxDyn>,
+    src: &'f ArrayView<'a, T, IxDyn>,
+    bad: &'f AtomicBool,
+}
+
+impl<T: Element, I: IndexElem> RunUpdate<T, T> for Fresh<'_, '_, T, I> {
+    type Out = Vec<T>;
+    fn run<F: Fn(&mut T, T) + Sync + Send>(self, update: F) -> Vec<T> {
+        kernels::scatter::scatter_checking_fresh(
+            self.from, self.out, self.dim, self.index, self.src, self.bad, update,
+        )
+    }
+}
+
+/// Whether a reduction of `T` runs through an `f32` buffer (`f16`/`bf16` sums, products and
+/// means, so that they round once).
+fn wide<T: Element>(r: Reduce) -> bool {
+    matches!(T::DTYPE, DType::F16 | DType::BF16) && !matches!(r, Reduce::Amax | Reduce::Amin)
+}
+
+/// Something to run with the element update of a reduction: each reduction's update is a closure
+/// of its own type, so [`with_update`] hands it to `run` instead of returning it.
+trait RunUpdate<A, T> {
+    type Out;
+    fn run<F: Fn(&mut A, T) + Sync + Send>(self, update: F) -> Self::Out;
+}
+
+/// Runs `k` with the update of `r` on an accumulator `A` (read with `load`, written with `store`):
+/// `a = a + s`, `a * s`, or PyTorch's NaN-propagating max or min (`mean` sums, and divides later).
+fn with_update<T: Element, A, K: RunUpdate<A, T>>(
+    r: Reduce,
+    load: impl Fn(&A) -> T::Acc + Sync + Send,
+    store: impl Fn(T::Acc) -> A + Sync + Send,
+    k: K,
+) -> K::Out {
+    match r {
+        Reduce::Sum | Reduce::Mean => {
+            k.run(move |a: &mut A, s: T| *a = store(T::acc_add(load(a), s.to_acc())))
+        }
+        Reduce::Prod => k.run(move |a: &mut A, s: T| *a = store(T::acc_mul(load(a), s.to_acc()))),
+        Reduce::Amax => k.run(move |a: &mut A, s: T| *a = store(T::acc_max(load(a), s.to_acc()))),
+        Reduce::Amin => k.run(move |a: &mut A, s: T| *a = store(T::acc_min(load(a), s.to_acc()))),
+    }
+}
+
+/// [`kernels::scatter::Target::reduce`] into `dst`, as a [`RunUpdate`].
+struct ReduceAt<'r, 'd, 'v, 's, 'a, A, T, I: IndexElem> {
+    dst: &'r mut ArrayViewMut<'d, A, IxDyn>,
+    target: &'r kernels::scatter::Target<'s, 'a, I>,
+    src: &'r ArrayView<'v, T, IxDyn>,
+    init: Option<A>,
+}
+
+impl<A, T, I> RunUpdate<A, T> for ReduceAt<'_, '_, '_, '_, '_, A, T, I>
+where
+    A: Copy + Send + Sync,
+    T: Copy + Send + Sync,
+    I: IndexElem,
+{
+    type Out = ();
+    fn run<F: Fn(&mut A, T) + Sync + Send>(self, update: F) {
+        self.target.reduce(self.dst, self.src, self.init, update)
+    }
 }
 
 /// Runs `mode` into `dst` at `target`.
@@ -371,9 +509,7 @@ pub(crate) fn reduce_into<T: Element, I: IndexElem>(
         target.reduce(&mut c.view_mut(), &ones, None, |c: &mut u64, _| *c += 1);
         c
     });
-    let wide =
-        matches!(T::DTYPE, DType::F16 | DType::BF16) && !matches!(r, Reduce::Amax | Reduce::Amin);
-    if wide {
+    if wide::<T>(r) {
         let mut acc: ArrayD<T::Acc> = dst.map(|x| x.to_acc());
         reduce_acc::<T, I, T::Acc>(
             &mut acc.view_mut(),
@@ -417,20 +553,13 @@ fn reduce_acc<T: Element, I: IndexElem, A: Copy + Send + Sync>(
             Reduce::Amin => T::min_identity().to_acc(),
         })
     });
-    match r {
-        Reduce::Sum | Reduce::Mean => target.reduce(dst, src, init, |a: &mut A, s: T| {
-            *a = store(T::acc_add(load(a), s.to_acc()))
-        }),
-        Reduce::Prod => target.reduce(dst, src, init, |a: &mut A, s: T| {
-            *a = store(T::acc_mul(load(a), s.to_acc()))
-        }),
-        Reduce::Amax => target.reduce(dst, src, init, |a: &mut A, s: T| {
-            *a = store(T::acc_max(load(a), s.to_acc()))
-        }),
-        Reduce::Amin => target.reduce(dst, src, init, |a: &mut A, s: T| {
-            *a = store(T::acc_min(load(a), s.to_acc()))
-        }),
-    }
+    let at = ReduceAt {
+        dst,
+        target,
+        src,
+        init,
+    };
+    with_update(r, load, store, at)
 }
 
 /// Writes the accumulator back (if any) and divides means by their contributor counts.
