@@ -383,13 +383,13 @@ fn check_preconditions<T, I>(
         size, dst_shape[dim],
         "scatter kernel: index checked against another size"
     );
-    for d in 0..nd {
+    for (d, &len) in dst_shape.iter().enumerate() {
         assert!(
             idx.shape()[d] <= src.shape()[d],
             "scatter kernel: index larger than src"
         );
         assert!(
-            d == dim || idx.shape()[d] <= dst_shape[d],
+            d == dim || idx.shape()[d] <= len,
             "scatter kernel: index larger than dst"
         );
     }
