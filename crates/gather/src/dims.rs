@@ -144,3 +144,34 @@ pub fn row_major_strides(shape: &[usize]) -> Vec<isize> {
     }
     strides
 }
+
+/// `value` over `shape` without copying it: a read-only view whose strides are all 0 (the
+/// element of an op's scalar form, or the one that every position of an index counts).
+pub(crate) fn splat<'a, T>(
+    value: &'a T,
+    shape: &[usize],
+) -> ndarray::ArrayView<'a, T, ndarray::IxDyn> {
+    use ndarray::ShapeBuilder;
+    let zeros = ndarray::IxDyn(&vec![0; shape.len()]);
+    ndarray::ArrayView::from_shape(
+        ndarray::IxDyn(shape).strides(zeros),
+        std::slice::from_ref(value),
+    )
+    .expect("a read-only view may repeat its one element (ndarray 0.16 and later)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splat_repeats_one_element_over_any_shape() {
+        for shape in [&[][..], &[0, 3], &[5], &[2, 3, 4]] {
+            let v = splat(&2.5f32, shape);
+            assert_eq!(v.shape(), shape);
+            assert!(v.strides().iter().all(|&s| s == 0));
+            assert_eq!(v.len(), shape.iter().product::<usize>());
+            assert!(v.iter().all(|&x| x == 2.5));
+        }
+    }
+}

@@ -25,7 +25,7 @@ use num_traits::{Float, Zero};
 use super::{
     GradFloat, Parity, check_shape, embed_leading, leading_block, narrow_to, view_nonempty, widen,
 };
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::index::{Bounds, IndexElem, check_bounds};
 use crate::ops::scatter::{LegacyReduce, Reduce, check_scatter_shapes};
 
@@ -402,12 +402,7 @@ where
     SR: Data<Elem = T>,
 {
     let op = "grad::scatter_value_legacy";
-    let v = ndarray::aview0(&value).into_dyn();
-    let ishape = index.shape();
-    let src = match v.broadcast(ishape) {
-        Some(s) => s,
-        None => return Err(Error::invalid(format!("{op}: cannot broadcast the value"))),
-    };
+    let src = crate::dims::splat(&value, index.shape());
     let g = reduce_grad(
         op,
         grad_out,
@@ -616,10 +611,7 @@ fn counts<I: IndexElem>(
     include_self: bool,
 ) -> Result<ArrayD<u64>> {
     let base = ArrayD::from_elem(shape, include_self as u64);
-    let one = ndarray::aview0(&1u64).into_dyn();
-    let ones = one
-        .broadcast(idx.raw_dim())
-        .expect("a 0-d view broadcasts to any shape");
+    let ones = crate::dims::splat(&1u64, idx.shape());
     crate::scatter_add(&base, dim, idx, &ones)
 }
 

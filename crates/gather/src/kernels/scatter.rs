@@ -149,10 +149,7 @@ pub(crate) fn scatter_checking<A, T, I, F>(
     // A value out of range updates row 0 (there is one) and sets the task's flag.
     let map = move |v: i64, flag: &mut bool| checked_position::<false>(v, size, flag) as isize;
     if let Some(v) = init {
-        let one = ndarray::aview0(&v).into_dyn();
-        let ones = one
-            .broadcast(index.raw_dim())
-            .expect("a 0-d view broadcasts to any shape");
+        let ones = crate::dims::splat(&v, index.shape());
         general_mapped(dst, dim, index, &ones, map, bad, |a: &mut A, s: A| *a = s);
     }
     general_mapped(dst, dim, index, src, map, bad, update);
@@ -356,10 +353,7 @@ fn scatter_impl<A, T, I, F>(
         return;
     }
     if let Some(v) = init {
-        let one = ndarray::aview0(&v).into_dyn();
-        let ones = one
-            .broadcast(idx.raw_dim())
-            .expect("a 0-d view broadcasts to any shape");
+        let ones = crate::dims::splat(&v, idx.shape());
         general(dst, dim, index, &ones, |a: &mut A, s: A| *a = s);
     }
     general(dst, dim, index, src, update);

@@ -465,10 +465,7 @@ fn fill_dyn<T: Element, I: IndexElem>(
     let size = dst.shape()[d];
     let mut region = dst.shape().to_vec();
     region[d] = index.len();
-    let one = ndarray::aview0(&value).into_dyn();
-    let values = one
-        .broadcast(region.as_slice())
-        .expect("a 0-d view broadcasts to any shape");
+    let values = crate::dims::splat(&value, &region);
     with_spread_index(op, &index, d, size, &region, Bounds::Wrap, |checked| {
         kernels::scatter::scatter_set(&mut dst, d, checked, &values)
     })

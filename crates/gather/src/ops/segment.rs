@@ -729,10 +729,7 @@ where
     } else {
         input.shape().to_vec()
     };
-    let one = ndarray::aview0(&1i64).into_dyn();
-    let ones = one
-        .broadcast(IxDyn(&shape))
-        .expect("a 0-d view broadcasts to any shape");
+    let ones = crate::dims::splat(&1i64, &shape);
     let out = bincount_call("bincount", input.view().into_dyn(), axis, ones, minlength)?;
     Ok(into_dim(out))
 }
