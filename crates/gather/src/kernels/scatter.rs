@@ -160,8 +160,9 @@ pub(crate) fn scatter_checking<A, T, I, F>(
 /// that length. Where the index spans the destination on every axis but `dim`, each task copies
 /// the part of `from` it is about to update, whole along `dim`, just before updating it, so the
 /// destination is written once and updated while it is still in cache, instead of a separate
-/// parallel copy followed by a second pass over the destination (the out-of-place `scatter` and
-/// `scatter_add` of W11: `self[1000,1000]`, `index[1000,500]`):
+/// parallel copy followed by a second pass over the destination (the out-of-place `scatter_add`
+/// of W11b: `self[1000,1000]`, `index[1000,500]`; the ops use it for reductions only, see
+/// `scatter_fresh_fused`):
 ///
 /// ```text
 ///   task rows 0..k:   out[0] = from[0]; out[0][index[0][j]] op= src[0][j] (j = 0..500)
