@@ -210,16 +210,11 @@ where
     }
     check_preconditions(from.shape(), dim, index, size, src);
     let map = move |v: i64, flag: &mut bool| checked_position::<false>(v, size, flag) as isize;
-    let fill = Fill {
-        from: SharedPtr(from.as_ptr() as *mut A),
-        strides: from.strides(),
-        len: size,
-    };
     let strides = crate::dims::row_major_strides(from.shape());
     general_raw(
         SharedPtr(out.as_mut_ptr()),
         &strides,
-        Some(fill),
+        Some(from),
         dim,
         index,
         src,
@@ -230,22 +225,13 @@ where
     // SAFETY: every element of the `n` was written. The index spans the destination on every
     // axis but `dim` (checked above), so the planner's tasks cover every non-dim coordinate of the
     // destination, each once; and each task first copied, for its coordinates, every position
-    // along `dim` (`Fill::len` of them) before updating any (see `run`).
+    // along `dim` (`from.shape()[dim]` of them) before updating any (see `run`).
     unsafe { out.set_len(n) };
     out
 }
 
-/// Where the tasks of [`general_raw`] copy their part of the destination from first (a fresh
-/// destination, see [`scatter_checking_fresh`]).
-struct Fill<'f, A> {
-    from: SharedPtr<A>,
-    /// `from`'s strides (its shape is the destination's).
-    strides: &'f [isize],
-    /// The destination's length along `dim`.
-    len: usize,
-}
-
-/// [`Fill`] as each task of [`run`] gets it: the other strides of `from` are the nest's fourth
+/// Where each task of [`run`] copies its part of a fresh destination from first (see
+/// [`scatter_checking_fresh`]), along `dim`: the other strides of `from` are the nest's fourth
 /// operand.
 struct FillAlong<A> {
     from: SharedPtr<A>,
@@ -455,13 +441,14 @@ fn general_mapped<A, T, I, M, F>(
 }
 
 /// [`general_mapped`] on a destination given by its pointer and strides (its shape is the index's
-/// off `dim`, or larger); with `fill`, each task first copies its part of the destination from
-/// there (the caller has checked that the index spans the destination off `dim`).
+/// off `dim`, or larger); with `fill` (of the destination's shape), each task first copies its
+/// part of the destination from there (the caller has checked that the index spans the
+/// destination off `dim`).
 #[allow(clippy::too_many_arguments)]
 fn general_raw<A, T, I, M, F>(
     dst: SharedPtr<A>,
     dst_strides: &[isize],
-    fill: Option<Fill<'_, A>>,
+    fill: Option<&ArrayView<'_, A, IxDyn>>,
     dim: usize,
     idx: &ArrayView<'_, I, IxDyn>,
     src: &ArrayView<'_, T, IxDyn>,
@@ -481,14 +468,14 @@ fn general_raw<A, T, I, M, F>(
     dst_strides[dim] = 0;
     // The source of the copy is a fourth operand, with its stride along `dim` taken out as the
     // destination's is (all zero without a fill: a zero stride never keeps axes from merging).
-    let (copy, mut fill_strides) = match &fill {
+    let (copy, mut fill_strides) = match fill {
         Some(f) => (
             Some(FillAlong {
-                from: f.from,
-                stride: f.strides[dim],
-                len: f.len,
+                from: SharedPtr(f.as_ptr() as *mut A),
+                stride: f.strides()[dim],
+                len: f.shape()[dim],
             }),
-            f.strides.to_vec(),
+            f.strides().to_vec(),
         ),
         None => (None, vec![0; shape.len()]),
     };

@@ -277,24 +277,25 @@ where
     let Mode::Reduce(r, true) = mode else {
         return Ok(None);
     };
-    if r == Reduce::Mean || wide::<T>(r) || input.ndim() == 0 || index.ndim() != input.ndim() {
+    if r == Reduce::Mean || wide::<T>(r) || input.ndim() == 0 {
         return Ok(None);
     }
-    let src_shape = (!src_is_value).then(|| src.shape());
-    let Some(d) = check_scatter_shapes(op, input.shape(), dim, index.shape(), src_shape)? else {
+    let prepared = prepare(
+        op,
+        input.shape(),
+        dim,
+        index.view(),
+        src.view(),
+        src_is_value,
+        mode,
+    )?;
+    let Some((d, index, src)) = prepared else {
         return Ok(None);
     };
-    check_dtype_supported::<T>(op, mode)?;
     let size = input.shape()[d];
-    if size == 0 || kernels::scatter::is_row_index(index, d) {
+    if !checks_in_loop(&index, d, size) {
         return Ok(None);
     }
-    let src = if src_is_value {
-        src.broadcast(index.raw_dim())
-            .expect("a one-element src broadcasts to any shape")
-    } else {
-        src.view()
-    };
     let from = input.view().into_dyn();
     let bad = AtomicBool::new(false);
     let out = super::try_vec(op, input.len())?;
@@ -302,13 +303,13 @@ where
         from: &from,
         out,
         dim: d,
-        index,
+        index: &index,
         src: &src,
         bad: &bad,
     };
     let out = with_update(r, |a: &T| a.to_acc(), T::from_acc, fresh);
     if bad.load(Ordering::Relaxed) {
-        return Err(first_bad_value(op, index, d, size));
+        return Err(first_bad_value(op, &index, d, size));
     }
     Ok(Some(
         Array::from_shape_vec(input.raw_dim(), out).expect("a buffer of the input's length"),
@@ -414,6 +415,54 @@ fn first_bad_value<I: IndexElem>(
     }
 }
 
+/// The checks and views every scatter starts from: the shapes against a destination of
+/// `dst_shape` and the dtype against `mode` (errors), then `dim` normalised, and the index and src
+/// as the kernels take them (0-d as 1-d; a one-element `src_is_value` broadcast to the index).
+/// `None` for an empty index, which writes nothing (PyTorch still rejects an unsupported
+/// dtype/reduce pair for it).
+#[allow(clippy::type_complexity)]
+fn prepare<'i, 's, T: Element, I: IndexElem>(
+    op: &str,
+    dst_shape: &[usize],
+    dim: isize,
+    index: ArrayView<'i, I, IxDyn>,
+    src: ArrayView<'s, T, IxDyn>,
+    src_is_value: bool,
+    mode: Mode,
+) -> Result<Option<(usize, ArrayView<'i, I, IxDyn>, ArrayView<'s, T, IxDyn>)>> {
+    let src_shape = (!src_is_value).then(|| src.shape());
+    let Some(d) = check_scatter_shapes(op, dst_shape, dim, index.shape(), src_shape)? else {
+        check_dtype_supported::<T>(op, mode)?;
+        return Ok(None);
+    };
+    check_dtype_supported::<T>(op, mode)?;
+    let index = if index.ndim() == 0 {
+        index.insert_axis(ndarray::Axis(0))
+    } else {
+        index
+    };
+    let src = if src_is_value {
+        let value = src
+            .into_iter()
+            .next()
+            .expect("a scalar form's src has one element");
+        crate::dims::splat(value, index.shape())
+    } else if src.ndim() == 0 {
+        src.insert_axis(ndarray::Axis(0))
+    } else {
+        src
+    };
+    Ok(Some((d, index, src)))
+}
+
+/// Whether a scatter into a fresh copy checks its index values in the element loop
+/// ([`kernels::scatter::Target::Checking`]) rather than in a pass before it: where that loop is
+/// the one that runs (not for a row index, whose grouped loops need checked values first) and
+/// there is a row to send a bad value to.
+fn checks_in_loop<I: IndexElem>(index: &ArrayView<'_, I, IxDyn>, d: usize, size: usize) -> bool {
+    size > 0 && !kernels::scatter::is_row_index(index, d)
+}
+
 /// [`scatter_into`]; `fresh`: `dst` is a copy the caller drops on error (see [`scatter_fresh`]).
 #[allow(clippy::too_many_arguments)]
 fn scatter_into_with<T, I>(
@@ -431,36 +480,17 @@ where
     T: Element,
     I: IndexElem,
 {
-    let src_shape = if src_is_value {
-        None
-    } else {
-        Some(src.shape())
+    let Some((d, index, src)) = prepare(op, dst.shape(), dim, index, src, src_is_value, mode)?
+    else {
+        return Ok(());
     };
-    let Some(d) = check_scatter_shapes(op, dst.shape(), dim, index.shape(), src_shape)? else {
-        // PyTorch still rejects an unsupported dtype/reduce pair for an empty index.
-        return check_dtype_supported::<T>(op, mode);
-    };
-    check_dtype_supported::<T>(op, mode)?;
     let mut dst = if dst.ndim() == 0 {
         dst.insert_axis(ndarray::Axis(0))
     } else {
         dst
     };
-    let index = if index.ndim() == 0 {
-        index.insert_axis(ndarray::Axis(0))
-    } else {
-        index
-    };
-    let src = if src_is_value {
-        src.broadcast(index.raw_dim())
-            .expect("a one-element src broadcasts to any shape")
-    } else if src.ndim() == 0 {
-        src.insert_axis(ndarray::Axis(0))
-    } else {
-        src
-    };
     let size = dst.shape()[d];
-    if fresh && bounds == Bounds::Strict && size > 0 && !kernels::scatter::is_row_index(&index, d) {
+    if fresh && bounds == Bounds::Strict && checks_in_loop(&index, d, size) {
         let bad = AtomicBool::new(false);
         let target = kernels::scatter::Target::Checking {
             dim: d,
