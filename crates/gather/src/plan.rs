@@ -26,7 +26,9 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 /// Minimum number of elements per parallel task; calls smaller than this run on the calling thread.
-pub const GRAIN: usize = 32 * 1024;
+/// Under Miri (`scripts/miri.sh`) it is 256, so that the small shapes Miri can afford still run the
+/// parallel loops.
+pub const GRAIN: usize = if cfg!(miri) { 256 } else { 32 * 1024 };
 
 /// One axis of a loop nest: its length and the stride of each of the `N` operands, in elements.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

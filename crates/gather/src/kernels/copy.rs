@@ -56,12 +56,14 @@ where
 
 #[cfg(test)]
 mod tests {
+    use super::super::sized;
     use super::*;
     use ndarray::{Array3, s};
 
     #[test]
     fn copies_any_layout_in_row_major_order() {
-        let x = Array3::from_shape_fn((40, 30, 70), |(a, b, c)| (a * 10000 + b * 100 + c) as i32);
+        let shape = (sized(40, 6), sized(30, 8), sized(70, 20));
+        let x = Array3::from_shape_fn(shape, |(a, b, c)| (a * 10000 + b * 100 + c) as i32);
         let views = [
             x.view().into_dyn(),
             x.slice(s![..;-1, .., 1..]).into_dyn(),

@@ -148,12 +148,13 @@ where
     Some(out)
 }
 
-/// Bytes of the input one tile of a tiled lookup may span (a part of a core's L2 cache).
-const TILE_BYTES: usize = 256 << 10;
+/// Bytes of the input one tile of a tiled lookup may span (a part of a core's L2 cache); 4 KiB
+/// under Miri, whose test inputs are small.
+const TILE_BYTES: usize = if cfg!(miri) { 4 << 10 } else { 256 << 10 };
 
 /// Bytes of a staged tile ([`staged`]): half of a core's L2 cache. A stand-alone model of W5
-/// took 31 ms with 512 KiB tiles, 50 ms with 256 KiB and 38 ms with 1 MiB.
-const STAGE_BYTES: usize = 512 << 10;
+/// took 31 ms with 512 KiB tiles, 50 ms with 256 KiB and 38 ms with 1 MiB. 8 KiB under Miri.
+const STAGE_BYTES: usize = if cfg!(miri) { 8 << 10 } else { 512 << 10 };
 
 /// The operands of a gather, shared by every task.
 struct Ptrs<T, I> {
@@ -633,6 +634,7 @@ impl RowPrefetch {
 
 #[cfg(test)]
 mod tests {
+    use super::super::sized;
     use super::*;
     use half::{bf16, f16};
     use ndarray::{Array, ArrayD, Axis, Dimension, IxDyn, s};
@@ -716,33 +718,36 @@ mod tests {
     #[test]
     fn row_copy_of_expanded_and_broadcast_indices_matches_the_definition() {
         // Top-k patches: [B,N,D] gathered along 1 with [B,K] expanded along D (stride 0).
-        let x = input(&[6, 40, 300]);
+        let w = sized(300, 40);
+        let x = input(&[6, 40, w]);
         let rows = random_index(&[6, 25], 40, 1);
         let idx = rows.view().insert_axis(Axis(2));
-        let idx = idx.broadcast(IxDyn(&[6, 25, 300])).unwrap();
+        let idx = idx.broadcast(IxDyn(&[6, 25, w])).unwrap();
         check("expanded", &x.view(), 1, &idx, Bounds::Strict);
         // ... narrower than the input along D, from a reversed and a transposed input.
-        let idx_narrow = idx.slice(s![.., .., ..77]).into_dyn();
+        let idx_narrow = idx.slice(s![.., .., ..sized(77, 11)]).into_dyn();
         check("narrow", &x.view(), 1, &idx_narrow, Bounds::Strict);
         let rev = x.slice(s![.., ..;-1, ..;-1]).into_dyn();
         check("reversed input", &rev, 1, &idx, Bounds::Strict);
         let perm = x.view().permuted_axes(IxDyn(&[0, 2, 1]));
         let idx_t = rows.view().insert_axis(Axis(1));
-        let idx_t = idx_t.broadcast(IxDyn(&[6, 300, 25])).unwrap();
+        let idx_t = idx_t.broadcast(IxDyn(&[6, w, 25])).unwrap();
         check("transposed input", &perm, 2, &idx_t, Bounds::Strict);
         // ROI labels: one index per row broadcast over a short trailing axis.
-        let roi = input(&[5000, 21, 4]);
-        let labels = random_index(&[5000], 21, 2);
+        let n = sized(5000, 40);
+        let roi = input(&[n, 21, 4]);
+        let labels = random_index(&[n], 21, 2);
         let l = labels.view().insert_axis(Axis(1)).insert_axis(Axis(2));
-        let l = l.broadcast(IxDyn(&[5000, 1, 4])).unwrap();
+        let l = l.broadcast(IxDyn(&[n, 1, 4])).unwrap();
         check("roi", &roi.view(), 1, &l, Bounds::Strict);
         // Short rows under two outer axes (a transposed index keeps them apart), of every length
         // the short-row copy treats alike or apart, up to and past 256 bytes.
-        let labels_t = random_index(&[30, 7], 9, 17);
+        let (a, b) = (sized(30, 4), sized(7, 2));
+        let labels_t = random_index(&[a, b], 9, 17);
         let lt = labels_t.t().insert_axis(Axis(2)).insert_axis(Axis(3));
         for len in [1, 2, 3, 4, 5, 8, 16, 64, 65] {
-            let x = input(&[7, 30, 9, len]);
-            let l = lt.broadcast(IxDyn(&[7, 30, 1, len])).unwrap();
+            let x = input(&[b, a, 9, len]);
+            let l = lt.broadcast(IxDyn(&[b, a, 1, len])).unwrap();
             check(
                 &format!("short rows of {len}"),
                 &x.view(),
@@ -776,14 +781,16 @@ mod tests {
             );
         }
         // index_select: a 1-d index spread over a row-major output (stride 0 on the other axes).
-        let table = input(&[500, 130]);
-        let ids = random_index(&[900], 500, 3);
+        let (t, k) = (sized(500, 30), sized(900, 20));
+        let table = input(&[t, 130]);
+        let ids = random_index(&[k], t, 3);
         let spread = ids.view().insert_axis(Axis(1));
-        let spread = spread.broadcast(IxDyn(&[900, 130])).unwrap();
+        let spread = spread.broadcast(IxDyn(&[k, 130])).unwrap();
         check("index_select", &table.view(), 0, &spread, Bounds::Strict);
         // Stride 0 along dim itself: every output of a row reads one element.
-        let along = random_index(&[300, 1], 130, 4);
-        let along = along.broadcast(IxDyn(&[300, 250])).unwrap();
+        let r = sized(300, 20);
+        let along = random_index(&[r, 1], 130, 4);
+        let along = along.broadcast(IxDyn(&[r, sized(250, 20)])).unwrap();
         check(
             "stride 0 along dim",
             &table.view(),
@@ -796,42 +803,49 @@ mod tests {
     #[test]
     fn lookup_along_the_innermost_dim_matches_the_definition() {
         // Seed-like gather along the last axis, contiguous and with negative input strides.
-        let x = input(&[300, 257]);
-        let idx = random_index(&[300, 400], 257, 5);
+        let r = sized(300, 8);
+        let x = input(&[r, 257]);
+        let idx = random_index(&[r, sized(400, 40)], 257, 5);
         check("dim 1", &x.view(), 1, &idx.view(), Bounds::Strict);
         let rev = x.slice(s![..;-1, ..;-1]).into_dyn();
         check("reversed", &rev, 1, &idx.view(), Bounds::Strict);
         // Token logits: [B,L,V] with [B,L,1]; the inner axis walks rows of the input.
-        let logits = input(&[4, 200, 333]);
-        let labels = random_index(&[4, 200, 1], 333, 6);
+        let (l, v) = (sized(200, 8), sized(333, 33));
+        let logits = input(&[4, l, v]);
+        let labels = random_index(&[4, l, 1], v, 6);
         check("logits", &logits.view(), 2, &labels.view(), Bounds::Strict);
         // Cube: dim 1 of [n,n,n], the inner axis contiguous in all three operands.
-        let cube = input(&[40, 41, 42]);
-        let ci = random_index(&[40, 30, 42], 41, 7);
+        let (a, c) = (sized(40, 5), sized(42, 10));
+        let cube = input(&[a, 41, c]);
+        let ci = random_index(&[a, 30, c], 41, 7);
         check("cube", &cube.view(), 1, &ci.view(), Bounds::Strict);
         // A reversed index view.
         let ci_rev = ci.slice(s![.., ..;-1, ..;-1]).into_dyn();
         check("reversed index", &cube.view(), 1, &ci_rev, Bounds::Strict);
         // Wrapped and modular values.
         let mut s = 8u64;
-        let wrap =
-            Array::from_shape_simple_fn(IxDyn(&[300, 100]), || (lcg(&mut s) % 514) as i64 - 257);
+        let k = sized(100, 20);
+        let wrap = Array::from_shape_simple_fn(IxDyn(&[r, k]), || (lcg(&mut s) % 514) as i64 - 257);
         check("wrap", &x.view(), 1, &wrap.view(), Bounds::Wrap);
         let modulo =
-            Array::from_shape_simple_fn(IxDyn(&[300, 100]), || (lcg(&mut s) % 5000) as i64 - 2500);
+            Array::from_shape_simple_fn(IxDyn(&[r, k]), || (lcg(&mut s) % 5000) as i64 - 2500);
         check("modulo", &x.view(), 1, &modulo.view(), Bounds::Modulo);
     }
 
     #[test]
     fn large_inputs_take_the_prefetched_and_tiled_loops() {
-        // 8 MiB of f32: the random-access strategy (prefetch; tiling of a dim-0 gather).
-        let x = input(&[2048, 1024]);
-        let idx = random_index(&[700, 1024], 2048, 9);
+        // 8 MiB of f32 (16 KiB under Miri, whose thresholds are scaled down): the random-access
+        // strategy (prefetch; tiling of a dim-0 gather).
+        let (rows, cols) = (sized(2048, 64), sized(1024, 64));
+        let x = input(&[rows, cols]);
+        let idx = random_index(&[sized(700, 20), cols], rows, 9);
         check("dim 0 tiled", &x.view(), 0, &idx.view(), Bounds::Strict);
-        let part = idx.slice(s![.., 3..1000]).into_dyn();
+        let part = idx.slice(s![.., 3..cols - 24]).into_dyn();
         check("dim 0 tiled, offset", &x.view(), 0, &part, Bounds::Strict);
-        let wrapped = random_index(&[300, 1000], 4096, 18).mapv(|v| v - 2048);
-        let xw = x.slice(s![.., 5..1005]).mapv(|v| v as f64).into_dyn();
+        let k = cols - 24;
+        let wrapped =
+            random_index(&[sized(300, 10), k - 5], 2 * rows, 18).mapv(|v| v - rows as i64);
+        let xw = x.slice(s![.., 5..k]).mapv(|v| v as f64).into_dyn();
         check(
             "dim 0 tiled, f64, wrapped",
             &xw.view(),
@@ -847,7 +861,7 @@ mod tests {
             &idx.view(),
             Bounds::Strict,
         );
-        let lookups = random_index(&[2048, 300], 1024, 10);
+        let lookups = random_index(&[rows, sized(300, 20)], cols, 10);
         check(
             "dim 1 prefetched",
             &x.view(),
@@ -856,7 +870,7 @@ mod tests {
             Bounds::Strict,
         );
         let t = x.t().into_dyn();
-        let strided = random_index(&[1024, 500], 2048, 11);
+        let strided = random_index(&[cols, sized(500, 20)], rows, 11);
         check(
             "transposed, general",
             &t,
@@ -866,7 +880,7 @@ mod tests {
         );
         // ROI labels over 8 MiB: short rows, prefetched a few positions ahead along the last
         // outer axis (and never past its end), also reversed and with wrapped labels.
-        let n = 25_600;
+        let n = sized(25_600, 32);
         let roi_data = input(&[n, 21, 4]);
         let roi = roi_data.view();
         let labels = random_index(&[n], 21, 13);
@@ -880,10 +894,11 @@ mod tests {
         let w = w.broadcast(IxDyn(&[n, 1, 4])).unwrap();
         check("roi, wrapped", &roi, 1, &w, Bounds::Wrap);
         // index_select of rows up to 1 KiB from a large table: whole rows prefetched ahead.
+        let (t, k) = (sized(10_000, 24), sized(3000, 10));
         for width in [100, 256, 257] {
-            let table = input(&[10_000, width]);
-            let ids = random_index(&[3000, 1], 10_000, 19);
-            let spread = ids.broadcast(IxDyn(&[3000, width])).unwrap();
+            let table = input(&[t, width]);
+            let ids = random_index(&[k, 1], t, 19);
+            let spread = ids.broadcast(IxDyn(&[k, width])).unwrap();
             check(
                 &format!("rows of {width}"),
                 &table.view(),
@@ -902,9 +917,9 @@ mod tests {
         }
         let flat = x
             .view()
-            .into_shape_with_order(IxDyn(&[2048 * 1024]))
+            .into_shape_with_order(IxDyn(&[rows * cols]))
             .unwrap();
-        let takes = random_index(&[100_000], 2048 * 1024, 12);
+        let takes = random_index(&[sized(100_000, 300)], rows * cols, 12);
         check("1-d", &flat, 0, &takes.view(), Bounds::Strict);
     }
 
@@ -912,11 +927,12 @@ mod tests {
     fn checking_kernel_refuses_any_out_of_range_value_on_every_loop() {
         // (input shape, dim, index): lookup, row copy (expanded index), general (transposed), and
         // the prefetched/tiled loops of a large input.
-        let big = input(&[2048, 1024]);
+        let (rows, cols, n) = (sized(2048, 64), sized(1024, 64), sized(25_600, 32));
+        let big = input(&[rows, cols]);
         let small = input(&[40, 30]);
-        let roi = input(&[25_600, 21, 4]);
+        let roi = input(&[n, 21, 4]);
         let col = random_index(&[40, 1], 40, 1);
-        let labels = random_index(&[25_600, 1, 1], 21, 2);
+        let labels = random_index(&[n, 1, 1], 21, 2);
         // (name, input, dim, index, the shape it is broadcast to: stride 0 along the inner axis).
         type Case<'a> = (
             &'a str,
@@ -945,17 +961,17 @@ mod tests {
                 "tiled",
                 big.view(),
                 0,
-                random_index(&[700, 1024], 2048, 5),
-                vec![700, 1024],
+                random_index(&[sized(700, 20), cols], rows, 5),
+                vec![sized(700, 20), cols],
             ),
             (
                 "prefetched",
                 big.view(),
                 1,
-                random_index(&[2048, 300], 1024, 6),
-                vec![2048, 300],
+                random_index(&[rows, sized(300, 20)], cols, 6),
+                vec![rows, sized(300, 20)],
             ),
-            ("short rows", roi.view(), 1, labels, vec![25_600, 1, 4]),
+            ("short rows", roi.view(), 1, labels, vec![n, 1, 4]),
         ];
         for (name, x, dim, idx, shape) in cases {
             let size = x.shape()[dim] as i64;
@@ -987,11 +1003,12 @@ mod tests {
 
     #[test]
     fn general_loop_handles_transposed_operands() {
-        let x = input(&[50, 60, 7]);
+        let (a, b) = (sized(50, 12), sized(60, 10));
+        let x = input(&[a, b, 7]);
         let xt = x.view().permuted_axes(IxDyn(&[2, 1, 0]));
-        let idx = random_index(&[7, 60, 40], 60, 13);
+        let idx = random_index(&[7, b, sized(40, 8)], b, 13);
         check("transposed", &xt, 1, &idx.view(), Bounds::Strict);
-        let it = random_index(&[40, 60, 7], 60, 14);
+        let it = random_index(&[sized(40, 8), b, 7], b, 14);
         let it = it.view().permuted_axes(IxDyn(&[2, 1, 0]));
         check("both transposed", &xt, 1, &it, Bounds::Strict);
     }
@@ -1004,15 +1021,16 @@ mod tests {
         let x = input(&[5, 6]);
         let idx = ArrayD::<i64>::zeros(IxDyn(&[0, 6]));
         check("empty index", &x.view(), 1, &idx.view(), Bounds::Strict);
-        let x = input(&[300, 200]);
-        let idx = random_index(&[300, 250], 200, 15);
+        let r = sized(300, 12);
+        let x = input(&[r, 200]);
+        let idx = random_index(&[r, sized(250, 40)], 200, 15);
         let h = x.mapv(f16::from_f32);
         check("f16", &h.view(), 1, &idx.view(), Bounds::Strict);
         let b = x.mapv(bf16::from_f32);
         check("bf16", &b.view(), 1, &idx.view(), Bounds::Strict);
         let u = x.mapv(|v| v as u8);
-        let col = random_index(&[300, 1], 300, 16);
-        let e = col.broadcast(IxDyn(&[300, 200])).unwrap();
+        let col = random_index(&[r, 1], r, 16);
+        let e = col.broadcast(IxDyn(&[r, 200])).unwrap();
         check("u8 row copy", &u.view(), 0, &e, Bounds::Strict);
         let d = x.mapv(|v| v as f64 * 0.5);
         check("f64 row copy", &d.view(), 0, &e, Bounds::Strict);

@@ -14,6 +14,15 @@ pub(crate) mod take;
 
 use crate::index::Bounds;
 
+/// A test size: `native` in ordinary test runs, `miri` under Miri (`scripts/miri.sh`). Miri
+/// interprets every operation, so its shapes are small; the thresholds that pick the loops
+/// ([`crate::plan::GRAIN`], [`RANDOM_BYTES`], the tile sizes) are scaled down with them, so the
+/// small shapes still reach the parallel, prefetched and tiled loops.
+#[cfg(test)]
+pub(crate) fn sized(native: usize, miri: usize) -> usize {
+    if cfg!(miri) { miri } else { native }
+}
+
 /// A raw pointer that may be shared across rayon tasks.
 ///
 /// Tasks write through it only at positions that no other task writes (the planner hands each task
@@ -86,7 +95,8 @@ fn out_of_range(flag: &mut bool) -> usize {
 /// Inputs of at least this many bytes are treated as living in main memory rather than in cache:
 /// data-dependent reads from them are prefetched a few elements ahead, and their loops are split
 /// over the thread pool with a smaller grain (each element costs a cache miss, not a cycle).
-pub(crate) const RANDOM_BYTES: usize = 8 << 20;
+/// Under Miri, 8 KiB: its test shapes are small (see [`crate::plan::GRAIN`]).
+pub(crate) const RANDOM_BYTES: usize = if cfg!(miri) { 8 << 10 } else { 8 << 20 };
 
 /// How many elements ahead a data-dependent read is prefetched.
 pub(crate) const PREFETCH_DISTANCE: usize = 16;
@@ -122,7 +132,8 @@ pub(crate) const HUGE_PAGE_MIN_BYTES: usize = 4 << 20;
 /// so the buffer stays an ordinary allocation of the global allocator (large ones are served by
 /// `mmap`), freed as usual. Small buffers, other systems, and kernels without THP: nothing happens.
 pub(crate) fn advise_huge_pages<T>(v: &mut Vec<T>) {
-    #[cfg(target_os = "linux")]
+    // Miri runs no foreign functions: the advice is skipped there (it never changes contents).
+    #[cfg(all(target_os = "linux", not(miri)))]
     {
         const HUGE: usize = 2 << 20;
         let bytes = v.capacity().saturating_mul(std::mem::size_of::<T>());
@@ -141,6 +152,6 @@ pub(crate) fn advise_huge_pages<T>(v: &mut Vec<T>) {
             }
         }
     }
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(any(not(target_os = "linux"), miri))]
     let _ = v;
 }

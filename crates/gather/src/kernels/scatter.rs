@@ -1042,6 +1042,7 @@ impl<A: Copy, T: Copy> Rows<A, T> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::sized;
     use super::*;
     use crate::ops::scatter::Reduce;
     use half::{bf16, f16};
@@ -1220,7 +1221,8 @@ mod tests {
         };
         // dim 0 of a 2-d destination: `dim` is the middle loop, the rows' columns the inner one,
         // with large (parallel) and small sizes, and the destination transposed in memory.
-        for (rows, cols, k) in [(400, 300, 150), (5, 3, 7)] {
+        let large = (sized(400, 24), sized(300, 20), sized(150, 30));
+        for (rows, cols, k) in [large, (5, 3, 7)] {
             let i = idx(&[k, cols], rows);
             let (src, dst) = (values(&[k, cols], 42), values(&[rows, cols], 43));
             check(
@@ -1244,8 +1246,9 @@ mod tests {
             );
         }
         // One position along `dim` (the planner drops that axis): the copy still covers all of it.
-        let i = idx(&[300, 1, 120], 90);
-        let (src, dst) = (values(&[300, 1, 120], 46), values(&[300, 90, 120], 47));
+        let (a, d, c) = (sized(300, 26), sized(90, 8), sized(120, 20));
+        let i = idx(&[a, 1, c], d);
+        let (src, dst) = (values(&[a, 1, c], 46), values(&[a, d, c], 47));
         check(
             "fresh one position along dim",
             &dst,
@@ -1263,8 +1266,9 @@ mod tests {
             &src.view(),
         );
         // An index narrower than the destination off `dim`: copied first, then scattered.
-        let i = idx(&[250, 40], 60);
-        let (src, dst) = (values(&[250, 50], 48), values(&[260, 60], 49));
+        let (r, k, c) = (sized(250, 20), sized(40, 30), sized(60, 40));
+        let i = idx(&[r, k], c);
+        let (src, dst) = (values(&[r, k + 10], 48), values(&[r + 10, c], 49));
         check(
             "fresh narrow index",
             &dst,
@@ -1274,14 +1278,15 @@ mod tests {
             &src.view(),
         );
         // A 1-d destination, one task.
-        let i = idx(&[50_000], 1000);
-        let (src, dst) = (values(&[50_000], 50), values(&[1000], 51));
+        let (n, d) = (sized(50_000, 600), sized(1000, 50));
+        let i = idx(&[n], d);
+        let (src, dst) = (values(&[n], 50), values(&[d], 51));
         check("fresh 1-d", &dst, Layout::Plain, 0, &i.view(), &src.view());
     }
 
     #[test]
     fn checking_kernel_flags_any_out_of_range_value_wherever_it_is() {
-        let (rows, cols, k) = (300, 50, 40);
+        let (rows, cols, k) = (sized(300, 16), 50, 40);
         let mut s = 31u64;
         let good =
             Array::from_shape_simple_fn(IxDyn(&[rows, k]), || (lcg(&mut s) % cols as u64) as i64);
@@ -1330,19 +1335,20 @@ mod tests {
     #[test]
     fn row_index_scatters_match_the_serial_definition() {
         // GNN-like: many destination rows, duplicates, slices of 64.
-        let ids_a = ids(3000, 200, 1);
-        let src = values(&[3000, 64], 2);
-        let dst = values(&[200, 64], 3);
+        let (e, rows, w) = (sized(3000, 40), sized(200, 12), sized(64, 16));
+        let ids_a = ids(e, rows, 1);
+        let src = values(&[e, w], 2);
+        let dst = values(&[rows, w], 3);
         let idx_axes = axes(&ids_a, 0, 2);
-        let idx = idx_axes.broadcast(IxDyn(&[3000, 64])).unwrap();
+        let idx = idx_axes.broadcast(IxDyn(&[e, w])).unwrap();
         assert!(row_index(
-            &CheckedIndex::new("t", idx.clone(), 0, 200, Bounds::Strict).unwrap(),
+            &CheckedIndex::new("t", idx.clone(), 0, rows, Bounds::Strict).unwrap(),
             0
         ));
         check("rows", &dst, Layout::Plain, 0, &idx, &src.view());
         // Index narrower than src and dst along the slice; src reversed; dst reversed.
         let narrow_axes = axes(&ids_a, 0, 2);
-        let narrow = narrow_axes.broadcast(IxDyn(&[3000, 40])).unwrap();
+        let narrow = narrow_axes.broadcast(IxDyn(&[e, sized(40, 10)])).unwrap();
         let src_rev = src.slice(s![..;-1, ..;-1]).into_dyn();
         check(
             "narrow, reversed src",
@@ -1354,35 +1360,36 @@ mod tests {
         );
         check("reversed dst", &dst, Layout::Reversed, 0, &idx, &src.view());
         // Few destination rows: the slices are split over the tasks instead.
-        let few = ids(3000, 3, 4);
+        let few = ids(e, 3, 4);
         let few_idx_axes = axes(&few, 0, 2);
-        let few_idx = few_idx_axes.broadcast(IxDyn(&[3000, 64])).unwrap();
+        let few_idx = few_idx_axes.broadcast(IxDyn(&[e, w])).unwrap();
         check(
             "few rows",
-            &values(&[3, 64], 5),
+            &values(&[3, w], 5),
             Layout::Plain,
             0,
             &few_idx,
             &src.view(),
         );
         // Far more rows than positions: the grouping sorts instead of counting.
-        let sparse = ids(5000, 100_000, 6);
+        let (e8, rows8) = (sized(5000, 100), sized(100_000, 1300));
+        let sparse = ids(e8, rows8, 6);
         let sparse_idx_axes = axes(&sparse, 0, 2);
-        let sparse_idx = sparse_idx_axes.broadcast(IxDyn(&[5000, 8])).unwrap();
-        let src8 = values(&[5000, 8], 7);
+        let sparse_idx = sparse_idx_axes.broadcast(IxDyn(&[e8, 8])).unwrap();
+        let src8 = values(&[e8, 8], 7);
         check(
             "sorted",
-            &values(&[100_000, 8], 8),
+            &values(&[rows8, 8], 8),
             Layout::Plain,
             0,
             &sparse_idx,
             &src8.view(),
         );
         // dim 1 (the index constant along axis 0), into a transposed destination.
-        let d1 = values(&[200, 64], 9);
+        let d1 = values(&[rows, w], 9);
         let idx1_axes = axes(&ids_a, 1, 2);
-        let idx1 = idx1_axes.broadcast(IxDyn(&[64, 3000])).unwrap();
-        let src1 = values(&[3000, 64], 10);
+        let idx1 = idx1_axes.broadcast(IxDyn(&[w, e])).unwrap();
+        let src1 = values(&[e, w], 10);
         check(
             "dim 1",
             &d1,
@@ -1392,13 +1399,14 @@ mod tests {
             &src1.t().into_dyn(),
         );
         // 3-d: [E] viewed [E,1,1] and expanded to [E,4,16].
-        let ids3 = ids(2000, 50, 11);
+        let (e3, rows3) = (sized(2000, 40), sized(50, 10));
+        let ids3 = ids(e3, rows3, 11);
         let idx3_axes = axes(&ids3, 0, 3);
-        let idx3 = idx3_axes.broadcast(IxDyn(&[2000, 4, 16])).unwrap();
-        let src3 = values(&[2000, 4, 16], 13);
+        let idx3 = idx3_axes.broadcast(IxDyn(&[e3, 4, 16])).unwrap();
+        let src3 = values(&[e3, 4, 16], 13);
         check(
             "3-d",
-            &values(&[50, 4, 16], 12),
+            &values(&[rows3, 4, 16], 12),
             Layout::Plain,
             0,
             &idx3,
@@ -1409,7 +1417,11 @@ mod tests {
     #[test]
     fn general_scatters_match_the_serial_definition() {
         // Small (serial) and larger (parallel) calls with duplicates along dim 1.
-        for (rows, cols, k) in [(2, 3, 2), (300, 200, 150), (1000, 100, 120)] {
+        let parallel = [
+            (sized(300, 24), sized(200, 30), sized(150, 24)),
+            (sized(1000, 40), sized(100, 20), sized(120, 16)),
+        ];
+        for (rows, cols, k) in [(2, 3, 2), parallel[0], parallel[1]] {
             let mut s = 14u64;
             let idx = Array::from_shape_simple_fn(IxDyn(&[rows, k]), || {
                 (lcg(&mut s) % cols as u64) as i64
@@ -1442,13 +1454,13 @@ mod tests {
     /// segment path) and on the same index materialised (the general path, which the
     /// conformance suite checks against PyTorch): bitwise the same results.
     fn segment_path_matches_general_path<T: crate::Element>(to: impl Fn(f32) -> T) {
-        let e = 4000;
-        let ids_a = ids(e, 300, 19);
+        let (e, rows) = (sized(4000, 40), sized(300, 12));
+        let ids_a = ids(e, rows, 19);
         let expanded_axes = axes(&ids_a, 0, 2);
         let expanded = expanded_axes.broadcast(IxDyn(&[e, 24])).unwrap();
         let materialised = expanded.to_owned();
         let src = values(&[e, 24], 20).mapv(&to);
-        let dst = values(&[300, 24], 21).mapv(&to);
+        let dst = values(&[rows, 24], 21).mapv(&to);
         for r in [
             Reduce::Sum,
             Reduce::Prod,
@@ -1535,9 +1547,10 @@ mod tests {
         let e = 3000;
         let zeros = ArrayD::<i64>::zeros(IxDyn(&[e]));
         let idx_axes = axes(&zeros, 0, 2);
-        let idx = idx_axes.broadcast(IxDyn(&[e, 16])).unwrap();
-        let src = ArrayD::from_elem(IxDyn(&[e, 16]), f16::ONE);
-        let dst = ArrayD::from_elem(IxDyn(&[2, 16]), f16::ZERO);
+        let w = sized(16, 8);
+        let idx = idx_axes.broadcast(IxDyn(&[e, w])).unwrap();
+        let src = ArrayD::from_elem(IxDyn(&[e, w]), f16::ONE);
+        let dst = ArrayD::from_elem(IxDyn(&[2, w]), f16::ZERO);
         let out = crate::ops::scatter::scatter_add(&dst, 0, &idx, &src).unwrap();
         assert!(
             out.index_axis(Axis(0), 0)

@@ -36,8 +36,9 @@ pub(crate) struct Segments {
     order: Vec<u32>,
 }
 
-/// Below this many positions the grouping runs on the calling thread.
-const PARALLEL_MIN: usize = 1 << 16;
+/// Below this many positions the grouping runs on the calling thread (256 under Miri, whose test
+/// shapes are small).
+const PARALLEL_MIN: usize = if cfg!(miri) { 1 << 8 } else { 1 << 16 };
 
 impl Segments {
     /// Groups the positions along `dim` of a row index (constant along every other axis) by the
@@ -229,6 +230,7 @@ impl Segments {
 
 #[cfg(test)]
 mod tests {
+    use super::super::sized;
     use super::*;
 
     fn reference(values: &[usize]) -> Segments {
@@ -262,8 +264,8 @@ mod tests {
             (1, 1),
             (7, 3),
             (1000, 10),
-            (200_000, 5000),
-            (300_000, 7),
+            (sized(200_000, 600), sized(5000, 50)),
+            (sized(300_000, 700), 7),
         ] {
             let values: Vec<usize> = (0..len)
                 .map(|_| {

@@ -295,6 +295,7 @@ pub(crate) fn put<A, T, I, F>(
 
 #[cfg(test)]
 mod tests {
+    use super::super::sized;
     use super::*;
     use ndarray::{Array3, s};
 
@@ -335,7 +336,8 @@ mod tests {
         use crate::index::Bounds;
         // A small input (the plain loop) and 8 MiB (the prefetched one), contiguous and transposed.
         let small = ndarray::Array2::from_shape_fn((30, 40), |(a, b)| (a * 40 + b) as i32);
-        let big = ndarray::Array2::from_shape_fn((2048, 1024), |(a, b)| (a * 1024 + b) as i32);
+        let (rows, cols) = (sized(2048, 64), sized(1024, 64));
+        let big = ndarray::Array2::from_shape_fn((rows, cols), |(a, b)| (a * cols + b) as i32);
         for x in [
             small.view().into_dyn(),
             big.view().into_dyn(),
@@ -343,7 +345,7 @@ mod tests {
         ] {
             let n = x.len() as i64;
             let flat: Vec<i32> = x.iter().copied().collect();
-            let m = 50_000usize;
+            let m = sized(50_000, 600);
             let base = ndarray::Array1::from_shape_fn(m, |k| (k as i64 * 7919) % n).into_dyn();
             for (bounds, bad) in [
                 (Bounds::Strict, vec![-1, n, i64::MIN, i64::MAX]),
@@ -394,10 +396,11 @@ mod tests {
     #[test]
     fn take_of_a_large_input_is_the_flat_read_in_any_layout_and_pool() {
         // 8 MiB of i32: the prefetched loop, in parallel from a smaller call size on.
-        let x = ndarray::Array2::from_shape_fn((2048, 1024), |(a, b)| (a * 1024 + b) as i32);
+        let (rows, cols) = (sized(2048, 64), sized(1024, 64));
+        let x = ndarray::Array2::from_shape_fn((rows, cols), |(a, b)| (a * cols + b) as i32);
         let mut seed = 3u64;
         let n = x.len();
-        let idx = ndarray::Array2::from_shape_simple_fn((300, 170), || {
+        let idx = ndarray::Array2::from_shape_simple_fn((sized(300, 20), sized(170, 30)), || {
             seed = seed
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
