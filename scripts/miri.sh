@@ -10,7 +10,7 @@
 # Under `cfg(miri)` the size thresholds that pick the loops (plan::GRAIN 256, kernels::RANDOM_BYTES
 # 8 KiB, the tile sizes) and the tests' shapes (kernels::sized) are scaled down together, so the
 # small shapes an interpreter can afford still reach the parallel, prefetched, tiled and grouped
-# loops. The tests are split over two Miri processes (one per core); about 30 minutes on 2 cores.
+# loops. The tests are split over two Miri processes (one per core); slow: most tests take minutes each, the fresh-scatter one over an hour.
 #
 # Flags: Tree Borrows, because crossbeam-epoch (under rayon) is known not to pass Stacked Borrows
 # (crossbeam-rs/crossbeam#545; crossbeam's own Miri CI uses Tree Borrows); permissive provenance
