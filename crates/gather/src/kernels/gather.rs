@@ -249,7 +249,8 @@ where
             bad.store(true, Ordering::Relaxed);
         }
     };
-    const D: usize = super::PREFETCH_DISTANCE;
+    // The prefetch distance of the element loops, over a large input only.
+    let ahead = how.random.then_some(super::PREFETCH_DISTANCE);
     let elem = std::mem::size_of::<T>().max(1);
     let row_bytes = nest.inner.len.saturating_mul(elem);
     if is == 0
@@ -274,9 +275,9 @@ where
     // range to 0). Output positions are disjoint between tasks (the planner splits
     // positions, never duplicates them); the index and the input are only read, and neither can
     // alias the freshly allocated output. A prefetch names the input element of a position
-    // `j + D` that is itself inside the inner range, so its address is in bounds too; the row
-    // prefetch computes its addresses with `wrapping_offset` (no dereference, no UB even past the
-    // end) and a prefetch never faults.
+    // `j + PREFETCH_DISTANCE` that `walk_ahead` names only while it is inside the inner range, so
+    // its address is in bounds too; the row prefetch computes its addresses with
+    // `wrapping_offset` (no dereference, no UB even past the end) and a prefetch never faults.
     if is == 0 {
         // Row copy: the index is constant along the inner axis (an expanded or broadcast index,
         // index_select): one lookup, then a contiguous copy.
@@ -311,18 +312,12 @@ where
             let mut src = |j: usize| {
                 xp.offset(j as isize * xs + map((*ip.add(j)).to_i64(), &mut flag) * dstride)
             };
-            let mut j = r.start;
-            if how.random {
-                while j + D < r.end {
-                    super::prefetch(src(j + D));
-                    *op.add(j) = *src(j);
-                    j += 1;
+            super::walk_ahead(r, ahead, |j, next| {
+                if let Some(n) = next {
+                    super::prefetch(src(n));
                 }
-            }
-            while j < r.end {
                 *op.add(j) = *src(j);
-                j += 1;
-            }
+            });
             report(flag);
         });
     } else {
@@ -337,18 +332,12 @@ where
                 let jj = j as isize;
                 xp.offset(jj * xs + map((*ip.offset(jj * is)).to_i64(), &mut flag) * dstride)
             };
-            let mut j = r.start;
-            if how.random {
-                while j + D < r.end {
-                    super::prefetch(src(j + D));
-                    *op.offset(j as isize * os) = *src(j);
-                    j += 1;
+            super::walk_ahead(r, ahead, |j, next| {
+                if let Some(n) = next {
+                    super::prefetch(src(n));
                 }
-            }
-            while j < r.end {
                 *op.offset(j as isize * os) = *src(j);
-                j += 1;
-            }
+            });
             report(flag);
         });
     }
@@ -418,10 +407,9 @@ fn short_rows<T, I, M, R>(
                 }
             }
         };
-        let mut j = r.start;
-        if how.random {
-            while j + ahead < r.end {
-                let next = src(j + ahead);
+        super::walk_ahead(r, how.random.then_some(ahead), |j, n| {
+            if let Some(n) = n {
+                let next = src(n);
                 if whole {
                     for k in (0..row_bytes).step_by(64) {
                         super::prefetch(next.cast::<u8>().wrapping_add(k));
@@ -430,14 +418,9 @@ fn short_rows<T, I, M, R>(
                     super::prefetch(next);
                     super::prefetch(next.wrapping_offset((len as isize - 1) * xs));
                 }
-                copy(src(j), j);
-                j += 1;
             }
-        }
-        while j < r.end {
             copy(src(j), j);
-            j += 1;
-        }
+        });
         report(flag);
     });
 }

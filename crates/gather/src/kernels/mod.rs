@@ -12,6 +12,8 @@ pub(crate) mod scatter;
 pub(crate) mod segment;
 pub(crate) mod take;
 
+use std::ops::Range;
+
 use crate::index::Bounds;
 
 /// A test size: `native` in ordinary test runs, `miri` under Miri (`scripts/miri.sh`). Miri
@@ -101,6 +103,34 @@ pub(crate) const RANDOM_BYTES: usize = if cfg!(miri) { 8 << 10 } else { 8 << 20 
 /// How many elements ahead a data-dependent read is prefetched.
 pub(crate) const PREFETCH_DISTANCE: usize = 16;
 
+/// Runs `step(j, ahead)` for every `j` in `r`, in order: the loop shape of every kernel that
+/// reads data-dependent addresses from a large input. With `distance`, `ahead` is
+/// `Some(j + distance)` while that position is still inside `r` (the step prefetches what it will
+/// read there), and `None` for the last `distance` positions; without, it is always `None`.
+///
+/// ```text
+/// r = 3..8, distance Some(2):  step(3, Some(5)) step(4, Some(6)) step(5, Some(7)) step(6, None) step(7, None)
+/// r = 3..8, distance None:     step(3, None) ... step(7, None)
+/// ```
+///
+/// Inlined into each kernel, the two loops compile to one with the prefetch and one without.
+#[inline(always)]
+pub(crate) fn walk_ahead<F>(r: Range<usize>, distance: Option<usize>, mut step: F)
+where
+    F: FnMut(usize, Option<usize>),
+{
+    let mut j = r.start;
+    if let Some(d) = distance {
+        while j + d < r.end {
+            step(j, Some(j + d));
+            j += 1;
+        }
+    }
+    for j in j..r.end {
+        step(j, None);
+    }
+}
+
 /// The grain (elements per task) of loops whose every element is a cache miss.
 pub(crate) const RANDOM_GRAIN: usize = crate::plan::GRAIN / 16;
 
@@ -154,4 +184,42 @@ pub(crate) fn advise_huge_pages<T>(v: &mut Vec<T>) {
     }
     #[cfg(any(not(target_os = "linux"), miri))]
     let _ = v;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::walk_ahead;
+
+    /// Every step of `walk_ahead(r, distance)`, in order.
+    fn steps(r: std::ops::Range<usize>, distance: Option<usize>) -> Vec<(usize, Option<usize>)> {
+        let mut seen = Vec::new();
+        walk_ahead(r, distance, |j, next| seen.push((j, next)));
+        seen
+    }
+
+    #[test]
+    fn walk_ahead_visits_every_position_once_and_looks_ahead_only_inside_the_range() {
+        assert_eq!(
+            steps(3..8, Some(2)),
+            [
+                (3, Some(5)),
+                (4, Some(6)),
+                (5, Some(7)),
+                (6, None),
+                (7, None)
+            ]
+        );
+        assert_eq!(steps(3..6, None), [(3, None), (4, None), (5, None)]);
+        // A range no longer than the distance: nothing to look ahead to.
+        assert_eq!(steps(0..2, Some(2)), [(0, None), (1, None)]);
+        assert_eq!(steps(4..4, Some(1)), []);
+        for (len, d) in [(40, 16), (17, 16), (16, 16), (1, 0)] {
+            let s = steps(10..10 + len, Some(d));
+            assert_eq!(s.len(), len);
+            for (k, &(j, next)) in s.iter().enumerate() {
+                assert_eq!(j, 10 + k);
+                assert_eq!(next, (j + d < 10 + len).then_some(j + d));
+            }
+        }
+    }
 }

@@ -197,7 +197,7 @@ fn run_take<T, I, M, O>(
     O: Fn(usize) -> isize + Copy + Sync + Send,
 {
     let [os, is] = nest.inner.strides;
-    const D: usize = super::PREFETCH_DISTANCE;
+    let ahead = random.then_some(super::PREFETCH_DISTANCE);
     let body = |base: [isize; 2], r: std::ops::Range<usize>| {
         // Local copies: read through the closure, the strides and `map`'s and `offset`'s
         // captures would be reloaded after every store to the output (the compiler cannot rule
@@ -212,8 +212,9 @@ fn run_take<T, I, M, O>(
         // decomposes `p` into a coordinate below the input's shape and sums coordinate × stride,
         // which is how ndarray itself addresses that element. Output positions are disjoint
         // between tasks (the planner splits positions, never duplicates them); the input and the
-        // index are only read. A prefetch names the input element of position `j + D`, itself
-        // inside the inner range (so its address is in bounds too), and never faults.
+        // index are only read. A prefetch names the input element of the position
+        // `j + PREFETCH_DISTANCE` that `walk_ahead` names only while it is inside the inner range
+        // (so its address is in bounds too), and never faults.
         unsafe {
             let op = o.0.offset(base[0]);
             let ip = i.0.offset(base[1]);
@@ -223,18 +224,12 @@ fn run_take<T, I, M, O>(
                     &mut flag,
                 )))
             };
-            let mut j = r.start;
-            if random {
-                while j + D < r.end {
-                    super::prefetch(at(j + D).cast_const());
-                    *op.offset(j as isize * os) = *at(j);
-                    j += 1;
+            super::walk_ahead(r, ahead, |j, next| {
+                if let Some(n) = next {
+                    super::prefetch(at(n).cast_const());
                 }
-            }
-            while j < r.end {
                 *op.offset(j as isize * os) = *at(j);
-                j += 1;
-            }
+            });
         }
         if flag {
             bad.store(true, Ordering::Relaxed);
