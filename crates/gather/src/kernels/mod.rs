@@ -151,6 +151,7 @@ pub(crate) fn prefetch<T>(p: *const T) {
 }
 
 /// Outputs of at least this many bytes are asked to be backed by transparent huge pages.
+#[cfg_attr(miri, allow(dead_code))] // Miri skips the advice
 pub(crate) const HUGE_PAGE_MIN_BYTES: usize = 4 << 20;
 
 /// Asks the kernel to back the (not yet touched) spare capacity of a large output buffer with
