@@ -312,7 +312,7 @@ where
             let mut src = |j: usize| {
                 xp.offset(j as isize * xs + map((*ip.add(j)).to_i64(), &mut flag) * dstride)
             };
-            super::walk_ahead(r, ahead, |j, next| {
+            super::walk_ahead!(r, ahead, |j, next| {
                 if let Some(n) = next {
                     super::prefetch(src(n));
                 }
@@ -332,7 +332,7 @@ where
                 let jj = j as isize;
                 xp.offset(jj * xs + map((*ip.offset(jj * is)).to_i64(), &mut flag) * dstride)
             };
-            super::walk_ahead(r, ahead, |j, next| {
+            super::walk_ahead!(r, ahead, |j, next| {
                 if let Some(n) = next {
                     super::prefetch(src(n));
                 }
@@ -407,7 +407,7 @@ fn short_rows<T, I, M, R>(
                 }
             }
         };
-        super::walk_ahead(r, how.random.then_some(ahead), |j, n| {
+        super::walk_ahead!(r, how.random.then_some(ahead), |j, n| {
             if let Some(n) = n {
                 let next = src(n);
                 if whole {

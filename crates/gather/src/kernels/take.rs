@@ -224,7 +224,7 @@ fn run_take<T, I, M, O>(
                     &mut flag,
                 )))
             };
-            super::walk_ahead(r, ahead, |j, next| {
+            super::walk_ahead!(r, ahead, |j, next| {
                 if let Some(n) = next {
                     super::prefetch(at(n).cast_const());
                 }
