@@ -768,16 +768,16 @@ fn direct<A, T, R, F>(
         return;
     }
     const AHEAD: usize = 4;
-    for e in 0..e_len {
+    super::walk_ahead!(0..e_len, Some(AHEAD), |e, next| {
         let row = row_of(e);
-        if e + AHEAD < e_len {
-            at.prefetch_row(row_of(e + AHEAD), base0, r0.clone());
+        if let Some(n) = next {
+            at.prefetch_row(row_of(n), base0, r0.clone());
         }
         let fresh = init.is_some() && first(row);
         for (base, r) in &mine {
             at.apply_at(row, *base, r.clone(), e, fresh, update);
         }
-    }
+    });
 }
 
 /// `shape` without axis `dim`.
