@@ -706,35 +706,8 @@ fn direct<A, T, R, F>(
     R: Fn(usize) -> usize,
     F: Fn(&mut A, T) + Sync + Send,
 {
-    let nd = dst.ndim();
-    assert!(
-        src.ndim() == nd && dim < nd && slice_shape.len() + 1 == nd,
-        "scatter kernel: rank mismatch (direct)"
-    );
+    let (at, slice) = Rows::new(dst, dim, slice_shape, src, e_len, init, last_only);
     let rows_n = dst.shape()[dim];
-    assert!(
-        e_len <= src.shape()[dim],
-        "scatter kernel: more positions than src has"
-    );
-    let (dshape, sshape) = (without(dst.shape(), dim), without(src.shape(), dim));
-    assert!(
-        (0..nd - 1).all(|d| slice_shape[d] <= dshape[d] && slice_shape[d] <= sshape[d]),
-        "scatter kernel: slice larger than dst or src"
-    );
-    let slice = Nest::<2>::new(
-        slice_shape,
-        [&without(dst.strides(), dim), &without(src.strides(), dim)],
-        None,
-    );
-    let at = Rows {
-        dst: SharedPtr(dst.as_mut_ptr()),
-        src: SharedPtr(src.as_ptr() as *mut T),
-        dstride: dst.strides()[dim],
-        sstride: src.strides()[dim],
-        strides: slice.inner.strides,
-        init,
-        last_only,
-    };
     let row_of = |e: usize| -> usize {
         let row = row_of(e);
         assert!(row < rows_n, "scatter kernel: destination row out of range");
@@ -852,39 +825,12 @@ fn rows<A, T, F>(
     T: Copy + Send + Sync,
     F: Fn(&mut A, T) + Sync + Send,
 {
-    let nd = dst.ndim();
     let e_len = segs.order().len();
-    assert!(
-        src.ndim() == nd && dim < nd && slice_shape.len() + 1 == nd,
-        "scatter kernel: rank mismatch (segments)"
-    );
-    assert!(
-        e_len <= src.shape()[dim],
-        "scatter kernel: segments of more positions than src has"
-    );
+    let (at, slice) = Rows::new(dst, dim, slice_shape, src, e_len, init, last_only);
     assert!(
         segs.rows().last().is_none_or(|&r| r < dst.shape()[dim]),
         "scatter kernel: segment row out of range"
     );
-    let (dshape, sshape) = (without(dst.shape(), dim), without(src.shape(), dim));
-    assert!(
-        (0..nd - 1).all(|d| slice_shape[d] <= dshape[d] && slice_shape[d] <= sshape[d]),
-        "scatter kernel: slice larger than dst or src"
-    );
-    let slice = Nest::<2>::new(
-        slice_shape,
-        [&without(dst.strides(), dim), &without(src.strides(), dim)],
-        None,
-    );
-    let at = Rows {
-        dst: SharedPtr(dst.as_mut_ptr()),
-        src: SharedPtr(src.as_ptr() as *mut T),
-        dstride: dst.strides()[dim],
-        sstride: src.strides()[dim],
-        strides: slice.inner.strides,
-        init,
-        last_only,
-    };
     let threads = rayon::current_num_threads();
     let work = e_len.saturating_mul(slice.total);
     let parallel = threads > 1 && work >= 2 * crate::plan::GRAIN;
@@ -931,6 +877,52 @@ struct Rows<A, T> {
 }
 
 impl<A: Copy, T: Copy> Rows<A, T> {
+    /// The pointers and strides of a row-index scatter of `e_len` positions along `dim`, over
+    /// slices of `slice_shape`, and the nest of one slice (dst, src). Asserts (O(rank)) what
+    /// every access through them relies on: equal ranks, `dim` an axis, `slice_shape` the shape
+    /// off `dim`, no larger than dst's or src's there, and `e_len` no more than src's length
+    /// along `dim`. The destination rows are the caller's to check.
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        dst: &mut ArrayViewMut<'_, A, IxDyn>,
+        dim: usize,
+        slice_shape: &[usize],
+        src: &ArrayView<'_, T, IxDyn>,
+        e_len: usize,
+        init: Option<A>,
+        last_only: bool,
+    ) -> (Self, Nest<2>) {
+        let nd = dst.ndim();
+        assert!(
+            src.ndim() == nd && dim < nd && slice_shape.len() + 1 == nd,
+            "scatter kernel: rank mismatch (row scatter)"
+        );
+        assert!(
+            e_len <= src.shape()[dim],
+            "scatter kernel: more positions than src has"
+        );
+        let (dshape, sshape) = (without(dst.shape(), dim), without(src.shape(), dim));
+        assert!(
+            (0..nd - 1).all(|d| slice_shape[d] <= dshape[d] && slice_shape[d] <= sshape[d]),
+            "scatter kernel: slice larger than dst or src"
+        );
+        let slice = Nest::<2>::new(
+            slice_shape,
+            [&without(dst.strides(), dim), &without(src.strides(), dim)],
+            None,
+        );
+        let at = Rows {
+            dst: SharedPtr(dst.as_mut_ptr()),
+            src: SharedPtr(src.as_ptr() as *mut T),
+            dstride: dst.strides()[dim],
+            sstride: src.strides()[dim],
+            strides: slice.inner.strides,
+            init,
+            last_only,
+        };
+        (at, slice)
+    }
+
     /// The source this many positions ahead (in the grouped order) is prefetched. Sources are
     /// rows at random places of a large `src`, so each one is a miss to memory: 16 in flight per
     /// thread took the walk of W6 from 31.7 to 27.8 ms on 2 threads in a stand-alone model of the
@@ -1005,9 +997,9 @@ impl<A: Copy, T: Copy> Rows<A, T> {
         let [ds, ss] = self.strides;
         // SAFETY: `row` is a checked index value below `dst.shape[dim]`, and `base + j * ds`
         // (`j` in `r`) are offsets of positions of the slice shape, which is the index's shape
-        // without `dim`, no larger than dst's there (asserted by the caller): in bounds for dst.
+        // without `dim`, no larger than dst's there (asserted by `Rows::new`): in bounds for dst.
         // `e` is a position along `dim` below `index.shape[dim]` (or the segments' length),
-        // at most `src.shape[dim]` (asserted by the caller), and the slice positions are below
+        // at most `src.shape[dim]` (asserted by `Rows::new`), and the slice positions are below
         // the index's, no larger than src's: in bounds for src. Destination rows are distinct
         // between tasks (each segment belongs to one task) or, when slices are split, the slice
         // pieces are (the planner never duplicates a position), so writes never race; src is
