@@ -512,6 +512,12 @@ fn run<A, T, I, M, F>(
     let (mid_len, [mds, mis, mss, _]) = nest.mid.map_or((1, [0; 4]), |m| (m.len, m.strides));
     // The inner axis is `dim` itself (a task's range then covers only index positions along it).
     let inner_is_dim = !nest.inner_splittable;
+    // The inner axis is `dim`, and the index, src and dst are all contiguous along it (W11:
+    // `self[1000,1000].scatter(1, index[1000,500], src)`): the element loop with the strides as
+    // constants, a load, a check, a load and an update per element. With the four strides read
+    // at run time (a multiply and an add for each), W11a took 306 µs on 2 threads against 247 µs
+    // (medians of 6 alternating bench rounds).
+    let unit = is == 1 && ds == 0 && ss == 1 && dstride == 1;
     // `move`: the strides become the closure's own values, and `map` (Copy) is copied into each
     // task. Captured by reference, they were reloaded from memory after every store through
     // `dst` (which might alias them, as far as the compiler knows).
@@ -567,6 +573,11 @@ fn run<A, T, I, M, F>(
                     for j in r.clone() {
                         let j = j as isize;
                         update(&mut *row.offset(j * ds), *sp.offset(j * ss));
+                    }
+                } else if unit {
+                    for j in r.clone() {
+                        let t = dp.offset(map((*ip.add(j)).to_i64(), &mut flag));
+                        update(&mut *t, *sp.add(j));
                     }
                 } else {
                     for j in r.clone() {
