@@ -301,11 +301,7 @@ where
     } else if os == 1 && is == 1 {
         // Lookup loop: output and index contiguous along the inner axis (`xs == 0` when the
         // inner axis is `dim` itself: a lookup along one row of the input).
-        if xs == 0 && dstride == 1 {
-            lookup::<true, _, _, _, _>(nest, p, (0, 1), how, report, map);
-        } else {
-            lookup::<false, _, _, _, _>(nest, p, (xs, dstride), how, report, map);
-        }
+        lookup(nest, p, (xs, dstride), how, report, map);
     } else {
         // The general strided loop.
         split(nest, how, move |base, r| unsafe {
@@ -331,11 +327,11 @@ where
 
 /// The lookup loop of [`run`]: output and index contiguous along the inner axis, the input read
 /// at `j * xs + map(index[j]) * dstride` from the position's base, for `steps = (xs, dstride)`.
-/// `UNIT` says that the steps are `(0, 1)`, a lookup along one contiguous row of the input (the
-/// inner axis is `dim`, W1): with the steps constants, the loop is a load, a check, a load and a
-/// store. With them read at run time, a multiply and an add per element took a stand-alone model
-/// of W1's loop from 207 to 243 µs on one thread.
-fn lookup<const UNIT: bool, T, I, M, R>(
+/// Steps `(0, 1)` are a lookup along one contiguous row of the input (the inner axis is `dim`,
+/// W1): each task then runs the `UNIT` instance of [`lookup_row`], whose steps are constants and
+/// whose loop is a load, a check, a load and a store. With them read at run time, a multiply and
+/// an add per element took a stand-alone model of W1's loop from 207 to 243 µs on one thread.
+fn lookup<T, I, M, R>(
     nest: &Nest<3>,
     p: Ptrs<T, I>,
     steps: (isize, isize),
@@ -352,16 +348,20 @@ fn lookup<const UNIT: bool, T, I, M, R>(
     let row = RowPrefetch::new::<T>(nest, steps.0, steps.1, how.size);
     // SAFETY: as the loops of `run`: `base` is a position of the iteration shape and `r` a range
     // of the inner axis there, along which the output and the index are contiguous: the contract
-    // of `lookup_row`. The row prefetch only computes addresses (`wrapping_offset`).
+    // of `lookup_row`, whose `UNIT` instance runs only for steps `(0, 1)`. The row prefetch only
+    // computes addresses (`wrapping_offset`).
     split(nest, how, move |base, r| unsafe {
         let (Ptrs { out, idx, x }, map) = (p, map);
         let op = out.0.offset(base[0]);
         let ip = idx.0.offset(base[1]).cast_const();
         let xp = x.0.offset(base[2]).cast_const();
         row.fetch_next(xp);
-        report(lookup_row::<UNIT, T, I, M>(
-            op, ip, xp, r, steps, ahead, map,
-        ));
+        let flag = if steps == (0, 1) {
+            lookup_row::<true, T, I, M>(op, ip, xp, r, steps, ahead, map)
+        } else {
+            lookup_row::<false, T, I, M>(op, ip, xp, r, steps, ahead, map)
+        };
+        report(flag);
     });
 }
 
