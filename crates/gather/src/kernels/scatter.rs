@@ -161,7 +161,7 @@ pub(crate) fn scatter_checking<A, T, I, F>(
 /// the part of `from` it is about to update, whole along `dim`, just before updating it, so the
 /// destination is written once and updated while it is still in cache, instead of a separate
 /// parallel copy followed by a second pass over the destination (the out-of-place `scatter_add`
-/// of W11b: `self[1000,1000]`, `index[1000,500]`; the ops use it for reductions only, see
+/// of W11b, `self[1000,1000]`, `index[1000,500]`, and the plain scatter of W11a; see
 /// `scatter_fresh_fused`):
 ///
 /// ```text

@@ -256,9 +256,12 @@ where
 /// the element loop with an in-loop check (not a row index), and a reduction with `include_self`
 /// that needs neither a wider accumulator nor counts, whose every update reads the destination
 /// element it writes (W11b, `scatter_add`: the minima of 7 alternating bench rounds went from
-/// 0.217–0.348 ms to 0.221–0.242). A plain write does not read it, and there the copy in rows
-/// measured no faster than one large copy before the loop (W11a: 0.212–0.295 against
-/// 0.218–0.380), so it keeps that. `None` where it does not apply, before any work.
+/// 0.217–0.348 ms to 0.221–0.242), or a plain write. A plain write does not read the element,
+/// but each task's row of the copy is still in L1 when the loop writes into it, where after one
+/// large copy (4 MB for W11a, more than L2) the loop's writes went back to L3 for their lines:
+/// W11a on 2 threads, 6 alternating rounds of 2000 calls, medians 181–205 µs against 205–253 µs
+/// with the copy first, minima 168–172 against 182–190. `None` where it does not apply, before
+/// any work.
 fn scatter_fresh_fused<T, S, D, I>(
     op: &str,
     input: &ArrayBase<S, D>,
@@ -274,10 +277,13 @@ where
     D: Dimension,
     I: IndexElem,
 {
-    let Mode::Reduce(r, true) = mode else {
-        return Ok(None);
+    // The reduction, or `None` for a plain write.
+    let reduce = match mode {
+        Mode::Set => None,
+        Mode::Reduce(r, true) if r != Reduce::Mean && !wide::<T>(r) => Some(r),
+        Mode::Reduce(..) => return Ok(None),
     };
-    if r == Reduce::Mean || wide::<T>(r) || input.ndim() == 0 {
+    if input.ndim() == 0 {
         return Ok(None);
     }
     let prepared = prepare(
@@ -307,7 +313,10 @@ where
         src: &src,
         bad: &bad,
     };
-    let out = with_update(r, |a: &T| a.to_acc(), T::from_acc, fresh);
+    let out = match reduce {
+        Some(r) => with_update(r, |a: &T| a.to_acc(), T::from_acc, fresh),
+        None => fresh.run(|a: &mut T, s: T| *a = s),
+    };
     if bad.load(Ordering::Relaxed) {
         return Err(first_bad_value(op, &index, d, size));
     }
@@ -1292,11 +1301,12 @@ mod tests {
     use half::{bf16, f16};
     use ndarray::{Array1, Array2, arr0, array};
 
-    /// The out-of-place reductions whose copy of the input is made inside the scatter's tasks
-    /// (and those that keep a separate copy) give bitwise the in-place result on a copy, on a
-    /// parallel-sized call, a transposed input, dim 0 and dim 1, and a narrower index.
+    /// The out-of-place scatters and reductions whose copy of the input is made inside the
+    /// scatter's tasks (and those that keep a separate copy) give bitwise the in-place result on
+    /// a copy, on a parallel-sized call, a transposed input, dim 0 and dim 1, and a narrower
+    /// index; plain writes with duplicate positions keep the last one in index order.
     #[test]
-    fn out_of_place_reductions_equal_in_place_ones_on_a_copy() {
+    fn out_of_place_scatters_equal_in_place_ones_on_a_copy() {
         fn case<T: Element>(x: ArrayView<'_, T, ndarray::Ix2>, to: impl Fn(f64) -> T) {
             let (rows, cols) = x.dim();
             let mut s = 77u64;
@@ -1313,6 +1323,24 @@ mod tests {
                 let idx = Array2::from_shape_simple_fn(shape, || next(size) as i64);
                 let src =
                     Array2::from_shape_simple_fn(shape, || to(next(2001) as f64 / 700.0 - 1.4));
+                let d = dim as isize;
+                let mut want = x.to_owned();
+                scatter_inplace(&mut want, d, &idx, &src).unwrap();
+                let got = scatter(&x, d, &idx, &src).unwrap();
+                assert!(
+                    got == want,
+                    "{:?} scatter dim {dim} index {shape:?}",
+                    T::DTYPE
+                );
+                let v = to(0.75);
+                let mut want = x.to_owned();
+                scatter_value_inplace(&mut want, d, &idx, v).unwrap();
+                let got = scatter_value(&x, d, &idx, v).unwrap();
+                assert!(
+                    got == want,
+                    "{:?} scatter_value dim {dim} index {shape:?}",
+                    T::DTYPE
+                );
                 for r in [
                     Reduce::Sum,
                     Reduce::Prod,
