@@ -10,8 +10,12 @@
 use crate::error::{Error, Result};
 
 /// An empty `Vec` with room for `capacity` elements, whose memory the kernel is asked to back with
-/// transparent huge pages (`madvise(MADV_HUGEPAGE)` on the 2 MiB-aligned interior), as NumPy
-/// does for arrays of 4 MiB or more.
+/// transparent huge pages (`madvise(MADV_HUGEPAGE)`), as NumPy does for arrays of 4 MiB or more.
+///
+/// Where NumPy advises the 2 MiB-aligned interior of its allocation, leaving up to 2 MiB at each
+/// end on 4 KiB pages, a large buffer here is sized so that the system allocator maps it on a
+/// 2 MiB boundary, and then advised whole: its capacity may exceed `capacity` by less than 2 MiB
+/// (and by at most an eighth), memory that is never touched.
 ///
 /// Fill it (`extend`, `resize`, rayon's `collect_into_vec`) before anything else touches the
 /// memory: the advice applies to pages not yet faulted in. Buffers under 4 MiB, systems other than
@@ -42,13 +46,14 @@ use crate::error::{Error, Result};
 /// ```
 pub fn huge_page_vec<T>(capacity: usize) -> Result<Vec<T>> {
     let mut v = Vec::new();
-    v.try_reserve_exact(capacity).map_err(|_| {
-        Error::invalid(format!(
-            "huge_page_vec: cannot allocate {capacity} elements ({} bytes)",
-            capacity.saturating_mul(std::mem::size_of::<T>())
-        ))
-        .with_hint("ask for fewer elements, or work on smaller pieces")
-    })?;
+    v.try_reserve_exact(crate::kernels::huge_page_capacity::<T>(capacity))
+        .map_err(|_| {
+            Error::invalid(format!(
+                "huge_page_vec: cannot allocate {capacity} elements ({} bytes)",
+                capacity.saturating_mul(std::mem::size_of::<T>())
+            ))
+            .with_hint("ask for fewer elements, or work on smaller pieces")
+        })?;
     crate::kernels::advise_huge_pages(&mut v);
     Ok(v)
 }

@@ -160,32 +160,99 @@ pub(crate) fn prefetch<T>(p: *const T) {
 #[cfg_attr(miri, allow(dead_code))] // Miri skips the advice
 pub(crate) const HUGE_PAGE_MIN_BYTES: usize = 4 << 20;
 
+/// The size of a transparent huge page.
+const HUGE_PAGE: usize = 2 << 20;
+
+/// What the system allocator (glibc) adds to a request it serves with its own `mmap`: its chunk
+/// header and rounding. A request of `k * 2 MiB - ALLOCATOR_OVERHEAD` bytes becomes a mapping of
+/// exactly `k * 2 MiB`, which Linux (6.7 on) places on a 2 MiB boundary.
+const ALLOCATOR_OVERHEAD: usize = 32;
+
+/// The capacity to allocate for `n` elements of a buffer that [`advise_huge_pages`] will advise:
+/// `n` rounded up so that the allocation, with the allocator's header, fills whole 2 MiB pages
+/// (when that adds at most an eighth of the size); otherwise `n`.
+///
+/// A request of that size is mapped 2 MiB-aligned by Linux, so the whole buffer can be huge pages,
+/// where an arbitrary size lands at an arbitrary 4 KiB boundary and leaves on average 1 MiB at
+/// each end on 4 KiB pages (~500 page faults, about 1 ms of the 7 ms of W8's 51 MB output). The
+/// rounding is never touched, so it costs no memory but the rest of the last huge page (under
+/// 2 MiB, and under an eighth of the size). With another allocator, or where the mapping is not
+/// aligned, the buffer is as before and only the interior is advised.
+pub(crate) fn huge_page_capacity<T>(n: usize) -> usize {
+    let elem = std::mem::size_of::<T>();
+    let bytes = n.saturating_mul(elem);
+    if elem == 0 || bytes < HUGE_PAGE_MIN_BYTES {
+        return n;
+    }
+    let Some(whole) = bytes
+        .checked_add(ALLOCATOR_OVERHEAD)
+        .and_then(|b| b.checked_next_multiple_of(HUGE_PAGE))
+    else {
+        return n;
+    };
+    let rounded = (whole - ALLOCATOR_OVERHEAD) / elem;
+    if rounded.saturating_sub(n).saturating_mul(elem) <= bytes / 8 {
+        rounded.max(n)
+    } else {
+        n
+    }
+}
+
 /// Asks the kernel to back the (not yet touched) spare capacity of a large output buffer with
 /// transparent huge pages, where the system allows it (`madvise(MADV_HUGEPAGE)`, Linux only).
 ///
 /// A new buffer is paid for at its first touch: one page fault per page. With 4 KiB pages a
 /// 64 MiB output costs about 16 000 faults (~40 ms on the 2-core machine the benchmarks run on),
-/// with 2 MiB pages 32 (~9 ms). Only the 2 MiB-aligned interior of the allocation is advised,
-/// so the buffer stays an ordinary allocation of the global allocator (large ones are served by
-/// `mmap`), freed as usual. Small buffers, other systems, and kernels without THP: nothing happens.
+/// with 2 MiB pages 32 (~9 ms). The buffer stays an ordinary allocation of the global allocator
+/// (large ones are served by `mmap`), freed as usual. Small buffers, other systems, and kernels
+/// without THP: nothing happens.
+///
+/// Which pages are advised:
+///
+/// ```text
+///   any allocation:     |4K..4K|  2 MiB  |  2 MiB  | ... |  2 MiB  |4K..4K|   the aligned interior
+///   at a 2 MiB mapping: |hdr 2 MiB|  2 MiB  | ... |  2 MiB  |              all of it
+/// ```
+///
+/// When the allocation starts just past a 2 MiB boundary (a request of [`huge_page_capacity`]'s
+/// size, which glibc serves with a mapping of whole huge pages that Linux aligns), the whole
+/// mapping is advised, from the boundary (which holds the allocator's header), and its first
+/// 2 MiB, whose header page the allocator has already touched as a 4 KiB page, is collapsed
+/// into a huge page at once (`MADV_COLLAPSE`, Linux 6.1 on). Measured on a 51 MB output copied
+/// by 2 threads (W8's): 6.1 ms against 6.6–7.5 ms for the interior alone.
 pub(crate) fn advise_huge_pages<T>(v: &mut Vec<T>) {
     // Miri runs no foreign functions: the advice is skipped there (it never changes contents).
     #[cfg(all(target_os = "linux", not(miri)))]
     {
-        const HUGE: usize = 2 << 20;
+        /// `MADV_COLLAPSE` (Linux 6.1), which the libc crate does not name yet.
+        const MADV_COLLAPSE: libc::c_int = 25;
         let bytes = v.capacity().saturating_mul(std::mem::size_of::<T>());
         if bytes < HUGE_PAGE_MIN_BYTES {
             return;
         }
         let start = v.as_mut_ptr() as usize;
-        let lo = start.next_multiple_of(HUGE);
-        let hi = (start + bytes) / HUGE * HUGE;
+        let below = start / HUGE_PAGE * HUGE_PAGE;
+        let at_boundary = start - below <= 2 * ALLOCATOR_OVERHEAD;
+        let lo = if at_boundary {
+            below
+        } else {
+            start.next_multiple_of(HUGE_PAGE)
+        };
+        let hi = (start + bytes) / HUGE_PAGE * HUGE_PAGE;
         if hi > lo {
-            // SAFETY: `lo..hi` lies inside the Vec's own allocation (`start..start + bytes`).
-            // MADV_HUGEPAGE changes neither the contents nor the mapping of that memory, only how
-            // the kernel may back it; a refusal (no THP support) is harmless and ignored.
+            // SAFETY: `lo..hi` is the Vec's own allocation (`start..start + bytes`) rounded to
+            // whole huge pages: rounded up at the end, and at the start either rounded up, or
+            // (`at_boundary`) extended down by at most 64 bytes to the 2 MiB boundary just
+            // before it, where the allocator keeps its header in the same mapping. Neither
+            // MADV_HUGEPAGE nor MADV_COLLAPSE changes the contents or the mapping of any memory,
+            // ours or not, only how the kernel backs it (a collapse copies what is there into a
+            // huge page); a refusal (no THP support, an older kernel, memory that is not ours to
+            // advise) is harmless and ignored.
             unsafe {
                 libc::madvise(lo as *mut libc::c_void, hi - lo, libc::MADV_HUGEPAGE);
+                if at_boundary {
+                    libc::madvise(lo as *mut libc::c_void, HUGE_PAGE, MADV_COLLAPSE);
+                }
             }
         }
     }
@@ -202,6 +269,45 @@ mod tests {
             seen.push((j, next));
         });
         seen
+    }
+
+    #[test]
+    fn huge_page_capacity_fills_whole_huge_pages_only_for_large_buffers_and_small_waste() {
+        use super::{ALLOCATOR_OVERHEAD, HUGE_PAGE, HUGE_PAGE_MIN_BYTES, huge_page_capacity};
+        // Under 4 MiB, and zero-sized elements: as asked.
+        for n in [0usize, 1, 1000, HUGE_PAGE_MIN_BYTES / 4 - 1] {
+            assert_eq!(huge_page_capacity::<f32>(n), n);
+        }
+        assert_eq!(huge_page_capacity::<()>(1 << 40), 1 << 40);
+        // W8's 51.2 MB output, W9's 64 MiB one, odd sizes: rounded up to a request that with the
+        // allocator's header fills whole huge pages, never below what was asked.
+        for (n, elem) in [
+            (50_000 * 256, 4),
+            (1 << 24, 4),
+            ((1 << 22) + 3, 4),
+            (999_983, 8),
+        ] {
+            let cap = match elem {
+                4 => huge_page_capacity::<f32>(n),
+                _ => huge_page_capacity::<u64>(n),
+            };
+            assert!(cap >= n, "{n}: {cap}");
+            let waste = (cap - n) * elem;
+            assert!(
+                waste < HUGE_PAGE && waste <= n * elem / 8,
+                "{n}: wastes {waste}"
+            );
+            let whole = cap * elem + ALLOCATOR_OVERHEAD;
+            assert!(
+                whole % HUGE_PAGE < elem,
+                "{n}: {whole} bytes are not whole huge pages"
+            );
+        }
+        // 4 MiB + 4 bytes would need almost 2 MiB more: more than an eighth, so left as asked.
+        let n = HUGE_PAGE_MIN_BYTES / 4 + 1;
+        assert_eq!(huge_page_capacity::<f32>(n), n);
+        // Sizes near the top of the address space do not overflow.
+        assert_eq!(huge_page_capacity::<u8>(usize::MAX - 3), usize::MAX - 3);
     }
 
     #[test]
