@@ -166,6 +166,35 @@ fn w7_like_scatter_reduce_with_an_expanded_row_index_is_bitwise_identical_for_1_
 }
 
 #[test]
+fn row_scatters_into_a_destination_past_the_caches_are_bitwise_identical_for_1_2_3_threads() {
+    // A 10 MB destination: two threads walk it in source order on one thread (as one thread
+    // does), three group the rows; every destination row still sees its sources in index order.
+    let (ids, src) = expanded_rows(120_000, 40_000, 64);
+    let idx = ids.view().insert_axis(Axis(1));
+    let idx = idx.broadcast(src.dim()).unwrap();
+    let dst = Array2::from_shape_fn((40_000, 64), |(a, b)| ((a * 5 + b) % 11) as f32 * 0.25);
+    same_for_1_2_3_threads("scatter_add", || {
+        gather::scatter_add(&dst, 0, &idx, &src).unwrap().into_dyn()
+    });
+    // And the serial loop of the definition, on 2 threads.
+    let mut want = dst.clone();
+    for (e, &row) in ids.iter().enumerate() {
+        for f in 0..64 {
+            want[[row as usize, f]] += src[[e, f]];
+        }
+    }
+    let two = in_pool(2, || gather::scatter_add(&dst, 0, &idx, &src).unwrap());
+    assert!(bitwise_same(&two.into_dyn(), &want.into_dyn()));
+    for (r, include_self) in [(Reduce::Amax, false), (Reduce::Prod, true)] {
+        same_for_1_2_3_threads(&format!("{r:?} include_self={include_self}"), || {
+            gather::scatter_reduce(&dst, 0, &idx, &src, r, include_self)
+                .unwrap()
+                .into_dyn()
+        });
+    }
+}
+
+#[test]
 fn f16_and_bf16_scatter_add_with_an_expanded_row_index_are_bitwise_identical_for_1_2_3_threads() {
     let (ids, src) = expanded_rows(200_000, 5_000, 32);
     let idx = ids.view().insert_axis(Axis(1));

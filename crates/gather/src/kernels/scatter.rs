@@ -309,7 +309,7 @@ fn scatter_impl<A, T, I, F>(
         let slice_shape = without(idx.shape(), dim);
         let e_len = idx.shape()[dim];
         let marks = init.is_some() || last_only;
-        if direct_fits(e_len, &slice_shape, dst.shape()[dim], marks) {
+        if direct_fits(e_len, &slice_shape, dst.shape()[dim], size_of::<A>(), marks) {
             let iptr = SharedPtr(idx.as_ptr() as *mut I);
             let istride = idx.strides()[dim];
             let (bounds, size) = (index.bounds(), index.size());
@@ -621,19 +621,40 @@ fn row_index<I: IndexElem>(index: &CheckedIndex<'_, I>, dim: usize) -> bool {
     is_row_index(index.view(), dim)
 }
 
+/// The smallest destination, in bytes, that a pool of two threads updates [`direct`]ly rather
+/// than through the grouped loop: past the two cores' L2 caches, where both loops are bound by
+/// memory and the grouped one does not make up for building the groups and reading `src` out of
+/// order.
+const DIRECT_MIN_DST_BYTES: usize = 8 << 20;
+
+/// The longest destination row (slice), in bytes, that a pool of two threads updates
+/// [`direct`]ly: short rows at random places, each a miss, where the walk is bound by memory
+/// latency. Longer rows stream, and two threads splitting them stream twice as much.
+const DIRECT_MAX_ROW_BYTES: usize = 4096;
+
 /// Whether a row scatter of `e_len` positions over slices of `slice_shape`, into a destination of
-/// `rows` rows along `dim`, runs [`direct`]ly: when it runs on one thread (a small call, or a
-/// one-thread pool), unless the rows reached must be marked (`marks`: init or last-only) in a
-/// destination far larger than the positions. In parallel the grouped loop ([`rows`]) wins: it
-/// splits the destination rows between the threads and prefetches each source row, where
-/// splitting a source-order walk (each thread owning some rows, or a piece of every row) left
-/// each thread as many cache misses as one thread had, or read `src` with gaps that defeat the
-/// hardware prefetcher (W6 on 2 threads: 53 ms, against 41 ms grouped and 40 ms for one thread
-/// in source order).
-fn direct_fits(e_len: usize, slice_shape: &[usize], rows: usize, marks: bool) -> bool {
+/// `rows` rows along `dim` of `elem`-byte elements, runs [`direct`]ly: when it runs on one thread
+/// (a small call, or a one-thread pool), or on a two-thread pool into a destination of at least
+/// [`DIRECT_MIN_DST_BYTES`] in rows of at most [`DIRECT_MAX_ROW_BYTES`]; unless the rows reached must be marked (`marks`: init or last-only)
+/// in a destination far larger than the positions. Otherwise the grouped loop ([`rows`]) runs in
+/// parallel: it splits the destination rows between the threads and prefetches each source row.
+///
+/// On two cores the source-order walk of one thread is as fast as the grouped loop on both, or
+/// faster, once its destination rows are requested 16 positions ahead: W6 (`dst[100000,64]`,
+/// 1M source rows) took 25–26 ms direct against 28.4–29.7 grouped (median of 6 alternating
+/// runs: 25.9 against 28.6), W7 (amax) 29.4 against 33.5. Splitting the source-order walk
+/// between two threads instead (each owning half of the destination rows, or half of every
+/// row) was slower than one thread in a stand-alone model, 28–30 ms against 23–25: the walk is
+/// bound by memory, and each thread still reads the whole index and half of every page of `src`.
+/// With more threads the grouped loop scales where the direct one cannot.
+fn direct_fits(e_len: usize, slice_shape: &[usize], rows: usize, elem: usize, marks: bool) -> bool {
     let slice_len: usize = slice_shape.iter().product();
+    let threads = rayon::current_num_threads();
+    let row_bytes = slice_len.saturating_mul(elem);
+    let dst_bytes = rows.saturating_mul(row_bytes);
     let serial = e_len.saturating_mul(slice_len) < 2 * crate::plan::GRAIN
-        || rayon::current_num_threads() == 1;
+        || threads == 1
+        || (threads == 2 && dst_bytes >= DIRECT_MIN_DST_BYTES && row_bytes <= DIRECT_MAX_ROW_BYTES);
     let sparse = rows > 64 * e_len + 4096;
     serial && !(marks && sparse)
 }
@@ -665,7 +686,13 @@ pub(crate) fn scatter_rows<A, T, F>(
     if src.is_empty() || ids.is_empty() {
         return;
     }
-    if direct_fits(ids.len(), &slice_shape, size, init.is_some()) {
+    if direct_fits(
+        ids.len(),
+        &slice_shape,
+        size,
+        size_of::<A>(),
+        init.is_some(),
+    ) {
         direct(
             dst,
             dim,
@@ -683,6 +710,13 @@ pub(crate) fn scatter_rows<A, T, F>(
     }
 }
 
+/// How many positions ahead [`direct`] requests the destination row: the rows are random in a
+/// destination larger than the caches, so each is a miss to memory. W6 on one thread: 27.6–28.1 ms
+/// (minima of 3 alternating runs) with 16, against 33.2–35.0 with 4, and W7 31.0 against
+/// 39.0–42.2. A stand-alone model of the walk: 4 → 16 took it from 30.6–35.0 ms to 21.7–22.9;
+/// prefetching the source rows as well gained nothing (the hardware prefetcher streams them).
+const DIRECT_AHEAD: usize = 16;
+
 /// A row-index scatter in source order, with no grouping, on the calling thread: the positions
 /// along `dim` are walked in index order, each updating the destination row it selects.
 ///
@@ -691,11 +725,11 @@ pub(crate) fn scatter_rows<A, T, F>(
 /// ```
 ///
 /// Sources are read in memory order (the hardware prefetcher streams `src`, the big operand of a
-/// GNN-style scatter), the destination row of a position a few ahead is prefetched, nothing is
-/// allocated but a bitmap of the rows reached (with `init` or `last_only`), and every destination
-/// element sees its updates in index order: the serial loop's result. With `init`, a row is set
-/// to it at its first update; with `last_only`, positions are walked backwards and only the first
-/// seen (the last in index order) is written.
+/// GNN-style scatter), the destination row of the position [`DIRECT_AHEAD`] ahead is prefetched,
+/// nothing is allocated but a bitmap of the rows reached (with `init` or `last_only`), and every
+/// destination element sees its updates in index order: the serial loop's result. With `init`, a
+/// row is set to it at its first update; with `last_only`, positions are walked backwards and
+/// only the first seen (the last in index order) is written.
 ///
 /// `row_of(e)` is the destination row of position `e < e_len`; a row outside `dst` is a bug
 /// (asserted per position, before any access). Other preconditions (asserted, O(rank)): as
@@ -751,8 +785,7 @@ fn direct<A, T, R, F>(
         }
         return;
     }
-    const AHEAD: usize = 4;
-    super::walk_ahead!(0..e_len, Some(AHEAD), |e, next| {
+    super::walk_ahead!(0..e_len, Some(DIRECT_AHEAD), |e, next| {
         let row = row_of(e);
         if let Some(n) = next {
             at.prefetch_row(row_of(n), base0, r0.clone());
