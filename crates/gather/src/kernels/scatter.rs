@@ -309,7 +309,7 @@ fn scatter_impl<A, T, I, F>(
         let slice_shape = without(idx.shape(), dim);
         let e_len = idx.shape()[dim];
         let marks = init.is_some() || last_only;
-        if direct_fits(e_len, &slice_shape, dst.shape()[dim], size_of::<A>(), marks) {
+        if direct_fits(e_len, &slice_shape, dst.shape()[dim], marks) {
             let iptr = SharedPtr(idx.as_ptr() as *mut I);
             let istride = idx.strides()[dim];
             let (bounds, size) = (index.bounds(), index.size());
@@ -621,40 +621,25 @@ fn row_index<I: IndexElem>(index: &CheckedIndex<'_, I>, dim: usize) -> bool {
     is_row_index(index.view(), dim)
 }
 
-/// The smallest destination, in bytes, that a pool of two threads updates [`direct`]ly rather
-/// than through the grouped loop: past the two cores' L2 caches, where both loops are bound by
-/// memory and the grouped one does not make up for building the groups and reading `src` out of
-/// order.
-const DIRECT_MIN_DST_BYTES: usize = 8 << 20;
-
-/// The longest destination row (slice), in bytes, that a pool of two threads updates
-/// [`direct`]ly: short rows at random places, each a miss, where the walk is bound by memory
-/// latency. Longer rows stream, and two threads splitting them stream twice as much.
-const DIRECT_MAX_ROW_BYTES: usize = 4096;
-
 /// Whether a row scatter of `e_len` positions over slices of `slice_shape`, into a destination of
-/// `rows` rows along `dim` of `elem`-byte elements, runs [`direct`]ly: when it runs on one thread
-/// (a small call, or a one-thread pool), or on a two-thread pool into a destination of at least
-/// [`DIRECT_MIN_DST_BYTES`] in rows of at most [`DIRECT_MAX_ROW_BYTES`]; unless the rows reached must be marked (`marks`: init or last-only)
-/// in a destination far larger than the positions. Otherwise the grouped loop ([`rows`]) runs in
-/// parallel: it splits the destination rows between the threads and prefetches each source row.
+/// `rows` rows along `dim`, runs [`direct`]ly: when it runs on one thread (a small call, or a
+/// one-thread pool), unless the rows reached must be marked (`marks`: init or last-only) in a
+/// destination far larger than the positions. In parallel the grouped loop ([`rows`]) runs: it
+/// splits the destination rows between the threads and prefetches each source row.
 ///
-/// On two cores the source-order walk of one thread is as fast as the grouped loop on both, or
-/// faster, once its destination rows are requested 16 positions ahead: W6 (`dst[100000,64]`,
-/// 1M source rows) took 25–26 ms direct against 28.4–29.7 grouped (median of 6 alternating
-/// runs: 25.9 against 28.6), W7 (amax) 29.4 against 33.5. Splitting the source-order walk
-/// between two threads instead (each owning half of the destination rows, or half of every
-/// row) was slower than one thread in a stand-alone model, 28–30 ms against 23–25: the walk is
-/// bound by memory, and each thread still reads the whole index and half of every page of `src`.
-/// With more threads the grouped loop scales where the direct one cannot.
-fn direct_fits(e_len: usize, slice_shape: &[usize], rows: usize, elem: usize, marks: bool) -> bool {
+/// Splitting a source-order walk between threads (each owning some rows, or a piece of every
+/// row) left each thread as many cache misses as one thread had, or read `src` with gaps that
+/// defeat the hardware prefetcher (W6 on 2 threads: 53 ms, against 41 ms grouped and 40 ms for
+/// one thread in source order; in a stand-alone model with the rows requested 16 ahead, 28–30 ms
+/// against 23–25 for one thread). One thread walking W6 in source order while the other idles
+/// was measured against the grouped loop on both, in one binary: 25.9 ms against 28.6 (medians
+/// of 6 alternating runs) in one hour, 32.9 against 30.7 with outliers to 40 ms in the next (W7:
+/// 29.4 against 33.5, then 35.0 against 33.3, one run 65 ms): no gain that holds on this shared
+/// machine, and one thread is the more exposed to its neighbours, so two threads stay grouped.
+fn direct_fits(e_len: usize, slice_shape: &[usize], rows: usize, marks: bool) -> bool {
     let slice_len: usize = slice_shape.iter().product();
-    let threads = rayon::current_num_threads();
-    let row_bytes = slice_len.saturating_mul(elem);
-    let dst_bytes = rows.saturating_mul(row_bytes);
     let serial = e_len.saturating_mul(slice_len) < 2 * crate::plan::GRAIN
-        || threads == 1
-        || (threads == 2 && dst_bytes >= DIRECT_MIN_DST_BYTES && row_bytes <= DIRECT_MAX_ROW_BYTES);
+        || rayon::current_num_threads() == 1;
     let sparse = rows > 64 * e_len + 4096;
     serial && !(marks && sparse)
 }
@@ -686,13 +671,7 @@ pub(crate) fn scatter_rows<A, T, F>(
     if src.is_empty() || ids.is_empty() {
         return;
     }
-    if direct_fits(
-        ids.len(),
-        &slice_shape,
-        size,
-        size_of::<A>(),
-        init.is_some(),
-    ) {
+    if direct_fits(ids.len(), &slice_shape, size, init.is_some()) {
         direct(
             dst,
             dim,
