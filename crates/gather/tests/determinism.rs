@@ -167,9 +167,9 @@ fn w7_like_scatter_reduce_with_an_expanded_row_index_is_bitwise_identical_for_1_
 
 #[test]
 fn row_scatters_into_a_destination_past_the_caches_are_bitwise_identical_for_1_2_3_threads() {
-    // A 10 MB destination, past the caches: one thread walks the sources in order (requesting
-    // destination rows well ahead), two and three group the rows; every destination row still
-    // sees its sources in index order.
+    // A 10 MB destination, past the two cores' L2 caches: one thread walks the sources in order
+    // (requesting destination rows well ahead), two and three group the rows; every destination
+    // row still sees its sources in index order.
     let (ids, src) = expanded_rows(120_000, 40_000, 64);
     let idx = ids.view().insert_axis(Axis(1));
     let idx = idx.broadcast(src.dim()).unwrap();
