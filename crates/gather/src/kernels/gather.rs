@@ -454,16 +454,11 @@ fn short_rows<T, I, M, R>(
     // into range by `map`. The prefetched row belongs to the position `j + ahead`, inside the
     // range, and the addresses of its lines are computed with `wrapping_offset`; a prefetch never
     // faults. Output rows are disjoint between tasks and the output aliases neither operand.
-    let steps = RowSteps {
-        out: ros,
-        idx: ris,
-        x: rxs,
-        dim: dstride,
-        crosses: true,
-    };
-    // Contiguous short rows of a common length run a loop of their own, whose row copy is one
-    // fixed-size move.
-    let fixed = (contiguous && !whole).then_some(len);
+    // Contiguous short rows of a common length, packed in the output and named by consecutive
+    // index values (ROI labels, index_select of short rows), run a loop of their own whose row
+    // copy is one fixed-size move.
+    let packed = contiguous && !whole && ris == 1 && ros == len as isize;
+    let fixed = packed.then_some(len);
     rows.for_each_grain(grain, move |base, r| unsafe {
         let (Ptrs { out, idx, x }, map) = (p, map);
         let op = out.0.offset(base[0]);
@@ -479,7 +474,11 @@ fn short_rows<T, I, M, R>(
             && (xp as usize) % row_bytes == 0
             && fits(rxs)
             && fits(dstride));
-        let steps = RowSteps { crosses, ..steps };
+        let steps = RowSteps {
+            x: rxs,
+            dim: dstride,
+            crosses,
+        };
         let flag = match fixed {
             Some(1) => fixed_rows::<1, T, I, M>(op, ip, xp, r, steps, ahead, map),
             Some(2) => fixed_rows::<2, T, I, M>(op, ip, xp, r, steps, ahead, map),
@@ -496,7 +495,7 @@ fn short_rows<T, I, M, R>(
                 let copy = |s: *const T, j: usize| {
                     let d = op.offset(j as isize * ros);
                     if contiguous {
-                        std::ptr::copy_nonoverlapping(s, d, len);
+                        copy_short(s, d, len);
                     } else {
                         for k in 0..len as isize {
                             *d.offset(k * os) = *s.offset(k * xs);
@@ -524,35 +523,39 @@ fn short_rows<T, I, M, R>(
     });
 }
 
-/// The strides of a rows nest's walk over its rows, in elements: from one row to the next in the
-/// output, the index and the input, and `dim`'s stride in the input; and whether an input row
-/// can cross a cache line.
+/// How [`fixed_rows`] finds its input rows, in elements: the step from one row to the next in the
+/// input, and `dim`'s stride there; and whether an input row can cross a cache line.
 #[derive(Clone, Copy)]
 struct RowSteps {
-    out: isize,
-    idx: isize,
     x: isize,
     dim: isize,
     crosses: bool,
 }
 
-/// One task's range `r` of [`short_rows`] for contiguous rows of `K` elements: row `j` of the
-/// output is the `K` elements at `xp[j * x + map(ip[j * idx]) * dim]`, for `steps = (out, idx,
-/// x, dim)`; the first line of the row `ahead` positions on is requested, and its last line too
-/// where rows can cross a line (`steps.crosses`). Returns whether `map` set its flag.
+/// One task's range `r` of [`short_rows`] for contiguous rows of `K` elements, packed in the
+/// output and named by consecutive index values: output row `j` (the `K` elements at `op + j *
+/// K`) is the input row at `xp[j * x + map(ip[j]) * dim]`, for `steps = (x, dim)`. The first line
+/// of the row `ahead` positions on is requested, and its last line too where rows can cross a
+/// line (`steps.crosses`). Returns whether `map` set its flag.
 ///
-/// With `K` a constant the copy is one fixed-size move, and as a function of its own (not inlined
-/// into the planner's loop) the pointers and strides stay in registers. The loop it replaces,
-/// which matched the row length at every row (a jump through a table) and requested both lines
-/// of every row, took W4 (65,536 rows of 16 bytes, one thread) 200 µs; a stand-alone model of
-/// it took 160–185 µs, and 110 µs with the length fixed. Deciding at each row whether its last
-/// line is another one cost the model 13% more than requesting one line.
+/// ```text
+/// ip:  [ 3,                  0,                  2,                  ... ]  one value per row
+/// op:  [ xp[0*x + 3*dim..][..K] | xp[1*x + 0*dim..][..K] | xp[2*x + 2*dim..][..K] | ... ]
+/// ```
+///
+/// With `K` and the output and index steps constants the copy is one fixed-size move, and as a
+/// function of its own (not inlined into the planner's loop) the pointers and strides stay in
+/// registers. The loop it replaces, which matched the row length at every row (a jump through a
+/// table) and requested both lines of every row, took W4 (65,536 rows of 16 bytes, one thread)
+/// 200 µs; a stand-alone model of it took 160–185 µs, 110 µs with the length fixed, and 8% less
+/// again with the output and index steps fixed. Deciding at each row whether its last line is
+/// another one cost the model 13% more than requesting one line.
 ///
 /// # Safety
-/// For every `j` in `r`, the `K` elements at `op.offset(j * out)` must be writable, `ip.offset(j
-/// * idx)` readable, and the `K` elements at `xp.offset(j * x + k * dim)` readable for every
-/// position `k` that `map` can return; with `ahead`, the same holds for every `j + ahead` that is
-/// inside `r`.
+/// For every `j` in `r`, the `K` elements at `op.add(j * K)` must be writable, `ip.add(j)`
+/// readable, and the `K` elements at `xp.offset(j * x + k * dim)` readable for every position
+/// `k` that `map` can return; with `ahead`, the same holds for every `j + ahead` that is inside
+/// `r`.
 #[inline(never)]
 unsafe fn fixed_rows<const K: usize, T, I, M>(
     op: *mut T,
@@ -568,20 +571,14 @@ where
     I: IndexElem,
     M: Fn(i64, &mut bool) -> isize,
 {
-    let RowSteps {
-        out,
-        idx,
-        x,
-        dim,
-        crosses,
-    } = steps;
+    let RowSteps { x, dim, crosses } = steps;
     let mut flag = false;
     // SAFETY: the function's contract; `walk_ahead!` names `n` only inside `r`, and the last
     // element of that row is computed with `wrapping_add` (a prefetch never faults).
     unsafe {
         let mut src = |j: usize| {
             let jj = j as isize;
-            xp.offset(jj * x + map((*ip.offset(jj * idx)).to_i64(), &mut flag) * dim)
+            xp.offset(jj * x + map((*ip.add(j)).to_i64(), &mut flag) * dim)
         };
         super::walk_ahead!(r, ahead, |j, n| {
             if let Some(n) = n {
@@ -591,7 +588,7 @@ where
                     super::prefetch(next.wrapping_add(K - 1));
                 }
             }
-            let d = op.offset(j as isize * out);
+            let d = op.add(j * K);
             d.cast::<[T; K]>().write(src(j).cast::<[T; K]>().read());
         });
     }
@@ -699,6 +696,33 @@ struct Stage<T> {
     start: usize,
     /// The tile, `size` rows of its width, row-major.
     buf: Vec<T>,
+}
+
+/// Copies `len` contiguous elements; the common short lengths as one fixed-size move each.
+///
+/// # Safety
+/// `src` must be valid for reading and `dst` for writing `len` elements, not overlapping.
+#[inline(always)]
+unsafe fn copy_short<T: Copy>(src: *const T, dst: *mut T, len: usize) {
+    /// # Safety
+    /// As [`copy_short`], with `len == K`.
+    #[inline(always)]
+    unsafe fn fixed<T: Copy, const K: usize>(src: *const T, dst: *mut T) {
+        // SAFETY: the caller's contract; `[T; K]` has the alignment of `T`.
+        unsafe { dst.cast::<[T; K]>().write(src.cast::<[T; K]>().read()) }
+    }
+    // SAFETY: the caller's contract, for the length matched.
+    unsafe {
+        match len {
+            1 => *dst = *src,
+            2 => fixed::<T, 2>(src, dst),
+            3 => fixed::<T, 3>(src, dst),
+            4 => fixed::<T, 4>(src, dst),
+            8 => fixed::<T, 8>(src, dst),
+            16 => fixed::<T, 16>(src, dst),
+            _ => std::ptr::copy_nonoverlapping(src, dst, len),
+        }
+    }
 }
 
 /// For a lookup along short rows of the input (the inner axis is `dim`): while one row is looked
