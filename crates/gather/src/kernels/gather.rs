@@ -448,36 +448,33 @@ fn short_rows<T, I, M, R>(
     } else {
         crate::plan::GRAIN
     };
+    // Contiguous short rows of a common length, packed in the output and named by consecutive
+    // index values (ROI labels, index_select of short rows), run a loop of their own whose row
+    // copy is one fixed-size move.
+    let packed = contiguous && !whole && ris == 1 && ros == len as isize;
+    let fixed = packed.then_some(len);
+    // Whether a row can cross a cache line: not when its length is a power of two of at most a
+    // line and every row starts at a multiple of it (W4: 16-byte rows 336 bytes apart), so its
+    // first line is all there is to request. The steps are the call's; the start is each task's.
+    let fits = |offset: isize| offset.unsigned_abs() * elem % row_bytes == 0;
+    let aligned_steps =
+        row_bytes.is_power_of_two() && row_bytes <= 64 && fits(rxs) && fits(dstride);
     // SAFETY: as in `run`: `base + j * inner stride` for `j` in the range is a row of the
     // iteration shape (in bounds for the output and the index), and `k * row stride` for `k` in
     // `0..len` an element of that row; the input row is the one the index value names, mapped
     // into range by `map`. The prefetched row belongs to the position `j + ahead`, inside the
     // range, and the addresses of its lines are computed with `wrapping_offset`; a prefetch never
     // faults. Output rows are disjoint between tasks and the output aliases neither operand.
-    // Contiguous short rows of a common length, packed in the output and named by consecutive
-    // index values (ROI labels, index_select of short rows), run a loop of their own whose row
-    // copy is one fixed-size move.
-    let packed = contiguous && !whole && ris == 1 && ros == len as isize;
-    let fixed = packed.then_some(len);
     rows.for_each_grain(grain, move |base, r| unsafe {
         let (Ptrs { out, idx, x }, map) = (p, map);
         let op = out.0.offset(base[0]);
         let ip = idx.0.offset(base[1]).cast_const();
         let xp = x.0.offset(base[2]).cast_const();
         let ahead = how.random.then_some(ahead);
-        // Whether a row can cross a cache line: not when its length is a power of two of at
-        // most a line and every row starts at a multiple of it (W4: 16-byte rows 336 bytes
-        // apart), so its first line is all there is to request.
-        let fits = |offset: isize| offset.unsigned_abs() * elem % row_bytes == 0;
-        let crosses = !(row_bytes.is_power_of_two()
-            && row_bytes <= 64
-            && (xp as usize) % row_bytes == 0
-            && fits(rxs)
-            && fits(dstride));
         let steps = RowSteps {
             x: rxs,
             dim: dstride,
-            crosses,
+            crosses: !(aligned_steps && (xp as usize) % row_bytes == 0),
         };
         let flag = match fixed {
             Some(1) => fixed_rows::<1, T, I, M>(op, ip, xp, r, steps, ahead, map),
