@@ -122,7 +122,10 @@ where
         idx: SharedPtr(idx.as_ptr() as *mut I),
         x: SharedPtr(input.as_ptr() as *mut T),
     };
-    let how = How::new::<T>(&nest, input.len(), size);
+    let how = How {
+        direct: matches!(mode, Mode::Checked(Bounds::Strict) | Mode::Checking),
+        ..How::new::<T>(&nest, input.len(), size)
+    };
     let bad = AtomicBool::new(false);
     let flag = &bad;
     match mode {
@@ -181,6 +184,9 @@ struct How {
     staged_tile: usize,
     /// The size of `dim` in the input.
     size: usize,
+    /// Whether `map` is the identity on `0..size` and flags every other value (the strict policy,
+    /// checked before the kernel or by it): the lookup loop then checks four values at once.
+    direct: bool,
 }
 
 impl How {
@@ -205,6 +211,7 @@ impl How {
             tile: tiled.then_some(tile),
             staged_tile: tile_of(STAGE_BYTES),
             size,
+            direct: false,
         }
     }
 }
@@ -328,9 +335,10 @@ where
 /// The lookup loop of [`run`]: output and index contiguous along the inner axis, the input read
 /// at `j * xs + map(index[j]) * dstride` from the position's base, for `steps = (xs, dstride)`.
 /// Steps `(0, 1)` are a lookup along one contiguous row of the input (the inner axis is `dim`,
-/// W1): each task then runs the `UNIT` instance of [`lookup_row`], whose steps are constants and
-/// whose loop is a load, a check, a load and a store. With them read at run time, a multiply and
-/// an add per element took a stand-alone model of W1's loop from 207 to 243 µs on one thread.
+/// W1): each task then runs the `UNIT` instance of [`lookup_row`], whose steps are constants.
+/// With them read at run time, a multiply and an add per element took a stand-alone model of W1's
+/// loop from 207 to 243 µs on one thread. Under the strict policy, and over an input small enough
+/// not to be prefetched, that instance checks four elements at a time.
 fn lookup<T, I, M, R>(
     nest: &Nest<3>,
     p: Ptrs<T, I>,
@@ -357,9 +365,10 @@ fn lookup<T, I, M, R>(
         let xp = x.0.offset(base[2]).cast_const();
         row.fetch_next(xp);
         let flag = if steps == (0, 1) {
-            lookup_row::<true, T, I, M>(op, ip, xp, r, steps, ahead, map)
+            let direct = (how.direct && ahead.is_none()).then_some(how.size);
+            lookup_row::<true, T, I, M>(op, ip, xp, r, steps, ahead, direct, map)
         } else {
-            lookup_row::<false, T, I, M>(op, ip, xp, r, steps, ahead, map)
+            lookup_row::<false, T, I, M>(op, ip, xp, r, steps, ahead, None, map)
         };
         report(flag);
     });
@@ -367,6 +376,16 @@ fn lookup<T, I, M, R>(
 
 /// One task's range `r` of the lookup loop: `op[j] = xp[j * xs + map(ip[j]) * dstride]` for
 /// `steps = (xs, dstride)`, or `(0, 1)` under `UNIT`. Returns whether `map` set its flag.
+///
+/// With `direct = Some(size)` (`map` is the identity on `0..size` and flags any other value), the
+/// loop takes four elements at a time: four index loads, one unsigned comparison of their maximum
+/// against `size` (the per-element `map` only on a cold path, [`lookup_each`], when it fails),
+/// then four input loads and four stores: one branch per four elements instead of four. On one
+/// thread, W1 (`gather bench`, 8 alternating rounds against the per-element loop on a noisy
+/// machine) took a best time of 283 µs against 319 µs, medians of the rounds' minima 316 against
+/// 387 µs; on two threads the rounds' noise (±30%) hid any difference. Only the `UNIT` instance
+/// takes it: W10's strided lookup showed no gain. A stand-alone model took 250 against 307 µs; an
+/// AVX2 hardware gather (`vgatherqps`) took 384–418 µs there.
 ///
 /// Not inlined into the task: inlined into the planner's loop, whose own state takes the
 /// registers, the loop kept its pointers and `size` on the stack and reloaded them at every
@@ -378,15 +397,17 @@ fn lookup<T, I, M, R>(
 /// For every `j` in `r`, `op.add(j)` must be writable and `ip.add(j)` readable, and
 /// `xp.offset(j * xs + k * dstride)` readable for every position `k` that `map` can return; with
 /// `ahead`, the same holds for every `j + ahead` that is inside `r`. `UNIT` only with
-/// `steps == (0, 1)`.
+/// `steps == (0, 1)`; `direct` only as described above.
+#[allow(clippy::too_many_arguments)]
 #[inline(never)]
 unsafe fn lookup_row<const UNIT: bool, T, I, M>(
     op: *mut T,
     ip: *const I,
     xp: *const T,
-    r: Range<usize>,
+    mut r: Range<usize>,
     steps: (isize, isize),
     ahead: Option<usize>,
+    direct: Option<usize>,
     map: M,
 ) -> bool
 where
@@ -396,8 +417,34 @@ where
 {
     let (xs, dstride) = if UNIT { (0, 1) } else { steps };
     let mut flag = false;
-    // SAFETY: the function's contract; `walk_ahead!` names `n` only inside `r`.
+    // SAFETY: the function's contract. In the grouped loop, `j..j + 4` lies inside `r`; the four
+    // values are positions of `0..size` when their unsigned maximum is below `size` (a negative
+    // value is a huge unsigned one), which `map` would return unchanged, and otherwise each goes
+    // through `map`. The four outputs are contiguous, written as one unaligned `[T; 4]`.
+    // `walk_ahead!` names `n` only inside `r`.
     unsafe {
+        if let Some(size) = direct {
+            let size = size as u64;
+            while r.len() >= 4 {
+                let j = r.start;
+                // Written out: `[0, 1, 2, 3].map(..)` was left as a call to `array::try_map`
+                // (W1 went from 0.26 to 1.1 ms).
+                let value = |k: usize| (*ip.add(j + k)).to_i64();
+                let v = [value(0), value(1), value(2), value(3)];
+                let max = (v[0] as u64)
+                    .max(v[1] as u64)
+                    .max(v[2] as u64)
+                    .max(v[3] as u64);
+                if max < size {
+                    let at = |k: usize| xp.offset((j + k) as isize * xs + v[k] as isize * dstride);
+                    let g = [*at(0), *at(1), *at(2), *at(3)];
+                    op.add(j).cast::<[T; 4]>().write_unaligned(g);
+                } else {
+                    lookup_each(op, xp, j..j + 4, (xs, dstride), v, &map, &mut flag);
+                }
+                r.start += 4;
+            }
+        }
         let mut src =
             |j: usize| xp.offset(j as isize * xs + map((*ip.add(j)).to_i64(), &mut flag) * dstride);
         super::walk_ahead!(r, ahead, |j, next| {
@@ -408,6 +455,28 @@ where
         });
     }
     flag
+}
+
+/// The group `r` of four of [`lookup_row`] whose values `v` are not all in range, one element at a
+/// time through `map`: out of the loop, so that the loop keeps its registers.
+///
+/// # Safety
+/// As [`lookup_row`], for the positions of `r`, whose index values are `v`.
+#[cold]
+#[inline(never)]
+unsafe fn lookup_each<T: Copy, M: Fn(i64, &mut bool) -> isize>(
+    op: *mut T,
+    xp: *const T,
+    r: Range<usize>,
+    (xs, dstride): (isize, isize),
+    v: [i64; 4],
+    map: &M,
+    flag: &mut bool,
+) {
+    for (j, v) in r.zip(v) {
+        // SAFETY: the function's contract; `map` returns a position `lookup_row` may read.
+        unsafe { *op.add(j) = *xp.offset(j as isize * xs + map(v, flag) * dstride) };
+    }
 }
 
 /// Short rows (ROI labels: one 16-byte row of `roi[n,21,4]` per label): `rows` is the gather's
@@ -957,6 +1026,9 @@ mod tests {
         let x = input(&[r, 257]);
         let idx = random_index(&[r, sized(400, 40)], 257, 5);
         check("dim 1", &x.view(), 1, &idx.view(), Bounds::Strict);
+        // Rows of 4k + 3 values: groups of four and a tail of three.
+        let odd = random_index(&[r, 7], 257, 15);
+        check("groups and tail", &x.view(), 1, &odd.view(), Bounds::Strict);
         let rev = x.slice(s![..;-1, ..;-1]).into_dyn();
         check("reversed", &rev, 1, &idx.view(), Bounds::Strict);
         // Token logits: [B,L,V] with [B,L,1]; the inner axis walks rows of the input.
@@ -1139,7 +1211,15 @@ mod tests {
         for (name, x, dim, idx, shape) in cases {
             let size = x.shape()[dim] as i64;
             let n = idx.len();
-            for (at, bad) in [(0, -1), (n / 2, size), (n - 1, i64::MAX), (n - 1, i64::MIN)] {
+            // A value inside a group of four of the lookup loop, and in its tail (n - 1).
+            let cases = [
+                (0, -1),
+                (n / 2, size),
+                (n / 2 + 1, size + 1),
+                (n - 1, i64::MAX),
+                (n - 1, i64::MIN),
+            ];
+            for (at, bad) in cases {
                 let mut idx = idx.clone();
                 idx.as_slice_mut().unwrap()[at] = bad;
                 let view = idx.broadcast(IxDyn(&shape)).unwrap();
