@@ -382,7 +382,7 @@ fn lookup<T, I, M, R>(
 /// against `size` (the per-element `map` only on a cold path, [`lookup_each`], when it fails),
 /// then four input loads and four stores: one branch per four elements instead of four. On one
 /// thread, W1 (`gather bench`, 8 alternating rounds against the per-element loop on a noisy
-/// machine) took a best time of 283 µs against 319 µs, medians of the rounds' minima 316 against
+/// machine) took a best time of 283 µs against 319 µs, medians of the rounds' minima 318 against
 /// 387 µs; on two threads the rounds' noise (±30%) hid any difference. Only the `UNIT` instance
 /// takes it: W10's strided lookup showed no gain. A stand-alone model took 250 against 307 µs; an
 /// AVX2 hardware gather (`vgatherqps`) took 384–418 µs there.
