@@ -122,10 +122,8 @@ where
         idx: SharedPtr(idx.as_ptr() as *mut I),
         x: SharedPtr(input.as_ptr() as *mut T),
     };
-    let how = How {
-        direct: matches!(mode, Mode::Checked(Bounds::Strict) | Mode::Checking),
-        ..How::new::<T>(&nest, input.len(), size)
-    };
+    let direct = matches!(mode, Mode::Checked(Bounds::Strict) | Mode::Checking);
+    let how = How::new::<T>(&nest, input.len(), size, direct);
     let bad = AtomicBool::new(false);
     let flag = &bad;
     match mode {
@@ -190,7 +188,7 @@ struct How {
 }
 
 impl How {
-    fn new<T>(nest: &Nest<3>, input_len: usize, size: usize) -> How {
+    fn new<T>(nest: &Nest<3>, input_len: usize, size: usize, direct: bool) -> How {
         let elem = std::mem::size_of::<T>().max(1);
         let random = input_len.saturating_mul(elem) >= super::RANDOM_BYTES;
         let [os, is, xs] = nest.inner.strides;
@@ -211,7 +209,7 @@ impl How {
             tile: tiled.then_some(tile),
             staged_tile: tile_of(STAGE_BYTES),
             size,
-            direct: false,
+            direct,
         }
     }
 }
@@ -397,7 +395,7 @@ fn lookup<T, I, M, R>(
 /// For every `j` in `r`, `op.add(j)` must be writable and `ip.add(j)` readable, and
 /// `xp.offset(j * xs + k * dstride)` readable for every position `k` that `map` can return; with
 /// `ahead`, the same holds for every `j + ahead` that is inside `r`. `UNIT` only with
-/// `steps == (0, 1)`; `direct` only as described above.
+/// `steps == (0, 1)`; `direct` only as described above, and only read under `UNIT`.
 #[allow(clippy::too_many_arguments)]
 #[inline(never)]
 unsafe fn lookup_row<const UNIT: bool, T, I, M>(
@@ -423,7 +421,8 @@ where
     // through `map`. The four outputs are contiguous, written as one unaligned `[T; 4]`.
     // `walk_ahead!` names `n` only inside `r`.
     unsafe {
-        if let Some(size) = direct {
+        // Only the `UNIT` instance compiles the grouped loop (the strided one never gets `direct`).
+        if let (true, Some(size)) = (UNIT, direct) {
             let size = size as u64;
             while r.len() >= 4 {
                 let j = r.start;
