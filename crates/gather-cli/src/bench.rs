@@ -129,7 +129,7 @@ pub struct Record {
     pub extra_bytes: u64,
     /// Growth of the file-backed RSS (`RssFile`) during the first call, bytes: code of the
     /// program paged in on its first use, not memory the call allocated. W0's first call pages
-    /// in about 1 MB of it, which alone went over the 1 MiB slack of a 24-byte output.
+    /// in about 1 MB of it, which alone went over the 1 MiB slack of a 16-byte output.
     ///
     /// Subtracting it can under-count the peak by the code paged in after the allocations'
     /// peak (the high-water mark is of anonymous and file pages together), never by more than
@@ -652,8 +652,8 @@ impl Record {
              \"peak_rss_bytes\": {}, \"reps\": {}, \"calls_per_rep\": {}, \"min_bytes\": {}, \
              \"pct_bandwidth\": {}, \"limit_s\": {}, \"out_bytes\": {}, \"rss_before_bytes\": {}, \
              \"extra_bytes\": {}, \"paged_in_bytes\": {}, \"csr_allowance_bytes\": {}, \
-             \"memory_ok\": {}, \
-             \"rss_hwm_reset\": {}, \"verified\": {}, \"check\": {}, \"shapes\": {}}}",
+             \"memory_ok\": {}, \"rss_hwm_reset\": {}, \"verified\": {}, \"check\": {}, \
+             \"shapes\": {}}}",
             text(self.id.name()),
             num(self.median_s),
             num(self.min_s),
@@ -830,9 +830,9 @@ impl Report {
             w,
             "GB/s = minimal bytes / median; %bw = GB/s / bandwidth; limit = minimal bytes / \
              bandwidth. extra = RSS high-water mark during the first call - RSS before it \
-             - code paged in by it (mem: extra <= output + 10% + 1 MiB, + the CSR for W6/W7). W0 times are per call \
-             (batches of {BATCH}). A %bw over 100 means the working set stayed in the CPU caches \
-             between calls (it fits in a 32 MiB L3)."
+             - code paged in by it (mem: extra <= output + 10% + 1 MiB, + the CSR for W6/W7). \
+             W0 times are per call (batches of {BATCH}). A %bw over 100 means the working set \
+             stayed in the CPU caches between calls (it fits in a 32 MiB L3)."
         )?;
         if !self.hwm_reset {
             writeln!(

@@ -86,7 +86,7 @@ fn bench_writes_the_documented_json_with_sane_values() {
     // W0 is a latency: batches of calls, well under a millisecond per call even unoptimised
     assert_eq!(ws[0]["calls_per_rep"], 1000);
     assert!(ws[0]["median_s"].as_f64().unwrap() < 1e-3);
-    // W0's first call allocates a 24-byte output; the code it pages in (about 1 MB of the
+    // W0's first call allocates a 16-byte output; the code it pages in (about 1 MB of the
     // executable) is reported apart and not counted as extra memory
     let w0 = &ws[0];
     assert!(w0["paged_in_bytes"].as_u64().is_some(), "{w0}");
