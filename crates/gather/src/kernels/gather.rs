@@ -418,8 +418,8 @@ where
     // SAFETY: the function's contract. In the grouped loop, `j..j + 4` lies inside `r`; the four
     // values are positions of `0..size` when their unsigned maximum is below `size` (a negative
     // value is a huge unsigned one), which `map` would return unchanged, and otherwise each goes
-    // through `map`. The four outputs are contiguous, written as one unaligned `[T; 4]`.
-    // `walk_ahead!` names `n` only inside `r`.
+    // through `map`. The four outputs are contiguous and written by `store4`, whose contract they
+    // meet (the output is fresh: it overlaps no input). `walk_ahead!` names `n` only inside `r`.
     unsafe {
         // Only the `UNIT` instance compiles the grouped loop (the strided one never gets `direct`).
         if let (true, Some(size)) = (UNIT, direct) {
@@ -436,8 +436,7 @@ where
                     .max(v[3] as u64);
                 if max < size {
                     let at = |k: usize| xp.offset((j + k) as isize * xs + v[k] as isize * dstride);
-                    let g = [*at(0), *at(1), *at(2), *at(3)];
-                    op.add(j).cast::<[T; 4]>().write_unaligned(g);
+                    store4(op.add(j), [at(0), at(1), at(2), at(3)]);
                 } else {
                     lookup_each(op, xp, j..j + 4, (xs, dstride), v, &map, &mut flag);
                 }
@@ -454,6 +453,38 @@ where
         });
     }
     flag
+}
+
+/// `dst[k] = *at[k]` for `k < 4`. Elements of four bytes (float32, int32) are loaded into one
+/// vector register and written with one 16-byte store: W1's loop is bound by its memory
+/// operations, eight loads and four stores per group, and the compiler wrote the unaligned
+/// `[T; 4]` as four 4-byte stores. In a stand-alone model of W1's loop on one thread (Zen 4), 0.353
+/// against 0.390 ns per element with the data in the L3 (0.300 against 0.344 in the L1). The loads
+/// and shuffles (`movss`, `unpcklps`, `movlhps`) move bits and never touch their values: a NaN's
+/// payload, an integer, whatever the four bytes hold, is written unchanged.
+///
+/// # Safety
+/// Each `at[k]` must be readable and `dst..dst + 4` writable, not overlapping them.
+#[inline(always)]
+unsafe fn store4<T: Copy>(dst: *mut T, at: [*const T; 4]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::mem::size_of::<T>() == 4 {
+        use std::arch::x86_64::{_mm_load_ss, _mm_movelh_ps, _mm_storeu_ps, _mm_unpacklo_ps};
+        // SAFETY: the contract; SSE is part of x86_64, and neither `_mm_load_ss` nor
+        // `_mm_storeu_ps` asks for alignment. Each load reads the four bytes of one element.
+        unsafe {
+            let load = |p: *const T| _mm_load_ss(p.cast::<f32>());
+            let lo = _mm_unpacklo_ps(load(at[0]), load(at[1]));
+            let hi = _mm_unpacklo_ps(load(at[2]), load(at[3]));
+            _mm_storeu_ps(dst.cast::<f32>(), _mm_movelh_ps(lo, hi));
+        }
+        return;
+    }
+    // SAFETY: the contract.
+    unsafe {
+        dst.cast::<[T; 4]>()
+            .write_unaligned([*at[0], *at[1], *at[2], *at[3]])
+    }
 }
 
 /// The group `r` of four of [`lookup_row`] whose values `v` are not all in range, one element at a
@@ -1051,6 +1082,26 @@ mod tests {
         let modulo =
             Array::from_shape_simple_fn(IxDyn(&[r, k]), || (lcg(&mut s) % 5000) as i64 - 2500);
         check("modulo", &x.view(), 1, &modulo.view(), Bounds::Modulo);
+    }
+
+    #[test]
+    fn grouped_lookup_moves_four_byte_elements_bit_for_bit() {
+        // `store4` moves float32 and int32 elements through vector registers: signalling NaNs
+        // keep their payloads, and integers whose bits are NaNs come out unchanged.
+        let r = sized(60, 4);
+        let bits = Array::from_shape_fn(IxDyn(&[r, 37]), |d| {
+            0x7f80_0001u32.wrapping_add(((d[0] * 37 + d[1]) as u32).wrapping_mul(7919))
+        });
+        let idx = random_index(&[r, 43], 37, 21);
+        check("u32", &bits.view(), 1, &idx.view(), Bounds::Strict);
+        let ints = bits.mapv(|b| b as i32);
+        check("i32", &ints.view(), 1, &idx.view(), Bounds::Strict);
+        let want = reference(&bits.view(), 1, &idx.view(), Bounds::Strict);
+        let floats = bits.mapv(f32::from_bits);
+        let checked = CheckedIndex::new("gather", idx.view(), 1, 37, Bounds::Strict).unwrap();
+        let got = gather(&floats.view(), 1, &checked, Vec::with_capacity(idx.len()));
+        assert!(got.iter().map(|f| f.to_bits()).eq(want.iter().copied()));
+        assert!(got.iter().any(|f| f.is_nan()), "the test must move NaNs");
     }
 
     #[test]
