@@ -150,9 +150,18 @@ pub(crate) fn scatter_checking<A, T, I, F>(
     let map = move |v: i64, flag: &mut bool| checked_position::<false>(v, size, flag) as isize;
     if let Some(v) = init {
         let ones = crate::dims::splat(&v, index.shape());
-        general_mapped(dst, dim, index, &ones, map, bad, |a: &mut A, s: A| *a = s);
+        general_mapped(
+            dst,
+            dim,
+            index,
+            &ones,
+            map,
+            Some(size),
+            bad,
+            |a: &mut A, s: A| *a = s,
+        );
     }
-    general_mapped(dst, dim, index, src, map, bad, update);
+    general_mapped(dst, dim, index, src, map, Some(size), bad, update);
 }
 
 /// [`scatter_checking`] into a fresh destination: `out` (empty, with room for `from.len()`
@@ -219,6 +228,7 @@ where
         index,
         src,
         map,
+        Some(size),
         bad,
         update,
     );
@@ -393,13 +403,26 @@ fn general<A, T, I, F>(
     // Checked values: the maps never set the flag.
     let never = AtomicBool::new(false);
     match index.bounds() {
-        Bounds::Strict => general_mapped(dst, dim, idx, src, |v, _| v as isize, &never, update),
+        Bounds::Strict => {
+            let direct = Some(size);
+            general_mapped(
+                dst,
+                dim,
+                idx,
+                src,
+                |v, _| v as isize,
+                direct,
+                &never,
+                update,
+            )
+        }
         Bounds::Wrap => general_mapped(
             dst,
             dim,
             idx,
             src,
             move |v, _| position(Bounds::Wrap, v, size),
+            None,
             &never,
             update,
         ),
@@ -409,6 +432,7 @@ fn general<A, T, I, F>(
             idx,
             src,
             move |v, _| position(Bounds::Modulo, v, size),
+            None,
             &never,
             update,
         ),
@@ -418,7 +442,9 @@ fn general<A, T, I, F>(
 /// The element loop over the index's shape, `map` taking each index value to its row along `dim`.
 /// `map` must return a row in `0..dst.shape[dim]` for every value of `idx` (a checked value under
 /// its policy, or any value under a checking map that sends the bad ones to row 0 and sets the
-/// task's flag; a task that saw a set flag sets `bad`).
+/// task's flag; a task that saw a set flag sets `bad`). `direct = Some(size)` says that `map` is
+/// the identity on `0..size` and flags every other value (the strict policy): the element loop
+/// may then check four values at once (see [`run`]).
 #[allow(clippy::too_many_arguments)]
 fn general_mapped<A, T, I, M, F>(
     dst: &mut ArrayViewMut<'_, A, IxDyn>,
@@ -426,6 +452,7 @@ fn general_mapped<A, T, I, M, F>(
     idx: &ArrayView<'_, I, IxDyn>,
     src: &ArrayView<'_, T, IxDyn>,
     map: M,
+    direct: Option<usize>,
     bad: &AtomicBool,
     update: F,
 ) where
@@ -437,7 +464,9 @@ fn general_mapped<A, T, I, M, F>(
 {
     let strides = dst.strides().to_vec();
     let dptr = SharedPtr(dst.as_mut_ptr());
-    general_raw(dptr, &strides, None, dim, idx, src, map, bad, update);
+    general_raw(
+        dptr, &strides, None, dim, idx, src, map, direct, bad, update,
+    );
 }
 
 /// [`general_mapped`] on a destination given by its pointer and strides (its shape is the index's
@@ -453,6 +482,7 @@ fn general_raw<A, T, I, M, F>(
     idx: &ArrayView<'_, I, IxDyn>,
     src: &ArrayView<'_, T, IxDyn>,
     map: M,
+    direct: Option<usize>,
     bad: &AtomicBool,
     update: F,
 ) where
@@ -487,7 +517,9 @@ fn general_raw<A, T, I, M, F>(
     );
     let iptr = SharedPtr(idx.as_ptr() as *mut I);
     let sptr = SharedPtr(src.as_ptr() as *mut T);
-    run(&nest, dst, iptr, sptr, dstride, copy, map, bad, &update);
+    run(
+        &nest, dst, iptr, sptr, dstride, copy, map, direct, bad, &update,
+    );
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -499,6 +531,7 @@ fn run<A, T, I, M, F>(
     dstride: isize,
     fill: Option<FillAlong<A>>,
     map: M,
+    direct: Option<usize>,
     bad: &AtomicBool,
     update: &F,
 ) where
@@ -558,8 +591,9 @@ fn run<A, T, I, M, F>(
         // in bounds of its own view; for src, whose every size is at least the index's (asserted),
         // too. For dst, each non-dim coordinate is below the index's size there (at most dst's,
         // asserted) and the dim coordinate is `map` of an index value, in `0..dst.shape[dim]` by
-        // `general_mapped`'s contract (a checked value, or a checking map's row 0 for a bad one);
-        // with a fill, this task has just written every element it updates. Writes never race:
+        // `general_mapped`'s contract (a checked value, or a checking map's row 0 for a bad one),
+        // or in the grouped loop a value below `direct`'s size, which every entry point asserts
+        // is `dst.shape[dim]`, and which `map` would return unchanged; with a fill, this task has just written every element it updates. Writes never race:
         // distinct coordinates of dst are distinct memory (a `ArrayViewMut`, or a fresh row-major
         // buffer); positions whose destinations can coincide share every non-dim coordinate, and
         // the planner keeps those in one task (dim is the serial axis; never split across tasks).
@@ -575,7 +609,34 @@ fn run<A, T, I, M, F>(
                         update(&mut *row.offset(j * ds), *sp.offset(j * ss));
                     }
                 } else if unit {
-                    for j in r.clone() {
+                    let mut r = r.clone();
+                    if let Some(size) = direct {
+                        // Four values at a time, one unsigned comparison of their maximum (a
+                        // negative value is a huge unsigned one) for the four checks, then the
+                        // four updates in order (equal values: the later one last, as ever).
+                        let size = size as u64;
+                        while r.len() >= 4 {
+                            let j = r.start;
+                            let value = |k: usize| (*ip.add(j + k)).to_i64();
+                            let v = [value(0), value(1), value(2), value(3)];
+                            let max = (v[0] as u64)
+                                .max(v[1] as u64)
+                                .max(v[2] as u64)
+                                .max(v[3] as u64);
+                            let s = [*sp.add(j), *sp.add(j + 1), *sp.add(j + 2), *sp.add(j + 3)];
+                            if max < size {
+                                for (v, s) in v.into_iter().zip(s) {
+                                    update(&mut *dp.offset(v as isize), s);
+                                }
+                            } else {
+                                for (v, s) in v.into_iter().zip(s) {
+                                    update(&mut *dp.offset(map(v, &mut flag)), s);
+                                }
+                            }
+                            r.start += 4;
+                        }
+                    }
+                    for j in r {
                         let t = dp.offset(map((*ip.add(j)).to_i64(), &mut flag));
                         update(&mut *t, *sp.add(j));
                     }
@@ -1297,6 +1358,31 @@ mod tests {
         let i = idx(&[n], d);
         let (src, dst) = (values(&[n], 50), values(&[d], 51));
         check("fresh 1-d", &dst, Layout::Plain, 0, &i.view(), &src.view());
+    }
+
+    #[test]
+    fn grouped_element_loop_keeps_index_order_inside_each_group_of_four() {
+        // The loop along a unit-stride `dim` (W11) takes four index values at a time. Three
+        // columns put equal values inside most groups (sums in index order, the last write
+        // kept); rows of 4k + 3 positions leave a tail of three; a wide row takes the W11 shape.
+        let rows = sized(200, 12);
+        for (cols, k, seed) in [(3, 43, 61), (sized(1000, 90), sized(503, 47), 62)] {
+            let i = ids(rows * k, cols, seed).into_shape_with_order(IxDyn(&[rows, k]));
+            let i = i.unwrap();
+            let (src, dst) = (
+                values(&[rows, k], seed + 1),
+                values(&[rows, cols], seed + 2),
+            );
+            check("grouped", &dst, Layout::Plain, 1, &i.view(), &src.view());
+            check(
+                "grouped reversed",
+                &dst,
+                Layout::Reversed,
+                1,
+                &i.view(),
+                &src.view(),
+            );
+        }
     }
 
     #[test]
