@@ -263,7 +263,7 @@ Examples:
         /// "median_s", "min_s", "gbps", "peak_rss_bytes", ...}], ...}.
         #[arg(long, value_name = "PATH")]
         json: Option<PathBuf>,
-        /// Timed calls per workload (default: as many as fit in --budget, 7 to 100; W0: batches
+        /// Timed calls per workload (default: as many as fit in --budget, 7 to 1000; W0: batches
         /// of 1000 calls, up to 1000 batches).
         #[arg(long, value_name = "N")]
         repeat: Option<usize>,
