@@ -423,18 +423,10 @@ where
     unsafe {
         // Only the `UNIT` instance compiles the grouped loop (the strided one never gets `direct`).
         if let (true, Some(size)) = (UNIT, direct) {
-            let size = size as u64;
             while r.len() >= 4 {
                 let j = r.start;
-                // Written out: `[0, 1, 2, 3].map(..)` was left as a call to `array::try_map`
-                // (W1 went from 0.26 to 1.1 ms).
-                let value = |k: usize| (*ip.add(j + k)).to_i64();
-                let v = [value(0), value(1), value(2), value(3)];
-                let max = (v[0] as u64)
-                    .max(v[1] as u64)
-                    .max(v[2] as u64)
-                    .max(v[3] as u64);
-                if max < size {
+                let (v, in_range) = super::four_values(ip.add(j), size);
+                if in_range {
                     let at = |k: usize| xp.offset((j + k) as isize * xs + v[k] as isize * dstride);
                     store4(op.add(j), [at(0), at(1), at(2), at(3)]);
                 } else {

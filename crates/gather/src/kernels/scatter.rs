@@ -403,19 +403,16 @@ fn general<A, T, I, F>(
     // Checked values: the maps never set the flag.
     let never = AtomicBool::new(false);
     match index.bounds() {
-        Bounds::Strict => {
-            let direct = Some(size);
-            general_mapped(
-                dst,
-                dim,
-                idx,
-                src,
-                |v, _| v as isize,
-                direct,
-                &never,
-                update,
-            )
-        }
+        Bounds::Strict => general_mapped(
+            dst,
+            dim,
+            idx,
+            src,
+            |v, _| v as isize,
+            Some(size),
+            &never,
+            update,
+        ),
         Bounds::Wrap => general_mapped(
             dst,
             dim,
@@ -593,10 +590,11 @@ fn run<A, T, I, M, F>(
         // asserted) and the dim coordinate is `map` of an index value, in `0..dst.shape[dim]` by
         // `general_mapped`'s contract (a checked value, or a checking map's row 0 for a bad one),
         // or in the grouped loop a value below `direct`'s size, which every entry point asserts
-        // is `dst.shape[dim]`, and which `map` would return unchanged; with a fill, this task has just written every element it updates. Writes never race:
-        // distinct coordinates of dst are distinct memory (a `ArrayViewMut`, or a fresh row-major
-        // buffer); positions whose destinations can coincide share every non-dim coordinate, and
-        // the planner keeps those in one task (dim is the serial axis; never split across tasks).
+        // is `dst.shape[dim]`, and which `map` would return unchanged; with a fill, this task has
+        // just written every element it updates. Writes never race: distinct coordinates of dst
+        // are distinct memory (a `ArrayViewMut`, or a fresh row-major buffer); positions whose
+        // destinations can coincide share every non-dim coordinate, and the planner keeps those
+        // in one task (dim is the serial axis; never split across tasks).
         unsafe {
             for m in 0..mid_len as isize {
                 let dp = d.0.offset(base[0] + m * mds);
@@ -611,20 +609,13 @@ fn run<A, T, I, M, F>(
                 } else if unit {
                     let mut r = r.clone();
                     if let Some(size) = direct {
-                        // Four values at a time, one unsigned comparison of their maximum (a
-                        // negative value is a huge unsigned one) for the four checks, then the
-                        // four updates in order (equal values: the later one last, as ever).
-                        let size = size as u64;
+                        // Four values at a time, checked at once, then the four updates in order
+                        // (equal values: the later one last, as ever).
                         while r.len() >= 4 {
                             let j = r.start;
-                            let value = |k: usize| (*ip.add(j + k)).to_i64();
-                            let v = [value(0), value(1), value(2), value(3)];
-                            let max = (v[0] as u64)
-                                .max(v[1] as u64)
-                                .max(v[2] as u64)
-                                .max(v[3] as u64);
+                            let (v, in_range) = super::four_values(ip.add(j), size);
                             let s = [*sp.add(j), *sp.add(j + 1), *sp.add(j + 2), *sp.add(j + 3)];
-                            if max < size {
+                            if in_range {
                                 for (v, s) in v.into_iter().zip(s) {
                                     update(&mut *dp.offset(v as isize), s);
                                 }
