@@ -122,6 +122,7 @@
 #![warn(missing_docs)]
 
 pub mod dims;
+#[cfg(feature = "dynamic")]
 pub mod dynamic;
 pub mod element;
 pub mod error;

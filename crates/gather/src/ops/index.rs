@@ -118,7 +118,8 @@ pub(crate) fn check_select_shapes(
 }
 
 /// Parses `index_reduce`'s reduction name: `prod`, `mean`, `amax` or `amin` only (no `sum`, and no
-/// `max`/`min` aliases, as in PyTorch).
+/// `max`/`min` aliases, as in PyTorch). Only ops called by name need it.
+#[cfg(any(test, feature = "dynamic"))]
 pub(crate) fn parse_index_reduce(name: &str) -> Result<Reduce> {
     match name {
         "prod" => Ok(Reduce::Prod),
