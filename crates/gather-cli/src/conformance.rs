@@ -11,7 +11,7 @@
 //! count an excluded `input` equal to the result as a tied contributor (a known PyTorch bug); and
 //! a non-finite `input` element no index refers to gets NaN from PyTorch's formulas instead of the
 //! upstream gradient. There the runner requires both that
-//! [`Parity::PyTorch`](gather::grad::Parity::PyTorch) reproduces PyTorch's gradients and that the
+//! [`Parity::PyTorch`] reproduces PyTorch's gradients and that the
 //! library's default gradient equals PyTorch's corrected by those rules, derived here from the
 //! case's own files.
 //!

@@ -686,8 +686,13 @@ impl OpOptions {
 /// The tensors of an op call, as given on the command line: files or inline literals.
 #[derive(Debug, Clone, PartialEq, Eq, ClapArgs, Default)]
 pub struct TensorOptions {
-    /// The input tensor: x.npy, x.safetensors:name, or inline like '[[10,20,30],[40,50,60]]'.
-    #[arg(long, allow_hyphen_values = true, value_name = "TENSOR")]
+    /// The input tensor: x.npy, x.safetensors:name, or inline like `'[[10,20,30],[40,50,60]]'`.
+    #[arg(
+        long,
+        allow_hyphen_values = true,
+        value_name = "TENSOR",
+        help = "The input tensor: x.npy, x.safetensors:name, or inline like '[[10,20,30],[40,50,60]]'"
+    )]
     pub input: Option<String>,
     /// The index tensor (integers).
     #[arg(long, allow_hyphen_values = true, value_name = "TENSOR")]

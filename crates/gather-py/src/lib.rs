@@ -17,7 +17,7 @@
 //!    (an index of an integer type other than int32/int64 is widened to an int64 copy, as the
 //!    dynamic layer does). The calls the typed path does not take (a float or bool index,
 //!    mismatched dtypes, a bad `reduce` name: errors, except an empty non-integer index, which
-//!    PyTorch accepts) go through [`gather::dynamic`] on owned copies instead, so that their
+//!    PyTorch accepts) go through [`dynamic`] on owned copies instead, so that their
 //!    results and errors are exactly those of the `gather` command and the conformance runner.
 //! 3. Results are moved into new NumPy arrays without a copy (bfloat16 results become `uint16`).
 //!

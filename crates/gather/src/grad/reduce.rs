@@ -243,7 +243,7 @@ fn check_out_shape(
 
 /// The gradient of [`scatter_groups`](crate::ops::reduce::scatter_groups) with respect to
 /// `src`, given the upstream gradient `grad_out` and the forward output `out` (both of `out`'s
-/// shape). Every [`GroupReduce`] has one; see the [module docs](self).
+/// shape). Every [`GroupReduce`] has one; see the table in [`grad`](crate::grad).
 ///
 /// ```
 /// use gather::ops::reduce::{scatter_groups, GroupOptions, GroupReduce};

@@ -362,7 +362,7 @@ where
 /// The values are bitwise those of [`segment_reduce`] with `Amax`/`Amin`. The arg is the
 /// position in `src` along `axis` (offsets included) of the **first** source holding the result
 /// (for a NaN result, the first NaN); empty segments hold `fill` and the arg
-/// [`NO_ARG`](super::reduce::NO_ARG) (`-1`; pytorch_scatter uses `src.shape[axis]`). Its
+/// [`NO_ARG`] (`-1`; pytorch_scatter uses `src.shape[axis]`). Its
 /// gradient is [`grad::segment_arg_reduce`](crate::grad::segment_arg_reduce).
 ///
 /// ```
