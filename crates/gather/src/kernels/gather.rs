@@ -153,8 +153,9 @@ where
 /// under Miri, whose test inputs are small.
 const TILE_BYTES: usize = if cfg!(miri) { 4 << 10 } else { 256 << 10 };
 
-/// Bytes of a staged tile ([`staged`]): half of a core's L2 cache. A stand-alone model of W5
-/// took 31 ms with 512 KiB tiles, 50 ms with 256 KiB and 38 ms with 1 MiB. 8 KiB under Miri.
+/// Bytes of a staged tile ([`staged`]): half of a core's L2 cache, the size that served W5 best
+/// of those compared, smaller and larger (see docs/performance.md,
+/// "kernels/gather.rs: STAGE_BYTES"). 8 KiB under Miri.
 const STAGE_BYTES: usize = if cfg!(miri) { 8 << 10 } else { 512 << 10 };
 
 /// The operands of a gather, shared by every task.
@@ -333,10 +334,10 @@ where
 /// The lookup loop of [`run`]: output and index contiguous along the inner axis, the input read
 /// at `j * xs + map(index[j]) * dstride` from the position's base, for `steps = (xs, dstride)`.
 /// Steps `(0, 1)` are a lookup along one contiguous row of the input (the inner axis is `dim`,
-/// W1): each task then runs the `UNIT` instance of [`lookup_row`], whose steps are constants.
-/// With them read at run time, a multiply and an add per element took a stand-alone model of W1's
-/// loop from 207 to 243 µs on one thread. Under the strict policy, and over an input small enough
-/// not to be prefetched, that instance checks four elements at a time.
+/// W1): each task then runs the `UNIT` instance of [`lookup_row`], whose steps are constants, so
+/// that the loop does not pay a multiply and an add per element for steps read at run time (see
+/// docs/performance.md, "kernels/gather.rs: lookup"). Under the strict policy, and over an input
+/// small enough not to be prefetched, that instance checks four elements at a time.
 fn lookup<T, I, M, R>(
     nest: &Nest<3>,
     p: Ptrs<T, I>,
@@ -378,18 +379,16 @@ fn lookup<T, I, M, R>(
 /// With `direct = Some(size)` (`map` is the identity on `0..size` and flags any other value), the
 /// loop takes four elements at a time: four index loads, one unsigned comparison of their maximum
 /// against `size` (the per-element `map` only on a cold path, [`lookup_each`], when it fails),
-/// then four input loads and four stores: one branch per four elements instead of four. On one
-/// thread, W1 (`gather bench`, 8 alternating rounds against the per-element loop on a noisy
-/// machine) took a best time of 283 µs against 319 µs, medians of the rounds' minima 318 against
-/// 387 µs; on two threads the rounds' noise (±30%) hid any difference. Only the `UNIT` instance
-/// takes it: W10's strided lookup showed no gain. A stand-alone model took 250 against 307 µs; an
-/// AVX2 hardware gather (`vgatherqps`) took 384–418 µs there.
+/// then four input loads and four stores: one branch per four elements instead of four. Only the
+/// `UNIT` instance takes it, as the strided lookup does not gain from it; the loads stay scalar,
+/// which a hardware gather (AVX2 `vgatherqps`) does not beat (see docs/performance.md,
+/// "kernels/gather.rs: lookup_row").
 ///
 /// Not inlined into the task: inlined into the planner's loop, whose own state takes the
 /// registers, the loop kept its pointers and `size` on the stack and reloaded them at every
-/// element (three more loads, W1 on one thread from 340 to 440–580 µs). Here they stay in
-/// registers, and with `UNIT` the strides are constants (the task closure reads its captures
-/// from memory, so it cannot make them so).
+/// element (three more loads per element). Here they stay in registers, and with `UNIT` the
+/// strides are constants (the task closure reads its captures from memory, so it cannot make them
+/// so).
 ///
 /// # Safety
 /// For every `j` in `r`, `op.add(j)` must be writable and `ip.add(j)` readable, and
@@ -450,8 +449,7 @@ where
 /// `dst[k] = *at[k]` for `k < 4`. Elements of four bytes (float32, int32) are loaded into one
 /// vector register and written with one 16-byte store: W1's loop is bound by its memory
 /// operations, eight loads and four stores per group, and the compiler wrote the unaligned
-/// `[T; 4]` as four 4-byte stores. In a stand-alone model of W1's loop on one thread (Zen 4), 0.353
-/// against 0.390 ns per element with the data in the L3 (0.300 against 0.344 in the L1). The loads
+/// `[T; 4]` as four 4-byte stores (see docs/performance.md, "kernels/gather.rs: store4"). The loads
 /// and shuffles (`movss`, `unpcklps`, `movlhps`) move bits and never touch their values: a NaN's
 /// payload, an integer, whatever the four bytes hold, is written unchanged.
 ///
@@ -631,13 +629,11 @@ struct RowSteps {
 /// op:  [ xp[0*x + 3*dim..][..K] | xp[1*x + 0*dim..][..K] | xp[2*x + 2*dim..][..K] | ... ]
 /// ```
 ///
-/// With `K` and the output and index steps constants the copy is one fixed-size move, and as a
-/// function of its own (not inlined into the planner's loop) the pointers and strides stay in
-/// registers. The loop it replaces, which matched the row length at every row (a jump through a
-/// table) and requested both lines of every row, took W4 (65,536 rows of 16 bytes, one thread)
-/// 200 µs; a stand-alone model of it took 160–185 µs, 110 µs with the length fixed, and 8% less
-/// again with the output and index steps fixed. Deciding at each row whether its last line is
-/// another one cost the model 13% more than requesting one line.
+/// With `K` and the output and index steps constants the copy is one fixed-size move (no jump on
+/// the row length at every row), and as a function of its own (not inlined into the planner's
+/// loop) the pointers and strides stay in registers. Whether a row's last line is requested too
+/// is decided once per task (`steps.crosses`): a test at every row costs the loop more than a
+/// request of one line per row (see docs/performance.md, "kernels/gather.rs: fixed_rows").
 ///
 /// # Safety
 /// For every `j` in `r`, the `K` elements at `op.add(j * K)` must be writable, `ip.add(j)`

@@ -62,8 +62,8 @@ pub(crate) fn position(bounds: Bounds, value: i64, size: usize) -> isize {
 /// The four index values at `ip..ip + 4`, and whether all four are positions of `0..size`: one
 /// unsigned comparison of their maximum (a negative value is a huge unsigned one) instead of four.
 /// The grouped element loops of gather (`lookup_row`) and scatter take four values at a time with
-/// it. Written out: `[0, 1, 2, 3].map(..)` was left as a call to `array::try_map` (W1 went from
-/// 0.26 to 1.1 ms).
+/// it. The four loads are written out: as `[0, 1, 2, 3].map(..)` the compiler leaves a call to
+/// `array::try_map` in the loop (see docs/performance.md, "kernels/mod.rs: four_values").
 ///
 /// # Safety
 /// `ip..ip + 4` must be readable.
@@ -83,8 +83,8 @@ pub(crate) unsafe fn four_values<I: IndexElem>(ip: *const I, size: usize) -> ([i
 /// under the strict policy (`WRAP == false`) or the wrapping one (negative values count from the
 /// end). A value out of range sets `flag` and gives position 0 (in range: `size > 0`). The check
 /// is one unsigned comparison and a branch to a cold path: always predicted, it costs fewer
-/// instructions in the loop than a select (W1 took 0.18 ms with the branch and 0.20 ms with a
-/// select and an or).
+/// instructions in the loop than a select and an or (see docs/performance.md,
+/// "kernels/mod.rs: checked_position").
 #[inline(always)]
 pub(crate) fn checked_position<const WRAP: bool>(
     value: i64,
@@ -134,8 +134,9 @@ pub(crate) const PREFETCH_DISTANCE: usize = 16;
 ///
 /// A macro, not a function taking a closure: the body is written out in two loops, one where
 /// `next` is always `Some` and one where it is always `None`, so each compiles to the loop it
-/// would be written by hand. Through a closure called from the two loops, the short-row copy of
-/// `gather` (W4) was not inlined and took 2.3× as long.
+/// would be written by hand. Through a closure called from the two loops, the compiler does not
+/// inline hot bodies such as gather's short-row copy (see docs/performance.md,
+/// "kernels/mod.rs: walk_ahead!").
 macro_rules! walk_ahead {
     ($r:expr, $distance:expr, |$j:ident, $next:ident| $body:block) => {{
         let r: ::std::ops::Range<usize> = $r;
@@ -194,10 +195,11 @@ const ALLOCATOR_OVERHEAD: usize = 32;
 ///
 /// A request of that size is mapped 2 MiB-aligned by Linux, so the whole buffer can be huge pages,
 /// where an arbitrary size lands at an arbitrary 4 KiB boundary and leaves on average 1 MiB at
-/// each end on 4 KiB pages (~500 page faults, about 1 ms of the 7 ms of W8's 51 MB output). The
-/// rounding is never touched, so it costs no memory but the rest of the last huge page (under
-/// 2 MiB, and under an eighth of the size). With another allocator, or where the mapping is not
-/// aligned, the buffer is as before and only the interior is advised.
+/// each end on 4 KiB pages, each page a fault at its first touch (see docs/performance.md,
+/// "kernels/mod.rs: huge_page_capacity"). The rounding is never touched, so it costs no memory
+/// but the rest of the last huge page (under 2 MiB, and under an eighth of the size). With another
+/// allocator, or where the mapping is not aligned, the buffer is as before and only the interior
+/// is advised.
 pub(crate) fn huge_page_capacity<T>(n: usize) -> usize {
     let elem = std::mem::size_of::<T>();
     let bytes = n.saturating_mul(elem);
@@ -222,10 +224,10 @@ pub(crate) fn huge_page_capacity<T>(n: usize) -> usize {
 /// transparent huge pages, where the system allows it (`madvise(MADV_HUGEPAGE)`, Linux only).
 ///
 /// A new buffer is paid for at its first touch: one page fault per page. With 4 KiB pages a
-/// 64 MiB output costs about 16 000 faults (~40 ms on the 2-core machine the benchmarks run on),
-/// with 2 MiB pages 32 (~9 ms). The buffer stays an ordinary allocation of the global allocator
-/// (large ones are served by `mmap`), freed as usual. Small buffers, other systems, and kernels
-/// without THP: nothing happens.
+/// 64 MiB output costs about 16 000 faults, with 2 MiB pages 32 (timings in docs/performance.md,
+/// "kernels/mod.rs: advise_huge_pages"). The buffer stays an ordinary allocation of the global
+/// allocator (large ones are served by `mmap`), freed as usual. Small buffers, other systems, and
+/// kernels without THP: nothing happens.
 ///
 /// Which pages are advised:
 ///
@@ -238,8 +240,8 @@ pub(crate) fn huge_page_capacity<T>(n: usize) -> usize {
 /// size, which glibc serves with a mapping of whole huge pages that Linux aligns), the whole
 /// mapping is advised, from the boundary (which holds the allocator's header), and its first
 /// 2 MiB, whose header page the allocator has already touched as a 4 KiB page, is collapsed
-/// into a huge page at once (`MADV_COLLAPSE`, Linux 6.1 on). Measured on a 51 MB output copied
-/// by 2 threads (W8's): 6.1 ms against 6.6–7.5 ms for the interior alone.
+/// into a huge page at once (`MADV_COLLAPSE`, Linux 6.1 on), so that the whole buffer, its first
+/// 2 MiB included, is on huge pages (see docs/performance.md, "kernels/mod.rs: advise_huge_pages").
 pub(crate) fn advise_huge_pages<T>(v: &mut Vec<T>) {
     // Miri runs no foreign functions: the advice is skipped there (it never changes contents).
     #[cfg(all(target_os = "linux", not(miri)))]

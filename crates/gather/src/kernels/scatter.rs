@@ -544,9 +544,9 @@ fn run<A, T, I, M, F>(
     let inner_is_dim = !nest.inner_splittable;
     // The inner axis is `dim`, and the index, src and dst are all contiguous along it (W11:
     // `self[1000,1000].scatter(1, index[1000,500], src)`): the element loop with the strides as
-    // constants, a load, a check, a load and an update per element. With the four strides read
-    // at run time (a multiply and an add for each), W11a took 306 µs on 2 threads against 247 µs
-    // (medians of 6 alternating bench rounds).
+    // constants, a load, a check, a load and an update per element, without the multiply and add
+    // per stride that strides read at run time would cost (see docs/performance.md,
+    // "kernels/scatter.rs: run").
     let unit = is == 1 && ds == 0 && ss == 1 && dstride == 1;
     // `move`: the strides become the closure's own values, and `map` (Copy) is copied into each
     // task. Captured by reference, they were reloaded from memory after every store through
@@ -679,15 +679,11 @@ fn row_index<I: IndexElem>(index: &CheckedIndex<'_, I>, dim: usize) -> bool {
 /// destination far larger than the positions. In parallel the grouped loop ([`rows`]) runs: it
 /// splits the destination rows between the threads and prefetches each source row.
 ///
-/// Splitting a source-order walk between threads (each owning some rows, or a piece of every
-/// row) left each thread as many cache misses as one thread had, or read `src` with gaps that
-/// defeat the hardware prefetcher (W6 on 2 threads: 53 ms, against 41 ms grouped and 40 ms for
-/// one thread in source order; in a stand-alone model with the rows requested 16 ahead, 28–30 ms
-/// against 23–25 for one thread). One thread walking W6 in source order while the other idles
-/// was measured against the grouped loop on both, in one binary: 25.9 ms against 28.6 (medians
-/// of 6 alternating runs) in one hour, 32.9 against 30.7 with outliers to 40 ms in the next (W7:
-/// 29.4 against 33.5, then 35.0 against 33.3, one run 65 ms): no gain that holds on this shared
-/// machine, and one thread is the more exposed to its neighbours, so two threads stay grouped.
+/// A source-order walk is not split between threads: each (owning some rows, or a piece of every
+/// row) keeps as many cache misses as one thread has, or reads `src` with gaps that defeat the
+/// hardware prefetcher. Nor does one thread walk while the others idle: that shows no gain over
+/// the grouped loop that holds on a shared machine, and one thread is the more exposed to its
+/// neighbours (see docs/performance.md, "kernels/scatter.rs: direct_fits").
 fn direct_fits(e_len: usize, slice_shape: &[usize], rows: usize, marks: bool) -> bool {
     let slice_len: usize = slice_shape.iter().product();
     let serial = e_len.saturating_mul(slice_len) < 2 * crate::plan::GRAIN
@@ -742,10 +738,9 @@ pub(crate) fn scatter_rows<A, T, F>(
 }
 
 /// How many positions ahead [`direct`] requests the destination row: the rows are random in a
-/// destination larger than the caches, so each is a miss to memory. W6 on one thread: 27.6–28.1 ms
-/// (minima of 3 alternating runs) with 16, against 33.2–35.0 with 4, and W7 31.0 against
-/// 39.0–42.2. A stand-alone model of the walk: 4 → 16 took it from 30.6–35.0 ms to 21.7–22.9;
-/// prefetching the source rows as well gained nothing (the hardware prefetcher streams them).
+/// destination larger than the caches, so each is a miss to memory, and 16 in flight hide far
+/// more of that latency than a few. The source rows are not prefetched: the hardware prefetcher
+/// streams them (see docs/performance.md, "kernels/scatter.rs: DIRECT_AHEAD").
 const DIRECT_AHEAD: usize = 16;
 
 /// A row-index scatter in source order, with no grouping, on the calling thread: the positions
@@ -1000,8 +995,8 @@ impl<A: Copy, T: Copy> Rows<A, T> {
 
     /// The source this many positions ahead (in the grouped order) is prefetched. Sources are
     /// rows at random places of a large `src`, so each one is a miss to memory: 16 in flight per
-    /// thread took the walk of W6 from 31.7 to 27.8 ms on 2 threads in a stand-alone model of the
-    /// loop (4 in flight before; 8 gave 29.9 ms, 32 gave 27.5).
+    /// thread hide most of their latency, and more gain little (see docs/performance.md,
+    /// "kernels/scatter.rs: Rows::AHEAD").
     const AHEAD: usize = 16;
 
     /// Reduces, into the slice piece `base + r` of destination row `row`, the sources

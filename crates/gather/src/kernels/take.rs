@@ -201,7 +201,7 @@ fn run_take<T, I, M, O>(
     let body = |base: [isize; 2], r: std::ops::Range<usize>| {
         // Local copies: read through the closure, the strides and `map`'s and `offset`'s
         // captures would be reloaded after every store to the output (the compiler cannot rule
-        // out aliasing; perf showed both strides loaded in W9's loop).
+        // out aliasing; see docs/performance.md, "kernels/take.rs: run_take").
         let (o, i, x, map, offset, os, is) = (out, idx, x, map, offset, os, is);
         let mut flag = false;
         // SAFETY: `base` plus `j * stride` for `j` in the inner range are the offsets of positions

@@ -255,13 +255,10 @@ where
 /// ([`kernels::scatter::scatter_checking_fresh`]), where that is the same computation and pays:
 /// the element loop with an in-loop check (not a row index), and a reduction with `include_self`
 /// that needs neither a wider accumulator nor counts, whose every update reads the destination
-/// element it writes (W11b, `scatter_add`: the minima of 7 alternating bench rounds went from
-/// 0.217–0.348 ms to 0.221–0.242), or a plain write. A plain write does not read the element,
-/// but each task's row of the copy is still in L1 when the loop writes into it, where after one
-/// large copy (4 MB for W11a, more than L2) the loop's writes went back to L3 for their lines:
-/// W11a on 2 threads, 6 alternating rounds of 2000 calls, medians 181–205 µs against 205–253 µs
-/// with the copy first, minima 168–172 against 182–190. `None` where it does not apply, before
-/// any work.
+/// element it writes, or a plain write. A plain write does not read the element, but each task's
+/// row of the copy is still in L1 when the loop writes into it, where after one large copy (more
+/// than L2) the loop's writes go back to L3 for their lines (see docs/performance.md,
+/// "ops/scatter.rs: scatter_fresh_fused"). `None` where it does not apply, before any work.
 fn scatter_fresh_fused<T, S, D, I>(
     op: &str,
     input: &ArrayBase<S, D>,
