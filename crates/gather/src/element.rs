@@ -248,7 +248,9 @@ fn overflow(s: Scalar, dt: DType) -> Error {
 /// assert_eq!(bool::acc_add(true, true), true);
 /// assert_eq!(u8::max_identity(), 0);
 /// ```
-pub trait Element: Copy + Send + Sync + PartialEq + Debug + Default + 'static {
+pub trait Element:
+    crate::kernels::words::Plain + Copy + Send + Sync + PartialEq + Debug + Default + 'static
+{
     /// The dtype tag.
     const DTYPE: DType;
     /// The accumulation type of reductions.

@@ -26,7 +26,9 @@ use crate::error::{Error, ErrorKind, Result};
 /// assert_eq!(u64::MAX.to_i64(), i64::MAX);
 /// assert_eq!((-3i8).to_i64(), -3);
 /// ```
-pub trait IndexElem: Copy + Send + Sync + std::fmt::Debug + 'static {
+pub trait IndexElem:
+    crate::kernels::words::Plain + Copy + Send + Sync + std::fmt::Debug + 'static
+{
     /// The dtype tag of the index type (`usize`/`isize` report their 64-bit equivalent).
     const DTYPE: DType;
     /// The value as `i64`, saturating for unsigned values above `i64::MAX`.

@@ -7,13 +7,17 @@
 use ndarray::{ArrayView, IxDyn};
 
 use super::SharedPtr;
+use super::words::{self, Plain, Word};
 use crate::plan::Nest;
 
 /// Copies `src` in row-major order into `out` (empty, with capacity for `src.len()` elements).
-pub(crate) fn copy_into<T>(src: &ArrayView<'_, T, IxDyn>, mut out: Vec<T>) -> Vec<T>
-where
-    T: Copy + Send + Sync,
-{
+pub(crate) fn copy_into<T: Plain>(src: &ArrayView<'_, T, IxDyn>, out: Vec<T>) -> Vec<T> {
+    let out = copy_words(&words::view(src), words::vec(out));
+    // SAFETY: the kernel only copies words of `src`, i.e. elements of `T`, into `out`.
+    unsafe { words::unvec(out) }
+}
+
+fn copy_words<T: Word>(src: &ArrayView<'_, T, IxDyn>, mut out: Vec<T>) -> Vec<T> {
     let n = src.len();
     assert!(
         out.is_empty() && out.capacity() >= n,

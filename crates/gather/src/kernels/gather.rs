@@ -16,7 +16,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use ndarray::{ArrayView, IxDyn};
 
+use super::words;
 use super::{SharedPtr, checked_position, position};
+use crate::element::Element;
 use crate::index::{Bounds, CheckedIndex, IndexElem};
 use crate::plan::Nest;
 
@@ -33,12 +35,15 @@ pub(crate) fn gather<T, I>(
     out: Vec<T>,
 ) -> Vec<T>
 where
-    T: Copy + Send + Sync,
+    T: Element,
     I: IndexElem,
 {
     let mode = Mode::Checked(index.bounds());
-    let out = gather_impl(input, dim, index.view(), index.size(), mode, out);
-    out.expect("checked values are never out of range")
+    let (input, out) = (words::view(input), words::vec(out));
+    let out = gather_impl(&input, dim, index.view(), index.size(), mode, out);
+    let out = out.expect("checked values are never out of range");
+    // SAFETY: the kernel only copies words of `input`, i.e. elements of `T`, into `out`.
+    unsafe { words::unvec(out) }
 }
 
 /// [`gather`] under the strict bounds policy with an index that has not been checked: every value
@@ -53,12 +58,15 @@ pub(crate) fn gather_checking<T, I>(
     out: Vec<T>,
 ) -> Option<Vec<T>>
 where
-    T: Copy + Send + Sync,
+    T: Element,
     I: IndexElem,
 {
     assert!(dim < input.ndim(), "gather kernel: dim out of range");
     let size = input.shape()[dim];
-    gather_impl(input, dim, index, size, Mode::Checking, out)
+    let (input, out) = (words::view(input), words::vec(out));
+    let out = gather_impl(&input, dim, index, size, Mode::Checking, out);
+    // SAFETY: the kernel only copies words of `input`, i.e. elements of `T`, into `out`.
+    out.map(|out| unsafe { words::unvec(out) })
 }
 
 /// Whether the index values were checked before the kernel (under a policy), or are checked by
@@ -901,7 +909,7 @@ mod tests {
             .collect()
     }
 
-    fn check<T: Copy + Send + Sync + PartialEq + std::fmt::Debug>(
+    fn check<T: Element>(
         name: &str,
         x: &ArrayView<'_, T, IxDyn>,
         dim: usize,

@@ -11,6 +11,7 @@ pub(crate) mod gather;
 pub(crate) mod scatter;
 pub(crate) mod segment;
 pub(crate) mod take;
+pub(crate) mod words;
 
 use crate::index::{Bounds, IndexElem};
 

@@ -14,7 +14,9 @@ use ndarray::{ArrayView, ArrayViewMut, IxDyn};
 use rayon::prelude::*;
 
 use super::segment::Segments;
+use super::words::{self, Plain};
 use super::{SharedPtr, checked_position, position};
+use crate::element::Element;
 use crate::index::{Bounds, CheckedIndex, IndexElem};
 use crate::plan::Nest;
 
@@ -195,7 +197,7 @@ pub(crate) fn scatter_checking_fresh<A, T, I, F>(
     update: F,
 ) -> Vec<A>
 where
-    A: Copy + Send + Sync,
+    A: Plain,
     T: Copy + Send + Sync,
     I: IndexElem,
     F: Fn(&mut A, T) + Sync + Send,
@@ -238,6 +240,24 @@ where
     // along `dim` (`from.shape()[dim]` of them) before updating any (see `run`).
     unsafe { out.set_len(n) };
     out
+}
+
+/// [`scatter_checking_fresh`] with a plain write (the last update in index order wins), run on
+/// words of `T`'s width.
+pub(crate) fn scatter_checking_fresh_set<T: Element, I: IndexElem>(
+    from: &ArrayView<'_, T, IxDyn>,
+    out: Vec<T>,
+    dim: usize,
+    index: &ArrayView<'_, I, IxDyn>,
+    src: &ArrayView<'_, T, IxDyn>,
+    bad: &AtomicBool,
+) -> Vec<T> {
+    let (from, src) = (words::view(from), words::view(src));
+    let set = |a: &mut T::Word, s: T::Word| *a = s;
+    let out = scatter_checking_fresh(&from, words::vec(out), dim, index, &src, bad, set);
+    // SAFETY: the copy and the plain write store only words of `from` and `src`, i.e. elements of
+    // `T`.
+    unsafe { words::unvec(out) }
 }
 
 /// Where each task of [`run`] copies its part of a fresh destination from first (see
@@ -284,10 +304,14 @@ pub(crate) fn scatter_set<T, I>(
     index: &CheckedIndex<'_, I>,
     src: &ArrayView<'_, T, IxDyn>,
 ) where
-    T: Copy + Send + Sync,
+    T: Element,
     I: IndexElem,
 {
-    scatter_impl(dst, dim, index, src, None, true, |a: &mut T, s: T| *a = s)
+    // SAFETY: the plain write below stores only words of `src`, i.e. elements of `T`.
+    let mut dst = unsafe { words::view_mut(dst) };
+    let src = words::view(src);
+    let set = |a: &mut T::Word, s: T::Word| *a = s;
+    scatter_impl(&mut dst, dim, index, &src, None, true, set)
 }
 
 /// Row-index scatters whose slices (the part of one position along `dim`) have fewer elements

@@ -19,7 +19,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use ndarray::{ArrayView, ArrayViewMut, IxDyn};
 
+use super::words::{self, Word};
 use super::{SharedPtr, checked_position, position};
+use crate::element::Element;
 use crate::index::{Bounds, CheckedIndex, IndexElem};
 use crate::plan::Nest;
 
@@ -77,7 +79,7 @@ pub(crate) fn take<T, I>(
     out: Vec<T>,
 ) -> Vec<T>
 where
-    T: Copy + Send + Sync,
+    T: Element,
     I: IndexElem,
 {
     assert_eq!(
@@ -87,7 +89,11 @@ where
     );
     let (bounds, size) = (index.bounds(), index.size());
     let map = move |v: i64, _: &mut bool| position(bounds, v, size) as usize;
-    take_impl(input, index.view(), map, out).expect("checked values are never out of range")
+    let (input, out) = (words::view(input), words::vec(out));
+    let out = take_impl(&input, index.view(), map, out);
+    let out = out.expect("checked values are never out of range");
+    // SAFETY: the kernel only copies words of `input`, i.e. elements of `T`, into `out`.
+    unsafe { words::unvec(out) }
 }
 
 /// [`take`] under the strict or the wrapping policy with an index that has not been checked:
@@ -102,13 +108,27 @@ pub(crate) fn take_checking<T, I>(
     out: Vec<T>,
 ) -> Option<Vec<T>>
 where
-    T: Copy + Send + Sync,
+    T: Element,
     I: IndexElem,
 {
     let size = input.len();
     if size == 0 {
         return index.is_empty().then_some(out);
     }
+    let (input, out) = (words::view(input), words::vec(out));
+    let out = take_policy(&input, index, bounds, out);
+    // SAFETY: the kernel only copies words of `input`, i.e. elements of `T`, into `out`.
+    out.map(|out| unsafe { words::unvec(out) })
+}
+
+/// [`take_checking`] on words, one loop per policy.
+fn take_policy<W: Word, I: IndexElem>(
+    input: &ArrayView<'_, W, IxDyn>,
+    index: &ArrayView<'_, I, IxDyn>,
+    bounds: Bounds,
+    out: Vec<W>,
+) -> Option<Vec<W>> {
+    let size = input.len();
     // A value out of range reads element 0 instead (there is one) and sets the task's flag.
     match bounds {
         Bounds::Strict => take_impl(

@@ -72,7 +72,7 @@ pub(crate) fn try_vec<T>(op: &str, n: usize) -> Result<Vec<T>> {
 /// an error instead of aborting when it does not fit in memory. Large copies run in parallel.
 pub(crate) fn try_to_owned<T, S, D>(op: &str, a: &ArrayBase<S, D>) -> Result<Array<T, D>>
 where
-    T: Copy + Send + Sync,
+    T: crate::kernels::words::Plain,
     S: Data<Elem = T>,
     D: Dimension,
 {

@@ -312,7 +312,14 @@ where
     };
     let out = match reduce {
         Some(r) => with_update(r, |a: &T| a.to_acc(), T::from_acc, fresh),
-        None => fresh.run(|a: &mut T, s: T| *a = s),
+        None => kernels::scatter::scatter_checking_fresh_set(
+            fresh.from,
+            fresh.out,
+            fresh.dim,
+            fresh.index,
+            fresh.src,
+            fresh.bad,
+        ),
     };
     if bad.load(Ordering::Relaxed) {
         return Err(first_bad_value(op, &index, d, size));

@@ -143,7 +143,7 @@ pub(crate) fn flatten_own_axes<'a, I: IndexElem>(
 /// `view` in `shape` (same element count, row-major order): the view itself when its strides
 /// allow, else a standard-layout copy allocated fallibly (an error naming `op`, not an abort, when
 /// it does not fit: a broadcast view can be far larger than its memory).
-pub(crate) fn reshaped<'a, T: Copy + Send + Sync>(
+pub(crate) fn reshaped<'a, T: crate::kernels::words::Plain>(
     op: &str,
     view: &ArrayView<'a, T, IxDyn>,
     shape: &[usize],
