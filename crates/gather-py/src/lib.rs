@@ -116,17 +116,17 @@ macro_rules! with_view {
     };
 }
 
-/// Runs `$body` with `$a` bound to an integer index view: `i32` and `i64` indices as they are, the
-/// other integer types widened to an `i64` copy (as the dynamic layer does); `None` for float and
-/// bool indices (the dynamic layer reports those, or accepts them when empty where PyTorch does).
+/// Runs `$body` with `$a` bound to an integer index view: `i64` indices as they are, the other
+/// integer types widened to an `i64` copy (as the dynamic layer does, so that each op is compiled
+/// for one index type); `None` for float and bool indices (the dynamic layer reports those, or
+/// accepts them when empty where PyTorch does).
 macro_rules! with_index_view {
     ($v:expr, $a:ident => $body:expr) => {
         match $v {
-            View::I32($a) => $body,
             View::I64($a) => $body,
             other => match widen_index(other) {
                 Some(wide) => {
-                    let wide = wide.view();
+                    let wide = widened(other, &wide);
                     let $a = &wide;
                     $body
                 }
@@ -192,17 +192,37 @@ fn to_tensors(views: &Views) -> Tensors {
         .collect()
 }
 
-/// An index view of any integer dtype as `i64` (a copy; `i32`/`i64` never come here).
+/// An index view of an integer dtype other than `i64` as an `i64` copy of the memory it reads:
+/// each stride-0 (broadcast) axis is copied at length 1, so an expanded index is never
+/// materialised; [`widened`] broadcasts the copy back to the view's shape. `None` for float and
+/// bool views (and `i64`, which is used as it is).
 fn widen_index(v: &View) -> Option<ArrayD<i64>> {
+    fn compact<T: IndexElem>(a: &ArrayViewD<T>) -> ArrayD<i64> {
+        let mut c = a.view();
+        for ax in 0..c.ndim() {
+            if c.strides()[ax] == 0 && c.shape()[ax] > 1 {
+                c.collapse_axis(ndarray::Axis(ax), 0);
+            }
+        }
+        map_owned(&c, IndexElem::to_i64)
+    }
     match v {
-        View::U8(a) => Some(map_owned(a, IndexElem::to_i64)),
-        View::I8(a) => Some(map_owned(a, IndexElem::to_i64)),
-        View::I16(a) => Some(map_owned(a, IndexElem::to_i64)),
-        View::U16(a) => Some(map_owned(a, IndexElem::to_i64)),
-        View::U32(a) => Some(map_owned(a, IndexElem::to_i64)),
-        View::U64(a) => Some(map_owned(a, IndexElem::to_i64)),
+        View::I32(a) => Some(compact(a)),
+        View::U8(a) => Some(compact(a)),
+        View::I8(a) => Some(compact(a)),
+        View::I16(a) => Some(compact(a)),
+        View::U16(a) => Some(compact(a)),
+        View::U32(a) => Some(compact(a)),
+        View::U64(a) => Some(compact(a)),
         _ => None,
     }
+}
+
+/// The [`widen_index`] copy of `v`, broadcast back to `v`'s shape.
+fn widened<'a>(v: &View, wide: &'a ArrayD<i64>) -> ArrayViewD<'a, i64> {
+    let shape = with_view!(v, a => a.raw_dim());
+    wide.broadcast(shape)
+        .unwrap_or_else(|| unreachable!("the copy has the view's shape but stride-0 axes"))
 }
 
 /// An `InvalidArgument` error.
@@ -407,10 +427,11 @@ fn compute_grad(
             })?;
             let shape = ndarray::IxDyn(shape);
             let r = match index {
-                View::I32(i) => lib::grad::select_batched(g, shape, axis, i, batch),
                 View::I64(i) => lib::grad::select_batched(g, shape, axis, i, batch),
                 other => match widen_index(other) {
-                    Some(i) => lib::grad::select_batched(g, shape, axis, &i, batch),
+                    Some(i) => {
+                        lib::grad::select_batched(g, shape, axis, &widened(other, &i), batch)
+                    }
                     None => Err(invalid(
                         "grad::select_batched: expected an integer dtype for index",
                     )),

@@ -86,15 +86,20 @@ macro_rules! with_tensor {
 }
 
 /// Runs `$body` with `$a` bound to the typed array of an integer [`Tensor`]; evaluates `$other`
-/// for float and bool tensors. `i32` and `i64` indices are used as they are; the other integer
-/// types are widened to `i64` first (this keeps the number of compiled kernels down; the typed API
-/// takes every integer type without a copy).
+/// for float and bool tensors. `i64` indices are used as they are; the other integer types are
+/// widened to an `i64` copy first, so that every op is compiled for one index type here (the typed
+/// API takes every integer type without a copy). Checks that print the index's dtype run on the
+/// [`Tensor`] before this.
 #[macro_export]
 macro_rules! with_index_tensor {
     ($t:expr, $a:ident => $body:expr, _ => $other:expr) => {
         match $t {
-            $crate::dynamic::Tensor::I32($a) => $body,
             $crate::dynamic::Tensor::I64($a) => $body,
+            $crate::dynamic::Tensor::I32(w) => {
+                let wide = w.mapv(|v| $crate::IndexElem::to_i64(v));
+                let $a = &wide;
+                $body
+            }
             $crate::dynamic::Tensor::U8(w) => {
                 let wide = w.mapv(|v| $crate::IndexElem::to_i64(v));
                 let $a = &wide;
