@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 export MIRIFLAGS="${MIRIFLAGS:--Zmiri-tree-borrows -Zmiri-permissive-provenance -Zmiri-ignore-leaks}"
 filters=("$@")
 if [ ${#filters[@]} -eq 0 ]; then
-  groups=("kernels::scatter" "kernels::gather kernels::take kernels::copy kernels::segment")
+  groups=("kernels::scatter" "kernels::gather kernels::take kernels::copy kernels::segment kernels::words")
 else
   groups=("${filters[*]}")
 fi
