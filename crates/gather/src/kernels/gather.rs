@@ -16,9 +16,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use ndarray::{ArrayView, IxDyn};
 
-use super::words;
+use super::words::{self, Plain};
 use super::{SharedPtr, checked_position, position};
-use crate::element::Element;
 use crate::index::{Bounds, CheckedIndex, IndexElem};
 use crate::plan::Nest;
 
@@ -35,7 +34,7 @@ pub(crate) fn gather<T, I>(
     out: Vec<T>,
 ) -> Vec<T>
 where
-    T: Element,
+    T: Plain,
     I: IndexElem,
 {
     let mode = Mode::Checked(index.bounds());
@@ -58,7 +57,7 @@ pub(crate) fn gather_checking<T, I>(
     out: Vec<T>,
 ) -> Option<Vec<T>>
 where
-    T: Element,
+    T: Plain,
     I: IndexElem,
 {
     assert!(dim < input.ndim(), "gather kernel: dim out of range");
@@ -909,7 +908,7 @@ mod tests {
             .collect()
     }
 
-    fn check<T: Element>(
+    fn check<T: crate::Element>(
         name: &str,
         x: &ArrayView<'_, T, IxDyn>,
         dim: usize,

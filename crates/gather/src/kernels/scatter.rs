@@ -16,7 +16,6 @@ use rayon::prelude::*;
 use super::segment::Segments;
 use super::words::{self, Plain};
 use super::{SharedPtr, checked_position, position};
-use crate::element::Element;
 use crate::index::{Bounds, CheckedIndex, IndexElem};
 use crate::plan::Nest;
 
@@ -244,7 +243,7 @@ where
 
 /// [`scatter_checking_fresh`] with a plain write (the last update in index order wins), run on
 /// words of `T`'s width.
-pub(crate) fn scatter_checking_fresh_set<T: Element, I: IndexElem>(
+pub(crate) fn scatter_checking_fresh_set<T: Plain, I: IndexElem>(
     from: &ArrayView<'_, T, IxDyn>,
     out: Vec<T>,
     dim: usize,
@@ -304,7 +303,7 @@ pub(crate) fn scatter_set<T, I>(
     index: &CheckedIndex<'_, I>,
     src: &ArrayView<'_, T, IxDyn>,
 ) where
-    T: Element,
+    T: Plain,
     I: IndexElem,
 {
     // SAFETY: the plain write below stores only words of `src`, i.e. elements of `T`.

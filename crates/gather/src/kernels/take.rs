@@ -19,9 +19,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use ndarray::{ArrayView, ArrayViewMut, IxDyn};
 
-use super::words::{self, Word};
+use super::words::{self, Plain, Word};
 use super::{SharedPtr, checked_position, position};
-use crate::element::Element;
 use crate::index::{Bounds, CheckedIndex, IndexElem};
 use crate::plan::Nest;
 
@@ -79,7 +78,7 @@ pub(crate) fn take<T, I>(
     out: Vec<T>,
 ) -> Vec<T>
 where
-    T: Element,
+    T: Plain,
     I: IndexElem,
 {
     assert_eq!(
@@ -108,7 +107,7 @@ pub(crate) fn take_checking<T, I>(
     out: Vec<T>,
 ) -> Option<Vec<T>>
 where
-    T: Element,
+    T: Plain,
     I: IndexElem,
 {
     let size = input.len();
