@@ -113,7 +113,7 @@ fn run<I: IndexElem>(b: &mut Bytes, conv: fn(i64) -> I) {
                 }
             }
             _ => {
-                let r = gather::gather_broadcast(&x, dim, &i);
+                let r = gather::Options::new().broadcast(true).gather(&x, dim, &i);
                 let valid = broadcast_is_valid(&x, dim, &i);
                 match r {
                     Ok(out) => check_gather_broadcast(&x, dim, &i, &out),

@@ -6,7 +6,7 @@
 //! integers, so that the sum is exact in any order).
 #![no_main]
 
-use gather::{IndexElem, LegacyReduce, Reduce};
+use gather::{IndexElem, Reduce};
 use gather_fuzz::{Backing, Bytes, Mode};
 use libfuzzer_sys::fuzz_target;
 use ndarray::{ArrayD, ArrayViewD, Dimension, IxDyn};
@@ -107,27 +107,41 @@ fn run<I: IndexElem>(b: &mut Bytes, conv: fn(i64) -> I) {
             let mut view = dst.view_mut();
             let r = match op {
                 0 => gather::scatter_inplace(&mut view, dim, &i, &s),
-                1 => gather::scatter_value_inplace(&mut view, dim, &i, 9),
+                1 => gather::scatter_inplace(&mut view, dim, &i, 9),
                 2 => gather::scatter_add_inplace(&mut view, dim, &i, &s),
-                3 => gather::scatter_legacy_inplace(&mut view, dim, &i, &s, LegacyReduce::Add),
-                4 => gather::scatter_legacy_inplace(&mut view, dim, &i, &s, LegacyReduce::Multiply),
-                5 => gather::scatter_value_legacy_inplace(
-                    &mut view,
-                    dim,
-                    &i,
-                    2,
-                    LegacyReduce::Multiply,
-                ),
-                9 => gather::scatter_broadcast_inplace(&mut view, dim, &i, &s),
-                10 => gather::scatter_add_broadcast_inplace(&mut view, dim, &i, &s),
-                11 => gather::scatter_reduce_broadcast_inplace(
+                3 => gather::scatter_reduce_inplace(
                     &mut view,
                     dim,
                     &i,
                     &s,
-                    reduce,
-                    include_self,
+                    gather::Reduce::Sum,
+                    true,
                 ),
+                4 => gather::scatter_reduce_inplace(
+                    &mut view,
+                    dim,
+                    &i,
+                    &s,
+                    gather::Reduce::Prod,
+                    true,
+                ),
+                5 => gather::scatter_reduce_inplace(
+                    &mut view,
+                    dim,
+                    &i,
+                    2,
+                    gather::Reduce::Prod,
+                    true,
+                ),
+                9 => gather::Options::new()
+                    .broadcast(true)
+                    .scatter_inplace(&mut view, dim, &i, &s),
+                10 => gather::Options::new()
+                    .broadcast(true)
+                    .scatter_add_inplace(&mut view, dim, &i, &s),
+                11 => gather::Options::new()
+                    .broadcast(true)
+                    .scatter_reduce_inplace(&mut view, dim, &i, &s, reduce, include_self),
                 _ => gather::scatter_reduce_inplace(&mut view, dim, &i, &s, reduce, include_self),
             };
             match r {

@@ -164,6 +164,7 @@ impl Flat {
             DType::BF16 => bf16::from_bits(b as u16).to_string(),
             DType::F32 => f32::from_bits(b as u32).to_string(),
             DType::F64 => f64::from_bits(b).to_string(),
+            _ => format!("{b:#x}"),
         }
     }
 

@@ -52,6 +52,7 @@ pub fn descr_for(dtype: DType) -> &'static str {
         DType::F16 => "<f2",
         DType::F32 => "<f4",
         DType::F64 => "<f8",
+        _ => unreachable!("gather-cli knows every DType of its gather version"),
     }
 }
 
@@ -107,6 +108,7 @@ pub fn parse_npy(bytes: &[u8], dtype: DType) -> Result<Tensor, String> {
             let bits = read_array::<u16>(file, &shape, fortran)?;
             Tensor::BF16(bits.mapv(bf16::from_bits))
         }
+        _ => return Err(format!("{} has no .npy reader", dtype.name())),
     })
 }
 
@@ -184,6 +186,7 @@ fn element_size(dtype: DType) -> usize {
         DType::I16 | DType::U16 | DType::F16 | DType::BF16 => 2,
         DType::I32 | DType::U32 | DType::F32 => 4,
         DType::I64 | DType::U64 | DType::F64 => 8,
+        _ => unreachable!("gather-cli knows every DType of its gather version"),
     }
 }
 

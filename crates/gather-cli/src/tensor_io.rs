@@ -314,6 +314,10 @@ fn from_scalars(dtype: DType, shape: &[usize], values: &[Scalar]) -> CliResult<T
         DType::BF16 => go::<bf16>(shape, values),
         DType::F32 => go::<f32>(shape, values),
         DType::F64 => go::<f64>(shape, values),
+        _ => Err(Failure::input(format!(
+            "{} is not supported here",
+            dtype.name()
+        ))),
     }
 }
 
@@ -385,6 +389,7 @@ fn element_size(dtype: DType) -> usize {
         DType::I16 | DType::U16 | DType::F16 | DType::BF16 => 2,
         DType::I32 | DType::U32 | DType::F32 => 4,
         DType::I64 | DType::U64 | DType::F64 => 8,
+        _ => unreachable!("gather-cli knows every DType of its gather version"),
     }
 }
 
@@ -434,6 +439,7 @@ fn decode(dtype: DType, data: &[u8], shape: &[usize], fortran: bool) -> Result<T
         DType::BF16 => decode_typed::<bf16>(data, shape, fortran),
         DType::F32 => decode_typed::<f32>(data, shape, fortran),
         DType::F64 => decode_typed::<f64>(data, shape, fortran),
+        _ => Err(format!("{} has no decoder", dtype.name())),
     }
 }
 
@@ -647,6 +653,7 @@ fn to_st_dtype(d: DType) -> safetensors::Dtype {
         DType::BF16 => S::BF16,
         DType::F32 => S::F32,
         DType::F64 => S::F64,
+        _ => unreachable!("gather-cli knows every DType of its gather version"),
     }
 }
 

@@ -71,7 +71,7 @@ pub enum Id {
     /// `W3s_topk_select_batched`: W3's data through [`gather::select_batched`] (`axis=1`,
     /// `batch_dims=1`), the index `[64,49]` as it is: the batched select beside W3 (issue 6).
     W3s,
-    /// `W3b_topk_gather_broadcast`: W3's data through [`gather::gather_broadcast`], the index
+    /// `W3b_topk_gather_broadcast`: W3's data through [`gather::Options`] with broadcasting, the index
     /// viewed `[64,49,1]` (no expand): the broadcasting gather beside W3 (issue 6).
     W3b,
 }
@@ -637,7 +637,11 @@ impl Workload {
             }
             (Id::W3b, Data::Patches { patches, indices }) => {
                 let idx = indices.view().insert_axis(Axis(2));
-                gather::gather_broadcast(patches, 1, &idx).map_err(e)?
+                gather::Options::new()
+                    .broadcast(true)
+                    .gather(patches, 1, &idx)
+                    .map_err(e)?
+                    .into_dyn()
             }
             (Id::W4, Data::Roi { roi_loc, labels }) => {
                 let r = labels.len();

@@ -185,9 +185,12 @@ fn run_gather_broadcast_writes_the_libraries_result() {
         &out,
     ]);
     assert_eq!(o.code, Some(0), "{}", o.stderr);
-    let want = gather::gather_broadcast(&patches, 1, &keep).unwrap();
+    let want = gather::Options::new()
+        .broadcast(true)
+        .gather(&patches, 1, &keep)
+        .unwrap();
     let got = read(&out);
-    assert_eq!(got, Tensor::from(want));
+    assert_eq!(got, Tensor::from(want.into_dyn()));
     assert_eq!(got.shape(), &[2, 2, 3]);
     assert_eq!(got.to_f64_vec()[..3], [30.0, 31.0, 32.0]);
 }

@@ -315,7 +315,7 @@ fn typed(op: &str, args: &Args, ins: &Views) -> Option<lib::Result<Outputs>> {
                 Some(_) => return None,
                 None => {
                     let n = usize::try_from(args.int("repeats").ok()?).ok()?;
-                    lib::repeat_interleave_scalar(a, n, d, size)
+                    lib::ops::repeat::repeat_interleave_scalar(a, n, d, size)
                 }
             };
             Some(r.map(|o| one(Tensor::from(o))))
@@ -338,16 +338,13 @@ fn write_op<T: ViewElem, I: IndexElem>(
     let include_self = || args.bool_or("include_self", true).ok();
     let r = match op {
         "scatter" => {
-            let legacy = match args.get("reduce") {
-                None | Some(Arg::None) => None,
-                Some(Arg::Str(r)) => Some(r.parse::<lib::LegacyReduce>().ok()?),
-                Some(_) => return None,
-            };
-            match (ins.get("src"), legacy) {
-                (Some(_), None) => lib::scatter(x, dim()?, i, other("src")?),
-                (Some(_), Some(r)) => lib::scatter_legacy(x, dim()?, i, other("src")?, r),
-                (None, None) => lib::scatter_value(x, dim()?, i, scalar("value")?),
-                (None, Some(r)) => lib::scatter_value_legacy(x, dim()?, i, scalar("value")?, r),
+            // The legacy `reduce=` form runs in the dynamic layer, which names it `scatter`.
+            if !matches!(args.get("reduce"), None | Some(Arg::None)) {
+                return None;
+            }
+            match ins.get("src") {
+                Some(_) => lib::scatter(x, dim()?, i, other("src")?),
+                None => lib::scatter(x, dim()?, i, scalar("value")?),
             }
         }
         "scatter_add" => lib::scatter_add(x, dim()?, i, other("src")?),
@@ -464,6 +461,7 @@ fn to_pyerr(py: Python<'_>, e: &lib::Error) -> PyErr {
         ErrorKind::ShapeMismatch => "ShapeMismatchError",
         ErrorKind::InvalidArgument if e.message().contains("dtype") => "DTypeError",
         ErrorKind::InvalidArgument => "InvalidArgumentError",
+        _ => "GatherError",
     };
     let build = || -> PyResult<PyErr> {
         let cls = py.import("gather._errors")?.getattr(class)?;

@@ -36,6 +36,7 @@ use crate::error::{Error, Result};
 /// assert_eq!(DType::from_name("int64"), Some(DType::I64));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum DType {
     /// `bool`
     Bool,
@@ -181,6 +182,7 @@ impl Display for DType {
 /// assert!(bool::from_scalar(Scalar::Float(0.5)).unwrap());
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub enum Scalar {
     /// `True` / `False`
     Bool(bool),

@@ -21,6 +21,7 @@ use std::fmt;
 /// assert_eq!(ErrorKind::RankMismatch.category(), "rank_mismatch");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ErrorKind {
     /// `dim` outside `[-ndim, ndim)`.
     DimOutOfRange,

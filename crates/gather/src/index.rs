@@ -64,14 +64,6 @@ index_elem!(u64, DType::U64);
 index_elem!(usize, DType::U64);
 
 /// How index values map onto positions `0..size` of the indexed dimension.
-///
-/// ```
-/// use gather::index::Bounds;
-/// assert_eq!(Bounds::Wrap.map(-1, 4), Some(3));
-/// assert_eq!(Bounds::Wrap.map(-5, 4), None);
-/// assert_eq!(Bounds::Modulo.map(-5, 4), Some(3));
-/// assert_eq!(Bounds::Strict.map(-1, 4), None);
-/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Bounds {
     /// `0 <= i < size`; negative values are errors (gather, scatter, index_select, index_add ...).
@@ -257,6 +249,14 @@ pub(crate) fn out_of_bounds_error(
 mod tests {
     use super::*;
     use ndarray::{Array2, array};
+
+    #[test]
+    fn each_bounds_rule_maps_negative_values_its_own_way() {
+        assert_eq!(Bounds::Wrap.map(-1, 4), Some(3));
+        assert_eq!(Bounds::Wrap.map(-5, 4), None);
+        assert_eq!(Bounds::Modulo.map(-5, 4), Some(3));
+        assert_eq!(Bounds::Strict.map(-1, 4), None);
+    }
 
     #[test]
     fn first_bad_value_is_reported_with_its_coordinate() {

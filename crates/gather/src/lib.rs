@@ -95,19 +95,23 @@
 //!
 //! - [`select_batched`] (`tf.gather` with `batch_dims`): `[B, N, D]` with `[B, K]` gives
 //!   `[B, K, D]` without unsqueeze/expand.
-//! - A bounds policy per call ([`OutOfBounds`]: `Error`, `Wrap`, `Clip`, `Fill(v)` for reads,
-//!   `Drop` for writes) on every indexing op, through the `*_bounded` forms and the gradients of
-//!   the same name in [`grad`]; see [`ops::bounds`].
+//! - [`Options`]: what PyTorch has no word for, per call, on the op of the same name. A bounds
+//!   policy ([`OutOfBounds`]: `Error`, `Wrap`, `Clip`, `Fill(v)` for reads, `Drop` for writes) on
+//!   every indexing op (see [`ops::bounds`]; the gradients are in [`grad::bounds`]), and
+//!   NumPy-style broadcasting of the index and `src` of gather and the scatters (see
+//!   [`ops::broadcast`]).
 //! - [`gather_nd`]/[`scatter_nd`] (tuples of coordinates, with `batch_dims`), and the ONNX
-//!   operators [`onnx_gather_elements`], [`onnx_scatter_elements`], [`onnx_gather`],
-//!   [`onnx_gather_nd`], [`onnx_scatter_nd`] (negative indices wrap), see [`ops::onnx`].
+//!   operators in [`onnx`] (negative indices wrap).
+//! - Grouped reductions beyond PyTorch's five ([`scatter_groups`]: first, last, logsumexp, var,
+//!   std; [`scatter_softmax`]), arg-reductions ([`scatter_reduce_arg`]), segment reductions over
+//!   sorted ids, offsets or lengths ([`ops::segment`]), and a reusable [`ScatterPlan`].
 //!
 //! ```
-//! use gather::OutOfBounds;
+//! use gather::{Options, OutOfBounds};
 //! use ndarray::array;
 //! let x = array![10, 20, 30];
-//! assert_eq!(gather::take_bounded(&x, &array![-1, 7], OutOfBounds::Fill(0))?, array![0, 0]);
-//! assert_eq!(gather::onnx_gather(&x, &array![-1, 0], 0)?, array![30, 10].into_dyn());
+//! assert_eq!(Options::new().bounds(OutOfBounds::Fill(0)).take(&x, &array![-1, 7])?, array![0, 0]);
+//! assert_eq!(gather::onnx::gather(&x, &array![-1, 0], 0)?, array![30, 10].into_dyn());
 //! # Ok::<(), gather::Error>(())
 //! ```
 //!
@@ -127,27 +131,17 @@ pub mod dynamic;
 pub mod element;
 pub mod error;
 pub mod grad;
-pub mod index;
+mod index;
 mod kernels;
+#[doc(hidden)]
 pub mod memory;
 pub mod ops;
-pub mod plan;
+mod plan;
 
 pub use element::{DType, Element, Scalar};
 pub use error::{Error, ErrorKind, Result};
 pub use index::IndexElem;
-pub use ops::bounds::{
-    OutOfBounds, gather_bounded, index_add_bounded, index_add_inplace_bounded, index_copy_bounded,
-    index_copy_inplace_bounded, index_fill_bounded, index_fill_inplace_bounded,
-    index_reduce_bounded, index_reduce_inplace_bounded, index_select_bounded, put_bounded,
-    put_inplace_bounded, scatter_add_bounded, scatter_add_inplace_bounded, scatter_bounded,
-    scatter_inplace_bounded, scatter_reduce_bounded, scatter_reduce_inplace_bounded,
-    select_batched_bounded, take_along_dim_bounded, take_bounded,
-};
-pub use ops::broadcast::{
-    gather_broadcast, scatter_add_broadcast, scatter_add_broadcast_inplace, scatter_broadcast,
-    scatter_broadcast_inplace, scatter_reduce_broadcast, scatter_reduce_broadcast_inplace,
-};
+pub use ops::bounds::OutOfBounds;
 pub use ops::gather::gather;
 pub use ops::index::{
     index_add, index_add_inplace, index_copy, index_copy_inplace, index_fill, index_fill_inplace,
@@ -155,28 +149,40 @@ pub use ops::index::{
 };
 pub use ops::masked::{masked_scatter, masked_scatter_inplace, masked_select};
 pub use ops::nd::{gather_nd, scatter_nd, scatter_nd_inplace};
-pub use ops::onnx::{
-    onnx_gather, onnx_gather_elements, onnx_gather_nd, onnx_scatter_elements, onnx_scatter_nd,
-};
+pub use ops::options::Options;
 pub use ops::put::{put, put_inplace};
 pub use ops::reduce::{
     ArgReduce, EmptyFill, GroupOptions, GroupReduce, scatter_all, scatter_any, scatter_groups,
     scatter_log_softmax, scatter_reduce_arg, scatter_reduce_arg_inplace, scatter_softmax,
 };
-pub use ops::repeat::{repeat_interleave, repeat_interleave_repeats, repeat_interleave_scalar};
+pub use ops::repeat::repeat_interleave;
 pub use ops::scatter::{
-    LegacyReduce, Reduce, scatter, scatter_add, scatter_add_inplace, scatter_inplace,
-    scatter_legacy, scatter_legacy_inplace, scatter_reduce, scatter_reduce_inplace, scatter_value,
-    scatter_value_inplace, scatter_value_legacy, scatter_value_legacy_inplace,
+    Reduce, ScatterSrc, scatter, scatter_add, scatter_add_inplace, scatter_inplace, scatter_reduce,
+    scatter_reduce_inplace,
 };
 pub use ops::scatter_plan::ScatterPlan;
-pub use ops::segment::{
-    Segments, bincount, bincount_axis, bincount_weighted, bincount_weighted_axis, segment_all,
-    segment_any, segment_arg_reduce, segment_log_softmax, segment_reduce, segment_softmax,
-};
+pub use ops::segment::{Segments, bincount};
 pub use ops::select::select_batched;
 pub use ops::sort::{argsort, sort, topk};
 pub use ops::take::{take, take_along_dim};
+
+/// The ONNX operators, with ONNX's rules: negative indices count from the end, and shapes follow
+/// the operator specs rather than PyTorch's. See [`ops::onnx`] for each
+/// operator's table.
+///
+/// ```
+/// use ndarray::array;
+/// let x = array![10, 20, 30];
+/// assert_eq!(gather::onnx::gather(&x, &array![-1, 0], 0)?, array![30, 10].into_dyn());
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub mod onnx {
+    pub use crate::ops::onnx::{
+        onnx_gather as gather, onnx_gather_elements as gather_elements,
+        onnx_gather_nd as gather_nd, onnx_scatter_elements as scatter_elements,
+        onnx_scatter_nd as scatter_nd,
+    };
+}
 
 /// Everything needed to call the ops as methods: `use gather::prelude::*;`.
 pub mod prelude {
@@ -184,14 +190,14 @@ pub mod prelude {
     pub use crate::error::{Error, ErrorKind, Result};
     pub use crate::index::IndexElem;
     pub use crate::ops::bounds::OutOfBounds;
-    pub use crate::ops::broadcast::{BroadcastExt, BroadcastInplaceExt};
     pub use crate::ops::gather::GatherExt;
     pub use crate::ops::index::{IndexExt, IndexInplaceExt};
     pub use crate::ops::masked::MaskedExt;
+    pub use crate::ops::options::Options;
     pub use crate::ops::put::PutExt;
     pub use crate::ops::reduce::{ArgReduce, ReduceExt};
     pub use crate::ops::repeat::RepeatExt;
-    pub use crate::ops::scatter::{LegacyReduce, Reduce, ScatterExt, ScatterInplaceExt};
+    pub use crate::ops::scatter::{Reduce, ScatterExt, ScatterInplaceExt};
     pub use crate::ops::segment::SegmentExt;
     pub use crate::ops::select::SelectExt;
     pub use crate::ops::sort::SortExt;

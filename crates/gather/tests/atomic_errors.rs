@@ -10,7 +10,8 @@
 //! guarantees an error cannot consume or corrupt them; the tests still compare them with copies
 //! taken before the call, so that a future `unsafe` shortcut that broke this would be caught.
 
-use gather::{ErrorKind, LegacyReduce, Reduce};
+use gather::ops::scatter::LegacyReduce;
+use gather::{ErrorKind, Reduce};
 use ndarray::{ArrayD, IxDyn};
 use proptest::prelude::*;
 
@@ -260,16 +261,16 @@ proptest! {
         }
         for reduce in [LegacyReduce::Add, LegacyReduce::Multiply] {
             let mut d = c.dst.clone();
-            let r = gather::scatter_legacy_inplace(&mut d, c.dim, &c.index, &c.src, reduce);
+            let r = gather::scatter_reduce_inplace(&mut d, c.dim, &c.index, &c.src, gather::Reduce::from(reduce), true);
             assert_unchanged(&format!("scatter_ reduce={reduce:?}"), fault, r, &kinds, &c.dst, &d)?;
         }
         if fault != Fault::SmallSource {
             // The value forms have no source.
             let mut d = c.dst.clone();
-            let r = gather::scatter_value_inplace(&mut d, c.dim, &c.index, 7.5);
+            let r = gather::scatter_inplace(&mut d, c.dim, &c.index, 7.5);
             assert_unchanged("scatter_ (value)", fault, r, &kinds, &c.dst, &d)?;
             let mut d = c.dst.clone();
-            let r = gather::scatter_value_legacy_inplace(&mut d, c.dim, &c.index, 7.5, LegacyReduce::Add);
+            let r = gather::scatter_reduce_inplace(&mut d, c.dim, &c.index, 7.5, gather::Reduce::Sum, true);
             assert_unchanged("scatter_ (value, reduce=add)", fault, r, &kinds, &c.dst, &d)?;
         }
         prop_assert_eq!(index0, c.index);

@@ -169,7 +169,10 @@ fn check_gather<T: Element + Debug>(
         x0.broadcast(x_s.shape()).unwrap(),
         i0.broadcast(i_s.shape()).unwrap(),
     );
-    let got = gather::gather_broadcast(&x, c.dim_arg(), &idx).unwrap();
+    let got = gather::Options::new()
+        .broadcast(true)
+        .gather(&x, c.dim_arg(), &idx)
+        .unwrap();
     // The definition, with the output shape worked out here.
     let out_shape: Vec<usize> = (0..c.nd())
         .map(|d| {
@@ -259,18 +262,30 @@ fn check_scatter<T: Element + Debug>(
     // In place, into a destination with a negative stride.
     let mut dst = reversed_layout(&before);
     match (which, r) {
-        (0, _) => gather::scatter_broadcast_inplace(&mut dst, d, &idx, &src),
-        (1, _) => gather::scatter_add_broadcast_inplace(&mut dst, d, &idx, &src),
-        (_, Some(r)) => gather::scatter_reduce_broadcast_inplace(&mut dst, d, &idx, &src, r, incl),
+        (0, _) => gather::Options::new()
+            .broadcast(true)
+            .scatter_inplace(&mut dst, d, &idx, &src),
+        (1, _) => gather::Options::new()
+            .broadcast(true)
+            .scatter_add_inplace(&mut dst, d, &idx, &src),
+        (_, Some(r)) => gather::Options::new()
+            .broadcast(true)
+            .scatter_reduce_inplace(&mut dst, d, &idx, &src, r, incl),
         _ => unreachable!(),
     }
     .unwrap();
     prop_assert_eq!(&dst, &expect);
     // Out of place.
     let out = match (which, r) {
-        (0, _) => gather::scatter_broadcast(&before, d, &idx, &src),
-        (1, _) => gather::scatter_add_broadcast(&before, d, &idx, &src),
-        (_, Some(r)) => gather::scatter_reduce_broadcast(&before, d, &idx, &src, r, incl),
+        (0, _) => gather::Options::new()
+            .broadcast(true)
+            .scatter(&before, d, &idx, &src),
+        (1, _) => gather::Options::new()
+            .broadcast(true)
+            .scatter_add(&before, d, &idx, &src),
+        (_, Some(r)) => gather::Options::new()
+            .broadcast(true)
+            .scatter_reduce(&before, d, &idx, &src, r, incl),
         _ => unreachable!(),
     }
     .unwrap();
@@ -310,7 +325,7 @@ proptest! {
         let idx = i0.broadcast(i_s.shape()).unwrap();
         prop_assume!(idx.iter().any(|&v| v == bad));
 
-        let e = gather::gather_broadcast(&logical(&Strided::new(&c.x_shape(), &c.layouts[0], &c.values)), c.dim_arg(), &idx).unwrap_err();
+        let e = gather::Options::new().broadcast(true).gather(&logical(&Strided::new(&c.x_shape(), &c.layouts[0], &c.values)), c.dim_arg(), &idx).unwrap_err();
         prop_assert_eq!(e.kind(), ErrorKind::IndexOutOfBounds);
         prop_assert_eq!(e.index_value(), Some(bad));
         let coord = e.coordinate().unwrap();
@@ -321,9 +336,9 @@ proptest! {
         let mut dst = reversed_layout(&before);
         let (r, incl) = mode(which);
         let res = match (which, r) {
-            (0, _) => gather::scatter_broadcast_inplace(&mut dst, c.dim_arg(), &idx, &src),
-            (1, _) => gather::scatter_add_broadcast_inplace(&mut dst, c.dim_arg(), &idx, &src),
-            (_, Some(r)) => gather::scatter_reduce_broadcast_inplace(&mut dst, c.dim_arg(), &idx, &src, r, incl),
+            (0, _) => gather::Options::new().broadcast(true).scatter_inplace(&mut dst, c.dim_arg(), &idx, &src),
+            (1, _) => gather::Options::new().broadcast(true).scatter_add_inplace(&mut dst, c.dim_arg(), &idx, &src),
+            (_, Some(r)) => gather::Options::new().broadcast(true).scatter_reduce_inplace(&mut dst, c.dim_arg(), &idx, &src, r, incl),
             _ => unreachable!(),
         };
         let e = res.unwrap_err();
@@ -337,20 +352,26 @@ proptest! {
 fn the_topk_and_shared_table_idioms_need_no_expand() {
     let patches = Array3::from_shape_fn((3, 7, 5), |(b, n, d)| (100 * b + 10 * n + d) as f32);
     let keep = array![[6i64, 0], [3, 3], [1, 5]];
-    let got = gather::gather_broadcast(&patches, 1, &keep.view().insert_axis(Axis(2))).unwrap();
+    let got = gather::Options::new()
+        .broadcast(true)
+        .gather(&patches, 1, &keep.view().insert_axis(Axis(2)))
+        .unwrap();
     let expanded = keep.view().insert_axis(Axis(2));
     let expanded = expanded.broadcast((3, 2, 5)).unwrap();
-    assert_eq!(
-        got,
-        gather::gather(&patches, 1, &expanded).unwrap().into_dyn()
-    );
+    assert_eq!(got, gather::gather(&patches, 1, &expanded).unwrap());
     // The same through select_batched.
-    assert_eq!(got, gather::select_batched(&patches, 1, &keep, 1).unwrap());
+    assert_eq!(
+        got.into_dyn(),
+        gather::select_batched(&patches, 1, &keep, 1).unwrap()
+    );
 
     // input [1, N, D] shared by a batch of index [B, K, D].
     let table = Array3::from_shape_fn((1, 4, 2), |(_, n, d)| (10 * n + d) as i32);
     let idx = Array3::from_shape_fn((3, 2, 2), |(b, k, d)| ((b + k + d) % 4) as i64);
-    let got = gather::gather_broadcast(&table, 1, &idx).unwrap();
+    let got = gather::Options::new()
+        .broadcast(true)
+        .gather(&table, 1, &idx)
+        .unwrap();
     for ((b, k, d), &v) in got
         .clone()
         .into_dimensionality::<ndarray::Ix3>()
@@ -383,7 +404,10 @@ fn row_ids_scatter_whole_rows_bitwise_like_the_expanded_index() {
         (Reduce::Amax, false),
         (Reduce::Prod, true),
     ] {
-        let got = gather::scatter_reduce_broadcast(&zeros, 0, &ids, &msgs, r, incl).unwrap();
+        let got = gather::Options::new()
+            .broadcast(true)
+            .scatter_reduce(&zeros, 0, &ids, &msgs, r, incl)
+            .unwrap();
         let expect = gather::scatter_reduce(&zeros, 0, &wide, &msgs, r, incl).unwrap();
         assert!(
             got.iter()
@@ -392,20 +416,31 @@ fn row_ids_scatter_whole_rows_bitwise_like_the_expanded_index() {
             "{r:?}"
         );
     }
-    let got = gather::scatter_add_broadcast(&zeros, 0, &ids, &msgs).unwrap();
+    let got = gather::Options::new()
+        .broadcast(true)
+        .scatter_add(&zeros, 0, &ids, &msgs)
+        .unwrap();
     assert_eq!(got, gather::scatter_add(&zeros, 0, &wide, &msgs).unwrap());
     // The same bits on one thread.
     let one = rayon::ThreadPoolBuilder::new()
         .num_threads(1)
         .build()
         .unwrap();
-    let serial = one.install(|| gather::scatter_add_broadcast(&zeros, 0, &ids, &msgs).unwrap());
+    let serial = one.install(|| {
+        gather::Options::new()
+            .broadcast(true)
+            .scatter_add(&zeros, 0, &ids, &msgs)
+            .unwrap()
+    });
     assert!(
         got.iter()
             .zip(serial.iter())
             .all(|(a, b)| a.to_bits() == b.to_bits())
     );
-    let got = gather::scatter_broadcast(&zeros, 0, &ids, &msgs).unwrap();
+    let got = gather::Options::new()
+        .broadcast(true)
+        .scatter(&zeros, 0, &ids, &msgs)
+        .unwrap();
     assert_eq!(got, gather::scatter(&zeros, 0, &wide, &msgs).unwrap());
 }
 
@@ -413,36 +448,53 @@ fn row_ids_scatter_whole_rows_bitwise_like_the_expanded_index() {
 fn every_error_kind_with_its_numbers() {
     let x = Array3::<f32>::zeros((5, 4, 2));
     // DimOutOfRange.
-    let e = gather::gather_broadcast(&x, -4, &Array3::<i64>::zeros((1, 1, 1))).unwrap_err();
+    let e = gather::Options::new()
+        .broadcast(true)
+        .gather(&x, -4, &Array3::<i64>::zeros((1, 1, 1)))
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::DimOutOfRange);
     let mut d = Array2::<f32>::zeros((4, 3));
-    let e = gather::scatter_add_broadcast_inplace(&mut d, 2, &array![[0i64]], &array![[1.0f32]])
+    let e = gather::Options::new()
+        .broadcast(true)
+        .scatter_add_inplace(&mut d, 2, &array![[0i64]], &array![[1.0f32]])
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::DimOutOfRange);
     // RankMismatch: index, then src.
-    let e = gather::gather_broadcast(&x, 1, &array![[0i64, 1]]).unwrap_err();
+    let e = gather::Options::new()
+        .broadcast(true)
+        .gather(&x, 1, &array![[0i64, 1]])
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::RankMismatch);
     assert!(
         e.to_string()
             .contains("index has 2 dims [1, 2], input has 3 dims [5, 4, 2]"),
         "{e}"
     );
-    let e =
-        gather::scatter_broadcast_inplace(&mut d, 0, &array![0i64], &array![[1.0f32]]).unwrap_err();
+    let e = gather::Options::new()
+        .broadcast(true)
+        .scatter_inplace(&mut d, 0, &array![0i64], &array![[1.0f32]])
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::RankMismatch);
-    let e =
-        gather::scatter_broadcast_inplace(&mut d, 0, &array![[0i64]], &array![1.0f32]).unwrap_err();
+    let e = gather::Options::new()
+        .broadcast(true)
+        .scatter_inplace(&mut d, 0, &array![[0i64]], &array![1.0f32])
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::RankMismatch);
     assert!(e.to_string().contains("src"), "{e}");
     // ShapeMismatch: gather non-dim, scatter index non-dim, src non-dim, src along dim.
-    let e = gather::gather_broadcast(&x, 1, &Array3::<i64>::zeros((3, 2, 1))).unwrap_err();
+    let e = gather::Options::new()
+        .broadcast(true)
+        .gather(&x, 1, &Array3::<i64>::zeros((3, 2, 1)))
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::ShapeMismatch);
     assert_eq!(
         e.message(),
         "gather_broadcast: index has size 3 on axis 0 but input has 5; sizes must be equal or 1 to broadcast (input [5, 4, 2], index [3, 2, 1], dim 1)"
     );
     assert!(e.hint().is_some());
-    let e = gather::scatter_add_broadcast_inplace(&mut d, 0, &array![[0i64, 1]], &array![[1.0f32]])
+    let e = gather::Options::new()
+        .broadcast(true)
+        .scatter_add_inplace(&mut d, 0, &array![[0i64, 1]], &array![[1.0f32]])
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::ShapeMismatch);
     assert!(
@@ -451,43 +503,45 @@ fn every_error_kind_with_its_numbers() {
         "{e}"
     );
     assert!(e.hint().unwrap().contains("slice_mut"));
-    let e = gather::scatter_add_broadcast_inplace(
-        &mut d,
-        0,
-        &array![[0i64], [1]],
-        &Array2::<f32>::ones((3, 3)),
-    )
-    .unwrap_err();
+    let e = gather::Options::new()
+        .broadcast(true)
+        .scatter_add_inplace(
+            &mut d,
+            0,
+            &array![[0i64], [1]],
+            &Array2::<f32>::ones((3, 3)),
+        )
+        .unwrap_err();
     assert!(
         e.to_string()
             .contains("src has size 3 on axis 0 (the scatter dim) but index has 2"),
         "{e}"
     );
-    let e = gather::scatter_add_broadcast_inplace(
-        &mut d,
-        0,
-        &array![[0i64]],
-        &Array2::<f32>::ones((1, 2)),
-    )
-    .unwrap_err();
+    let e = gather::Options::new()
+        .broadcast(true)
+        .scatter_add_inplace(&mut d, 0, &array![[0i64]], &Array2::<f32>::ones((1, 2)))
+        .unwrap_err();
     assert!(
         e.to_string()
             .contains("src has size 2 on axis 1 but self has 3"),
         "{e}"
     );
     // PyTorch's scatter accepts an index smaller than self; the broadcasting form does not.
-    let e =
-        gather::scatter_broadcast_inplace(&mut d, 0, &array![[0i64, 1]], &array![[1.0f32, 2.0]])
-            .unwrap_err();
+    let e = gather::Options::new()
+        .broadcast(true)
+        .scatter_inplace(&mut d, 0, &array![[0i64, 1]], &array![[1.0f32, 2.0]])
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::ShapeMismatch);
     // ...but a slice of self is fine.
-    gather::scatter_broadcast_inplace(
-        &mut d.slice_mut(s![.., ..2]),
-        0,
-        &array![[0i64, 1]],
-        &array![[1.0f32, 2.0]],
-    )
-    .unwrap();
+    gather::Options::new()
+        .broadcast(true)
+        .scatter_inplace(
+            &mut d.slice_mut(s![.., ..2]),
+            0,
+            &array![[0i64, 1]],
+            &array![[1.0f32, 2.0]],
+        )
+        .unwrap();
     assert_eq!(
         d,
         array![
@@ -498,21 +552,26 @@ fn every_error_kind_with_its_numbers() {
         ]
     );
     // IndexOutOfBounds, with the value and its position.
-    let e = gather::gather_broadcast(&x, 1, &array![[[0i64], [4]]]).unwrap_err();
+    let e = gather::Options::new()
+        .broadcast(true)
+        .gather(&x, 1, &array![[[0i64], [4]]])
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::IndexOutOfBounds);
     assert_eq!(e.index_value(), Some(4));
     assert_eq!(e.coordinate(), Some(&[0usize, 1, 0][..]));
     // InvalidArgument: mean of bool, as scatter_reduce.
     let mut b = array![[false, true]];
-    let e = gather::scatter_reduce_broadcast_inplace(
-        &mut b,
-        0,
-        &array![[0i64]],
-        &array![[true]],
-        Reduce::Mean,
-        true,
-    )
-    .unwrap_err();
+    let e = gather::Options::new()
+        .broadcast(true)
+        .scatter_reduce_inplace(
+            &mut b,
+            0,
+            &array![[0i64]],
+            &array![[true]],
+            Reduce::Mean,
+            true,
+        )
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
     assert_eq!(b, array![[false, true]]);
 }
@@ -521,12 +580,20 @@ fn every_error_kind_with_its_numbers() {
 fn empty_extents_do_nothing_and_read_no_index_value() {
     // self has 0 columns: the [2, 1] index broadcasts to [2, 0], so its (bad) values are never read.
     let mut d = Array2::<i32>::zeros((3, 0));
-    gather::scatter_add_broadcast_inplace(&mut d, 0, &array![[7i64], [9]], &array![[1]]).unwrap();
-    let out =
-        gather::gather_broadcast(&Array2::<i32>::zeros((3, 0)), 0, &array![[7i64], [9]]).unwrap();
+    gather::Options::new()
+        .broadcast(true)
+        .scatter_add_inplace(&mut d, 0, &array![[7i64], [9]], &array![[1]])
+        .unwrap();
+    let out = gather::Options::new()
+        .broadcast(true)
+        .gather(&Array2::<i32>::zeros((3, 0)), 0, &array![[7i64], [9]])
+        .unwrap();
     assert_eq!(out.shape(), &[2, 0]);
     // An index with 0 entries along dim.
-    let out = gather::gather_broadcast(&array![[1, 2]], 1, &Array2::<i64>::zeros((1, 0))).unwrap();
+    let out = gather::Options::new()
+        .broadcast(true)
+        .gather(&array![[1, 2]], 1, &Array2::<i64>::zeros((1, 0)))
+        .unwrap();
     assert_eq!(out.shape(), &[1, 0]);
 }
 
@@ -602,10 +669,10 @@ proptest! {
             c.index_values().into_iter().cycle().take(n).collect()
         }).unwrap();
         let x = distinct(&xs, 0);
-        let out = gather::gather_broadcast(&x, c.dim_arg(), &idx).unwrap();
+        let out = gather::Options::new().broadcast(true).gather(&x, c.dim_arg(), &idx).unwrap();
         let v = distinct(out.shape(), 500);
         let dx = grad::gather_broadcast(&v, x.raw_dim(), c.dim_arg(), &idx).unwrap();
-        check_fd("gather_broadcast", &x, |x| gather::gather_broadcast(x, c.dim_arg(), &idx).unwrap(), &v, &dx)?;
+        check_fd("gather_broadcast", &x, |x| gather::Options::new().broadcast(true).gather(x, c.dim_arg(), &idx).unwrap(), &v, &dx)?;
     }
 
     #[test]
@@ -617,9 +684,9 @@ proptest! {
         let d = c.dim_arg();
         let (r, incl) = mode(which);
         let fwd = |x: &ArrayD<f64>, s: &ArrayD<f64>| match (which, r) {
-            (0, _) => gather::scatter_broadcast(x, d, &idx, s).unwrap(),
-            (1, _) => gather::scatter_add_broadcast(x, d, &idx, s).unwrap(),
-            (_, Some(r)) => gather::scatter_reduce_broadcast(x, d, &idx, s, r, incl).unwrap(),
+            (0, _) => gather::Options::new().broadcast(true).scatter(x, d, &idx, s).unwrap(),
+            (1, _) => gather::Options::new().broadcast(true).scatter_add(x, d, &idx, s).unwrap(),
+            (_, Some(r)) => gather::Options::new().broadcast(true).scatter_reduce(x, d, &idx, s, r, incl).unwrap(),
             _ => unreachable!(),
         };
         let out = fwd(&x, &src);

@@ -252,6 +252,7 @@ fn reference<
                     cur
                 }
             }
+            Some(other) => panic!("the reference has no rule for {other:?}"),
         };
         count[IxDyn(q)] += 1;
     }

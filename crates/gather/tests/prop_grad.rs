@@ -7,8 +7,9 @@
 mod common;
 
 use common::positions;
+use gather::Reduce;
 use gather::grad::{self, Parity};
-use gather::{LegacyReduce, Reduce};
+use gather::ops::scatter::LegacyReduce;
 use ndarray::{ArrayD, IxDyn, array};
 use proptest::prelude::*;
 
@@ -186,7 +187,7 @@ proptest! {
         check_fd("scatter input", &x, |x| gather::scatter(x, d, &uidx, &src).unwrap(), &v, &g.input)?;
         check_fd("scatter src", &src, |s| gather::scatter(&x, d, &uidx, s).unwrap(), &v, &g.src)?;
         let gv = grad::scatter_value(&v, d, &uidx).unwrap();
-        check_fd("scatter value", &x, |x| gather::scatter_value(x, d, &uidx, 0.5).unwrap(), &v, &gv)?;
+        check_fd("scatter value", &x, |x| gather::scatter(x, d, &uidx, 0.5).unwrap(), &v, &gv)?;
         // scatter_add with duplicates.
         let idx = p.index();
         let src = p.array(&p.src_shape, 5);
@@ -195,14 +196,14 @@ proptest! {
         check_fd("scatter_add src", &src, |s| gather::scatter_add(&x, d, &idx, s).unwrap(), &v, &g.src)?;
         // The legacy reduce= form, which PyTorch does not differentiate.
         for r in [LegacyReduce::Add, LegacyReduce::Multiply] {
-            let out = gather::scatter_legacy(&x, d, &idx, &src, r).unwrap();
+            let out = gather::scatter_reduce(&x, d, &idx, &src, gather::Reduce::from(r), true).unwrap();
             let g = grad::scatter_legacy(&v, &x, d, &idx, &src, r, &out).unwrap();
-            let f = |x: &ArrayD<f64>, s: &ArrayD<f64>| gather::scatter_legacy(x, d, &idx, s, r).unwrap();
+            let f = |x: &ArrayD<f64>, s: &ArrayD<f64>| gather::scatter_reduce(x, d, &idx, s, gather::Reduce::from(r), true).unwrap();
             check_fd("scatter legacy input", &x, |x| f(x, &src), &v, &g.input)?;
             check_fd("scatter legacy src", &src, |s| f(&x, s), &v, &g.src)?;
-            let out = gather::scatter_value_legacy(&x, d, &idx, 1.25, r).unwrap();
+            let out = gather::scatter_reduce(&x, d, &idx, 1.25, gather::Reduce::from(r), true).unwrap();
             let gi = grad::scatter_value_legacy(&v, &x, d, &idx, 1.25, r, &out).unwrap();
-            check_fd("scatter value legacy", &x, |x| gather::scatter_value_legacy(x, d, &idx, 1.25, r).unwrap(), &v, &gi)?;
+            check_fd("scatter value legacy", &x, |x| gather::scatter_reduce(x, d, &idx, 1.25, gather::Reduce::from(r), true).unwrap(), &v, &gi)?;
         }
     }
 
@@ -415,10 +416,10 @@ proptest! {
         let v = p.array(out.shape(), 19);
         let gx = grad::repeat_interleave(&v, x.raw_dim(), &reps, Some(d)).unwrap();
         check_fd("repeat_interleave", &x, |x| gather::repeat_interleave(x, &reps, Some(d), None).unwrap(), &v, &gx)?;
-        let out = gather::repeat_interleave_scalar(&x, r, None, None).unwrap();
+        let out = gather::ops::repeat::repeat_interleave_scalar(&x, r, None, None).unwrap();
         let v = p.array(out.shape(), 21);
         let gx = grad::repeat_interleave_scalar(&v, x.raw_dim(), r, None).unwrap();
-        check_fd("repeat_interleave scalar", &x, |x| gather::repeat_interleave_scalar(x, r, None, None).unwrap(), &v, &gx)?;
+        check_fd("repeat_interleave scalar", &x, |x| gather::ops::repeat::repeat_interleave_scalar(x, r, None, None).unwrap(), &v, &gx)?;
     }
 }
 

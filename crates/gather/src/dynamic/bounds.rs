@@ -104,16 +104,21 @@ fn typed<T: TensorElem, I: IndexElem>(
     let src = |name: &str| same_dtype::<T>(op, name, input(inputs, name)?);
     let include_self = || args.bool_or("include_self", true);
     let out = match op {
-        "gather" => crate::gather_bounded(x, args.dim()?, i, p)?,
+        "gather" => crate::Options::new().bounds(p).gather(x, args.dim()?, i)?,
         "take_along_dim" => {
             let dim = args.opt_int("dim")?.map(|d| d as isize);
-            crate::take_along_dim_bounded(x, i, dim, p)?
+            crate::Options::new().bounds(p).take_along_dim(x, i, dim)?
         }
-        "index_select" => crate::index_select_bounded(x, args.dim()?, i, p)?,
-        "take" => crate::take_bounded(x, i, p)?,
-        "select_batched" => {
-            crate::select_batched_bounded(x, args.dim()?, i, super::take::batch_dims(args)?, p)?
-        }
+        "index_select" => crate::Options::new()
+            .bounds(p)
+            .index_select(x, args.dim()?, i)?,
+        "take" => crate::Options::new().bounds(p).take(x, i)?,
+        "select_batched" => crate::Options::new().bounds(p).select_batched(
+            x,
+            args.dim()?,
+            i,
+            super::take::batch_dims(args)?,
+        )?,
         "scatter" => {
             if !matches!(args.get("reduce"), None | Some(Arg::None)) || !inputs.contains_key("src")
             {
@@ -122,45 +127,59 @@ fn typed<T: TensorElem, I: IndexElem>(
                 )
                 .with_hint("for a reduction use scatter_reduce (or scatter_add) with the policy; for a scalar use index_fill"));
             }
-            crate::scatter_bounded(x, args.dim()?, i, src("src")?, p)?
+            crate::Options::new()
+                .bounds(p)
+                .scatter(x, args.dim()?, i, src("src")?)?
         }
-        "scatter_add" => crate::scatter_add_bounded(x, args.dim()?, i, src("src")?, p)?,
+        "scatter_add" => {
+            crate::Options::new()
+                .bounds(p)
+                .scatter_add(x, args.dim()?, i, src("src")?)?
+        }
         "scatter_reduce" => {
             let reduce: Reduce = args.str("reduce")?.parse()?;
-            crate::scatter_reduce_bounded(
+            crate::Options::new().bounds(p).scatter_reduce(
                 x,
                 args.dim()?,
                 i,
                 src("src")?,
                 reduce,
                 include_self()?,
-                p,
             )?
         }
         "index_add" => {
             let alpha = T::from_scalar(scalar_or(args, "alpha", Scalar::Int(1))?)?;
-            crate::index_add_bounded(x, args.dim()?, i, src("source")?, alpha, p)?
+            crate::Options::new()
+                .bounds(p)
+                .index_add(x, args.dim()?, i, src("source")?, alpha)?
         }
-        "index_copy" => crate::index_copy_bounded(x, args.dim()?, i, src("source")?, p)?,
+        "index_copy" => {
+            crate::Options::new()
+                .bounds(p)
+                .index_copy(x, args.dim()?, i, src("source")?)?
+        }
         "index_fill" => {
             let value = T::from_scalar(args.scalar("value")?)?;
-            crate::index_fill_bounded(x, args.dim()?, i, value, p)?
+            crate::Options::new()
+                .bounds(p)
+                .index_fill(x, args.dim()?, i, value)?
         }
         "index_reduce" => {
             let reduce = parse_index_reduce(args.str("reduce")?)?;
-            crate::index_reduce_bounded(
+            crate::Options::new().bounds(p).index_reduce(
                 x,
                 args.dim()?,
                 i,
                 src("source")?,
                 reduce,
                 include_self()?,
-                p,
             )?
         }
         "put" => {
             let accumulate = args.bool_or("accumulate", false)?;
-            crate::put_bounded(x, i, src("source")?, accumulate, p)?
+            crate::Options::new()
+                .bounds(p)
+                .put(x, i, src("source")?, accumulate)?
         }
         _ => return Err(no_policy(op)),
     };

@@ -8,7 +8,6 @@
 
 use super::{Args, Tensor, Tensors, index_dtype_error, input, same_dtype};
 use crate::error::{Error, Result};
-use crate::ops::broadcast as typed;
 use crate::ops::scatter::Reduce;
 use crate::{with_index_tensor, with_tensor};
 
@@ -20,7 +19,7 @@ pub(crate) fn gather_broadcast(args: &Args, inputs: &Tensors) -> Result<Tensor> 
     let index = input(inputs, "index")?;
     let dim = args.dim()?;
     with_tensor!(x, x => {
-        with_index_tensor!(index, i => Ok(Tensor::from(typed::gather_broadcast(x, dim, i)?)),
+        with_index_tensor!(index, i => Ok(Tensor::from(crate::ops::broadcast::gather_broadcast(x, dim, i)?)),
             _ => Err(index_dtype_error(OP, "index", index)))
     })
 }
@@ -48,10 +47,10 @@ pub(crate) fn scatter_family(
         with_index_tensor!(index, i => {
             let s = same_dtype(op, "src", src)?;
             match (op, reduce) {
-                ("scatter_broadcast", _) => typed::scatter_broadcast_inplace(dst, dim, i, s),
-                ("scatter_add_broadcast", _) => typed::scatter_add_broadcast_inplace(dst, dim, i, s),
+                ("scatter_broadcast", _) => crate::ops::broadcast::scatter_broadcast_inplace(dst, dim, i, s),
+                ("scatter_add_broadcast", _) => crate::ops::broadcast::scatter_add_broadcast_inplace(dst, dim, i, s),
                 ("scatter_reduce_broadcast", Some((r, include_self))) => {
-                    typed::scatter_reduce_broadcast_inplace(dst, dim, i, s, r, include_self)
+                    crate::ops::broadcast::scatter_reduce_broadcast_inplace(dst, dim, i, s, r, include_self)
                 }
                 _ => Err(Error::invalid(format!("{op} is not a broadcasting scatter"))),
             }
@@ -78,13 +77,13 @@ mod tests {
         let ins = |x: Tensor, i: Tensor| tensors(vec![("input", x), ("index", i)]);
         let gb = |x: Tensor, i: Tensor| one("gather_broadcast", &a, &ins(x, i));
         let gb_err = |x: Tensor, i: Tensor| call("gather_broadcast", &a, &ins(x, i)).unwrap_err();
-        let want = typed::gather_broadcast(&xf, 1, &idx).unwrap();
+        let want = crate::ops::broadcast::gather_broadcast(&xf, 1, &idx).unwrap();
         assert_eq!(want.shape(), &[2, 2, 3]);
         assert_eq!(gb(t(xf.clone()), t(idx.clone())), t(want.clone()));
         assert_eq!(gb(t(xf.clone()), t(idx16)), t(want));
         assert_eq!(
             gb(t(xi.clone()), t(idx32.clone())),
-            t(typed::gather_broadcast(&xi, 1, &idx32).unwrap())
+            t(crate::ops::broadcast::gather_broadcast(&xi, 1, &idx32).unwrap())
         );
         // Errors: the broadcast rule with the sizes, bad index dtype, bound, missing dim.
         let e = gb_err(t(xf.clone()), t(Array3::<i64>::zeros((3, 2, 1))));
@@ -129,7 +128,10 @@ mod tests {
                 &dim0,
                 &ins(t(xf.clone()), t(idx.clone()), t(srcf.clone()))
             ),
-            t(typed::scatter_broadcast(&xf, 0, &idx, &srcf).unwrap())
+            t(crate::Options::new()
+                .broadcast(true)
+                .scatter(&xf, 0, &idx, &srcf)
+                .unwrap())
         );
         assert_eq!(
             one(
@@ -137,7 +139,10 @@ mod tests {
                 &dim0,
                 &ins(t(xi.clone()), t(idx32.clone()), t(srci.clone()))
             ),
-            t(typed::scatter_add_broadcast(&xi, 0, &idx32, &srci).unwrap())
+            t(crate::Options::new()
+                .broadcast(true)
+                .scatter_add(&xi, 0, &idx32, &srci)
+                .unwrap())
         );
         for (name, r) in [
             ("sum", Reduce::Sum),
@@ -157,17 +162,17 @@ mod tests {
                 };
                 assert_eq!(
                     sr(t(xf.clone()), t(idx32.clone()), t(srcf.clone())),
-                    t(
-                        typed::scatter_reduce_broadcast(&xf, 0, &idx32, &srcf, r, include_self)
-                            .unwrap()
-                    )
+                    t(crate::Options::new()
+                        .broadcast(true)
+                        .scatter_reduce(&xf, 0, &idx32, &srcf, r, include_self)
+                        .unwrap())
                 );
                 assert_eq!(
                     sr(t(xi.clone()), t(idx.clone()), t(srci.clone())),
-                    t(
-                        typed::scatter_reduce_broadcast(&xi, 0, &idx, &srci, r, include_self)
-                            .unwrap()
-                    )
+                    t(crate::Options::new()
+                        .broadcast(true)
+                        .scatter_reduce(&xi, 0, &idx, &srci, r, include_self)
+                        .unwrap())
                 );
             }
         }
@@ -179,7 +184,10 @@ mod tests {
                 &a,
                 &ins(t(xf.clone()), t(idx.clone()), t(srcf.clone()))
             ),
-            t(typed::scatter_reduce_broadcast(&xf, 0, &idx, &srcf, Reduce::Amax, true).unwrap())
+            t(crate::Options::new()
+                .broadcast(true)
+                .scatter_reduce(&xf, 0, &idx, &srcf, Reduce::Amax, true)
+                .unwrap())
         );
         // In place: the target plays `input`.
         let mut target = t(xi.clone());
@@ -191,7 +199,7 @@ mod tests {
         )
         .unwrap();
         let mut want = xi.clone();
-        typed::scatter_add_broadcast_inplace(&mut want, 0, &idx, &srci).unwrap();
+        crate::ops::broadcast::scatter_add_broadcast_inplace(&mut want, 0, &idx, &srci).unwrap();
         assert_eq!(target, t(want));
         let mut target = t(xf.clone());
         call_inplace(
@@ -206,10 +214,10 @@ mod tests {
         .unwrap();
         assert_eq!(
             target,
-            t(
-                typed::scatter_broadcast(&xf, 1, &array![[1i64], [0], [1]], &array![[9.0f32]])
-                    .unwrap()
-            )
+            t(crate::Options::new()
+                .broadcast(true)
+                .scatter(&xf, 1, &array![[1i64], [0], [1]], &array![[9.0f32]])
+                .unwrap())
         );
     }
 

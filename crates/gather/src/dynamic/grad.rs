@@ -423,7 +423,7 @@ fn scatter_family<T: GradFloat + TensorElem, I: IndexElem>(
                 (true, None) => pair(grad::scatter(g, dim, index, src()?.raw_dim())?),
                 (true, Some(r)) => {
                     let src = src()?;
-                    let out = crate::scatter_legacy(x, dim, index, src, r)?;
+                    let out = crate::ops::scatter::scatter_legacy(x, dim, index, src, r)?;
                     pair(grad::scatter_legacy(g, x, dim, index, src, r, &out)?)
                 }
                 (false, None) => Ok(vec![named(
@@ -432,7 +432,7 @@ fn scatter_family<T: GradFloat + TensorElem, I: IndexElem>(
                 )]),
                 (false, Some(r)) => {
                     let value = T::from_scalar(args.scalar("value")?)?;
-                    let out = crate::scatter_value_legacy(x, dim, index, value, r)?;
+                    let out = crate::ops::scatter::scatter_legacy(x, dim, index, value, r)?;
                     Ok(vec![named(
                         "grad_input",
                         grad::scatter_value_legacy(g, x, dim, index, value, r, &out)?,

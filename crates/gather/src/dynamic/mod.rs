@@ -87,52 +87,47 @@ macro_rules! with_tensor {
 
 /// Runs `$body` with `$a` bound to the typed array of an integer [`Tensor`]; evaluates `$other`
 /// for float and bool tensors. `i64` indices are used as they are; the other integer types are
-/// widened to an `i64` copy first, so that every op is compiled for one index type here (the typed
-/// API takes every integer type without a copy). Checks that print the index's dtype run on the
-/// [`Tensor`] before this.
+/// widened to an `i64` copy first (by [`index_i64`], outside the body), so that every op is
+/// compiled once, for one index type, here (the typed API takes every integer type without a
+/// copy). Checks that print the index's dtype run on the [`Tensor`] before this.
 #[macro_export]
 macro_rules! with_index_tensor {
     ($t:expr, $a:ident => $body:expr, _ => $other:expr) => {
-        match $t {
-            $crate::dynamic::Tensor::I64($a) => $body,
-            $crate::dynamic::Tensor::I32(w) => {
-                let wide = w.mapv(|v| $crate::IndexElem::to_i64(v));
-                let $a = &wide;
+        match $crate::dynamic::index_i64($t) {
+            Some(wide) => {
+                let $a: &ndarray::ArrayD<i64> = &wide;
                 $body
             }
-            $crate::dynamic::Tensor::U8(w) => {
-                let wide = w.mapv(|v| $crate::IndexElem::to_i64(v));
-                let $a = &wide;
-                $body
-            }
-            $crate::dynamic::Tensor::I8(w) => {
-                let wide = w.mapv(|v| $crate::IndexElem::to_i64(v));
-                let $a = &wide;
-                $body
-            }
-            $crate::dynamic::Tensor::I16(w) => {
-                let wide = w.mapv(|v| $crate::IndexElem::to_i64(v));
-                let $a = &wide;
-                $body
-            }
-            $crate::dynamic::Tensor::U16(w) => {
-                let wide = w.mapv(|v| $crate::IndexElem::to_i64(v));
-                let $a = &wide;
-                $body
-            }
-            $crate::dynamic::Tensor::U32(w) => {
-                let wide = w.mapv(|v| $crate::IndexElem::to_i64(v));
-                let $a = &wide;
-                $body
-            }
-            $crate::dynamic::Tensor::U64(w) => {
-                let wide = w.mapv(|v| $crate::IndexElem::to_i64(v));
-                let $a = &wide;
-                $body
-            }
-            _ => $other,
+            None => $other,
         }
     };
+}
+
+/// The values of an integer [`Tensor`] as `i64`: borrowed for `i64`, a widened copy for the
+/// other integer types; `None` for float and bool tensors.
+///
+/// ```
+/// use gather::dynamic::{Tensor, index_i64};
+/// let t = Tensor::from(ndarray::arr1(&[3u8, 250]).into_dyn());
+/// assert_eq!(index_i64(&t).unwrap().as_slice().unwrap(), &[3i64, 250]);
+/// assert!(index_i64(&Tensor::from(ndarray::arr1(&[1.0f32]).into_dyn())).is_none());
+/// ```
+pub fn index_i64(t: &Tensor) -> Option<std::borrow::Cow<'_, ArrayD<i64>>> {
+    use std::borrow::Cow;
+    fn wide<I: crate::IndexElem>(a: &ArrayD<I>) -> Option<Cow<'_, ArrayD<i64>>> {
+        Some(Cow::Owned(a.mapv(|v| v.to_i64())))
+    }
+    match t {
+        Tensor::I64(a) => Some(Cow::Borrowed(a)),
+        Tensor::I32(a) => wide(a),
+        Tensor::U8(a) => wide(a),
+        Tensor::I8(a) => wide(a),
+        Tensor::I16(a) => wide(a),
+        Tensor::U16(a) => wide(a),
+        Tensor::U32(a) => wide(a),
+        Tensor::U64(a) => wide(a),
+        _ => None,
+    }
 }
 
 /// Element types that can live in a [`Tensor`].

@@ -79,20 +79,17 @@ fn scatter_typed<T: TensorElem, I: IndexElem>(
                 (Some(src), None) => {
                     crate::scatter_inplace(dst, dim, index, same_dtype::<T>(op, "src", src)?)
                 }
-                (Some(src), Some(r)) => crate::scatter_legacy_inplace(
+                (Some(src), Some(r)) => crate::ops::scatter::scatter_legacy_inplace(
                     dst,
                     dim,
                     index,
                     same_dtype::<T>(op, "src", src)?,
                     r,
                 ),
-                (None, None) => crate::scatter_value_inplace(
-                    dst,
-                    dim,
-                    index,
-                    T::from_scalar(args.scalar("value")?)?,
-                ),
-                (None, Some(r)) => crate::scatter_value_legacy_inplace(
+                (None, None) => {
+                    crate::scatter_inplace(dst, dim, index, T::from_scalar(args.scalar("value")?)?)
+                }
+                (None, Some(r)) => crate::ops::scatter::scatter_legacy_inplace(
                     dst,
                     dim,
                     index,

@@ -42,7 +42,7 @@ fn zero_filled<'a, T: GradFloat>(
     }
 }
 
-/// The gradient of [`gather_bounded`](crate::gather_bounded()) with respect to `input`.
+/// The gradient of [`Options::gather`](crate::Options::gather) with respect to `input`.
 ///
 /// ```
 /// use gather::OutOfBounds;
@@ -88,7 +88,7 @@ where
     super::gather(&g, shape, dim, &r.index())
 }
 
-/// The gradient of [`index_select_bounded`](crate::index_select_bounded()) with respect to
+/// The gradient of [`Options::index_select`](crate::Options::index_select) with respect to
 /// `input`.
 ///
 /// ```
@@ -132,7 +132,7 @@ where
     super::index_select(&g, shape, dim, &r.index())
 }
 
-/// The gradient of [`take_bounded`](crate::take_bounded()) with respect to `input`.
+/// The gradient of [`Options::take`](crate::Options::take) with respect to `input`.
 ///
 /// ```
 /// use gather::OutOfBounds;
@@ -173,7 +173,7 @@ where
     super::take(&g, shape, &r.index())
 }
 
-/// The gradient of [`take_along_dim_bounded`](crate::take_along_dim_bounded()) with respect to
+/// The gradient of [`Options::take_along_dim`](crate::Options::take_along_dim) with respect to
 /// `input`.
 ///
 /// ```
@@ -218,7 +218,7 @@ where
     super::take_along_dim(&g, shape, &r.index(), dim)
 }
 
-/// The gradient of [`select_batched_bounded`](crate::select_batched_bounded()) with respect to
+/// The gradient of [`Options::select_batched`](crate::Options::select_batched) with respect to
 /// `input`.
 ///
 /// ```
@@ -319,7 +319,7 @@ where
     }
 }
 
-/// The gradients of [`scatter_add_bounded`](crate::scatter_add_bounded()): `grad.input` is
+/// The gradients of [`Options::scatter_add`](crate::Options::scatter_add): `grad.input` is
 /// `grad_out`, `grad.src` reads it where each source landed (zero where it was dropped).
 ///
 /// ```
@@ -369,7 +369,7 @@ where
     })
 }
 
-/// The gradients of [`scatter_bounded`](crate::scatter_bounded()): overwritten elements of the
+/// The gradients of [`Options::scatter`](crate::Options::scatter): overwritten elements of the
 /// input get zero, each kept source the gradient of where it landed (the last write of
 /// duplicates), dropped sources zero.
 ///
@@ -418,7 +418,7 @@ where
     })
 }
 
-/// The gradients of [`scatter_reduce_bounded`](crate::scatter_reduce_bounded()) (the forward
+/// The gradients of [`Options::scatter_reduce`](crate::Options::scatter_reduce) (the forward
 /// is recomputed from `input` and `src`).
 ///
 /// ```
@@ -497,7 +497,7 @@ where
     })
 }
 
-/// The gradients of [`index_reduce_bounded`](crate::index_reduce_bounded()) (the forward is
+/// The gradients of [`Options::index_reduce`](crate::Options::index_reduce) (the forward is
 /// recomputed from `input` and `source`).
 ///
 /// ```
@@ -583,7 +583,7 @@ where
     })
 }
 
-/// The gradients of [`index_add_bounded`](crate::index_add_bounded()).
+/// The gradients of [`Options::index_add`](crate::Options::index_add).
 ///
 /// ```
 /// use gather::OutOfBounds;
@@ -632,7 +632,7 @@ where
     })
 }
 
-/// The gradients of [`index_copy_bounded`](crate::index_copy_bounded()).
+/// The gradients of [`Options::index_copy`](crate::Options::index_copy).
 ///
 /// ```
 /// use gather::OutOfBounds;
@@ -679,7 +679,7 @@ where
     })
 }
 
-/// The gradient of [`index_fill_bounded`](crate::index_fill_bounded()) with respect to `input`:
+/// The gradient of [`Options::index_fill`](crate::Options::index_fill) with respect to `input`:
 /// zero on the filled slices.
 ///
 /// ```
@@ -717,7 +717,7 @@ where
     Ok(into_dim(gi))
 }
 
-/// The gradients of [`put_bounded`](crate::put_bounded()).
+/// The gradients of [`Options::put`](crate::Options::put).
 ///
 /// ```
 /// use gather::OutOfBounds;
@@ -831,7 +831,12 @@ mod tests {
                 is[d] = 1 + (lcg(&mut seed) % 3) as usize;
                 let idx = index(&is, n, &mut seed, wrap);
                 let w = rand(&is, &mut seed);
-                let f = |x: &ArrayD<f64>| dot(&crate::gather_bounded(x, dd, &idx, p).unwrap(), &w);
+                let f = |x: &ArrayD<f64>| {
+                    dot(
+                        &crate::ops::bounds::gather_bounded(x, dd, &idx, p).unwrap(),
+                        &w,
+                    )
+                };
                 check_fd(
                     &f,
                     &x,
@@ -841,7 +846,7 @@ mod tests {
                 // take_along_dim with and without a dim
                 let f = |x: &ArrayD<f64>| {
                     dot(
-                        &crate::take_along_dim_bounded(x, &idx, Some(dd), p).unwrap(),
+                        &crate::ops::bounds::take_along_dim_bounded(x, &idx, Some(dd), p).unwrap(),
                         &w,
                     )
                 };
@@ -851,13 +856,18 @@ mod tests {
                 let w4 = rand(&[4], &mut seed);
                 let f = |x: &ArrayD<f64>| {
                     dot(
-                        &crate::take_along_dim_bounded(x, &flat_idx, None, p).unwrap(),
+                        &crate::ops::bounds::take_along_dim_bounded(x, &flat_idx, None, p).unwrap(),
                         &w4,
                     )
                 };
                 let g = take_along_dim_bounded(&w4, x.raw_dim(), &flat_idx, None, p).unwrap();
                 check_fd(&f, &x, &g, &format!("take_along_dim(None) {what}"));
-                let f = |x: &ArrayD<f64>| dot(&crate::take_bounded(x, &flat_idx, p).unwrap(), &w4);
+                let f = |x: &ArrayD<f64>| {
+                    dot(
+                        &crate::ops::bounds::take_bounded(x, &flat_idx, p).unwrap(),
+                        &w4,
+                    )
+                };
                 check_fd(
                     &f,
                     &x,
@@ -870,7 +880,10 @@ mod tests {
                 os[d] = 3;
                 let wo = rand(&os, &mut seed);
                 let f = |x: &ArrayD<f64>| {
-                    dot(&crate::index_select_bounded(x, dd, &ids, p).unwrap(), &wo)
+                    dot(
+                        &crate::ops::bounds::index_select_bounded(x, dd, &ids, p).unwrap(),
+                        &wo,
+                    )
                 };
                 let g = index_select_bounded(&wo, x.raw_dim(), dd, &ids, p).unwrap();
                 check_fd(&f, &x, &g, &format!("index_select {what}"));
@@ -882,7 +895,7 @@ mod tests {
                 let wb = rand(&os, &mut seed);
                 let f = |x: &ArrayD<f64>| {
                     dot(
-                        &crate::select_batched_bounded(x, dd, &bidx, d, p).unwrap(),
+                        &crate::ops::bounds::select_batched_bounded(x, dd, &bidx, d, p).unwrap(),
                         &wb,
                     )
                 };
@@ -914,13 +927,22 @@ mod tests {
                 let g = scatter_add_bounded(&w, dd, &idx, src.raw_dim(), p).unwrap();
                 let f = |x: &ArrayD<f64>| {
                     dot(
-                        &crate::scatter_add_bounded(x, dd, &idx, &src, p).unwrap(),
+                        &crate::Options::new()
+                            .bounds(p)
+                            .scatter_add(x, dd, &idx, &src)
+                            .unwrap(),
                         &w,
                     )
                 };
                 check_fd(&f, &x, &g.input, &format!("scatter_add input {what}"));
                 let f = |s: &ArrayD<f64>| {
-                    dot(&crate::scatter_add_bounded(&x, dd, &idx, s, p).unwrap(), &w)
+                    dot(
+                        &crate::Options::new()
+                            .bounds(p)
+                            .scatter_add(&x, dd, &idx, s)
+                            .unwrap(),
+                        &w,
+                    )
                 };
                 check_fd(&f, &src, &g.src, &format!("scatter_add src {what}"));
                 // scatter (set): PyTorch's gradient gives every source, overwritten duplicates
@@ -945,11 +967,23 @@ mod tests {
                 if distinct_targets {
                     let g = scatter_bounded(&w, dd, &idx, src.raw_dim(), p).unwrap();
                     let f = |x: &ArrayD<f64>| {
-                        dot(&crate::scatter_bounded(x, dd, &idx, &src, p).unwrap(), &w)
+                        dot(
+                            &crate::Options::new()
+                                .bounds(p)
+                                .scatter(x, dd, &idx, &src)
+                                .unwrap(),
+                            &w,
+                        )
                     };
                     check_fd(&f, &x, &g.input, &format!("scatter input {what}"));
                     let f = |s: &ArrayD<f64>| {
-                        dot(&crate::scatter_bounded(&x, dd, &idx, s, p).unwrap(), &w)
+                        dot(
+                            &crate::Options::new()
+                                .bounds(p)
+                                .scatter(&x, dd, &idx, s)
+                                .unwrap(),
+                            &w,
+                        )
                     };
                     check_fd(&f, &src, &g.src, &format!("scatter src {what}"));
                 }
@@ -966,7 +1000,9 @@ mod tests {
                             scatter_reduce_bounded(&w, &x, dd, &idx, &src, red, incl, p).unwrap();
                         let f = |x: &ArrayD<f64>| {
                             dot(
-                                &crate::scatter_reduce_bounded(x, dd, &idx, &src, red, incl, p)
+                                &crate::Options::new()
+                                    .bounds(p)
+                                    .scatter_reduce(x, dd, &idx, &src, red, incl)
                                     .unwrap(),
                                 &w,
                             )
@@ -979,7 +1015,9 @@ mod tests {
                         );
                         let f = |s: &ArrayD<f64>| {
                             dot(
-                                &crate::scatter_reduce_bounded(&x, dd, &idx, s, red, incl, p)
+                                &crate::Options::new()
+                                    .bounds(p)
+                                    .scatter_reduce(&x, dd, &idx, s, red, incl)
                                     .unwrap(),
                                 &w,
                             )
@@ -1000,14 +1038,15 @@ mod tests {
                 let g = index_add_bounded(&w, dd, &ids, source.raw_dim(), 1.5, p).unwrap();
                 let f = |x: &ArrayD<f64>| {
                     dot(
-                        &crate::index_add_bounded(x, dd, &ids, &source, 1.5, p).unwrap(),
+                        &crate::ops::bounds::index_add_bounded(x, dd, &ids, &source, 1.5, p)
+                            .unwrap(),
                         &w,
                     )
                 };
                 check_fd(&f, &x, &g.input, &format!("index_add input {what}"));
                 let f = |s: &ArrayD<f64>| {
                     dot(
-                        &crate::index_add_bounded(&x, dd, &ids, s, 1.5, p).unwrap(),
+                        &crate::ops::bounds::index_add_bounded(&x, dd, &ids, s, 1.5, p).unwrap(),
                         &w,
                     )
                 };
@@ -1018,8 +1057,10 @@ mod tests {
                             index_reduce_bounded(&w, &x, dd, &ids, &source, red, incl, p).unwrap();
                         let f = |x: &ArrayD<f64>| {
                             dot(
-                                &crate::index_reduce_bounded(x, dd, &ids, &source, red, incl, p)
-                                    .unwrap(),
+                                &crate::ops::bounds::index_reduce_bounded(
+                                    x, dd, &ids, &source, red, incl, p,
+                                )
+                                .unwrap(),
                                 &w,
                             )
                         };
@@ -1031,8 +1072,10 @@ mod tests {
                         );
                         let f = |s: &ArrayD<f64>| {
                             dot(
-                                &crate::index_reduce_bounded(&x, dd, &ids, s, red, incl, p)
-                                    .unwrap(),
+                                &crate::ops::bounds::index_reduce_bounded(
+                                    &x, dd, &ids, s, red, incl, p,
+                                )
+                                .unwrap(),
                                 &w,
                             )
                         };
@@ -1062,20 +1105,24 @@ mod tests {
                     let g = index_copy_bounded(&w, dd, &ids, source.raw_dim(), p).unwrap();
                     let f = |x: &ArrayD<f64>| {
                         dot(
-                            &crate::index_copy_bounded(x, dd, &ids, &source, p).unwrap(),
+                            &crate::ops::bounds::index_copy_bounded(x, dd, &ids, &source, p)
+                                .unwrap(),
                             &w,
                         )
                     };
                     check_fd(&f, &x, &g.input, &format!("index_copy input {what}"));
                     let f = |s: &ArrayD<f64>| {
-                        dot(&crate::index_copy_bounded(&x, dd, &ids, s, p).unwrap(), &w)
+                        dot(
+                            &crate::ops::bounds::index_copy_bounded(&x, dd, &ids, s, p).unwrap(),
+                            &w,
+                        )
                     };
                     check_fd(&f, &source, &g.source, &format!("index_copy source {what}"));
                 }
                 let g = index_fill_bounded(&w, dd, &ids, p).unwrap();
                 let f = |x: &ArrayD<f64>| {
                     dot(
-                        &crate::index_fill_bounded(x, dd, &ids, 0.25, p).unwrap(),
+                        &crate::ops::bounds::index_fill_bounded(x, dd, &ids, 0.25, p).unwrap(),
                         &w,
                     )
                 };
@@ -1085,11 +1132,18 @@ mod tests {
                 let psrc = rand(&[3], &mut seed);
                 let g = put_bounded(&w, &pidx, psrc.raw_dim(), true, p).unwrap();
                 let f = |x: &ArrayD<f64>| {
-                    dot(&crate::put_bounded(x, &pidx, &psrc, true, p).unwrap(), &w)
+                    dot(
+                        &crate::ops::bounds::put_bounded(x, &pidx, &psrc, true, p).unwrap(),
+                        &w,
+                    )
                 };
                 check_fd(&f, &x, &g.input, &format!("put input {what}"));
-                let f =
-                    |s: &ArrayD<f64>| dot(&crate::put_bounded(&x, &pidx, s, true, p).unwrap(), &w);
+                let f = |s: &ArrayD<f64>| {
+                    dot(
+                        &crate::ops::bounds::put_bounded(&x, &pidx, s, true, p).unwrap(),
+                        &w,
+                    )
+                };
                 check_fd(&f, &psrc, &g.source, &format!("put source {what}"));
             }
         }

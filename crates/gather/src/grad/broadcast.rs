@@ -41,7 +41,7 @@ fn broadcast_failed(op: &str, from: &[usize], to: &[usize]) -> Error {
     ))
 }
 
-/// The gradient of [`gather_broadcast()`](crate::gather_broadcast()) with respect to `input`:
+/// The gradient of [`Options::gather`](crate::Options::gather) with respect to `input`:
 /// gather's gradient (a `scatter_add` of `grad_out`) into the input as the forward saw it
 /// (broadcast to the output's shape on every axis but `dim`), summed over the axes along which
 /// the input was broadcast.
@@ -54,7 +54,7 @@ fn broadcast_failed(op: &str, from: &[usize], to: &[usize]) -> Error {
 /// use ndarray::array;
 /// let table = array![[1.0f64, 2.0, 3.0]]; // [1, 3], shared by the index's two rows
 /// let idx = array![[2i64], [2]];
-/// let out = gather::gather_broadcast(&table, 1, &idx)?; // [[3], [3]]
+/// let out = gather::Options::new().broadcast(true).gather(&table, 1, &idx)?; // [[3], [3]]
 /// let dx = gather::grad::gather_broadcast(&array![[1.0f64], [2.0]], table.raw_dim(), 1, &idx)?;
 /// assert_eq!(dx, array![[0.0, 0.0, 3.0]]);
 /// # Ok::<(), gather::Error>(())
@@ -154,7 +154,7 @@ where
     Ok(narrow_to::<T, _>(&w, src_shape))
 }
 
-/// The gradients of [`scatter_add_broadcast()`](crate::scatter_add_broadcast()):
+/// The gradients of [`scatter_add_broadcast()`](crate::Options::new().broadcast(true).scatter_add()):
 /// `input = g`, `src = g.gather(dim, index.expand(E))` summed over src's broadcast axes.
 ///
 /// ```
@@ -189,7 +189,7 @@ where
     Ok(ScatterGrad { input, src })
 }
 
-/// The gradients of [`scatter_broadcast()`](crate::scatter_broadcast()):
+/// The gradients of [`scatter_broadcast()`](crate::Options::new().broadcast(true).scatter()):
 /// `input = g.scatter(dim, index.expand(E), 0)`, `src = g.gather(dim, index.expand(E))` summed
 /// over src's broadcast axes. As in PyTorch, every duplicate writer gets the gradient of the
 /// element it targeted, although only the last write survived.
@@ -237,7 +237,7 @@ where
     Ok(ScatterGrad { input, src })
 }
 
-/// The gradients of [`scatter_reduce_broadcast()`](crate::scatter_reduce_broadcast()) with
+/// The gradients of [`scatter_reduce_broadcast()`](crate::Options::new().broadcast(true).scatter_reduce()) with
 /// respect to `input` and `src`; `result` is the forward's output. Those of
 /// [`grad::scatter_reduce`](crate::grad::scatter_reduce()) on the expanded index and src, with the
 /// src gradient summed over src's broadcast axes (the same rules for ties, zeros and means).
@@ -247,7 +247,7 @@ where
 /// use ndarray::array;
 /// // src [1, 2] broadcast over two index rows: both products land on row 0.
 /// let (x, idx, src) = (array![[2.0f64, 3.0]], array![[0i64], [0]], array![[5.0f64, 7.0]]);
-/// let out = gather::scatter_reduce_broadcast(&x, 0, &idx, &src, Reduce::Prod, true)?;
+/// let out = gather::Options::new().broadcast(true).scatter_reduce(&x, 0, &idx, &src, Reduce::Prod, true)?;
 /// assert_eq!(out, array![[50.0, 147.0]]);
 /// let g = gather::grad::scatter_reduce_broadcast(&array![[1.0, 1.0]], &x, 0, &idx, &src, Reduce::Prod, true, &out)?;
 /// assert_eq!(g.input, array![[25.0, 49.0]]);

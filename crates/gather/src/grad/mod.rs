@@ -241,6 +241,7 @@ impl GradFloat for bf16 {
 /// # Ok::<(), gather::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Parity {
     /// The mathematically correct gradient (the default).
     #[default]

@@ -141,7 +141,7 @@ where
     sum_copies(op, grad_out, shape, d, &counts)
 }
 
-/// The gradient of [`repeat_interleave_scalar()`](crate::repeat_interleave_scalar()) (every slice
+/// The gradient of [`repeat_interleave_scalar()`](crate::ops::repeat::repeat_interleave_scalar()) (every slice
 /// repeated `repeats` times) with respect to `input`: the sum of the gradients of each slice's
 /// copies.
 ///

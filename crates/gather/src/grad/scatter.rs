@@ -128,12 +128,12 @@ where
     let src_shape = src_shape.into_dimension();
     let idx = index.view().into_dyn();
     let d = check_scatter_grad(op, grad_out.shape(), dim, &idx, Some(src_shape.slice()))?;
-    let input = crate::scatter_value(grad_out, dim, index, T::narrow(Zero::zero()))?;
+    let input = crate::scatter(grad_out, dim, index, T::narrow(Zero::zero()))?;
     let src = src_grad(op, grad_out, dim, index, src_shape, d)?;
     Ok(ScatterGrad { input, src })
 }
 
-/// The gradient of [`scatter_value()`](crate::scatter_value()) with respect to `input`:
+/// The gradient of [`scatter()`](crate::scatter()) with a value, with respect to `input`:
 /// `g.scatter(dim, index, 0)` (the value is a constant).
 ///
 /// ```
@@ -157,7 +157,7 @@ where
 {
     let op = "grad::scatter_value";
     check_scatter_grad(op, grad_out.shape(), dim, &index.view().into_dyn(), None)?;
-    crate::scatter_value(grad_out, dim, index, T::narrow(Zero::zero()))
+    crate::scatter(grad_out, dim, index, T::narrow(Zero::zero()))
 }
 
 /// The gradients of [`scatter_add()`](crate::scatter_add()): `input = g`,
@@ -318,15 +318,15 @@ where
     )
 }
 
-/// The gradients of [`scatter_legacy()`](crate::scatter_legacy()) (`scatter(..., reduce=)` with a
-/// src tensor), which PyTorch does not differentiate: `Add` has `scatter_add`'s gradient,
+/// The gradients of the legacy `scatter(..., reduce=)` with a src tensor (`scatter_reduce` with
+/// `Sum`/`Prod` and `include_self = true`), which PyTorch does not differentiate: `Add` has `scatter_add`'s gradient,
 /// `Multiply` that of `scatter_reduce(prod, include_self = true)`.
 ///
 /// ```
-/// use gather::{grad, LegacyReduce};
+/// use gather::{grad, ops::scatter::LegacyReduce};
 /// use ndarray::array;
 /// let (x, idx, src) = (array![2.0f64, 1.0], array![0, 0], array![3.0f64, 5.0]);
-/// let out = gather::scatter_legacy(&x, 0, &idx, &src, LegacyReduce::Multiply)?;
+/// let out = gather::scatter_reduce(&x, 0, &idx, &src, gather::Reduce::Prod, true)?;
 /// assert_eq!(out, array![30.0, 1.0]);
 /// let g = grad::scatter_legacy(&array![1.0, 1.0], &x, 0, &idx, &src, LegacyReduce::Multiply, &out)?;
 /// assert_eq!((g.input, g.src), (array![15.0, 1.0], array![10.0, 6.0]));
@@ -368,15 +368,16 @@ where
     )
 }
 
-/// The gradient of [`scatter_value_legacy()`](crate::scatter_value_legacy()) with respect to
+/// The gradient of the legacy `scatter(..., value, reduce=)` (`scatter_reduce` of a value with
+/// `Sum`/`Prod` and `include_self = true`) with respect to
 /// `input` (the value is a constant): `Add` passes `g` through; `Multiply` gives
 /// `g * value^k`, `k` the number of times the element was multiplied.
 ///
 /// ```
-/// use gather::{grad, LegacyReduce};
+/// use gather::{grad, ops::scatter::LegacyReduce};
 /// use ndarray::array;
 /// let x = array![2.0f32, 2.0];
-/// let out = gather::scatter_value_legacy(&x, 0, &array![1, 1], 5.0, LegacyReduce::Multiply)?;
+/// let out = gather::scatter_reduce(&x, 0, &array![1, 1], 5.0, gather::Reduce::Prod, true)?;
 /// let g = grad::scatter_value_legacy(&array![1.0f32, 1.0], &x, 0, &array![1, 1], 5.0, LegacyReduce::Multiply, &out)?;
 /// assert_eq!(g, array![1.0, 25.0]);
 /// # Ok::<(), gather::Error>(())
@@ -538,7 +539,7 @@ pub(super) fn reduce_core<W: GradFloat<Wide = W> + Float, I: IndexElem>(
             let mut self_is = Zip::from(x).and(r).map_collect(|&x, &r| mask::<W>(x == r));
             if !include_self && parity == Parity::Correct {
                 // An excluded self did not contribute: it takes no share of the gradient.
-                crate::scatter_value_inplace(&mut self_is, dim, idx, W::zero())?;
+                crate::scatter_inplace(&mut self_is, dim, idx, W::zero())?;
             }
             let src_is = Zip::from(s)
                 .and(&value)
@@ -587,13 +588,13 @@ pub(super) fn reduce_core<W: GradFloat<Wide = W> + Float, I: IndexElem>(
         }
     };
     if !include_self {
-        crate::scatter_value_inplace(&mut gi, dim, idx, W::zero())?;
+        crate::scatter_inplace(&mut gi, dim, idx, W::zero())?;
     }
     if parity == Parity::Correct && matches!(reduce, Reduce::Amax | Reduce::Amin | Reduce::Prod) {
         // Output elements no index refers to are `x` itself: the gradient passes through (the
         // formulas above give NaN there for a non-finite `x`).
         let mut hit = ArrayD::from_elem(x.raw_dim(), false);
-        crate::scatter_value_inplace(&mut hit, dim, idx, true)?;
+        crate::scatter_inplace(&mut hit, dim, idx, true)?;
         Zip::from(&mut gi).and(&hit).and(g).for_each(|o, &h, &g| {
             if !h {
                 *o = g
@@ -827,7 +828,8 @@ mod tests {
     fn legacy_value_multiply_gradient() {
         let x = array![2.0f64, 3.0];
         let out =
-            crate::scatter_value_legacy(&x, 0, &array![0i64], 4.0, LegacyReduce::Multiply).unwrap();
+            crate::ops::scatter::scatter_legacy(&x, 0, &array![0i64], 4.0, LegacyReduce::Multiply)
+                .unwrap();
         let g = scatter_value_legacy(
             &array![1.0, 1.0],
             &x,

@@ -52,9 +52,9 @@ use crate::ops::scatter::Reduce;
 /// use ndarray::array;
 /// let x = array![10, 20, 30];
 /// let idx = array![-1, 1, 5];
-/// assert!(gather::gather_bounded(&x, 0, &idx, OutOfBounds::Error).is_err());
-/// assert_eq!(gather::gather_bounded(&x, 0, &idx, OutOfBounds::Clip)?, array![10, 20, 30]);
-/// assert_eq!(gather::gather_bounded(&x, 0, &idx, OutOfBounds::Fill(0))?, array![0, 20, 0]);
+/// assert!(gather::Options::new().bounds(OutOfBounds::Error).gather(&x, 0, &idx).is_err());
+/// assert_eq!(gather::Options::new().bounds(OutOfBounds::Clip).gather(&x, 0, &idx)?, array![10, 20, 30]);
+/// assert_eq!(gather::Options::new().bounds(OutOfBounds::Fill(0)).gather(&x, 0, &idx)?, array![0, 20, 0]);
 /// assert_eq!(OutOfBounds::<i32>::default(), OutOfBounds::Error);
 /// # Ok::<(), gather::Error>(())
 /// ```
@@ -314,11 +314,11 @@ pub(crate) fn into_dim<T, D: Dimension>(a: ArrayD<T>) -> Array<T, D> {
 /// // -1 marks padding: Fill reads 0.0 there.
 /// let emb = array![[0.5f32, 1.0], [2.0, 4.0]];
 /// let idx = array![[1, -1], [0, 1]];
-/// assert_eq!(gather::gather_bounded(&emb, 1, &idx, OutOfBounds::Fill(0.0))?, array![[1.0, 0.0], [2.0, 4.0]]);
-/// assert_eq!(gather::gather_bounded(&emb, 1, &idx, OutOfBounds::Wrap)?, array![[1.0, 1.0], [2.0, 4.0]]);
+/// assert_eq!(gather::Options::new().bounds(OutOfBounds::Fill(0.0)).gather(&emb, 1, &idx)?, array![[1.0, 0.0], [2.0, 4.0]]);
+/// assert_eq!(gather::Options::new().bounds(OutOfBounds::Wrap).gather(&emb, 1, &idx)?, array![[1.0, 1.0], [2.0, 4.0]]);
 /// # Ok::<(), gather::Error>(())
 /// ```
-pub fn gather_bounded<T, S, D, I, SI, DI>(
+pub(crate) fn gather_bounded<T, S, D, I, SI, DI>(
     input: &ArrayBase<S, D>,
     dim: isize,
     index: &ArrayBase<SI, DI>,
@@ -355,11 +355,11 @@ where
 /// use ndarray::array;
 /// let x = array![[10, 20, 30], [40, 50, 60]];
 /// let idx = array![[2], [7]];
-/// assert_eq!(gather::take_along_dim_bounded(&x, &idx, Some(1), OutOfBounds::Clip)?, array![[30], [60]].into_dyn());
-/// assert_eq!(gather::take_along_dim_bounded(&x, &idx, Some(1), OutOfBounds::Fill(-1))?, array![[30], [-1]].into_dyn());
+/// assert_eq!(gather::Options::new().bounds(OutOfBounds::Clip).take_along_dim(&x, &idx, Some(1))?, array![[30], [60]].into_dyn());
+/// assert_eq!(gather::Options::new().bounds(OutOfBounds::Fill(-1)).take_along_dim(&x, &idx, Some(1))?, array![[30], [-1]].into_dyn());
 /// # Ok::<(), gather::Error>(())
 /// ```
-pub fn take_along_dim_bounded<T, S, D, I, SI, DI>(
+pub(crate) fn take_along_dim_bounded<T, S, D, I, SI, DI>(
     input: &ArrayBase<S, D>,
     index: &ArrayBase<SI, DI>,
     dim: Option<isize>,
@@ -400,11 +400,11 @@ where
 /// use ndarray::array;
 /// let table = array![[1.0f32, 1.0], [2.0, 2.0], [3.0, 3.0]];
 /// let ids = array![2, -1, 0];
-/// let out = gather::index_select_bounded(&table, 0, &ids, OutOfBounds::Fill(0.0))?;
+/// let out = gather::Options::new().bounds(OutOfBounds::Fill(0.0)).index_select(&table, 0, &ids)?;
 /// assert_eq!(out, array![[3.0, 3.0], [0.0, 0.0], [1.0, 1.0]]);
 /// # Ok::<(), gather::Error>(())
 /// ```
-pub fn index_select_bounded<T, S, D, I, SI, DI>(
+pub(crate) fn index_select_bounded<T, S, D, I, SI, DI>(
     input: &ArrayBase<S, D>,
     dim: isize,
     index: &ArrayBase<SI, DI>,
@@ -439,11 +439,11 @@ where
 /// use gather::OutOfBounds;
 /// use ndarray::array;
 /// let x = array![[1, 2], [3, 4]];
-/// assert_eq!(gather::take_bounded(&x, &array![0, 9, -1], OutOfBounds::Clip)?, array![1, 4, 1]);
-/// assert_eq!(gather::take_bounded(&x, &array![0, 9, -1], OutOfBounds::Fill(0))?, array![1, 0, 0]);
+/// assert_eq!(gather::Options::new().bounds(OutOfBounds::Clip).take(&x, &array![0, 9, -1])?, array![1, 4, 1]);
+/// assert_eq!(gather::Options::new().bounds(OutOfBounds::Fill(0)).take(&x, &array![0, 9, -1])?, array![1, 0, 0]);
 /// # Ok::<(), gather::Error>(())
 /// ```
-pub fn take_bounded<T, S, D, I, SI, DI>(
+pub(crate) fn take_bounded<T, S, D, I, SI, DI>(
     input: &ArrayBase<S, D>,
     index: &ArrayBase<SI, DI>,
     policy: OutOfBounds<T>,
@@ -478,11 +478,11 @@ where
 /// // Token logits [B, L, V] with labels [B, L]; -100 marks ignored tokens (PyTorch's ignore_index).
 /// let logits = array![[[0.1f32, 0.9], [0.6, 0.4]]];
 /// let labels = array![[1, -100]];
-/// let picked = gather::select_batched_bounded(&logits, -1, &labels, 2, OutOfBounds::Fill(0.0))?;
+/// let picked = gather::Options::new().bounds(OutOfBounds::Fill(0.0)).select_batched(&logits, -1, &labels, 2)?;
 /// assert_eq!(picked, array![[0.9, 0.0]].into_dyn());
 /// # Ok::<(), gather::Error>(())
 /// ```
-pub fn select_batched_bounded<T, S, D, I, SI, DI>(
+pub(crate) fn select_batched_bounded<T, S, D, I, SI, DI>(
     input: &ArrayBase<S, D>,
     axis: isize,
     index: &ArrayBase<SI, DI>,
@@ -588,235 +588,6 @@ pub(crate) fn extend_axis<T: Copy>(
 
 // One in-place and one out-of-place form per write op.
 
-/// [`scatter_inplace()`](crate::scatter_inplace()) under a bounds policy (Error, Wrap, Clip or Drop; Fill
-/// is an error for a write). The same checks as the op run before the first write.
-///
-/// ```
-/// use gather::OutOfBounds;
-/// use ndarray::array;
-/// let mut x = array![0, 0, 0];
-/// gather::scatter_inplace_bounded(&mut x, 0, &array![-1, 1, 5], &array![1, 2, 4], OutOfBounds::Clip)?;
-/// assert_eq!(x, array![1, 2, 4]); // -1 -> 0, 5 -> 2
-/// # Ok::<(), gather::Error>(())
-/// ```
-pub fn scatter_inplace_bounded<T, S, D, I, SI, DI, SS, DS>(
-    dst: &mut ArrayBase<S, D>,
-    dim: isize,
-    index: &ArrayBase<SI, DI>,
-    src: &ArrayBase<SS, DS>,
-    policy: OutOfBounds<T>,
-) -> Result<()>
-where
-    T: Element,
-    S: DataMut<Elem = T>,
-    D: Dimension,
-    I: IndexElem,
-    SI: Data<Elem = I>,
-    DI: Dimension,
-    SS: Data<Elem = T>,
-    DS: Dimension,
-{
-    if let OutOfBounds::Error = policy {
-        return crate::scatter_inplace(dst, dim, index, src);
-    }
-    write_bounded(
-        "scatter",
-        dst.view_mut().into_dyn(),
-        Some(dim),
-        index.view().into_dyn(),
-        &policy,
-        |d, i| crate::scatter_inplace(d, dim, i, src),
-    )
-}
-
-/// Out-of-place [`scatter_inplace_bounded`]: a new array.
-///
-/// ```
-/// use gather::OutOfBounds;
-/// use ndarray::array;
-/// let out = gather::scatter_bounded(&array![0, 0, 0], 0, &array![-1, 1, 5], &array![1, 2, 4], OutOfBounds::Drop)?;
-/// assert_eq!(out, array![0, 2, 0]);
-/// # Ok::<(), gather::Error>(())
-/// ```
-pub fn scatter_bounded<T, S, D, I, SI, DI, SS, DS>(
-    input: &ArrayBase<S, D>,
-    dim: isize,
-    index: &ArrayBase<SI, DI>,
-    src: &ArrayBase<SS, DS>,
-    policy: OutOfBounds<T>,
-) -> Result<Array<T, D>>
-where
-    T: Element,
-    S: Data<Elem = T>,
-    D: Dimension,
-    I: IndexElem,
-    SI: Data<Elem = I>,
-    DI: Dimension,
-    SS: Data<Elem = T>,
-    DS: Dimension,
-{
-    if let OutOfBounds::Error = policy {
-        return crate::scatter(input, dim, index, src);
-    }
-    let mut out = super::try_to_owned("scatter", input)?;
-    scatter_inplace_bounded(&mut out, dim, index, src, policy)?;
-    Ok(out)
-}
-/// [`scatter_add_inplace()`](crate::scatter_add_inplace()) under a bounds policy (Error, Wrap, Clip or Drop; Fill
-/// is an error for a write). The same checks as the op run before the first write.
-///
-/// ```
-/// use gather::OutOfBounds;
-/// use ndarray::array;
-/// let mut x = array![0, 0, 0];
-/// gather::scatter_add_inplace_bounded(&mut x, 0, &array![-1, 1, 2], &array![1, 2, 4], OutOfBounds::Wrap)?;
-/// assert_eq!(x, array![0, 2, 5]); // -1 -> 2
-/// # Ok::<(), gather::Error>(())
-/// ```
-pub fn scatter_add_inplace_bounded<T, S, D, I, SI, DI, SS, DS>(
-    dst: &mut ArrayBase<S, D>,
-    dim: isize,
-    index: &ArrayBase<SI, DI>,
-    src: &ArrayBase<SS, DS>,
-    policy: OutOfBounds<T>,
-) -> Result<()>
-where
-    T: Element,
-    S: DataMut<Elem = T>,
-    D: Dimension,
-    I: IndexElem,
-    SI: Data<Elem = I>,
-    DI: Dimension,
-    SS: Data<Elem = T>,
-    DS: Dimension,
-{
-    if let OutOfBounds::Error = policy {
-        return crate::scatter_add_inplace(dst, dim, index, src);
-    }
-    write_bounded(
-        "scatter_add",
-        dst.view_mut().into_dyn(),
-        Some(dim),
-        index.view().into_dyn(),
-        &policy,
-        |d, i| crate::scatter_add_inplace(d, dim, i, src),
-    )
-}
-
-/// Out-of-place [`scatter_add_inplace_bounded`]: a new array.
-///
-/// ```
-/// use gather::OutOfBounds;
-/// use ndarray::array;
-/// // Edges whose target is -1 (no target) are skipped.
-/// let out = gather::scatter_add_bounded(&array![0.0, 0.0], 0, &array![1, -1, 1], &array![1.0, 2.0, 4.0], OutOfBounds::Drop)?;
-/// assert_eq!(out, array![0.0, 5.0]);
-/// # Ok::<(), gather::Error>(())
-/// ```
-pub fn scatter_add_bounded<T, S, D, I, SI, DI, SS, DS>(
-    input: &ArrayBase<S, D>,
-    dim: isize,
-    index: &ArrayBase<SI, DI>,
-    src: &ArrayBase<SS, DS>,
-    policy: OutOfBounds<T>,
-) -> Result<Array<T, D>>
-where
-    T: Element,
-    S: Data<Elem = T>,
-    D: Dimension,
-    I: IndexElem,
-    SI: Data<Elem = I>,
-    DI: Dimension,
-    SS: Data<Elem = T>,
-    DS: Dimension,
-{
-    if let OutOfBounds::Error = policy {
-        return crate::scatter_add(input, dim, index, src);
-    }
-    let mut out = super::try_to_owned("scatter_add", input)?;
-    scatter_add_inplace_bounded(&mut out, dim, index, src, policy)?;
-    Ok(out)
-}
-/// [`scatter_reduce_inplace()`](crate::scatter_reduce_inplace()) under a bounds policy (Error, Wrap, Clip or Drop; Fill
-/// is an error for a write). The same checks as the op run before the first write.
-///
-/// ```
-/// use gather::OutOfBounds;
-/// use gather::Reduce;
-/// use ndarray::array;
-/// let mut x = array![1.0, 1.0];
-/// gather::scatter_reduce_inplace_bounded(&mut x, 0, &array![0, 3, 0], &array![5.0, 7.0, 2.0], Reduce::Amax, false, OutOfBounds::Drop)?;
-/// assert_eq!(x, array![5.0, 1.0]); // 7.0 is dropped, so element 1 keeps its value
-/// # Ok::<(), gather::Error>(())
-/// ```
-pub fn scatter_reduce_inplace_bounded<T, S, D, I, SI, DI, SS, DS>(
-    dst: &mut ArrayBase<S, D>,
-    dim: isize,
-    index: &ArrayBase<SI, DI>,
-    src: &ArrayBase<SS, DS>,
-    reduce: Reduce,
-    include_self: bool,
-    policy: OutOfBounds<T>,
-) -> Result<()>
-where
-    T: Element,
-    S: DataMut<Elem = T>,
-    D: Dimension,
-    I: IndexElem,
-    SI: Data<Elem = I>,
-    DI: Dimension,
-    SS: Data<Elem = T>,
-    DS: Dimension,
-{
-    if let OutOfBounds::Error = policy {
-        return crate::scatter_reduce_inplace(dst, dim, index, src, reduce, include_self);
-    }
-    write_bounded(
-        "scatter_reduce",
-        dst.view_mut().into_dyn(),
-        Some(dim),
-        index.view().into_dyn(),
-        &policy,
-        |d, i| crate::scatter_reduce_inplace(d, dim, i, src, reduce, include_self),
-    )
-}
-
-/// Out-of-place [`scatter_reduce_inplace_bounded`]: a new array.
-///
-/// ```
-/// use gather::OutOfBounds;
-/// use gather::Reduce;
-/// use ndarray::array;
-/// let out = gather::scatter_reduce_bounded(&array![1.0, 1.0], 0, &array![0, 3, 0], &array![5.0, 7.0, 2.0], Reduce::Mean, true, OutOfBounds::Clip)?;
-/// assert_eq!(out, array![(1.0 + 5.0 + 2.0) / 3.0, (1.0 + 7.0) / 2.0]);
-/// # Ok::<(), gather::Error>(())
-/// ```
-pub fn scatter_reduce_bounded<T, S, D, I, SI, DI, SS, DS>(
-    input: &ArrayBase<S, D>,
-    dim: isize,
-    index: &ArrayBase<SI, DI>,
-    src: &ArrayBase<SS, DS>,
-    reduce: Reduce,
-    include_self: bool,
-    policy: OutOfBounds<T>,
-) -> Result<Array<T, D>>
-where
-    T: Element,
-    S: Data<Elem = T>,
-    D: Dimension,
-    I: IndexElem,
-    SI: Data<Elem = I>,
-    DI: Dimension,
-    SS: Data<Elem = T>,
-    DS: Dimension,
-{
-    if let OutOfBounds::Error = policy {
-        return crate::scatter_reduce(input, dim, index, src, reduce, include_self);
-    }
-    let mut out = super::try_to_owned("scatter_reduce", input)?;
-    scatter_reduce_inplace_bounded(&mut out, dim, index, src, reduce, include_self, policy)?;
-    Ok(out)
-}
 /// [`index_add_inplace()`](crate::index_add_inplace()) under a bounds policy (Error, Wrap, Clip or Drop; Fill
 /// is an error for a write). The same checks as the op run before the first write.
 ///
@@ -824,11 +595,11 @@ where
 /// use gather::OutOfBounds;
 /// use ndarray::array;
 /// let mut x = array![[0, 0], [0, 0]];
-/// gather::index_add_inplace_bounded(&mut x, 0, &array![1, -1], &array![[1, 1], [2, 2]], 1, OutOfBounds::Wrap)?;
+/// gather::Options::new().bounds(OutOfBounds::Wrap).index_add_inplace(&mut x, 0, &array![1, -1], &array![[1, 1], [2, 2]], 1)?;
 /// assert_eq!(x, array![[0, 0], [3, 3]]);
 /// # Ok::<(), gather::Error>(())
 /// ```
-pub fn index_add_inplace_bounded<T, S, D, I, SI, DI, SS, DS>(
+pub(crate) fn index_add_inplace_bounded<T, S, D, I, SI, DI, SS, DS>(
     dst: &mut ArrayBase<S, D>,
     dim: isize,
     index: &ArrayBase<SI, DI>,
@@ -864,11 +635,11 @@ where
 /// ```
 /// use gather::OutOfBounds;
 /// use ndarray::array;
-/// let out = gather::index_add_bounded(&array![[0, 0], [0, 0]], 0, &array![1, -1], &array![[1, 1], [2, 2]], 1, OutOfBounds::Drop)?;
+/// let out = gather::Options::new().bounds(OutOfBounds::Drop).index_add(&array![[0, 0], [0, 0]], 0, &array![1, -1], &array![[1, 1], [2, 2]], 1)?;
 /// assert_eq!(out, array![[0, 0], [1, 1]]);
 /// # Ok::<(), gather::Error>(())
 /// ```
-pub fn index_add_bounded<T, S, D, I, SI, DI, SS, DS>(
+pub(crate) fn index_add_bounded<T, S, D, I, SI, DI, SS, DS>(
     input: &ArrayBase<S, D>,
     dim: isize,
     index: &ArrayBase<SI, DI>,
@@ -897,11 +668,11 @@ where
 /// use gather::OutOfBounds;
 /// use ndarray::array;
 /// let mut x = array![0, 0, 0];
-/// gather::index_copy_inplace_bounded(&mut x, 0, &array![5, -2], &array![7, 8], OutOfBounds::Clip)?;
+/// gather::Options::new().bounds(OutOfBounds::Clip).index_copy_inplace(&mut x, 0, &array![5, -2], &array![7, 8])?;
 /// assert_eq!(x, array![8, 0, 7]);
 /// # Ok::<(), gather::Error>(())
 /// ```
-pub fn index_copy_inplace_bounded<T, S, D, I, SI, DI, SS, DS>(
+pub(crate) fn index_copy_inplace_bounded<T, S, D, I, SI, DI, SS, DS>(
     dst: &mut ArrayBase<S, D>,
     dim: isize,
     index: &ArrayBase<SI, DI>,
@@ -936,11 +707,11 @@ where
 /// ```
 /// use gather::OutOfBounds;
 /// use ndarray::array;
-/// let out = gather::index_copy_bounded(&array![0, 0, 0], 0, &array![5, 1], &array![7, 8], OutOfBounds::Drop)?;
+/// let out = gather::Options::new().bounds(OutOfBounds::Drop).index_copy(&array![0, 0, 0], 0, &array![5, 1], &array![7, 8])?;
 /// assert_eq!(out, array![0, 8, 0]);
 /// # Ok::<(), gather::Error>(())
 /// ```
-pub fn index_copy_bounded<T, S, D, I, SI, DI, SS, DS>(
+pub(crate) fn index_copy_bounded<T, S, D, I, SI, DI, SS, DS>(
     input: &ArrayBase<S, D>,
     dim: isize,
     index: &ArrayBase<SI, DI>,
@@ -968,11 +739,11 @@ where
 /// use gather::OutOfBounds;
 /// use ndarray::array;
 /// let mut x = array![1, 2, 3];
-/// gather::index_fill_inplace_bounded(&mut x, 0, &array![0, 9], -1, OutOfBounds::Drop)?;
+/// gather::Options::new().bounds(OutOfBounds::Drop).index_fill_inplace(&mut x, 0, &array![0, 9], -1)?;
 /// assert_eq!(x, array![-1, 2, 3]);
 /// # Ok::<(), gather::Error>(())
 /// ```
-pub fn index_fill_inplace_bounded<T, S, D, I, SI, DI>(
+pub(crate) fn index_fill_inplace_bounded<T, S, D, I, SI, DI>(
     dst: &mut ArrayBase<S, D>,
     dim: isize,
     index: &ArrayBase<SI, DI>,
@@ -1005,11 +776,11 @@ where
 /// ```
 /// use gather::OutOfBounds;
 /// use ndarray::array;
-/// let out = gather::index_fill_bounded(&array![1, 2, 3], 0, &array![0, 9], -1, OutOfBounds::Clip)?;
+/// let out = gather::Options::new().bounds(OutOfBounds::Clip).index_fill(&array![1, 2, 3], 0, &array![0, 9], -1)?;
 /// assert_eq!(out, array![-1, 2, -1]);
 /// # Ok::<(), gather::Error>(())
 /// ```
-pub fn index_fill_bounded<T, S, D, I, SI, DI>(
+pub(crate) fn index_fill_bounded<T, S, D, I, SI, DI>(
     input: &ArrayBase<S, D>,
     dim: isize,
     index: &ArrayBase<SI, DI>,
@@ -1036,11 +807,11 @@ where
 /// use gather::Reduce;
 /// use ndarray::array;
 /// let mut x = array![2.0, 3.0];
-/// gather::index_reduce_inplace_bounded(&mut x, 0, &array![0, -1, 7], &array![4.0, 5.0, 6.0], Reduce::Prod, true, OutOfBounds::Clip)?;
+/// gather::Options::new().bounds(OutOfBounds::Clip).index_reduce_inplace(&mut x, 0, &array![0, -1, 7], &array![4.0, 5.0, 6.0], Reduce::Prod, true)?;
 /// assert_eq!(x, array![2.0 * 4.0 * 5.0, 3.0 * 6.0]); // -1 -> 0 and 7 -> 1
 /// # Ok::<(), gather::Error>(())
 /// ```
-pub fn index_reduce_inplace_bounded<T, S, D, I, SI, DI, SS, DS>(
+pub(crate) fn index_reduce_inplace_bounded<T, S, D, I, SI, DI, SS, DS>(
     dst: &mut ArrayBase<S, D>,
     dim: isize,
     index: &ArrayBase<SI, DI>,
@@ -1078,11 +849,11 @@ where
 /// use gather::OutOfBounds;
 /// use gather::Reduce;
 /// use ndarray::array;
-/// let out = gather::index_reduce_bounded(&array![2.0, 3.0], 0, &array![0, -1, 7], &array![4.0, 5.0, 6.0], Reduce::Prod, true, OutOfBounds::Drop)?;
+/// let out = gather::Options::new().bounds(OutOfBounds::Drop).index_reduce(&array![2.0, 3.0], 0, &array![0, -1, 7], &array![4.0, 5.0, 6.0], Reduce::Prod, true)?;
 /// assert_eq!(out, array![8.0, 3.0]);
 /// # Ok::<(), gather::Error>(())
 /// ```
-pub fn index_reduce_bounded<T, S, D, I, SI, DI, SS, DS>(
+pub(crate) fn index_reduce_bounded<T, S, D, I, SI, DI, SS, DS>(
     input: &ArrayBase<S, D>,
     dim: isize,
     index: &ArrayBase<SI, DI>,
@@ -1112,11 +883,11 @@ where
 /// use gather::OutOfBounds;
 /// use ndarray::array;
 /// let mut x = array![[1, 2], [3, 4]];
-/// gather::put_inplace_bounded(&mut x, &array![0, 4, -1], &array![9, 8, 7], false, OutOfBounds::Drop)?;
+/// gather::Options::new().bounds(OutOfBounds::Drop).put_inplace(&mut x, &array![0, 4, -1], &array![9, 8, 7], false)?;
 /// assert_eq!(x, array![[9, 2], [3, 4]]); // 4 and -1 are outside 0..4
 /// # Ok::<(), gather::Error>(())
 /// ```
-pub fn put_inplace_bounded<T, S, D, I, SI, DI, SS, DS>(
+pub(crate) fn put_inplace_bounded<T, S, D, I, SI, DI, SS, DS>(
     dst: &mut ArrayBase<S, D>,
     index: &ArrayBase<SI, DI>,
     source: &ArrayBase<SS, DS>,
@@ -1151,11 +922,11 @@ where
 /// ```
 /// use gather::OutOfBounds;
 /// use ndarray::array;
-/// let out = gather::put_bounded(&array![[1, 2], [3, 4]], &array![0, 4, -1], &array![9, 8, 7], true, OutOfBounds::Clip)?;
+/// let out = gather::Options::new().bounds(OutOfBounds::Clip).put(&array![[1, 2], [3, 4]], &array![0, 4, -1], &array![9, 8, 7], true)?;
 /// assert_eq!(out, array![[1 + 9 + 7, 2], [3, 4 + 8]]);
 /// # Ok::<(), gather::Error>(())
 /// ```
-pub fn put_bounded<T, S, D, I, SI, DI, SS, DS>(
+pub(crate) fn put_bounded<T, S, D, I, SI, DI, SS, DS>(
     input: &ArrayBase<S, D>,
     index: &ArrayBase<SI, DI>,
     source: &ArrayBase<SS, DS>,
@@ -1506,7 +1277,10 @@ mod tests {
                 let sc = scatter_contrib(Bounds::Strict);
                 let dd = d as isize;
                 let mut y = x.clone();
-                let res = scatter_inplace_bounded(&mut y, dd, &idx, &src, p).map(|_| y.clone());
+                let res = crate::Options::new()
+                    .bounds(p)
+                    .scatter_inplace(&mut y, dd, &idx, &src)
+                    .map(|_| y.clone());
                 same(
                     res,
                     sc.as_ref().map(|c| apply(&x, c, Red::Set, false)),
@@ -1516,14 +1290,18 @@ mod tests {
                     assert_eq!(y, x, "a failed in-place scatter changes nothing: {what}");
                 }
                 same(
-                    scatter_add_bounded(&x, dd, &idx, &src, p),
+                    crate::Options::new()
+                        .bounds(p)
+                        .scatter_add(&x, dd, &idx, &src),
                     sc.as_ref().map(|c| apply(&x, c, Red::Sum, true)),
                     &format!("scatter_add {what}"),
                 );
                 for (red, rr) in reduces {
                     for incl in [true, false] {
                         same(
-                            scatter_reduce_bounded(&x, dd, &idx, &src, red, incl, p),
+                            crate::Options::new()
+                                .bounds(p)
+                                .scatter_reduce(&x, dd, &idx, &src, red, incl),
                             sc.as_ref().map(|c| apply(&x, c, rr, incl)),
                             &format!("scatter_reduce {red:?} {incl} {what}"),
                         );
@@ -1632,14 +1410,10 @@ mod tests {
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
         assert!(e.hint().unwrap().contains("Fill"), "{e}");
         let mut y = x.clone();
-        let e = scatter_add_inplace_bounded(
-            &mut y,
-            0,
-            &array![0],
-            &array![1.0],
-            OutOfBounds::Fill(0.0),
-        )
-        .unwrap_err();
+        let e = crate::Options::new()
+            .bounds(OutOfBounds::Fill(0.0))
+            .scatter_add_inplace(&mut y, 0, &array![0], &array![1.0])
+            .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
         assert!(e.hint().unwrap().contains("Drop"), "{e}");
         assert_eq!(y, x);
@@ -1651,7 +1425,9 @@ mod tests {
         for p in [OutOfBounds::Wrap, OutOfBounds::Drop, OutOfBounds::Clip] {
             let mut y = x.clone();
             // a shape error after the index is mapped: src is smaller than the index
-            let e = scatter_add_inplace_bounded(&mut y, 1, &array![[0, -1, 1]], &array![[1.0]], p)
+            let e = crate::Options::new()
+                .bounds(p)
+                .scatter_add_inplace(&mut y, 1, &array![[0, -1, 1]], &array![[1.0]])
                 .unwrap_err();
             assert_eq!(e.kind(), ErrorKind::ShapeMismatch, "{p:?}");
             assert_eq!(y, x);
@@ -1691,12 +1467,11 @@ mod tests {
         let x = ndarray::Array2::<f32>::zeros((2, 0));
         let e = gather_bounded(&x, 1, &array![[0i64], [1]], OutOfBounds::Fill(1.0)).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::IndexOutOfBounds);
-        let out = scatter_add_bounded(
+        let out = crate::Options::new().bounds(OutOfBounds::Drop).scatter_add(
             &x,
             1,
             &array![[3i64], [-1]],
             &array![[1.0f32], [2.0]],
-            OutOfBounds::Drop,
         );
         assert_eq!(out.unwrap().shape(), &[2, 0]);
     }

@@ -16,7 +16,7 @@
 //!   n=2│ 50 │ 51 │
 //!      └────┴────┘
 //!
-//! scatter_add_broadcast(self, dim=0, index, src)     self[index[e][0]][d] += src[e][d]
+//! crate::Options::new().broadcast(true).scatter_add(self, dim=0, index, src)     self[index[e][0]][d] += src[e][d]
 //!
 //!  self [3, 2] (zeros)    index [4, 1]   src [4, 2]       result
 //!  ┌───┬───┐              ┌───┐          ┌───┬───┐        ┌───┬───┐
@@ -68,7 +68,7 @@
 //! fast paths apply: an index of size 1 on the trailing axes copies whole rows, and `[N, 1]` row
 //! ids take the row-index fast path of `scatter_add`/`scatter_reduce`. Memory is the output only.
 
-use ndarray::{Array, ArrayBase, ArrayD, ArrayView, ArrayViewMut, Data, DataMut, Dimension, IxDyn};
+use ndarray::{ArrayBase, ArrayD, ArrayView, ArrayViewMut, Data, DataMut, Dimension, IxDyn};
 
 use super::gather::gather_mapped;
 use super::scatter::{Mode, Reduce, scatter_into};
@@ -275,22 +275,22 @@ pub(crate) fn scatter_broadcast_into<T: Element, I: IndexElem>(
 /// // Top-k patches: [B, N, D] with [B, K] ids, viewed [B, K, 1]: whole rows of D move.
 /// let patches = Array3::from_shape_fn((2, 4, 3), |(b, n, d)| (100 * b + 10 * n + d) as f32);
 /// let keep = array![[3i64, 1], [0, 2]];
-/// let picked = gather::gather_broadcast(&patches, 1, &keep.view().insert_axis(Axis(2)))?;
+/// let picked = gather::Options::new().broadcast(true).gather(&patches, 1, &keep.view().insert_axis(Axis(2)))?;
 /// assert_eq!(picked.shape(), &[2, 2, 3]);
 /// assert_eq!(picked[[0, 0, 2]], 32.0); // patches[0][3][2]
 /// assert_eq!(picked[[1, 1, 0]], 120.0); // patches[1][2][0]
 ///
 /// // A table shared by the batch: input [1, 3] broadcast over the index's 2 rows.
 /// let table = array![[10, 20, 30]];
-/// let out = gather::gather_broadcast(&table, 1, &array![[2i64, 0], [1, 1]])?;
-/// assert_eq!(out, array![[30, 10], [20, 20]].into_dyn());
+/// let out = gather::Options::new().broadcast(true).gather(&table, 1, &array![[2i64, 0], [1, 1]])?;
+/// assert_eq!(out, array![[30, 10], [20, 20]]);
 ///
 /// // Sizes that neither match nor are 1 are an error that names the axis.
-/// let e = gather::gather_broadcast(&patches, 1, &ndarray::Array3::<i64>::zeros((3, 2, 1))).unwrap_err();
+/// let e = gather::Options::new().broadcast(true).gather(&patches, 1, &ndarray::Array3::<i64>::zeros((3, 2, 1))).unwrap_err();
 /// assert!(e.to_string().contains("index has size 3 on axis 0 but input has 2"));
 /// # Ok::<(), gather::Error>(())
 /// ```
-pub fn gather_broadcast<T, S, D, I, SI, DI>(
+pub(crate) fn gather_broadcast<T, S, D, I, SI, DI>(
     input: &ArrayBase<S, D>,
     dim: isize,
     index: &ArrayBase<SI, DI>,
@@ -344,19 +344,19 @@ where
 /// use ndarray::array;
 /// // Row ids [3, 1] write whole rows of src [3, 2] into self [4, 2] along dim 0.
 /// let mut x = ndarray::Array2::<i32>::zeros((4, 2));
-/// gather::scatter_broadcast_inplace(&mut x, 0, &array![[3i64], [0], [3]], &array![[1, 2], [3, 4], [5, 6]])?;
+/// gather::Options::new().broadcast(true).scatter_inplace(&mut x, 0, &array![[3i64], [0], [3]], &array![[1, 2], [3, 4], [5, 6]])?;
 /// assert_eq!(x, array![[3, 4], [0, 0], [0, 0], [5, 6]]); // row 3: the last write wins
 ///
 /// // src of size 1 everywhere: one value written wherever the index points.
-/// gather::scatter_broadcast_inplace(&mut x, 1, &array![[0i64], [1], [0], [1]], &array![[9]])?;
+/// gather::Options::new().broadcast(true).scatter_inplace(&mut x, 1, &array![[0i64], [1], [0], [1]], &array![[9]])?;
 /// assert_eq!(x, array![[9, 4], [0, 9], [9, 0], [5, 9]]);
 ///
 /// // A failed call changes nothing.
-/// assert!(gather::scatter_broadcast_inplace(&mut x, 0, &array![[0i64], [4]], &array![[7, 7]]).is_err());
+/// assert!(gather::Options::new().broadcast(true).scatter_inplace(&mut x, 0, &array![[0i64], [4]], &array![[7, 7]]).is_err());
 /// assert_eq!(x, array![[9, 4], [0, 9], [9, 0], [5, 9]]);
 /// # Ok::<(), gather::Error>(())
 /// ```
-pub fn scatter_broadcast_inplace<T, S, D, I, SI, DI, SS, DS>(
+pub(crate) fn scatter_broadcast_inplace<T, S, D, I, SI, DI, SS, DS>(
     dst: &mut ArrayBase<S, D>,
     dim: isize,
     index: &ArrayBase<SI, DI>,
@@ -382,36 +382,6 @@ where
     )
 }
 
-/// Out-of-place [`scatter_broadcast_inplace`]: returns a scattered copy of `input`.
-///
-/// ```
-/// use ndarray::array;
-/// // One label per row, index [2, 1], marks a one-hot row: src [1, 1] is a single value.
-/// let onehot = gather::scatter_broadcast(&ndarray::Array2::<f32>::zeros((2, 3)), 1, &array![[2i64], [0]], &array![[1.0f32]])?;
-/// assert_eq!(onehot, array![[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]);
-/// # Ok::<(), gather::Error>(())
-/// ```
-pub fn scatter_broadcast<T, S, D, I, SI, DI, SS, DS>(
-    input: &ArrayBase<S, D>,
-    dim: isize,
-    index: &ArrayBase<SI, DI>,
-    src: &ArrayBase<SS, DS>,
-) -> Result<Array<T, D>>
-where
-    T: Element,
-    S: Data<Elem = T>,
-    D: Dimension,
-    I: IndexElem,
-    SI: Data<Elem = I>,
-    DI: Dimension,
-    SS: Data<Elem = T>,
-    DS: Dimension,
-{
-    let mut out = super::try_to_owned("scatter_broadcast", input)?;
-    scatter_broadcast_inplace(&mut out, dim, index, src)?;
-    Ok(out)
-}
-
 /// `self.scatter_add_(dim, index.expand(E), src.expand(E))` without the expands (`E` as in
 /// [`scatter_broadcast_inplace`]): adds in index order (integers wrap, bool is logical or,
 /// `f16`/`bf16` accumulate in `f32`). Row ids `[N, 1]` with `src [N, D]` take the row-index fast path.
@@ -421,11 +391,11 @@ where
 /// // The GNN "edge → node" sum: messages [4, 2], target node of each edge [4, 1].
 /// let mut nodes = ndarray::Array2::<f32>::zeros((3, 2));
 /// let msgs = array![[1.0f32, 2.0], [3.0, 4.0], [5.0, 6.0], [0.5, 0.5]];
-/// gather::scatter_add_broadcast_inplace(&mut nodes, 0, &array![[2i64], [0], [2], [0]], &msgs)?;
+/// gather::Options::new().broadcast(true).scatter_add_inplace(&mut nodes, 0, &array![[2i64], [0], [2], [0]], &msgs)?;
 /// assert_eq!(nodes, array![[3.5, 4.5], [0.0, 0.0], [6.0, 8.0]]);
 /// # Ok::<(), gather::Error>(())
 /// ```
-pub fn scatter_add_broadcast_inplace<T, S, D, I, SI, DI, SS, DS>(
+pub(crate) fn scatter_add_broadcast_inplace<T, S, D, I, SI, DI, SS, DS>(
     dst: &mut ArrayBase<S, D>,
     dim: isize,
     index: &ArrayBase<SI, DI>,
@@ -451,36 +421,6 @@ where
     )
 }
 
-/// Out-of-place [`scatter_add_broadcast_inplace`].
-///
-/// ```
-/// use ndarray::array;
-/// // Counting: src [1] is one 1 per index position (a bincount along dim 0).
-/// let counts = gather::scatter_add_broadcast(&array![0i64, 0, 0], 0, &array![2i64, 0, 2, 2], &array![1i64])?;
-/// assert_eq!(counts, array![1, 0, 3]);
-/// # Ok::<(), gather::Error>(())
-/// ```
-pub fn scatter_add_broadcast<T, S, D, I, SI, DI, SS, DS>(
-    input: &ArrayBase<S, D>,
-    dim: isize,
-    index: &ArrayBase<SI, DI>,
-    src: &ArrayBase<SS, DS>,
-) -> Result<Array<T, D>>
-where
-    T: Element,
-    S: Data<Elem = T>,
-    D: Dimension,
-    I: IndexElem,
-    SI: Data<Elem = I>,
-    DI: Dimension,
-    SS: Data<Elem = T>,
-    DS: Dimension,
-{
-    let mut out = super::try_to_owned("scatter_add_broadcast", input)?;
-    scatter_add_broadcast_inplace(&mut out, dim, index, src)?;
-    Ok(out)
-}
-
 /// `self.scatter_reduce_(dim, index.expand(E), src.expand(E), reduce, include_self)` without the
 /// expands (`E` as in [`scatter_broadcast_inplace`]); the reductions behave as in
 /// [`scatter_reduce_inplace`](crate::scatter_reduce_inplace) (`Mean` on bool is an error).
@@ -492,11 +432,11 @@ where
 /// let mut nodes = ndarray::Array2::<f32>::zeros((2, 2));
 /// let feats = array![[1.0f32, -2.0], [3.0, -4.0], [-5.0, 6.0], [0.5, 0.5]];
 /// let ids = array![[1i64], [1], [0], [1]];
-/// gather::scatter_reduce_broadcast_inplace(&mut nodes, 0, &ids, &feats, Reduce::Amax, false)?;
+/// gather::Options::new().broadcast(true).scatter_reduce_inplace(&mut nodes, 0, &ids, &feats, Reduce::Amax, false)?;
 /// assert_eq!(nodes, array![[-5.0, 6.0], [3.0, 0.5]]);
 /// # Ok::<(), gather::Error>(())
 /// ```
-pub fn scatter_reduce_broadcast_inplace<T, S, D, I, SI, DI, SS, DS>(
+pub(crate) fn scatter_reduce_broadcast_inplace<T, S, D, I, SI, DI, SS, DS>(
     dst: &mut ArrayBase<S, D>,
     dim: isize,
     index: &ArrayBase<SI, DI>,
@@ -524,257 +464,18 @@ where
     )
 }
 
-/// Out-of-place [`scatter_reduce_broadcast_inplace`].
-///
-/// ```
-/// use gather::Reduce;
-/// use ndarray::array;
-/// // Mean of each group's rows; self included as one contributor.
-/// let out = gather::scatter_reduce_broadcast(&array![[0.0f64, 0.0]], 0, &array![[0i64], [0]], &array![[2.0, 4.0], [4.0, 8.0]], Reduce::Mean, true)?;
-/// assert_eq!(out, array![[2.0, 4.0]]);
-/// # Ok::<(), gather::Error>(())
-/// ```
-pub fn scatter_reduce_broadcast<T, S, D, I, SI, DI, SS, DS>(
-    input: &ArrayBase<S, D>,
-    dim: isize,
-    index: &ArrayBase<SI, DI>,
-    src: &ArrayBase<SS, DS>,
-    reduce: Reduce,
-    include_self: bool,
-) -> Result<Array<T, D>>
-where
-    T: Element,
-    S: Data<Elem = T>,
-    D: Dimension,
-    I: IndexElem,
-    SI: Data<Elem = I>,
-    DI: Dimension,
-    SS: Data<Elem = T>,
-    DS: Dimension,
-{
-    let mut out = super::try_to_owned("scatter_reduce_broadcast", input)?;
-    scatter_reduce_broadcast_inplace(&mut out, dim, index, src, reduce, include_self)?;
-    Ok(out)
-}
-
-/// Method forms of the out-of-place broadcasting ops, on any ndarray array.
-///
-/// ```
-/// use gather::prelude::*;
-/// use ndarray::array;
-/// let x = array![[1.0f32, 2.0, 3.0], [4.0, 5.0, 6.0]];
-/// // One column per row, picked by an index [2, 1]; the same index broadcast over 2 columns.
-/// assert_eq!(x.gather_broadcast(1, &array![[2i64], [0]])?, array![[3.0], [4.0]].into_dyn());
-/// let y = x.scatter_add_broadcast(1, &array![[0i64]], &array![[10.0f32], [20.0]])?;
-/// assert_eq!(y, array![[11.0, 2.0, 3.0], [24.0, 5.0, 6.0]]);
-/// # Ok::<(), gather::Error>(())
-/// ```
-pub trait BroadcastExt<T: Element, D: Dimension> {
-    /// See [`gather_broadcast()`].
-    fn gather_broadcast<I: IndexElem, SI: Data<Elem = I>, DI: Dimension>(
-        &self,
-        dim: isize,
-        index: &ArrayBase<SI, DI>,
-    ) -> Result<ArrayD<T>>;
-    /// See [`scatter_broadcast()`].
-    fn scatter_broadcast<
-        I: IndexElem,
-        SI: Data<Elem = I>,
-        DI: Dimension,
-        SS: Data<Elem = T>,
-        DS: Dimension,
-    >(
-        &self,
-        dim: isize,
-        index: &ArrayBase<SI, DI>,
-        src: &ArrayBase<SS, DS>,
-    ) -> Result<Array<T, D>>;
-    /// See [`scatter_add_broadcast()`].
-    fn scatter_add_broadcast<
-        I: IndexElem,
-        SI: Data<Elem = I>,
-        DI: Dimension,
-        SS: Data<Elem = T>,
-        DS: Dimension,
-    >(
-        &self,
-        dim: isize,
-        index: &ArrayBase<SI, DI>,
-        src: &ArrayBase<SS, DS>,
-    ) -> Result<Array<T, D>>;
-    /// See [`scatter_reduce_broadcast()`].
-    fn scatter_reduce_broadcast<
-        I: IndexElem,
-        SI: Data<Elem = I>,
-        DI: Dimension,
-        SS: Data<Elem = T>,
-        DS: Dimension,
-    >(
-        &self,
-        dim: isize,
-        index: &ArrayBase<SI, DI>,
-        src: &ArrayBase<SS, DS>,
-        reduce: Reduce,
-        include_self: bool,
-    ) -> Result<Array<T, D>>;
-}
-
-impl<T: Element, S: Data<Elem = T>, D: Dimension> BroadcastExt<T, D> for ArrayBase<S, D> {
-    fn gather_broadcast<I: IndexElem, SI: Data<Elem = I>, DI: Dimension>(
-        &self,
-        dim: isize,
-        index: &ArrayBase<SI, DI>,
-    ) -> Result<ArrayD<T>> {
-        gather_broadcast(self, dim, index)
+/// `src` as the scatter's source: a value (`value`) becomes an array of one element with `ndim`
+/// axes of size 1, which the broadcasting rules repeat everywhere.
+pub(crate) fn value_src<T>(
+    src: ArrayView<'_, T, IxDyn>,
+    value: bool,
+    ndim: usize,
+) -> ArrayView<'_, T, IxDyn> {
+    if !value {
+        return src;
     }
-    fn scatter_broadcast<
-        I: IndexElem,
-        SI: Data<Elem = I>,
-        DI: Dimension,
-        SS: Data<Elem = T>,
-        DS: Dimension,
-    >(
-        &self,
-        dim: isize,
-        index: &ArrayBase<SI, DI>,
-        src: &ArrayBase<SS, DS>,
-    ) -> Result<Array<T, D>> {
-        scatter_broadcast(self, dim, index, src)
-    }
-    fn scatter_add_broadcast<
-        I: IndexElem,
-        SI: Data<Elem = I>,
-        DI: Dimension,
-        SS: Data<Elem = T>,
-        DS: Dimension,
-    >(
-        &self,
-        dim: isize,
-        index: &ArrayBase<SI, DI>,
-        src: &ArrayBase<SS, DS>,
-    ) -> Result<Array<T, D>> {
-        scatter_add_broadcast(self, dim, index, src)
-    }
-    fn scatter_reduce_broadcast<
-        I: IndexElem,
-        SI: Data<Elem = I>,
-        DI: Dimension,
-        SS: Data<Elem = T>,
-        DS: Dimension,
-    >(
-        &self,
-        dim: isize,
-        index: &ArrayBase<SI, DI>,
-        src: &ArrayBase<SS, DS>,
-        reduce: Reduce,
-        include_self: bool,
-    ) -> Result<Array<T, D>> {
-        scatter_reduce_broadcast(self, dim, index, src, reduce, include_self)
-    }
-}
-
-/// Method forms of the in-place broadcasting scatters, on any mutable ndarray array. A failed
-/// call leaves the array unchanged.
-///
-/// ```
-/// use gather::prelude::*;
-/// use ndarray::array;
-/// let mut x = ndarray::Array2::<i64>::zeros((2, 3));
-/// x.scatter_add_broadcast_inplace(0, &array![[1i64], [1]], &array![[1, 2, 3]])?;
-/// assert_eq!(x, array![[0, 0, 0], [2, 4, 6]]);
-/// assert!(x.scatter_broadcast_inplace(0, &array![[2i64]], &array![[1]]).is_err());
-/// assert_eq!(x, array![[0, 0, 0], [2, 4, 6]]);
-/// # Ok::<(), gather::Error>(())
-/// ```
-pub trait BroadcastInplaceExt<T: Element> {
-    /// See [`scatter_broadcast_inplace`].
-    fn scatter_broadcast_inplace<
-        I: IndexElem,
-        SI: Data<Elem = I>,
-        DI: Dimension,
-        SS: Data<Elem = T>,
-        DS: Dimension,
-    >(
-        &mut self,
-        dim: isize,
-        index: &ArrayBase<SI, DI>,
-        src: &ArrayBase<SS, DS>,
-    ) -> Result<()>;
-    /// See [`scatter_add_broadcast_inplace`].
-    fn scatter_add_broadcast_inplace<
-        I: IndexElem,
-        SI: Data<Elem = I>,
-        DI: Dimension,
-        SS: Data<Elem = T>,
-        DS: Dimension,
-    >(
-        &mut self,
-        dim: isize,
-        index: &ArrayBase<SI, DI>,
-        src: &ArrayBase<SS, DS>,
-    ) -> Result<()>;
-    /// See [`scatter_reduce_broadcast_inplace`].
-    fn scatter_reduce_broadcast_inplace<
-        I: IndexElem,
-        SI: Data<Elem = I>,
-        DI: Dimension,
-        SS: Data<Elem = T>,
-        DS: Dimension,
-    >(
-        &mut self,
-        dim: isize,
-        index: &ArrayBase<SI, DI>,
-        src: &ArrayBase<SS, DS>,
-        reduce: Reduce,
-        include_self: bool,
-    ) -> Result<()>;
-}
-
-impl<T: Element, S: DataMut<Elem = T>, D: Dimension> BroadcastInplaceExt<T> for ArrayBase<S, D> {
-    fn scatter_broadcast_inplace<
-        I: IndexElem,
-        SI: Data<Elem = I>,
-        DI: Dimension,
-        SS: Data<Elem = T>,
-        DS: Dimension,
-    >(
-        &mut self,
-        dim: isize,
-        index: &ArrayBase<SI, DI>,
-        src: &ArrayBase<SS, DS>,
-    ) -> Result<()> {
-        scatter_broadcast_inplace(self, dim, index, src)
-    }
-    fn scatter_add_broadcast_inplace<
-        I: IndexElem,
-        SI: Data<Elem = I>,
-        DI: Dimension,
-        SS: Data<Elem = T>,
-        DS: Dimension,
-    >(
-        &mut self,
-        dim: isize,
-        index: &ArrayBase<SI, DI>,
-        src: &ArrayBase<SS, DS>,
-    ) -> Result<()> {
-        scatter_add_broadcast_inplace(self, dim, index, src)
-    }
-    fn scatter_reduce_broadcast_inplace<
-        I: IndexElem,
-        SI: Data<Elem = I>,
-        DI: Dimension,
-        SS: Data<Elem = T>,
-        DS: Dimension,
-    >(
-        &mut self,
-        dim: isize,
-        index: &ArrayBase<SI, DI>,
-        src: &ArrayBase<SS, DS>,
-        reduce: Reduce,
-        include_self: bool,
-    ) -> Result<()> {
-        scatter_reduce_broadcast_inplace(self, dim, index, src, reduce, include_self)
-    }
+    src.into_shape_with_order(IxDyn(&vec![1; ndim.max(1)]))
+        .expect("one value has one element")
 }
 
 #[cfg(test)]
@@ -793,7 +494,10 @@ mod tests {
             gather_broadcast(&array![5, 6], 0, &arr0(1i64)).unwrap(),
             arr0(6).into_dyn()
         );
-        let out = scatter_add_broadcast(&arr0(1.0f64), 0, &arr0(0i64), &arr0(2.0f64)).unwrap();
+        let out = crate::Options::new()
+            .broadcast(true)
+            .scatter_add(&arr0(1.0f64), 0, &arr0(0i64), &arr0(2.0f64))
+            .unwrap();
         assert_eq!(out, arr0(3.0));
     }
 
@@ -851,7 +555,10 @@ mod tests {
 
         let index = array![[2i64], [0], [2], [0]];
         let src = array![[1, 2], [3, 4], [5, 6], [0, 0]];
-        let out = scatter_add_broadcast(&Array2::<i32>::zeros((3, 2)), 0, &index, &src).unwrap();
+        let out = crate::Options::new()
+            .broadcast(true)
+            .scatter_add(&Array2::<i32>::zeros((3, 2)), 0, &index, &src)
+            .unwrap();
         assert_eq!(out, array![[3, 4], [0, 0], [6, 8]]);
     }
 
@@ -867,7 +574,10 @@ mod tests {
         );
         // the broadcasting form writes the whole row.
         assert_eq!(
-            scatter_add_broadcast(&dst, 0, &ids, &src).unwrap(),
+            crate::Options::new()
+                .broadcast(true)
+                .scatter_add(&dst, 0, &ids, &src)
+                .unwrap(),
             array![[0, 0, 0], [1, 2, 3]]
         );
     }

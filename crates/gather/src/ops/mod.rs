@@ -7,6 +7,7 @@ pub mod index;
 pub mod masked;
 pub mod nd;
 pub mod onnx;
+pub mod options;
 pub mod put;
 pub mod reduce;
 pub mod repeat;

@@ -53,6 +53,7 @@ use crate::index::{Bounds, IndexElem, find_out_of_bounds, out_of_bounds_error};
 /// assert!("sum".parse::<Reduction>().is_err());
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub enum Reduction {
     /// Overwrite (the last of duplicate writes wins).
     #[default]

@@ -38,7 +38,7 @@ use crate::index::{Bounds, IndexElem};
 /// ```
 /// use ndarray::array;
 /// let data = array![[1.0f32, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]];
-/// let out = gather::onnx_gather_elements(&data, &array![[-1, -2, 0], [-2, 0, 0]], 0)?;
+/// let out = gather::onnx::gather_elements(&data, &array![[-1, -2, 0], [-2, 0, 0]], 0)?;
 /// assert_eq!(out, array![[7.0, 5.0, 3.0], [4.0, 2.0, 3.0]]);
 /// # Ok::<(), gather::Error>(())
 /// ```
@@ -67,9 +67,9 @@ where
 /// use gather::ops::nd::Reduction;
 /// use ndarray::array;
 /// let data = array![[1.0f32, 2.0, 3.0, 4.0, 5.0]];
-/// let out = gather::onnx_scatter_elements(&data, &array![[1, -3]], &array![[1.1f32, 2.1]], 1, Reduction::None)?;
+/// let out = gather::onnx::scatter_elements(&data, &array![[1, -3]], &array![[1.1f32, 2.1]], 1, Reduction::None)?;
 /// assert_eq!(out, array![[1.0, 1.1, 2.1, 4.0, 5.0]]);
-/// let out = gather::onnx_scatter_elements(&data, &array![[1, 1]], &array![[1.1f32, 2.1]], 1, Reduction::Add)?;
+/// let out = gather::onnx::scatter_elements(&data, &array![[1, 1]], &array![[1.1f32, 2.1]], 1, Reduction::Add)?;
 /// assert_eq!(out, array![[1.0, 5.2, 3.0, 4.0, 5.0]]);
 /// # Ok::<(), gather::Error>(())
 /// ```
@@ -127,9 +127,9 @@ where
 /// ```
 /// use ndarray::array;
 /// let data = array![[1.0f32, 1.2, 1.9], [2.3, 3.4, 3.9], [4.5, 5.7, 5.9]];
-/// let out = gather::onnx_gather(&data, &array![[0, 2]], 1)?;
+/// let out = gather::onnx::gather(&data, &array![[0, 2]], 1)?;
 /// assert_eq!(out, array![[[1.0f32, 1.9]], [[2.3, 3.9]], [[4.5, 5.9]]].into_dyn());
-/// let out = gather::onnx_gather(&array![10, 11, 12], &array![0, -1, -3], 0)?;
+/// let out = gather::onnx::gather(&array![10, 11, 12], &array![0, -1, -3], 0)?;
 /// assert_eq!(out, array![10, 12, 10].into_dyn());
 /// # Ok::<(), gather::Error>(())
 /// ```
@@ -154,9 +154,9 @@ where
 /// ```
 /// use ndarray::array;
 /// let data = array![[[0.0f32, 1.0], [2.0, 3.0]], [[4.0, 5.0], [6.0, 7.0]]];
-/// let out = gather::onnx_gather_nd(&data, &array![[[0, 1]], [[1, 0]]], 0)?;
+/// let out = gather::onnx::gather_nd(&data, &array![[[0, 1]], [[1, 0]]], 0)?;
 /// assert_eq!(out, array![[[2.0f32, 3.0]], [[4.0, 5.0]]].into_dyn());
-/// assert_eq!(gather::onnx_gather_nd(&data, &array![[-1, -1, -1]], 0)?, array![7.0f32].into_dyn());
+/// assert_eq!(gather::onnx::gather_nd(&data, &array![[-1, -1, -1]], 0)?, array![7.0f32].into_dyn());
 /// # Ok::<(), gather::Error>(())
 /// ```
 pub fn onnx_gather_nd<T, S, D, I, SI, DI>(
@@ -187,7 +187,7 @@ where
 /// use gather::ops::nd::Reduction;
 /// use ndarray::array;
 /// let data = array![1, 2, 3, 4, 5, 6, 7, 8];
-/// let out = gather::onnx_scatter_nd(&data, &array![[4], [3], [1], [-1]], &array![9, 10, 11, 12], Reduction::None)?;
+/// let out = gather::onnx::scatter_nd(&data, &array![[4], [3], [1], [-1]], &array![9, 10, 11, 12], Reduction::None)?;
 /// assert_eq!(out, array![1, 11, 3, 10, 9, 6, 7, 12]);
 /// # Ok::<(), gather::Error>(())
 /// ```

@@ -170,6 +170,7 @@ impl ReduceElement for half::bf16 {
 /// assert!("median".parse::<GroupReduce>().is_err());
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum GroupReduce {
     /// Sum.
     Sum,
@@ -283,6 +284,7 @@ impl FromStr for GroupReduce {
 /// # Ok::<(), gather::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[non_exhaustive]
 pub enum EmptyFill<T> {
     /// The reduction's identity (the default).
     #[default]
@@ -344,6 +346,7 @@ impl<T> GroupOptions<T> {
 /// assert!("sum".parse::<ArgReduce>().is_err());
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ArgReduce {
     /// Maximum; the arg is the first source (in index order) holding it.
     Amax,

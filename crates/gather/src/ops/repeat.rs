@@ -108,10 +108,10 @@ fn positions(counts: &[usize], total: usize) -> Result<Vec<i64>> {
 /// use ndarray::array;
 /// // Which graph each node belongs to, from the node count of each graph.
 /// let nodes_per_graph = array![2u32, 0, 3];
-/// let batch = gather::repeat_interleave_repeats(&nodes_per_graph, None)?;
+/// let batch = gather::ops::repeat::repeat_interleave_repeats(&nodes_per_graph, None)?;
 /// assert_eq!(batch, array![0i64, 0, 2, 2, 2]);
-/// assert!(gather::repeat_interleave_repeats(&nodes_per_graph, Some(4)).is_err());
-/// assert!(gather::repeat_interleave_repeats(&array![1, -1], None).is_err());
+/// assert!(gather::ops::repeat::repeat_interleave_repeats(&nodes_per_graph, Some(4)).is_err());
+/// assert!(gather::ops::repeat::repeat_interleave_repeats(&array![1, -1], None).is_err());
 /// # Ok::<(), gather::Error>(())
 /// ```
 pub fn repeat_interleave_repeats<I, S, D>(
@@ -315,10 +315,10 @@ where
 /// ```
 /// use ndarray::{array, arr0};
 /// let x = array![[1, 2], [3, 4]];
-/// assert_eq!(gather::repeat_interleave_scalar(&x, 2, None, None)?, array![1, 1, 2, 2, 3, 3, 4, 4].into_dyn());
-/// assert_eq!(gather::repeat_interleave_scalar(&x, 2, Some(0), Some(4))?, array![[1, 2], [1, 2], [3, 4], [3, 4]].into_dyn());
-/// assert_eq!(gather::repeat_interleave_scalar(&arr0(7), 3, None, None)?, array![7, 7, 7].into_dyn());
-/// assert!(gather::repeat_interleave_scalar(&arr0(7), 3, Some(0), None).is_err());
+/// assert_eq!(gather::ops::repeat::repeat_interleave_scalar(&x, 2, None, None)?, array![1, 1, 2, 2, 3, 3, 4, 4].into_dyn());
+/// assert_eq!(gather::ops::repeat::repeat_interleave_scalar(&x, 2, Some(0), Some(4))?, array![[1, 2], [1, 2], [3, 4], [3, 4]].into_dyn());
+/// assert_eq!(gather::ops::repeat::repeat_interleave_scalar(&arr0(7), 3, None, None)?, array![7, 7, 7].into_dyn());
+/// assert!(gather::ops::repeat::repeat_interleave_scalar(&arr0(7), 3, Some(0), None).is_err());
 /// # Ok::<(), gather::Error>(())
 /// ```
 pub fn repeat_interleave_scalar<T, S, D>(

@@ -49,6 +49,7 @@ use crate::kernels;
 /// assert!("add".parse::<Reduce>().is_err());
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Reduce {
     /// Sum of the contributors.
     Sum,
@@ -100,11 +101,12 @@ impl FromStr for Reduce {
 /// The reductions of the legacy `scatter(..., reduce=)` form: `"add"` and `"multiply"`.
 ///
 /// ```
-/// use gather::LegacyReduce;
+/// use gather::ops::scatter::LegacyReduce;
 /// assert_eq!("multiply".parse::<LegacyReduce>().unwrap(), LegacyReduce::Multiply);
 /// assert!("mean".parse::<LegacyReduce>().is_err());
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum LegacyReduce {
     /// `reduce="add"`: like `scatter_add`.
     Add,
@@ -140,6 +142,62 @@ impl From<LegacyReduce> for Reduce {
 pub(crate) enum Mode {
     Set,
     Reduce(Reduce, bool),
+}
+
+/// What a scatter writes: an array `src` (`scatter(dim, index, src)`) or one value
+/// (`scatter(dim, index, value)`), as PyTorch's two overloads of the same name.
+///
+/// ```
+/// use ndarray::array;
+/// let x = array![1, 2, 3];
+/// assert_eq!(gather::scatter(&x, 0, &array![0, 2], &array![7, 8])?, array![7, 2, 8]);
+/// assert_eq!(gather::scatter(&x, 0, &array![0, 2], 9)?, array![9, 2, 9]);
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub trait ScatterSrc<T>: sealed::Sealed {
+    /// The values as an array, and whether they are one value for every position.
+    #[doc(hidden)]
+    fn as_src(&self) -> (ArrayView<'_, T, IxDyn>, bool);
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+impl<S: Data, D: Dimension> sealed::Sealed for &ArrayBase<S, D> {}
+impl<T, S: Data<Elem = T>, D: Dimension> ScatterSrc<T> for &ArrayBase<S, D> {
+    fn as_src(&self) -> (ArrayView<'_, T, IxDyn>, bool) {
+        ((**self).view().into_dyn(), false)
+    }
+}
+
+impl<T: Element> sealed::Sealed for T {}
+impl<T: Element> ScatterSrc<T> for T {
+    fn as_src(&self) -> (ArrayView<'_, T, IxDyn>, bool) {
+        (ndarray::aview0(self).into_dyn(), true)
+    }
+}
+
+/// A scatter of `src` (one value when `value`) into `dst` under `mode`, strict bounds.
+pub(crate) fn scatter_view_inplace<T, S, D, I, SI, DI>(
+    op: &str,
+    dst: &mut ArrayBase<S, D>,
+    dim: isize,
+    index: &ArrayBase<SI, DI>,
+    src: ArrayView<'_, T, IxDyn>,
+    value: bool,
+    mode: Mode,
+) -> Result<()>
+where
+    T: Element,
+    S: DataMut<Elem = T>,
+    D: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+{
+    let (dst, index) = (dst.view_mut().into_dyn(), index.view().into_dyn());
+    scatter_into(op, dst, dim, index, src, value, mode, Bounds::Strict)
 }
 
 /// Checks the shapes of a scatter-like call and returns the normalised dim, or `None` when the
@@ -644,11 +702,11 @@ fn finish<T: Element>(
 /// gather::scatter_inplace(&mut y, 0, &array![0, 0, 0], &array![1, 2, 3]).unwrap();
 /// assert_eq!(y, array![3, 0]);
 /// ```
-pub fn scatter_inplace<T, S, D, I, SI, DI, SS, DS>(
+pub fn scatter_inplace<T, S, D, I, SI, DI>(
     dst: &mut ArrayBase<S, D>,
     dim: isize,
     index: &ArrayBase<SI, DI>,
-    src: &ArrayBase<SS, DS>,
+    src: impl ScatterSrc<T>,
 ) -> Result<()>
 where
     T: Element,
@@ -657,17 +715,15 @@ where
     I: IndexElem,
     SI: Data<Elem = I>,
     DI: Dimension,
-    SS: Data<Elem = T>,
-    DS: Dimension,
 {
-    let src = src.view().into_dyn();
+    let (src, value) = src.as_src();
     scatter_into(
         "scatter",
         dst.view_mut().into_dyn(),
         dim,
         index.view().into_dyn(),
         src,
-        false,
+        value,
         Mode::Set,
         Bounds::Strict,
     )
@@ -680,72 +736,11 @@ where
 /// let x = array![0, 0, 0];
 /// assert_eq!(gather::scatter(&x, 0, &array![2, 0], &array![7, 8]).unwrap(), array![8, 0, 7]);
 /// ```
-pub fn scatter<T, S, D, I, SI, DI, SS, DS>(
+pub fn scatter<T, S, D, I, SI, DI>(
     input: &ArrayBase<S, D>,
     dim: isize,
     index: &ArrayBase<SI, DI>,
-    src: &ArrayBase<SS, DS>,
-) -> Result<Array<T, D>>
-where
-    T: Element,
-    S: Data<Elem = T>,
-    D: Dimension,
-    I: IndexElem,
-    SI: Data<Elem = I>,
-    DI: Dimension,
-    SS: Data<Elem = T>,
-    DS: Dimension,
-{
-    let (index, src) = (index.view().into_dyn(), src.view().into_dyn());
-    scatter_fresh("scatter", input, dim, index, src, false, Mode::Set)
-}
-
-/// `self.scatter_(dim, index, value)`: writes `value` at every indexed position.
-///
-/// ```
-/// use ndarray::array;
-/// let mut x = array![[0.0f32, 0.0], [0.0, 0.0]];
-/// gather::scatter_value_inplace(&mut x, 1, &array![[1], [0]], 5.0).unwrap();
-/// assert_eq!(x, array![[0.0, 5.0], [5.0, 0.0]]);
-/// ```
-pub fn scatter_value_inplace<T, S, D, I, SI, DI>(
-    dst: &mut ArrayBase<S, D>,
-    dim: isize,
-    index: &ArrayBase<SI, DI>,
-    value: T,
-) -> Result<()>
-where
-    T: Element,
-    S: DataMut<Elem = T>,
-    D: Dimension,
-    I: IndexElem,
-    SI: Data<Elem = I>,
-    DI: Dimension,
-{
-    let src = ndarray::aview0(&value).into_dyn();
-    scatter_into(
-        "scatter",
-        dst.view_mut().into_dyn(),
-        dim,
-        index.view().into_dyn(),
-        src,
-        true,
-        Mode::Set,
-        Bounds::Strict,
-    )
-}
-
-/// Out-of-place [`scatter_value_inplace`].
-///
-/// ```
-/// use ndarray::array;
-/// assert_eq!(gather::scatter_value(&array![1, 2, 3], 0, &array![0, 2], 9).unwrap(), array![9, 2, 9]);
-/// ```
-pub fn scatter_value<T, S, D, I, SI, DI>(
-    input: &ArrayBase<S, D>,
-    dim: isize,
-    index: &ArrayBase<SI, DI>,
-    value: T,
+    src: impl ScatterSrc<T>,
 ) -> Result<Array<T, D>>
 where
     T: Element,
@@ -755,32 +750,20 @@ where
     SI: Data<Elem = I>,
     DI: Dimension,
 {
-    let src = ndarray::aview0(&value).into_dyn();
-    scatter_fresh(
-        "scatter",
-        input,
-        dim,
-        index.view().into_dyn(),
-        src,
-        true,
-        Mode::Set,
-    )
+    let (src, value) = src.as_src();
+    let index = index.view().into_dyn();
+    scatter_fresh("scatter", input, dim, index, src, value, Mode::Set)
 }
 
-/// The legacy `self.scatter_(dim, index, src, reduce="add"|"multiply")`; always includes self.
-///
-/// ```
-/// use gather::LegacyReduce;
-/// use ndarray::array;
-/// let mut x = array![1.0f32, 1.0];
-/// gather::scatter_legacy_inplace(&mut x, 0, &array![0, 0], &array![5.0, 6.0], LegacyReduce::Multiply).unwrap();
-/// assert_eq!(x, array![30.0, 1.0]);
-/// ```
-pub fn scatter_legacy_inplace<T, S, D, I, SI, DI, SS, DS>(
+/// The legacy `self.scatter_(dim, index, src, reduce="add"|"multiply")`: always includes self.
+/// The typed API says it as `scatter_reduce_inplace(.., Reduce::Sum | Reduce::Prod, true)`; the
+/// dynamic layer calls this for the op name PyTorch's messages use.
+#[cfg(feature = "dynamic")]
+pub(crate) fn scatter_legacy_inplace<T, S, D, I, SI, DI>(
     dst: &mut ArrayBase<S, D>,
     dim: isize,
     index: &ArrayBase<SI, DI>,
-    src: &ArrayBase<SS, DS>,
+    src: impl ScatterSrc<T>,
     reduce: LegacyReduce,
 ) -> Result<()>
 where
@@ -790,10 +773,8 @@ where
     I: IndexElem,
     SI: Data<Elem = I>,
     DI: Dimension,
-    SS: Data<Elem = T>,
-    DS: Dimension,
 {
-    let src = src.view().into_dyn();
+    let (src, value) = src.as_src();
     let mode = Mode::Reduce(reduce.into(), true);
     scatter_into(
         "scatter",
@@ -801,94 +782,19 @@ where
         dim,
         index.view().into_dyn(),
         src,
-        false,
+        value,
         mode,
         Bounds::Strict,
     )
 }
 
 /// Out-of-place [`scatter_legacy_inplace`].
-///
-/// ```
-/// use gather::LegacyReduce;
-/// use ndarray::array;
-/// let x = array![true, false];
-/// let out = gather::scatter_legacy(&x, 0, &array![1], &array![true], LegacyReduce::Add).unwrap();
-/// assert_eq!(out, array![true, true]);
-/// ```
-pub fn scatter_legacy<T, S, D, I, SI, DI, SS, DS>(
+#[cfg(any(test, feature = "dynamic"))]
+pub(crate) fn scatter_legacy<T, S, D, I, SI, DI>(
     input: &ArrayBase<S, D>,
     dim: isize,
     index: &ArrayBase<SI, DI>,
-    src: &ArrayBase<SS, DS>,
-    reduce: LegacyReduce,
-) -> Result<Array<T, D>>
-where
-    T: Element,
-    S: Data<Elem = T>,
-    D: Dimension,
-    I: IndexElem,
-    SI: Data<Elem = I>,
-    DI: Dimension,
-    SS: Data<Elem = T>,
-    DS: Dimension,
-{
-    let (index, src) = (index.view().into_dyn(), src.view().into_dyn());
-    let mode = Mode::Reduce(reduce.into(), true);
-    scatter_fresh("scatter", input, dim, index, src, false, mode)
-}
-
-/// The legacy value form `self.scatter_(dim, index, value, reduce="add"|"multiply")`.
-///
-/// ```
-/// use gather::LegacyReduce;
-/// use ndarray::array;
-/// let mut x = array![1, 2, 3];
-/// gather::scatter_value_legacy_inplace(&mut x, 0, &array![2, 2], 10, LegacyReduce::Add).unwrap();
-/// assert_eq!(x, array![1, 2, 23]);
-/// ```
-pub fn scatter_value_legacy_inplace<T, S, D, I, SI, DI>(
-    dst: &mut ArrayBase<S, D>,
-    dim: isize,
-    index: &ArrayBase<SI, DI>,
-    value: T,
-    reduce: LegacyReduce,
-) -> Result<()>
-where
-    T: Element,
-    S: DataMut<Elem = T>,
-    D: Dimension,
-    I: IndexElem,
-    SI: Data<Elem = I>,
-    DI: Dimension,
-{
-    let src = ndarray::aview0(&value).into_dyn();
-    let mode = Mode::Reduce(reduce.into(), true);
-    scatter_into(
-        "scatter",
-        dst.view_mut().into_dyn(),
-        dim,
-        index.view().into_dyn(),
-        src,
-        true,
-        mode,
-        Bounds::Strict,
-    )
-}
-
-/// Out-of-place [`scatter_value_legacy_inplace`].
-///
-/// ```
-/// use gather::LegacyReduce;
-/// use ndarray::array;
-/// let out = gather::scatter_value_legacy(&array![2, 2], 0, &array![1], 5, LegacyReduce::Multiply).unwrap();
-/// assert_eq!(out, array![2, 10]);
-/// ```
-pub fn scatter_value_legacy<T, S, D, I, SI, DI>(
-    input: &ArrayBase<S, D>,
-    dim: isize,
-    index: &ArrayBase<SI, DI>,
-    value: T,
+    src: impl ScatterSrc<T>,
     reduce: LegacyReduce,
 ) -> Result<Array<T, D>>
 where
@@ -899,17 +805,10 @@ where
     SI: Data<Elem = I>,
     DI: Dimension,
 {
-    let src = ndarray::aview0(&value).into_dyn();
+    let (src, value) = src.as_src();
+    let index = index.view().into_dyn();
     let mode = Mode::Reduce(reduce.into(), true);
-    scatter_fresh(
-        "scatter",
-        input,
-        dim,
-        index.view().into_dyn(),
-        src,
-        true,
-        mode,
-    )
+    scatter_fresh("scatter", input, dim, index, src, value, mode)
 }
 
 /// `self.scatter_add_(dim, index, src)`: `self[p with p[dim] := index[p]] += src[p]`, adding in
@@ -1003,11 +902,11 @@ where
 /// assert_eq!(r(Reduce::Amax, false), array![2.0, 5.0, 30.0, 40.0]);
 /// assert_eq!(r(Reduce::Amin, true), array![1.0, 3.0, 30.0, 40.0]);
 /// ```
-pub fn scatter_reduce_inplace<T, S, D, I, SI, DI, SS, DS>(
+pub fn scatter_reduce_inplace<T, S, D, I, SI, DI>(
     dst: &mut ArrayBase<S, D>,
     dim: isize,
     index: &ArrayBase<SI, DI>,
-    src: &ArrayBase<SS, DS>,
+    src: impl ScatterSrc<T>,
     reduce: Reduce,
     include_self: bool,
 ) -> Result<()>
@@ -1018,10 +917,8 @@ where
     I: IndexElem,
     SI: Data<Elem = I>,
     DI: Dimension,
-    SS: Data<Elem = T>,
-    DS: Dimension,
 {
-    let src = src.view().into_dyn();
+    let (src, value) = src.as_src();
     let mode = Mode::Reduce(reduce, include_self);
     scatter_into(
         "scatter_reduce",
@@ -1029,7 +926,7 @@ where
         dim,
         index.view().into_dyn(),
         src,
-        false,
+        value,
         mode,
         Bounds::Strict,
     )
@@ -1044,11 +941,11 @@ where
 /// let out = gather::scatter_reduce(&array![0i64], 0, &array![0, 0], &array![-3i64, -4], Reduce::Mean, false).unwrap();
 /// assert_eq!(out, array![-4]);
 /// ```
-pub fn scatter_reduce<T, S, D, I, SI, DI, SS, DS>(
+pub fn scatter_reduce<T, S, D, I, SI, DI>(
     input: &ArrayBase<S, D>,
     dim: isize,
     index: &ArrayBase<SI, DI>,
-    src: &ArrayBase<SS, DS>,
+    src: impl ScatterSrc<T>,
     reduce: Reduce,
     include_self: bool,
 ) -> Result<Array<T, D>>
@@ -1059,12 +956,11 @@ where
     I: IndexElem,
     SI: Data<Elem = I>,
     DI: Dimension,
-    SS: Data<Elem = T>,
-    DS: Dimension,
 {
-    let (index, src) = (index.view().into_dyn(), src.view().into_dyn());
+    let (src, value) = src.as_src();
+    let index = index.view().into_dyn();
     let mode = Mode::Reduce(reduce, include_self);
-    scatter_fresh("scatter_reduce", input, dim, index, src, false, mode)
+    scatter_fresh("scatter_reduce", input, dim, index, src, value, mode)
 }
 
 /// Method forms of the out-of-place scatter ops, on any ndarray array.
@@ -1081,18 +977,11 @@ where
 /// ```
 pub trait ScatterExt<T: Element, D: Dimension> {
     /// See [`scatter()`].
-    fn scatter<I: IndexElem, SI: Data<Elem = I>, DI: Dimension, SS: Data<Elem = T>, DS: Dimension>(
+    fn scatter<I: IndexElem, SI: Data<Elem = I>, DI: Dimension>(
         &self,
         dim: isize,
         index: &ArrayBase<SI, DI>,
-        src: &ArrayBase<SS, DS>,
-    ) -> Result<Array<T, D>>;
-    /// See [`scatter_value()`].
-    fn scatter_value<I: IndexElem, SI: Data<Elem = I>, DI: Dimension>(
-        &self,
-        dim: isize,
-        index: &ArrayBase<SI, DI>,
-        value: T,
+        src: impl ScatterSrc<T>,
     ) -> Result<Array<T, D>>;
     /// See [`scatter_add()`].
     fn scatter_add<
@@ -1108,44 +997,24 @@ pub trait ScatterExt<T: Element, D: Dimension> {
         src: &ArrayBase<SS, DS>,
     ) -> Result<Array<T, D>>;
     /// See [`scatter_reduce()`].
-    fn scatter_reduce<
-        I: IndexElem,
-        SI: Data<Elem = I>,
-        DI: Dimension,
-        SS: Data<Elem = T>,
-        DS: Dimension,
-    >(
+    fn scatter_reduce<I: IndexElem, SI: Data<Elem = I>, DI: Dimension>(
         &self,
         dim: isize,
         index: &ArrayBase<SI, DI>,
-        src: &ArrayBase<SS, DS>,
+        src: impl ScatterSrc<T>,
         reduce: Reduce,
         include_self: bool,
     ) -> Result<Array<T, D>>;
 }
 
 impl<T: Element, S: Data<Elem = T>, D: Dimension> ScatterExt<T, D> for ArrayBase<S, D> {
-    fn scatter<
-        I: IndexElem,
-        SI: Data<Elem = I>,
-        DI: Dimension,
-        SS: Data<Elem = T>,
-        DS: Dimension,
-    >(
+    fn scatter<I: IndexElem, SI: Data<Elem = I>, DI: Dimension>(
         &self,
         dim: isize,
         index: &ArrayBase<SI, DI>,
-        src: &ArrayBase<SS, DS>,
+        src: impl ScatterSrc<T>,
     ) -> Result<Array<T, D>> {
         scatter(self, dim, index, src)
-    }
-    fn scatter_value<I: IndexElem, SI: Data<Elem = I>, DI: Dimension>(
-        &self,
-        dim: isize,
-        index: &ArrayBase<SI, DI>,
-        value: T,
-    ) -> Result<Array<T, D>> {
-        scatter_value(self, dim, index, value)
     }
     fn scatter_add<
         I: IndexElem,
@@ -1161,17 +1030,11 @@ impl<T: Element, S: Data<Elem = T>, D: Dimension> ScatterExt<T, D> for ArrayBase
     ) -> Result<Array<T, D>> {
         scatter_add(self, dim, index, src)
     }
-    fn scatter_reduce<
-        I: IndexElem,
-        SI: Data<Elem = I>,
-        DI: Dimension,
-        SS: Data<Elem = T>,
-        DS: Dimension,
-    >(
+    fn scatter_reduce<I: IndexElem, SI: Data<Elem = I>, DI: Dimension>(
         &self,
         dim: isize,
         index: &ArrayBase<SI, DI>,
-        src: &ArrayBase<SS, DS>,
+        src: impl ScatterSrc<T>,
         reduce: Reduce,
         include_self: bool,
     ) -> Result<Array<T, D>> {
@@ -1194,24 +1057,11 @@ impl<T: Element, S: Data<Elem = T>, D: Dimension> ScatterExt<T, D> for ArrayBase
 /// ```
 pub trait ScatterInplaceExt<T: Element> {
     /// See [`scatter_inplace`].
-    fn scatter_inplace<
-        I: IndexElem,
-        SI: Data<Elem = I>,
-        DI: Dimension,
-        SS: Data<Elem = T>,
-        DS: Dimension,
-    >(
+    fn scatter_inplace<I: IndexElem, SI: Data<Elem = I>, DI: Dimension>(
         &mut self,
         dim: isize,
         index: &ArrayBase<SI, DI>,
-        src: &ArrayBase<SS, DS>,
-    ) -> Result<()>;
-    /// See [`scatter_value_inplace`].
-    fn scatter_value_inplace<I: IndexElem, SI: Data<Elem = I>, DI: Dimension>(
-        &mut self,
-        dim: isize,
-        index: &ArrayBase<SI, DI>,
-        value: T,
+        src: impl ScatterSrc<T>,
     ) -> Result<()>;
     /// See [`scatter_add_inplace`].
     fn scatter_add_inplace<
@@ -1227,44 +1077,24 @@ pub trait ScatterInplaceExt<T: Element> {
         src: &ArrayBase<SS, DS>,
     ) -> Result<()>;
     /// See [`scatter_reduce_inplace`].
-    fn scatter_reduce_inplace<
-        I: IndexElem,
-        SI: Data<Elem = I>,
-        DI: Dimension,
-        SS: Data<Elem = T>,
-        DS: Dimension,
-    >(
+    fn scatter_reduce_inplace<I: IndexElem, SI: Data<Elem = I>, DI: Dimension>(
         &mut self,
         dim: isize,
         index: &ArrayBase<SI, DI>,
-        src: &ArrayBase<SS, DS>,
+        src: impl ScatterSrc<T>,
         reduce: Reduce,
         include_self: bool,
     ) -> Result<()>;
 }
 
 impl<T: Element, S: DataMut<Elem = T>, D: Dimension> ScatterInplaceExt<T> for ArrayBase<S, D> {
-    fn scatter_inplace<
-        I: IndexElem,
-        SI: Data<Elem = I>,
-        DI: Dimension,
-        SS: Data<Elem = T>,
-        DS: Dimension,
-    >(
+    fn scatter_inplace<I: IndexElem, SI: Data<Elem = I>, DI: Dimension>(
         &mut self,
         dim: isize,
         index: &ArrayBase<SI, DI>,
-        src: &ArrayBase<SS, DS>,
+        src: impl ScatterSrc<T>,
     ) -> Result<()> {
         scatter_inplace(self, dim, index, src)
-    }
-    fn scatter_value_inplace<I: IndexElem, SI: Data<Elem = I>, DI: Dimension>(
-        &mut self,
-        dim: isize,
-        index: &ArrayBase<SI, DI>,
-        value: T,
-    ) -> Result<()> {
-        scatter_value_inplace(self, dim, index, value)
     }
     fn scatter_add_inplace<
         I: IndexElem,
@@ -1280,17 +1110,11 @@ impl<T: Element, S: DataMut<Elem = T>, D: Dimension> ScatterInplaceExt<T> for Ar
     ) -> Result<()> {
         scatter_add_inplace(self, dim, index, src)
     }
-    fn scatter_reduce_inplace<
-        I: IndexElem,
-        SI: Data<Elem = I>,
-        DI: Dimension,
-        SS: Data<Elem = T>,
-        DS: Dimension,
-    >(
+    fn scatter_reduce_inplace<I: IndexElem, SI: Data<Elem = I>, DI: Dimension>(
         &mut self,
         dim: isize,
         index: &ArrayBase<SI, DI>,
-        src: &ArrayBase<SS, DS>,
+        src: impl ScatterSrc<T>,
         reduce: Reduce,
         include_self: bool,
     ) -> Result<()> {
@@ -1338,8 +1162,8 @@ mod tests {
                 );
                 let v = to(0.75);
                 let mut want = x.to_owned();
-                scatter_value_inplace(&mut want, d, &idx, v).unwrap();
-                let got = scatter_value(&x, d, &idx, v).unwrap();
+                scatter_inplace(&mut want, d, &idx, v).unwrap();
+                let got = scatter(&x, d, &idx, v).unwrap();
                 assert!(
                     got == want,
                     "{:?} scatter_value dim {dim} index {shape:?}",
@@ -1490,8 +1314,8 @@ mod tests {
                     inplace(&|t| scatter_add_inplace(t, 1, &idx, &src)),
                 );
                 same(
-                    scatter_value(&x, 1, &idx, 2.5).unwrap_err(),
-                    inplace(&|t| scatter_value_inplace(t, 1, &idx, 2.5)),
+                    scatter(&x, 1, &idx, 2.5).unwrap_err(),
+                    inplace(&|t| scatter_inplace(t, 1, &idx, 2.5)),
                 );
                 for r in [Reduce::Mean, Reduce::Amax] {
                     same(

@@ -65,6 +65,7 @@ use crate::index::IndexElem;
 /// # let _ = (a, b, c);
 /// ```
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum Segments<'a, I: IndexElem> {
     /// CSR offsets (`indptr`): `S + 1` non-decreasing positions; segment `s` is
     /// `offsets[s]..offsets[s + 1]`.
