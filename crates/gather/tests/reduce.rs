@@ -299,7 +299,10 @@ fn check_exact<T: ReduceElement>(c: &Case, specials: bool) -> Result<(), TestCas
 }
 
 /// Checks the float-only reductions and softmax of `T` against the f64 reference.
-fn check_float<T: ReduceElement>(c: &Case, tol: f64) -> Result<(), TestCaseError> {
+fn check_float<T: ReduceElement + gather::grad::GradFloat>(
+    c: &Case,
+    tol: f64,
+) -> Result<(), TestCaseError> {
     let index = c.index();
     for specials in [false, true] {
         let src = c.src::<T>(specials);

@@ -30,6 +30,23 @@ use crate::ops::reduce::{self as typed, ArgReduce, EmptyFill, GroupOptions, Grou
 use crate::ops::segment::{self as seg, Segments};
 use crate::{with_index_tensor, with_tensor};
 
+/// Runs `$body` with `$a` bound to the typed array of a float [`Tensor`]; for the other dtypes,
+/// `$other` with `$d` bound to the dtype (the softmax functions exist for floats only).
+macro_rules! with_float {
+    ($t:expr, $a:ident => $body:expr, $d:ident => $other:expr) => {
+        match $t {
+            Tensor::F16($a) => $body,
+            Tensor::BF16($a) => $body,
+            Tensor::F32($a) => $body,
+            Tensor::F64($a) => $body,
+            t => {
+                let $d = t.dtype();
+                $other
+            }
+        }
+    };
+}
+
 /// `e` with `op: ` in front of its message (the typed parsers do not know the op).
 pub(crate) fn prefixed(op: &str, e: Error) -> Error {
     let mut out = Error::new(e.kind(), format!("{op}: {}", e.message()));
@@ -164,13 +181,13 @@ pub(crate) fn scatter_softmax(op: &str, args: &Args, inputs: &Tensors) -> Result
     let index = input(inputs, "index")?;
     let dim = args.dim()?;
     let log = op == "scatter_log_softmax";
-    with_tensor!(src, s => {
+    with_float!(src, s => {
         with_index_tensor!(index, i => Ok(Tensor::from(if log {
             typed::scatter_log_softmax(s, dim, i)?
         } else {
             typed::scatter_softmax(s, dim, i)?
         })), _ => Err(index_dtype_error(op, "index", index)))
-    })
+    }, d => Err(typed::softmax_dtype_error(op, d)))
 }
 
 pub(crate) fn scatter_reduce_arg(args: &Args, inputs: &Tensors) -> Result<Vec<(String, Tensor)>> {
@@ -316,7 +333,7 @@ pub(crate) fn segment(op: &str, args: &Args, inputs: &Tensors) -> Result<Vec<(St
         }
         "segment_softmax" | "segment_log_softmax" => {
             let log = op == "segment_log_softmax";
-            with_tensor!(src, s => {
+            with_float!(src, s => {
                 with_index_tensor!(segt, ix => with_segments(op, kind, ix, num_segments, |sg| {
                     Ok(out(Tensor::from(if log {
                         seg::segment_log_softmax(s, dim, sg)?
@@ -324,7 +341,7 @@ pub(crate) fn segment(op: &str, args: &Args, inputs: &Tensors) -> Result<Vec<(St
                         seg::segment_softmax(s, dim, sg)?
                     })))
                 }), _ => Err(index_dtype_error(op, kind.name(), segt)))
-            })
+            }, d => Err(typed::softmax_dtype_error(op, d)))
         }
         _ => Err(Error::invalid(format!("segment: unknown op `{op}`"))),
     }

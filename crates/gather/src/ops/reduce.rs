@@ -50,99 +50,80 @@ use rayon::prelude::*;
 use crate::dims::normalize_dim;
 use crate::element::{DType, Element};
 use crate::error::{Error, Result, fmt_shape};
+use crate::grad::GradFloat;
 use crate::index::{Bounds, CheckedIndex, IndexElem};
 
-/// An element type of the group reductions: every [`Element`], with the float arithmetic the
-/// float-only reductions need (`logsumexp`, `softmax`, `var`, `std`).
+/// The element types of the grouped reductions: every [`Element`](crate::Element).
 ///
-/// `Real` is the type that arithmetic runs in: `f32` for `f16`, `bf16` and `f32`, `f64` for
-/// `f64`. Integer and bool types implement the trait too (so every op is generic over one bound),
-/// but the float-only reductions reject them with an [`ErrorKind::InvalidArgument`] before any
-/// arithmetic runs.
+/// The float-only reductions (`logsumexp`, `var`, `std`) are compiled for the float types alone:
+/// on an integer or bool array they are an [`ErrorKind::InvalidArgument`] before any arithmetic
+/// runs, and the softmax functions ask for a float element type
+/// ([`GradFloat`](crate::grad::GradFloat)) at compile time. `f16`/`bf16` compute in `f32`.
 ///
 /// [`ErrorKind::InvalidArgument`]: crate::ErrorKind::InvalidArgument
 ///
 /// ```
-/// use gather::ops::reduce::ReduceElement;
-/// use half::bf16;
-/// let r: f32 = bf16::from_f32(2.5).to_real();
-/// assert_eq!(r, 2.5);
-/// assert_eq!(bf16::from_real(r), bf16::from_f32(2.5));
+/// use gather::ops::reduce::{scatter_groups, GroupOptions, GroupReduce};
+/// use ndarray::array;
+/// let e = scatter_groups(&array![1i32, 2], 0, &array![0, 0], GroupReduce::LogSumExp, GroupOptions::default());
+/// assert!(e.unwrap_err().to_string().contains("needs a float dtype"));
 /// ```
 pub trait ReduceElement: Element {
-    /// The float type of the float-only reductions.
-    type Real: Float + Send + Sync + std::fmt::Debug;
-    /// Widens to [`ReduceElement::Real`].
-    fn to_real(self) -> Self::Real;
-    /// Rounds from [`ReduceElement::Real`] to nearest (integers: saturating cast, never used by
-    /// the ops).
-    fn from_real(r: Self::Real) -> Self;
+    /// NaN for the float types, `None` for the others.
+    #[doc(hidden)]
+    fn nan() -> Option<Self>;
+    /// Runs a float-only reduction (`logsumexp`, `var`, `std`) over the groups; `None`, having
+    /// run nothing, for the types that are not floats.
+    #[doc(hidden)]
+    fn float_groups<I: IndexElem>(
+        reduce: GroupReduce,
+        dim: usize,
+        src: ArrayView<'_, Self, IxDyn>,
+        index: ArrayView<'_, I, IxDyn>,
+        out: ArrayViewMut<'_, Self, IxDyn>,
+    ) -> Option<()>;
 }
 
-macro_rules! reduce_int {
+macro_rules! reduce_other {
     ($($t:ty),*) => {$(
         impl ReduceElement for $t {
-            type Real = f64;
-            fn to_real(self) -> f64 {
-                self as f64
+            fn nan() -> Option<$t> {
+                None
             }
-            fn from_real(r: f64) -> $t {
-                r as $t
+            fn float_groups<I: IndexElem>(
+                _: GroupReduce,
+                _: usize,
+                _: ArrayView<'_, $t, IxDyn>,
+                _: ArrayView<'_, I, IxDyn>,
+                _: ArrayViewMut<'_, $t, IxDyn>,
+            ) -> Option<()> {
+                None
             }
         }
     )*};
 }
-reduce_int!(u8, i8, i16, i32, i64, u16, u32, u64);
+reduce_other!(bool, u8, i8, i16, i32, i64, u16, u32, u64);
 
-impl ReduceElement for bool {
-    type Real = f64;
-    fn to_real(self) -> f64 {
-        self as u8 as f64
-    }
-    fn from_real(r: f64) -> bool {
-        r != 0.0
-    }
+macro_rules! reduce_float {
+    ($($t:ty),*) => {$(
+        impl ReduceElement for $t {
+            fn nan() -> Option<$t> {
+                Some(<$t as GradFloat>::narrow(Float::nan()))
+            }
+            fn float_groups<I: IndexElem>(
+                reduce: GroupReduce,
+                dim: usize,
+                src: ArrayView<'_, $t, IxDyn>,
+                index: ArrayView<'_, I, IxDyn>,
+                out: ArrayViewMut<'_, $t, IxDyn>,
+            ) -> Option<()> {
+                float_groups(reduce, dim, src, index, out);
+                Some(())
+            }
+        }
+    )*};
 }
-
-impl ReduceElement for f32 {
-    type Real = f32;
-    fn to_real(self) -> f32 {
-        self
-    }
-    fn from_real(r: f32) -> f32 {
-        r
-    }
-}
-
-impl ReduceElement for f64 {
-    type Real = f64;
-    fn to_real(self) -> f64 {
-        self
-    }
-    fn from_real(r: f64) -> f64 {
-        r
-    }
-}
-
-impl ReduceElement for half::f16 {
-    type Real = f32;
-    fn to_real(self) -> f32 {
-        self.to_f32()
-    }
-    fn from_real(r: f32) -> half::f16 {
-        half::f16::from_f32(r)
-    }
-}
-
-impl ReduceElement for half::bf16 {
-    type Real = f32;
-    fn to_real(self) -> f32 {
-        self.to_f32()
-    }
-    fn from_real(r: f32) -> half::bf16 {
-        half::bf16::from_f32(r)
-    }
-}
+reduce_float!(f32, f64, half::f16, half::bf16);
 
 /// How a group of source elements reduces to one output element.
 ///
@@ -666,34 +647,34 @@ impl<R: Float> Lse<R> {
 }
 
 struct LseF;
-impl<T: ReduceElement> Fold<T> for LseF {
-    type State = Lse<T::Real>;
+impl<T: GradFloat> Fold<T> for LseF {
+    type State = Lse<T::Wide>;
     type Out = T;
-    fn init(&self) -> Lse<T::Real> {
+    fn init(&self) -> Lse<T::Wide> {
         Lse::new()
     }
     #[inline(always)]
-    fn push(&self, s: &mut Lse<T::Real>, x: T) {
-        s.push(x.to_real());
+    fn push(&self, s: &mut Lse<T::Wide>, x: T) {
+        s.push(x.widen());
     }
-    fn finish(&self, s: Lse<T::Real>, _n: usize) -> T {
-        T::from_real(s.value())
+    fn finish(&self, s: Lse<T::Wide>, _n: usize) -> T {
+        T::narrow(s.value())
     }
 }
 
 /// The running log-sum-exp state itself, as a fold result (softmax's first pass).
 struct LseStateF;
-impl<T: ReduceElement> Fold<T> for LseStateF {
-    type State = Lse<T::Real>;
-    type Out = Lse<T::Real>;
-    fn init(&self) -> Lse<T::Real> {
+impl<T: GradFloat> Fold<T> for LseStateF {
+    type State = Lse<T::Wide>;
+    type Out = Lse<T::Wide>;
+    fn init(&self) -> Lse<T::Wide> {
         Lse::new()
     }
     #[inline(always)]
-    fn push(&self, s: &mut Lse<T::Real>, x: T) {
-        s.push(x.to_real());
+    fn push(&self, s: &mut Lse<T::Wide>, x: T) {
+        s.push(x.widen());
     }
-    fn finish(&self, s: Lse<T::Real>, _n: usize) -> Lse<T::Real> {
+    fn finish(&self, s: Lse<T::Wide>, _n: usize) -> Lse<T::Wide> {
         s
     }
 }
@@ -703,18 +684,18 @@ struct VarF {
     correction: usize,
     std: bool,
 }
-impl<T: ReduceElement> Fold<T> for VarF {
-    type State = (T::Real, T::Real, T::Real);
+impl<T: GradFloat> Fold<T> for VarF {
+    type State = (T::Wide, T::Wide, T::Wide);
     type Out = T;
     fn init(&self) -> Self::State {
-        let z = T::Real::zero();
+        let z = T::Wide::zero();
         (z, z, z)
     }
     #[inline(always)]
     fn push(&self, s: &mut Self::State, x: T) {
-        let x = x.to_real();
+        let x = x.widen();
         let (k, mean, m2) = *s;
-        let k = k + T::Real::one();
+        let k = k + T::Wide::one();
         let d = x - mean;
         let mean = mean + d / k;
         let m2 = m2 + d * (x - mean);
@@ -722,9 +703,9 @@ impl<T: ReduceElement> Fold<T> for VarF {
     }
     fn finish(&self, s: Self::State, n: usize) -> T {
         let denom = n.saturating_sub(self.correction);
-        let denom = <T::Real as NumCast>::from(denom).unwrap_or_else(T::Real::infinity);
+        let denom = <T::Wide as NumCast>::from(denom).unwrap_or_else(T::Wide::infinity);
         let var = s.2 / denom;
-        T::from_real(if self.std { var.sqrt() } else { var })
+        T::narrow(if self.std { var.sqrt() } else { var })
     }
 }
 
@@ -933,27 +914,28 @@ pub(crate) fn reduce_groups<T: ReduceElement, I: IndexElem>(
         GroupReduce::Amin => fold_groups(&MinF, dim, src, index, out),
         GroupReduce::First => fold_groups(&FirstF, dim, src, index, out),
         GroupReduce::Last => fold_groups(&LastF, dim, src, index, out),
+        GroupReduce::LogSumExp | GroupReduce::Var { .. } | GroupReduce::Std { .. } => {
+            T::float_groups(reduce, dim, src, index, out)
+                .expect("the dtype check lets only floats reach a float-only reduction")
+        }
+    }
+}
+
+/// The float-only reductions over the groups (see [`fold_groups`]).
+fn float_groups<T: GradFloat, I: IndexElem>(
+    reduce: GroupReduce,
+    dim: usize,
+    src: ArrayView<'_, T, IxDyn>,
+    index: ArrayView<'_, I, IxDyn>,
+    out: ArrayViewMut<'_, T, IxDyn>,
+) {
+    match reduce {
         GroupReduce::LogSumExp => fold_groups(&LseF, dim, src, index, out),
-        GroupReduce::Var { correction } => fold_groups(
-            &VarF {
-                correction,
-                std: false,
-            },
-            dim,
-            src,
-            index,
-            out,
-        ),
-        GroupReduce::Std { correction } => fold_groups(
-            &VarF {
-                correction,
-                std: true,
-            },
-            dim,
-            src,
-            index,
-            out,
-        ),
+        GroupReduce::Var { correction } | GroupReduce::Std { correction } => {
+            let std = matches!(reduce, GroupReduce::Std { .. });
+            fold_groups(&VarF { correction, std }, dim, src, index, out)
+        }
+        _ => unreachable!("{} is not a float-only reduction", reduce.name()),
     }
 }
 
@@ -962,7 +944,7 @@ type RowChunk<'a, T> = (usize, (ArrayViewMut<'a, T, IxDyn>, ArrayView<'a, T, IxD
 
 /// Softmax (`log = false`) or log-softmax of every element within its group, in two passes over
 /// `src`: one to build each group's running log-sum-exp, one to write `out` (src's shape).
-pub(crate) fn softmax_groups<T: ReduceElement, I: IndexElem>(
+pub(crate) fn softmax_groups<T: GradFloat, I: IndexElem>(
     log: bool,
     dim: usize,
     dim_size: usize,
@@ -970,9 +952,9 @@ pub(crate) fn softmax_groups<T: ReduceElement, I: IndexElem>(
     index: ArrayView<'_, I, IxDyn>,
     mut out: ArrayViewMut<'_, T, IxDyn>,
 ) {
-    let apply = move |st: &Lse<T::Real>, x: T| -> T {
-        let x = x.to_real();
-        T::from_real(if log {
+    let apply = move |st: &Lse<T::Wide>, x: T| -> T {
+        let x = x.widen();
+        T::narrow(if log {
             st.log_softmax(x)
         } else {
             st.softmax(x)
@@ -1026,12 +1008,12 @@ pub(crate) fn softmax_groups<T: ReduceElement, I: IndexElem>(
         none.view_mut(),
         index,
         src,
-        Vec::<Lse<T::Real>>::new,
+        Vec::<Lse<T::Wide>>::new,
         |states, mut o, _, idx, s| {
             states.clear();
             states.resize(dim_size, Lse::new());
             for (i, &x) in idx.iter().zip(s.iter()) {
-                states[i.to_i64() as usize].push(x.to_real());
+                states[i.to_i64() as usize].push(x.widen());
             }
             for ((o, i), &x) in o.iter_mut().zip(idx.iter()).zip(s.iter()) {
                 *o = apply(&states[i.to_i64() as usize], x);
@@ -1053,7 +1035,7 @@ pub(crate) fn fill_value<T: ReduceElement>(
         EmptyFill::Value(v) => v,
         EmptyFill::Zero => T::default(),
         EmptyFill::Nan => {
-            if !T::DTYPE.is_float() {
+            let Some(nan) = T::nan() else {
                 return Err(Error::invalid(format!(
                     "{op}: a NaN fill needs a float dtype, got {}",
                     T::DTYPE.name()
@@ -1061,8 +1043,8 @@ pub(crate) fn fill_value<T: ReduceElement>(
                 .with_hint(
                     "use EmptyFill::Value(..) with a value of the element type, or EmptyFill::Zero",
                 ));
-            }
-            T::from_real(T::Real::nan())
+            };
+            nan
         }
         EmptyFill::Identity => match reduce {
             GroupReduce::Sum | GroupReduce::Mean | GroupReduce::First | GroupReduce::Last => {
@@ -1071,7 +1053,10 @@ pub(crate) fn fill_value<T: ReduceElement>(
             GroupReduce::Prod => T::from_acc(T::acc_one()),
             GroupReduce::Amax | GroupReduce::LogSumExp => T::max_identity(),
             GroupReduce::Amin => T::min_identity(),
-            GroupReduce::Var { .. } | GroupReduce::Std { .. } => T::from_real(T::Real::nan()),
+            GroupReduce::Var { .. } | GroupReduce::Std { .. } => {
+                // Only floats get here (the dtype check runs first); NaN is their fill.
+                T::nan().unwrap_or_default()
+            }
         },
     })
 }
@@ -1095,16 +1080,12 @@ pub(crate) fn check_reduce_dtype<T: Element>(op: &str, reduce: GroupReduce) -> R
     Ok(())
 }
 
-/// Rejects softmax/log_softmax on non-float dtypes.
-pub(crate) fn check_softmax_dtype<T: Element>(op: &str) -> Result<()> {
-    if !T::DTYPE.is_float() {
-        return Err(Error::invalid(format!(
-            "{op}: needs a float dtype, got {}",
-            T::DTYPE.name()
-        ))
-        .with_hint("convert src to a float type first, e.g. `src.mapv(|v| v as f32)`"));
-    }
-    Ok(())
+/// The error of softmax/log_softmax on a dtype that is not a float (the dynamic layer's; the
+/// typed functions take float types only).
+#[cfg(feature = "dynamic")]
+pub(crate) fn softmax_dtype_error(op: &str, dtype: DType) -> Error {
+    Error::invalid(format!("{op}: needs a float dtype, got {}", dtype.name()))
+        .with_hint("convert src to a float type first, e.g. `src.mapv(|v| v as f32)`")
 }
 
 /// A scatter-style call, checked: the dim, the index seen with `src`'s rank (a 1-D index spread
@@ -1426,14 +1407,13 @@ pub(crate) fn bool_fill(op: &str, fill: EmptyFill<bool>, identity: bool) -> Resu
 }
 
 /// The softmax/log_softmax checks and driver: the index must cover all of `src`.
-fn softmax_call<T: ReduceElement, I: IndexElem>(
+fn softmax_call<T: GradFloat, I: IndexElem>(
     op: &str,
     log: bool,
     src: ArrayView<'_, T, IxDyn>,
     dim: isize,
     index: ArrayView<'_, I, IxDyn>,
 ) -> Result<ArrayD<T>> {
-    check_softmax_dtype::<T>(op)?;
     let full = src.shape().to_vec();
     let g = check_grouped(op, src, dim, index, None)?;
     if g.src.shape() != full.as_slice() {
@@ -1469,13 +1449,19 @@ fn softmax_call<T: ReduceElement, I: IndexElem>(
 /// assert_eq!(out[3], 1.0); // no overflow: exp is taken relative to the group's maximum
 /// # Ok::<(), gather::Error>(())
 /// ```
+///
+/// Integer and bool arrays have no softmax: the call does not compile.
+///
+/// ```compile_fail
+/// let _ = gather::scatter_softmax(&ndarray::array![1i32, 2], 0, &ndarray::array![0, 0]);
+/// ```
 pub fn scatter_softmax<T, S, D, I, SI, DI>(
     src: &ArrayBase<S, D>,
     dim: isize,
     index: &ArrayBase<SI, DI>,
 ) -> Result<Array<T, D>>
 where
-    T: ReduceElement,
+    T: GradFloat,
     S: Data<Elem = T>,
     D: Dimension,
     I: IndexElem,
@@ -1508,7 +1494,7 @@ pub fn scatter_log_softmax<T, S, D, I, SI, DI>(
     index: &ArrayBase<SI, DI>,
 ) -> Result<Array<T, D>>
 where
-    T: ReduceElement,
+    T: GradFloat,
     S: Data<Elem = T>,
     D: Dimension,
     I: IndexElem,
@@ -1747,13 +1733,17 @@ pub trait ReduceExt<T: ReduceElement, D: Dimension> {
         &self,
         dim: isize,
         index: &ArrayBase<SI, DI>,
-    ) -> Result<Array<T, D>>;
+    ) -> Result<Array<T, D>>
+    where
+        T: GradFloat;
     /// See [`scatter_log_softmax()`].
     fn scatter_log_softmax<I: IndexElem, SI: Data<Elem = I>, DI: Dimension>(
         &self,
         dim: isize,
         index: &ArrayBase<SI, DI>,
-    ) -> Result<Array<T, D>>;
+    ) -> Result<Array<T, D>>
+    where
+        T: GradFloat;
     /// See [`scatter_any()`].
     fn scatter_any<I: IndexElem, SI: Data<Elem = I>, DI: Dimension>(
         &self,
@@ -1799,14 +1789,20 @@ impl<T: ReduceElement, S: Data<Elem = T>, D: Dimension> ReduceExt<T, D> for Arra
         &self,
         dim: isize,
         index: &ArrayBase<SI, DI>,
-    ) -> Result<Array<T, D>> {
+    ) -> Result<Array<T, D>>
+    where
+        T: GradFloat,
+    {
         scatter_softmax(self, dim, index)
     }
     fn scatter_log_softmax<I: IndexElem, SI: Data<Elem = I>, DI: Dimension>(
         &self,
         dim: isize,
         index: &ArrayBase<SI, DI>,
-    ) -> Result<Array<T, D>> {
+    ) -> Result<Array<T, D>>
+    where
+        T: GradFloat,
+    {
         scatter_log_softmax(self, dim, index)
     }
     fn scatter_any<I: IndexElem, SI: Data<Elem = I>, DI: Dimension>(

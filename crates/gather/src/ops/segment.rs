@@ -42,12 +42,13 @@ use ndarray::{
 
 use super::reduce::{
     AnyAll, ArgReduce, EmptyFill, GroupReduce, NO_ARG, ReduceElement, arg_fold, bool_fill,
-    check_grouped, check_reduce_dtype, check_softmax_dtype, fill_value, fold_any_all, into_dim,
-    reduce_groups, softmax_groups, spread, try_full,
+    check_grouped, check_reduce_dtype, fill_value, fold_any_all, into_dim, reduce_groups,
+    softmax_groups, spread, try_full,
 };
 use crate::dims::normalize_dim;
 use crate::element::Element;
 use crate::error::{Error, ErrorKind, Result, fmt_shape};
+use crate::grad::GradFloat;
 use crate::index::IndexElem;
 
 /// How the positions along the axis split into segments.
@@ -503,14 +504,13 @@ where
     Ok(into_dim(out))
 }
 
-fn segment_softmax_call<T: ReduceElement, I: IndexElem>(
+fn segment_softmax_call<T: GradFloat, I: IndexElem>(
     op: &str,
     log: bool,
     src: ArrayView<'_, T, IxDyn>,
     axis: isize,
     segments: &Segments<'_, I>,
 ) -> Result<ArrayD<T>> {
-    check_softmax_dtype::<T>(op)?;
     let full = src.shape().to_vec();
     let (d, r, s) = check_segment(op, src, axis, segments)?;
     if r.start != 0 || r.end != full[d] {
@@ -547,7 +547,7 @@ pub fn segment_softmax<T, S, D, I>(
     segments: Segments<'_, I>,
 ) -> Result<Array<T, D>>
 where
-    T: ReduceElement,
+    T: GradFloat,
     S: Data<Elem = T>,
     D: Dimension,
     I: IndexElem,
@@ -578,7 +578,7 @@ pub fn segment_log_softmax<T, S, D, I>(
     segments: Segments<'_, I>,
 ) -> Result<Array<T, D>>
 where
-    T: ReduceElement,
+    T: GradFloat,
     S: Data<Elem = T>,
     D: Dimension,
     I: IndexElem,
@@ -805,13 +805,17 @@ pub trait SegmentExt<T: ReduceElement, D: Dimension> {
         &self,
         axis: isize,
         segments: Segments<'_, I>,
-    ) -> Result<Array<T, D>>;
+    ) -> Result<Array<T, D>>
+    where
+        T: GradFloat;
     /// See [`segment_log_softmax()`].
     fn segment_log_softmax<I: IndexElem>(
         &self,
         axis: isize,
         segments: Segments<'_, I>,
-    ) -> Result<Array<T, D>>;
+    ) -> Result<Array<T, D>>
+    where
+        T: GradFloat;
     /// See [`segment_any()`].
     fn segment_any<I: IndexElem>(
         &self,
@@ -851,14 +855,20 @@ impl<T: ReduceElement, S: Data<Elem = T>, D: Dimension> SegmentExt<T, D> for Arr
         &self,
         axis: isize,
         segments: Segments<'_, I>,
-    ) -> Result<Array<T, D>> {
+    ) -> Result<Array<T, D>>
+    where
+        T: GradFloat,
+    {
         segment_softmax(self, axis, segments)
     }
     fn segment_log_softmax<I: IndexElem>(
         &self,
         axis: isize,
         segments: Segments<'_, I>,
-    ) -> Result<Array<T, D>> {
+    ) -> Result<Array<T, D>>
+    where
+        T: GradFloat,
+    {
         segment_log_softmax(self, axis, segments)
     }
     fn segment_any<I: IndexElem>(
