@@ -9,6 +9,7 @@ use crate::element::{Element, Scalar};
 use crate::error::{Error, Result};
 use crate::grad::{self, GradFloat};
 use crate::index::IndexElem;
+use crate::kernels::words::Moved;
 use crate::ops::bounds::OutOfBounds;
 use crate::ops::index::parse_index_reduce;
 use crate::ops::scatter::Reduce;
@@ -93,7 +94,7 @@ fn scalar_or(args: &Args, name: &str, default: Scalar) -> Result<Scalar> {
     }
 }
 
-fn typed<T: TensorElem, I: IndexElem>(
+fn typed<T: TensorElem + Moved, I: IndexElem>(
     op: &str,
     args: &Args,
     inputs: &Tensors,
@@ -101,24 +102,27 @@ fn typed<T: TensorElem, I: IndexElem>(
     i: &ArrayD<I>,
 ) -> Result<Tensor> {
     let p = policy::<T>(op, args)?;
+    let (read, xm) = (
+        crate::Options::new().bounds(p.map(T::to_moved)),
+        T::moved(&x.view()),
+    );
     let src = |name: &str| same_dtype::<T>(op, name, input(inputs, name)?);
     let include_self = || args.bool_or("include_self", true);
     let out = match op {
-        "gather" => crate::Options::new().bounds(p).gather(x, args.dim()?, i)?,
+        // The reads only move elements: they run on the moved type (see `Moved`).
+        "gather" => T::from_moved(read.gather(&xm, args.dim()?, i)?),
         "take_along_dim" => {
             let dim = args.opt_int("dim")?.map(|d| d as isize);
-            crate::Options::new().bounds(p).take_along_dim(x, i, dim)?
+            T::from_moved(read.take_along_dim(&xm, i, dim)?)
         }
-        "index_select" => crate::Options::new()
-            .bounds(p)
-            .index_select(x, args.dim()?, i)?,
-        "take" => crate::Options::new().bounds(p).take(x, i)?,
-        "select_batched" => crate::Options::new().bounds(p).select_batched(
-            x,
+        "index_select" => T::from_moved(read.index_select(&xm, args.dim()?, i)?),
+        "take" => T::from_moved(read.take(&xm, i)?),
+        "select_batched" => T::from_moved(read.select_batched(
+            &xm,
             args.dim()?,
             i,
             super::take::batch_dims(args)?,
-        )?,
+        )?),
         "scatter" => {
             if !matches!(args.get("reduce"), None | Some(Arg::None)) || !inputs.contains_key("src")
             {

@@ -19,7 +19,7 @@ pub(crate) fn gather_broadcast(args: &Args, inputs: &Tensors) -> Result<Tensor> 
     let index = input(inputs, "index")?;
     let dim = args.dim()?;
     with_tensor!(x, x => {
-        with_index_tensor!(index, i => Ok(Tensor::from(crate::ops::broadcast::gather_broadcast(x, dim, i)?)),
+        with_index_tensor!(index, i => super::moved_op(x, |x| crate::ops::broadcast::gather_broadcast(&x, dim, i)),
             _ => Err(index_dtype_error(OP, "index", index)))
     })
 }

@@ -9,11 +9,13 @@
 
 use ndarray::ArrayD;
 
+use super::moved_op;
 use super::{Args, Tensor, TensorElem, Tensors, index_dtype_error, input, same_dtype};
 use crate::dims::normalize_dim;
 use crate::element::Scalar;
 use crate::error::Result;
 use crate::index::IndexElem;
+use crate::kernels::words::Moved;
 use crate::ops::index::{check_index_vector, check_select_shapes, parse_index_reduce};
 use crate::{with_index_tensor, with_tensor};
 
@@ -22,7 +24,7 @@ pub(crate) fn index_select(args: &Args, inputs: &Tensors) -> Result<Tensor> {
     let index = input(inputs, "index")?;
     let dim = args.dim()?;
     with_tensor!(x, x => {
-        with_index_tensor!(index, i => Ok(Tensor::from(crate::ops::index::index_select(x, dim, i)?)),
+        with_index_tensor!(index, i => moved_op(x, |x| crate::ops::index::index_select(&x, dim, i)),
             _ => {
                 // PyTorch checks the dtype after the shapes, and also for an empty index.
                 check_select_shapes(x.shape(), dim, index.shape(), index.dtype())?;
@@ -50,7 +52,7 @@ pub(crate) fn index_family(
     })
 }
 
-fn index_typed<T: TensorElem, I: IndexElem>(
+fn index_typed<T: TensorElem + Moved, I: IndexElem>(
     op: &str,
     args: &Args,
     dst: &mut ArrayD<T>,
@@ -70,10 +72,12 @@ fn index_typed<T: TensorElem, I: IndexElem>(
         }
         "index_copy" => {
             let source = same_dtype::<T>(op, "source", input(inputs, "source")?)?;
-            ix::index_copy_inplace(dst, dim, index, source)
+            let (mut d, s) = (dst.view_mut(), T::moved(&source.view()));
+            ix::index_copy_inplace(&mut T::moved_mut(&mut d), dim, index, &s)
         }
         "index_fill" => {
-            ix::index_fill_inplace(dst, dim, index, T::from_scalar(args.scalar("value")?)?)
+            let value = T::from_scalar(args.scalar("value")?)?.to_moved();
+            ix::index_fill_inplace(&mut T::moved_mut(&mut dst.view_mut()), dim, index, value)
         }
         "index_reduce" => {
             let source = same_dtype::<T>(op, "source", input(inputs, "source")?)?;

@@ -39,7 +39,9 @@ pub use onnx::ONNX_OPS;
 use std::collections::BTreeMap;
 
 use half::{bf16, f16};
-use ndarray::ArrayD;
+use ndarray::{ArrayD, ArrayView, IxDyn};
+
+use crate::kernels::words::Moved;
 
 use crate::element::{DType, Element, Scalar};
 use crate::error::{Error, Result};
@@ -128,6 +130,16 @@ pub fn index_i64(t: &Tensor) -> Option<std::borrow::Cow<'_, ArrayD<i64>>> {
         Tensor::U64(a) => wide(a),
         _ => None,
     }
+}
+
+/// Runs `f`, an op that only moves elements, on `x` seen as the type such ops compile for (its
+/// word, see [`Moved`]), and gives the result back as a tensor of `x`'s dtype: the op's code is
+/// compiled for 5 types instead of 13.
+pub(crate) fn moved_op<T: TensorElem + Moved>(
+    x: &ArrayD<T>,
+    f: impl FnOnce(ArrayView<'_, T::As, IxDyn>) -> Result<ArrayD<T::As>>,
+) -> Result<Tensor> {
+    Ok(T::wrap(T::from_moved(f(T::moved(&x.view()))?)))
 }
 
 /// Element types that can live in a [`Tensor`].

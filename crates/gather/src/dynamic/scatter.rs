@@ -2,10 +2,13 @@
 
 use ndarray::ArrayD;
 
-use super::{Arg, Args, Tensor, TensorElem, Tensors, index_dtype_error, input, same_dtype};
+use super::{
+    Arg, Args, Tensor, TensorElem, Tensors, index_dtype_error, input, moved_op, same_dtype,
+};
 use crate::dims::normalize_dim;
 use crate::error::{Error, Result};
 use crate::index::IndexElem;
+use crate::kernels::words::Moved;
 use crate::ops::scatter::{LegacyReduce, Reduce};
 use crate::{with_index_tensor, with_tensor};
 
@@ -30,10 +33,10 @@ pub(crate) fn gather(args: &Args, inputs: &Tensors) -> Result<Tensor> {
     let index = input(inputs, "index")?;
     let dim = args.dim()?;
     with_tensor!(x, x => {
-        with_index_tensor!(index, i => Ok(Tensor::from(crate::gather(x, dim, i)?)),
+        with_index_tensor!(index, i => moved_op(x, |x| crate::gather(&x, dim, i)),
             _ => {
                 let i = empty_index_or_error("gather", index, x.ndim(), dim)?;
-                Ok(Tensor::from(crate::gather(x, dim, &i)?))
+                moved_op(x, |x| crate::gather(&x, dim, &i))
             })
     })
 }
@@ -56,7 +59,7 @@ pub(crate) fn scatter_family(
     })
 }
 
-fn scatter_typed<T: TensorElem, I: IndexElem>(
+fn scatter_typed<T: TensorElem + Moved, I: IndexElem>(
     op: &str,
     args: &Args,
     dst: &mut ArrayD<T>,
@@ -77,7 +80,14 @@ fn scatter_typed<T: TensorElem, I: IndexElem>(
             };
             match (inputs.get("src"), reduce) {
                 (Some(src), None) => {
-                    crate::scatter_inplace(dst, dim, index, same_dtype::<T>(op, "src", src)?)
+                    let src = same_dtype::<T>(op, "src", src)?;
+                    let mut d = dst.view_mut();
+                    crate::scatter_inplace(
+                        &mut T::moved_mut(&mut d),
+                        dim,
+                        index,
+                        &T::moved(&src.view()),
+                    )
                 }
                 (Some(src), Some(r)) => crate::ops::scatter::scatter_legacy_inplace(
                     dst,
@@ -87,7 +97,13 @@ fn scatter_typed<T: TensorElem, I: IndexElem>(
                     r,
                 ),
                 (None, None) => {
-                    crate::scatter_inplace(dst, dim, index, T::from_scalar(args.scalar("value")?)?)
+                    let value = T::from_scalar(args.scalar("value")?)?.to_moved();
+                    crate::scatter_inplace(
+                        &mut T::moved_mut(&mut dst.view_mut()),
+                        dim,
+                        index,
+                        value,
+                    )
                 }
                 (None, Some(r)) => crate::ops::scatter::scatter_legacy_inplace(
                     dst,
@@ -111,5 +127,97 @@ fn scatter_typed<T: TensorElem, I: IndexElem>(
             crate::scatter_reduce_inplace(dst, dim, index, src, reduce, include_self)
         }
         _ => unreachable!("scatter_family is called for scatter ops only"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Arg, Args, Tensor, Tensors, call, call_inplace};
+    use half::f16;
+    use ndarray::array;
+
+    fn ins(pairs: Vec<(&str, Tensor)>) -> Tensors {
+        pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+    }
+
+    /// The bits of element `k` of a 1-D tensor.
+    fn bits(t: &Tensor, k: usize) -> u64 {
+        match t {
+            Tensor::I32(a) => a[[k]] as u32 as u64,
+            Tensor::I64(a) => a[[k]] as u64,
+            Tensor::F16(a) => a[[k]].to_bits() as u64,
+            Tensor::Bool(a) => a[[k]] as u64,
+            other => panic!("no bits helper for {:?}", other.dtype()),
+        }
+    }
+
+    /// The data-moving ops run on words of the element's width in the dynamic layer: integer
+    /// values whose bits are float NaNs (signalling or with a payload), f16 NaN payloads, the
+    /// extremes and bool all come through gather, take, index_select, scatter and index_fill bit
+    /// for bit, and as the dtype they went in as.
+    #[test]
+    fn moved_elements_keep_their_bits_and_dtype() {
+        let ints = array![0x7f80_0001i32, -1, i32::MIN, 7].into_dyn(); // sNaN and NaN bits as f32
+        let longs = array![0x7ff0_0000_0000_0001i64, -1, i64::MAX, 3].into_dyn();
+        let halves = array![
+            f16::from_bits(0x7c01),
+            f16::from_bits(0xfe00),
+            f16::MIN,
+            f16::ONE
+        ]
+        .into_dyn();
+        let bools = array![true, false, true, false].into_dyn();
+        let idx = Tensor::from(array![3i64, 0, 1, 2, 0].into_dyn());
+        let mut dim0 = Args::default();
+        dim0.set("dim", Arg::Int(0));
+        for t in [
+            Tensor::from(ints),
+            Tensor::from(longs),
+            Tensor::from(halves),
+            Tensor::from(bools),
+        ] {
+            let want: Vec<u64> = [3usize, 0, 1, 2, 0].iter().map(|&k| bits(&t, k)).collect();
+            for op in ["gather", "take", "index_select"] {
+                let out = call(
+                    op,
+                    &dim0,
+                    &ins(vec![("input", t.clone()), ("index", idx.clone())]),
+                )
+                .unwrap();
+                let out = &out[0].1;
+                assert_eq!(out.dtype(), t.dtype(), "{op}");
+                let got: Vec<u64> = (0..5).map(|k| bits(out, k)).collect();
+                assert_eq!(got, want, "{op} {:?}", t.dtype());
+            }
+            // scatter the elements back in reverse order: position 3 - k gets element k.
+            let mut target = t.clone();
+            let rev = Tensor::from(array![3i64, 2, 1, 0].into_dyn());
+            call_inplace(
+                "scatter",
+                &dim0,
+                &mut target,
+                &ins(vec![("index", rev), ("src", t.clone())]),
+            )
+            .unwrap();
+            let got: Vec<u64> = (0..4).map(|k| bits(&target, k)).collect();
+            let want: Vec<u64> = (0..4).map(|k| bits(&t, 3 - k)).collect();
+            assert_eq!(got, want, "scatter {:?}", t.dtype());
+        }
+        // A filled value arrives as the dtype's value, not as a reinterpreted float.
+        let mut a = dim0.clone();
+        a.set("value", Arg::Int(-2));
+        let mut target = Tensor::from(array![1i32, 1, 1].into_dyn());
+        let index = Tensor::from(array![0i64, 2].into_dyn());
+        call_inplace(
+            "index_fill",
+            &a,
+            &mut target,
+            &ins(vec![("index", index.clone())]),
+        )
+        .unwrap();
+        assert_eq!(target, Tensor::from(array![-2i32, 1, -2].into_dyn()));
+        let mut target = Tensor::from(array![1i64, 1, 1].into_dyn());
+        call_inplace("scatter", &a, &mut target, &ins(vec![("index", index)])).unwrap();
+        assert_eq!(target, Tensor::from(array![-2i64, 1, -2].into_dyn()));
     }
 }

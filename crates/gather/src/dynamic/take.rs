@@ -3,7 +3,7 @@
 //! Every integer index dtype is accepted (PyTorch requires `int64` for these ops; the conformance
 //! suite allows this under its rule R4a); float and bool indices are errors.
 
-use super::{Args, Tensor, TensorElem, Tensors, index_dtype_error, input, same_dtype};
+use super::{Args, Tensor, TensorElem, Tensors, index_dtype_error, input, moved_op, same_dtype};
 use crate::error::Result;
 use crate::index::IndexElem;
 use crate::ops::put::put_inplace;
@@ -14,7 +14,7 @@ pub(crate) fn take(_args: &Args, inputs: &Tensors) -> Result<Tensor> {
     let x = input(inputs, "input")?;
     let index = input(inputs, "index")?;
     with_tensor!(x, x => {
-        with_index_tensor!(index, i => Ok(Tensor::from(typed::take(x, i)?.into_dyn())),
+        with_index_tensor!(index, i => moved_op(x, |x| Ok(typed::take(&x, i)?.into_dyn())),
             _ => Err(index_dtype_error("take", "index", index)))
     })
 }
@@ -24,7 +24,7 @@ pub(crate) fn take_along_dim(args: &Args, inputs: &Tensors) -> Result<Tensor> {
     let index = input(inputs, "index")?;
     let dim = args.opt_int("dim")?.map(|d| d as isize);
     with_tensor!(x, x => {
-        with_index_tensor!(index, i => Ok(Tensor::from(typed::take_along_dim(x, i, dim)?)),
+        with_index_tensor!(index, i => moved_op(x, |x| typed::take_along_dim(&x, i, dim)),
             _ => Err(index_dtype_error("take_along_dim", "indices", index)))
     })
 }
@@ -36,7 +36,7 @@ pub(crate) fn select_batched(args: &Args, inputs: &Tensors) -> Result<Tensor> {
     let dim = args.dim()?;
     let batch_dims = batch_dims(args)?;
     with_tensor!(x, x => {
-        with_index_tensor!(index, i => Ok(Tensor::from(crate::select_batched(x, dim, i, batch_dims)?)),
+        with_index_tensor!(index, i => moved_op(x, |x| crate::select_batched(&x, dim, i, batch_dims)),
             _ => Err(index_dtype_error("select_batched", "index", index)))
     })
 }

@@ -108,6 +108,95 @@ pub(crate) unsafe fn unvec<T: Plain>(v: Vec<T::Word>) -> Vec<T> {
     unsafe { Vec::from_raw_parts(v.as_mut_ptr().cast::<T>(), v.len(), v.capacity()) }
 }
 
+/// An element type as the dynamic layer moves it: as its word (every bit pattern of these types is
+/// a value, so any word read back is one), or as itself for `bool` (not every byte is a bool).
+/// The ops that only move elements then compile once per width, not once per dtype.
+#[cfg(feature = "dynamic")]
+pub(crate) trait Moved: crate::Element {
+    /// The element type the op runs on.
+    type As: crate::Element;
+    /// The elements, seen as [`Moved::As`].
+    fn moved<'a>(a: &ArrayView<'a, Self, IxDyn>) -> ArrayView<'a, Self::As, IxDyn>;
+    /// The elements, seen as [`Moved::As`], for writing.
+    fn moved_mut<'b>(a: &'b mut ArrayViewMut<'_, Self, IxDyn>)
+    -> ArrayViewMut<'b, Self::As, IxDyn>;
+    /// One value as [`Moved::As`].
+    fn to_moved(self) -> Self::As;
+    /// An op's result back as elements.
+    fn from_moved(a: ndarray::ArrayD<Self::As>) -> ndarray::ArrayD<Self>;
+}
+
+#[cfg(feature = "dynamic")]
+impl Moved for bool {
+    type As = bool;
+    fn moved<'a>(a: &ArrayView<'a, bool, IxDyn>) -> ArrayView<'a, bool, IxDyn> {
+        a.clone()
+    }
+    fn moved_mut<'b>(a: &'b mut ArrayViewMut<'_, bool, IxDyn>) -> ArrayViewMut<'b, bool, IxDyn> {
+        a.view_mut()
+    }
+    fn to_moved(self) -> bool {
+        self
+    }
+    fn from_moved(a: ndarray::ArrayD<bool>) -> ndarray::ArrayD<bool> {
+        a
+    }
+}
+
+#[cfg(feature = "dynamic")]
+macro_rules! moved_as_word {
+    ($($t:ty),*) => {$(
+        impl Moved for $t {
+            type As = <$t as Plain>::Word;
+            fn moved<'a>(a: &ArrayView<'a, $t, IxDyn>) -> ArrayView<'a, Self::As, IxDyn> {
+                view(a)
+            }
+            fn moved_mut<'b>(
+                a: &'b mut ArrayViewMut<'_, $t, IxDyn>,
+            ) -> ArrayViewMut<'b, Self::As, IxDyn> {
+                // SAFETY: every bit pattern of this type is a value of it, so whatever word is
+                // written through the view leaves a valid element.
+                unsafe { view_mut(a) }
+            }
+            fn to_moved(self) -> Self::As {
+                const { same_layout::<$t>() };
+                // SAFETY: the same size (checked above), and every bit pattern is a word.
+                unsafe { std::mem::transmute_copy(&self) }
+            }
+            fn from_moved(a: ndarray::ArrayD<Self::As>) -> ndarray::ArrayD<$t> {
+                let a = if a.is_standard_layout() { a } else { a.as_standard_layout().into_owned() };
+                let (shape, len) = (a.raw_dim(), a.len());
+                let (v, offset) = a.into_raw_vec_and_offset();
+                // Owned standard-layout results of the ops start at their buffer's first element.
+                let v = if offset.unwrap_or(0) == 0 && v.len() == len {
+                    v
+                } else {
+                    let start = offset.unwrap_or(0);
+                    v[start..start + len].to_vec()
+                };
+                // SAFETY: every bit pattern of this type is a value of it.
+                let v = unsafe { unvec::<$t>(v) };
+                ndarray::ArrayD::from_shape_vec(shape, v).expect("the buffer holds the shape's elements")
+            }
+        }
+    )*};
+}
+#[cfg(feature = "dynamic")]
+moved_as_word!(
+    u8,
+    i8,
+    u16,
+    i16,
+    half::f16,
+    half::bf16,
+    u32,
+    i32,
+    f32,
+    u64,
+    i64,
+    f64
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;
