@@ -53,12 +53,12 @@ use crate::error::{Error, Result, fmt_shape};
 use crate::grad::GradFloat;
 use crate::index::{Bounds, CheckedIndex, IndexElem};
 
-/// The element types of the grouped reductions: every [`Element`](crate::Element).
+/// The element types of the grouped reductions: every [`Element`].
 ///
 /// The float-only reductions (`logsumexp`, `var`, `std`) are compiled for the float types alone:
 /// on an integer or bool array they are an [`ErrorKind::InvalidArgument`] before any arithmetic
 /// runs, and the softmax functions ask for a float element type
-/// ([`GradFloat`](crate::grad::GradFloat)) at compile time. `f16`/`bf16` compute in `f32`.
+/// ([`GradFloat`]) at compile time. `f16`/`bf16` compute in `f32`.
 ///
 /// [`ErrorKind::InvalidArgument`]: crate::ErrorKind::InvalidArgument
 ///
