@@ -178,7 +178,8 @@ impl<T: Element> ScatterSrc<T> for T {
     }
 }
 
-/// A scatter of `src` (one value when `value`) into `dst` under `mode`, strict bounds.
+/// A scatter of `src` (one value when `value`) into `dst` under `mode`, strict bounds: the body
+/// of every in-place scatter entry point, and of `Options`' writes under `OutOfBounds::Error`.
 pub(crate) fn scatter_view_inplace<T, S, D, I, SI, DI>(
     op: &str,
     dst: &mut ArrayBase<S, D>,
@@ -717,16 +718,7 @@ where
     DI: Dimension,
 {
     let (src, value) = src.as_src();
-    scatter_into(
-        "scatter",
-        dst.view_mut().into_dyn(),
-        dim,
-        index.view().into_dyn(),
-        src,
-        value,
-        Mode::Set,
-        Bounds::Strict,
-    )
+    scatter_view_inplace("scatter", dst, dim, index, src, value, Mode::Set)
 }
 
 /// Out-of-place [`scatter_inplace`]: returns a scattered copy of `input`.
@@ -776,16 +768,7 @@ where
 {
     let (src, value) = src.as_src();
     let mode = Mode::Reduce(reduce.into(), true);
-    scatter_into(
-        "scatter",
-        dst.view_mut().into_dyn(),
-        dim,
-        index.view().into_dyn(),
-        src,
-        value,
-        mode,
-        Bounds::Strict,
-    )
+    scatter_view_inplace("scatter", dst, dim, index, src, value, mode)
 }
 
 /// Out-of-place [`scatter_legacy_inplace`].
@@ -839,17 +822,15 @@ where
     SS: Data<Elem = T>,
     DS: Dimension,
 {
-    let src = src.view().into_dyn();
     let mode = Mode::Reduce(Reduce::Sum, true);
-    scatter_into(
+    scatter_view_inplace(
         "scatter_add",
-        dst.view_mut().into_dyn(),
+        dst,
         dim,
-        index.view().into_dyn(),
-        src,
+        index,
+        src.view().into_dyn(),
         false,
         mode,
-        Bounds::Strict,
     )
 }
 
@@ -920,16 +901,7 @@ where
 {
     let (src, value) = src.as_src();
     let mode = Mode::Reduce(reduce, include_self);
-    scatter_into(
-        "scatter_reduce",
-        dst.view_mut().into_dyn(),
-        dim,
-        index.view().into_dyn(),
-        src,
-        value,
-        mode,
-        Bounds::Strict,
-    )
+    scatter_view_inplace("scatter_reduce", dst, dim, index, src, value, mode)
 }
 
 /// Out-of-place [`scatter_reduce_inplace`].
