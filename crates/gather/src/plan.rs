@@ -22,6 +22,7 @@
 //! ```
 
 use std::ops::Range;
+use std::sync::Mutex;
 
 use rayon::prelude::*;
 
@@ -212,7 +213,8 @@ impl<const N: usize> Nest<N> {
         if self.total == 0 {
             return;
         }
-        self.run_items(0..self.outer_len(), 1, self.inner.len, false, &mut f);
+        let sp = Split::whole(self.outer_len(), 1, self.inner.len, false);
+        self.run_items(0..sp.items, &sp, &mut f);
     }
 
     /// Cuts the positions into at most `parts` groups of about equal size, for tasks that each
@@ -237,9 +239,8 @@ impl<const N: usize> Nest<N> {
         let chunks_per_row = inner_len.div_ceil(chunk.max(1)).max(1);
         let items = outer_len * chunks_per_row;
         let mut all = Vec::with_capacity(items);
-        self.run_items(0..items, chunks_per_row, chunk, false, &mut |b, r| {
-            all.push((b, r))
-        });
+        let sp = Split::whole(items, chunks_per_row, chunk, false);
+        self.run_items(0..items, &sp, &mut |b, r| all.push((b, r)));
         let parts = parts.min(all.len()).max(1);
         let mut groups = Vec::with_capacity(parts);
         let mut rest = all.into_iter();
@@ -255,8 +256,30 @@ impl<const N: usize> Nest<N> {
         I: Fn() -> S + Sync + Send,
         F: Fn(&mut S, [isize; N], Range<usize>) + Sync + Send,
     {
-        if self.total == 0 {
+        let Some(sp) = self.split(grain, tile) else {
             return;
+        };
+        if sp.tasks == 1 {
+            let mut state = init();
+            self.run_items(0..sp.items, &sp, &mut |b, r| f(&mut state, b, r));
+            return;
+        }
+        let (f, sp) = (&f, &sp);
+        let runner = || -> Box<dyn FnMut(usize) + '_> {
+            let mut state = init();
+            Box::new(move |t| {
+                let lo = t * sp.items_per_task;
+                let hi = (lo + sp.items_per_task).min(sp.items);
+                self.run_items(lo..hi, sp, &mut |b, r| f(&mut state, b, r));
+            })
+        };
+        par_for_with(sp.tasks, &runner);
+    }
+
+    /// How [`Nest::split_with`] cuts the work into items and tasks; `None` for an empty nest.
+    fn split(&self, grain: usize, tile: Option<usize>) -> Option<Split> {
+        if self.total == 0 {
+            return None;
         }
         let grain = grain.max(1);
         let outer_len = self.outer_len();
@@ -284,109 +307,232 @@ impl<const N: usize> Nest<N> {
         let items = outer_len * chunks_per_row;
         let tiled = tile.is_some();
         if serial {
-            let mut state = init();
-            self.run_items(0..items, chunks_per_row, chunk, tiled, &mut |b, r| {
-                f(&mut state, b, r)
+            return Some(Split {
+                items,
+                chunks_per_row,
+                chunk,
+                tiled,
+                items_per_task: items,
+                tasks: 1,
             });
-            return;
         }
         let item_elems = chunk * per_inner;
         let items_per_task = (grain / item_elems.max(1))
             .max(1)
             .max(items / (threads * 16))
             .max(1);
-        let tasks = items.div_ceil(items_per_task);
-        (0..tasks).into_par_iter().for_each_init(&init, |state, t| {
-            let lo = t * items_per_task;
-            let hi = (lo + items_per_task).min(items);
-            self.run_items(lo..hi, chunks_per_row, chunk, tiled, &mut |b, r| {
-                f(state, b, r)
-            });
-        });
+        Some(Split {
+            items,
+            chunks_per_row,
+            chunk,
+            tiled,
+            items_per_task,
+            tasks: items.div_ceil(items_per_task),
+        })
     }
 
-    /// Runs the items `range` serially. An item is one outer position × one inner chunk; items
-    /// are numbered position-major (`tiled == false`) or chunk-major (`tiled == true`).
-    fn run_items<F>(
-        &self,
-        range: Range<usize>,
-        chunks_per_row: usize,
-        chunk: usize,
-        tiled: bool,
-        f: &mut F,
-    ) where
+    /// Runs the items `range` serially, in batches that the shared odometer ([`Items::fill`])
+    /// writes: only this loop is compiled per closure.
+    fn run_items<F>(&self, range: Range<usize>, sp: &Split, f: &mut F)
+    where
         F: FnMut([isize; N], Range<usize>),
     {
-        if range.is_empty() {
-            return;
+        let mut items = Items::new(self, range, sp);
+        let mut buf = [([0isize; N], 0usize, 0usize); ITEM_BATCH];
+        loop {
+            let n = items.fill(&mut buf);
+            for &(b, lo, hi) in &buf[..n] {
+                f(b, lo..hi);
+            }
+            if n < ITEM_BATCH {
+                return;
+            }
         }
-        let nd = self.outer.len();
-        let outer_len = self.outer_len();
+    }
+}
+
+/// Items per batch of [`Items::fill`].
+const ITEM_BATCH: usize = 32;
+
+/// The cut of a nest's work: `items` items (one outer position × one chunk of `chunk` inner
+/// positions, `chunks_per_row` per outer position), numbered position-major, or chunk-major when
+/// `tiled`; `tasks` tasks of `items_per_task` items each.
+struct Split {
+    items: usize,
+    chunks_per_row: usize,
+    chunk: usize,
+    tiled: bool,
+    items_per_task: usize,
+    tasks: usize,
+}
+
+impl Split {
+    /// All items in one task.
+    fn whole(items: usize, chunks_per_row: usize, chunk: usize, tiled: bool) -> Split {
+        Split {
+            items,
+            chunks_per_row,
+            chunk,
+            tiled,
+            items_per_task: items,
+            tasks: 1,
+        }
+    }
+}
+
+/// The odometer over a range of items: their base offsets and inner ranges, a batch at a time.
+/// Generic over `N` only, so every kernel closure shares it.
+struct Items<'n, const N: usize> {
+    nest: &'n Nest<N>,
+    sp: &'n Split,
+    left: usize,
+    pos: Vec<usize>,
+    base: [isize; N],
+    row: usize,
+    c: usize,
+}
+
+impl<'n, const N: usize> Items<'n, N> {
+    fn new(nest: &'n Nest<N>, range: Range<usize>, sp: &'n Split) -> Self {
+        let nd = nest.outer.len();
+        let outer_len = nest.outer_len();
         let mut pos = vec![0usize; nd];
-        let (mut row, mut c) = if tiled {
+        let (row, c) = if range.is_empty() {
+            (0, 0)
+        } else if sp.tiled {
             (range.start % outer_len, range.start / outer_len)
         } else {
-            (range.start / chunks_per_row, range.start % chunks_per_row)
+            (
+                range.start / sp.chunks_per_row,
+                range.start % sp.chunks_per_row,
+            )
         };
         let mut base = [0isize; N];
         let mut rest = row;
         for a in (0..nd).rev() {
-            let len = self.outer[a].len;
+            let len = nest.outer[a].len;
             pos[a] = rest % len;
             rest /= len;
-            for (b, s) in base.iter_mut().zip(self.outer[a].strides) {
+            for (b, s) in base.iter_mut().zip(nest.outer[a].strides) {
                 *b += pos[a] as isize * s;
             }
         }
-        let inner_len = self.inner.len;
-        for _ in range {
-            let lo = c * chunk;
+        Items {
+            nest,
+            sp,
+            left: range.len(),
+            pos,
+            base,
+            row,
+            c,
+        }
+    }
+
+    /// Writes the next non-empty items to `buf` as `(base, lo, hi)` and returns how many; fewer
+    /// than `buf.len()` means the range is done.
+    #[inline(never)]
+    fn fill(&mut self, buf: &mut [([isize; N], usize, usize)]) -> usize {
+        let nest = self.nest;
+        let (chunk, tiled) = (self.sp.chunk, self.sp.tiled);
+        let inner_len = nest.inner.len;
+        let outer_len = nest.outer_len();
+        let mut n = 0;
+        while self.left > 0 && n < buf.len() {
+            self.left -= 1;
+            let lo = self.c * chunk;
             let hi = (lo + chunk).min(inner_len);
             if lo < hi {
-                f(base, lo..hi);
+                buf[n] = (self.base, lo, hi);
+                n += 1;
             }
             let next_row = if tiled {
                 true
             } else {
-                c += 1;
-                if c == chunks_per_row {
-                    c = 0;
+                self.c += 1;
+                if self.c == self.sp.chunks_per_row {
+                    self.c = 0;
                     true
                 } else {
                     false
                 }
             };
             if next_row {
-                row += 1;
+                self.row += 1;
                 // Odometer step over the outer axes.
-                for a in (0..nd).rev() {
-                    let ax = &self.outer[a];
-                    pos[a] += 1;
-                    for (b, s) in base.iter_mut().zip(ax.strides) {
+                for a in (0..nest.outer.len()).rev() {
+                    let ax = &nest.outer[a];
+                    self.pos[a] += 1;
+                    for (b, s) in self.base.iter_mut().zip(ax.strides) {
                         *b += s;
                     }
-                    if pos[a] < ax.len {
+                    if self.pos[a] < ax.len {
                         break;
                     }
-                    for (b, s) in base.iter_mut().zip(ax.strides) {
+                    for (b, s) in self.base.iter_mut().zip(ax.strides) {
                         *b -= s * ax.len as isize;
                     }
-                    pos[a] = 0;
+                    self.pos[a] = 0;
                 }
-                if tiled && row == outer_len {
+                if tiled && self.row == outer_len {
                     // The odometer wrapped to the first position: on to the next tile.
-                    row = 0;
-                    c += 1;
+                    self.row = 0;
+                    self.c += 1;
                 }
             }
         }
+        n
     }
+}
+
+/// Runs `body(t)` for every task `t` in `0..tasks` on rayon's pool. It is not generic: rayon's
+/// splitting and job code is compiled once here, not once per kernel closure, which is what
+/// every generic `par_iter` in a kernel had cost (see docs/performance.md, "Build cost").
+pub(crate) fn par_for(tasks: usize, body: &(dyn Fn(usize) + Sync)) {
+    (0..tasks).into_par_iter().for_each(body);
+}
+
+/// [`par_for`] with a state per rayon job: `runner()` makes a closure that owns a fresh state and
+/// runs tasks with it, called again whenever rayon splits the work onto another job.
+fn par_for_with<'a>(tasks: usize, runner: &(dyn Fn() -> Box<dyn FnMut(usize) + 'a> + Sync)) {
+    (0..tasks)
+        .into_par_iter()
+        .for_each_init(runner, |run, t| run(t));
+}
+
+/// `(0..n).map(f)` collected in order, run in parallel through [`par_for`].
+pub(crate) fn par_map<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let slots: Vec<Mutex<Option<T>>> = (0..n).map(|_| Mutex::new(None)).collect();
+    par_for(n, &|i| {
+        let v = f(i);
+        *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(v);
+    });
+    slots
+        .into_iter()
+        .map(|s| {
+            s.into_inner()
+                .unwrap_or_else(|e| e.into_inner())
+                .expect("par_for runs every task")
+        })
+        .collect()
+}
+
+/// Hands each item of `items` to `f` once, in parallel. Only the slot lookup is generic; the
+/// parallel loop is [`par_for`]'s.
+pub(crate) fn par_each<T: Send>(items: Vec<T>, f: impl Fn(T) + Sync) {
+    let slots: Vec<Mutex<Option<T>>> = items.into_iter().map(|x| Mutex::new(Some(x))).collect();
+    par_for(slots.len(), &|i| {
+        let item = slots[i]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .expect("par_for visits each task once");
+        f(item)
+    });
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Mutex;
 
     /// What a test hands to the planner: a visit of one piece of the iteration.
     type Visit<'a> = dyn Fn([isize; 1], Range<usize>) + Sync + 'a;

@@ -11,7 +11,6 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use ndarray::{ArrayView, ArrayViewMut, IxDyn};
-use rayon::prelude::*;
 
 use super::segment::Segments;
 use super::words::{self, Plain};
@@ -151,16 +150,7 @@ pub(crate) fn scatter_checking<A, T, I, F>(
     let map = move |v: i64, flag: &mut bool| checked_position::<false>(v, size, flag) as isize;
     if let Some(v) = init {
         let ones = crate::dims::splat(&v, index.shape());
-        general_mapped(
-            dst,
-            dim,
-            index,
-            &ones,
-            map,
-            Some(size),
-            bad,
-            |a: &mut A, s: A| *a = s,
-        );
+        general_mapped(dst, dim, index, &ones, map, Some(size), bad, set::<A>);
     }
     general_mapped(dst, dim, index, src, map, Some(size), bad, update);
 }
@@ -252,8 +242,15 @@ pub(crate) fn scatter_checking_fresh_set<T: Plain, I: IndexElem>(
     bad: &AtomicBool,
 ) -> Vec<T> {
     let (from, src) = (words::view(from), words::view(src));
-    let set = |a: &mut T::Word, s: T::Word| *a = s;
-    let out = scatter_checking_fresh(&from, words::vec(out), dim, index, &src, bad, set);
+    let out = scatter_checking_fresh(
+        &from,
+        words::vec(out),
+        dim,
+        index,
+        &src,
+        bad,
+        set::<T::Word>,
+    );
     // SAFETY: the copy and the plain write store only words of `from` and `src`, i.e. elements of
     // `T`.
     unsafe { words::unvec(out) }
@@ -295,6 +292,13 @@ pub(crate) fn is_row_index<I: IndexElem>(index: &ArrayView<'_, I, IxDyn>, dim: u
         && e.saturating_mul(slice) >= crate::plan::GRAIN
 }
 
+/// The update of a plain write. A function item, not a closure: a closure written inside a
+/// generic function is a type of its own for each instance of that function, and so would be
+/// every kernel instance it is passed to.
+pub(crate) fn set<A: Copy>(a: &mut A, s: A) {
+    *a = s;
+}
+
 /// A plain write, `dst_elem = src_elem`: with duplicates the last position in index order wins.
 /// Preconditions as [`scatter`].
 pub(crate) fn scatter_set<T, I>(
@@ -309,8 +313,7 @@ pub(crate) fn scatter_set<T, I>(
     // SAFETY: the plain write below stores only words of `src`, i.e. elements of `T`.
     let mut dst = unsafe { words::view_mut(dst) };
     let src = words::view(src);
-    let set = |a: &mut T::Word, s: T::Word| *a = s;
-    scatter_impl(&mut dst, dim, index, &src, None, true, set)
+    scatter_impl(&mut dst, dim, index, &src, None, true, set::<T::Word>)
 }
 
 /// Row-index scatters whose slices (the part of one position along `dim`) have fewer elements
@@ -374,7 +377,7 @@ fn scatter_impl<A, T, I, F>(
     }
     if let Some(v) = init {
         let ones = crate::dims::splat(&v, idx.shape());
-        general(dst, dim, index, &ones, |a: &mut A, s: A| *a = s);
+        general(dst, dim, index, &ones, set::<A>);
     }
     general(dst, dim, index, src, update);
 }
@@ -436,22 +439,14 @@ fn general<A, T, I, F>(
             &never,
             update,
         ),
-        Bounds::Wrap => general_mapped(
+        // One instance for the two policies that move values: a branch per element on a
+        // policy that never changes is cheaper than a third copy of the element loop.
+        bounds @ (Bounds::Wrap | Bounds::Modulo) => general_mapped(
             dst,
             dim,
             idx,
             src,
-            move |v, _| position(Bounds::Wrap, v, size),
-            None,
-            &never,
-            update,
-        ),
-        Bounds::Modulo => general_mapped(
-            dst,
-            dim,
-            idx,
-            src,
-            move |v, _| position(Bounds::Modulo, v, size),
+            move |v, _| position(bounds, v, size),
             None,
             &never,
             update,
@@ -950,7 +945,7 @@ fn rows<A, T, F>(
         }
     };
     if ranges.len() > 1 {
-        ranges.par_iter().for_each(task);
+        crate::plan::par_for(ranges.len(), &|i| task(&ranges[i]));
     } else {
         ranges.iter().for_each(task);
     }

@@ -126,7 +126,7 @@ impl Segments {
             h
         };
         let mut hists: Vec<Vec<u32>> = if chunks > 1 {
-            ranges.par_iter().map(histogram).collect()
+            crate::plan::par_map(ranges.len(), |c| histogram(&ranges[c]))
         } else {
             ranges.iter().map(histogram).collect()
         };
@@ -165,7 +165,7 @@ impl Segments {
             }
         };
         if chunks > 1 {
-            ranges.par_iter().zip(hists.par_iter_mut()).for_each(place);
+            crate::plan::par_each(ranges.iter().zip(hists.iter_mut()).collect(), place);
         } else {
             ranges.iter().zip(hists.iter_mut()).for_each(place);
         }

@@ -34,12 +34,11 @@ use ndarray::{
     Array, Array1, ArrayBase, ArrayD, ArrayView, ArrayViewMut, Axis, Data, DataMut, Dimension,
     IxDyn,
 };
-use rayon::prelude::*;
 
 use crate::dims::broadcast_shapes;
 use crate::element::Element;
 use crate::error::{Error, Result, fmt_shape};
-use crate::plan::GRAIN;
+use crate::plan::{GRAIN, par_each, par_map};
 
 /// A view that can be cut in two along an axis (for splitting work in row-major order).
 trait Piece: Sized {
@@ -155,7 +154,7 @@ where
     };
     let mut parts = Vec::new();
     pieces(xb, mb, leaf, &mut parts);
-    let counts: Vec<usize> = parts.par_iter().map(|(_, m)| count_true(m)).collect();
+    let counts = par_map(parts.len(), |i| count_true(&parts[i].1));
     let mut out = vec![T::default(); counts.iter().sum()];
     let mut slots: Vec<&mut [T]> = Vec::with_capacity(parts.len());
     let mut rest = &mut out[..];
@@ -164,7 +163,8 @@ where
         slots.push(head);
         rest = tail;
     }
-    parts.into_par_iter().zip(slots).for_each(|((x, m), slot)| {
+    let work: Vec<_> = parts.into_iter().zip(slots).collect();
+    par_each(work, |((x, m), slot)| {
         let it = x.iter().zip(m.iter()).filter(|&(_, &m)| m).map(|(&v, _)| v);
         slot.iter_mut().zip(it).for_each(|(o, v)| *o = v);
     });
@@ -230,7 +230,7 @@ where
         (Some(leaf), Some(sv)) => {
             let mut parts = Vec::new();
             pieces(d, mb, leaf, &mut parts);
-            let counts: Vec<usize> = parts.par_iter().map(|(_, m)| count_true(m)).collect();
+            let counts = par_map(parts.len(), |i| count_true(&parts[i].1));
             let ones: usize = counts.iter().sum();
             if ones > sv.len() {
                 return Err(short(ones));
@@ -241,19 +241,17 @@ where
                 starts.push(acc);
                 acc += c;
             }
-            parts
-                .into_par_iter()
-                .zip(starts)
-                .for_each(|((mut d, m), start)| {
-                    let mut s = sv[start..].iter();
-                    for (o, &on) in d.iter_mut().zip(m.iter()) {
-                        if on {
-                            if let Some(&v) = s.next() {
-                                *o = v;
-                            }
+            let work: Vec<_> = parts.into_iter().zip(starts).collect();
+            par_each(work, |((mut d, m), start)| {
+                let mut s = sv[start..].iter();
+                for (o, &on) in d.iter_mut().zip(m.iter()) {
+                    if on {
+                        if let Some(&v) = s.next() {
+                            *o = v;
                         }
                     }
-                });
+                }
+            });
         }
         _ => {
             let ones = count_true(&mb);

@@ -108,7 +108,7 @@ where
     let src = source.view().into_dyn();
     let mut dst = dst.view_mut().into_dyn();
     if !accumulate {
-        kernels::take::put(&mut dst, &checked, &src, |d: &mut T, s: T| *d = s);
+        kernels::take::put(&mut dst, &checked, &src, kernels::scatter::set::<T>);
     } else if matches!(T::DTYPE, DType::F16 | DType::BF16) {
         accumulate_wide(&mut dst, &checked, &src)?;
     } else {
@@ -162,7 +162,7 @@ fn accumulate_wide<T: Element, I: IndexElem>(
         sums.push(T::from_acc(acc));
     }
     let sums = ArrayView::from(&sums[..]).into_dyn();
-    kernels::take::put(dst, &targets, &sums, |d: &mut T, s: T| *d = s);
+    kernels::take::put(dst, &targets, &sums, kernels::scatter::set::<T>);
     Ok(())
 }
 

@@ -45,7 +45,6 @@ use ndarray::{
     DataMut, Dimension, IxDyn, Slice,
 };
 use num_traits::{Float, NumCast, One, Zero};
-use rayon::prelude::*;
 
 use crate::dims::normalize_dim;
 use crate::element::{DType, Element};
@@ -436,7 +435,7 @@ pub(crate) fn for_each_lane<O1, O2, A, B, W>(
                 .zip(a.axis_chunks_iter(Axis(ax), chunk))
                 .zip(b.axis_chunks_iter(Axis(ax), chunk))
                 .collect();
-            parts.into_par_iter().for_each(|(((p1, p2), pa), pb)| {
+            crate::plan::par_each(parts, |(((p1, p2), pa), pb)| {
                 let mut w = scratch();
                 run(&mut w, p1, p2, pa, pb);
             });
@@ -892,7 +891,7 @@ fn fold_groups_csr<T, F>(
         }
     };
     if parallel {
-        parts.into_par_iter().for_each(body);
+        crate::plan::par_each(parts, body);
     } else {
         parts.into_iter().for_each(body);
     }
@@ -994,7 +993,7 @@ pub(crate) fn softmax_groups<T: GradFloat, I: IndexElem>(
                 }
             };
             if parallel {
-                parts.into_par_iter().for_each(body);
+                crate::plan::par_each(parts, body);
             } else {
                 parts.into_iter().for_each(body);
             }

@@ -466,7 +466,7 @@ fn apply<T: Element, I: IndexElem>(
     mode: Mode,
 ) {
     match mode {
-        Mode::Set => target.reduce(dst, src, None, |a: &mut T, s: T| *a = s),
+        Mode::Set => target.reduce(dst, src, None, kernels::scatter::set::<T>),
         Mode::Reduce(r, include_self) => reduce_into(dst, target, src, r, include_self),
     }
 }

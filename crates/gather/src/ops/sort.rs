@@ -180,10 +180,10 @@ fn order_lanes<T: Element>(
             .collect(),
         None => (0..xs.len()).map(|_| None).collect(),
     };
-    xs.into_par_iter()
-        .zip(is)
-        .zip(vs)
-        .for_each(|((xc, ic), vc)| lanes_serial(xc, dim, k, flip, vc, ic));
+    let work: Vec<_> = xs.into_iter().zip(is).zip(vs).collect();
+    crate::plan::par_each(work, |((xc, ic), vc)| {
+        lanes_serial(xc, dim, k, flip, vc, ic)
+    });
 }
 
 /// The output shape: `input`'s with `dim` replaced by `len` (a 0-d shape stays 0-d).
