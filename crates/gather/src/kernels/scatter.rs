@@ -424,34 +424,25 @@ fn general<A, T, I, F>(
     I: IndexElem,
     F: Fn(&mut A, T) + Sync + Send,
 {
-    let idx = index.view();
+    // Only index_fill writes under another policy, and it maps its (short) index first, so the
+    // element loop is compiled for strict positions alone.
+    assert!(
+        matches!(index.bounds(), Bounds::Strict),
+        "scatter kernel: the general loop takes strict positions"
+    );
     let size = index.size();
-    // Checked values: the maps never set the flag.
+    // Checked values: the map never sets the flag.
     let never = AtomicBool::new(false);
-    match index.bounds() {
-        Bounds::Strict => general_mapped(
-            dst,
-            dim,
-            idx,
-            src,
-            |v, _| v as isize,
-            Some(size),
-            &never,
-            update,
-        ),
-        // One instance for the two policies that move values: a branch per element on a
-        // policy that never changes is cheaper than a third copy of the element loop.
-        bounds @ (Bounds::Wrap | Bounds::Modulo) => general_mapped(
-            dst,
-            dim,
-            idx,
-            src,
-            move |v, _| position(bounds, v, size),
-            None,
-            &never,
-            update,
-        ),
-    }
+    general_mapped(
+        dst,
+        dim,
+        index.view(),
+        src,
+        |v, _| v as isize,
+        Some(size),
+        &never,
+        update,
+    );
 }
 
 /// The element loop over the index's shape, `map` taking each index value to its row along `dim`.

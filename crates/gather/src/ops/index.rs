@@ -467,9 +467,19 @@ fn fill_dyn<T: Element, I: IndexElem>(
     let mut region = dst.shape().to_vec();
     region[d] = index.len();
     let values = crate::dims::splat(&value, &region);
-    with_spread_index(op, &index, d, size, &region, Bounds::Wrap, |checked| {
-        kernels::scatter::scatter_set(&mut dst, d, checked, &values)
-    })
+    // Negative positions are mapped here, on the short index vector, so that the scatter kernels
+    // only ever see strict positions.
+    check_bounds(op, &index, d, size, Bounds::Wrap)?;
+    let strict = index.mapv(|v| kernels::position(Bounds::Wrap, v.to_i64(), size) as i64);
+    with_spread_index(
+        op,
+        &strict.view(),
+        d,
+        size,
+        &region,
+        Bounds::Strict,
+        |checked| kernels::scatter::scatter_set(&mut dst, d, checked, &values),
+    )
 }
 
 fn reduce_dyn<T: Element, I: IndexElem>(

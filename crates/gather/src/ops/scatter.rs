@@ -577,7 +577,26 @@ where
         // A value is out of range: the full check finds the first one for the error.
         return Err(first_bad_value(op, &index, d, size));
     }
-    let checked = CheckedIndex::new(op, index, d, size, bounds)?;
+    if bounds != Bounds::Strict {
+        // The positions the values select, mapped once (ONNX's wrapped scatter, the gradients of
+        // wrapping reads): the kernels are compiled for strict positions only.
+        crate::index::check_bounds(op, &index, d, size, bounds)?;
+        let strict = index.mapv(|v| kernels::position(bounds, v.to_i64(), size) as i64);
+        return apply_checked(op, dst, d, strict.view(), src, mode);
+    }
+    apply_checked(op, dst, d, index, src, mode)
+}
+
+/// Checks `index` (strict positions) and runs `mode` into `dst` along `d`.
+fn apply_checked<T: Element, I: IndexElem>(
+    op: &str,
+    mut dst: ArrayViewMut<'_, T, IxDyn>,
+    d: usize,
+    index: ArrayView<'_, I, IxDyn>,
+    src: ArrayView<'_, T, IxDyn>,
+    mode: Mode,
+) -> Result<()> {
+    let checked = CheckedIndex::new(op, index, d, dst.shape()[d], Bounds::Strict)?;
     match mode {
         Mode::Set => kernels::scatter::scatter_set(&mut dst, d, &checked, &src),
         Mode::Reduce(r, include_self) => {
@@ -604,7 +623,7 @@ pub(crate) fn reduce_into<T: Element, I: IndexElem>(
     let counts = (r == Reduce::Mean).then(|| {
         let mut c = ArrayD::<u64>::zeros(dst.raw_dim());
         let ones = crate::dims::splat(&0u8, src.shape());
-        target.reduce(&mut c.view_mut(), &ones, None, |c: &mut u64, _| *c += 1);
+        target.reduce(&mut c.view_mut(), &ones, None, count_one);
         c
     });
     if wide::<T>(r) {
@@ -658,6 +677,12 @@ fn reduce_acc<T: Element, I: IndexElem, A: Copy + Send + Sync>(
         init,
     };
     with_update(r, load, store, at)
+}
+
+/// The update that counts a mean's contributors: a function item, so that its kernels are
+/// compiled once, not once per element type (as a closure written in a generic function is).
+fn count_one(c: &mut u64, _: u8) {
+    *c += 1;
 }
 
 /// Writes the accumulator back (if any) and divides means by their contributor counts.
