@@ -257,6 +257,11 @@ pub trait Element:
     const DTYPE: DType;
     /// The accumulation type of reductions.
     type Acc: Copy + Send + Sync + PartialEq + Debug + 'static;
+    /// Whether `Acc` is wider than the type (`f16`, `bf16`), so that sums round once. A constant
+    /// rather than a test of `DTYPE`: a branch on it (`if T::WIDE_ACC`) is not compiled at all for
+    /// the types it does not apply to.
+    #[doc(hidden)]
+    const WIDE_ACC: bool = false;
 
     /// Widens to the accumulation type.
     fn to_acc(self) -> Self::Acc;
@@ -426,6 +431,7 @@ macro_rules! float_element {
         impl Element for $t {
             const DTYPE: DType = $dt;
             type Acc = $acc;
+            const WIDE_ACC: bool = matches!($dt, DType::F16 | DType::BF16);
             #[inline(always)]
             fn to_acc(self) -> $acc {
                 $to(self)

@@ -352,7 +352,7 @@ impl<const N: usize> Nest<N> {
 }
 
 /// Items per batch of [`Items::fill`].
-const ITEM_BATCH: usize = 32;
+const ITEM_BATCH: usize = 8;
 
 /// The cut of a nest's work: `items` items (one outer position × one chunk of `chunk` inner
 /// positions, `chunks_per_row` per outer position), numbered position-major, or chunk-major when

@@ -407,7 +407,7 @@ fn add_dyn<T: Element, I: IndexElem>(
         source.shape(),
         Bounds::Strict,
         |checked| {
-            if matches!(T::DTYPE, DType::F16 | DType::BF16) {
+            if T::WIDE_ACC {
                 // One rounding per element: the sums run in f32.
                 let mut acc: ArrayD<T::Acc> = dst.map(|x| x.to_acc());
                 kernels::scatter::scatter(

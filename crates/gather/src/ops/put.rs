@@ -33,7 +33,7 @@
 use ndarray::{Array, ArrayBase, ArrayView, ArrayViewMut, Data, DataMut, Dimension, IxDyn};
 
 use super::take::flat_index_error;
-use crate::element::{DType, Element};
+use crate::element::Element;
 use crate::error::{Error, Result, fmt_shape};
 use crate::index::{Bounds, CheckedIndex, IndexElem};
 use crate::kernels;
@@ -109,7 +109,7 @@ where
     let mut dst = dst.view_mut().into_dyn();
     if !accumulate {
         kernels::take::put(&mut dst, &checked, &src, kernels::scatter::set::<T>);
-    } else if matches!(T::DTYPE, DType::F16 | DType::BF16) {
+    } else if T::WIDE_ACC {
         accumulate_wide(&mut dst, &checked, &src)?;
     } else {
         kernels::take::put(&mut dst, &checked, &src, |d: &mut T, s: T| {

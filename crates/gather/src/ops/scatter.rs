@@ -410,7 +410,7 @@ impl<T: Element, I: IndexElem> RunUpdate<T, T> for Fresh<'_, '_, T, I> {
 /// Whether a reduction of `T` runs through an `f32` buffer (`f16`/`bf16` sums, products and
 /// means, so that they round once).
 fn wide<T: Element>(r: Reduce) -> bool {
-    matches!(T::DTYPE, DType::F16 | DType::BF16) && !matches!(r, Reduce::Amax | Reduce::Amin)
+    T::WIDE_ACC && !matches!(r, Reduce::Amax | Reduce::Amin)
 }
 
 /// Something to run with the element update of a reduction: each reduction's update is a closure
@@ -626,7 +626,7 @@ pub(crate) fn reduce_into<T: Element, I: IndexElem>(
         target.reduce(&mut c.view_mut(), &ones, None, count_one);
         c
     });
-    if wide::<T>(r) {
+    if T::WIDE_ACC && wide::<T>(r) {
         let mut acc: ArrayD<T::Acc> = dst.map(|x| x.to_acc());
         reduce_acc::<T, I, T::Acc>(
             &mut acc.view_mut(),
