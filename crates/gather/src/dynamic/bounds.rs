@@ -109,7 +109,8 @@ fn typed<T: TensorElem + Moved, I: IndexElem>(
     let src = |name: &str| same_dtype::<T>(op, name, input(inputs, name)?);
     let include_self = || args.bool_or("include_self", true);
     let out = match op {
-        // The reads only move elements: they run on the moved type (see `Moved`).
+        // The reads and the plain writes only move elements: they run on the moved type (see
+        // `Moved`).
         "gather" => T::from_moved(read.gather(&xm, args.dim()?, i)?),
         "take_along_dim" => {
             let dim = args.opt_int("dim")?.map(|d| d as isize);
@@ -131,9 +132,8 @@ fn typed<T: TensorElem + Moved, I: IndexElem>(
                 )
                 .with_hint("for a reduction use scatter_reduce (or scatter_add) with the policy; for a scalar use index_fill"));
             }
-            crate::Options::new()
-                .bounds(p)
-                .scatter(x, args.dim()?, i, src("src")?)?
+            let src = src("src")?;
+            T::from_moved(read.scatter(&xm, args.dim()?, i, &T::moved(&src.view()))?)
         }
         "scatter_add" => {
             crate::Options::new()
@@ -158,15 +158,12 @@ fn typed<T: TensorElem + Moved, I: IndexElem>(
                 .index_add(x, args.dim()?, i, src("source")?, alpha)?
         }
         "index_copy" => {
-            crate::Options::new()
-                .bounds(p)
-                .index_copy(x, args.dim()?, i, src("source")?)?
+            let source = src("source")?;
+            T::from_moved(read.index_copy(&xm, args.dim()?, i, &T::moved(&source.view()))?)
         }
         "index_fill" => {
-            let value = T::from_scalar(args.scalar("value")?)?;
-            crate::Options::new()
-                .bounds(p)
-                .index_fill(x, args.dim()?, i, value)?
+            let value = T::from_scalar(args.scalar("value")?)?.to_moved();
+            T::from_moved(read.index_fill(&xm, args.dim()?, i, value)?)
         }
         "index_reduce" => {
             let reduce = parse_index_reduce(args.str("reduce")?)?;
@@ -179,12 +176,13 @@ fn typed<T: TensorElem + Moved, I: IndexElem>(
                 include_self()?,
             )?
         }
-        "put" => {
-            let accumulate = args.bool_or("accumulate", false)?;
-            crate::Options::new()
-                .bounds(p)
-                .put(x, i, src("source")?, accumulate)?
+        "put" if !args.bool_or("accumulate", false)? => {
+            let source = T::moved(&src("source")?.view());
+            T::from_moved(read.put(&xm, i, &source, false)?)
         }
+        "put" => crate::Options::new()
+            .bounds(p)
+            .put(x, i, src("source")?, true)?,
         _ => return Err(no_policy(op)),
     };
     Ok(T::wrap(out))

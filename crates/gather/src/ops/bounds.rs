@@ -161,6 +161,25 @@ pub(crate) fn resolve<T, I: IndexElem>(
     policy: &OutOfBounds<T>,
     placeholder: i64,
 ) -> Result<Resolved> {
+    // The fill value plays no part here: the body is compiled per index type only.
+    let kind = match policy {
+        OutOfBounds::Error => OutOfBounds::Error,
+        OutOfBounds::Wrap => OutOfBounds::Wrap,
+        OutOfBounds::Clip => OutOfBounds::Clip,
+        OutOfBounds::Fill(_) => OutOfBounds::Fill(()),
+        OutOfBounds::Drop => OutOfBounds::Drop,
+    };
+    resolve_index(op, index, dim, size, kind, placeholder)
+}
+
+fn resolve_index<I: IndexElem>(
+    op: &str,
+    index: &ArrayView<'_, I, IxDyn>,
+    dim: usize,
+    size: usize,
+    policy: OutOfBounds<()>,
+    placeholder: i64,
+) -> Result<Resolved> {
     let mut v = index.view();
     for ax in 0..v.ndim() {
         if v.strides()[ax] == 0 && v.shape()[ax] > 1 {

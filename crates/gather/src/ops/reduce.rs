@@ -755,9 +755,12 @@ pub(crate) fn fold_any_all<T: Element, I: IndexElem>(
     index: ArrayView<'_, I, IxDyn>,
     out: ArrayViewMut<'_, bool, IxDyn>,
 ) {
+    // The folds see each element's truth only: one bool array, so that the group walks are
+    // compiled once (for bool) instead of once per element type.
+    let truthy = src.map(|&x| x != T::default());
     match which {
-        AnyAll::Any => fold_groups(&AnyF, dim, src, index, out),
-        AnyAll::All => fold_groups(&AllF, dim, src, index, out),
+        AnyAll::Any => fold_groups(&AnyF, dim, truthy.view(), index, out),
+        AnyAll::All => fold_groups(&AllF, dim, truthy.view(), index, out),
     }
 }
 
