@@ -337,6 +337,18 @@ impl<const N: usize> Nest<N> {
     where
         F: FnMut([isize; N], Range<usize>),
     {
+        if self.outer.is_empty() {
+            // One outer position (a row scatter runs one such nest per destination row): the
+            // items are the chunks of the inner axis, with no odometer to share.
+            for c in range {
+                let lo = c * sp.chunk;
+                let hi = (lo + sp.chunk).min(self.inner.len);
+                if lo < hi {
+                    f([0; N], lo..hi);
+                }
+            }
+            return;
+        }
         let mut items = Items::new(self, range, sp);
         let mut buf = [([0isize; N], 0usize, 0usize); ITEM_BATCH];
         loop {
