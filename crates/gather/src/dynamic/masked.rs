@@ -4,8 +4,9 @@
 
 use ndarray::ArrayD;
 
-use super::{Args, Tensor, TensorElem, Tensors, input, same_dtype};
+use super::{Args, Tensor, TensorElem, Tensors, input, moved_op, same_dtype};
 use crate::error::{Error, Result};
+use crate::kernels::words::Moved;
 use crate::ops::masked as typed;
 use crate::with_tensor;
 
@@ -24,7 +25,8 @@ fn bool_mask<'a>(op: &str, inputs: &'a Tensors) -> Result<&'a ArrayD<bool>> {
 pub(crate) fn masked_select(_args: &Args, inputs: &Tensors) -> Result<Tensor> {
     let x = input(inputs, "input")?;
     let mask = bool_mask("masked_select", inputs)?;
-    with_tensor!(x, x => Ok(Tensor::from(typed::masked_select(x, mask)?.into_dyn())))
+    // The masked ops only move elements: they run on the moved type (see `Moved`).
+    with_tensor!(x, x => moved_op(x, |x| Ok(typed::masked_select(&x, mask)?.into_dyn())))
 }
 
 pub(crate) fn masked_scatter(_args: &Args, inputs: &Tensors) -> Result<Tensor> {
@@ -33,14 +35,15 @@ pub(crate) fn masked_scatter(_args: &Args, inputs: &Tensors) -> Result<Tensor> {
     with_tensor!(x, x => scatter_typed(x, source, inputs))
 }
 
-fn scatter_typed<T: TensorElem>(
+fn scatter_typed<T: TensorElem + Moved>(
     x: &ArrayD<T>,
     source: &Tensor,
     inputs: &Tensors,
 ) -> Result<Tensor> {
     let source = same_dtype::<T>("masked_scatter", "source", source)?;
     let mask = bool_mask("masked_scatter", inputs)?;
-    Ok(T::wrap(typed::masked_scatter(x, mask, source)?))
+    let source = T::moved(&source.view());
+    moved_op(x, |x| typed::masked_scatter(&x, mask, &source))
 }
 
 pub(crate) fn masked_scatter_inplace(
@@ -52,14 +55,15 @@ pub(crate) fn masked_scatter_inplace(
     with_tensor!(target, dst => scatter_inplace_typed(dst, source, inputs))
 }
 
-fn scatter_inplace_typed<T: TensorElem>(
+fn scatter_inplace_typed<T: TensorElem + Moved>(
     dst: &mut ArrayD<T>,
     source: &Tensor,
     inputs: &Tensors,
 ) -> Result<()> {
     let source = same_dtype::<T>("masked_scatter_", "source", source)?;
     let mask = bool_mask("masked_scatter_", inputs)?;
-    typed::masked_scatter_inplace(dst, mask, source)
+    let mut d = dst.view_mut();
+    typed::masked_scatter_inplace(&mut T::moved_mut(&mut d), mask, &T::moved(&source.view()))
 }
 
 #[cfg(test)]

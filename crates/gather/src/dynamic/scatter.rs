@@ -153,8 +153,8 @@ mod tests {
 
     /// The data-moving ops run on words of the element's width in the dynamic layer: integer
     /// values whose bits are float NaNs (signalling or with a payload), f16 NaN payloads, the
-    /// extremes and bool all come through gather, take, index_select, scatter and index_fill bit
-    /// for bit, and as the dtype they went in as.
+    /// extremes and bool all come through gather, take, index_select, scatter, index_fill,
+    /// masked_select and repeat_interleave bit for bit, and as the dtype they went in as.
     #[test]
     fn moved_elements_keep_their_bits_and_dtype() {
         let ints = array![0x7f80_0001i32, -1, i32::MIN, 7].into_dyn(); // sNaN and NaN bits as f32
@@ -202,6 +202,30 @@ mod tests {
             let got: Vec<u64> = (0..4).map(|k| bits(&target, k)).collect();
             let want: Vec<u64> = (0..4).map(|k| bits(&t, 3 - k)).collect();
             assert_eq!(got, want, "scatter {:?}", t.dtype());
+            // masked_select keeps positions 0, 2, 3; repeat_interleave doubles every element.
+            let mask = Tensor::from(array![true, false, true, true].into_dyn());
+            let out = call(
+                "masked_select",
+                &Args::default(),
+                &ins(vec![("input", t.clone()), ("mask", mask)]),
+            )
+            .unwrap();
+            assert_eq!(out[0].1.dtype(), t.dtype());
+            let got: Vec<u64> = (0..3).map(|k| bits(&out[0].1, k)).collect();
+            let want: Vec<u64> = [0usize, 2, 3].iter().map(|&k| bits(&t, k)).collect();
+            assert_eq!(got, want, "masked_select {:?}", t.dtype());
+            let mut twice = Args::default();
+            twice.set("repeats", Arg::Int(2));
+            let out = call(
+                "repeat_interleave",
+                &twice,
+                &ins(vec![("input", t.clone())]),
+            )
+            .unwrap();
+            assert_eq!(out[0].1.dtype(), t.dtype());
+            let got: Vec<u64> = (0..8).map(|k| bits(&out[0].1, k)).collect();
+            let want: Vec<u64> = (0..8).map(|k| bits(&t, k / 2)).collect();
+            assert_eq!(got, want, "repeat_interleave {:?}", t.dtype());
         }
         // A filled value arrives as the dtype's value, not as a reinterpreted float.
         let mut a = dim0.clone();

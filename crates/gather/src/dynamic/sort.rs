@@ -9,7 +9,7 @@
 //!   Without an `input` tensor it is the repeats-only form, whose output has the dtype of
 //!   `repeats` for `int32`/`int64` repeats (as PyTorch) and `int64` for the other integer dtypes.
 
-use super::{Arg, Args, Tensor, Tensors, index_dtype_error, input};
+use super::{Arg, Args, Tensor, Tensors, index_dtype_error, input, moved_op};
 use crate::dims::normalize_dim;
 use crate::error::{Error, Result};
 use crate::ops::{repeat, sort};
@@ -103,7 +103,8 @@ pub(crate) fn repeat_interleave(args: &Args, inputs: &Tensors) -> Result<Tensor>
             "{OP}: missing input tensor `input` (or `repeats` for the repeats-only form)"
         ))),
         (Some(x), Some(r)) => with_tensor!(x, a => {
-            with_index_tensor!(r, ri => Ok(Tensor::from(repeat::repeat_interleave(a, ri, dim, output_size)?)),
+            // Repeating only moves elements: it runs on the moved type (see `Moved`).
+            with_index_tensor!(r, ri => moved_op(a, |a| repeat::repeat_interleave(&a, ri, dim, output_size)),
                 _ => Err(index_dtype_error(OP, "repeats", r)))
         }),
         (Some(x), None) => {
@@ -116,7 +117,7 @@ pub(crate) fn repeat_interleave(args: &Args, inputs: &Tensors) -> Result<Tensor>
                 Error::invalid(format!("{OP}: Repeats must be non-negative (repeats = {r})"))
                     .with_hint("repeats counts the copies of every slice, so it must be >= 0; use 0 for an empty result")
             })?;
-            with_tensor!(x, a => Ok(Tensor::from(repeat::repeat_interleave_scalar(a, r, dim, output_size)?)))
+            with_tensor!(x, a => moved_op(a, |a| repeat::repeat_interleave_scalar(&a, r, dim, output_size)))
         }
     }
 }
