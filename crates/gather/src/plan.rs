@@ -307,14 +307,7 @@ impl<const N: usize> Nest<N> {
         let items = outer_len * chunks_per_row;
         let tiled = tile.is_some();
         if serial {
-            return Some(Split {
-                items,
-                chunks_per_row,
-                chunk,
-                tiled,
-                items_per_task: items,
-                tasks: 1,
-            });
+            return Some(Split::whole(items, chunks_per_row, chunk, tiled));
         }
         let item_elems = chunk * per_inner;
         let items_per_task = (grain / item_elems.max(1))
