@@ -3,9 +3,10 @@
 
 use ndarray::ArrayD;
 
-use super::{Args, Tensor, TensorElem, Tensors, index_dtype_error, input, same_dtype};
+use super::{Args, Tensor, TensorElem, Tensors, index_dtype_error, input, moved_op, same_dtype};
 use crate::error::{Error, Result};
 use crate::index::IndexElem;
+use crate::kernels::words::Moved;
 use crate::ops::nd::Reduction;
 use crate::ops::onnx as typed;
 use crate::{with_index_tensor, with_tensor};
@@ -48,7 +49,7 @@ pub(crate) fn call(op: &str, args: &Args, inputs: &Tensors) -> Result<Tensor> {
     })
 }
 
-fn typed_call<T: TensorElem, I: IndexElem>(
+fn typed_call<T: TensorElem + Moved, I: IndexElem>(
     op: &str,
     args: &Args,
     inputs: &Tensors,
@@ -57,7 +58,11 @@ fn typed_call<T: TensorElem, I: IndexElem>(
 ) -> Result<Tensor> {
     let updates = || same_dtype::<T>(op, "updates", input(inputs, "updates")?);
     Ok(match op {
-        "onnx_gather_elements" => T::wrap(typed::onnx_gather_elements(x, i, axis(args)?)?),
+        // The reads only move elements: they run on the moved type (see `Moved`).
+        "onnx_gather_elements" => {
+            let axis = axis(args)?;
+            moved_op(x, |x| typed::onnx_gather_elements(&x, i, axis))?
+        }
         "onnx_scatter_elements" => T::wrap(typed::onnx_scatter_elements(
             x,
             i,
@@ -65,8 +70,14 @@ fn typed_call<T: TensorElem, I: IndexElem>(
             axis(args)?,
             reduction(args)?,
         )?),
-        "onnx_gather" => T::wrap(typed::onnx_gather(x, i, axis(args)?)?),
-        "onnx_gather_nd" => T::wrap(typed::onnx_gather_nd(x, i, batch_dims(op, args)?)?),
+        "onnx_gather" => {
+            let axis = axis(args)?;
+            moved_op(x, |x| typed::onnx_gather(&x, i, axis))?
+        }
+        "onnx_gather_nd" => {
+            let b = batch_dims(op, args)?;
+            moved_op(x, |x| typed::onnx_gather_nd(&x, i, b))?
+        }
         "onnx_scatter_nd" => T::wrap(typed::onnx_scatter_nd(x, i, updates()?, reduction(args)?)?),
         _ => return Err(super::unknown_op(op)),
     })

@@ -153,8 +153,9 @@ mod tests {
 
     /// The data-moving ops run on words of the element's width in the dynamic layer: integer
     /// values whose bits are float NaNs (signalling or with a payload), f16 NaN payloads, the
-    /// extremes and bool all come through gather, take, index_select, scatter, index_fill,
-    /// masked_select and repeat_interleave bit for bit, and as the dtype they went in as.
+    /// extremes and bool all come through gather, take, index_select, the ONNX gathers, scatter,
+    /// index_fill, masked_select and repeat_interleave bit for bit, and as the dtype they went in
+    /// as.
     #[test]
     fn moved_elements_keep_their_bits_and_dtype() {
         let ints = array![0x7f80_0001i32, -1, i32::MIN, 7].into_dyn(); // sNaN and NaN bits as f32
@@ -187,6 +188,17 @@ mod tests {
                 let out = &out[0].1;
                 assert_eq!(out.dtype(), t.dtype(), "{op}");
                 let got: Vec<u64> = (0..5).map(|k| bits(out, k)).collect();
+                assert_eq!(got, want, "{op} {:?}", t.dtype());
+            }
+            for op in ["onnx_gather", "onnx_gather_elements"] {
+                let out = call(
+                    op,
+                    &Args::default(),
+                    &ins(vec![("data", t.clone()), ("indices", idx.clone())]),
+                )
+                .unwrap();
+                assert_eq!(out[0].1.dtype(), t.dtype(), "{op}");
+                let got: Vec<u64> = (0..5).map(|k| bits(&out[0].1, k)).collect();
                 assert_eq!(got, want, "{op} {:?}", t.dtype());
             }
             // scatter the elements back in reverse order: position 3 - k gets element k.
