@@ -134,6 +134,20 @@ impl<'a, I: IndexElem> CheckedIndex<'a, I> {
     }
 }
 
+/// The positions the values of `index` select under `bounds`, as strict `i64` positions, after
+/// [`check_bounds`]: for the few ops whose policy moves values (negative positions counting from
+/// the end), ahead of kernels compiled for strict positions only.
+pub(crate) fn strict_positions<I: IndexElem>(
+    op: &str,
+    index: &ArrayView<'_, I, IxDyn>,
+    dim: usize,
+    size: usize,
+    bounds: Bounds,
+) -> Result<ndarray::ArrayD<i64>> {
+    check_bounds(op, index, dim, size, bounds)?;
+    Ok(index.mapv(|v| crate::kernels::position(bounds, v.to_i64(), size) as i64))
+}
+
 /// Finds the first index value (in row-major order of `index`) that `bounds` rejects for a
 /// dimension of `size`, and returns it with its coordinate. Axes of stride 0 (broadcast views) are
 /// checked once, not once per repetition.

@@ -153,7 +153,7 @@ pub(crate) fn writes_only<T>(op: &str, policy: &OutOfBounds<T>) -> Result<()> {
 
 /// Maps `index` (for a dimension `dim` of `size`) into `0..size` under `policy` (not `Error`);
 /// values Fill/Drop treat as missing become `placeholder`.
-pub(crate) fn resolve<T, I: IndexElem>(
+pub(crate) fn resolve<T: Copy, I: IndexElem>(
     op: &str,
     index: &ArrayView<'_, I, IxDyn>,
     dim: usize,
@@ -162,14 +162,7 @@ pub(crate) fn resolve<T, I: IndexElem>(
     placeholder: i64,
 ) -> Result<Resolved> {
     // The fill value plays no part here: the body is compiled per index type only.
-    let kind = match policy {
-        OutOfBounds::Error => OutOfBounds::Error,
-        OutOfBounds::Wrap => OutOfBounds::Wrap,
-        OutOfBounds::Clip => OutOfBounds::Clip,
-        OutOfBounds::Fill(_) => OutOfBounds::Fill(()),
-        OutOfBounds::Drop => OutOfBounds::Drop,
-    };
-    resolve_index(op, index, dim, size, kind, placeholder)
+    resolve_index(op, index, dim, size, policy.map(|_| ()), placeholder)
 }
 
 fn resolve_index<I: IndexElem>(

@@ -469,8 +469,7 @@ fn fill_dyn<T: Element, I: IndexElem>(
     let values = crate::dims::splat(&value, &region);
     // Negative positions are mapped here, on the short index vector, so that the scatter kernels
     // only ever see strict positions.
-    check_bounds(op, &index, d, size, Bounds::Wrap)?;
-    let strict = index.mapv(|v| kernels::position(Bounds::Wrap, v.to_i64(), size) as i64);
+    let strict = crate::index::strict_positions(op, &index, d, size, Bounds::Wrap)?;
     with_spread_index(
         op,
         &strict.view(),

@@ -580,8 +580,7 @@ where
     if bounds != Bounds::Strict {
         // The positions the values select, mapped once (ONNX's wrapped scatter, the gradients of
         // wrapping reads): the kernels are compiled for strict positions only.
-        crate::index::check_bounds(op, &index, d, size, bounds)?;
-        let strict = index.mapv(|v| kernels::position(bounds, v.to_i64(), size) as i64);
+        let strict = crate::index::strict_positions(op, &index, d, size, bounds)?;
         return apply_checked(op, dst, d, strict.view(), src, mode);
     }
     apply_checked(op, dst, d, index, src, mode)
