@@ -431,8 +431,9 @@ fn check_inplace_atomic(
 ) -> Result<(), String> {
     let original = &inputs["input"];
     let mut target = original.clone();
-    let result = catch_panic(|| dynamic::call_inplace(&case.op, &case.args, &mut target, inputs))
-        .map_err(|e| format!("in-place form: {e}"))?;
+    let result =
+        catch_panic(|| dynamic::call_inplace(&case.op, &case.args, target.view_mut(), inputs))
+            .map_err(|e| format!("in-place form: {e}"))?;
     match result {
         Err(e) if e.kind().category() == category => compare::check_identical(&target, original)
             .map_err(|d| format!("in-place form failed but changed its target (R4b): {d}")),
@@ -537,14 +538,16 @@ fn check_grad(
 ) -> Result<GradCheck, String> {
     let grad_output = &files["grad_output"];
     let run = |parity: Parity| -> Result<Outputs, String> {
-        catch_panic(|| dynamic::call_grad_with(&case.op, &case.args, inputs, grad_output, parity))?
-            .map_err(|e| {
-                format!(
-                    "gradient failed with {}: {}",
-                    e.kind().category(),
-                    one_line(&e.to_string())
-                )
-            })
+        catch_panic(|| {
+            dynamic::call_grad_with(&case.op, &case.args, inputs, &grad_output.view(), parity)
+        })?
+        .map_err(|e| {
+            format!(
+                "gradient failed with {}: {}",
+                e.kind().category(),
+                one_line(&e.to_string())
+            )
+        })
     };
     let expected: Vec<(String, &Tensor)> = spec
         .expected

@@ -13,25 +13,22 @@
 //!    (lists, scalars: `np.asarray`), arrays NumPy itself would not hand out as a typed view
 //!    (non-native byte order, misaligned data, strides that are not a multiple of the item size),
 //!    and bfloat16 arrays (`dtype="bfloat16"`: `uint16` bit patterns, converted to `half::bf16`).
-//! 2. The GIL is released ([`Python::detach`]) and the typed library functions run on the views
-//!    (an index of an integer type other than int32/int64 is widened to an int64 copy, as the
-//!    dynamic layer does). The calls the typed path does not take (a float or bool index,
-//!    mismatched dtypes, a bad `reduce` name: errors, except an empty non-integer index, which
-//!    PyTorch accepts) go through [`dynamic`] on owned copies instead, so that their
-//!    results and errors are exactly those of the `gather` command and the conformance runner.
+//! 2. The GIL is released ([`Python::detach`]) and [`dynamic::call`] runs on the views: the same
+//!    dispatch, results and errors as the `gather` command and the conformance runner (an index
+//!    of an integer type other than int64 is widened to an int64 copy that keeps broadcast axes
+//!    at length 1).
 //! 3. Results are moved into new NumPy arrays without a copy (bfloat16 results become `uint16`).
 //!
 //! Errors become Python exceptions of `gather`'s own classes, which derive from `IndexError`,
 //! `ValueError` and `TypeError` (see `python/gather/_errors.py`); a panic is caught and raised as
 //! `RuntimeError`, so no call can take the interpreter down.
 
-use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use ::gather as lib;
-use ::gather::dynamic::{self, Arg, Args, Tensor, Tensors};
+use ::gather::dynamic::{self, Arg, Args, Tensor, TensorView, TensorViews};
 use ::gather::grad::Parity;
-use ::gather::{Element, ErrorKind, IndexElem, Reduce, with_tensor};
+use ::gather::{ErrorKind, with_tensor};
 use half::{bf16, f16};
 use ndarray::{ArrayD, ArrayViewD};
 use numpy::{
@@ -58,117 +55,26 @@ enum Arr<'py> {
     BF16(ArrayD<bf16>),
 }
 
-/// A view of an argument: any strides, no copy.
-enum View<'a> {
-    Bool(ArrayViewD<'a, bool>),
-    U8(ArrayViewD<'a, u8>),
-    I8(ArrayViewD<'a, i8>),
-    I16(ArrayViewD<'a, i16>),
-    I32(ArrayViewD<'a, i32>),
-    I64(ArrayViewD<'a, i64>),
-    U16(ArrayViewD<'a, u16>),
-    U32(ArrayViewD<'a, u32>),
-    U64(ArrayViewD<'a, u64>),
-    F16(ArrayViewD<'a, f16>),
-    BF16(ArrayViewD<'a, bf16>),
-    F32(ArrayViewD<'a, f32>),
-    F64(ArrayViewD<'a, f64>),
-}
-
 impl Arr<'_> {
-    fn view(&self) -> View<'_> {
+    /// A view of the array: any strides, no copy.
+    fn view(&self) -> TensorView<'_> {
         match self {
-            Arr::Bool(a) => View::Bool(a.as_array()),
-            Arr::U8(a) => View::U8(a.as_array()),
-            Arr::I8(a) => View::I8(a.as_array()),
-            Arr::I16(a) => View::I16(a.as_array()),
-            Arr::I32(a) => View::I32(a.as_array()),
-            Arr::I64(a) => View::I64(a.as_array()),
-            Arr::U16(a) => View::U16(a.as_array()),
-            Arr::U32(a) => View::U32(a.as_array()),
-            Arr::U64(a) => View::U64(a.as_array()),
-            Arr::F16(a) => View::F16(a.as_array()),
-            Arr::F32(a) => View::F32(a.as_array()),
-            Arr::F64(a) => View::F64(a.as_array()),
-            Arr::BF16(a) => View::BF16(a.view()),
+            Arr::Bool(a) => a.as_array().into(),
+            Arr::U8(a) => a.as_array().into(),
+            Arr::I8(a) => a.as_array().into(),
+            Arr::I16(a) => a.as_array().into(),
+            Arr::I32(a) => a.as_array().into(),
+            Arr::I64(a) => a.as_array().into(),
+            Arr::U16(a) => a.as_array().into(),
+            Arr::U32(a) => a.as_array().into(),
+            Arr::U64(a) => a.as_array().into(),
+            Arr::F16(a) => a.as_array().into(),
+            Arr::F32(a) => a.as_array().into(),
+            Arr::F64(a) => a.as_array().into(),
+            Arr::BF16(a) => a.view().into(),
         }
     }
 }
-
-/// Runs `$body` with `$a` bound to the typed view inside a [`View`].
-macro_rules! with_view {
-    ($v:expr, $a:ident => $body:expr) => {
-        match $v {
-            View::Bool($a) => $body,
-            View::U8($a) => $body,
-            View::I8($a) => $body,
-            View::I16($a) => $body,
-            View::I32($a) => $body,
-            View::I64($a) => $body,
-            View::U16($a) => $body,
-            View::U32($a) => $body,
-            View::U64($a) => $body,
-            View::F16($a) => $body,
-            View::BF16($a) => $body,
-            View::F32($a) => $body,
-            View::F64($a) => $body,
-        }
-    };
-}
-
-/// Runs `$body` with `$a` bound to an integer index view: `i64` indices as they are, the other
-/// integer types widened to an `i64` copy (as the dynamic layer does, so that each op is compiled
-/// for one index type); `None` for float and bool indices (the dynamic layer reports those, or
-/// accepts them when empty where PyTorch does).
-macro_rules! with_index_view {
-    ($v:expr, $a:ident => $body:expr) => {
-        match $v {
-            View::I64($a) => $body,
-            other => match widen_index(other) {
-                Some(wide) => {
-                    let wide = widened(other, &wide);
-                    let $a = &wide;
-                    $body
-                }
-                None => None,
-            },
-        }
-    };
-}
-
-/// Element types of a [`View`].
-trait ViewElem: Element + dynamic::TensorElem {
-    fn of<'b, 'a>(v: &'b View<'a>) -> Option<&'b ArrayViewD<'a, Self>>;
-}
-
-macro_rules! view_elem {
-    ($t:ty, $v:ident) => {
-        impl ViewElem for $t {
-            fn of<'b, 'a>(v: &'b View<'a>) -> Option<&'b ArrayViewD<'a, $t>> {
-                match v {
-                    View::$v(a) => Some(a),
-                    _ => None,
-                }
-            }
-        }
-    };
-}
-view_elem!(bool, Bool);
-view_elem!(u8, U8);
-view_elem!(i8, I8);
-view_elem!(i16, I16);
-view_elem!(i32, I32);
-view_elem!(i64, I64);
-view_elem!(u16, U16);
-view_elem!(u32, U32);
-view_elem!(u64, U64);
-view_elem!(f16, F16);
-view_elem!(bf16, BF16);
-view_elem!(f32, F32);
-view_elem!(f64, F64);
-
-type Views<'a> = BTreeMap<&'static str, View<'a>>;
-type Outputs = Vec<(String, Tensor)>;
 
 /// `f` of every element of `v`, as a new standard-layout array (built in logical order: NumPy
 /// gives empty arrays strides that ndarray's own `mapv`/`to_owned` may not accept for an owned
@@ -179,277 +85,7 @@ fn map_owned<T: Copy, U>(v: &ArrayViewD<T>, f: impl Fn(T) -> U) -> ArrayD<U> {
         .unwrap_or_else(|_| unreachable!("the data has the view's element count"))
 }
 
-/// An owned copy of every view (for the dynamic layer).
-fn to_tensors(views: &Views) -> Tensors {
-    views
-        .iter()
-        .map(|(name, v)| {
-            (
-                name.to_string(),
-                with_view!(v, a => Tensor::from(map_owned(a, |x| x))),
-            )
-        })
-        .collect()
-}
-
-/// An index view of an integer dtype other than `i64` as an `i64` copy of the memory it reads:
-/// each stride-0 (broadcast) axis is copied at length 1, so an expanded index is never
-/// materialised; [`widened`] broadcasts the copy back to the view's shape. `None` for float and
-/// bool views (and `i64`, which is used as it is).
-fn widen_index(v: &View) -> Option<ArrayD<i64>> {
-    fn compact<T: IndexElem>(a: &ArrayViewD<T>) -> ArrayD<i64> {
-        let mut c = a.view();
-        for ax in 0..c.ndim() {
-            if c.strides()[ax] == 0 && c.shape()[ax] > 1 {
-                c.collapse_axis(ndarray::Axis(ax), 0);
-            }
-        }
-        map_owned(&c, IndexElem::to_i64)
-    }
-    match v {
-        View::I32(a) => Some(compact(a)),
-        View::U8(a) => Some(compact(a)),
-        View::I8(a) => Some(compact(a)),
-        View::I16(a) => Some(compact(a)),
-        View::U16(a) => Some(compact(a)),
-        View::U32(a) => Some(compact(a)),
-        View::U64(a) => Some(compact(a)),
-        _ => None,
-    }
-}
-
-/// The [`widen_index`] copy of `v`, broadcast back to `v`'s shape.
-fn widened<'a>(v: &View, wide: &'a ArrayD<i64>) -> ArrayViewD<'a, i64> {
-    let shape = with_view!(v, a => a.raw_dim());
-    wide.broadcast(shape)
-        .unwrap_or_else(|| unreachable!("the copy has the view's shape but stride-0 axes"))
-}
-
-/// An `InvalidArgument` error.
-fn invalid(message: impl Into<String>) -> lib::Error {
-    lib::Error::new(ErrorKind::InvalidArgument, message)
-}
-
-fn one(t: Tensor) -> Outputs {
-    vec![("output".to_string(), t)]
-}
-
-/// The typed path: `None` when it does not cover this combination of dtypes and arguments.
-fn typed(op: &str, args: &Args, ins: &Views) -> Option<lib::Result<Outputs>> {
-    let x = ins.get("input")?;
-    let dim = || args.int("dim").ok().map(|d| d as isize);
-    match op {
-        "gather" => with_view!(x, a => {
-            let d = dim()?;
-            with_index_view!(ins.get("index")?, i => Some(lib::gather(a, d, i).map(|o| one(Tensor::from(o)))))
-        }),
-        "index_select" => with_view!(x, a => {
-            let d = dim()?;
-            with_index_view!(ins.get("index")?, i => Some(lib::index_select(a, d, i).map(|o| one(Tensor::from(o)))))
-        }),
-        "take" => with_view!(x, a => {
-            with_index_view!(ins.get("index")?, i => Some(lib::take(a, i).map(|o| one(Tensor::from(o.into_dyn())))))
-        }),
-        "take_along_dim" => with_view!(x, a => {
-            let d = match args.get("dim") {
-                None | Some(Arg::None) => None,
-                Some(Arg::Int(d)) => Some(*d as isize),
-                _ => return None,
-            };
-            with_index_view!(ins.get("index")?, i => Some(lib::take_along_dim(a, i, d).map(|o| one(Tensor::from(o)))))
-        }),
-        "select_batched" => with_view!(x, a => {
-            let axis = args.int("axis").ok()? as isize;
-            let batch = usize::try_from(args.int("batch_dims").ok()?).ok()?;
-            with_index_view!(ins.get("index")?, i => Some(lib::select_batched(a, axis, i, batch).map(|o| one(Tensor::from(o)))))
-        }),
-        "scatter" | "scatter_add" | "scatter_reduce" | "index_add" | "index_copy"
-        | "index_fill" | "index_reduce" | "put" => with_view!(x, a => {
-            with_index_view!(ins.get("index")?, i => write_op(op, args, a, i, ins))
-        }),
-        "masked_select" => with_view!(x, a => {
-            let View::Bool(m) = ins.get("mask")? else { return None };
-            Some(lib::masked_select(a, m).map(|o| one(Tensor::from(o.into_dyn()))))
-        }),
-        "masked_scatter" => with_view!(x, a => {
-            let View::Bool(m) = ins.get("mask")? else { return None };
-            let s = ViewElem::of(ins.get("source")?)?;
-            Some(lib::masked_scatter(a, m, s).map(|o| one(Tensor::from(o))))
-        }),
-        "sort" => with_view!(x, a => {
-            let desc = args.bool_or("descending", false).ok()?;
-            let stable = args.bool_or("stable", false).ok()?;
-            Some(lib::sort(a, dim()?, desc, stable).map(|(v, i)| vec![
-                ("values".to_string(), Tensor::from(v)),
-                ("indices".to_string(), Tensor::from(i)),
-            ]))
-        }),
-        "argsort" => with_view!(x, a => {
-            let desc = args.bool_or("descending", false).ok()?;
-            let stable = args.bool_or("stable", false).ok()?;
-            Some(lib::argsort(a, dim()?, desc, stable).map(|i| one(Tensor::from(i))))
-        }),
-        "topk" => with_view!(x, a => {
-            let k = usize::try_from(args.int("k").ok()?).ok()?;
-            let largest = args.bool_or("largest", true).ok()?;
-            let sorted = args.bool_or("sorted", true).ok()?;
-            Some(lib::topk(a, k, dim()?, largest, sorted).map(|(v, i)| vec![
-                ("values".to_string(), Tensor::from(v)),
-                ("indices".to_string(), Tensor::from(i)),
-            ]))
-        }),
-        "repeat_interleave" => with_view!(x, a => {
-            let d = match args.get("dim") {
-                None | Some(Arg::None) => None,
-                Some(Arg::Int(d)) => Some(*d as isize),
-                _ => return None,
-            };
-            let size = match args.get("output_size") {
-                None | Some(Arg::None) => None,
-                Some(Arg::Int(s)) => Some(usize::try_from(*s).ok()?),
-                _ => return None,
-            };
-            let r = match ins.get("repeats") {
-                Some(View::I64(r)) => lib::repeat_interleave(a, r, d, size),
-                Some(View::I32(r)) => lib::repeat_interleave(a, r, d, size),
-                Some(_) => return None,
-                None => {
-                    let n = usize::try_from(args.int("repeats").ok()?).ok()?;
-                    lib::ops::repeat::repeat_interleave_scalar(a, n, d, size)
-                }
-            };
-            Some(r.map(|o| one(Tensor::from(o))))
-        }),
-        _ => None,
-    }
-}
-
-/// The scatter and index_* families and put, typed: `input` of `T`, index of `I`.
-fn write_op<T: ViewElem, I: IndexElem>(
-    op: &str,
-    args: &Args,
-    x: &ArrayViewD<T>,
-    i: &ArrayViewD<I>,
-    ins: &Views,
-) -> Option<lib::Result<Outputs>> {
-    let dim = || args.int("dim").ok().map(|d| d as isize);
-    let other = |name: &str| ins.get(name).and_then(T::of);
-    let scalar = |name: &str| args.scalar(name).and_then(T::from_scalar).ok();
-    let include_self = || args.bool_or("include_self", true).ok();
-    let r = match op {
-        "scatter" => {
-            // The legacy `reduce=` form runs in the dynamic layer, which names it `scatter`.
-            if !matches!(args.get("reduce"), None | Some(Arg::None)) {
-                return None;
-            }
-            match ins.get("src") {
-                Some(_) => lib::scatter(x, dim()?, i, other("src")?),
-                None => lib::scatter(x, dim()?, i, scalar("value")?),
-            }
-        }
-        "scatter_add" => lib::scatter_add(x, dim()?, i, other("src")?),
-        "scatter_reduce" => {
-            let reduce: Reduce = args.str("reduce").ok()?.parse().ok()?;
-            lib::scatter_reduce(x, dim()?, i, other("src")?, reduce, include_self()?)
-        }
-        "index_add" => {
-            let alpha = match args.get("alpha") {
-                None => T::from_scalar(lib::Scalar::Int(1)).ok()?,
-                Some(_) => scalar("alpha")?,
-            };
-            lib::index_add(x, dim()?, i, other("source")?, alpha)
-        }
-        "index_copy" => lib::index_copy(x, dim()?, i, other("source")?),
-        "index_fill" => lib::index_fill(x, dim()?, i, scalar("value")?),
-        "index_reduce" => {
-            // index_reduce has no `sum`; leave every other name to the dynamic layer's error.
-            let reduce = match args.str("reduce").ok()? {
-                "prod" => Reduce::Prod,
-                "mean" => Reduce::Mean,
-                "amax" => Reduce::Amax,
-                "amin" => Reduce::Amin,
-                _ => return None,
-            };
-            lib::index_reduce(x, dim()?, i, other("source")?, reduce, include_self()?)
-        }
-        "put" => {
-            let acc = args.bool_or("accumulate", false).ok()?;
-            lib::put(x, i, other("source")?, acc)
-        }
-        _ => return None,
-    };
-    Some(r.map(|o| one(T::wrap(o))))
-}
-
-/// Runs `op`: the typed path on the views; the dynamic layer on copies for the calls the typed
-/// path does not take (a float or bool index, mismatched dtypes, a bad `reduce` name: all errors,
-/// except an empty non-integer index, which PyTorch accepts for the gather/scatter family).
-fn compute(op: &str, args: &Args, ins: &Views) -> lib::Result<Outputs> {
-    match typed(op, args, ins) {
-        Some(result) => result,
-        None if op == "select_batched" => Err(invalid(
-            "select_batched: expected an integer dtype for index",
-        )
-        .with_hint("index values select positions, so they must be integers: convert with `.astype(np.int64)`")),
-        None => dynamic::call(op, args, &to_tensors(ins)),
-    }
-}
-
-/// The gradients of `op`.
-fn compute_grad(
-    op: &str,
-    args: &Args,
-    ins: &Views,
-    grad_output: &View,
-    parity: Parity,
-) -> lib::Result<Outputs> {
-    if op == "select_batched" {
-        let x = ins.get("input").ok_or_else(|| invalid("missing input"))?;
-        let axis = args.int("axis")? as isize;
-        let batch = usize::try_from(args.int("batch_dims")?)
-            .map_err(|_| invalid("select_batched: batch_dims must be >= 0"))?;
-        let index = ins.get("index").ok_or_else(|| invalid("missing index"))?;
-        fn go<T: lib::grad::GradFloat + ViewElem>(
-            g: &View,
-            shape: &[usize],
-            axis: isize,
-            index: &View,
-            batch: usize,
-        ) -> lib::Result<Outputs> {
-            let g = T::of(g).ok_or_else(|| {
-                invalid(format!(
-                    "grad::select_batched: grad_output must have the input's dtype {}",
-                    T::DTYPE
-                ))
-            })?;
-            let shape = ndarray::IxDyn(shape);
-            let r = match index {
-                View::I64(i) => lib::grad::select_batched(g, shape, axis, i, batch),
-                other => match widen_index(other) {
-                    Some(i) => {
-                        lib::grad::select_batched(g, shape, axis, &widened(other, &i), batch)
-                    }
-                    None => Err(invalid(
-                        "grad::select_batched: expected an integer dtype for index",
-                    )),
-                },
-            }?;
-            Ok(vec![("grad_input".to_string(), T::wrap(r))])
-        }
-        let shape = with_view!(x, a => a.shape().to_vec());
-        return match x {
-            View::F16(_) => go::<f16>(grad_output, &shape, axis, index, batch),
-            View::BF16(_) => go::<bf16>(grad_output, &shape, axis, index, batch),
-            View::F32(_) => go::<f32>(grad_output, &shape, axis, index, batch),
-            View::F64(_) => go::<f64>(grad_output, &shape, axis, index, batch),
-            _ => Err(invalid(
-                "grad::select_batched: gradients need a floating-point input",
-            )),
-        };
-    }
-    let g = with_view!(grad_output, a => Tensor::from(map_owned(a, |x| x)));
-    dynamic::call_grad_with(op, args, &to_tensors(ins), &g, parity)
-}
+type Outputs = Vec<(String, Tensor)>;
 
 /// The Python exception for a library error: the class of `gather._errors` for its kind, with
 /// the message and hint as text and `category`, `hint`, `index_value` and `coordinate` attributes.
@@ -549,12 +185,19 @@ impl<'py> Call<'py> {
         Ok(self)
     }
 
+    fn views(&self) -> TensorViews<'_> {
+        self.arrays
+            .iter()
+            .map(|(n, a)| (n.to_string(), a.view()))
+            .collect()
+    }
+
     fn run(&self) -> PyResult<Outputs> {
-        let views: Views = self.arrays.iter().map(|(n, a)| (*n, a.view())).collect();
+        let views = self.views();
         let (op, args) = (self.op, &self.args);
         let result = self
             .py
-            .detach(|| catch_unwind(AssertUnwindSafe(|| compute(op, args, &views))));
+            .detach(|| catch_unwind(AssertUnwindSafe(|| dynamic::call(op, args, &views))));
         self.finish(result)
     }
 
@@ -579,12 +222,12 @@ impl<'py> Call<'py> {
         } else {
             borrow(self.py, self.op, "grad_output", grad_output)?
         };
-        let views: Views = self.arrays.iter().map(|(n, a)| (*n, a.view())).collect();
+        let views = self.views();
         let gv = g.view();
         let (op, args) = (self.op, &self.args);
         let result = self.py.detach(|| {
             catch_unwind(AssertUnwindSafe(|| {
-                compute_grad(op, args, &views, &gv, parity)
+                dynamic::call_grad_with(op, args, &views, &gv, parity)
             }))
         });
         self.finish(result)
@@ -1292,7 +935,7 @@ fn select_batched<'py>(
 ) -> PyResult<Py<PyAny>> {
     let mut c = Call::new(py, "select_batched", dtype)?;
     c.data("input", input)?.plain("index", index)?;
-    c.arg("axis", Arg::Int(axis))
+    c.arg("dim", Arg::Int(axis))
         .arg("batch_dims", Arg::Int(batch_dims))
         .output()
 }
@@ -1696,7 +1339,7 @@ mod grad_fns {
     ) -> PyResult<Py<PyAny>> {
         let mut c = Call::new(py, "select_batched", dtype)?;
         c.data("input", input)?.plain("index", index)?;
-        c.arg("axis", Arg::Int(axis))
+        c.arg("dim", Arg::Int(axis))
             .arg("batch_dims", Arg::Int(batch_dims))
             .grads(grad_output, "correct")
     }

@@ -2,9 +2,12 @@
 //! `fill_value` (the scalar of `fill`) route a call to the `*_bounded` forms of
 //! [`crate::ops::bounds`] and its gradient to [`crate::grad::bounds`].
 
+use ndarray::ArrayViewD;
+
 use ndarray::ArrayD;
 
-use super::{Arg, Args, Tensor, TensorElem, Tensors, index_dtype_error, input, same_dtype};
+use super::{Arg, Args, Inputs, Tensor, TensorElem, index_dtype_error, input, same_dtype};
+use super::{with_index_tensor, with_view};
 use crate::element::{Element, Scalar};
 use crate::error::{Error, Result};
 use crate::grad::{self, GradFloat};
@@ -13,7 +16,6 @@ use crate::kernels::words::Moved;
 use crate::ops::bounds::OutOfBounds;
 use crate::ops::index::parse_index_reduce;
 use crate::ops::scatter::Reduce;
-use crate::{with_index_tensor, with_tensor};
 
 /// True when `args` asks for a policy other than PyTorch's (`bounds` given and not `error`), or
 /// gives a `fill_value` (checked against `bounds` later).
@@ -75,15 +77,15 @@ const POLICY_OPS: &[&str] = &[
 ];
 
 /// Runs `op` out of place under the policy of `args`.
-pub(crate) fn call(op: &str, args: &Args, inputs: &Tensors) -> Result<Tensor> {
+pub(crate) fn call(op: &str, args: &Args, inputs: &dyn Inputs) -> Result<Tensor> {
     if !POLICY_OPS.contains(&op) {
         return Err(no_policy(op));
     }
     let x = input(inputs, "input")?;
     let index = input(inputs, "index")?;
-    with_tensor!(x, x => {
+    with_view!(x, x => {
         with_index_tensor!(index, i => typed(op, args, inputs, x, i),
-            _ => Err(index_dtype_error(op, "index", index)))
+            _ => Err(index_dtype_error(op, "index", &index)))
     })
 }
 
@@ -97,16 +99,16 @@ fn scalar_or(args: &Args, name: &str, default: Scalar) -> Result<Scalar> {
 fn typed<T: TensorElem + Moved, I: IndexElem>(
     op: &str,
     args: &Args,
-    inputs: &Tensors,
-    x: &ArrayD<T>,
-    i: &ArrayD<I>,
+    inputs: &dyn Inputs,
+    x: &ArrayViewD<'_, T>,
+    i: &ArrayViewD<'_, I>,
 ) -> Result<Tensor> {
     let p = policy::<T>(op, args)?;
     let (read, xm) = (
         crate::Options::new().bounds(p.map(T::to_moved)),
         T::moved(&x.view()),
     );
-    let src = |name: &str| same_dtype::<T>(op, name, input(inputs, name)?);
+    let src = |name: &str| same_dtype::<T>(op, name, &input(inputs, name)?);
     let include_self = || args.bool_or("include_self", true);
     let out = match op {
         // The reads and the plain writes only move elements: they run on the moved type (see
@@ -125,7 +127,8 @@ fn typed<T: TensorElem + Moved, I: IndexElem>(
             super::take::batch_dims(args)?,
         )?),
         "scatter" => {
-            if !matches!(args.get("reduce"), None | Some(Arg::None)) || !inputs.contains_key("src")
+            if !matches!(args.get("reduce"), None | Some(Arg::None))
+                || inputs.tensor("src").is_none()
             {
                 return Err(Error::invalid(
                     "scatter: a bounds policy applies to the src form without reduce",
@@ -138,7 +141,7 @@ fn typed<T: TensorElem + Moved, I: IndexElem>(
         "scatter_add" => {
             crate::Options::new()
                 .bounds(p)
-                .scatter_add(x, args.dim()?, i, src("src")?)?
+                .scatter_add(x, args.dim()?, i, &src("src")?)?
         }
         "scatter_reduce" => {
             let reduce: Reduce = args.str("reduce")?.parse()?;
@@ -146,7 +149,7 @@ fn typed<T: TensorElem + Moved, I: IndexElem>(
                 x,
                 args.dim()?,
                 i,
-                src("src")?,
+                &src("src")?,
                 reduce,
                 include_self()?,
             )?
@@ -155,7 +158,7 @@ fn typed<T: TensorElem + Moved, I: IndexElem>(
             let alpha = T::from_scalar(scalar_or(args, "alpha", Scalar::Int(1))?)?;
             crate::Options::new()
                 .bounds(p)
-                .index_add(x, args.dim()?, i, src("source")?, alpha)?
+                .index_add(x, args.dim()?, i, &src("source")?, alpha)?
         }
         "index_copy" => {
             let source = src("source")?;
@@ -171,18 +174,18 @@ fn typed<T: TensorElem + Moved, I: IndexElem>(
                 x,
                 args.dim()?,
                 i,
-                src("source")?,
+                &src("source")?,
                 reduce,
                 include_self()?,
             )?
         }
         "put" if !args.bool_or("accumulate", false)? => {
-            let source = T::moved(&src("source")?.view());
-            T::from_moved(read.put(&xm, i, &source, false)?)
+            let source = src("source")?;
+            T::from_moved(read.put(&xm, i, &T::moved(&source), false)?)
         }
         "put" => crate::Options::new()
             .bounds(p)
-            .put(x, i, src("source")?, true)?,
+            .put(x, i, &src("source")?, true)?,
         _ => return Err(no_policy(op)),
     };
     Ok(T::wrap(out))
@@ -196,13 +199,13 @@ fn named<T: TensorElem>(name: &str, a: ArrayD<T>) -> (String, Tensor) {
 pub(crate) fn grad<T: GradFloat + TensorElem, I: IndexElem>(
     op: &str,
     args: &Args,
-    inputs: &Tensors,
-    x: &ArrayD<T>,
-    g: &ArrayD<T>,
-    i: &ArrayD<I>,
+    inputs: &dyn Inputs,
+    x: &ArrayViewD<'_, T>,
+    g: &ArrayViewD<'_, T>,
+    i: &ArrayViewD<'_, I>,
 ) -> Result<Vec<(String, Tensor)>> {
     let p = policy::<T>(op, args)?;
-    let src = |name: &str| same_dtype::<T>(op, name, input(inputs, name)?);
+    let src = |name: &str| same_dtype::<T>(op, name, &input(inputs, name)?);
     let one = |a: ArrayD<T>| Ok(vec![named("grad_input", a)]);
     match op {
         "gather" => one(grad::gather_bounded(g, x.raw_dim(), args.dim()?, i, p)?),
@@ -241,7 +244,7 @@ pub(crate) fn grad<T: GradFloat + TensorElem, I: IndexElem>(
                 _ => {
                     let reduce: Reduce = args.str("reduce")?.parse()?;
                     let incl = args.bool_or("include_self", true)?;
-                    grad::scatter_reduce_bounded(g, x, args.dim()?, i, s, reduce, incl, p)?
+                    grad::scatter_reduce_bounded(g, x, args.dim()?, i, &s, reduce, incl, p)?
                 }
             };
             Ok(vec![named("grad_input", r.input), named("grad_src", r.src)])
@@ -269,7 +272,7 @@ pub(crate) fn grad<T: GradFloat + TensorElem, I: IndexElem>(
             let reduce = parse_index_reduce(args.str("reduce")?)?;
             let incl = args.bool_or("include_self", true)?;
             let r =
-                grad::index_reduce_bounded(g, x, args.dim()?, i, src("source")?, reduce, incl, p)?;
+                grad::index_reduce_bounded(g, x, args.dim()?, i, &src("source")?, reduce, incl, p)?;
             Ok(vec![
                 named("grad_input", r.input),
                 named("grad_source", r.source),
@@ -311,7 +314,7 @@ mod tests {
             Tensor::from(array![-1.0f32, 20.0, -1.0].into_dyn())
         );
         let g = Tensor::from(array![1.0f32, 1.0, 1.0].into_dyn());
-        let d = call_grad("gather", &args, &ins, &g).unwrap();
+        let d = call_grad("gather", &args, &ins, &g.view()).unwrap();
         assert_eq!(d[0].1, Tensor::from(array![0.0f32, 1.0, 0.0].into_dyn()));
         // fill on a write is an invalid argument; drop works.
         let e = call("scatter_add", &args, &ins).unwrap_err();
@@ -324,15 +327,15 @@ mod tests {
             out[0].1,
             Tensor::from(array![10.0f32, 22.0, 30.0].into_dyn())
         );
-        let d = call_grad("scatter_add", &args, &ins, &g).unwrap();
+        let d = call_grad("scatter_add", &args, &ins, &g.view()).unwrap();
         assert_eq!(d[1].1, Tensor::from(array![0.0f32, 1.0, 0.0].into_dyn()));
         let mut t = x.clone();
-        call_inplace("scatter_add", &args, &mut t, &ins).unwrap();
+        call_inplace("scatter_add", &args, t.view_mut(), &ins).unwrap();
         assert_eq!(t, out[0].1);
         // A failed in-place call under a policy changes nothing.
         args.set("bounds", Arg::Str("wrap".into()));
         let mut t = x.clone();
-        let e = call_inplace("scatter_add", &args, &mut t, &ins).unwrap_err();
+        let e = call_inplace("scatter_add", &args, t.view_mut(), &ins).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::IndexOutOfBounds);
         assert_eq!(t, x);
         // Bad names and stray fill values teach.

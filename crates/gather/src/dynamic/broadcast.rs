@@ -6,21 +6,21 @@
 //! scatters have in-place forms (see [`call_inplace`](super::call_inplace)); a failed call leaves
 //! the target unchanged.
 
-use super::{Args, Tensor, Tensors, index_dtype_error, input, same_dtype};
+use super::{Args, Inputs, Tensor, TensorViewMut, index_dtype_error, input, same_dtype};
+use super::{with_index_tensor, with_view, with_view_mut};
 use crate::error::{Error, Result};
 use crate::ops::scatter::Reduce;
-use crate::{with_index_tensor, with_tensor};
 
 use super::groups::prefixed;
 
-pub(crate) fn gather_broadcast(args: &Args, inputs: &Tensors) -> Result<Tensor> {
+pub(crate) fn gather_broadcast(args: &Args, inputs: &dyn Inputs) -> Result<Tensor> {
     const OP: &str = "gather_broadcast";
     let x = input(inputs, "input")?;
     let index = input(inputs, "index")?;
     let dim = args.dim()?;
-    with_tensor!(x, x => {
+    with_view!(x, x => {
         with_index_tensor!(index, i => super::moved_op(x, |x| crate::ops::broadcast::gather_broadcast(&x, dim, i)),
-            _ => Err(index_dtype_error(OP, "index", index)))
+            _ => Err(index_dtype_error(OP, "index", &index)))
     })
 }
 
@@ -28,8 +28,8 @@ pub(crate) fn gather_broadcast(args: &Args, inputs: &Tensors) -> Result<Tensor> 
 pub(crate) fn scatter_family(
     op: &str,
     args: &Args,
-    target: &mut Tensor,
-    inputs: &Tensors,
+    target: &mut TensorViewMut<'_>,
+    inputs: &dyn Inputs,
 ) -> Result<()> {
     let index = input(inputs, "index")?;
     let src = input(inputs, "src")?;
@@ -43,18 +43,18 @@ pub(crate) fn scatter_family(
         )),
         _ => None,
     };
-    with_tensor!(target, dst => {
+    with_view_mut!(*target, dst => {
         with_index_tensor!(index, i => {
-            let s = same_dtype(op, "src", src)?;
+            let s = same_dtype(op, "src", &src)?;
             match (op, reduce) {
-                ("scatter_broadcast", _) => crate::ops::broadcast::scatter_broadcast_inplace(dst, dim, i, s),
-                ("scatter_add_broadcast", _) => crate::ops::broadcast::scatter_add_broadcast_inplace(dst, dim, i, s),
+                ("scatter_broadcast", _) => crate::ops::broadcast::scatter_broadcast_inplace(dst, dim, i, &s),
+                ("scatter_add_broadcast", _) => crate::ops::broadcast::scatter_add_broadcast_inplace(dst, dim, i, &s),
                 ("scatter_reduce_broadcast", Some((r, include_self))) => {
-                    crate::ops::broadcast::scatter_reduce_broadcast_inplace(dst, dim, i, s, r, include_self)
+                    crate::ops::broadcast::scatter_reduce_broadcast_inplace(dst, dim, i, &s, r, include_self)
                 }
                 _ => Err(Error::invalid(format!("{op} is not a broadcasting scatter"))),
             }
-        }, _ => Err(index_dtype_error(op, "index", index)))
+        }, _ => Err(index_dtype_error(op, "index", &index)))
     })
 }
 
@@ -64,6 +64,7 @@ mod tests {
     use super::super::{Arg, call, call_inplace};
     use super::*;
     use crate::ErrorKind;
+    use crate::dynamic::Tensors;
     use ndarray::{Array2, Array3, array};
 
     #[test]
@@ -194,7 +195,7 @@ mod tests {
         call_inplace(
             "scatter_add_broadcast",
             &dim0,
-            &mut target,
+            target.view_mut(),
             &tensors(vec![("index", t(idx.clone())), ("src", t(srci.clone()))]),
         )
         .unwrap();
@@ -205,7 +206,7 @@ mod tests {
         call_inplace(
             "scatter_broadcast",
             &args(&[("dim", Arg::Int(1))]),
-            &mut target,
+            target.view_mut(),
             &tensors(vec![
                 ("index", t(array![[1i64], [0], [1]])),
                 ("src", t(array![[9.0f32]])),
@@ -227,7 +228,7 @@ mod tests {
         let src = array![[7.0f64, 8.0]];
         let run = |op: &str, a: &Args, ins: Tensors| {
             let mut target = t(x.clone());
-            let e = call_inplace(op, a, &mut target, &ins).unwrap_err();
+            let e = call_inplace(op, a, target.view_mut(), &ins).unwrap_err();
             assert_eq!(
                 target,
                 t(x.clone()),
@@ -315,7 +316,7 @@ mod tests {
         let e = call_inplace(
             "scatter_reduce_broadcast",
             &args(&[("dim", Arg::Int(0)), ("reduce", Arg::Str("mean".into()))]),
-            &mut target,
+            target.view_mut(),
             &tensors(vec![("index", t(array![1i64])), ("src", t(array![true]))]),
         )
         .unwrap_err();

@@ -1,27 +1,27 @@
 //! Gradients by op name, dynamically typed: [`call_grad`] runs the vector-Jacobian product of an
 //! op (see [`crate::grad`]) on [`Tensor`]s.
 
-use ndarray::ArrayD;
+use ndarray::ArrayViewD;
 
 use super::scatter::empty_index_or_error;
-use super::{Arg, Args, Tensor, TensorElem, Tensors, input};
+use super::with_index_tensor;
+use super::{Arg, Args, Inputs, Tensor, TensorElem, TensorView, input};
 use crate::element::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::grad::{self, GradFloat, Parity};
 use crate::index::IndexElem;
 use crate::ops::index::parse_index_reduce;
 use crate::ops::scatter::{LegacyReduce, Reduce};
-use crate::with_index_tensor;
 
 /// Runs `$body` with `$a` bound to the typed array of a float [`Tensor`]; other dtypes are an
 /// error (they have no gradient).
 macro_rules! with_float_tensor {
     ($op:expr, $t:expr, $a:ident => $body:expr) => {
-        match $t {
-            Tensor::F16($a) => $body,
-            Tensor::BF16($a) => $body,
-            Tensor::F32($a) => $body,
-            Tensor::F64($a) => $body,
+        match &$t {
+            TensorView::F16($a) => $body,
+            TensorView::BF16($a) => $body,
+            TensorView::F32($a) => $body,
+            TensorView::F64($a) => $body,
             other => Err(not_float($op, other.dtype())),
         }
     };
@@ -84,7 +84,7 @@ pub const GRAD_OPS: &[(&str, &[&str])] = &[
 /// let mut args = Args::default();
 /// args.set("dim", Arg::Int(1));
 /// let g = Tensor::from(array![[1.0f64, 10.0]].into_dyn());
-/// let grads = call_grad("gather", &args, &inputs, &g)?;
+/// let grads = call_grad("gather", &args, &inputs, &g.view())?;
 /// assert_eq!(grads[0].0, "grad_input");
 /// assert_eq!(grads[0].1, Tensor::from(array![[0.0f64, 0.0, 11.0]].into_dyn()));
 /// # Ok::<(), gather::Error>(())
@@ -92,8 +92,8 @@ pub const GRAD_OPS: &[(&str, &[&str])] = &[
 pub fn call_grad(
     op: &str,
     args: &Args,
-    inputs: &Tensors,
-    grad_output: &Tensor,
+    inputs: &dyn Inputs,
+    grad_output: &TensorView<'_>,
 ) -> Result<Vec<(String, Tensor)>> {
     call_grad_with(op, args, inputs, grad_output, Parity::Correct)
 }
@@ -116,17 +116,17 @@ pub fn call_grad(
 /// args.set("reduce", Arg::Str("amax".into()));
 /// args.set("include_self", Arg::Bool(false));
 /// let g = Tensor::from(array![1.0f64, 1.0].into_dyn());
-/// let torch = call_grad_with("scatter_reduce", &args, &inputs, &g, Parity::PyTorch)?;
+/// let torch = call_grad_with("scatter_reduce", &args, &inputs, &g.view(), Parity::PyTorch)?;
 /// assert_eq!(torch[1], ("grad_src".to_string(), Tensor::from(array![0.5f64, 0.0].into_dyn())));
-/// let ours = call_grad_with("scatter_reduce", &args, &inputs, &g, Parity::Correct)?;
+/// let ours = call_grad_with("scatter_reduce", &args, &inputs, &g.view(), Parity::Correct)?;
 /// assert_eq!(ours[1], ("grad_src".to_string(), Tensor::from(array![1.0f64, 0.0].into_dyn())));
 /// # Ok::<(), gather::Error>(())
 /// ```
 pub fn call_grad_with(
     op: &str,
     args: &Args,
-    inputs: &Tensors,
-    grad_output: &Tensor,
+    inputs: &dyn Inputs,
+    grad_output: &TensorView<'_>,
     parity: Parity,
 ) -> Result<Vec<(String, Tensor)>> {
     if super::ONNX_OPS.contains(&op) {
@@ -135,7 +135,7 @@ pub fn call_grad_with(
     if !GRAD_OPS.iter().any(|(n, _)| *n == op) {
         return Err(no_grad(op));
     }
-    if op == "repeat_interleave" && !inputs.contains_key("input") {
+    if op == "repeat_interleave" && inputs.tensor("input").is_none() {
         return Err(Error::invalid(
             "repeat_interleave (repeats only) is not differentiable: its output is an integer index",
         ));
@@ -160,8 +160,8 @@ fn named<T: TensorElem>(name: &str, a: ndarray::Array<T, ndarray::IxDyn>) -> (St
 }
 
 /// `t` as an array of `T`, or an error naming `what`.
-fn same<'a, T: TensorElem>(op: &str, what: &str, t: &'a Tensor) -> Result<&'a ArrayD<T>> {
-    T::unwrap_ref(t).ok_or_else(|| {
+fn same<'a, T: TensorElem>(op: &str, what: &str, t: &TensorView<'a>) -> Result<ArrayViewD<'a, T>> {
+    T::view_ref(t).cloned().ok_or_else(|| {
         Error::invalid(format!(
             "{op}: {what} must have the input's dtype {}, but got {}",
             T::DTYPE,
@@ -173,36 +173,36 @@ fn same<'a, T: TensorElem>(op: &str, what: &str, t: &'a Tensor) -> Result<&'a Ar
 fn typed<T: GradFloat + TensorElem>(
     op: &str,
     args: &Args,
-    inputs: &Tensors,
-    x: &ArrayD<T>,
-    grad_output: &Tensor,
+    inputs: &dyn Inputs,
+    x: &ArrayViewD<'_, T>,
+    grad_output: &TensorView<'_>,
     parity: Parity,
 ) -> Result<Vec<(String, Tensor)>> {
     let g = same::<T>(op, "grad_output", grad_output)?;
     match op {
-        "masked_select" | "masked_scatter" => return masked(op, inputs, x, g),
-        "sort" | "topk" => return sort_like(op, args, x, g),
-        "repeat_interleave" => return repeat(args, inputs, x, g),
+        "masked_select" | "masked_scatter" => return masked(op, inputs, x, &g),
+        "sort" | "topk" => return sort_like(op, args, x, &g),
+        "repeat_interleave" => return repeat(args, inputs, x, &g),
         _ => {}
     }
     let index = input(inputs, "index")?;
     let scatter_like = matches!(op, "gather" | "scatter" | "scatter_add" | "scatter_reduce");
     with_index_tensor!(index, i => {
         if super::bounds::requested(args) {
-            super::bounds::grad(op, args, inputs, x, g, i)
+            super::bounds::grad(op, args, inputs, x, &g, i)
         } else if scatter_like {
-            scatter_family(op, args, inputs, x, g, args.dim()?, i, parity)
+            scatter_family(op, args, inputs, x, &g, args.dim()?, i, parity)
         } else {
-            indexed(op, args, inputs, x, g, i, parity)
+            indexed(op, args, inputs, x, &g, i, parity)
         }
     },
         _ => {
             if scatter_like {
                 let dim = args.dim()?;
-                let i = empty_index_or_error(op, index, x.ndim(), dim)?;
-                scatter_family(op, args, inputs, x, g, dim, &i, parity)
+                let i = empty_index_or_error(op, &index, x.ndim(), dim)?;
+                scatter_family(op, args, inputs, x, &g, dim, &i.view(), parity)
             } else {
-                Err(super::index_dtype_error(op, "index", index))
+                Err(super::index_dtype_error(op, "index", &index))
             }
         })
 }
@@ -211,13 +211,14 @@ fn typed<T: GradFloat + TensorElem>(
 fn indexed<T: GradFloat + TensorElem, I: IndexElem>(
     op: &str,
     args: &Args,
-    inputs: &Tensors,
-    x: &ArrayD<T>,
-    g: &ArrayD<T>,
-    index: &ArrayD<I>,
+    inputs: &dyn Inputs,
+    x: &ArrayViewD<'_, T>,
+    g: &ArrayViewD<'_, T>,
+    index: &ArrayViewD<'_, I>,
     parity: Parity,
 ) -> Result<Vec<(String, Tensor)>> {
-    let source = || -> Result<&ArrayD<T>> { same::<T>(op, "source", input(inputs, "source")?) };
+    let source =
+        || -> Result<ArrayViewD<'_, T>> { same::<T>(op, "source", &input(inputs, "source")?) };
     let pair = |r: grad::SourceGrad<T, ndarray::IxDyn, ndarray::IxDyn>| {
         Ok(vec![
             named("grad_input", r.input),
@@ -258,13 +259,13 @@ fn indexed<T: GradFloat + TensorElem, I: IndexElem>(
             let include_self = args.bool_or("include_self", true)?;
             let dim = args.dim()?;
             let source = source()?;
-            let out = crate::index_reduce(x, dim, index, source, reduce, include_self)?;
+            let out = crate::index_reduce(x, dim, index, &source, reduce, include_self)?;
             pair(grad::index_reduce_with(
                 g,
                 x,
                 dim,
                 index,
-                source,
+                &source,
                 reduce,
                 include_self,
                 &out,
@@ -302,12 +303,12 @@ fn indexed<T: GradFloat + TensorElem, I: IndexElem>(
 
 fn masked<T: GradFloat + TensorElem>(
     op: &str,
-    inputs: &Tensors,
-    x: &ArrayD<T>,
-    g: &ArrayD<T>,
+    inputs: &dyn Inputs,
+    x: &ArrayViewD<'_, T>,
+    g: &ArrayViewD<'_, T>,
 ) -> Result<Vec<(String, Tensor)>> {
     let mask = match input(inputs, "mask")? {
-        Tensor::Bool(m) => m,
+        TensorView::Bool(m) => m,
         other => {
             return Err(Error::invalid(format!(
                 "{op}: expected a bool mask, but got mask with dtype {}",
@@ -318,11 +319,11 @@ fn masked<T: GradFloat + TensorElem>(
     if op == "masked_select" {
         return Ok(vec![named(
             "grad_input",
-            grad::masked_select(g, x.raw_dim(), mask)?,
+            grad::masked_select(g, x.raw_dim(), &mask)?,
         )]);
     }
-    let source = same::<T>(op, "source", input(inputs, "source")?)?;
-    let r = grad::masked_scatter(g, x.raw_dim(), mask, source.raw_dim())?;
+    let source = same::<T>(op, "source", &input(inputs, "source")?)?;
+    let r = grad::masked_scatter(g, x.raw_dim(), &mask, source.raw_dim())?;
     Ok(vec![
         named("grad_input", r.input),
         named("grad_source", r.source),
@@ -340,8 +341,8 @@ fn opt_bool(args: &Args, name: &str, default: bool) -> Result<bool> {
 fn sort_like<T: GradFloat + TensorElem>(
     op: &str,
     args: &Args,
-    x: &ArrayD<T>,
-    g: &ArrayD<T>,
+    x: &ArrayViewD<'_, T>,
+    g: &ArrayViewD<'_, T>,
 ) -> Result<Vec<(String, Tensor)>> {
     let dim = args.opt_int("dim")?.map_or(-1, |d| d as isize);
     let indices = if op == "sort" {
@@ -367,15 +368,15 @@ fn sort_like<T: GradFloat + TensorElem>(
 
 fn repeat<T: GradFloat + TensorElem>(
     args: &Args,
-    inputs: &Tensors,
-    x: &ArrayD<T>,
-    g: &ArrayD<T>,
+    inputs: &dyn Inputs,
+    x: &ArrayViewD<'_, T>,
+    g: &ArrayViewD<'_, T>,
 ) -> Result<Vec<(String, Tensor)>> {
     let op = "repeat_interleave";
     let dim = args.opt_int("dim")?.map(|d| d as isize);
-    let dx = match inputs.get("repeats") {
+    let dx = match inputs.tensor("repeats") {
         Some(r) => with_index_tensor!(r, ri => grad::repeat_interleave(g, x.raw_dim(), ri, dim)?,
-            _ => return Err(super::index_dtype_error(op, "repeats", r))),
+            _ => return Err(super::index_dtype_error(op, "repeats", &r))),
         None => {
             let r = args.int("repeats")?;
             let r = usize::try_from(r).map_err(|_| {
@@ -393,14 +394,14 @@ fn repeat<T: GradFloat + TensorElem>(
 fn scatter_family<T: GradFloat + TensorElem, I: IndexElem>(
     op: &str,
     args: &Args,
-    inputs: &Tensors,
-    x: &ArrayD<T>,
-    g: &ArrayD<T>,
+    inputs: &dyn Inputs,
+    x: &ArrayViewD<'_, T>,
+    g: &ArrayViewD<'_, T>,
     dim: isize,
-    index: &ArrayD<I>,
+    index: &ArrayViewD<'_, I>,
     parity: Parity,
 ) -> Result<Vec<(String, Tensor)>> {
-    let src = || -> Result<&ArrayD<T>> { same::<T>(op, "src", input(inputs, "src")?) };
+    let src = || -> Result<ArrayViewD<'_, T>> { same::<T>(op, "src", &input(inputs, "src")?) };
     let pair = |r: grad::ScatterGrad<T, ndarray::IxDyn, ndarray::IxDyn>| {
         Ok(vec![named("grad_input", r.input), named("grad_src", r.src)])
     };
@@ -419,12 +420,12 @@ fn scatter_family<T: GradFloat + TensorElem, I: IndexElem>(
                     )));
                 }
             };
-            match (inputs.contains_key("src"), reduce) {
+            match (inputs.tensor("src").is_some(), reduce) {
                 (true, None) => pair(grad::scatter(g, dim, index, src()?.raw_dim())?),
                 (true, Some(r)) => {
                     let src = src()?;
-                    let out = crate::ops::scatter::scatter_legacy(x, dim, index, src, r)?;
-                    pair(grad::scatter_legacy(g, x, dim, index, src, r, &out)?)
+                    let out = crate::ops::scatter::scatter_legacy(x, dim, index, &src, r)?;
+                    pair(grad::scatter_legacy(g, x, dim, index, &src, r, &out)?)
                 }
                 (false, None) => Ok(vec![named(
                     "grad_input",
@@ -445,13 +446,13 @@ fn scatter_family<T: GradFloat + TensorElem, I: IndexElem>(
             let src = src()?;
             let reduce: Reduce = args.str("reduce")?.parse()?;
             let include_self = args.bool_or("include_self", true)?;
-            let out = crate::scatter_reduce(x, dim, index, src, reduce, include_self)?;
+            let out = crate::scatter_reduce(x, dim, index, &src, reduce, include_self)?;
             pair(grad::scatter_reduce_with(
                 g,
                 x,
                 dim,
                 index,
-                src,
+                &src,
                 reduce,
                 include_self,
                 &out,

@@ -20,25 +20,27 @@
 //!   output has its dtype); `minlength` (default 0); `dim` (absent or null: 1-D input, as
 //!   `torch.bincount`; an integer: counts along that axis of an N-D input).
 
+use ndarray::ArrayViewD;
+
 use ndarray::{ArrayD, Ix1};
 
-use super::{Arg, Args, Tensor, Tensors, index_dtype_error, input, same_dtype};
+use super::{Arg, Args, Inputs, Tensor, TensorView, index_dtype_error, input, same_dtype};
+use super::{with_index_tensor, with_view};
 use crate::element::{Element, Scalar};
 use crate::error::{Error, ErrorKind, Result, fmt_shape};
 use crate::index::IndexElem;
 use crate::ops::reduce::{self as typed, ArgReduce, EmptyFill, GroupOptions, GroupReduce};
 use crate::ops::segment::{self as seg, Segments};
-use crate::{with_index_tensor, with_tensor};
 
 /// Runs `$body` with `$a` bound to the typed array of a float [`Tensor`]; for the other dtypes,
 /// `$other` with `$d` bound to the dtype (the softmax functions exist for floats only).
 macro_rules! with_float {
     ($t:expr, $a:ident => $body:expr, $d:ident => $other:expr) => {
         match $t {
-            Tensor::F16($a) => $body,
-            Tensor::BF16($a) => $body,
-            Tensor::F32($a) => $body,
-            Tensor::F64($a) => $body,
+            TensorView::F16($a) => $body,
+            TensorView::BF16($a) => $body,
+            TensorView::F32($a) => $body,
+            TensorView::F64($a) => $body,
             t => {
                 let $d = t.dtype();
                 $other
@@ -140,7 +142,7 @@ fn two(values: Tensor, indices: ArrayD<i64>) -> Vec<(String, Tensor)> {
     ]
 }
 
-pub(crate) fn scatter_groups(args: &Args, inputs: &Tensors) -> Result<Tensor> {
+pub(crate) fn scatter_groups(args: &Args, inputs: &dyn Inputs) -> Result<Tensor> {
     const OP: &str = "scatter_groups";
     let src = input(inputs, "src")?;
     let index = input(inputs, "index")?;
@@ -148,16 +150,16 @@ pub(crate) fn scatter_groups(args: &Args, inputs: &Tensors) -> Result<Tensor> {
     let reduce = group_reduce(OP, args)?;
     let dim_size = opt_size(OP, args, "dim_size")?;
     let fill = fill_arg(OP, args)?;
-    with_tensor!(src, s => {
+    with_view!(src, s => {
         with_index_tensor!(index, i => {
             let opts = GroupOptions { dim_size, fill: empty_fill(OP, fill)? };
             Ok(Tensor::from(typed::scatter_groups(s, dim, i, reduce, opts)?))
-        }, _ => Err(index_dtype_error(OP, "index", index)))
+        }, _ => Err(index_dtype_error(OP, "index", &index)))
     })
 }
 
 /// `scatter_any` (`all == false`) and `scatter_all`.
-pub(crate) fn scatter_any_all(op: &str, args: &Args, inputs: &Tensors) -> Result<Tensor> {
+pub(crate) fn scatter_any_all(op: &str, args: &Args, inputs: &dyn Inputs) -> Result<Tensor> {
     let src = input(inputs, "src")?;
     let index = input(inputs, "index")?;
     let dim = args.dim()?;
@@ -166,31 +168,34 @@ pub(crate) fn scatter_any_all(op: &str, args: &Args, inputs: &Tensors) -> Result
         fill: empty_fill::<bool>(op, fill_arg(op, args)?)?,
     };
     let all = op == "scatter_all";
-    with_tensor!(src, s => {
+    with_view!(src, s => {
         with_index_tensor!(index, i => Ok(Tensor::from(if all {
             typed::scatter_all(s, dim, i, opts)?
         } else {
             typed::scatter_any(s, dim, i, opts)?
-        })), _ => Err(index_dtype_error(op, "index", index)))
+        })), _ => Err(index_dtype_error(op, "index", &index)))
     })
 }
 
 /// `scatter_softmax` and `scatter_log_softmax`.
-pub(crate) fn scatter_softmax(op: &str, args: &Args, inputs: &Tensors) -> Result<Tensor> {
+pub(crate) fn scatter_softmax(op: &str, args: &Args, inputs: &dyn Inputs) -> Result<Tensor> {
     let src = input(inputs, "src")?;
     let index = input(inputs, "index")?;
     let dim = args.dim()?;
     let log = op == "scatter_log_softmax";
     with_float!(src, s => {
         with_index_tensor!(index, i => Ok(Tensor::from(if log {
-            typed::scatter_log_softmax(s, dim, i)?
+            typed::scatter_log_softmax(&s, dim, i)?
         } else {
-            typed::scatter_softmax(s, dim, i)?
-        })), _ => Err(index_dtype_error(op, "index", index)))
+            typed::scatter_softmax(&s, dim, i)?
+        })), _ => Err(index_dtype_error(op, "index", &index)))
     }, d => Err(typed::softmax_dtype_error(op, d)))
 }
 
-pub(crate) fn scatter_reduce_arg(args: &Args, inputs: &Tensors) -> Result<Vec<(String, Tensor)>> {
+pub(crate) fn scatter_reduce_arg(
+    args: &Args,
+    inputs: &dyn Inputs,
+) -> Result<Vec<(String, Tensor)>> {
     const OP: &str = "scatter_reduce_arg";
     let x = input(inputs, "input")?;
     let index = input(inputs, "index")?;
@@ -198,12 +203,12 @@ pub(crate) fn scatter_reduce_arg(args: &Args, inputs: &Tensors) -> Result<Vec<(S
     let dim = args.dim()?;
     let reduce = arg_reduce(OP, args)?;
     let include_self = args.bool_or("include_self", true)?;
-    with_tensor!(x, x => {
+    with_view!(x, x => {
         with_index_tensor!(index, i => {
-            let s = same_dtype(OP, "src", src)?;
-            let (v, a) = typed::scatter_reduce_arg(x, dim, i, s, reduce, include_self)?;
+            let s = same_dtype(OP, "src", &src)?;
+            let (v, a) = typed::scatter_reduce_arg(x, dim, i, &s, reduce, include_self)?;
             Ok(two(Tensor::from(v), a))
-        }, _ => Err(index_dtype_error(OP, "index", index)))
+        }, _ => Err(index_dtype_error(OP, "index", &index)))
     })
 }
 
@@ -228,13 +233,13 @@ impl SegKind {
 }
 
 /// The segments' tensor: exactly one of `offsets`, `ids`, `lengths`.
-fn segment_tensor<'a>(op: &str, inputs: &'a Tensors) -> Result<(SegKind, &'a Tensor)> {
-    let given: Vec<(SegKind, &Tensor)> = SegKind::ALL
+fn segment_tensor<'a>(op: &str, inputs: &'a dyn Inputs) -> Result<(SegKind, TensorView<'a>)> {
+    let mut given: Vec<(SegKind, TensorView<'a>)> = SegKind::ALL
         .iter()
-        .filter_map(|k| inputs.get(k.name()).map(|t| (*k, t)))
+        .filter_map(|k| inputs.tensor(k.name()).map(|t| (*k, t)))
         .collect();
     match given.as_slice() {
-        [one] => Ok(*one),
+        [_] => Ok(given.remove(0)),
         [] => Err(Error::invalid(format!(
             "{op}: missing the segments: give one of the tensors offsets, ids, lengths"
         ))
@@ -254,7 +259,7 @@ fn segment_tensor<'a>(op: &str, inputs: &'a Tensors) -> Result<(SegKind, &'a Ten
 fn with_segments<I: IndexElem, R>(
     op: &str,
     kind: SegKind,
-    t: &ArrayD<I>,
+    t: &ArrayViewD<'_, I>,
     num_segments: Option<usize>,
     f: impl FnOnce(Segments<'_, I>) -> Result<R>,
 ) -> Result<R> {
@@ -290,7 +295,7 @@ fn with_segments<I: IndexElem, R>(
 
 /// Every segment op (`segment_reduce`, `segment_arg_reduce`, `segment_any`, `segment_all`,
 /// `segment_softmax`, `segment_log_softmax`).
-pub(crate) fn segment(op: &str, args: &Args, inputs: &Tensors) -> Result<Vec<(String, Tensor)>> {
+pub(crate) fn segment(op: &str, args: &Args, inputs: &dyn Inputs) -> Result<Vec<(String, Tensor)>> {
     let src = input(inputs, "src")?;
     let (kind, segt) = segment_tensor(op, inputs)?;
     let dim = args.opt_int("dim")?.map_or(0, |d| d as isize);
@@ -300,35 +305,35 @@ pub(crate) fn segment(op: &str, args: &Args, inputs: &Tensors) -> Result<Vec<(St
         "segment_reduce" => {
             let reduce = group_reduce(op, args)?;
             let fill = fill_arg(op, args)?;
-            with_tensor!(src, s => {
+            with_view!(src, s => {
                 with_index_tensor!(segt, ix => with_segments(op, kind, ix, num_segments, |sg| {
                     let fill = empty_fill(op, fill)?;
                     Ok(out(Tensor::from(seg::segment_reduce(s, dim, sg, reduce, fill)?)))
-                }), _ => Err(index_dtype_error(op, kind.name(), segt)))
+                }), _ => Err(index_dtype_error(op, kind.name(), &segt)))
             })
         }
         "segment_arg_reduce" => {
             let reduce = arg_reduce(op, args)?;
             let fill = fill_arg(op, args)?;
-            with_tensor!(src, s => {
+            with_view!(src, s => {
                 with_index_tensor!(segt, ix => with_segments(op, kind, ix, num_segments, |sg| {
                     let fill = empty_fill(op, fill)?;
                     let (v, a) = seg::segment_arg_reduce(s, dim, sg, reduce, fill)?;
                     Ok(two(Tensor::from(v), a))
-                }), _ => Err(index_dtype_error(op, kind.name(), segt)))
+                }), _ => Err(index_dtype_error(op, kind.name(), &segt)))
             })
         }
         "segment_any" | "segment_all" => {
             let fill = empty_fill::<bool>(op, fill_arg(op, args)?)?;
             let all = op == "segment_all";
-            with_tensor!(src, s => {
+            with_view!(src, s => {
                 with_index_tensor!(segt, ix => with_segments(op, kind, ix, num_segments, |sg| {
                     Ok(out(Tensor::from(if all {
                         seg::segment_all(s, dim, sg, fill)?
                     } else {
                         seg::segment_any(s, dim, sg, fill)?
                     })))
-                }), _ => Err(index_dtype_error(op, kind.name(), segt)))
+                }), _ => Err(index_dtype_error(op, kind.name(), &segt)))
             })
         }
         "segment_softmax" | "segment_log_softmax" => {
@@ -336,18 +341,18 @@ pub(crate) fn segment(op: &str, args: &Args, inputs: &Tensors) -> Result<Vec<(St
             with_float!(src, s => {
                 with_index_tensor!(segt, ix => with_segments(op, kind, ix, num_segments, |sg| {
                     Ok(out(Tensor::from(if log {
-                        seg::segment_log_softmax(s, dim, sg)?
+                        seg::segment_log_softmax(&s, dim, sg)?
                     } else {
-                        seg::segment_softmax(s, dim, sg)?
+                        seg::segment_softmax(&s, dim, sg)?
                     })))
-                }), _ => Err(index_dtype_error(op, kind.name(), segt)))
+                }), _ => Err(index_dtype_error(op, kind.name(), &segt)))
             }, d => Err(typed::softmax_dtype_error(op, d)))
         }
         _ => Err(Error::invalid(format!("segment: unknown op `{op}`"))),
     }
 }
 
-pub(crate) fn bincount(args: &Args, inputs: &Tensors) -> Result<Tensor> {
+pub(crate) fn bincount(args: &Args, inputs: &dyn Inputs) -> Result<Tensor> {
     const OP: &str = "bincount";
     let x = input(inputs, "input")?;
     let minlength = opt_size(OP, args, "minlength")?.unwrap_or(0);
@@ -364,14 +369,14 @@ pub(crate) fn bincount(args: &Args, inputs: &Tensors) -> Result<Tensor> {
         .with_hint("pass dim to count along one axis of an N-D input (each lane separately), or flatten the input"));
     }
     let axis = dim.unwrap_or(0);
-    with_index_tensor!(x, ix => match inputs.get("weights") {
+    with_index_tensor!(x, ix => match inputs.tensor("weights") {
         None if dim.is_none() => {
             let v = ix.view().into_dimensionality::<Ix1>().expect("checked 1-D above");
             Ok(Tensor::from(seg::bincount(&v, minlength)?.into_dyn()))
         }
         None => Ok(Tensor::from(seg::bincount_axis(ix, axis, minlength)?)),
-        Some(w) => with_tensor!(w, w => Ok(Tensor::from(seg::bincount_weighted_axis(ix, axis, w, minlength)?))),
-    }, _ => Err(index_dtype_error(OP, "input", x)))
+        Some(w) => with_view!(w, w => Ok(Tensor::from(seg::bincount_weighted_axis(ix, axis, w, minlength)?))),
+    }, _ => Err(index_dtype_error(OP, "input", &x)))
 }
 
 #[cfg(test)]
@@ -379,6 +384,7 @@ mod tests {
     use super::super::call;
     use super::super::test_util::{args, one, t, tensors};
     use super::*;
+    use crate::dynamic::Tensors;
     use crate::element::DType;
     use ndarray::{Array1, array};
 

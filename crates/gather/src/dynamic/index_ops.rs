@@ -7,28 +7,30 @@
 //! [`Element::from_scalar`](crate::Element::from_scalar), which
 //! truncates a float for an integer array and fails when the value does not fit.
 
-use ndarray::ArrayD;
+use ndarray::{ArrayViewD, ArrayViewMutD};
 
 use super::moved_op;
-use super::{Args, Tensor, TensorElem, Tensors, index_dtype_error, input, same_dtype};
+use super::{
+    Args, Inputs, Tensor, TensorElem, TensorViewMut, index_dtype_error, input, same_dtype,
+};
+use super::{with_index_tensor, with_view, with_view_mut};
 use crate::dims::normalize_dim;
 use crate::element::Scalar;
 use crate::error::Result;
 use crate::index::IndexElem;
 use crate::kernels::words::Moved;
 use crate::ops::index::{check_index_vector, check_select_shapes, parse_index_reduce};
-use crate::{with_index_tensor, with_tensor};
 
-pub(crate) fn index_select(args: &Args, inputs: &Tensors) -> Result<Tensor> {
+pub(crate) fn index_select(args: &Args, inputs: &dyn Inputs) -> Result<Tensor> {
     let x = input(inputs, "input")?;
     let index = input(inputs, "index")?;
     let dim = args.dim()?;
-    with_tensor!(x, x => {
+    with_view!(x, x => {
         with_index_tensor!(index, i => moved_op(x, |x| crate::ops::index::index_select(&x, dim, i)),
             _ => {
                 // PyTorch checks the dtype after the shapes, and also for an empty index.
                 check_select_shapes(x.shape(), dim, index.shape(), index.dtype())?;
-                Err(index_dtype_error("index_select", "index", index))
+                Err(index_dtype_error("index_select", "index", &index))
             })
     })
 }
@@ -36,8 +38,8 @@ pub(crate) fn index_select(args: &Args, inputs: &Tensors) -> Result<Tensor> {
 pub(crate) fn index_family(
     op: &str,
     args: &Args,
-    target: &mut Tensor,
-    inputs: &Tensors,
+    target: &mut TensorViewMut<'_>,
+    inputs: &dyn Inputs,
 ) -> Result<()> {
     if op == "index_reduce" {
         parse_index_reduce(args.str("reduce")?)?;
@@ -46,32 +48,32 @@ pub(crate) fn index_family(
     let dim = args.dim()?;
     normalize_dim(op, dim, target.shape().len())?;
     check_index_vector(op, index.shape(), index.dtype())?;
-    with_tensor!(target, dst => {
+    with_view_mut!(*target, dst => {
         with_index_tensor!(index, i => index_typed(op, args, dst, dim, i, inputs),
-            _ => Err(index_dtype_error(op, "index", index)))
+            _ => Err(index_dtype_error(op, "index", &index)))
     })
 }
 
 fn index_typed<T: TensorElem + Moved, I: IndexElem>(
     op: &str,
     args: &Args,
-    dst: &mut ArrayD<T>,
+    dst: &mut ArrayViewMutD<'_, T>,
     dim: isize,
-    index: &ArrayD<I>,
-    inputs: &Tensors,
+    index: &ArrayViewD<'_, I>,
+    inputs: &dyn Inputs,
 ) -> Result<()> {
     use crate::ops::index as ix;
     match op {
         "index_add" => {
-            let source = same_dtype::<T>(op, "source", input(inputs, "source")?)?;
+            let source = same_dtype::<T>(op, "source", &input(inputs, "source")?)?;
             let alpha = match args.get("alpha") {
                 None => Scalar::Int(1),
                 Some(_) => args.scalar("alpha")?,
             };
-            ix::index_add_inplace(dst, dim, index, source, T::from_scalar(alpha)?)
+            ix::index_add_inplace(dst, dim, index, &source, T::from_scalar(alpha)?)
         }
         "index_copy" => {
-            let source = same_dtype::<T>(op, "source", input(inputs, "source")?)?;
+            let source = same_dtype::<T>(op, "source", &input(inputs, "source")?)?;
             let (mut d, s) = (dst.view_mut(), T::moved(&source.view()));
             ix::index_copy_inplace(&mut T::moved_mut(&mut d), dim, index, &s)
         }
@@ -80,10 +82,10 @@ fn index_typed<T: TensorElem + Moved, I: IndexElem>(
             ix::index_fill_inplace(&mut T::moved_mut(&mut dst.view_mut()), dim, index, value)
         }
         "index_reduce" => {
-            let source = same_dtype::<T>(op, "source", input(inputs, "source")?)?;
+            let source = same_dtype::<T>(op, "source", &input(inputs, "source")?)?;
             let reduce = parse_index_reduce(args.str("reduce")?)?;
             let include_self = args.bool_or("include_self", true)?;
-            ix::index_reduce_inplace(dst, dim, index, source, reduce, include_self)
+            ix::index_reduce_inplace(dst, dim, index, &source, reduce, include_self)
         }
         _ => unreachable!("index_family is called for the index_* ops only"),
     }
@@ -121,7 +123,7 @@ mod tests {
         ]);
         let a = args(&[("dim", Arg::Int(0)), ("value", Arg::Int(300))]);
         let mut target = inputs["input"].clone();
-        let e = call_inplace("index_fill", &a, &mut target, &inputs).unwrap_err();
+        let e = call_inplace("index_fill", &a, target.view_mut(), &inputs).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
         assert_eq!(target, inputs["input"]);
         let inf = args(&[("dim", Arg::Int(0)), ("value", Arg::Str("-inf".into()))]);

@@ -2,18 +2,20 @@
 //!
 //! The mask must be a `bool` tensor, as in PyTorch (`uint8` masks are rejected too).
 
-use ndarray::ArrayD;
+use ndarray::{ArrayViewD, ArrayViewMutD};
 
-use super::{Args, Tensor, TensorElem, Tensors, input, moved_op, same_dtype};
+use super::{
+    Args, Inputs, Tensor, TensorElem, TensorView, TensorViewMut, input, moved_op, same_dtype,
+    with_view, with_view_mut,
+};
 use crate::error::{Error, Result};
 use crate::kernels::words::Moved;
 use crate::ops::masked as typed;
-use crate::with_tensor;
 
 /// The mask as a bool array, or PyTorch's error for a mask of another dtype.
-fn bool_mask<'a>(op: &str, inputs: &'a Tensors) -> Result<&'a ArrayD<bool>> {
+fn bool_mask<'a>(op: &str, inputs: &'a dyn Inputs) -> Result<ArrayViewD<'a, bool>> {
     match input(inputs, "mask")? {
-        Tensor::Bool(m) => Ok(m),
+        TensorView::Bool(m) => Ok(m),
         other => Err(Error::invalid(format!(
             "{op}: expected a bool mask, but got mask with dtype {} (PyTorch: `{op} only supports boolean masks`)",
             other.dtype()
@@ -22,48 +24,48 @@ fn bool_mask<'a>(op: &str, inputs: &'a Tensors) -> Result<&'a ArrayD<bool>> {
     }
 }
 
-pub(crate) fn masked_select(_args: &Args, inputs: &Tensors) -> Result<Tensor> {
+pub(crate) fn masked_select(_args: &Args, inputs: &dyn Inputs) -> Result<Tensor> {
     let x = input(inputs, "input")?;
     let mask = bool_mask("masked_select", inputs)?;
     // The masked ops only move elements: they run on the moved type (see `Moved`).
-    with_tensor!(x, x => moved_op(x, |x| Ok(typed::masked_select(&x, mask)?.into_dyn())))
+    with_view!(x, x => moved_op(x, |x| Ok(typed::masked_select(&x, &mask)?.into_dyn())))
 }
 
-pub(crate) fn masked_scatter(_args: &Args, inputs: &Tensors) -> Result<Tensor> {
+pub(crate) fn masked_scatter(_args: &Args, inputs: &dyn Inputs) -> Result<Tensor> {
     let x = input(inputs, "input")?;
     let source = input(inputs, "source")?;
-    with_tensor!(x, x => scatter_typed(x, source, inputs))
+    with_view!(x, x => scatter_typed(x, &source, inputs))
 }
 
 fn scatter_typed<T: TensorElem + Moved>(
-    x: &ArrayD<T>,
-    source: &Tensor,
-    inputs: &Tensors,
+    x: &ArrayViewD<'_, T>,
+    source: &TensorView<'_>,
+    inputs: &dyn Inputs,
 ) -> Result<Tensor> {
     let source = same_dtype::<T>("masked_scatter", "source", source)?;
     let mask = bool_mask("masked_scatter", inputs)?;
     let source = T::moved(&source.view());
-    moved_op(x, |x| typed::masked_scatter(&x, mask, &source))
+    moved_op(x, |x| typed::masked_scatter(&x, &mask, &source))
 }
 
 pub(crate) fn masked_scatter_inplace(
     _args: &Args,
-    target: &mut Tensor,
-    inputs: &Tensors,
+    target: &mut TensorViewMut<'_>,
+    inputs: &dyn Inputs,
 ) -> Result<()> {
     let source = input(inputs, "source")?;
-    with_tensor!(target, dst => scatter_inplace_typed(dst, source, inputs))
+    with_view_mut!(*target, dst => scatter_inplace_typed(dst, &source, inputs))
 }
 
 fn scatter_inplace_typed<T: TensorElem + Moved>(
-    dst: &mut ArrayD<T>,
-    source: &Tensor,
-    inputs: &Tensors,
+    dst: &mut ArrayViewMutD<'_, T>,
+    source: &TensorView<'_>,
+    inputs: &dyn Inputs,
 ) -> Result<()> {
     let source = same_dtype::<T>("masked_scatter_", "source", source)?;
     let mask = bool_mask("masked_scatter_", inputs)?;
     let mut d = dst.view_mut();
-    typed::masked_scatter_inplace(&mut T::moved_mut(&mut d), mask, &T::moved(&source.view()))
+    typed::masked_scatter_inplace(&mut T::moved_mut(&mut d), &mask, &T::moved(&source.view()))
 }
 
 #[cfg(test)]
@@ -107,7 +109,8 @@ mod tests {
         let out = call("masked_scatter", &Args::default(), &ins).unwrap();
         assert_eq!(out[0].1, Tensor::from(array![[7i16, 2], [1, 8]].into_dyn()));
         let mut target = x.clone();
-        let e = call_inplace("masked_scatter", &Args::default(), &mut target, &ins).unwrap_err();
+        let e =
+            call_inplace("masked_scatter", &Args::default(), target.view_mut(), &ins).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::ShapeMismatch);
         assert_eq!(target, x);
     }

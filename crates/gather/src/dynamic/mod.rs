@@ -39,7 +39,7 @@ pub use onnx::ONNX_OPS;
 use std::collections::BTreeMap;
 
 use half::{bf16, f16};
-use ndarray::{ArrayD, ArrayView, IxDyn};
+use ndarray::{ArrayD, ArrayView, ArrayViewD, ArrayViewMutD, CowArray, IxDyn};
 
 use crate::kernels::words::Moved;
 
@@ -65,69 +65,162 @@ pub enum Tensor {
     F64(ArrayD<f64>),
 }
 
-/// Runs `$body` with `$a` bound to the typed array inside a [`Tensor`] (any of the 13 types).
+/// A borrowed array of any supported element type, any strides: what [`call`] reads. Python's
+/// arrays and the command's tensors both come in as these, so no op copies its inputs.
+#[derive(Debug, Clone)]
+#[allow(missing_docs)]
+pub enum TensorView<'a> {
+    Bool(ArrayViewD<'a, bool>),
+    U8(ArrayViewD<'a, u8>),
+    I8(ArrayViewD<'a, i8>),
+    I16(ArrayViewD<'a, i16>),
+    I32(ArrayViewD<'a, i32>),
+    I64(ArrayViewD<'a, i64>),
+    U16(ArrayViewD<'a, u16>),
+    U32(ArrayViewD<'a, u32>),
+    U64(ArrayViewD<'a, u64>),
+    F16(ArrayViewD<'a, f16>),
+    BF16(ArrayViewD<'a, bf16>),
+    F32(ArrayViewD<'a, f32>),
+    F64(ArrayViewD<'a, f64>),
+}
+
+/// A mutable borrowed array of any supported element type: the target of [`call_inplace`].
+#[derive(Debug)]
+#[allow(missing_docs)]
+pub enum TensorViewMut<'a> {
+    Bool(ArrayViewMutD<'a, bool>),
+    U8(ArrayViewMutD<'a, u8>),
+    I8(ArrayViewMutD<'a, i8>),
+    I16(ArrayViewMutD<'a, i16>),
+    I32(ArrayViewMutD<'a, i32>),
+    I64(ArrayViewMutD<'a, i64>),
+    U16(ArrayViewMutD<'a, u16>),
+    U32(ArrayViewMutD<'a, u32>),
+    U64(ArrayViewMutD<'a, u64>),
+    F16(ArrayViewMutD<'a, f16>),
+    BF16(ArrayViewMutD<'a, bf16>),
+    F32(ArrayViewMutD<'a, f32>),
+    F64(ArrayViewMutD<'a, f64>),
+}
+
+/// Runs `$body` with `$a` bound to the typed array inside `$t`, a value of the enum
+/// `$crate::dynamic::$kind` ([`Tensor`], [`TensorView`] or [`TensorViewMut`]), or a reference
+/// to one.
+#[doc(hidden)]
 #[macro_export]
-macro_rules! with_tensor {
-    ($t:expr, $a:ident => $body:expr) => {
+macro_rules! with_elem {
+    ($kind:ident, $t:expr, $a:ident => $body:expr) => {
         match $t {
-            $crate::dynamic::Tensor::Bool($a) => $body,
-            $crate::dynamic::Tensor::U8($a) => $body,
-            $crate::dynamic::Tensor::I8($a) => $body,
-            $crate::dynamic::Tensor::I16($a) => $body,
-            $crate::dynamic::Tensor::I32($a) => $body,
-            $crate::dynamic::Tensor::I64($a) => $body,
-            $crate::dynamic::Tensor::U16($a) => $body,
-            $crate::dynamic::Tensor::U32($a) => $body,
-            $crate::dynamic::Tensor::U64($a) => $body,
-            $crate::dynamic::Tensor::F16($a) => $body,
-            $crate::dynamic::Tensor::BF16($a) => $body,
-            $crate::dynamic::Tensor::F32($a) => $body,
-            $crate::dynamic::Tensor::F64($a) => $body,
+            $crate::dynamic::$kind::Bool($a) => $body,
+            $crate::dynamic::$kind::U8($a) => $body,
+            $crate::dynamic::$kind::I8($a) => $body,
+            $crate::dynamic::$kind::I16($a) => $body,
+            $crate::dynamic::$kind::I32($a) => $body,
+            $crate::dynamic::$kind::I64($a) => $body,
+            $crate::dynamic::$kind::U16($a) => $body,
+            $crate::dynamic::$kind::U32($a) => $body,
+            $crate::dynamic::$kind::U64($a) => $body,
+            $crate::dynamic::$kind::F16($a) => $body,
+            $crate::dynamic::$kind::BF16($a) => $body,
+            $crate::dynamic::$kind::F32($a) => $body,
+            $crate::dynamic::$kind::F64($a) => $body,
         }
     };
 }
 
-/// Runs `$body` with `$a` bound to the typed array of an integer [`Tensor`]; evaluates `$other`
-/// for float and bool tensors. `i64` indices are used as they are; the other integer types are
-/// widened to an `i64` copy first (by [`index_i64`], outside the body), so that every op is
-/// compiled once, for one index type, here (the typed API takes every integer type without a
-/// copy). Checks that print the index's dtype run on the [`Tensor`] before this.
+/// Runs `$body` with `$a` bound to the typed array inside a [`Tensor`] (any of the 13 types).
 #[macro_export]
+macro_rules! with_tensor {
+    ($t:expr, $a:ident => $body:expr) => {
+        $crate::with_elem!(Tensor, $t, $a => $body)
+    };
+}
+
+/// [`with_tensor!`] for a [`TensorView`] (or a reference to one): `$a` is a reference to the
+/// typed view.
+macro_rules! with_view {
+    ($t:expr, $a:ident => $body:expr) => {
+        $crate::with_elem!(TensorView, &$t, $a => $body)
+    };
+}
+pub(crate) use with_view;
+
+/// [`with_tensor!`] for a [`TensorViewMut`]: `$a` is a mutable reference to the typed view.
+macro_rules! with_view_mut {
+    ($t:expr, $a:ident => $body:expr) => {
+        $crate::with_elem!(TensorViewMut, &mut $t, $a => $body)
+    };
+}
+pub(crate) use with_view_mut;
+
+/// Runs `$body` with `$a` bound to the values of an integer [`TensorView`] as an
+/// `&ArrayViewD<i64>`; evaluates `$other` for float and bool tensors. `i64` indices are used as
+/// they are; the other integer types are widened to an `i64` copy first (by [`index_i64`],
+/// outside the body), so that every op is compiled once, for one index type, here (the typed
+/// API takes every integer type without a copy). Checks that print the index's dtype run on the
+/// [`TensorView`] before this.
 macro_rules! with_index_tensor {
     ($t:expr, $a:ident => $body:expr, _ => $other:expr) => {
-        match $crate::dynamic::index_i64($t) {
+        match $crate::dynamic::index_i64(&$t) {
             Some(wide) => {
-                let $a: &ndarray::ArrayD<i64> = &wide;
+                let $a: &ndarray::ArrayViewD<'_, i64> = &wide.view();
                 $body
             }
             None => $other,
         }
     };
 }
+pub(crate) use with_index_tensor;
 
-/// The values of an integer [`Tensor`] as `i64`: borrowed for `i64`, a widened copy for the
-/// other integer types; `None` for float and bool tensors.
-///
-/// ```
-/// use gather::dynamic::{Tensor, index_i64};
-/// let t = Tensor::from(ndarray::arr1(&[3u8, 250]).into_dyn());
-/// assert_eq!(index_i64(&t).unwrap().as_slice().unwrap(), &[3i64, 250]);
-/// assert!(index_i64(&Tensor::from(ndarray::arr1(&[1.0f32]).into_dyn())).is_none());
-/// ```
-pub fn index_i64(t: &Tensor) -> Option<std::borrow::Cow<'_, ArrayD<i64>>> {
-    use std::borrow::Cow;
-    fn wide<I: crate::IndexElem>(a: &ArrayD<I>) -> Option<Cow<'_, ArrayD<i64>>> {
-        Some(Cow::Owned(a.mapv(|v| v.to_i64())))
+/// The values of an integer [`TensorView`] as `i64`, from [`index_i64`].
+pub(crate) struct IndexI64<'a> {
+    data: CowArray<'a, i64, IxDyn>,
+    shape: IxDyn,
+}
+
+impl IndexI64<'_> {
+    /// The values, in the tensor's shape.
+    pub(crate) fn view(&self) -> ArrayViewD<'_, i64> {
+        self.data
+            .broadcast(self.shape.clone())
+            .unwrap_or_else(|| unreachable!("the copy has the tensor's shape but stride-0 axes"))
+    }
+}
+
+/// The values of an integer [`TensorView`] as `i64`: borrowed for `i64`, a widened copy for
+/// the other integer types; `None` for float and bool tensors. The copy keeps broadcast
+/// (stride-0) axes at length 1, so an expanded index is never materialised.
+pub(crate) fn index_i64<'a>(t: &TensorView<'a>) -> Option<IndexI64<'a>> {
+    fn wide<'a, I: crate::IndexElem>(a: &ArrayViewD<'a, I>) -> Option<IndexI64<'a>> {
+        let mut c = a.view();
+        for ax in 0..c.ndim() {
+            if c.strides()[ax] == 0 && c.shape()[ax] > 1 {
+                c.collapse_axis(ndarray::Axis(ax), 0);
+            }
+        }
+        // Built in logical order: NumPy gives empty arrays strides (0 along an empty axis) that
+        // an owned array made by `mapv` may keep.
+        let data: Vec<i64> = c.iter().map(|v| v.to_i64()).collect();
+        let data = ArrayD::from_shape_vec(c.raw_dim(), data)
+            .unwrap_or_else(|_| unreachable!("the data has the view's element count"));
+        Some(IndexI64 {
+            data: CowArray::from(data),
+            shape: a.raw_dim(),
+        })
     }
     match t {
-        Tensor::I64(a) => Some(Cow::Borrowed(a)),
-        Tensor::I32(a) => wide(a),
-        Tensor::U8(a) => wide(a),
-        Tensor::I8(a) => wide(a),
-        Tensor::I16(a) => wide(a),
-        Tensor::U16(a) => wide(a),
-        Tensor::U32(a) => wide(a),
-        Tensor::U64(a) => wide(a),
+        TensorView::I64(a) => Some(IndexI64 {
+            data: CowArray::from(a.clone()),
+            shape: a.raw_dim(),
+        }),
+        TensorView::I32(a) => wide(a),
+        TensorView::U8(a) => wide(a),
+        TensorView::I8(a) => wide(a),
+        TensorView::I16(a) => wide(a),
+        TensorView::U16(a) => wide(a),
+        TensorView::U32(a) => wide(a),
+        TensorView::U64(a) => wide(a),
         _ => None,
     }
 }
@@ -136,7 +229,7 @@ pub fn index_i64(t: &Tensor) -> Option<std::borrow::Cow<'_, ArrayD<i64>>> {
 /// word, see [`Moved`]), and gives the result back as a tensor of `x`'s dtype: the op's code is
 /// compiled for 5 types instead of 13.
 pub(crate) fn moved_op<T: TensorElem + Moved>(
-    x: &ArrayD<T>,
+    x: &ArrayViewD<'_, T>,
     f: impl FnOnce(ArrayView<'_, T::As, IxDyn>) -> Result<ArrayD<T::As>>,
 ) -> Result<Tensor> {
     Ok(T::wrap(T::from_moved(f(T::moved(&x.view()))?)))
@@ -157,6 +250,9 @@ pub trait TensorElem: Element {
     fn unwrap_ref(t: &Tensor) -> Option<&ArrayD<Self>>;
     /// The array inside `t`, mutably, if `t` has this element type.
     fn unwrap_mut(t: &mut Tensor) -> Option<&mut ArrayD<Self>>;
+    /// The view inside `t`, if `t` has this element type.
+    #[doc(hidden)]
+    fn view_ref<'b, 'a>(t: &'b TensorView<'a>) -> Option<&'b ArrayViewD<'a, Self>>;
 }
 
 macro_rules! tensor_elem {
@@ -176,6 +272,22 @@ macro_rules! tensor_elem {
                     Tensor::$v(a) => Some(a),
                     _ => None,
                 }
+            }
+            fn view_ref<'b, 'a>(t: &'b TensorView<'a>) -> Option<&'b ArrayViewD<'a, $t>> {
+                match t {
+                    TensorView::$v(a) => Some(a),
+                    _ => None,
+                }
+            }
+        }
+        impl<'a> From<ArrayViewD<'a, $t>> for TensorView<'a> {
+            fn from(a: ArrayViewD<'a, $t>) -> TensorView<'a> {
+                TensorView::$v(a)
+            }
+        }
+        impl<'a> From<ArrayViewMutD<'a, $t>> for TensorViewMut<'a> {
+            fn from(a: ArrayViewMutD<'a, $t>) -> TensorViewMut<'a> {
+                TensorViewMut::$v(a)
             }
         }
         impl From<ArrayD<$t>> for Tensor {
@@ -201,6 +313,28 @@ tensor_elem!(f32, F32);
 tensor_elem!(f64, F64);
 
 impl Tensor {
+    /// A view of the whole array.
+    ///
+    /// ```
+    /// use gather::dynamic::Tensor;
+    /// let t = Tensor::from(ndarray::arr1(&[1u8, 2]).into_dyn());
+    /// assert_eq!(t.view().shape(), &[2]);
+    /// ```
+    pub fn view(&self) -> TensorView<'_> {
+        with_tensor!(self, a => TensorView::from(a.view()))
+    }
+
+    /// A mutable view of the whole array (the target of [`call_inplace`]).
+    ///
+    /// ```
+    /// use gather::dynamic::Tensor;
+    /// let mut t = Tensor::from(ndarray::arr1(&[1u8, 2]).into_dyn());
+    /// assert_eq!(t.view_mut().dtype(), gather::DType::U8);
+    /// ```
+    pub fn view_mut(&mut self) -> TensorViewMut<'_> {
+        with_tensor!(self, a => TensorViewMut::from(a.view_mut()))
+    }
+
     /// The element type.
     ///
     /// ```
@@ -281,7 +415,97 @@ impl Tensor {
     }
 }
 
-fn elem_dtype<T: Element>(_: &ArrayD<T>) -> DType {
+impl<'a> TensorView<'a> {
+    /// The same view, for a shorter lifetime (views are not covariant in ndarray 0.17).
+    pub(crate) fn reborrow(&self) -> TensorView<'_> {
+        with_view!(self, a => TensorView::from(a.view()))
+    }
+
+    /// The element type.
+    ///
+    /// ```
+    /// use gather::dynamic::TensorView;
+    /// let a = ndarray::arr1(&[1.0f32]).into_dyn();
+    /// assert_eq!(TensorView::from(a.view()).dtype(), gather::DType::F32);
+    /// ```
+    pub fn dtype(&self) -> DType {
+        with_view!(self, a => elem_dtype(a))
+    }
+
+    /// The shape.
+    ///
+    /// ```
+    /// use gather::dynamic::TensorView;
+    /// let a = ndarray::Array2::<i8>::zeros((2, 3)).into_dyn();
+    /// assert_eq!(TensorView::from(a.view()).shape(), &[2, 3]);
+    /// ```
+    pub fn shape(&self) -> &[usize] {
+        with_view!(self, a => a.shape())
+    }
+
+    /// The number of elements.
+    ///
+    /// ```
+    /// use gather::dynamic::TensorView;
+    /// let a = ndarray::Array2::<i8>::zeros((2, 3)).into_dyn();
+    /// assert_eq!(TensorView::from(a.view()).len(), 6);
+    /// ```
+    pub fn len(&self) -> usize {
+        with_view!(self, a => a.len())
+    }
+
+    /// True when the view has no elements.
+    ///
+    /// ```
+    /// use gather::dynamic::TensorView;
+    /// let a = ndarray::Array2::<i8>::zeros((0, 3)).into_dyn();
+    /// assert!(TensorView::from(a.view()).is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// An owned copy in standard layout.
+    ///
+    /// ```
+    /// use gather::dynamic::{Tensor, TensorView};
+    /// let a = ndarray::arr2(&[[1u16, 2], [3, 4]]).into_dyn();
+    /// let t = TensorView::from(a.t()).to_tensor();
+    /// assert_eq!(t, Tensor::from(ndarray::arr2(&[[1u16, 3], [2, 4]]).into_dyn()));
+    /// ```
+    pub fn to_tensor(&self) -> Tensor {
+        with_view!(self, a => Tensor::from(owned(a)))
+    }
+}
+
+impl TensorViewMut<'_> {
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        crate::with_elem!(TensorViewMut, self, a => elem_dtype(a))
+    }
+
+    /// The shape.
+    pub fn shape(&self) -> &[usize] {
+        crate::with_elem!(TensorViewMut, self, a => a.shape())
+    }
+
+    /// A read-only view of the same elements.
+    pub fn view(&self) -> TensorView<'_> {
+        crate::with_elem!(TensorViewMut, self, a => TensorView::from(a.view()))
+    }
+}
+
+/// An owned standard-layout copy of `a`, built in logical order (NumPy gives empty arrays
+/// strides, 0 along an empty axis, that ndarray's `to_owned` may carry into an owned array).
+pub(crate) fn owned<T: Clone>(a: &ArrayViewD<'_, T>) -> ArrayD<T> {
+    let data: Vec<T> = a.iter().cloned().collect();
+    ArrayD::from_shape_vec(a.raw_dim(), data)
+        .unwrap_or_else(|_| unreachable!("the data has the view's element count"))
+}
+
+fn elem_dtype<T: Element, S: ndarray::RawData<Elem = T>>(
+    _: &ndarray::ArrayBase<S, IxDyn>,
+) -> DType {
     T::DTYPE
 }
 
@@ -388,10 +612,55 @@ impl Args {
 /// Named tensors (inputs or outputs).
 pub type Tensors = BTreeMap<String, Tensor>;
 
+/// Named borrowed tensors: the inputs of [`call`] without a copy.
+pub type TensorViews<'a> = BTreeMap<String, TensorView<'a>>;
+
+/// The named inputs of a call: [`Tensors`] or [`TensorViews`]. [`call`] takes them as a trait
+/// object, so the ops are compiled once whichever map the caller holds.
+///
+/// ```
+/// use gather::dynamic::{Inputs, Tensor, Tensors};
+/// let mut t = Tensors::new();
+/// t.insert("index".into(), Tensor::from(ndarray::arr1(&[0i64]).into_dyn()));
+/// assert_eq!(t.tensor("index").unwrap().len(), 1);
+/// assert!(t.tensor("src").is_none());
+/// ```
+pub trait Inputs {
+    /// The tensor named `name`, if there is one.
+    fn tensor(&self, name: &str) -> Option<TensorView<'_>>;
+}
+
+impl Inputs for Tensors {
+    fn tensor(&self, name: &str) -> Option<TensorView<'_>> {
+        self.get(name).map(Tensor::view)
+    }
+}
+
+impl Inputs for TensorViews<'_> {
+    fn tensor(&self, name: &str) -> Option<TensorView<'_>> {
+        self.get(name).map(TensorView::reborrow)
+    }
+}
+
+/// `base` with `input` replaced by `input` (a bounded in-place call reads its target so).
+struct WithInput<'a> {
+    base: &'a dyn Inputs,
+    input: TensorView<'a>,
+}
+
+impl Inputs for WithInput<'_> {
+    fn tensor(&self, name: &str) -> Option<TensorView<'_>> {
+        match name {
+            "input" => Some(self.input.reborrow()),
+            _ => self.base.tensor(name),
+        }
+    }
+}
+
 /// A required input tensor.
-pub(crate) fn input<'a>(inputs: &'a Tensors, name: &str) -> Result<&'a Tensor> {
+pub(crate) fn input<'a>(inputs: &'a dyn Inputs, name: &str) -> Result<TensorView<'a>> {
     inputs
-        .get(name)
+        .tensor(name)
         .ok_or_else(|| Error::invalid(format!("missing input tensor `{name}`")))
 }
 
@@ -399,9 +668,9 @@ pub(crate) fn input<'a>(inputs: &'a Tensors, name: &str) -> Result<&'a Tensor> {
 pub(crate) fn same_dtype<'a, T: TensorElem>(
     op: &str,
     what: &str,
-    other: &'a Tensor,
-) -> Result<&'a ArrayD<T>> {
-    T::unwrap_ref(other).ok_or_else(|| {
+    other: &TensorView<'a>,
+) -> Result<ArrayViewD<'a, T>> {
+    T::view_ref(other).cloned().ok_or_else(|| {
         Error::invalid(format!(
             "{op}: expected self and {what} to have the same dtype, but got {} and {}",
             T::DTYPE,
@@ -415,7 +684,7 @@ pub(crate) fn same_dtype<'a, T: TensorElem>(
 }
 
 /// The error for an index tensor of a non-integer dtype.
-pub(crate) fn index_dtype_error(op: &str, what: &str, t: &Tensor) -> Error {
+pub(crate) fn index_dtype_error(op: &str, what: &str, t: &TensorView) -> Error {
     Error::invalid(format!("{op}: expected an integer dtype for {what}, but got {}", t.dtype()))
         .with_hint(format!("{what} values select positions, so they must be integers: convert with `mapv(|v| v as i64)`"))
 }
@@ -513,7 +782,7 @@ pub fn has_inplace(op: &str) -> bool {
 /// assert_eq!(out[0].1.to_f64_vec()[0], 1.5);
 /// assert!(out[0].1.to_f64_vec()[1].is_nan()); // group 1 is empty
 /// ```
-pub fn call(op: &str, args: &Args, inputs: &Tensors) -> Result<Vec<(String, Tensor)>> {
+pub fn call(op: &str, args: &Args, inputs: &dyn Inputs) -> Result<Vec<(String, Tensor)>> {
     let out = |t: Tensor| Ok(vec![("output".to_string(), t)]);
     if bounds::requested(args) {
         return out(bounds::call(op, args, inputs)?);
@@ -544,9 +813,12 @@ pub fn call(op: &str, args: &Args, inputs: &Tensors) -> Result<Vec<(String, Tens
         "bincount" => out(groups::bincount(args, inputs)?),
         "gather_broadcast" => out(broadcast::gather_broadcast(args, inputs)?),
         _ if ONNX_OPS.contains(&op) => out(onnx::call(op, args, inputs)?),
+        "scatter" | "scatter_add" | "scatter_reduce" => {
+            out(scatter::scatter_fresh(op, args, inputs)?)
+        }
         _ if has_inplace(op) => {
-            let mut target = input(inputs, "input")?.clone();
-            call_inplace(op, args, &mut target, inputs)?;
+            let mut target = input(inputs, "input")?.to_tensor();
+            call_inplace(op, args, target.view_mut(), inputs)?;
             out(target)
         }
         _ => Err(unknown_op(op)),
@@ -555,13 +827,35 @@ pub fn call(op: &str, args: &Args, inputs: &Tensors) -> Result<Vec<(String, Tens
 
 /// Runs the in-place form of `op` on `target` (which plays the part of `input`; the other inputs
 /// come from `inputs`). On error `target` is unchanged.
-pub fn call_inplace(op: &str, args: &Args, target: &mut Tensor, inputs: &Tensors) -> Result<()> {
+///
+/// ```
+/// use gather::dynamic::{call_inplace, Arg, Args, Tensor, Tensors};
+/// use ndarray::array;
+/// let mut x = Tensor::from(array![1.0f32, 1.0, 1.0].into_dyn());
+/// let mut inputs = Tensors::new();
+/// inputs.insert("index".into(), Tensor::from(array![2i64, 2].into_dyn()));
+/// inputs.insert("src".into(), Tensor::from(array![5.0f32, 7.0].into_dyn()));
+/// let mut args = Args::default();
+/// args.set("dim", Arg::Int(0));
+/// call_inplace("scatter_add", &args, x.view_mut(), &inputs).unwrap();
+/// assert_eq!(x, Tensor::from(array![1.0f32, 1.0, 13.0].into_dyn()));
+/// ```
+pub fn call_inplace(
+    op: &str,
+    args: &Args,
+    mut target: TensorViewMut<'_>,
+    inputs: &dyn Inputs,
+) -> Result<()> {
     if bounds::requested(args) && has_inplace(op) {
-        let mut ins = inputs.clone();
-        ins.insert("input".to_string(), target.clone());
-        *target = bounds::call(op, args, &ins)?;
+        let with = WithInput {
+            base: inputs,
+            input: target.view(),
+        };
+        let result = bounds::call(op, args, &with)?;
+        with_view_mut!(target, dst => assign(dst, &result));
         return Ok(());
     }
+    let target = &mut target;
     match op {
         "scatter" | "scatter_add" | "scatter_reduce" => {
             scatter::scatter_family(op, args, target, inputs)
@@ -579,6 +873,13 @@ pub fn call_inplace(op: &str, args: &Args, target: &mut Tensor, inputs: &Tensors
         }
         _ => Err(unknown_op(op)),
     }
+}
+
+/// Copies `src`, a result of `dst`'s dtype and shape, into `dst`.
+fn assign<T: TensorElem>(dst: &mut ArrayViewMutD<'_, T>, src: &Tensor) {
+    let src = T::unwrap_ref(src)
+        .unwrap_or_else(|| unreachable!("a bounded in-place call returns its target's dtype"));
+    dst.assign(src);
 }
 
 fn unknown_op(op: &str) -> Error {

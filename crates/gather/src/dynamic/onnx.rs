@@ -1,15 +1,19 @@
 //! The ONNX ops of the conformance format, dynamically typed: inputs `data`, `indices`,
 //! `updates`; arguments `axis` (default 0), `reduction` (default `none`), `batch_dims` (default 0).
 
+use ndarray::ArrayViewD;
+
 use ndarray::ArrayD;
 
-use super::{Args, Tensor, TensorElem, Tensors, index_dtype_error, input, moved_op, same_dtype};
+use super::{
+    Args, Inputs, Tensor, TensorElem, TensorView, index_dtype_error, input, moved_op, same_dtype,
+};
+use super::{with_index_tensor, with_view};
 use crate::error::{Error, Result};
 use crate::index::IndexElem;
 use crate::kernels::words::Moved;
 use crate::ops::nd::Reduction;
 use crate::ops::onnx as typed;
-use crate::{with_index_tensor, with_tensor};
 
 /// The ONNX ops [`call`](super::call) runs (none has an in-place form).
 pub const ONNX_OPS: &[&str] = &[
@@ -40,23 +44,23 @@ fn batch_dims(op: &str, args: &Args) -> Result<usize> {
     })
 }
 
-pub(crate) fn call(op: &str, args: &Args, inputs: &Tensors) -> Result<Tensor> {
+pub(crate) fn call(op: &str, args: &Args, inputs: &dyn Inputs) -> Result<Tensor> {
     let data = input(inputs, "data")?;
     let indices = input(inputs, "indices")?;
-    with_tensor!(data, x => {
+    with_view!(data, x => {
         with_index_tensor!(indices, i => typed_call(op, args, inputs, x, i),
-            _ => Err(index_dtype_error(op, "indices", indices)))
+            _ => Err(index_dtype_error(op, "indices", &indices)))
     })
 }
 
 fn typed_call<T: TensorElem + Moved, I: IndexElem>(
     op: &str,
     args: &Args,
-    inputs: &Tensors,
-    x: &ArrayD<T>,
-    i: &ArrayD<I>,
+    inputs: &dyn Inputs,
+    x: &ArrayViewD<'_, T>,
+    i: &ArrayViewD<'_, I>,
 ) -> Result<Tensor> {
-    let updates = || same_dtype::<T>(op, "updates", input(inputs, "updates")?);
+    let updates = || same_dtype::<T>(op, "updates", &input(inputs, "updates")?);
     Ok(match op {
         // The reads only move elements: they run on the moved type (see `Moved`).
         "onnx_gather_elements" => {
@@ -66,7 +70,7 @@ fn typed_call<T: TensorElem + Moved, I: IndexElem>(
         "onnx_scatter_elements" => T::wrap(typed::onnx_scatter_elements(
             x,
             i,
-            updates()?,
+            &updates()?,
             axis(args)?,
             reduction(args)?,
         )?),
@@ -78,7 +82,7 @@ fn typed_call<T: TensorElem + Moved, I: IndexElem>(
             let b = batch_dims(op, args)?;
             moved_op(x, |x| typed::onnx_gather_nd(&x, i, b))?
         }
-        "onnx_scatter_nd" => T::wrap(typed::onnx_scatter_nd(x, i, updates()?, reduction(args)?)?),
+        "onnx_scatter_nd" => T::wrap(typed::onnx_scatter_nd(x, i, &updates()?, reduction(args)?)?),
         _ => return Err(super::unknown_op(op)),
     })
 }
@@ -88,18 +92,18 @@ fn typed_call<T: TensorElem + Moved, I: IndexElem>(
 pub(crate) fn grad(
     op: &str,
     args: &Args,
-    inputs: &Tensors,
-    g: &Tensor,
+    inputs: &dyn Inputs,
+    g: &TensorView<'_>,
 ) -> Result<Vec<(String, Tensor)>> {
     let data = input(inputs, "data")?;
     let indices = input(inputs, "indices")?;
     macro_rules! float {
         ($x:ident => $body:expr) => {
-            match data {
-                Tensor::F16($x) => $body,
-                Tensor::BF16($x) => $body,
-                Tensor::F32($x) => $body,
-                Tensor::F64($x) => $body,
+            match &data {
+                TensorView::F16($x) => $body,
+                TensorView::BF16($x) => $body,
+                TensorView::F32($x) => $body,
+                TensorView::F64($x) => $body,
                 other => Err(Error::invalid(format!(
                     "{op}: gradients need a floating-point data tensor, but got {}",
                     other.dtype()
@@ -108,12 +112,16 @@ pub(crate) fn grad(
         };
     }
     float!(x => with_index_tensor!(indices, i => typed_grad(op, args, inputs, x, i, g),
-        _ => Err(index_dtype_error(op, "indices", indices))))
+        _ => Err(index_dtype_error(op, "indices", &indices))))
 }
 
 /// `indices` (tuples in the last axis) with every coordinate wrapped into `0..data.shape[first + j]`
 /// (out-of-range values are left for the op to report).
-fn wrap_tuples<I: IndexElem>(indices: &ArrayD<I>, shape: &[usize], first: usize) -> ArrayD<i64> {
+fn wrap_tuples<I: IndexElem>(
+    indices: &ArrayViewD<'_, I>,
+    shape: &[usize],
+    first: usize,
+) -> ArrayD<i64> {
     let q = indices.ndim();
     ArrayD::from_shape_fn(indices.raw_dim(), |c| {
         let v = indices[&c].to_i64();
@@ -129,37 +137,37 @@ fn wrap_tuples<I: IndexElem>(indices: &ArrayD<I>, shape: &[usize], first: usize)
 fn typed_grad<T: crate::grad::GradFloat + TensorElem, I: IndexElem>(
     op: &str,
     args: &Args,
-    inputs: &Tensors,
-    x: &ArrayD<T>,
-    i: &ArrayD<I>,
-    g: &Tensor,
+    inputs: &dyn Inputs,
+    x: &ArrayViewD<'_, T>,
+    i: &ArrayViewD<'_, I>,
+    g: &TensorView<'_>,
 ) -> Result<Vec<(String, Tensor)>> {
     use crate::grad;
     use crate::ops::bounds::OutOfBounds::Wrap;
     let g = same_dtype::<T>(op, "grad_output", g)?;
     let named = |n: &str, a: ArrayD<T>| (n.to_string(), T::wrap(a));
-    let updates = || same_dtype::<T>(op, "updates", input(inputs, "updates")?);
+    let updates = || same_dtype::<T>(op, "updates", &input(inputs, "updates")?);
     Ok(match op {
         "onnx_gather_elements" => vec![named(
             "grad_data",
-            grad::gather_bounded(g, x.raw_dim(), axis(args)?, i, Wrap)?,
+            grad::gather_bounded(&g, x.raw_dim(), axis(args)?, i, Wrap)?,
         )],
         "onnx_gather" => vec![named(
             "grad_data",
-            grad::select_batched_bounded(g, x.raw_dim(), axis(args)?, i, 0, Wrap)?,
+            grad::select_batched_bounded(&g, x.raw_dim(), axis(args)?, i, 0, Wrap)?,
         )],
         "onnx_scatter_elements" => {
             let u = updates()?;
             let r = match reduction(args)? {
-                Reduction::None => grad::scatter_bounded(g, axis(args)?, i, u.raw_dim(), Wrap)?,
-                Reduction::Add => grad::scatter_add_bounded(g, axis(args)?, i, u.raw_dim(), Wrap)?,
+                Reduction::None => grad::scatter_bounded(&g, axis(args)?, i, u.raw_dim(), Wrap)?,
+                Reduction::Add => grad::scatter_add_bounded(&g, axis(args)?, i, u.raw_dim(), Wrap)?,
                 red => {
                     let reduce = match red {
                         Reduction::Mul => crate::Reduce::Prod,
                         Reduction::Max => crate::Reduce::Amax,
                         _ => crate::Reduce::Amin,
                     };
-                    grad::scatter_reduce_bounded(g, x, axis(args)?, i, u, reduce, true, Wrap)?
+                    grad::scatter_reduce_bounded(&g, x, axis(args)?, i, &u, reduce, true, Wrap)?
                 }
             };
             vec![named("grad_data", r.input), named("grad_updates", r.src)]
@@ -167,11 +175,11 @@ fn typed_grad<T: crate::grad::GradFloat + TensorElem, I: IndexElem>(
         "onnx_gather_nd" => {
             let b = batch_dims(op, args)?;
             let w = wrap_tuples(i, x.shape(), b);
-            vec![named("grad_data", grad::gather_nd(g, x.raw_dim(), &w, b)?)]
+            vec![named("grad_data", grad::gather_nd(&g, x.raw_dim(), &w, b)?)]
         }
         "onnx_scatter_nd" => {
             let w = wrap_tuples(i, x.shape(), 0);
-            let (dd, du) = grad::scatter_nd(g, &w, updates()?.raw_dim(), reduction(args)?)?;
+            let (dd, du) = grad::scatter_nd(&g, &w, updates()?.raw_dim(), reduction(args)?)?;
             vec![named("grad_data", dd), named("grad_updates", du)]
         }
         _ => return Err(super::unknown_op(op)),
@@ -199,12 +207,12 @@ mod tests {
         let mut args = Args::default();
         args.set("axis", Arg::Int(1));
         let g = Tensor::from(array![[1.0f64, 10.0]].into_dyn());
-        let d = call_grad("onnx_gather_elements", &args, &ins, &g).unwrap();
+        let d = call_grad("onnx_gather_elements", &args, &ins, &g.view()).unwrap();
         assert_eq!(d[0].0, "grad_data");
         assert_eq!(d[0].1, Tensor::from(array![[10.0f64, 0.0, 1.0]].into_dyn()));
         args.set("reduction", Arg::Str("mul".into()));
         let g3 = Tensor::from(array![[1.0f64, 1.0, 1.0]].into_dyn());
-        let d = call_grad("onnx_scatter_elements", &args, &ins, &g3).unwrap();
+        let d = call_grad("onnx_scatter_elements", &args, &ins, &g3.view()).unwrap();
         // out = [1 * 6, 2, 3 * 5]: d data = [6, 1, 5], d updates = [3, 1].
         assert_eq!(d[0].1, Tensor::from(array![[6.0f64, 1.0, 5.0]].into_dyn()));
         assert_eq!(d[1].1, Tensor::from(array![[3.0f64, 1.0]].into_dyn()));
@@ -220,13 +228,13 @@ mod tests {
             ("updates", Tensor::from(array![5.0f32, 6.0].into_dyn())),
         ]);
         let g = Tensor::from(array![1.0f32, 10.0].into_dyn());
-        let d = call_grad("onnx_gather_nd", &Args::default(), &ins, &g).unwrap();
+        let d = call_grad("onnx_gather_nd", &Args::default(), &ins, &g.view()).unwrap();
         assert_eq!(
             d[0].1,
             Tensor::from(array![[0.0f32, 10.0], [0.0, 1.0]].into_dyn())
         );
         let g = Tensor::from(array![[1.0f32, 2.0], [3.0, 4.0]].into_dyn());
-        let d = call_grad("onnx_scatter_nd", &Args::default(), &ins, &g).unwrap();
+        let d = call_grad("onnx_scatter_nd", &Args::default(), &ins, &g.view()).unwrap();
         assert_eq!(
             d[0].1,
             Tensor::from(array![[1.0f32, 0.0], [3.0, 0.0]].into_dyn())

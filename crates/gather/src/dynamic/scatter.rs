@@ -1,22 +1,25 @@
 //! gather and the scatter family, dynamically typed.
 
+use ndarray::{ArrayViewD, ArrayViewMutD};
+
 use ndarray::ArrayD;
 
 use super::{
-    Arg, Args, Tensor, TensorElem, Tensors, index_dtype_error, input, moved_op, same_dtype,
+    Arg, Args, Inputs, Tensor, TensorElem, TensorView, TensorViewMut, index_dtype_error, input,
+    moved_op, same_dtype,
 };
+use super::{with_index_tensor, with_view, with_view_mut};
 use crate::dims::normalize_dim;
 use crate::error::{Error, Result};
 use crate::index::IndexElem;
 use crate::kernels::words::Moved;
-use crate::ops::scatter::{LegacyReduce, Reduce};
-use crate::{with_index_tensor, with_tensor};
+use crate::ops::scatter::{LegacyReduce, Reduce, ScatterSrc};
 
 /// An index tensor of a non-integer dtype is accepted only when it is empty (PyTorch skips the
 /// dtype check then); it is replaced by an empty `i64` index of the same shape.
 pub(crate) fn empty_index_or_error(
     op: &str,
-    index: &Tensor,
+    index: &TensorView<'_>,
     ndim: usize,
     dim: isize,
 ) -> Result<ArrayD<i64>> {
@@ -28,15 +31,15 @@ pub(crate) fn empty_index_or_error(
     }
 }
 
-pub(crate) fn gather(args: &Args, inputs: &Tensors) -> Result<Tensor> {
+pub(crate) fn gather(args: &Args, inputs: &dyn Inputs) -> Result<Tensor> {
     let x = input(inputs, "input")?;
     let index = input(inputs, "index")?;
     let dim = args.dim()?;
-    with_tensor!(x, x => {
+    with_view!(x, x => {
         with_index_tensor!(index, i => moved_op(x, |x| crate::gather(&x, dim, i)),
             _ => {
-                let i = empty_index_or_error("gather", index, x.ndim(), dim)?;
-                moved_op(x, |x| crate::gather(&x, dim, &i))
+                let i = empty_index_or_error("gather", &index, x.ndim(), dim)?;
+                moved_op(x, |x| crate::gather(&x, dim, &i.view()))
             })
     })
 }
@@ -44,29 +47,73 @@ pub(crate) fn gather(args: &Args, inputs: &Tensors) -> Result<Tensor> {
 pub(crate) fn scatter_family(
     op: &str,
     args: &Args,
-    target: &mut Tensor,
-    inputs: &Tensors,
+    target: &mut TensorViewMut<'_>,
+    inputs: &dyn Inputs,
 ) -> Result<()> {
     let index = input(inputs, "index")?;
     let dim = args.dim()?;
     normalize_dim(op, dim, target.shape().len())?;
-    with_tensor!(target, dst => {
-        with_index_tensor!(index, i => scatter_typed(op, args, dst, dim, i, inputs),
+    with_view_mut!(*target, dst => {
+        with_index_tensor!(index, i => scatter_typed(op, args, Dst::Into(dst), dim, i, inputs),
             _ => {
-                let i = empty_index_or_error(op, index, dst.ndim(), dim)?;
-                scatter_typed(op, args, dst, dim, &i, inputs)
+                let i = empty_index_or_error(op, &index, dst.ndim(), dim)?;
+                scatter_typed(op, args, Dst::Into(dst), dim, &i.view(), inputs)
             })
+        .map(|_| ())
     })
 }
 
+/// The out-of-place scatter, scatter_add and scatter_reduce: the typed out-of-place functions,
+/// which copy `input` and scatter in one pass where they can.
+pub(crate) fn scatter_fresh(op: &str, args: &Args, inputs: &dyn Inputs) -> Result<Tensor> {
+    let x = input(inputs, "input")?;
+    let index = input(inputs, "index")?;
+    let dim = args.dim()?;
+    normalize_dim(op, dim, x.shape().len())?;
+    with_view!(x, x => {
+        let out = with_index_tensor!(index, i => scatter_typed(op, args, Dst::Fresh(x), dim, i, inputs),
+            _ => {
+                let i = empty_index_or_error(op, &index, x.ndim(), dim)?;
+                scatter_typed(op, args, Dst::Fresh(x), dim, &i.view(), inputs)
+            })?;
+        Ok(Tensor::from(out.unwrap_or_else(|| unreachable!("a fresh scatter returns its result"))))
+    })
+}
+
+/// Where a scatter writes: into the caller's array, or into a new copy of `input`.
+enum Dst<'t, 'a, T> {
+    Into(&'t mut ArrayViewMutD<'a, T>),
+    Fresh(&'t ArrayViewD<'a, T>),
+}
+
+/// The plain write of `src` into `dst`. It only moves elements, so it runs on the moved type
+/// (see [`Moved`]).
+fn set<T: TensorElem + Moved, I: IndexElem>(
+    dst: Dst<'_, '_, T>,
+    dim: isize,
+    index: &ArrayViewD<'_, I>,
+    src: impl ScatterSrc<T::As>,
+) -> Result<Option<ArrayD<T>>> {
+    match dst {
+        Dst::Into(d) => {
+            crate::scatter_inplace(&mut T::moved_mut(&mut d.view_mut()), dim, index, src)
+                .map(|_| None)
+        }
+        Dst::Fresh(x) => {
+            crate::scatter(&T::moved(x), dim, index, src).map(|o| Some(T::from_moved(o)))
+        }
+    }
+}
+
+/// Runs `op` on `dst`; the result is `Some` for [`Dst::Fresh`].
 fn scatter_typed<T: TensorElem + Moved, I: IndexElem>(
     op: &str,
     args: &Args,
-    dst: &mut ArrayD<T>,
+    dst: Dst<'_, '_, T>,
     dim: isize,
-    index: &ArrayD<I>,
-    inputs: &Tensors,
-) -> Result<()> {
+    index: &ArrayViewD<'_, I>,
+    inputs: &dyn Inputs,
+) -> Result<Option<ArrayD<T>>> {
     match op {
         "scatter" => {
             let reduce = match args.get("reduce") {
@@ -78,53 +125,60 @@ fn scatter_typed<T: TensorElem + Moved, I: IndexElem>(
                     )));
                 }
             };
-            match (inputs.get("src"), reduce) {
-                (Some(src), None) => {
-                    let src = same_dtype::<T>(op, "src", src)?;
-                    let mut d = dst.view_mut();
-                    crate::scatter_inplace(
-                        &mut T::moved_mut(&mut d),
-                        dim,
-                        index,
-                        &T::moved(&src.view()),
-                    )
-                }
-                (Some(src), Some(r)) => crate::ops::scatter::scatter_legacy_inplace(
-                    dst,
-                    dim,
-                    index,
-                    same_dtype::<T>(op, "src", src)?,
-                    r,
-                ),
+            let src = match inputs.tensor("src") {
+                Some(src) => Some(same_dtype::<T>(op, "src", &src)?),
+                None => None,
+            };
+            match (src, reduce) {
+                (Some(src), None) => set(dst, dim, index, &T::moved(&src)),
                 (None, None) => {
                     let value = T::from_scalar(args.scalar("value")?)?.to_moved();
-                    crate::scatter_inplace(
-                        &mut T::moved_mut(&mut dst.view_mut()),
-                        dim,
-                        index,
-                        value,
-                    )
+                    set(dst, dim, index, value)
                 }
-                (None, Some(r)) => crate::ops::scatter::scatter_legacy_inplace(
-                    dst,
-                    dim,
-                    index,
-                    T::from_scalar(args.scalar("value")?)?,
-                    r,
-                ),
+                (src, Some(r)) => {
+                    let value = match src {
+                        Some(_) => None,
+                        None => Some(T::from_scalar(args.scalar("value")?)?),
+                    };
+                    let legacy = |d: &mut ArrayViewMutD<'_, T>| match (&src, value) {
+                        (Some(s), _) => {
+                            crate::ops::scatter::scatter_legacy_inplace(d, dim, index, s, r)
+                        }
+                        (None, Some(v)) => {
+                            crate::ops::scatter::scatter_legacy_inplace(d, dim, index, v, r)
+                        }
+                        (None, None) => unreachable!("a value is read when there is no src"),
+                    };
+                    match dst {
+                        Dst::Into(d) => legacy(d).map(|_| None),
+                        Dst::Fresh(x) => {
+                            let mut out = super::owned(x);
+                            legacy(&mut out.view_mut()).map(|_| Some(out))
+                        }
+                    }
+                }
             }
         }
-        "scatter_add" => crate::scatter_add_inplace(
-            dst,
-            dim,
-            index,
-            same_dtype::<T>(op, "src", input(inputs, "src")?)?,
-        ),
+        "scatter_add" => {
+            let src = same_dtype::<T>(op, "src", &input(inputs, "src")?)?;
+            match dst {
+                Dst::Into(d) => crate::scatter_add_inplace(d, dim, index, &src).map(|_| None),
+                Dst::Fresh(x) => crate::scatter_add(x, dim, index, &src).map(Some),
+            }
+        }
         "scatter_reduce" => {
-            let src = same_dtype::<T>(op, "src", input(inputs, "src")?)?;
+            let src = same_dtype::<T>(op, "src", &input(inputs, "src")?)?;
             let reduce: Reduce = args.str("reduce")?.parse()?;
             let include_self = args.bool_or("include_self", true)?;
-            crate::scatter_reduce_inplace(dst, dim, index, src, reduce, include_self)
+            match dst {
+                Dst::Into(d) => {
+                    crate::scatter_reduce_inplace(d, dim, index, &src, reduce, include_self)
+                        .map(|_| None)
+                }
+                Dst::Fresh(x) => {
+                    crate::scatter_reduce(x, dim, index, &src, reduce, include_self).map(Some)
+                }
+            }
         }
         _ => unreachable!("scatter_family is called for scatter ops only"),
     }
@@ -207,7 +261,7 @@ mod tests {
             call_inplace(
                 "scatter",
                 &dim0,
-                &mut target,
+                target.view_mut(),
                 &ins(vec![("index", rev), ("src", t.clone())]),
             )
             .unwrap();
@@ -247,13 +301,19 @@ mod tests {
         call_inplace(
             "index_fill",
             &a,
-            &mut target,
+            target.view_mut(),
             &ins(vec![("index", index.clone())]),
         )
         .unwrap();
         assert_eq!(target, Tensor::from(array![-2i32, 1, -2].into_dyn()));
         let mut target = Tensor::from(array![1i64, 1, 1].into_dyn());
-        call_inplace("scatter", &a, &mut target, &ins(vec![("index", index)])).unwrap();
+        call_inplace(
+            "scatter",
+            &a,
+            target.view_mut(),
+            &ins(vec![("index", index)]),
+        )
+        .unwrap();
         assert_eq!(target, Tensor::from(array![-2i64, 1, -2].into_dyn()));
     }
 }

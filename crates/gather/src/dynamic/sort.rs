@@ -9,11 +9,11 @@
 //!   Without an `input` tensor it is the repeats-only form, whose output has the dtype of
 //!   `repeats` for `int32`/`int64` repeats (as PyTorch) and `int64` for the other integer dtypes.
 
-use super::{Arg, Args, Tensor, Tensors, index_dtype_error, input, moved_op};
+use super::{Arg, Args, Inputs, Tensor, TensorView, index_dtype_error, input, moved_op};
+use super::{with_index_tensor, with_view};
 use crate::dims::normalize_dim;
 use crate::error::{Error, Result};
 use crate::ops::{repeat, sort};
-use crate::{with_index_tensor, with_tensor};
 
 /// `dim`, or `default` when absent.
 fn dim_or(args: &Args, default: isize) -> Result<isize> {
@@ -28,14 +28,18 @@ fn opt_bool(args: &Args, name: &str, default: bool) -> Result<bool> {
     }
 }
 
-pub(crate) fn sort_like(op: &str, args: &Args, inputs: &Tensors) -> Result<Vec<(String, Tensor)>> {
+pub(crate) fn sort_like(
+    op: &str,
+    args: &Args,
+    inputs: &dyn Inputs,
+) -> Result<Vec<(String, Tensor)>> {
     let x = input(inputs, "input")?;
     let dim = dim_or(args, -1)?;
     let (values, indices) = match op {
         "sort" => {
             let descending = opt_bool(args, "descending", false)?;
             let stable = opt_bool(args, "stable", false)?;
-            with_tensor!(x, a => {
+            with_view!(x, a => {
                 let (v, i) = sort::sort(a, dim, descending, stable)?;
                 (Tensor::from(v), i)
             })
@@ -51,7 +55,7 @@ pub(crate) fn sort_like(op: &str, args: &Args, inputs: &Tensors) -> Result<Vec<(
                     return Err(sort::k_out_of_range(k, x.shape(), d));
                 }
             };
-            with_tensor!(x, a => {
+            with_view!(x, a => {
                 let (v, i) = sort::topk(a, k, dim, largest, sorted)?;
                 (Tensor::from(v), i)
             })
@@ -64,15 +68,15 @@ pub(crate) fn sort_like(op: &str, args: &Args, inputs: &Tensors) -> Result<Vec<(
     ])
 }
 
-pub(crate) fn argsort(args: &Args, inputs: &Tensors) -> Result<Tensor> {
+pub(crate) fn argsort(args: &Args, inputs: &dyn Inputs) -> Result<Tensor> {
     let x = input(inputs, "input")?;
     let dim = dim_or(args, -1)?;
     let descending = opt_bool(args, "descending", false)?;
     let stable = opt_bool(args, "stable", false)?;
-    with_tensor!(x, a => Ok(Tensor::from(sort::argsort(a, dim, descending, stable)?)))
+    with_view!(x, a => Ok(Tensor::from(sort::argsort(a, dim, descending, stable)?)))
 }
 
-pub(crate) fn repeat_interleave(args: &Args, inputs: &Tensors) -> Result<Tensor> {
+pub(crate) fn repeat_interleave(args: &Args, inputs: &dyn Inputs) -> Result<Tensor> {
     const OP: &str = "repeat_interleave";
     let output_size = match args.opt_int("output_size")? {
         None => None,
@@ -82,17 +86,17 @@ pub(crate) fn repeat_interleave(args: &Args, inputs: &Tensors) -> Result<Tensor>
         })?),
     };
     let dim = args.opt_int("dim")?.map(|d| d as isize);
-    match (inputs.get("input"), inputs.get("repeats")) {
+    match (inputs.tensor("input"), inputs.tensor("repeats")) {
         (None, Some(r)) => {
             let positions = with_index_tensor!(r, a => repeat::repeat_interleave_repeats(a, output_size)?,
-                _ => return Err(index_dtype_error(OP, "repeats", r)));
+                _ => return Err(index_dtype_error(OP, "repeats", &r)));
             let positions = positions.into_dyn();
             match r {
                 // PyTorch returns the repeats' dtype; the positions are below repeats.len().
-                Tensor::I32(_) if positions.iter().all(|&p| p <= i64::from(i32::MAX)) => {
+                TensorView::I32(_) if positions.iter().all(|&p| p <= i64::from(i32::MAX)) => {
                     Ok(Tensor::from(positions.mapv(|p| p as i32)))
                 }
-                Tensor::I32(_) => Err(Error::invalid(format!(
+                TensorView::I32(_) => Err(Error::invalid(format!(
                     "{OP}: the positions do not fit in int32"
                 ))
                 .with_hint("pass the repeats as int64")),
@@ -102,10 +106,10 @@ pub(crate) fn repeat_interleave(args: &Args, inputs: &Tensors) -> Result<Tensor>
         (None, None) => Err(Error::invalid(format!(
             "{OP}: missing input tensor `input` (or `repeats` for the repeats-only form)"
         ))),
-        (Some(x), Some(r)) => with_tensor!(x, a => {
+        (Some(x), Some(r)) => with_view!(x, a => {
             // Repeating only moves elements: it runs on the moved type (see `Moved`).
             with_index_tensor!(r, ri => moved_op(a, |a| repeat::repeat_interleave(&a, ri, dim, output_size)),
-                _ => Err(index_dtype_error(OP, "repeats", r)))
+                _ => Err(index_dtype_error(OP, "repeats", &r)))
         }),
         (Some(x), None) => {
             let r = args.int("repeats")?;
@@ -117,7 +121,7 @@ pub(crate) fn repeat_interleave(args: &Args, inputs: &Tensors) -> Result<Tensor>
                 Error::invalid(format!("{OP}: Repeats must be non-negative (repeats = {r})"))
                     .with_hint("repeats counts the copies of every slice, so it must be >= 0; use 0 for an empty result")
             })?;
-            with_tensor!(x, a => moved_op(a, |a| repeat::repeat_interleave_scalar(&a, r, dim, output_size)))
+            with_view!(x, a => moved_op(a, |a| repeat::repeat_interleave_scalar(&a, r, dim, output_size)))
         }
     }
 }
@@ -127,6 +131,7 @@ mod tests {
     use super::super::call;
     use super::super::test_util::{args, tensors};
     use super::*;
+    use crate::dynamic::Tensors;
     use crate::element::DType;
     use crate::error::ErrorKind;
     use ndarray::{arr0, array};

@@ -3,41 +3,46 @@
 //! Every integer index dtype is accepted (PyTorch requires `int64` for these ops; the conformance
 //! suite allows this under its rule R4a); float and bool indices are errors.
 
-use super::{Args, Tensor, TensorElem, Tensors, index_dtype_error, input, moved_op, same_dtype};
+use ndarray::{ArrayViewD, ArrayViewMutD};
+
+use super::{
+    Args, Inputs, Tensor, TensorElem, TensorView, TensorViewMut, index_dtype_error, input,
+    moved_op, same_dtype,
+};
+use super::{with_index_tensor, with_view, with_view_mut};
 use crate::error::Result;
 use crate::index::IndexElem;
 use crate::ops::put::put_inplace;
 use crate::ops::take as typed;
-use crate::{with_index_tensor, with_tensor};
 
-pub(crate) fn take(_args: &Args, inputs: &Tensors) -> Result<Tensor> {
+pub(crate) fn take(_args: &Args, inputs: &dyn Inputs) -> Result<Tensor> {
     let x = input(inputs, "input")?;
     let index = input(inputs, "index")?;
-    with_tensor!(x, x => {
+    with_view!(x, x => {
         with_index_tensor!(index, i => moved_op(x, |x| Ok(typed::take(&x, i)?.into_dyn())),
-            _ => Err(index_dtype_error("take", "index", index)))
+            _ => Err(index_dtype_error("take", "index", &index)))
     })
 }
 
-pub(crate) fn take_along_dim(args: &Args, inputs: &Tensors) -> Result<Tensor> {
+pub(crate) fn take_along_dim(args: &Args, inputs: &dyn Inputs) -> Result<Tensor> {
     let x = input(inputs, "input")?;
     let index = input(inputs, "index")?;
     let dim = args.opt_int("dim")?.map(|d| d as isize);
-    with_tensor!(x, x => {
+    with_view!(x, x => {
         with_index_tensor!(index, i => moved_op(x, |x| typed::take_along_dim(&x, i, dim)),
-            _ => Err(index_dtype_error("take_along_dim", "indices", index)))
+            _ => Err(index_dtype_error("take_along_dim", "indices", &index)))
     })
 }
 
 /// `select_batched`: arguments `dim` (the selected axis) and `batch_dims` (default 0).
-pub(crate) fn select_batched(args: &Args, inputs: &Tensors) -> Result<Tensor> {
+pub(crate) fn select_batched(args: &Args, inputs: &dyn Inputs) -> Result<Tensor> {
     let x = input(inputs, "input")?;
     let index = input(inputs, "index")?;
     let dim = args.dim()?;
     let batch_dims = batch_dims(args)?;
-    with_tensor!(x, x => {
+    with_view!(x, x => {
         with_index_tensor!(index, i => moved_op(x, |x| crate::select_batched(&x, dim, i, batch_dims)),
-            _ => Err(index_dtype_error("select_batched", "index", index)))
+            _ => Err(index_dtype_error("select_batched", "index", &index)))
     })
 }
 
@@ -52,24 +57,24 @@ pub(crate) fn batch_dims(args: &Args) -> Result<usize> {
     })
 }
 
-pub(crate) fn put(args: &Args, target: &mut Tensor, inputs: &Tensors) -> Result<()> {
+pub(crate) fn put(args: &Args, target: &mut TensorViewMut<'_>, inputs: &dyn Inputs) -> Result<()> {
     let index = input(inputs, "index")?;
     let source = input(inputs, "source")?;
     let accumulate = args.bool_or("accumulate", false)?;
-    with_tensor!(target, dst => {
-        with_index_tensor!(index, i => put_typed(dst, i, source, accumulate),
-            _ => Err(index_dtype_error("put", "index", index)))
+    with_view_mut!(*target, dst => {
+        with_index_tensor!(index, i => put_typed(dst, i, &source, accumulate),
+            _ => Err(index_dtype_error("put", "index", &index)))
     })
 }
 
 fn put_typed<T: TensorElem, I: IndexElem>(
-    dst: &mut ndarray::ArrayD<T>,
-    index: &ndarray::ArrayD<I>,
-    source: &Tensor,
+    dst: &mut ArrayViewMutD<'_, T>,
+    index: &ArrayViewD<'_, I>,
+    source: &TensorView<'_>,
     accumulate: bool,
 ) -> Result<()> {
     let source = same_dtype::<T>("put_()", "source", source)?;
-    put_inplace(dst, index, source, accumulate)
+    put_inplace(dst, index, &source, accumulate)
 }
 
 #[cfg(test)]
@@ -175,7 +180,7 @@ mod tests {
         ]);
         let g =
             Tensor::from(array![[[1.0f64, 2.0], [3.0, 4.0]], [[5.0, 6.0], [7.0, 8.0]]].into_dyn());
-        let grads = crate::dynamic::call_grad("select_batched", &args, &ins, &g).unwrap();
+        let grads = crate::dynamic::call_grad("select_batched", &args, &ins, &g.view()).unwrap();
         assert_eq!(grads[0].0, "grad_input");
         assert_eq!(
             grads[0].1,
@@ -198,7 +203,7 @@ mod tests {
             ("index", Tensor::from(array![0i64].into_dyn())),
             ("source", Tensor::from(array![5i32].into_dyn())),
         ]);
-        let e = call_inplace("put", &args, &mut target, &ins).unwrap_err();
+        let e = call_inplace("put", &args, target.view_mut(), &ins).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
         assert_eq!(target, Tensor::from(array![1i64, 2, 3].into_dyn()));
         let ins = inputs(vec![
