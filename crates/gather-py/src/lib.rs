@@ -26,13 +26,14 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use ::gather as lib;
-use ::gather::dynamic::{self, Arg, Args, Tensor, TensorView, TensorViews};
+use ::gather::dynamic::{self, Arg, Args, Tensor, TensorView, TensorViewMut, TensorViews};
 use ::gather::grad::Parity;
 use ::gather::{ErrorKind, with_tensor};
 use half::{bf16, f16};
 use ndarray::{ArrayD, ArrayViewD};
 use numpy::{
-    PyArray, PyArrayDescrMethods, PyReadonlyArrayDyn, PyUntypedArray, PyUntypedArrayMethods,
+    BorrowError, PyArray, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn,
+    PyReadwriteArrayDyn, PyUntypedArray, PyUntypedArrayMethods,
 };
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -132,6 +133,12 @@ struct Call<'py> {
     bf16: bool,
     arrays: Vec<(&'static str, Arr<'py>)>,
     args: Args,
+    /// The framework module of the first data argument that is not a NumPy array (PyTorch,
+    /// JAX): results are handed back as its type.
+    like: Option<Bound<'py, PyAny>>,
+    /// A data argument was a bfloat16 tensor of that framework: bfloat16 results go back as
+    /// its bfloat16 too (NumPy has no bfloat16, so they travel as uint16 bit patterns).
+    like_bf16: bool,
 }
 
 impl<'py> Call<'py> {
@@ -158,6 +165,8 @@ impl<'py> Call<'py> {
             bf16,
             arrays: Vec::new(),
             args: Args::default(),
+            like: None,
+            like_bf16: false,
         })
     }
 
@@ -169,7 +178,13 @@ impl<'py> Call<'py> {
     /// A data array (`input`, `src`, `source`, `grad_output`): bfloat16 bit patterns under
     /// `dtype="bfloat16"`.
     fn data(&mut self, name: &'static str, obj: &Bound<'py, PyAny>) -> PyResult<&mut Self> {
-        let arr = if self.bf16 {
+        if self.like.is_none() {
+            self.like = framework(self.py, obj)?;
+        }
+        let arr = if let Some(bits) = framework_bf16_bits(self.py, obj)? {
+            self.like_bf16 = true;
+            bf16_bits(self.py, self.op, name, &bits)?
+        } else if self.bf16 {
             bf16_bits(self.py, self.op, name, obj)?
         } else {
             borrow(self.py, self.op, name, obj)?
@@ -245,31 +260,217 @@ impl<'py> Call<'py> {
         }
     }
 
+    /// Runs the in-place form of the op on `input`, the caller's own array, and returns it.
+    fn into_input(mut self, input: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+        // The read-only borrow of `input` ends here: the target is borrowed for writing.
+        self.arrays.retain(|(n, _)| *n != "input");
+        let mut target = borrow_mut(self.py, self.op, input, self.bf16)?;
+        let views = self.views();
+        let (op, args) = (self.op, &self.args);
+        let tv = target.view_mut();
+        let result = self.py.detach(|| {
+            catch_unwind(AssertUnwindSafe(|| {
+                dynamic::call_inplace(op, args, tv, &views).map(|()| Vec::new())
+            }))
+        });
+        self.finish(result)?;
+        target.write_back();
+        Ok(input.clone().unbind())
+    }
+
+    /// A result as a new array of the caller's framework: NumPy, or the type of the first data
+    /// argument that came through DLPack (moved, not copied).
+    fn result(&self, t: Tensor) -> PyResult<Py<PyAny>> {
+        let bf16 = t.dtype() == lib::DType::BF16;
+        let arr = to_numpy(self.py, t);
+        let Some(module) = &self.like else {
+            return Ok(arr);
+        };
+        let out = module.call_method1("from_dlpack", (arr,))?;
+        if !(bf16 && self.like_bf16) {
+            return Ok(out.unbind());
+        }
+        let as_bf16 = if module.getattr("__name__")?.extract::<String>()? == "torch" {
+            out.call_method1("view", (module.getattr("bfloat16")?,))?
+        } else {
+            let lax = self.py.import("jax.lax")?;
+            lax.call_method1("bitcast_convert_type", (out, module.getattr("bfloat16")?))?
+        };
+        Ok(as_bf16.unbind())
+    }
+
     /// Runs the op and returns its single output.
     fn output(&self) -> PyResult<Py<PyAny>> {
         let out = self.run()?;
         let t = out.into_iter().next().map(|(_, t)| t);
         let t = t.ok_or_else(|| PyRuntimeError::new_err("no output"))?;
-        Ok(to_numpy(self.py, t))
+        self.result(t)
     }
 
     /// Runs the op and returns `(values, indices)`.
     fn pair(&self) -> PyResult<Py<PyAny>> {
         let out = self.run()?;
-        let items: Vec<Py<PyAny>> = out.into_iter().map(|(_, t)| to_numpy(self.py, t)).collect();
+        let items = out
+            .into_iter()
+            .map(|(_, t)| self.result(t))
+            .collect::<PyResult<Vec<_>>>()?;
         Ok(PyTuple::new(self.py, items)?.into_any().unbind())
     }
 
     /// Runs the gradient: one array, or a tuple `(grad_input, grad_src/grad_source)`.
     fn grads(&self, grad_output: &Bound<'py, PyAny>, parity: &str) -> PyResult<Py<PyAny>> {
         let out = self.run_grad(grad_output, parity)?;
-        let mut items: Vec<Py<PyAny>> =
-            out.into_iter().map(|(_, t)| to_numpy(self.py, t)).collect();
+        let mut items: Vec<Py<PyAny>> = out
+            .into_iter()
+            .map(|(_, t)| self.result(t))
+            .collect::<PyResult<_>>()?;
         if items.len() == 1 {
             return Ok(items.remove(0));
         }
         Ok(PyTuple::new(self.py, items)?.into_any().unbind())
     }
+}
+
+/// The target of an in-place call, borrowed for writing.
+enum ArrMut<'py> {
+    Bool(PyReadwriteArrayDyn<'py, bool>),
+    U8(PyReadwriteArrayDyn<'py, u8>),
+    I8(PyReadwriteArrayDyn<'py, i8>),
+    I16(PyReadwriteArrayDyn<'py, i16>),
+    I32(PyReadwriteArrayDyn<'py, i32>),
+    I64(PyReadwriteArrayDyn<'py, i64>),
+    U16(PyReadwriteArrayDyn<'py, u16>),
+    U32(PyReadwriteArrayDyn<'py, u32>),
+    U64(PyReadwriteArrayDyn<'py, u64>),
+    F16(PyReadwriteArrayDyn<'py, f16>),
+    F32(PyReadwriteArrayDyn<'py, f32>),
+    F64(PyReadwriteArrayDyn<'py, f64>),
+    /// bfloat16 bit patterns, and their values, which are written back after a successful call.
+    BF16(PyReadwriteArrayDyn<'py, u16>, ArrayD<bf16>),
+}
+
+impl ArrMut<'_> {
+    fn view_mut(&mut self) -> TensorViewMut<'_> {
+        match self {
+            ArrMut::Bool(a) => a.as_array_mut().into(),
+            ArrMut::U8(a) => a.as_array_mut().into(),
+            ArrMut::I8(a) => a.as_array_mut().into(),
+            ArrMut::I16(a) => a.as_array_mut().into(),
+            ArrMut::I32(a) => a.as_array_mut().into(),
+            ArrMut::I64(a) => a.as_array_mut().into(),
+            ArrMut::U16(a) => a.as_array_mut().into(),
+            ArrMut::U32(a) => a.as_array_mut().into(),
+            ArrMut::U64(a) => a.as_array_mut().into(),
+            ArrMut::F16(a) => a.as_array_mut().into(),
+            ArrMut::F32(a) => a.as_array_mut().into(),
+            ArrMut::F64(a) => a.as_array_mut().into(),
+            ArrMut::BF16(_, values) => values.view_mut().into(),
+        }
+    }
+
+    /// Puts bfloat16 results back into the caller's bit patterns.
+    fn write_back(&mut self) {
+        if let ArrMut::BF16(bits, values) = self {
+            bits.as_array_mut()
+                .zip_mut_with(values, |b, v| *b = v.to_bits());
+        }
+    }
+}
+
+/// Borrows `obj`, the target of an in-place call, for writing: a NumPy array (or a tensor seen
+/// as one through DLPack) that can be written without a copy.
+fn borrow_mut<'py>(
+    py: Python<'py>,
+    op: &str,
+    obj: &Bound<'py, PyAny>,
+    bf16: bool,
+) -> PyResult<ArrMut<'py>> {
+    let fail = |why: &str, hint: &str| {
+        py_error(
+            py,
+            "InvalidArgumentError",
+            "invalid_argument",
+            format!("{op}_: `input` {why}\nhint: {hint}"),
+        )
+    };
+    if let Some(bits) = framework_bf16_bits(py, obj)? {
+        return borrow_mut(py, op, &bits, true);
+    }
+    let a = match obj.cast::<PyUntypedArray>() {
+        Ok(_) => obj.clone(),
+        Err(_) if obj.hasattr("__dlpack__")? => from_dlpack(py, obj)?,
+        Err(_) => {
+            return Err(fail(
+                "must be an array to be written in place",
+                &format!(
+                    "pass a NumPy array (or a tensor with __dlpack__), or call the out-of-place {op}"
+                ),
+            ));
+        }
+    };
+    let arr = a.cast::<PyUntypedArray>()?;
+    let native = arr.dtype().is_native_byteorder().unwrap_or(true);
+    if !native || !arr.is_aligned() {
+        return Err(fail(
+            "has a non-native byte order or is misaligned, so it cannot be written in place",
+            &format!("call the out-of-place {op}, which reads a converted copy"),
+        ));
+    }
+    let borrowed = |e: BorrowError| match e {
+        BorrowError::NotWriteable => fail(
+            "is read-only",
+            &format!("pass a writable array (e.g. `x.copy()`), or call the out-of-place {op}"),
+        ),
+        _ => fail(
+            "shares memory with another argument of the call",
+            "pass a copy of the other argument (e.g. `src.copy()`)",
+        ),
+    };
+    if bf16 {
+        let bits = a.cast::<PyArrayDyn<u16>>().map_err(|_| {
+            py_error(
+                py,
+                "DTypeError",
+                "invalid_argument",
+                format!(
+                    "{op}_: with dtype=\"bfloat16\", `input` must be a uint16 array of bfloat16 \
+                     bit patterns, but got {}",
+                    describe_dtype(&a)
+                ),
+            )
+        })?;
+        let bits = bits.try_readwrite().map_err(borrowed)?;
+        let values = map_owned(&bits.as_array(), bf16::from_bits);
+        return Ok(ArrMut::BF16(bits, values));
+    }
+    macro_rules! try_as {
+        ($t:ty, $v:ident) => {
+            if let Ok(x) = a.cast::<PyArrayDyn<$t>>() {
+                return x.try_readwrite().map(ArrMut::$v).map_err(borrowed);
+            }
+        };
+    }
+    try_as!(f32, F32);
+    try_as!(f64, F64);
+    try_as!(i64, I64);
+    try_as!(i32, I32);
+    try_as!(bool, Bool);
+    try_as!(f16, F16);
+    try_as!(u8, U8);
+    try_as!(i8, I8);
+    try_as!(i16, I16);
+    try_as!(u16, U16);
+    try_as!(u32, U32);
+    try_as!(u64, U64);
+    Err(py_error(
+        py,
+        "DTypeError",
+        "invalid_argument",
+        format!(
+            "{op}_: `input` has dtype {}, which gather does not support",
+            describe_dtype(&a)
+        ),
+    ))
 }
 
 /// A uint16 array of bfloat16 bit patterns, converted to `bf16` (the one copy of the bindings).
@@ -308,6 +509,9 @@ fn describe_dtype(a: &Bound<'_, PyAny>) -> String {
 /// are not multiples of the item size.
 fn ndarray_of<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
     let Ok(arr) = obj.cast::<PyUntypedArray>() else {
+        if obj.hasattr("__dlpack__")? {
+            return from_dlpack(py, obj);
+        }
         return py.import("numpy")?.call_method1("asarray", (obj,));
     };
     let dtype = arr.dtype();
@@ -321,6 +525,51 @@ fn ndarray_of<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Bound<'
     let native_dtype = dtype.call_method1("newbyteorder", ("=",))?;
     py.import("numpy")?
         .call_method1("ascontiguousarray", (obj, native_dtype))
+}
+
+/// A NumPy array sharing the memory of `obj`, a tensor of another framework on the CPU
+/// (PyTorch, JAX, ...), through the DLPack protocol: no copy.
+fn from_dlpack<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    py.import("numpy")?.call_method1("from_dlpack", (obj,))
+}
+
+/// The bit patterns of `obj` as a uint16 NumPy array sharing its memory, when `obj` is a
+/// bfloat16 tensor of another framework (NumPy has no bfloat16, so DLPack cannot bring it as
+/// it is).
+fn framework_bf16_bits<'py>(
+    py: Python<'py>,
+    obj: &Bound<'py, PyAny>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    if obj.cast::<PyUntypedArray>().is_ok() || !obj.hasattr("__dlpack__")? {
+        return Ok(None);
+    }
+    let dtype = obj.getattr("dtype")?.str()?.to_string();
+    let np = py.import("numpy")?;
+    let bits = match dtype.as_str() {
+        "torch.bfloat16" => {
+            let int16 = py.import("torch")?.getattr("int16")?;
+            from_dlpack(py, &obj.call_method1("view", (int16,))?)?
+        }
+        "bfloat16" => np.call_method1("asarray", (obj,))?,
+        _ => return Ok(None),
+    };
+    Ok(Some(bits.call_method1("view", (np.getattr("uint16")?,))?))
+}
+
+/// The framework of `obj` when it is a DLPack tensor rather than a NumPy array: the module
+/// whose `from_dlpack` turns a result back into the caller's type.
+fn framework<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    if obj.cast::<PyUntypedArray>().is_ok() || !obj.hasattr("__dlpack__")? {
+        return Ok(None);
+    }
+    let module: String = obj.get_type().getattr("__module__")?.extract()?;
+    let root = module.split('.').next().unwrap_or_default();
+    let name = match root {
+        "torch" => "torch",
+        "jax" | "jaxlib" => "jax.numpy",
+        _ => return Ok(None),
+    };
+    Ok(Some(py.import(name)?.into_any()))
 }
 
 /// Borrows `obj` as a typed array of one of the supported dtypes.
@@ -447,7 +696,8 @@ fn gather<'py>(
 ///
 /// torch.scatter (out of place): a copy of ``input`` with ``out[index[i][j]][j] = src[i][j]``
 /// (dim 0). ``src`` may be an array or a scalar (``value=``); ``reduce="add"``/``"multiply"`` is
-/// PyTorch's legacy form. With duplicate targets the winner is unspecified (as in PyTorch).
+/// PyTorch's legacy form. With duplicate targets the last one in index order wins (PyTorch leaves
+/// the winner unspecified; gather guarantees it, whatever the number of threads).
 ///
 /// >>> x = np.zeros((2, 3))
 /// >>> gather.scatter(x, 1, np.array([[2], [0]]), np.array([[1.0], [2.0]]))
@@ -469,6 +719,47 @@ fn scatter<'py>(
     reduce: Option<&str>,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
+    scatter_call(py, input, dim, index, src, value, reduce, dtype)?.output()
+}
+
+/// scatter_(input, dim, index, src=None, *, value=None, reduce=None, dtype=None)
+///
+/// In-place :func:`scatter`: writes into ``input`` (a writable NumPy array, or a tensor that
+/// shares its memory through DLPack) and returns it. On error ``input`` is unchanged.
+///
+/// >>> x = np.zeros(3)
+/// >>> gather.scatter_(x, 0, np.array([2, 0]), np.array([5.0, 6.0])) is x
+/// True
+/// >>> x
+/// array([6., 0., 5.])
+#[pyfunction]
+#[pyo3(signature = (input, dim, index, src=None, *, value=None, reduce=None, dtype=None))]
+#[allow(clippy::too_many_arguments)]
+fn scatter_<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    dim: i64,
+    index: &Bound<'py, PyAny>,
+    src: Option<&Bound<'py, PyAny>>,
+    value: Option<&Bound<'py, PyAny>>,
+    reduce: Option<&str>,
+    dtype: Option<&str>,
+) -> PyResult<Py<PyAny>> {
+    scatter_call(py, input, dim, index, src, value, reduce, dtype)?.into_input(input)
+}
+
+/// The call of `scatter` and `scatter_`.
+#[allow(clippy::too_many_arguments)]
+fn scatter_call<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    dim: i64,
+    index: &Bound<'py, PyAny>,
+    src: Option<&Bound<'py, PyAny>>,
+    value: Option<&Bound<'py, PyAny>>,
+    reduce: Option<&str>,
+    dtype: Option<&str>,
+) -> PyResult<Call<'py>> {
     let mut c = Call::new(py, "scatter", dtype)?;
     c.data("input", input)?.plain("index", index)?;
     c.arg("dim", Arg::Int(dim));
@@ -496,7 +787,7 @@ fn scatter<'py>(
     if let Some(r) = reduce {
         c.arg("reduce", Arg::Str(r.to_string()));
     }
-    c.output()
+    Ok(c)
 }
 
 /// scatter_add(input, dim, index, src, *, dtype=None)
@@ -516,11 +807,47 @@ fn scatter_add<'py>(
     src: &Bound<'py, PyAny>,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
+    scatter_add_call(py, input, dim, index, src, dtype)?.output()
+}
+
+/// scatter_add_(input, dim, index, src, *, dtype=None)
+///
+/// In-place :func:`scatter_add`: writes into ``input`` (a writable NumPy array, or a tensor that
+/// shares its memory through DLPack) and returns it. On error ``input`` is unchanged.
+///
+/// >>> x = np.zeros(3)
+/// >>> gather.scatter_add_(x, 0, np.array([0, 2, 0]), np.array([1.0, 2.0, 3.0])) is x
+/// True
+/// >>> x
+/// array([4., 0., 2.])
+#[pyfunction]
+#[pyo3(signature = (input, dim, index, src, *, dtype=None))]
+fn scatter_add_<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    dim: i64,
+    index: &Bound<'py, PyAny>,
+    src: &Bound<'py, PyAny>,
+    dtype: Option<&str>,
+) -> PyResult<Py<PyAny>> {
+    scatter_add_call(py, input, dim, index, src, dtype)?.into_input(input)
+}
+
+/// The call of `scatter_add` and `scatter_add_`.
+fn scatter_add_call<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    dim: i64,
+    index: &Bound<'py, PyAny>,
+    src: &Bound<'py, PyAny>,
+    dtype: Option<&str>,
+) -> PyResult<Call<'py>> {
     let mut c = Call::new(py, "scatter_add", dtype)?;
     c.data("input", input)?
         .plain("index", index)?
         .data("src", src)?;
-    c.arg("dim", Arg::Int(dim)).output()
+    c.arg("dim", Arg::Int(dim));
+    Ok(c)
 }
 
 /// scatter_reduce(input, dim, index, src, reduce, *, include_self=True, dtype=None)
@@ -548,14 +875,55 @@ fn scatter_reduce<'py>(
     include_self: bool,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
+    scatter_reduce_call(py, input, dim, index, src, reduce, include_self, dtype)?.output()
+}
+
+/// scatter_reduce_(input, dim, index, src, reduce, *, include_self=True, dtype=None)
+///
+/// In-place :func:`scatter_reduce`: writes into ``input`` (a writable NumPy array, or a tensor that
+/// shares its memory through DLPack) and returns it. On error ``input`` is unchanged.
+///
+/// >>> x = np.array([1.0, 2.0, 3.0])
+/// >>> gather.scatter_reduce_(x, 0, np.array([0, 0]), np.array([5.0, 4.0]), "amax") is x
+/// True
+/// >>> x
+/// array([5., 2., 3.])
+#[pyfunction]
+#[pyo3(signature = (input, dim, index, src, reduce, *, include_self=true, dtype=None))]
+#[allow(clippy::too_many_arguments)]
+fn scatter_reduce_<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    dim: i64,
+    index: &Bound<'py, PyAny>,
+    src: &Bound<'py, PyAny>,
+    reduce: &str,
+    include_self: bool,
+    dtype: Option<&str>,
+) -> PyResult<Py<PyAny>> {
+    scatter_reduce_call(py, input, dim, index, src, reduce, include_self, dtype)?.into_input(input)
+}
+
+/// The call of `scatter_reduce` and `scatter_reduce_`.
+#[allow(clippy::too_many_arguments)]
+fn scatter_reduce_call<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    dim: i64,
+    index: &Bound<'py, PyAny>,
+    src: &Bound<'py, PyAny>,
+    reduce: &str,
+    include_self: bool,
+    dtype: Option<&str>,
+) -> PyResult<Call<'py>> {
     let mut c = Call::new(py, "scatter_reduce", dtype)?;
     c.data("input", input)?
         .plain("index", index)?
         .data("src", src)?;
     c.arg("dim", Arg::Int(dim))
         .arg("reduce", Arg::Str(reduce.to_string()))
-        .arg("include_self", Arg::Bool(include_self))
-        .output()
+        .arg("include_self", Arg::Bool(include_self));
+    Ok(c)
 }
 
 /// index_select(input, dim, index, *, dtype=None)
@@ -599,6 +967,43 @@ fn index_add<'py>(
     alpha: Option<&Bound<'py, PyAny>>,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
+    index_add_call(py, input, dim, index, source, alpha, dtype)?.output()
+}
+
+/// index_add_(input, dim, index, source, *, alpha=None, dtype=None)
+///
+/// In-place :func:`index_add`: writes into ``input`` (a writable NumPy array, or a tensor that
+/// shares its memory through DLPack) and returns it. On error ``input`` is unchanged.
+///
+/// >>> x = np.zeros(3)
+/// >>> gather.index_add_(x, 0, np.array([1, 1]), np.array([2.0, 3.0])) is x
+/// True
+/// >>> x
+/// array([0., 5., 0.])
+#[pyfunction]
+#[pyo3(signature = (input, dim, index, source, *, alpha=None, dtype=None))]
+fn index_add_<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    dim: i64,
+    index: &Bound<'py, PyAny>,
+    source: &Bound<'py, PyAny>,
+    alpha: Option<&Bound<'py, PyAny>>,
+    dtype: Option<&str>,
+) -> PyResult<Py<PyAny>> {
+    index_add_call(py, input, dim, index, source, alpha, dtype)?.into_input(input)
+}
+
+/// The call of `index_add` and `index_add_`.
+fn index_add_call<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    dim: i64,
+    index: &Bound<'py, PyAny>,
+    source: &Bound<'py, PyAny>,
+    alpha: Option<&Bound<'py, PyAny>>,
+    dtype: Option<&str>,
+) -> PyResult<Call<'py>> {
     let mut c = Call::new(py, "index_add", dtype)?;
     c.data("input", input)?
         .plain("index", index)?
@@ -607,7 +1012,7 @@ fn index_add<'py>(
     if let Some(a) = alpha {
         c.arg("alpha", scalar_arg("alpha", a)?);
     }
-    c.output()
+    Ok(c)
 }
 
 /// index_copy(input, dim, index, source, *, dtype=None)
@@ -628,11 +1033,47 @@ fn index_copy<'py>(
     source: &Bound<'py, PyAny>,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
+    index_copy_call(py, input, dim, index, source, dtype)?.output()
+}
+
+/// index_copy_(input, dim, index, source, *, dtype=None)
+///
+/// In-place :func:`index_copy`: writes into ``input`` (a writable NumPy array, or a tensor that
+/// shares its memory through DLPack) and returns it. On error ``input`` is unchanged.
+///
+/// >>> x = np.zeros(3)
+/// >>> gather.index_copy_(x, 0, np.array([2]), np.array([7.0])) is x
+/// True
+/// >>> x
+/// array([0., 0., 7.])
+#[pyfunction]
+#[pyo3(signature = (input, dim, index, source, *, dtype=None))]
+fn index_copy_<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    dim: i64,
+    index: &Bound<'py, PyAny>,
+    source: &Bound<'py, PyAny>,
+    dtype: Option<&str>,
+) -> PyResult<Py<PyAny>> {
+    index_copy_call(py, input, dim, index, source, dtype)?.into_input(input)
+}
+
+/// The call of `index_copy` and `index_copy_`.
+fn index_copy_call<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    dim: i64,
+    index: &Bound<'py, PyAny>,
+    source: &Bound<'py, PyAny>,
+    dtype: Option<&str>,
+) -> PyResult<Call<'py>> {
     let mut c = Call::new(py, "index_copy", dtype)?;
     c.data("input", input)?
         .plain("index", index)?
         .data("source", source)?;
-    c.arg("dim", Arg::Int(dim)).output()
+    c.arg("dim", Arg::Int(dim));
+    Ok(c)
 }
 
 /// index_fill(input, dim, index, value, *, dtype=None)
@@ -653,11 +1094,46 @@ fn index_fill<'py>(
     value: &Bound<'py, PyAny>,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
+    index_fill_call(py, input, dim, index, value, dtype)?.output()
+}
+
+/// index_fill_(input, dim, index, value, *, dtype=None)
+///
+/// In-place :func:`index_fill`: writes into ``input`` (a writable NumPy array, or a tensor that
+/// shares its memory through DLPack) and returns it. On error ``input`` is unchanged.
+///
+/// >>> x = np.zeros(3)
+/// >>> gather.index_fill_(x, 0, np.array([0, 2]), 9.0) is x
+/// True
+/// >>> x
+/// array([9., 0., 9.])
+#[pyfunction]
+#[pyo3(signature = (input, dim, index, value, *, dtype=None))]
+fn index_fill_<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    dim: i64,
+    index: &Bound<'py, PyAny>,
+    value: &Bound<'py, PyAny>,
+    dtype: Option<&str>,
+) -> PyResult<Py<PyAny>> {
+    index_fill_call(py, input, dim, index, value, dtype)?.into_input(input)
+}
+
+/// The call of `index_fill` and `index_fill_`.
+fn index_fill_call<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    dim: i64,
+    index: &Bound<'py, PyAny>,
+    value: &Bound<'py, PyAny>,
+    dtype: Option<&str>,
+) -> PyResult<Call<'py>> {
     let mut c = Call::new(py, "index_fill", dtype)?;
     c.data("input", input)?.plain("index", index)?;
     c.arg("dim", Arg::Int(dim))
-        .arg("value", scalar_arg("value", value)?)
-        .output()
+        .arg("value", scalar_arg("value", value)?);
+    Ok(c)
 }
 
 /// index_reduce(input, dim, index, source, reduce, *, include_self=True, dtype=None)
@@ -679,14 +1155,55 @@ fn index_reduce<'py>(
     include_self: bool,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
+    index_reduce_call(py, input, dim, index, source, reduce, include_self, dtype)?.output()
+}
+
+/// index_reduce_(input, dim, index, source, reduce, *, include_self=True, dtype=None)
+///
+/// In-place :func:`index_reduce`: writes into ``input`` (a writable NumPy array, or a tensor that
+/// shares its memory through DLPack) and returns it. On error ``input`` is unchanged.
+///
+/// >>> x = np.ones(3)
+/// >>> gather.index_reduce_(x, 0, np.array([0, 0]), np.array([2.0, 5.0]), "prod") is x
+/// True
+/// >>> x
+/// array([10.,  1.,  1.])
+#[pyfunction]
+#[pyo3(signature = (input, dim, index, source, reduce, *, include_self=true, dtype=None))]
+#[allow(clippy::too_many_arguments)]
+fn index_reduce_<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    dim: i64,
+    index: &Bound<'py, PyAny>,
+    source: &Bound<'py, PyAny>,
+    reduce: &str,
+    include_self: bool,
+    dtype: Option<&str>,
+) -> PyResult<Py<PyAny>> {
+    index_reduce_call(py, input, dim, index, source, reduce, include_self, dtype)?.into_input(input)
+}
+
+/// The call of `index_reduce` and `index_reduce_`.
+#[allow(clippy::too_many_arguments)]
+fn index_reduce_call<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    dim: i64,
+    index: &Bound<'py, PyAny>,
+    source: &Bound<'py, PyAny>,
+    reduce: &str,
+    include_self: bool,
+    dtype: Option<&str>,
+) -> PyResult<Call<'py>> {
     let mut c = Call::new(py, "index_reduce", dtype)?;
     c.data("input", input)?
         .plain("index", index)?
         .data("source", source)?;
     c.arg("dim", Arg::Int(dim))
         .arg("reduce", Arg::Str(reduce.to_string()))
-        .arg("include_self", Arg::Bool(include_self))
-        .output()
+        .arg("include_self", Arg::Bool(include_self));
+    Ok(c)
 }
 
 /// take(input, index, *, dtype=None)
@@ -749,11 +1266,47 @@ fn put<'py>(
     accumulate: bool,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
+    put_call(py, input, index, source, accumulate, dtype)?.output()
+}
+
+/// put_(input, index, source, accumulate=False, *, dtype=None)
+///
+/// In-place :func:`put`: writes into ``input`` (a writable NumPy array, or a tensor that
+/// shares its memory through DLPack) and returns it. On error ``input`` is unchanged.
+///
+/// >>> x = np.zeros(3)
+/// >>> gather.put_(x, np.array([-1]), np.array([4.0])) is x
+/// True
+/// >>> x
+/// array([0., 0., 4.])
+#[pyfunction]
+#[pyo3(signature = (input, index, source, accumulate=false, *, dtype=None))]
+fn put_<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    index: &Bound<'py, PyAny>,
+    source: &Bound<'py, PyAny>,
+    accumulate: bool,
+    dtype: Option<&str>,
+) -> PyResult<Py<PyAny>> {
+    put_call(py, input, index, source, accumulate, dtype)?.into_input(input)
+}
+
+/// The call of `put` and `put_`.
+fn put_call<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    index: &Bound<'py, PyAny>,
+    source: &Bound<'py, PyAny>,
+    accumulate: bool,
+    dtype: Option<&str>,
+) -> PyResult<Call<'py>> {
     let mut c = Call::new(py, "put", dtype)?;
     c.data("input", input)?
         .plain("index", index)?
         .data("source", source)?;
-    c.arg("accumulate", Arg::Bool(accumulate)).output()
+    c.arg("accumulate", Arg::Bool(accumulate));
+    Ok(c)
 }
 
 /// masked_select(input, mask, *, dtype=None)
@@ -792,11 +1345,44 @@ fn masked_scatter<'py>(
     source: &Bound<'py, PyAny>,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
+    masked_scatter_call(py, input, mask, source, dtype)?.output()
+}
+
+/// masked_scatter_(input, mask, source, *, dtype=None)
+///
+/// In-place :func:`masked_scatter`: writes into ``input`` (a writable NumPy array, or a tensor that
+/// shares its memory through DLPack) and returns it. On error ``input`` is unchanged.
+///
+/// >>> x = np.zeros(4)
+/// >>> gather.masked_scatter_(x, np.array([False, True, False, True]), np.array([7.0, 8.0])) is x
+/// True
+/// >>> x
+/// array([0., 7., 0., 8.])
+#[pyfunction]
+#[pyo3(signature = (input, mask, source, *, dtype=None))]
+fn masked_scatter_<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    mask: &Bound<'py, PyAny>,
+    source: &Bound<'py, PyAny>,
+    dtype: Option<&str>,
+) -> PyResult<Py<PyAny>> {
+    masked_scatter_call(py, input, mask, source, dtype)?.into_input(input)
+}
+
+/// The call of `masked_scatter` and `masked_scatter_`.
+fn masked_scatter_call<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    mask: &Bound<'py, PyAny>,
+    source: &Bound<'py, PyAny>,
+    dtype: Option<&str>,
+) -> PyResult<Call<'py>> {
     let mut c = Call::new(py, "masked_scatter", dtype)?;
     c.data("input", input)?
         .plain("mask", mask)?
         .data("source", source)?;
-    c.output()
+    Ok(c)
 }
 
 /// sort(input, dim=-1, descending=False, *, stable=False, dtype=None)
@@ -1367,6 +1953,15 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(topk, m)?)?;
     m.add_function(wrap_pyfunction!(repeat_interleave, m)?)?;
     m.add_function(wrap_pyfunction!(select_batched, m)?)?;
+    m.add_function(wrap_pyfunction!(scatter_, m)?)?;
+    m.add_function(wrap_pyfunction!(scatter_add_, m)?)?;
+    m.add_function(wrap_pyfunction!(scatter_reduce_, m)?)?;
+    m.add_function(wrap_pyfunction!(index_add_, m)?)?;
+    m.add_function(wrap_pyfunction!(index_copy_, m)?)?;
+    m.add_function(wrap_pyfunction!(index_fill_, m)?)?;
+    m.add_function(wrap_pyfunction!(index_reduce_, m)?)?;
+    m.add_function(wrap_pyfunction!(put_, m)?)?;
+    m.add_function(wrap_pyfunction!(masked_scatter_, m)?)?;
 
     let g = PyModule::new(m.py(), "grad")?;
     g.add_function(wrap_pyfunction!(grad_fns::gather, &g)?)?;

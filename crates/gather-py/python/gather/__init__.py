@@ -1,8 +1,15 @@
-"""PyTorch's gather/scatter family of indexing ops on NumPy arrays.
+"""PyTorch's gather/scatter family of indexing ops on NumPy arrays and other frameworks' tensors.
 
 Every function has PyTorch's name, argument names and defaults, takes NumPy arrays of any dtype
 and any strides (negative strides and ``np.broadcast_to`` views included) without copying them,
-releases the GIL while it runs, and returns new NumPy arrays. Gradients are in :mod:`gather.grad`.
+releases the GIL while it runs, and returns new arrays. Gradients are in :mod:`gather.grad`.
+
+Tensors of other frameworks on the CPU (PyTorch, JAX: anything with ``__dlpack__``) are read
+through DLPack without a copy, and results come back as the type of the first data argument
+(``input``, ``src``): torch in, torch out. The in-place forms have PyTorch's trailing underscore
+(``scatter_``, ``scatter_add_``, ``scatter_reduce_``, ``index_add_``, ``index_copy_``,
+``index_fill_``, ``index_reduce_``, ``put_``, ``masked_scatter_``): they write into the caller's
+own array or tensor, return it, and leave it unchanged when they fail.
 
 bfloat16: NumPy has no bfloat16 dtype, so bfloat16 data travels as its uint16 bit patterns
 (``value == float32 of (bits << 16)``): pass ``dtype="bfloat16"`` and the uint16 data arrays
@@ -36,17 +43,26 @@ from ._native import (
     argsort,
     gather,
     index_add,
+    index_add_,
     index_copy,
+    index_copy_,
     index_fill,
+    index_fill_,
     index_reduce,
+    index_reduce_,
     index_select,
     masked_scatter,
+    masked_scatter_,
     masked_select,
     put,
+    put_,
     repeat_interleave,
     scatter,
+    scatter_,
     scatter_add,
+    scatter_add_,
     scatter_reduce,
+    scatter_reduce_,
     select_batched,
     sort,
     take,
@@ -75,6 +91,15 @@ __all__ = [
     "topk",
     "repeat_interleave",
     "select_batched",
+    "scatter_",
+    "scatter_add_",
+    "scatter_reduce_",
+    "index_add_",
+    "index_copy_",
+    "index_fill_",
+    "index_reduce_",
+    "put_",
+    "masked_scatter_",
     "grad",
     "GatherError",
     "DimOutOfRangeError",

@@ -1,6 +1,6 @@
 """Type stubs of the `gather` package (see __init__.py and the functions' docstrings)."""
 
-from typing import Literal, Optional, Tuple, Union
+from typing import Literal, Optional, Tuple, TypeVar, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -24,6 +24,9 @@ Scalar = Union[bool, int, float, np.generic]
 DType = Optional[Literal["bfloat16"]]
 Reduce = Literal["sum", "prod", "mean", "amax", "amin", "max", "min"]
 IndexReduce = Literal["prod", "mean", "amax", "amin"]
+# The target of an in-place form: a writable NumPy array, or a tensor that shares its memory
+# through DLPack (a PyTorch CPU tensor); it is returned.
+Target = TypeVar("Target")
 
 def gather(input: Array, dim: int, index: Array, *, dtype: DType = None) -> np.ndarray: ...
 def scatter(
@@ -86,3 +89,43 @@ def repeat_interleave(
     dtype: DType = None,
 ) -> np.ndarray: ...
 def select_batched(input: Array, axis: int, index: Array, batch_dims: int = 0, *, dtype: DType = None) -> np.ndarray: ...
+
+# In-place forms: they write into `input` and return it; on error `input` is unchanged.
+def scatter_(
+    input: Target,
+    dim: int,
+    index: Array,
+    src: Union[Array, Scalar, None] = None,
+    *,
+    value: Optional[Scalar] = None,
+    reduce: Optional[Literal["add", "multiply"]] = None,
+    dtype: DType = None,
+) -> Target: ...
+def scatter_add_(input: Target, dim: int, index: Array, src: Array, *, dtype: DType = None) -> Target: ...
+def scatter_reduce_(
+    input: Target,
+    dim: int,
+    index: Array,
+    src: Array,
+    reduce: Reduce,
+    *,
+    include_self: bool = True,
+    dtype: DType = None,
+) -> Target: ...
+def index_add_(
+    input: Target, dim: int, index: Array, source: Array, *, alpha: Optional[Scalar] = None, dtype: DType = None
+) -> Target: ...
+def index_copy_(input: Target, dim: int, index: Array, source: Array, *, dtype: DType = None) -> Target: ...
+def index_fill_(input: Target, dim: int, index: Array, value: Scalar, *, dtype: DType = None) -> Target: ...
+def index_reduce_(
+    input: Target,
+    dim: int,
+    index: Array,
+    source: Array,
+    reduce: IndexReduce,
+    *,
+    include_self: bool = True,
+    dtype: DType = None,
+) -> Target: ...
+def put_(input: Target, index: Array, source: Array, accumulate: bool = False, *, dtype: DType = None) -> Target: ...
+def masked_scatter_(input: Target, mask: Array, source: Array, *, dtype: DType = None) -> Target: ...

@@ -1,0 +1,87 @@
+"""Arrays of other frameworks through DLPack: PyTorch CPU tensors and JAX arrays go in without a
+copy and results come back as the caller's type. CI installs both frameworks (see .ci/run)."""
+
+import numpy as np
+import pytest
+
+import gather
+
+torch = pytest.importorskip("torch")
+jax = pytest.importorskip("jax")
+jnp = jax.numpy
+
+
+def test_torch_in_torch_out_with_the_values_of_the_numpy_call():
+    x = torch.arange(12.0).reshape(3, 4)
+    idx = torch.tensor([[0, 3], [1, 1], [2, 0]])
+    out = gather.gather(x, 1, idx)
+    assert isinstance(out, torch.Tensor) and out.dtype == torch.float32
+    np.testing.assert_array_equal(out.numpy(), gather.gather(x.numpy(), 1, idx.numpy()))
+    values, indices = gather.sort(torch.tensor([3.0, 1.0, 2.0]))
+    assert isinstance(values, torch.Tensor) and isinstance(indices, torch.Tensor)
+    assert indices.tolist() == [1, 2, 0]
+
+
+def test_torch_result_is_handed_over_without_a_copy():
+    # The result tensor's memory is the array the library allocated: DLPack moves it.
+    out = gather.take(torch.arange(10), torch.tensor([9, 0]))
+    assert np.from_dlpack(out).ctypes.data == out.data_ptr()
+    assert out.tolist() == [9, 0]
+
+
+def test_torch_inplace_form_writes_into_the_tensors_own_memory():
+    x = torch.zeros(3)
+    ptr = x.data_ptr()
+    out = gather.scatter_add_(x, 0, torch.tensor([0, 2, 0]), torch.tensor([1.0, 2.0, 3.0]))
+    assert out is x and x.data_ptr() == ptr
+    assert x.tolist() == [4.0, 0.0, 2.0]
+
+
+def test_torch_inplace_form_writes_through_a_non_contiguous_view():
+    base = torch.zeros(4, 6)
+    view = base[:, ::2]
+    assert not view.is_contiguous()
+    gather.index_fill_(view, 1, torch.tensor([1]), 5.0)
+    expect = torch.zeros(4, 6)
+    expect[:, 2] = 5.0
+    assert torch.equal(base, expect)
+
+
+def test_torch_inputs_are_read_in_place_not_copied():
+    # A non-contiguous tensor is read through its strides: the result matches the contiguous copy.
+    t = torch.arange(24.0).reshape(4, 6).t()
+    idx = torch.tensor([[3, 0, 1, 2]])
+    assert torch.equal(gather.gather(t, 0, idx), gather.gather(t.contiguous(), 0, idx))
+
+
+def test_torch_bfloat16_in_and_out():
+    x = torch.tensor([1.0, 2.0, 3.0], dtype=torch.bfloat16)
+    out = gather.take(x, torch.tensor([2, 0]))
+    assert out.dtype == torch.bfloat16 and out.tolist() == [3.0, 1.0]
+    gather.scatter_add_(x, 0, torch.tensor([0, 0]), torch.tensor([0.5, 0.25], dtype=torch.bfloat16))
+    assert x.tolist() == [1.75, 2.0, 3.0]
+
+
+def test_torch_failing_inplace_call_leaves_the_tensor_unchanged():
+    x = torch.ones(3)
+    with pytest.raises(gather.IndexOutOfBoundsError):
+        gather.index_add_(x, 0, torch.tensor([0, 3]), torch.ones(2))
+    assert x.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_jax_in_jax_out():
+    x = jnp.arange(6.0).reshape(2, 3)
+    out = gather.gather(x, 1, jnp.array([[2], [0]]))
+    assert isinstance(out, jax.Array)
+    np.testing.assert_array_equal(np.asarray(out), [[2.0], [3.0]])
+    b = gather.take(jnp.array([1.0, 2.0, 3.0], dtype=jnp.bfloat16), jnp.array([2, 0]))
+    assert isinstance(b, jax.Array) and b.dtype == jnp.bfloat16
+    np.testing.assert_array_equal(np.asarray(b.astype(jnp.float32)), [3.0, 1.0])
+
+
+def test_mixed_frameworks_return_the_type_of_the_data_argument():
+    # The data argument decides: a NumPy index with a torch input gives a torch result.
+    out = gather.index_select(torch.arange(5), 0, np.array([4, 1]))
+    assert isinstance(out, torch.Tensor) and out.tolist() == [4, 1]
+    out = gather.index_select(np.arange(5), 0, torch.tensor([4, 1]))
+    assert isinstance(out, np.ndarray) and out.tolist() == [4, 1]
