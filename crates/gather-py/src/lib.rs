@@ -37,7 +37,7 @@ use numpy::{
 };
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyTuple};
 
 /// A borrowed NumPy array of one of the supported element types, or an owned bfloat16 array.
 enum Arr<'py> {
@@ -1932,6 +1932,60 @@ mod grad_fns {
 }
 
 /// The native module `gather._native`; the `gather` package re-exports it.
+/// The names `_call` accepts for its arrays (`Call` keeps names as static strings).
+const ARRAY_NAMES: &[&str] = &[
+    "input", "src", "source", "index", "mask", "repeats", "offsets", "ids", "lengths", "weights",
+];
+
+/// _call(op, data, plain, args, *, dtype=None)
+///
+/// Any op of the library by name, as the ``gather`` command runs it: ``data`` and ``plain`` map
+/// argument names to the data arrays and to the index-like arrays, ``args`` the other arguments.
+/// Returns a tuple of the outputs. For the pure-Python modules (``gather.torch_scatter``).
+#[pyfunction]
+#[pyo3(signature = (op, data, plain, args, *, dtype=None))]
+fn _call<'py>(
+    py: Python<'py>,
+    op: &str,
+    data: &Bound<'py, PyDict>,
+    plain: &Bound<'py, PyDict>,
+    args: &Bound<'py, PyDict>,
+    dtype: Option<&str>,
+) -> PyResult<Py<PyAny>> {
+    let op = dynamic::OPS
+        .iter()
+        .map(|(n, _)| *n)
+        .find(|n| *n == op)
+        .ok_or_else(|| PyValueError::new_err(format!("_call: unknown op {op:?}")))?;
+    let name = |k: &Bound<'py, PyAny>| -> PyResult<&'static str> {
+        let k: String = k.extract()?;
+        ARRAY_NAMES
+            .iter()
+            .copied()
+            .find(|n| *n == k)
+            .ok_or_else(|| PyValueError::new_err(format!("_call: unknown array argument {k:?}")))
+    };
+    let mut c = Call::new(py, op, dtype)?;
+    for (k, v) in data.iter() {
+        c.data(name(&k)?, &v)?;
+    }
+    for (k, v) in plain.iter() {
+        c.plain(name(&k)?, &v)?;
+    }
+    for (k, v) in args.iter() {
+        let k: String = k.extract()?;
+        let arg = if v.is_none() {
+            Arg::None
+        } else if let Ok(s) = v.extract::<String>() {
+            Arg::Str(s)
+        } else {
+            scalar_arg(&k, &v)?
+        };
+        c.arg(&k, arg);
+    }
+    c.pair()
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(crate::gather, m)?)?;
@@ -1953,6 +2007,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(topk, m)?)?;
     m.add_function(wrap_pyfunction!(repeat_interleave, m)?)?;
     m.add_function(wrap_pyfunction!(select_batched, m)?)?;
+    m.add_function(wrap_pyfunction!(_call, m)?)?;
     m.add_function(wrap_pyfunction!(scatter_, m)?)?;
     m.add_function(wrap_pyfunction!(scatter_add_, m)?)?;
     m.add_function(wrap_pyfunction!(scatter_reduce_, m)?)?;

@@ -70,6 +70,7 @@ from ._native import (
     topk,
 )
 from . import grad
+from . import torch_scatter
 
 __all__ = [
     "gather",
@@ -101,6 +102,7 @@ __all__ = [
     "put_",
     "masked_scatter_",
     "grad",
+    "torch_scatter",
     "GatherError",
     "DimOutOfRangeError",
     "IndexOutOfBoundsError",

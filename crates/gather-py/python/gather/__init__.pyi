@@ -6,6 +6,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import grad as grad
+from . import torch_scatter as torch_scatter
 from ._errors import (
     DimOutOfRangeError as DimOutOfRangeError,
     DTypeError as DTypeError,

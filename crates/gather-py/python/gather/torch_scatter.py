@@ -1,0 +1,318 @@
+"""A drop-in for pytorch_scatter 2.1: the same functions, signatures and defaults.
+
+PyG-style code switches by changing one import::
+
+    from gather import torch_scatter            # instead of: import torch_scatter
+    out = torch_scatter.scatter(src, index, dim=0, dim_size=n, reduce="sum")
+
+Every function takes NumPy arrays, PyTorch CPU tensors or JAX arrays and returns the type of
+``src``; the kernels are the library's (deterministic: every group is reduced in index order, on
+any number of threads). A 1-D ``index`` is broadcast against ``src`` along ``dim``, as
+pytorch_scatter does.
+
+Differences from pytorch_scatter, and why:
+
+- ``scatter_log_softmax`` has no ``eps`` in its result: the library computes ``x - logsumexp``
+  exactly (``eps`` is accepted and ignored). pytorch_scatter adds ``eps`` to the sum, which moves
+  every result by about ``eps / sum``.
+- ``scatter_logsumexp`` follows pytorch_scatter in adding ``eps`` only for empty groups, which
+  hold ``log(eps)`` in both; non-empty groups are exact here (pytorch_scatter's differ by about
+  ``eps / sum``).
+- No gradients flow through these functions (they are not autograd ops); the gradients are in
+  :mod:`gather.grad`.
+- ``indptr`` of ``segment_csr``/``gather_csr`` and ``index`` of ``segment_coo``/``gather_coo`` are
+  1-D (pytorch_scatter also takes batched ones); a batched one is an error, not a wrong result.
+- Errors are the library's (:class:`gather.GatherError` subclasses with the numbers and a hint),
+  where pytorch_scatter raises ``RuntimeError`` or reads out of bounds.
+
+The arg of ``scatter_max``/``scatter_min``/``segment_*`` is pytorch_scatter's: the position along
+``dim`` of the winning element, or ``src.shape[dim]`` for a group no element reached (the
+library's own ``scatter_reduce_arg`` says -1 there; it is mapped).
+"""
+
+import math
+
+import numpy as np
+
+from . import _native
+
+__all__ = [
+    "scatter",
+    "scatter_sum",
+    "scatter_add",
+    "scatter_mul",
+    "scatter_mean",
+    "scatter_min",
+    "scatter_max",
+    "segment_csr",
+    "segment_coo",
+    "gather_csr",
+    "gather_coo",
+    "scatter_softmax",
+    "scatter_log_softmax",
+    "scatter_logsumexp",
+    "scatter_std",
+]
+
+
+def _ndim(x):
+    return len(x.shape)
+
+
+def _dim(dim, src):
+    return dim + _ndim(src) if dim < 0 else dim
+
+
+def _index_np(index):
+    """The index as a NumPy array (borrowed through DLPack for tensors)."""
+    if isinstance(index, np.ndarray):
+        return index
+    if hasattr(index, "__dlpack__"):
+        return np.from_dlpack(index)
+    return np.asarray(index)
+
+
+def _broadcast(index, src, dim):
+    """pytorch_scatter's broadcast of ``index`` against ``src`` (a view, never a copy)."""
+    index = _index_np(index)
+    dim = _dim(dim, src)
+    if index.ndim == 1:
+        index = index.reshape((1,) * dim + (-1,))
+    index = index.reshape(index.shape + (1,) * (_ndim(src) - index.ndim))
+    return np.broadcast_to(index, tuple(src.shape))
+
+
+def _call(op, data, plain, **args):
+    return _native._call(op, data, plain, args)
+
+
+def _groups(src, index, dim, dim_size, reduce, fill, **extra):
+    dim = _dim(dim, src)
+    return _call(
+        "scatter_groups", {"src": src}, {"index": _index_np(index)},
+        dim=dim, reduce=reduce, dim_size=dim_size, fill=fill, **extra,
+    )[0]
+
+
+def _arg_sentinel(arg, n):
+    """pytorch_scatter's arg: ``n`` (the size of ``dim``) where no element of ``src`` won."""
+    if isinstance(arg, np.ndarray):
+        arg[arg < 0] = n
+        return arg
+    if hasattr(arg, "masked_fill_"):  # torch
+        return arg.masked_fill_(arg < 0, n)
+    import jax.numpy as jnp
+
+    return jnp.where(arg < 0, n, arg)
+
+
+def _zeros(src, shape):
+    if isinstance(src, np.ndarray):
+        return np.zeros(shape, src.dtype)
+    if hasattr(src, "new_zeros"):  # torch
+        return src.new_zeros(shape)
+    import jax.numpy as jnp
+
+    return jnp.zeros(shape, src.dtype)
+
+
+def _size(src, index, dim, dim_size):
+    dim = _dim(dim, src)
+    shape = list(src.shape)
+    if dim_size is not None:
+        shape[dim] = dim_size
+    else:
+        idx = _index_np(index)
+        shape[dim] = int(idx.max()) + 1 if idx.size else 0
+    return tuple(shape)
+
+
+def _inplace(name, out, *args, **kwargs):
+    """``gather.<name>_`` into ``out`` (NumPy, torch); JAX arrays are immutable, so a JAX ``out``
+    gets the out-of-place result instead."""
+    try:
+        return getattr(_native, name + "_")(out, *args, **kwargs)
+    except Exception:
+        if type(out).__module__.split(".")[0] in ("jax", "jaxlib"):
+            return getattr(_native, name)(out, *args, **kwargs)
+        raise
+
+
+def scatter_sum(src, index, dim=-1, out=None, dim_size=None):
+    """Sums ``src`` into the groups ``index`` names along ``dim``: ``out[..., i, ...] += src[..., j, ...]``
+    for ``index[..., j, ...] == i``. Empty groups are 0."""
+    if out is None:
+        return _groups(src, index, dim, dim_size, "sum", "zero")
+    return _inplace("scatter_add", out, _dim(dim, src), _broadcast(index, src, dim), src)
+
+
+scatter_add = scatter_sum
+
+
+def scatter_mul(src, index, dim=-1, out=None, dim_size=None):
+    """The product of each group of ``src``; empty groups are 1 (and ``out``'s values are
+    multiplied in when it is given)."""
+    if out is None:
+        return _groups(src, index, dim, dim_size, "prod", "identity")
+    return _inplace("scatter_reduce", out, _dim(dim, src), _broadcast(index, src, dim), src, "prod")
+
+
+def scatter_mean(src, index, dim=-1, out=None, dim_size=None):
+    """The mean of each group of ``src`` (integers: rounded toward negative infinity); empty groups
+    are 0. With ``out``, its values are added to the sums and divided by the counts, as in
+    pytorch_scatter."""
+    if out is None:
+        return _groups(src, index, dim, dim_size, "mean", "zero")
+    d = _dim(dim, src)
+    out = scatter_sum(src, index, d, out)
+    count = np.maximum(_counts(src, index, d, out.shape[d]), 1)
+    o = _np(out)
+    if np.issubdtype(o.dtype, np.floating):
+        o /= count
+    else:
+        o //= count
+    return out
+
+
+def _np(x):
+    """``x`` as a NumPy array sharing its memory."""
+    return x if isinstance(x, np.ndarray) else np.from_dlpack(x)
+
+
+def _counts(src, index, dim, dim_size):
+    """How many elements of ``src`` each group has, in the output's shape (int64)."""
+    ones = np.broadcast_to(np.ones(1, np.int64), tuple(src.shape))
+    return _groups(ones, index, dim, dim_size, "sum", "zero")
+
+
+def _scatter_arg(src, index, dim, out, dim_size, reduce):
+    d = _dim(dim, src)
+    include_self = out is not None
+    if out is None:
+        out = _zeros(src, _size(src, index, d, dim_size))
+    values, arg = _call(
+        "scatter_reduce_arg", {"input": out, "src": src}, {"index": _broadcast(index, src, d)},
+        dim=d, reduce=reduce, include_self=include_self,
+    )
+    arg = _arg_sentinel(arg, src.shape[d])
+    if include_self:
+        o = _np(out)
+        if o.flags.writeable:
+            o[...] = _np(values)
+            return out, arg
+    return values, arg
+
+
+def scatter_min(src, index, dim=-1, out=None, dim_size=None):
+    """``(values, arg)``: the minimum of each group of ``src`` and the position along ``dim`` of the
+    element that gave it (``src.shape[dim]`` for an empty group, whose value is 0)."""
+    return _scatter_arg(src, index, dim, out, dim_size, "amin")
+
+
+def scatter_max(src, index, dim=-1, out=None, dim_size=None):
+    """``(values, arg)``: the maximum of each group of ``src`` and the position along ``dim`` of the
+    element that gave it (``src.shape[dim]`` for an empty group, whose value is 0)."""
+    return _scatter_arg(src, index, dim, out, dim_size, "amax")
+
+
+def scatter(src, index, dim=-1, out=None, dim_size=None, reduce="sum"):
+    """pytorch_scatter's ``scatter``: ``reduce`` is ``"sum"``/``"add"``, ``"mul"``, ``"mean"``,
+    ``"min"`` or ``"max"`` (min and max return the values only)."""
+    if reduce in ("sum", "add"):
+        return scatter_sum(src, index, dim, out, dim_size)
+    if reduce == "mul":
+        return scatter_mul(src, index, dim, out, dim_size)
+    if reduce == "mean":
+        return scatter_mean(src, index, dim, out, dim_size)
+    if reduce == "min":
+        return scatter_min(src, index, dim, out, dim_size)[0]
+    if reduce == "max":
+        return scatter_max(src, index, dim, out, dim_size)[0]
+    raise ValueError(f'scatter: reduce must be "sum", "add", "mul", "mean", "min" or "max", got {reduce!r}')
+
+
+def _segment(src, kind, seg, reduce, dim, num_segments=None):
+    seg = _index_np(seg)
+    if seg.ndim != 1:
+        raise ValueError(f"gather.torch_scatter: {kind} must be 1-D here, got shape {seg.shape} (see the module docs)")
+    if reduce in ("sum", "add", "mean"):
+        r = "sum" if reduce == "add" else reduce
+        return _call("segment_reduce", {"src": src}, {kind: seg}, dim=dim, reduce=r, fill="zero",
+                     num_segments=num_segments)[0]
+    if reduce in ("min", "max"):
+        values, arg = _call("segment_arg_reduce", {"src": src}, {kind: seg}, dim=dim,
+                            reduce="amin" if reduce == "min" else "amax", fill="zero", num_segments=num_segments)
+        return values, _arg_sentinel(arg, src.shape[dim])
+    raise ValueError(f'segment: reduce must be "sum", "add", "mean", "min" or "max", got {reduce!r}')
+
+
+def segment_csr(src, indptr, out=None, reduce="sum"):
+    """Reduces ``src`` over the segments ``indptr[i]:indptr[i + 1]`` of its first axis (a CSR
+    pointer array). min and max return ``(values, arg)``."""
+    result = _segment(src, "offsets", indptr, reduce, 0)
+    return _into(out, result)
+
+
+def segment_coo(src, index, out=None, dim_size=None, reduce="sum"):
+    """Reduces ``src`` over the runs of equal, sorted ``index`` values along its first axis; the
+    output has ``dim_size`` (default ``index.max() + 1``) segments. min and max return
+    ``(values, arg)``."""
+    idx = _index_np(index)
+    n = dim_size if dim_size is not None else (int(idx.max()) + 1 if idx.size else 0)
+    if out is not None:
+        n = out.shape[0]
+    return _into(out, _segment(src, "ids", idx, reduce, 0, num_segments=n))
+
+
+def _into(out, result):
+    if out is None:
+        return result
+    values = result[0] if isinstance(result, tuple) else result
+    _np(out)[...] = _np(values)
+    return (out, result[1]) if isinstance(result, tuple) else out
+
+
+def gather_csr(src, indptr, out=None):
+    """Row ``i`` of ``src`` repeated ``indptr[i + 1] - indptr[i]`` times along the first axis (the
+    inverse of ``segment_csr``)."""
+    counts = np.diff(_index_np(indptr))
+    result = _native.repeat_interleave(src, counts, 0)
+    return _into(out, result)
+
+
+def gather_coo(src, index, out=None):
+    """``src[index]`` along the first axis (the inverse of ``segment_coo``)."""
+    return _into(out, _native.index_select(src, 0, _index_np(index)))
+
+
+def scatter_softmax(src, index, dim=-1, dim_size=None):
+    """The softmax of each group of ``src`` (float ``src``), in ``src``'s shape."""
+    return _call("scatter_softmax", {"src": src}, {"index": _index_np(index)}, dim=_dim(dim, src))[0]
+
+
+def scatter_log_softmax(src, index, dim=-1, eps=1e-12, dim_size=None):
+    """The log-softmax of each group of ``src`` (float ``src``), in ``src``'s shape. ``eps`` is
+    accepted for pytorch_scatter's signature; the result is exact (see the module docs)."""
+    return _call("scatter_log_softmax", {"src": src}, {"index": _index_np(index)}, dim=_dim(dim, src))[0]
+
+
+def scatter_logsumexp(src, index, dim=-1, out=None, dim_size=None, eps=1e-12):
+    """``log(sum(exp(x)))`` of each group of ``src``; empty groups hold ``log(eps)`` as in
+    pytorch_scatter."""
+    if out is not None:
+        dim_size = out.shape[_dim(dim, src)]
+    result = _groups(src, index, dim, dim_size, "logsumexp", math.log(eps))
+    return _into(out, result)
+
+
+def scatter_std(src, index, dim=-1, out=None, dim_size=None, unbiased=True):
+    """The standard deviation of each group of ``src`` (``unbiased``: divided by count - 1, but
+    never by less than 1, so one-element and empty groups are 0, as in pytorch_scatter)."""
+    if out is not None:
+        dim_size = out.shape[_dim(dim, src)]
+    result = _groups(src, index, dim, dim_size, "std", "zero", correction=1 if unbiased else 0)
+    if unbiased:
+        # pytorch_scatter divides by max(count - 1, 1): a one-element group has std 0, not NaN.
+        count = _counts(src, index, dim, result.shape[_dim(dim, src)])
+        _np(result)[count <= 1] = 0
+    return _into(out, result)

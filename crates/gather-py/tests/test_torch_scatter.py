@@ -1,0 +1,146 @@
+"""gather.torch_scatter against pytorch_scatter's semantics: its README example, and plain-Python
+references of each function (written from pytorch_scatter 2.1's definitions)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from gather import torch_scatter as ts
+
+
+def groups_ref(src, index, dim_size, reduce):
+    """pytorch_scatter's scatter along dim 0 of a 2-D src with a 1-D index, in plain Python:
+    (values, arg) with empty groups 0 (1 for mul) and arg src.shape[0] where nothing won."""
+    n, f = src.shape
+    out = np.zeros((dim_size, f), src.dtype)
+    arg = np.full((dim_size, f), n, np.int64)
+    for g in range(dim_size):
+        rows = [j for j in range(n) if index[j] == g]
+        for c in range(f):
+            vals = [src[j, c] for j in rows]
+            if reduce == "mul":
+                out[g, c] = math.prod(vals) if vals else 1
+            elif not vals:
+                continue
+            elif reduce == "sum":
+                out[g, c] = sum(vals)
+            elif reduce == "mean":
+                s = sum(vals)
+                out[g, c] = s / len(vals) if np.issubdtype(src.dtype, np.floating) else s // len(vals)
+            else:
+                best = max(vals) if reduce == "max" else min(vals)
+                out[g, c] = best
+                arg[g, c] = rows[vals.index(best)]
+    return out, arg
+
+
+SRC = np.array([[1.0, -2.0], [3.0, 5.0], [-1.0, 0.5], [7.0, 2.0], [2.0, 2.0], [3.0, -4.0]])
+INDEX = np.array([0, 2, 0, 2, 4, 0])  # groups 1 and 3 are empty
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mul", "mean", "min", "max"])
+def test_scatter_matches_the_reference_with_empty_groups(reduce):
+    want, _ = groups_ref(SRC, INDEX, 5, reduce)
+    np.testing.assert_allclose(ts.scatter(SRC, INDEX, 0, dim_size=5, reduce=reduce), want, rtol=1e-12)
+    # The default dim_size is index.max() + 1.
+    np.testing.assert_allclose(ts.scatter(SRC, INDEX, 0, reduce=reduce), want, rtol=1e-12)
+
+
+def test_integer_mean_rounds_toward_negative_infinity():
+    src = np.array([[-3], [0], [4], [1]], np.int64)
+    got = ts.scatter_mean(src, np.array([0, 0, 1, 1]), 0)
+    np.testing.assert_array_equal(got, [[-2], [2]])
+
+
+@pytest.mark.parametrize("fn,reduce", [(ts.scatter_max, "max"), (ts.scatter_min, "min")])
+def test_scatter_min_max_return_the_winners_positions_and_the_sentinel(fn, reduce):
+    want, want_arg = groups_ref(SRC, INDEX, 5, reduce)
+    out, arg = fn(SRC, INDEX, 0, dim_size=5)
+    np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(arg, want_arg)
+
+
+def test_the_pytorch_scatter_readme_example():
+    src = np.array([[2, 0, 1, 4, 3], [0, 2, 1, 3, 4]])
+    index = np.array([[4, 5, 4, 2, 3], [0, 0, 2, 2, 1]])
+    out, argmax = ts.scatter_max(src, index, dim=-1)
+    np.testing.assert_array_equal(out, [[0, 0, 4, 3, 2, 0], [2, 4, 3, 0, 0, 0]])
+    np.testing.assert_array_equal(argmax, [[5, 5, 3, 4, 0, 1], [1, 4, 3, 5, 5, 5]])
+
+
+def test_given_out_takes_part_and_is_written_in_place():
+    out = np.ones((5, 2))
+    got = ts.scatter_sum(SRC, INDEX, 0, out=out)
+    assert got is out
+    np.testing.assert_allclose(out, groups_ref(SRC, INDEX, 5, "sum")[0] + 1)
+    out = np.full((5, 2), 4.0)
+    got, arg = ts.scatter_max(SRC, INDEX, 0, out=out)
+    assert got is out
+    want = np.maximum(groups_ref(SRC, INDEX, 5, "max")[0], 4.0)
+    want[[1, 3]] = 4.0
+    np.testing.assert_array_equal(out, want)
+    # Where out's own value won, arg is the sentinel.
+    assert arg[1, 0] == 6 and arg[0, 0] == 6
+
+
+def test_mean_with_out_adds_then_divides_by_the_counts():
+    out = np.ones((5, 2))
+    ts.scatter_mean(SRC, INDEX, 0, out=out)
+    sums = groups_ref(SRC, INDEX, 5, "sum")[0] + 1
+    counts = np.maximum(np.bincount(INDEX, minlength=5), 1)[:, None]
+    np.testing.assert_allclose(out, sums / counts)
+
+
+def test_segments_and_their_inverses():
+    src = np.arange(12.0).reshape(6, 2)
+    indptr = np.array([0, 2, 2, 6])
+    np.testing.assert_array_equal(ts.segment_csr(src, indptr), [[2, 4], [0, 0], [28, 32]])
+    np.testing.assert_array_equal(ts.segment_csr(src, indptr, reduce="mean"), [[1, 2], [0, 0], [7, 8]])
+    values, arg = ts.segment_csr(src, indptr, reduce="max")
+    np.testing.assert_array_equal(values, [[2, 3], [0, 0], [10, 11]])
+    np.testing.assert_array_equal(arg, [[1, 1], [6, 6], [5, 5]])
+    ids = np.array([0, 0, 2, 2, 2, 2])
+    np.testing.assert_array_equal(ts.segment_coo(src, ids), ts.segment_csr(src, indptr))
+    np.testing.assert_array_equal(ts.segment_coo(src, ids, dim_size=4)[3], [0, 0])
+    np.testing.assert_array_equal(ts.gather_csr(np.array([[1.0], [2.0], [3.0]]), indptr), [[1], [1], [3], [3], [3], [3]])
+    np.testing.assert_array_equal(ts.gather_coo(np.array([[1.0], [2.0], [3.0]]), ids), [[1], [1], [3], [3], [3], [3]])
+    with pytest.raises(ValueError, match="1-D"):
+        ts.segment_csr(src, indptr[None, :])
+
+
+def test_softmax_logsumexp_and_std_follow_pytorch_scatter():
+    x = np.array([1.0, 2.0, 3.0, 0.5])
+    idx = np.array([0, 0, 2, 2])
+    sm = ts.scatter_softmax(x, idx, 0)
+    e = np.exp(x - np.array([2.0, 2.0, 3.0, 3.0]))
+    np.testing.assert_allclose(sm, e / np.array([e[:2].sum()] * 2 + [e[2:].sum()] * 2))
+    np.testing.assert_allclose(ts.scatter_log_softmax(x, idx, 0), np.log(sm))
+    lse = ts.scatter_logsumexp(x, idx, 0)
+    np.testing.assert_allclose(lse, [np.log(np.exp(1) + np.exp(2)), np.log(1e-12), np.log(np.exp(3) + np.exp(0.5))])
+    std = ts.scatter_std(np.array([1.0, 3.0, 5.0]), np.array([0, 0, 1]), 0)
+    np.testing.assert_allclose(std, [np.sqrt(2.0), 0.0])  # one-element group: 0, not NaN
+    std = ts.scatter_std(np.array([1.0, 3.0]), np.array([0, 0]), 0, unbiased=False)
+    np.testing.assert_allclose(std, [1.0])
+
+
+def test_torch_tensors_in_and_out_and_pytorch_agrees():
+    torch = pytest.importorskip("torch")
+    g = torch.Generator().manual_seed(0)
+    src = torch.rand(1000, 16, generator=g)
+    index = torch.randint(0, 100, (1000,), generator=g)
+    out = ts.scatter(src, index, 0, dim_size=100, reduce="sum")
+    assert isinstance(out, torch.Tensor)
+    ref = torch.zeros(100, 16).index_add_(0, index, src)
+    torch.testing.assert_close(out, ref)
+    mx = ts.scatter(src, index, 0, dim_size=100, reduce="max")
+    full = index[:, None].expand_as(src)
+    ref = torch.zeros(100, 16).scatter_reduce(0, full, src, "amax", include_self=False)
+    assert torch.equal(mx, ref)
+    values, arg = ts.scatter_max(src, index, 0, dim_size=100)
+    assert isinstance(arg, torch.Tensor) and arg.dtype == torch.int64
+    hit = arg < 1000
+    assert torch.equal(src.gather(0, arg.clamp(max=999))[hit], values[hit])
+    o = torch.zeros(100, 16)
+    assert ts.scatter_sum(src, index, 0, out=o) is o
+    torch.testing.assert_close(o, torch.zeros(100, 16).index_add_(0, index, src))
