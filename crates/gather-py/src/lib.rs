@@ -408,6 +408,13 @@ fn borrow_mut<'py>(
             ));
         }
     };
+    // Nothing to write into an empty array, whose pointer may be unaligned (see `ndarray_of`):
+    // a fresh empty one stands in for it.
+    let a = if a.cast::<PyUntypedArray>()?.is_empty() {
+        ndarray_of(py, &a)?
+    } else {
+        a
+    };
     let arr = a.cast::<PyUntypedArray>()?;
     let native = arr.dtype().is_native_byteorder().unwrap_or(true);
     if !native || !arr.is_aligned() {
@@ -509,12 +516,26 @@ fn describe_dtype(a: &Bound<'_, PyAny>) -> String {
 /// are not multiples of the item size.
 fn ndarray_of<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
     let Ok(arr) = obj.cast::<PyUntypedArray>() else {
-        if obj.hasattr("__dlpack__")? {
-            return from_dlpack(py, obj);
-        }
-        return py.import("numpy")?.call_method1("asarray", (obj,));
+        let a = if obj.hasattr("__dlpack__")? {
+            from_dlpack(py, obj)?
+        } else {
+            py.import("numpy")?.call_method1("asarray", (obj,))?
+        };
+        // Checked like any array: DLPack may hand over an empty array's odd pointer.
+        return match a.cast::<PyUntypedArray>() {
+            Ok(_) => ndarray_of(py, &a),
+            Err(_) => Ok(a),
+        };
     };
     let dtype = arr.dtype();
+    if arr.is_empty() {
+        // NumPy calls an empty array aligned whatever its pointer (one unpickled from a buffer
+        // may have any), and a Rust view needs an aligned one: a fresh empty array has it.
+        let native_dtype = dtype.call_method1("newbyteorder", ("=",))?;
+        return py
+            .import("numpy")?
+            .call_method1("empty", (arr.shape().to_vec(), native_dtype));
+    }
     let itemsize = dtype.itemsize() as isize;
     let strides_ok = itemsize > 0 && arr.strides().iter().all(|s| s % itemsize == 0);
     // `None` for single-byte types, which have no byte order.
@@ -522,9 +543,15 @@ fn ndarray_of<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Bound<'
     if strides_ok && native && arr.is_aligned() {
         return Ok(obj.clone());
     }
+    // A new array: `ascontiguousarray` would hand back a misaligned contiguous one as it is (an
+    // array unpickled from a buffer, as Dask's workers receive them, may be one).
     let native_dtype = dtype.call_method1("newbyteorder", ("=",))?;
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("dtype", native_dtype)?;
+    kwargs.set_item("order", "C")?;
+    kwargs.set_item("copy", true)?;
     py.import("numpy")?
-        .call_method1("ascontiguousarray", (obj, native_dtype))
+        .call_method("array", (obj,), Some(&kwargs))
 }
 
 /// A NumPy array sharing the memory of `obj`, a tensor of another framework on the CPU
@@ -540,7 +567,10 @@ fn framework_bf16_bits<'py>(
     py: Python<'py>,
     obj: &Bound<'py, PyAny>,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
-    if obj.cast::<PyUntypedArray>().is_ok() || !obj.hasattr("__dlpack__")? {
+    if obj.cast::<PyUntypedArray>().is_ok()
+        || !obj.hasattr("__dlpack__")?
+        || !obj.hasattr("dtype")?
+    {
         return Ok(None);
     }
     let dtype = obj.getattr("dtype")?.str()?.to_string();

@@ -221,10 +221,12 @@ def test_a_panic_or_bad_argument_never_crashes_the_interpreter():
         gather.topk(np.zeros(3), -1)
 
 
-@pytest.mark.parametrize("name", ["gather", "gather.grad", "gather._errors"])
+@pytest.mark.parametrize("name", ["gather", "gather.grad", "gather._errors", "gather.torch_scatter", "gather.dask"])
 def test_docstring_examples_run(name):
     import importlib
 
+    if name == "gather.dask":
+        pytest.importorskip("dask.array")
     mod = importlib.import_module(name)
     finder = doctest.DocTestFinder()
     runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)

@@ -106,14 +106,56 @@ def _arg_sentinel(arg, n):
     return jnp.where(arg < 0, n, arg)
 
 
-def _zeros(src, shape):
-    if isinstance(src, np.ndarray):
-        return np.zeros(shape, src.dtype)
-    if hasattr(src, "new_zeros"):  # torch
-        return src.new_zeros(shape)
+def _np(x):
+    """``x`` as a NumPy array sharing its memory."""
+    return x if isinstance(x, np.ndarray) else np.from_dlpack(x)
+
+
+def _np_dtype(src):
+    """``src``'s dtype as NumPy's, or None for a dtype NumPy lacks (bfloat16)."""
+    try:
+        return _np(src).dtype
+    except (BufferError, TypeError, RuntimeError, ValueError):
+        return None
+
+
+def _fresh(src, shape, fill):
+    """A new array of ``src``'s dtype filled with ``fill``: a NumPy one where NumPy has the dtype
+    (zeros then come from fresh zero pages, not a memset), else one of ``src``'s framework."""
+    dt = _np_dtype(src)
+    if dt is not None:
+        return np.zeros(shape, dt) if fill == 0 else np.full(shape, fill, dt)
+    if hasattr(src, "new_full"):  # torch
+        return src.new_full(shape, fill)
     import jax.numpy as jnp
 
-    return jnp.zeros(shape, src.dtype)
+    return jnp.full(shape, fill, src.dtype)
+
+
+def _like(src, out):
+    """A NumPy result ``out`` as ``src``'s type (through DLPack: no copy)."""
+    if isinstance(out, np.ndarray) and not isinstance(src, np.ndarray):
+        root = type(src).__module__.split(".")[0]
+        if root == "torch":
+            import torch
+
+            return torch.from_dlpack(out)
+        if root in ("jax", "jaxlib"):
+            import jax.numpy as jnp
+
+            return jnp.from_dlpack(out)
+    return out
+
+
+def _lowest(dt, reduce):
+    """pytorch_scatter's initial value of a max (min) reduction: the dtype's lowest (highest)
+    finite value."""
+    info = np.finfo(dt) if np.issubdtype(dt, np.floating) else np.iinfo(dt)
+    return info.min if reduce == "amax" else info.max
+
+
+def _zeros(src, shape):
+    return _fresh(src, shape, 0)
 
 
 def _size(src, index, dim, dim_size):
@@ -141,9 +183,13 @@ def _inplace(name, out, *args, **kwargs):
 def scatter_sum(src, index, dim=-1, out=None, dim_size=None):
     """Sums ``src`` into the groups ``index`` names along ``dim``: ``out[..., i, ...] += src[..., j, ...]``
     for ``index[..., j, ...] == i``. Empty groups are 0."""
+    d = _dim(dim, src)
     if out is None:
-        return _groups(src, index, dim, dim_size, "sum", "zero")
-    return _inplace("scatter_add", out, _dim(dim, src), _broadcast(index, src, dim), src)
+        # Out of place: the library copies the fresh zeros and scatters in one pass.
+        zeros = _zeros(src, _size(src, index, d, dim_size))
+        return _like(src, _native.scatter_add(zeros, d, _broadcast(index, src, d), src))
+    index = _broadcast(index, src, d)
+    return _inplace("scatter_add", out, d, index, src)
 
 
 scatter_add = scatter_sum
@@ -152,19 +198,20 @@ scatter_add = scatter_sum
 def scatter_mul(src, index, dim=-1, out=None, dim_size=None):
     """The product of each group of ``src``; empty groups are 1 (and ``out``'s values are
     multiplied in when it is given)."""
+    d = _dim(dim, src)
     if out is None:
-        return _groups(src, index, dim, dim_size, "prod", "identity")
-    return _inplace("scatter_reduce", out, _dim(dim, src), _broadcast(index, src, dim), src, "prod")
+        ones = _fresh(src, _size(src, index, d, dim_size), 1)
+        return _like(src, _native.scatter_reduce(ones, d, _broadcast(index, src, d), src, "prod"))
+    index = _broadcast(index, src, d)
+    return _inplace("scatter_reduce", out, d, index, src, "prod")
 
 
 def scatter_mean(src, index, dim=-1, out=None, dim_size=None):
     """The mean of each group of ``src`` (integers: rounded toward negative infinity); empty groups
     are 0. With ``out``, its values are added to the sums and divided by the counts, as in
     pytorch_scatter."""
-    if out is None:
-        return _groups(src, index, dim, dim_size, "mean", "zero")
     d = _dim(dim, src)
-    out = scatter_sum(src, index, d, out)
+    out = scatter_sum(src, index, d, out, dim_size)
     count = np.maximum(_counts(src, index, d, out.shape[d]), 1)
     o = _np(out)
     if np.issubdtype(o.dtype, np.floating):
@@ -174,33 +221,57 @@ def scatter_mean(src, index, dim=-1, out=None, dim_size=None):
     return out
 
 
-def _np(x):
-    """``x`` as a NumPy array sharing its memory."""
-    return x if isinstance(x, np.ndarray) else np.from_dlpack(x)
-
-
 def _counts(src, index, dim, dim_size):
-    """How many elements of ``src`` each group has, in the output's shape (int64)."""
+    """How many elements of ``src`` each group has, shaped to broadcast against the output."""
+    idx = _index_np(index)
+    if idx.ndim == 1:
+        # One group per position along dim, the same for every lane: a bincount.
+        c = np.bincount(idx, minlength=dim_size)[:dim_size]
+        return c.reshape((1,) * dim + (-1,) + (1,) * (_ndim(src) - dim - 1))
     ones = np.broadcast_to(np.ones(1, np.int64), tuple(src.shape))
-    return _groups(ones, index, dim, dim_size, "sum", "zero")
+    return _native.scatter_add(np.zeros(_size(src, idx, dim, dim_size), np.int64), dim, _broadcast(idx, src, dim), ones)
 
 
 def _scatter_arg(src, index, dim, out, dim_size, reduce):
+    """pytorch_scatter's scatter_max/min: the reduction starts from ``out`` or, without one, from
+    the dtype's lowest (highest) value, and groups still at that value become 0."""
     d = _dim(dim, src)
-    include_self = out is not None
-    if out is None:
-        out = _zeros(src, _size(src, index, d, dim_size))
+    given = out is not None
+    if not given:
+        dt = _np_dtype(src)
+        if dt is None:
+            raise TypeError("gather.torch_scatter: scatter_max/min need a dtype NumPy has (not bfloat16)")
+        out = np.full(_size(src, index, d, dim_size), _lowest(dt, reduce), dt)
+    index = _broadcast(index, src, d)
     values, arg = _call(
-        "scatter_reduce_arg", {"input": out, "src": src}, {"index": _broadcast(index, src, d)},
-        dim=d, reduce=reduce, include_self=include_self,
+        "scatter_reduce_arg", {"input": out, "src": src}, {"index": index},
+        dim=d, reduce=reduce, include_self=True,
     )
     arg = _arg_sentinel(arg, src.shape[d])
-    if include_self:
+    if given:
         o = _np(out)
         if o.flags.writeable:
             o[...] = _np(values)
-            return out, arg
-    return values, arg
+            return out, _like(src, arg)
+        return values, arg
+    v = _np(values)
+    v[v == _lowest(v.dtype, reduce)] = 0
+    return _like(src, v), _like(src, arg)
+
+
+def _scatter_values(src, index, dim, out, dim_size, reduce):
+    """The values of :func:`_scatter_arg` alone, by the library's fused scatter_reduce."""
+    d = _dim(dim, src)
+    if out is not None:
+        return _inplace("scatter_reduce", out, d, _broadcast(index, src, d), src, reduce)
+    dt = _np_dtype(src)
+    if dt is None:
+        raise TypeError("gather.torch_scatter: scatter max/min need a dtype NumPy has (not bfloat16)")
+    low = _lowest(dt, reduce)
+    full = np.full(_size(src, index, d, dim_size), low, dt)
+    v = _native.scatter_reduce(full, d, _broadcast(index, src, d), src, reduce)
+    v[v == low] = 0
+    return _like(src, v)
 
 
 def scatter_min(src, index, dim=-1, out=None, dim_size=None):
@@ -217,7 +288,20 @@ def scatter_max(src, index, dim=-1, out=None, dim_size=None):
 
 def scatter(src, index, dim=-1, out=None, dim_size=None, reduce="sum"):
     """pytorch_scatter's ``scatter``: ``reduce`` is ``"sum"``/``"add"``, ``"mul"``, ``"mean"``,
-    ``"min"`` or ``"max"`` (min and max return the values only)."""
+    ``"min"`` or ``"max"`` (min and max return the values only).
+
+    >>> from gather.torch_scatter import scatter
+    >>> src = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    >>> scatter(src, np.array([0, 2, 0]), dim=0, reduce="max")
+    array([[5., 6.],
+           [0., 0.],
+           [3., 4.]])
+    >>> scatter(src, np.array([0, 2, 0]), dim=0, dim_size=4, reduce="mean")
+    array([[3., 4.],
+           [0., 0.],
+           [3., 4.],
+           [0., 0.]])
+    """
     if reduce in ("sum", "add"):
         return scatter_sum(src, index, dim, out, dim_size)
     if reduce == "mul":
@@ -225,9 +309,9 @@ def scatter(src, index, dim=-1, out=None, dim_size=None, reduce="sum"):
     if reduce == "mean":
         return scatter_mean(src, index, dim, out, dim_size)
     if reduce == "min":
-        return scatter_min(src, index, dim, out, dim_size)[0]
+        return _scatter_values(src, index, dim, out, dim_size, "amin")
     if reduce == "max":
-        return scatter_max(src, index, dim, out, dim_size)[0]
+        return _scatter_values(src, index, dim, out, dim_size, "amax")
     raise ValueError(f'scatter: reduce must be "sum", "add", "mul", "mean", "min" or "max", got {reduce!r}')
 
 

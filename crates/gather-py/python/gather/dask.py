@@ -1,0 +1,501 @@
+"""gather's ops on Dask arrays, for data beyond one machine's memory.
+
+Dask is the engine: these functions build Dask graphs whose tasks run the library's kernels on
+NumPy blocks, and return Dask arrays (call ``.compute()``, or ``.persist()`` on a
+``distributed`` cluster). Nothing is computed when they are called, except the largest index when
+``dim_size`` is not given (as pytorch_scatter does).
+
+Reads (``take``, ``index_select``, ``gather``) route the index by chunk: every block of the index
+is split by the block of the table each value falls into, each piece is read where that table
+block lives, and the pieces are put back in index order. A table block is never copied whole to
+another task, and an index that is a NumPy array is routed once, on the client, so the graph only
+holds the pieces that exist.
+
+Reductions (``scatter``, ``scatter_add``, ``scatter_reduce``, ``segment_coo``, ``segment_csr``,
+``bincount``) are trees, as ``dask.array.reduction`` builds them: each block of ``src`` is reduced
+by the library's kernel into a dense ``(dim_size, ...)`` block with a count of its elements per
+group, blocks are combined ``split_every`` at a time (add, multiply, max, min; counts add), and the
+root applies the op's rule for empty groups. Every group is reduced in index order within a block
+and blocks are combined in block order, so a result is deterministic for a given chunking.
+
+Long computations show progress with Dask's own tools: ``dask.diagnostics.ProgressBar`` for the
+local schedulers, ``distributed.progress`` on a cluster (see :func:`progress`).
+
+>>> import numpy as np, dask.array as da
+>>> from gather import dask as gd
+>>> src = da.from_array(np.arange(12.0).reshape(6, 2), chunks=(2, 2))
+>>> index = da.from_array(np.array([0, 2, 0, 1, 2, 2]), chunks=2)
+>>> gd.scatter(src, index, dim=0, reduce="sum").compute()
+array([[ 4.,  6.],
+       [ 6.,  7.],
+       [20., 23.]])
+>>> gd.take(src, np.array([5, 0]), axis=0).compute()
+array([[10., 11.],
+       [ 0.,  1.]])
+"""
+
+import itertools
+import math
+
+import dask.array as da
+import numpy as np
+from dask.base import tokenize
+from dask.highlevelgraph import HighLevelGraph
+
+from . import _native
+
+__all__ = [
+    "take",
+    "index_select",
+    "gather",
+    "scatter",
+    "scatter_add",
+    "scatter_reduce",
+    "segment_coo",
+    "segment_csr",
+    "bincount",
+    "from_npy",
+    "progress",
+]
+
+_REDUCE = {"sum": "sum", "add": "sum", "prod": "prod", "mul": "prod", "mean": "mean",
+           "amax": "amax", "max": "amax", "amin": "amin", "min": "amin"}
+
+
+def _as_dask(a, like=None):
+    if isinstance(a, da.Array):
+        return a
+    a = np.asarray(a)
+    return da.from_array(a, chunks=like if like is not None else "auto")
+
+
+def _norm_dim(dim, ndim, op):
+    if not -ndim <= dim < max(ndim, 1):
+        _native.gather(np.zeros((1,) * ndim), dim, np.zeros((1,) * ndim, np.int64))  # the library's error
+    return dim % max(ndim, 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reads
+
+
+def _check_range(ib, n):
+    """Raises the library's IndexOutOfBoundsError for a value of ``ib`` outside ``[-n, n)``."""
+    if ib.size and (ib.min() < -n or ib.max() >= n):
+        _native.take(np.zeros(n, np.int8), ib)
+
+
+def _take_piece(xblock, ib, lo, hi, n, axis):
+    """The values of one table block for the index values that fall in it: (positions, values)."""
+    ib = np.where(ib < 0, ib + n, ib)
+    pos = np.nonzero((ib >= lo) & (ib < hi))[0]
+    return pos, _native.index_select(xblock, axis, ib[pos] - lo)
+
+
+def _take_assemble(ib, n, axis, block_shape, dtype, *pieces):
+    """One output block from its pieces, in index order."""
+    _check_range(ib, n)
+    shape = list(block_shape)
+    shape[axis] = ib.size
+    out = np.empty(shape, dtype)
+    for pos, vals in pieces:
+        if pos.size:
+            _native.index_copy_(out, axis, pos, vals)
+    return out
+
+
+def _route(values, bounds):
+    """For a NumPy index: which table blocks each index block reads (nonempty pieces only)."""
+    n = bounds[-1]
+    w = np.where(values < 0, values + n, values)
+    return {k for k in np.unique(np.searchsorted(bounds, w[(w >= 0) & (w < n)], side="right") - 1)}
+
+
+def take(x, index, axis=0):
+    """``x`` read at ``index`` along ``axis`` (``np.take`` with an axis; negative indices wrap, as in
+    ``torch.take``): the output has ``x.shape[:axis] + index.shape + x.shape[axis + 1:]``.
+
+    ``x`` is a Dask array (or an array to wrap); ``index`` a NumPy or Dask integer array of any
+    shape. Out-of-range values raise :class:`gather.IndexOutOfBoundsError` at compute time."""
+    x = _as_dask(x)
+    axis = _norm_dim(axis, x.ndim, "take")
+    small = not isinstance(index, da.Array)
+    idx_shape = tuple(np.shape(index))
+    flat = _as_dask(np.asarray(index).reshape(-1) if small else index.reshape(-1),
+                    like=max(1, max(x.chunks[axis])) if small else None)
+    n = x.shape[axis]
+    bounds = np.concatenate([[0], np.cumsum(x.chunks[axis])])
+    token = tokenize(x, flat, axis)
+    piece_name, out_name = "gather-take-piece-" + token, "gather-take-" + token
+    dsk = {}
+    others = [range(nb) for a, nb in enumerate(x.numblocks) if a != axis]
+    values = np.asarray(index).reshape(-1) if small else None
+    offsets = np.concatenate([[0], np.cumsum(flat.chunks[0])]).astype(int)
+    for c in range(flat.numblocks[0]):
+        needed = (_route(values[offsets[c]:offsets[c + 1]], bounds) if small
+                  else range(len(bounds) - 1))
+        for j in itertools.product(*others):
+            pieces = []
+            for k in sorted(needed):
+                xkey = (x.name,) + j[:axis] + (k,) + j[axis:]
+                pkey = (piece_name, c, k) + j
+                dsk[pkey] = (_take_piece, xkey, (flat.name, c), int(bounds[k]), int(bounds[k + 1]), n, axis)
+                pieces.append(pkey)
+            block_shape = tuple(x.chunks[a][(j[:axis] + (0,) + j[axis:])[a]] for a in range(x.ndim))
+            okey = (out_name,) + j[:axis] + (c,) + j[axis:]
+            dsk[okey] = (_take_assemble, (flat.name, c), n, axis, block_shape, x.dtype) + tuple(pieces)
+    chunks = x.chunks[:axis] + (flat.chunks[0],) + x.chunks[axis + 1:]
+    graph = HighLevelGraph.from_collections(out_name, dsk, dependencies=[x, flat])
+    out = da.Array(graph, out_name, chunks, meta=np.empty((0,) * x.ndim, x.dtype))
+    if len(idx_shape) != 1:
+        out = out.reshape(x.shape[:axis] + idx_shape + x.shape[axis + 1:])
+    return out
+
+
+def index_select(input, dim, index):
+    """``torch.index_select`` on a Dask array: the slices ``index[k]`` along ``dim`` (a 1-D index;
+    negative values wrap, as in :func:`take`)."""
+    if len(np.shape(index)) > 1:
+        raise ValueError(f"index_select: index must be 0-d or 1-d, got {len(np.shape(index))} dims")
+    return take(input, index, axis=dim)
+
+
+def _gather_step(prev, xblock, ib, lo, hi, n, dim):
+    """``prev`` with the elements whose index falls in ``[lo, hi)`` read from ``xblock``."""
+    if prev is None:
+        bad = (ib < 0) | (ib >= n)
+        if bad.any():
+            # The library's error for the first bad value (torch.gather does not wrap negatives).
+            shape = [1] * ib.ndim
+            shape[dim] = n
+            _native.gather(np.zeros(shape, np.int8), dim, np.full([1] * ib.ndim, ib[bad][0]))
+        prev = np.zeros(ib.shape, xblock.dtype)
+    mask = (ib >= lo) & (ib < hi)
+    if mask.any():
+        sub = xblock[tuple(slice(0, s) if a != dim else slice(None) for a, s in enumerate(ib.shape))]
+        got = _native.gather(sub, dim, np.where(mask, ib - lo, 0))
+        np.copyto(prev, got, where=mask)
+    return prev
+
+
+def gather(input, dim, index):
+    """``torch.gather`` on Dask arrays: ``out[i][j] = input[index[i][j]][j]`` for ``dim = 0``; the
+    output has the index's shape (``index.shape[d] <= input.shape[d]`` off ``dim``; as in PyTorch,
+    negative values are out of bounds). Each output block walks the table blocks along ``dim`` in order, so a task holds one
+    table block at a time."""
+    x = _as_dask(input)
+    dim = _norm_dim(dim, x.ndim, "gather")
+    index = _as_dask(index)
+    if index.ndim != x.ndim or any(index.shape[a] > x.shape[a] for a in range(x.ndim) if a != dim):
+        # The library's shape error, with its numbers and hint.
+        _native.gather(np.zeros(x.shape, np.int8) if x.size < 2**20 else np.zeros((1,) * x.ndim, np.int8),
+                       dim, np.zeros(index.shape, np.int64))
+    # The index's blocks off dim follow the table's, so that each reads one table block.
+    cut = tuple(
+        index.chunks[a] if a == dim else _clip_chunks(x.chunks[a], index.shape[a]) for a in range(x.ndim)
+    )
+    index = index.rechunk(cut)
+    n = x.shape[dim]
+    bounds = np.concatenate([[0], np.cumsum(x.chunks[dim])])
+    token = tokenize(x, index, dim)
+    step, out_name = "gather-gather-step-" + token, "gather-gather-" + token
+    dsk = {}
+    for b in itertools.product(*[range(nb) for nb in index.numblocks]):
+        prev = None
+        for k in range(len(bounds) - 1):
+            xkey = (x.name,) + tuple(k if a == dim else b[a] for a in range(x.ndim))
+            key = (step, k) + b
+            dsk[key] = (_gather_step, prev, xkey, (index.name,) + b, int(bounds[k]), int(bounds[k + 1]), n, dim)
+            prev = key
+        dsk[(out_name,) + b] = (_same, prev)
+    graph = HighLevelGraph.from_collections(out_name, dsk, dependencies=[x, index])
+    return da.Array(graph, out_name, index.chunks, meta=np.empty((0,) * x.ndim, x.dtype))
+
+
+def _same(v):
+    return v
+
+
+def _clip_chunks(chunks, size):
+    """``chunks`` cut at ``size`` (the blocks of a shorter array aligned with a longer one's)."""
+    out, total = [], 0
+    for c in chunks:
+        if total >= size:
+            break
+        out.append(min(c, size - total))
+        total += out[-1]
+    return tuple(out) if out else (0,)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reductions
+
+
+def _identity(dtype, reduce):
+    if reduce in ("sum", "mean"):
+        return 0
+    if reduce == "prod":
+        return 1
+    if dtype == np.bool_:
+        return reduce == "amin"
+    info = np.finfo(dtype) if np.issubdtype(dtype, np.floating) else np.iinfo(dtype)
+    return info.min if reduce == "amax" else info.max
+
+
+def _spread(index, src, dim):
+    """A 1-D index along ``dim`` as a view of ``src``'s shape (stride 0 off ``dim``)."""
+    if index.ndim == src.ndim:
+        return index
+    shape = (1,) * dim + (-1,) + (1,) * (src.ndim - dim - 1)
+    return np.broadcast_to(index.reshape(shape), src.shape)
+
+
+def _partial(sblock, iblock, dim, dim_size, reduce):
+    """One block of ``src`` reduced into dense groups by the library: (values, counts)."""
+    shape = list(sblock.shape)
+    shape[dim] = dim_size
+    ident = _identity(sblock.dtype, reduce)
+    idx = _spread(iblock, sblock, dim)
+    fresh = np.zeros(shape, sblock.dtype) if ident == 0 else np.full(shape, ident, sblock.dtype)
+    if reduce in ("sum", "mean"):
+        values = _native.scatter_add(fresh, dim, idx, sblock)
+    else:
+        values = _native.scatter_reduce(fresh, dim, idx, sblock, reduce)
+    if iblock.ndim == 1:
+        # The kernel has checked every value against dim_size.
+        counts = np.bincount(iblock, minlength=dim_size)[:dim_size]
+    else:
+        counts = _native.scatter_add(np.zeros(shape, np.int64), dim, iblock,
+                                     np.broadcast_to(np.ones(1, np.int64), sblock.shape))
+    return values, counts
+
+
+def _combine(parts, reduce):
+    """Blocks of groups combined in block order."""
+    op = {"sum": np.add, "mean": np.add, "prod": np.multiply, "amax": np.maximum, "amin": np.minimum}[reduce]
+    values = parts[0][0].copy()
+    counts = parts[0][1].copy()
+    for v, c in parts[1:]:
+        op(values, v, out=values)
+        counts += c
+    return values, counts
+
+
+def _tree(src, index, dim, dim_size, reduce, split_every):
+    """(values, counts) of every group as two Dask arrays: values hold the reduction's identity
+    where a group is empty; counts have dim_size entries (1-D index) or the output's shape."""
+    one_d = index.ndim == 1
+    index = index.rechunk((src.chunks[dim],) if one_d else src.chunks)
+    split_every = split_every or 8
+    token = tokenize(src, index, dim, dim_size, reduce, split_every)
+    pname = "gather-scatter-partial-" + token
+    dsk = {}
+    others = [range(nb) for a, nb in enumerate(src.numblocks) if a != dim]
+    roots = {}
+    for j in itertools.product(*others):
+        level = []
+        for k in range(src.numblocks[dim]):
+            sb = j[:dim] + (k,) + j[dim:]
+            ikey = (index.name, k) if one_d else (index.name,) + sb
+            key = (pname, k) + j
+            dsk[key] = (_partial, (src.name,) + sb, ikey, dim, dim_size, reduce)
+            level.append(key)
+        depth = 0
+        while len(level) > 1:
+            depth += 1
+            cname = f"gather-scatter-combine-{depth}-" + token
+            nxt = []
+            for g in range(math.ceil(len(level) / split_every)):
+                key = (cname, g) + j
+                dsk[key] = (_combine, level[g * split_every:(g + 1) * split_every], reduce)
+                nxt.append(key)
+            level = nxt
+        roots[j] = level[0]
+    vname, cname = "gather-scatter-values-" + token, "gather-scatter-counts-" + token
+    for j, root in roots.items():
+        dsk[(vname,) + j[:dim] + (0,) + j[dim:]] = (_first, root)
+        if one_d:
+            if not j or all(v == 0 for v in j):
+                dsk[(cname, 0)] = (_second, root)
+        else:
+            dsk[(cname,) + j[:dim] + (0,) + j[dim:]] = (_second, root)
+    deps = [src, index]
+    chunks = src.chunks[:dim] + ((dim_size,),) + src.chunks[dim + 1:]
+    values = da.Array(HighLevelGraph.from_collections(vname, dsk, dependencies=deps), vname, chunks,
+                      meta=np.empty((0,) * src.ndim, src.dtype))
+    cdsk = HighLevelGraph.from_collections(cname, dsk, dependencies=deps)
+    counts = da.Array(cdsk, cname, ((dim_size,),) if one_d else chunks, meta=np.empty((0,) * (1 if one_d else src.ndim), np.int64))
+    return values, counts
+
+
+def _first(pair):
+    return pair[0]
+
+
+def _second(pair):
+    return pair[1]
+
+
+def _prepare(src, index, dim, dim_size, op):
+    src = _as_dask(src)
+    dim = _norm_dim(dim, src.ndim, op)
+    index = _as_dask(index)
+    if index.ndim not in (1, src.ndim):
+        raise ValueError(f"{op}: index must be 1-D (along dim) or have src's {src.ndim} dims, got {index.ndim}")
+    if index.ndim == 1 and index.shape[0] != src.shape[dim]:
+        raise ValueError(f"{op}: a 1-D index needs one value per position along dim: {index.shape[0]} != {src.shape[dim]}")
+    if index.ndim == src.ndim and index.shape != src.shape:
+        raise ValueError(f"{op}: index must have src's shape {src.shape}, got {index.shape}")
+    if not np.issubdtype(index.dtype, np.integer):
+        raise TypeError(f"{op}: expected an integer dtype for index, but got {index.dtype}")
+    if dim_size is None:
+        dim_size = int(index.max().compute()) + 1 if index.size else 0
+    return src, index, dim, dim_size
+
+
+def _counts_like(counts, values, dim):
+    """Counts broadcast against the values (a 1-D count along dim)."""
+    if counts.ndim == values.ndim:
+        return counts
+    shape = (1,) * dim + (-1,) + (1,) * (values.ndim - dim - 1)
+    return counts.reshape(shape)
+
+
+def _mean(sums, counts):
+    counts = da.maximum(counts, 1).astype(sums.dtype)
+    if np.issubdtype(sums.dtype, np.floating):
+        return sums / counts
+    return sums // counts
+
+
+def scatter(src, index, dim=0, dim_size=None, reduce="sum", split_every=None):
+    """pytorch_scatter's ``scatter`` on Dask arrays: the groups of ``src`` that ``index`` names
+    along ``dim``, reduced by ``reduce`` (``"sum"``/``"add"``, ``"mul"``/``"prod"``, ``"mean"``,
+    ``"min"``/``"amin"``, ``"max"``/``"amax"``). A 1-D index is shared by every lane; otherwise it
+    has ``src``'s shape. The output has ``src``'s shape with ``dim_size`` (default: the largest
+    index + 1) along ``dim``; empty groups are 0 (1 for a product)."""
+    r = _REDUCE.get(reduce)
+    if r is None:
+        raise ValueError(f'scatter: reduce must be one of {sorted(_REDUCE)}, got {reduce!r}')
+    src, index, dim, dim_size = _prepare(src, index, dim, dim_size, "scatter")
+    values, counts = _tree(src, index, dim, dim_size, r, split_every)
+    c = _counts_like(counts, values, dim)
+    if r == "mean":
+        return _mean(values, c)
+    if r in ("amax", "amin"):
+        return da.where(c > 0, values, 0).astype(src.dtype)
+    return values
+
+
+def scatter_add(input, dim, index, src, split_every=None):
+    """``torch.scatter_add`` on Dask arrays: ``input`` plus the sums of ``src`` into the positions
+    ``index`` names along ``dim`` (``index`` 1-D along ``dim``, or ``src``'s shape)."""
+    return scatter_reduce(input, dim, index, src, "sum", include_self=True, split_every=split_every)
+
+
+def scatter_reduce(input, dim, index, src, reduce, include_self=True, split_every=None):
+    """``torch.scatter_reduce`` on Dask arrays (``reduce``: sum, prod, mean, amax, amin). Positions
+    no element of ``src`` reaches keep ``input``'s value; with ``include_self=False`` the others
+    reduce ``src`` alone."""
+    r = _REDUCE.get(reduce)
+    if r is None or reduce in ("add", "mul", "max", "min"):
+        raise ValueError(f'scatter_reduce: reduce must be "sum", "prod", "mean", "amax" or "amin", got {reduce!r}')
+    input = _as_dask(input)
+    d = _norm_dim(dim, input.ndim, "scatter_reduce")
+    src, index, d, _ = _prepare(src, index, d, input.shape[d], "scatter_reduce")
+    if src.dtype != input.dtype:
+        raise TypeError(f"scatter_reduce: expected self and src to have the same dtype, but got {input.dtype} and {src.dtype}")
+    values, counts = _tree(src, index, d, input.shape[d], r, split_every)
+    values = values.rechunk(input.chunks) if values.shape == input.shape else values
+    c = _counts_like(counts, values, d)
+    hit = c > 0
+    if r == "sum":
+        out = input + values if include_self else da.where(hit, values, input)
+    elif r == "prod":
+        out = input * values if include_self else da.where(hit, values, input)
+    elif r == "mean":
+        out = _mean(values + input, c + 1) if include_self else da.where(hit, _mean(values, c), input)
+    else:
+        both = (da.maximum if r == "amax" else da.minimum)(input, values)
+        out = da.where(hit, both if include_self else values, input)
+    return out.astype(input.dtype)
+
+
+def segment_coo(src, index, dim_size=None, reduce="sum", split_every=None):
+    """pytorch_scatter's ``segment_coo`` on Dask arrays: ``src`` reduced over the groups of its
+    first axis that the (sorted) ``index`` names; the same as :func:`scatter` along axis 0."""
+    return scatter(src, index, 0, dim_size, reduce, split_every)
+
+
+def _ids_of(positions, indptr):
+    return np.searchsorted(indptr, positions, side="right") - 1
+
+
+def segment_csr(src, indptr, reduce="sum", split_every=None):
+    """pytorch_scatter's ``segment_csr`` on Dask arrays: ``src`` reduced over the segments
+    ``indptr[i]:indptr[i + 1]`` of its first axis (``indptr`` a 1-D NumPy array)."""
+    indptr = np.asarray(indptr)
+    src = _as_dask(src)
+    if indptr.ndim != 1 or indptr.size == 0 or indptr[0] != 0 or indptr[-1] != src.shape[0] or np.any(np.diff(indptr) < 0):
+        raise ValueError(
+            f"segment_csr: indptr must be 1-D, start at 0, not decrease and end at src.shape[0] = {src.shape[0]}"
+        )
+    positions = da.arange(src.shape[0], chunks=(src.chunks[0],))
+    ids = positions.map_blocks(_ids_of, indptr, dtype=np.int64)
+    return scatter(src, ids, 0, indptr.size - 1, reduce, split_every)
+
+
+def bincount(x, weights=None, minlength=0, split_every=None):
+    """``torch.bincount`` on a 1-D Dask array of non-negative integers: how often each value occurs
+    (or the sum of ``weights`` per value), with at least ``minlength`` entries."""
+    x = _as_dask(x)
+    if x.ndim != 1:
+        raise ValueError(f"bincount: x must be 1-D, got {x.ndim} dims")
+    size = max(int(x.max().compute()) + 1 if x.size else 0, minlength)
+    if weights is None:
+        _, counts = _tree(da.zeros(x.shape, np.int8, chunks=x.chunks), x, 0, size, "sum", split_every)
+        return counts
+    return scatter(weights, x, 0, size, "sum", split_every)
+
+
+class _Npy:
+    """A ``.npy`` file read by slices through a memory map; only the path travels to the workers."""
+
+    def __init__(self, path):
+        self.path = str(path)
+        m = np.load(self.path, mmap_mode="r")
+        self.shape, self.dtype, self.ndim = m.shape, m.dtype, m.ndim
+
+    def __getitem__(self, key):
+        return np.array(np.load(self.path, mmap_mode="r")[key])
+
+
+def from_npy(path, chunks="auto"):
+    """A Dask array over a ``.npy`` file on storage every worker can read: each task reads its own
+    block through a memory map, so the file may be larger than the workers' memory.
+
+    >>> import numpy as np, tempfile, os
+    >>> from gather import dask as gd
+    >>> path = os.path.join(tempfile.mkdtemp(), "x.npy")
+    >>> np.save(path, np.arange(10))
+    >>> gd.from_npy(path, chunks=4).sum().compute()
+    np.int64(45)
+    """
+    return da.from_array(_Npy(path), chunks=chunks, asarray=True)
+
+
+def progress(*collections):
+    """Dask's progress bar for ``collections`` being computed: ``distributed.progress`` when a
+    distributed client is active, else a ``dask.diagnostics.ProgressBar`` context for a local
+    ``compute``. Returns the context to use in ``with`` (local) or the persisted collections."""
+    try:
+        from distributed import default_client, progress as dprogress
+
+        client = default_client()
+    except (ImportError, ValueError):
+        from dask.diagnostics import ProgressBar
+
+        return ProgressBar()
+    persisted = client.persist(list(collections))
+    dprogress(persisted)
+    return persisted
