@@ -133,3 +133,17 @@ def test_an_input_larger_than_the_workers_memory_comes_through_whole(client, tmp
     assert counts.sum() == edges
     # No worker was restarted for memory (a lost worker would have shown as a KilledWorker error).
     assert len(client.scheduler_info()["workers"]) == 2
+
+
+def test_repeated_computes_of_the_same_reduction_give_the_same_result(client):
+    # The chains accumulate in place: graphs built by separate calls must not share their keys.
+    rng = np.random.default_rng(9)
+    src = rng.integers(0, 5, (3000, 4)).astype(np.float64)
+    ids = rng.integers(0, 50, 3000)
+    S, I = da.from_array(src, chunks=(250, 4)), da.from_array(ids, chunks=250)
+    want = ts.scatter(src, ids, 0, dim_size=50)
+    for _ in range(4):
+        np.testing.assert_array_equal(gd.scatter(S, I, 0, dim_size=50).compute(), want)
+    a, b = client.compute([gd.scatter(S, I, 0, dim_size=50), gd.scatter(S, I, 0, dim_size=50)], sync=True)
+    np.testing.assert_array_equal(a, want)
+    np.testing.assert_array_equal(b, want)

@@ -144,3 +144,64 @@ def test_torch_tensors_in_and_out_and_pytorch_agrees():
     o = torch.zeros(100, 16)
     assert ts.scatter_sum(src, index, 0, out=o) is o
     torch.testing.assert_close(o, torch.zeros(100, 16).index_add_(0, index, src))
+
+
+def _torch():
+    return pytest.importorskip("torch")
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda ts_, x, i: ts_.scatter(x, i, 0, dim_size=6, reduce="sum"),
+        lambda ts_, x, i: ts_.scatter(x, i, 0, dim_size=6, reduce="mean"),
+        lambda ts_, x, i: ts_.scatter(x, i, 0, dim_size=6, reduce="max"),
+        lambda ts_, x, i: ts_.scatter_min(x, i, 0, dim_size=6)[0],
+        lambda ts_, x, i: ts_.scatter_mul(x, i, 0, dim_size=6),
+        lambda ts_, x, i: ts_.scatter_softmax(x, i, 0),
+        lambda ts_, x, i: ts_.scatter_log_softmax(x, i, 0),
+        lambda ts_, x, i: ts_.scatter_logsumexp(x, i, 0, dim_size=6),
+        lambda ts_, x, i: ts_.scatter_std(x, i, 0, dim_size=6),
+        lambda ts_, x, i: ts_.segment_coo(x, i.sort().values, dim_size=6, reduce="mean"),
+        lambda ts_, x, i: ts_.gather_coo(x, i.sort().values),
+        lambda ts_, x, i: ts_.segment_csr(x, __import__("torch").tensor([0, 3, 3, 7, 10])),
+        lambda ts_, x, i: ts_.gather_csr(x[:4], __import__("torch").tensor([0, 3, 3, 7, 10])),
+    ],
+)
+def test_gradients_match_finite_differences(call):
+    torch = _torch()
+    g = torch.Generator().manual_seed(3)
+    # Distinct values away from 0: no ties for max/min, no division by 0 for mul.
+    x = (torch.randperm(30, generator=g).double().reshape(10, 3) / 7 + 0.5).requires_grad_()
+    i = torch.tensor([0, 2, 0, 5, 2, 2, 1, 0, 5, 2])
+    assert torch.autograd.gradcheck(lambda t: call(ts, t, i), (x,))
+
+
+def test_pyg_style_message_passing_matches_pytorch_forward_and_backward():
+    torch = _torch()
+    g = torch.Generator().manual_seed(4)
+    n, e, f = 50, 400, 8
+    x = torch.randn(n, f, generator=g, requires_grad=True)
+    w = torch.randn(f, f, generator=g, requires_grad=True)
+    edge = torch.randint(0, n, (2, e), generator=g)
+    for reduce, torch_reduce in [("sum", "sum"), ("mean", "mean"), ("max", "amax")]:
+        msgs = (x @ w)[edge[0]]
+        ours = ts.scatter(msgs, edge[1], dim=0, dim_size=n, reduce=reduce)
+        (ours.sin().sum()).backward()
+        gx, gw = x.grad.clone(), w.grad.clone()
+        x.grad, w.grad = None, None
+        msgs = (x @ w)[edge[0]]
+        idx = edge[1][:, None].expand(e, f)
+        ref = torch.zeros(n, f).scatter_reduce(0, idx, msgs, torch_reduce, include_self=False)
+        (ref.sin().sum()).backward()
+        torch.testing.assert_close(ours, ref)
+        torch.testing.assert_close(gx, x.grad, msg=reduce)
+        torch.testing.assert_close(gw, w.grad, msg=reduce)
+        x.grad, w.grad = None, None
+
+
+def test_out_with_gradients_is_a_clear_error():
+    torch = _torch()
+    x = torch.ones(3, 2, requires_grad=True)
+    with pytest.raises(TypeError, match="out="):
+        ts.scatter_sum(x, torch.tensor([0, 1, 0]), 0, out=torch.zeros(2, 2))

@@ -12,11 +12,17 @@ another task, and an index that is a NumPy array is routed once, on the client, 
 holds the pieces that exist.
 
 Reductions (``scatter``, ``scatter_add``, ``scatter_reduce``, ``segment_coo``, ``segment_csr``,
-``bincount``) are trees, as ``dask.array.reduction`` builds them: each block of ``src`` is reduced
-by the library's kernel into a dense ``(dim_size, ...)`` block with a count of its elements per
-group, blocks are combined ``split_every`` at a time (add, multiply, max, min; counts add), and the
-root applies the op's rule for empty groups. Every group is reduced in index order within a block
-and blocks are combined in block order, so a result is deterministic for a given chunking.
+``bincount``) are trees, as ``dask.array.reduction`` builds them, with chains at the leaves: each
+run of ``split_every`` consecutive blocks of ``src`` is reduced by the library's kernel, one block
+after the other, into one dense ``(dim_size, ...)`` block of groups with their counts; the chains
+then combine ``split_every`` at a time (add, multiply, max, min; counts add), and the root applies
+the op's rule for empty groups. Every group is reduced in index order within a block, and blocks
+and chains in block order, so a result is deterministic for a given chunking.
+
+The kernels are parallel (rayon) inside each task: give worker processes that run one task at a
+time the machine's cores, or set ``RAYON_NUM_THREADS`` to the threads a task may use (e.g.
+``LocalCluster(..., threads_per_worker=1, env={"RAYON_NUM_THREADS": "1"})`` with one worker per
+core), so that tasks do not fight over the cores.
 
 Long computations show progress with Dask's own tools: ``dask.diagnostics.ProgressBar`` for the
 local schedulers, ``distributed.progress`` on a cluster (see :func:`progress`).
@@ -36,6 +42,7 @@ array([[10., 11.],
 
 import itertools
 import math
+import uuid
 
 import dask.array as da
 import numpy as np
@@ -270,11 +277,34 @@ def _partial(sblock, iblock, dim, dim_size, reduce):
     return values, counts
 
 
+def _own(a):
+    """``a`` if it can be written in place, else a copy (an array a worker received from another
+    may be a read-only, misaligned view of the message)."""
+    return a if a.flags.writeable and a.flags.aligned else a.copy()
+
+
+def _accumulate(acc, sblock, iblock, dim, reduce):
+    """``acc`` (the previous block's groups) with one more block of ``src`` reduced into it, in
+    place: each chain has one accumulator, whose task is its only reader, and the library's
+    in-place calls change nothing when they fail, so a retried task starts from the same state."""
+    values, counts = _own(acc[0]), _own(acc[1])
+    idx = _spread(iblock, sblock, dim)
+    if reduce in ("sum", "mean"):
+        _native.scatter_add_(values, dim, idx, sblock)
+    else:
+        _native.scatter_reduce_(values, dim, idx, sblock, reduce)
+    if iblock.ndim == 1:
+        counts += np.bincount(iblock, minlength=counts.shape[0])[: counts.shape[0]]
+    else:
+        counts += _native.scatter_add(np.zeros(counts.shape, np.int64), dim, iblock,
+                                      np.broadcast_to(np.ones(1, np.int64), sblock.shape))
+    return values, counts
+
+
 def _combine(parts, reduce):
-    """Blocks of groups combined in block order."""
+    """Chains' groups combined in chain order, into the first (its task is its only reader)."""
     op = {"sum": np.add, "mean": np.add, "prod": np.multiply, "amax": np.maximum, "amin": np.minimum}[reduce]
-    values = parts[0][0].copy()
-    counts = parts[0][1].copy()
+    values, counts = _own(parts[0][0]), _own(parts[0][1])
     for v, c in parts[1:]:
         op(values, v, out=values)
         counts += c
@@ -283,12 +313,20 @@ def _combine(parts, reduce):
 
 def _tree(src, index, dim, dim_size, reduce, split_every):
     """(values, counts) of every group as two Dask arrays: values hold the reduction's identity
-    where a group is empty; counts have dim_size entries (1-D index) or the output's shape."""
+    where a group is empty; counts have dim_size entries (1-D index) or the output's shape.
+
+    Each run of ``split_every`` consecutive blocks along ``dim`` is a chain that reduces its
+    blocks one after the other into one accumulator (the first block's dense groups), and the
+    chains combine as a tree, ``split_every`` at a time: one dense block per chain rather than
+    one per block of ``src``."""
     one_d = index.ndim == 1
     index = index.rechunk((src.chunks[dim],) if one_d else src.chunks)
-    split_every = split_every or 8
-    token = tokenize(src, index, dim, dim_size, reduce, split_every)
-    pname = "gather-scatter-partial-" + token
+    split_every = max(2, split_every or 8)
+    # A fresh token per call: the chains write into their accumulators in place, so two graphs
+    # must never share a chain key (a second compute could pick up an accumulator that a first
+    # one has already advanced).
+    token = tokenize(src, index, dim, dim_size, reduce, split_every, uuid.uuid4().hex)
+    aname = "gather-scatter-chain-" + token
     dsk = {}
     others = [range(nb) for a, nb in enumerate(src.numblocks) if a != dim]
     roots = {}
@@ -297,9 +335,13 @@ def _tree(src, index, dim, dim_size, reduce, split_every):
         for k in range(src.numblocks[dim]):
             sb = j[:dim] + (k,) + j[dim:]
             ikey = (index.name, k) if one_d else (index.name,) + sb
-            key = (pname, k) + j
-            dsk[key] = (_partial, (src.name,) + sb, ikey, dim, dim_size, reduce)
-            level.append(key)
+            key = (aname, k) + j
+            if k % split_every == 0:
+                dsk[key] = (_partial, (src.name,) + sb, ikey, dim, dim_size, reduce)
+                level.append(key)
+            else:
+                dsk[key] = (_accumulate, level[-1], (src.name,) + sb, ikey, dim, reduce)
+                level[-1] = key
         depth = 0
         while len(level) > 1:
             depth += 1

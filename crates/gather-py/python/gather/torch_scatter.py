@@ -18,8 +18,9 @@ Differences from pytorch_scatter, and why:
 - ``scatter_logsumexp`` follows pytorch_scatter in adding ``eps`` only for empty groups, which
   hold ``log(eps)`` in both; non-empty groups are exact here (pytorch_scatter's differ by about
   ``eps / sum``).
-- No gradients flow through these functions (they are not autograd ops); the gradients are in
-  :mod:`gather.grad`.
+- Gradients: a torch ``src`` that requires grad gets pytorch_scatter's gradients (max/min to the
+  arg position; mul divides by ``src``), computed by the library, except through ``out=``, which
+  is then an error (write ``out + scatter(...)`` instead).
 - ``indptr`` of ``segment_csr``/``gather_csr`` and ``index`` of ``segment_coo``/``gather_coo`` are
   1-D (pytorch_scatter also takes batched ones); a batched one is an error, not a wrong result.
 - Errors are the library's (:class:`gather.GatherError` subclasses with the numbers and a hint),
@@ -31,6 +32,7 @@ library's own ``scatter_reduce_arg`` says -1 there; it is mapped).
 """
 
 import math
+import sys
 
 import numpy as np
 
@@ -302,6 +304,9 @@ def scatter(src, index, dim=-1, out=None, dim_size=None, reduce="sum"):
            [3., 4.],
            [0., 0.]])
     """
+    if reduce in ("min", "max") and _grad_needed(src):
+        fn = scatter_min if reduce == "min" else scatter_max
+        return fn(src, index, dim, out, dim_size)[0]
     if reduce in ("sum", "add"):
         return scatter_sum(src, index, dim, out, dim_size)
     if reduce == "mul":
@@ -333,8 +338,22 @@ def _segment(src, kind, seg, reduce, dim, num_segments=None):
 def segment_csr(src, indptr, out=None, reduce="sum"):
     """Reduces ``src`` over the segments ``indptr[i]:indptr[i + 1]`` of its first axis (a CSR
     pointer array). min and max return ``(values, arg)``."""
+    if _grad_needed(src):
+        _no_out("segment_csr", out)
+        ptr = _index_np(indptr)
+        if ptr.ndim != 1:
+            raise ValueError(f"gather.torch_scatter: offsets must be 1-D here, got shape {ptr.shape} (see the module docs)")
+        return _segment_grad(src, np.repeat(np.arange(ptr.size - 1), np.diff(ptr)), ptr.size - 1, reduce)
     result = _segment(src, "offsets", indptr, reduce, 0)
     return _into(out, result)
+
+
+def _segment_grad(src, ids, n, reduce):
+    """A segment reduction that torch's autograd tracks: the scatter over the segments' ids."""
+    kind = {"sum": "sum", "add": "sum", "mean": "mean", "min": "min", "max": "max"}.get(reduce)
+    if kind is None:
+        raise ValueError(f'segment: reduce must be "sum", "add", "mean", "min" or "max", got {reduce!r}')
+    return _with_grad(kind, src, ids, 0, n)
 
 
 def segment_coo(src, index, out=None, dim_size=None, reduce="sum"):
@@ -345,6 +364,11 @@ def segment_coo(src, index, out=None, dim_size=None, reduce="sum"):
     n = dim_size if dim_size is not None else (int(idx.max()) + 1 if idx.size else 0)
     if out is not None:
         n = out.shape[0]
+    if _grad_needed(src):
+        _no_out("segment_coo", out)
+        if idx.ndim != 1:
+            raise ValueError(f"gather.torch_scatter: ids must be 1-D here, got shape {idx.shape} (see the module docs)")
+        return _segment_grad(src, idx, n, reduce)
     return _into(out, _segment(src, "ids", idx, reduce, 0, num_segments=n))
 
 
@@ -360,23 +384,33 @@ def gather_csr(src, indptr, out=None):
     """Row ``i`` of ``src`` repeated ``indptr[i + 1] - indptr[i]`` times along the first axis (the
     inverse of ``segment_csr``)."""
     counts = np.diff(_index_np(indptr))
+    if _grad_needed(src):
+        _no_out("gather_csr", out)
+        return _with_grad("gather_coo", src, np.repeat(np.arange(counts.size), counts))
     result = _native.repeat_interleave(src, counts, 0)
     return _into(out, result)
 
 
 def gather_coo(src, index, out=None):
     """``src[index]`` along the first axis (the inverse of ``segment_coo``)."""
+    if _grad_needed(src):
+        _no_out("gather_coo", out)
+        return _with_grad("gather_coo", src, index)
     return _into(out, _native.index_select(src, 0, _index_np(index)))
 
 
 def scatter_softmax(src, index, dim=-1, dim_size=None):
     """The softmax of each group of ``src`` (float ``src``), in ``src``'s shape."""
+    if _grad_needed(src):
+        return _with_grad("softmax", src, index, dim)
     return _call("scatter_softmax", {"src": src}, {"index": _index_np(index)}, dim=_dim(dim, src))[0]
 
 
 def scatter_log_softmax(src, index, dim=-1, eps=1e-12, dim_size=None):
     """The log-softmax of each group of ``src`` (float ``src``), in ``src``'s shape. ``eps`` is
     accepted for pytorch_scatter's signature; the result is exact (see the module docs)."""
+    if _grad_needed(src):
+        return _with_grad("log_softmax", src, index, dim)
     return _call("scatter_log_softmax", {"src": src}, {"index": _index_np(index)}, dim=_dim(dim, src))[0]
 
 
@@ -398,5 +432,153 @@ def scatter_std(src, index, dim=-1, out=None, dim_size=None, unbiased=True):
     if unbiased:
         # pytorch_scatter divides by max(count - 1, 1): a one-element group has std 0, not NaN.
         count = _counts(src, index, dim, result.shape[_dim(dim, src)])
-        _np(result)[count <= 1] = 0
+        r = _np(result)
+        r[np.broadcast_to(count <= 1, r.shape)] = 0
     return _into(out, result)
+
+
+# ---------------------------------------------------------------------------------------------
+# Autograd: torch tensors that require grad go through a torch.autograd.Function whose forward
+# is the function above (on detached tensors: DLPack does not export tensors that require grad)
+# and whose backward is pytorch_scatter's gradient, computed with the library's ops.
+
+_AUTOGRAD = {}
+
+
+def _grad_needed(*xs):
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.is_grad_enabled():
+        return False
+    return any(isinstance(x, torch.Tensor) and x.requires_grad for x in xs)
+
+
+def _no_out(name, out):
+    if out is not None:
+        raise TypeError(
+            f"gather.torch_scatter.{name}: out= with tensors that require grad is not supported; "
+            "leave out= out and add the result to your tensor"
+        )
+
+
+def _function():
+    """The autograd Function, made on first use (torch is imported only then)."""
+    if "fn" in _AUTOGRAD:
+        return _AUTOGRAD["fn"]
+    import torch
+
+    class ScatterFunction(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, src, kind, index, dim, dim_size, extra):
+            s = src.detach()
+            d = _dim(dim, s)
+            ctx.kind, ctx.dim = kind, d
+            ctx.ib = _broadcast(index, s, d) if kind not in ("gather_coo",) else None
+            ctx.index = _index_np(index)
+            arg = None
+            if kind == "sum":
+                out = scatter_sum(s, index, d, None, dim_size)
+            elif kind == "mean":
+                out = scatter_mean(s, index, d, None, dim_size)
+                ctx.count = np.maximum(_counts(s, index, d, out.shape[d]), 1)
+            elif kind == "mul":
+                out = scatter_mul(s, index, d, None, dim_size)
+            elif kind in ("max", "min"):
+                out, arg = _scatter_arg(s, index, d, None, dim_size, "amax" if kind == "max" else "amin")
+            elif kind == "softmax":
+                out = scatter_softmax(s, index, d)
+            elif kind == "log_softmax":
+                out = scatter_log_softmax(s, index, d)
+            elif kind == "logsumexp":
+                out = scatter_logsumexp(s, index, d, None, dim_size, extra)
+            elif kind == "std":
+                out = scatter_std(s, index, d, None, dim_size, extra)
+                ctx.mean = scatter_mean(s, index, d, None, out.shape[d])
+                count = _counts(s, index, d, out.shape[d])
+                ctx.n = np.maximum(count - (1 if extra else 0), 1)
+            elif kind == "gather_coo":
+                out = gather_coo(s, index)
+            else:
+                raise AssertionError(kind)
+            ctx.src_shape = tuple(s.shape)
+            ctx.save_for_backward(s, out, *(() if arg is None else (arg,)))
+            if arg is not None:
+                ctx.mark_non_differentiable(arg)
+                return out, arg
+            return out
+
+        @staticmethod
+        @torch.autograd.function.once_differentiable
+        def backward(ctx, g, *_):
+            # Saved outputs still require grad, and DLPack does not export those.
+            s, out = (t.detach() for t in ctx.saved_tensors[:2])
+            g = g.detach()
+            kind, d, ib = ctx.kind, ctx.dim, ctx.ib
+
+            def spread(t):
+                # A per-group tensor read back at every source position.
+                return _native.gather(t, d, ib)
+
+            if kind == "sum":
+                gs = spread(g)
+            elif kind == "mean":
+                gs = spread(g / torch.from_numpy(ctx.count).to(g.dtype))
+            elif kind == "mul":
+                gs = spread(g * out) / s
+            elif kind in ("max", "min"):
+                arg = ctx.saved_tensors[2]
+                shape = list(ctx.src_shape)
+                shape[d] += 1
+                gs = g.new_zeros(shape).scatter_(d, arg, g).narrow(d, 0, ctx.src_shape[d])
+            elif kind == "softmax":
+                gs = out * (g - spread(scatter_sum(g * out, ctx.index, d)))
+            elif kind == "log_softmax":
+                gs = g - torch.exp(out) * spread(scatter_sum(g, ctx.index, d))
+            elif kind == "logsumexp":
+                gs = spread(g) * torch.exp(s - spread(out))
+            elif kind == "std":
+                mean = ctx.mean
+                n = torch.from_numpy(ctx.n).to(g.dtype)
+                per = torch.where(out > 0, g / (n * out), torch.zeros_like(out))
+                gs = spread(per) * (s - spread(mean))
+            elif kind == "gather_coo":
+                gs = scatter_sum(g, ctx.index, 0, None, ctx.src_shape[0])
+            return gs, None, None, None, None, None
+
+    _AUTOGRAD["fn"] = ScatterFunction
+    return ScatterFunction
+
+
+def _with_grad(kind, src, index, dim=0, dim_size=None, extra=None):
+    return _function().apply(src, kind, index, dim, dim_size, extra)
+
+
+def _differentiable(kind, name, pos_out=None):
+    """Wraps a public function so that torch tensors that require grad get a gradient."""
+
+    def wrap(fn):
+        def inner(src, index, dim=-1, out=None, dim_size=None, *rest, **kw):
+            if not _grad_needed(src):
+                return fn(src, index, dim, out, dim_size, *rest, **kw)
+            _no_out(name, out)
+            extra = (rest[0] if rest else kw.get(pos_out)) if pos_out else None
+            if extra is None and pos_out == "unbiased":
+                extra = True
+            if extra is None and pos_out == "eps":
+                extra = 1e-12
+            return _with_grad(kind, src, index, dim, dim_size, extra)
+
+        inner.__name__, inner.__qualname__, inner.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+        inner.__wrapped__ = fn
+        return inner
+
+    return wrap
+
+
+scatter_sum = _differentiable("sum", "scatter_sum")(scatter_sum)
+scatter_add = scatter_sum
+scatter_mul = _differentiable("mul", "scatter_mul")(scatter_mul)
+scatter_mean = _differentiable("mean", "scatter_mean")(scatter_mean)
+scatter_max = _differentiable("max", "scatter_max")(scatter_max)
+scatter_min = _differentiable("min", "scatter_min")(scatter_min)
+scatter_logsumexp = _differentiable("logsumexp", "scatter_logsumexp", "eps")(scatter_logsumexp)
+scatter_std = _differentiable("std", "scatter_std", "unbiased")(scatter_std)
