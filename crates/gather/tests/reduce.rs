@@ -454,6 +454,15 @@ proptest! {
     }
 
     #[test]
+    fn scatter_reduce_arg_with_an_index_shared_by_every_lane_equals_the_materialised_index(
+        c in case(), include_self in any::<bool>(), amax in any::<bool>(),
+    ) {
+        prop_assume!(c.one_d);
+        check_arg_shared::<f32>(&c, include_self, amax)?;
+        check_arg_shared::<i64>(&c, include_self, amax)?;
+    }
+
+    #[test]
     fn segment_offsets_ids_and_lengths_agree_with_the_reference(
         lens in proptest::collection::vec(0usize..=3, 0..=4),
         before in 0usize..=2,
@@ -464,6 +473,68 @@ proptest! {
     ) {
         check_segments(&lens, before, after, &lanes, axis_pos, &codes)?;
     }
+}
+
+#[test]
+fn scatter_reduce_arg_with_a_shared_index_names_the_first_of_tied_winners() {
+    // Rows 0, 2, 4 and 5 tie in group 0 on lane 0; row 3 beats row 1 in group 1 on lane 1.
+    let src = array![
+        [5.0f32, 1.0],
+        [2.0, 1.0],
+        [5.0, 0.0],
+        [1.0, 4.0],
+        [5.0, 3.0],
+        [5.0, 3.0]
+    ];
+    let ids = array![0i64, 1, 0, 1, 0, 0];
+    let spread = ids.view().insert_axis(Axis(1));
+    let spread = spread.broadcast((6, 2)).unwrap();
+    let base = array![[0.0f32, 0.0], [0.0, 0.0], [9.0, 9.0]];
+    let (out, arg) = scatter_reduce_arg(&base, 0, &spread, &src, ArgReduce::Amax, false).unwrap();
+    assert_eq!(out, array![[5.0, 3.0], [2.0, 4.0], [9.0, 9.0]]);
+    assert_eq!(arg, array![[0, 4], [1, 3], [-1, -1]]);
+    let (_, arg) =
+        scatter_reduce_arg(&base, 0, &spread.to_owned(), &src, ArgReduce::Amax, false).unwrap();
+    assert_eq!(arg, array![[0, 4], [1, 3], [-1, -1]]);
+}
+
+/// The 1-D index spread along `dim` (stride 0 elsewhere, the grouped loop) against the same
+/// values materialised (the lane loop): the same values and args, bit for bit.
+fn check_arg_shared<T: ReduceElement>(
+    c: &Case,
+    include_self: bool,
+    amax: bool,
+) -> Result<(), TestCaseError> {
+    let src = c.src::<T>(true);
+    let ids = c.index();
+    let shape = c.logical_shape();
+    let mut spread_shape = vec![1usize; shape.len()];
+    spread_shape[c.dim] = ids.len();
+    let spread = ids
+        .view()
+        .into_shape_with_order(IxDyn(&spread_shape))
+        .unwrap();
+    let spread = spread.broadcast(IxDyn(&shape)).unwrap();
+    let copy = spread.to_owned();
+    let base = {
+        let mut shifted = c.clone();
+        shifted.codes.rotate_left(5);
+        shifted.src_shape = c.out_shape();
+        shifted.src::<T>(true)
+    };
+    let ar = if amax {
+        ArgReduce::Amax
+    } else {
+        ArgReduce::Amin
+    };
+    let d = c.dim as isize;
+    let (o1, a1) = scatter_reduce_arg(&base, d, &spread, &src, ar, include_self).unwrap();
+    let (o2, a2) = scatter_reduce_arg(&base, d, &copy, &src, ar, include_self).unwrap();
+    prop_assert_eq!(a1, a2);
+    for (x, y) in o1.iter().zip(o2.iter()) {
+        prop_assert_eq!(x.to_f64().to_bits(), y.to_f64().to_bits());
+    }
+    Ok(())
 }
 
 fn check_arg<T: ReduceElement>(

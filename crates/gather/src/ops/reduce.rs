@@ -830,6 +830,25 @@ fn lane_invariant<I: IndexElem>(index: &ArrayView<'_, I, IxDyn>, dim: usize) -> 
     Some(lane.iter().map(|i| i.to_i64() as usize).collect())
 }
 
+/// A stable counting sort of `ids` (each below `groups`): the CSR offsets of every group and the
+/// positions of its members in ascending order.
+fn csr_order(ids: &[usize], groups: usize) -> (Vec<usize>, Vec<usize>) {
+    let mut off = vec![0usize; groups + 1];
+    for &g in ids {
+        off[g + 1] += 1;
+    }
+    for g in 0..groups {
+        off[g + 1] += off[g];
+    }
+    let mut next = off.clone();
+    let mut perm = vec![0usize; ids.len()];
+    for (j, &g) in ids.iter().enumerate() {
+        perm[next[g]] = j;
+        next[g] += 1;
+    }
+    (off, perm)
+}
+
 /// [`fold_groups`] for an index shared by every lane: a stable counting sort of `ids` into CSR
 /// offsets, then each group folds its rows `src[.., j, ..]` in ascending `j`, over all lanes at
 /// once. Parallel over chunks of groups; every group is folded by one thread.
@@ -848,19 +867,7 @@ fn fold_groups_csr<T, F>(
         return;
     }
     let lanes = out.len() / groups;
-    let mut off = vec![0usize; groups + 1];
-    for &g in ids {
-        off[g + 1] += 1;
-    }
-    for g in 0..groups {
-        off[g + 1] += off[g];
-    }
-    let mut next = off.clone();
-    let mut perm = vec![0usize; ids.len()];
-    for (j, &g) in ids.iter().enumerate() {
-        perm[next[g]] = j;
-        next[g] += 1;
-    }
+    let (off, perm) = csr_order(ids, groups);
     let threads = rayon::current_num_threads();
     let parallel = src.len() + out.len() >= PAR_MIN_WORK && threads > 1;
     let chunk = if parallel {
@@ -1546,6 +1553,35 @@ pub(crate) fn arg_fold<T: Element, I: IndexElem>(
     }
     .to_acc();
     let acc_nan = |a: T::Acc| T::from_acc(a).is_nan();
+    // One source element `x` at position `j` meets its group's state: the rule both loops share.
+    let step = |st: &mut ArgState<T::Acc>, a: &mut i64, x: T, j: i64| {
+        let xa = x.to_acc();
+        let nv = combine(st.v, xa);
+        if !include_self && !st.touched {
+            *a = j;
+            st.nan = x.is_nan();
+        } else if x.is_nan() {
+            if !st.nan {
+                *a = j;
+                st.nan = true;
+            }
+        } else if !acc_nan(st.v) && nv != st.v {
+            *a = j;
+        }
+        st.v = nv;
+        st.touched = true;
+    };
+    let start = |v: T| ArgState {
+        v: if include_self { v.to_acc() } else { identity },
+        nan: false,
+        touched: false,
+    };
+    if src.ndim() > 1 && src.strides()[dim].unsigned_abs() != 1 {
+        if let Some(ids) = lane_invariant(&index, dim) {
+            arg_fold_csr(dim, out, arg, src, &ids, shift, &start, &step);
+            return;
+        }
+    }
     for_each_lane(
         dim,
         out,
@@ -1555,29 +1591,10 @@ pub(crate) fn arg_fold<T: Element, I: IndexElem>(
         Vec::<ArgState<T::Acc>>::new,
         |states, mut o, mut a, idx, s| {
             states.clear();
-            states.extend(o.iter().map(|&v| ArgState {
-                v: if include_self { v.to_acc() } else { identity },
-                nan: false,
-                touched: false,
-            }));
+            states.extend(o.iter().map(|&v| start(v)));
             for (j, (i, &x)) in idx.iter().zip(s.iter()).enumerate() {
                 let g = i.to_i64() as usize;
-                let st = &mut states[g];
-                let xa = x.to_acc();
-                let nv = combine(st.v, xa);
-                if !include_self && !st.touched {
-                    a[g] = j as i64 + shift;
-                    st.nan = x.is_nan();
-                } else if x.is_nan() {
-                    if !st.nan {
-                        a[g] = j as i64 + shift;
-                        st.nan = true;
-                    }
-                } else if !acc_nan(st.v) && nv != st.v {
-                    a[g] = j as i64 + shift;
-                }
-                st.v = nv;
-                st.touched = true;
+                step(&mut states[g], &mut a[g], x, j as i64 + shift);
             }
             for (o, st) in o.iter_mut().zip(states.iter()) {
                 if st.touched {
@@ -1586,6 +1603,86 @@ pub(crate) fn arg_fold<T: Element, I: IndexElem>(
             }
         },
     );
+}
+
+/// The rule of [`arg_fold`] for one source element: state, arg, element, position.
+type ArgStep<'a, T> = dyn Fn(&mut ArgState<<T as Element>::Acc>, &mut i64, T, i64) + Sync + 'a;
+
+/// [`arg_fold`] for an index shared by every lane (a 1-D index spread along `dim`, or a broadcast
+/// view): each group meets its rows in ascending position, over all lanes at once (a counting
+/// sort of `ids`, as [`fold_groups_csr`] does), instead of every lane walking the whole index.
+/// The rule per element and the order per group are those of the lane loop, so the results are
+/// the same. Parallel over chunks of groups.
+#[allow(clippy::too_many_arguments)]
+fn arg_fold_csr<T: Element>(
+    dim: usize,
+    mut out: ArrayViewMut<'_, T, IxDyn>,
+    mut arg: ArrayViewMut<'_, i64, IxDyn>,
+    src: ArrayView<'_, T, IxDyn>,
+    ids: &[usize],
+    shift: i64,
+    start: &(dyn Fn(T) -> ArgState<T::Acc> + Sync),
+    step: &ArgStep<'_, T>,
+) {
+    let groups = out.shape()[dim];
+    if groups == 0 || out.is_empty() {
+        return;
+    }
+    let (off, perm) = csr_order(ids, groups);
+    let threads = rayon::current_num_threads();
+    let parallel = src.len() + out.len() >= PAR_MIN_WORK && threads > 1;
+    let chunk = if parallel {
+        groups.div_ceil(threads * 4).max(1)
+    } else {
+        groups
+    };
+    type Part<'a, T> = (
+        usize,
+        (ArrayViewMut<'a, T, IxDyn>, ArrayViewMut<'a, i64, IxDyn>),
+    );
+    let parts: Vec<Part<'_, T>> = out
+        .axis_chunks_iter_mut(Axis(dim), chunk)
+        .zip(arg.axis_chunks_iter_mut(Axis(dim), chunk))
+        .enumerate()
+        .map(|(c, v)| (c * chunk, v))
+        .collect();
+    let body = |(g0, (mut po, mut pa)): Part<'_, T>| {
+        let mut states: Vec<ArgState<T::Acc>> = Vec::new();
+        let mut args: Vec<i64> = Vec::new();
+        for k in 0..po.shape()[dim] {
+            let rows = &perm[off[g0 + k]..off[g0 + k + 1]];
+            if rows.is_empty() {
+                continue;
+            }
+            let mut og = po.index_axis_mut(Axis(dim), k);
+            let mut ag = pa.index_axis_mut(Axis(dim), k);
+            states.clear();
+            states.extend(og.iter().map(|&v| start(v)));
+            args.clear();
+            args.extend(ag.iter().copied());
+            for &j in rows {
+                let row = src.index_axis(Axis(dim), j);
+                for ((st, a), &x) in states.iter_mut().zip(args.iter_mut()).zip(row.iter()) {
+                    step(st, a, x, j as i64 + shift);
+                }
+            }
+            for ((o, a), (st, &w)) in og
+                .iter_mut()
+                .zip(ag.iter_mut())
+                .zip(states.iter().zip(args.iter()))
+            {
+                if st.touched {
+                    *o = T::from_acc(st.v);
+                }
+                *a = w;
+            }
+        }
+    };
+    if parallel {
+        crate::plan::par_each(parts, body);
+    } else {
+        parts.into_iter().for_each(body);
+    }
 }
 
 /// `self.scatter_reduce_(dim, index, src, "amax"|"amin", include_self)` that also returns, for
