@@ -112,8 +112,8 @@ def test_segments_and_bincount(client):
 
 
 def test_an_input_larger_than_the_workers_memory_comes_through_whole(client, tmp_path):
-    # 1.5 GB of edges on disk against 2 x 600 MiB of worker memory.
-    edges, features, nodes = 24_000_000, 16, 50_000
+    # 1.28 GB of edges on disk against 2 x 600 MiB (1.26 GB) of worker memory.
+    edges, features, nodes = 20_000_000, 16, 50_000
     src_path, ids_path = tmp_path / "src.npy", tmp_path / "ids.npy"
     src = np.lib.format.open_memmap(src_path, "w+", np.float32, (edges, features))
     ids = np.lib.format.open_memmap(ids_path, "w+", np.int64, (edges,))
@@ -147,3 +147,22 @@ def test_repeated_computes_of_the_same_reduction_give_the_same_result(client):
     a, b = client.compute([gd.scatter(S, I, 0, dim_size=50), gd.scatter(S, I, 0, dim_size=50)], sync=True)
     np.testing.assert_array_equal(a, want)
     np.testing.assert_array_equal(b, want)
+
+
+def test_progress_shows_dask_progress_locally_and_on_the_cluster(client, capsys):
+    src = da.from_array(np.ones((1000, 2)), chunks=(100, 2))
+    ids = da.from_array(np.arange(1000) % 7, chunks=100)
+    result = gd.scatter(src, ids, 0, dim_size=7)
+    # On the cluster: distributed.progress over the persisted result.
+    (persisted,) = gd.progress(result)
+    want = np.repeat(np.array([143.0] * 6 + [142.0])[:, None], 2, axis=1)
+    np.testing.assert_array_equal(persisted.compute(), want)
+    # Locally (the synchronous scheduler): a ProgressBar context that prints the bar.
+    import dask
+
+    with dask.config.set(scheduler="sync"):
+        from dask.diagnostics import ProgressBar
+
+        with ProgressBar():
+            result.compute(scheduler="sync")
+    assert "100%" in capsys.readouterr().out
