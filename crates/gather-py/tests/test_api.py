@@ -262,3 +262,34 @@ def test_foreign_byte_order_and_odd_strides_are_converted_first():
     np.testing.assert_array_equal(gather.take(s["b"], np.array([2, 0])), [7, 5])
     # Lists are converted with np.asarray.
     np.testing.assert_array_equal(gather.gather([[1, 2], [3, 4]], 1, [[1], [0]]), [[2], [3]])
+
+
+@pytest.mark.parametrize("module,stub", [
+    ("gather", "__init__.pyi"), ("gather.grad", "grad.pyi"),
+    ("gather.torch_scatter", "torch_scatter.pyi"), ("gather.dask", "dask.pyi"),
+])
+def test_type_stubs_declare_every_public_function_with_its_parameters(module, stub):
+    import ast
+    import importlib
+    import inspect
+    import pathlib
+
+    if module == "gather.dask":
+        pytest.importorskip("dask.array")
+    mod = importlib.import_module(module)
+    tree = ast.parse((pathlib.Path(gather.__file__).parent / stub).read_text())
+    stubbed = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}
+    for name in mod.__all__:
+        obj = getattr(mod, name)
+        if not callable(obj) or inspect.isclass(obj):
+            continue
+        assert name in stubbed, f"{module}.{name} has no stub"
+        f = stubbed[name]
+        declared = [a.arg for a in f.args.posonlyargs + f.args.args + f.args.kwonlyargs]
+        declared += [a.arg for a in (f.args.vararg, f.args.kwarg) if a is not None]
+        try:
+            real = list(inspect.signature(obj).parameters)
+        except ValueError:
+            continue
+        real = [p for p in real if p not in ("args", "kwargs", "rest", "kw")]
+        assert declared[: len(real)] == real or set(real) <= set(declared), (name, declared, real)

@@ -12,6 +12,10 @@ pytorch_scatter does.
 
 Differences from pytorch_scatter, and why:
 
+- ``max``/``min`` of a group whose extreme is ``-inf`` (``inf``) or the dtype's lowest (highest)
+  value give that value here, as ``torch.scatter_reduce(..., include_self=False)`` does;
+  pytorch_scatter's kernel starts from the lowest finite value and turns such groups into 0.
+  Every other group, and every empty group (0), agree.
 - ``scatter_log_softmax`` has no ``eps`` in its result: the library computes ``x - logsumexp``
   exactly (``eps`` is accepted and ignored). pytorch_scatter adds ``eps`` to the sum, which moves
   every result by about ``eps / sum``.
@@ -149,13 +153,6 @@ def _like(src, out):
     return out
 
 
-def _lowest(dt, reduce):
-    """pytorch_scatter's initial value of a max (min) reduction: the dtype's lowest (highest)
-    finite value."""
-    info = np.finfo(dt) if np.issubdtype(dt, np.floating) else np.iinfo(dt)
-    return info.min if reduce == "amax" else info.max
-
-
 def _zeros(src, shape):
     return _fresh(src, shape, 0)
 
@@ -235,19 +232,16 @@ def _counts(src, index, dim, dim_size):
 
 
 def _scatter_arg(src, index, dim, out, dim_size, reduce):
-    """pytorch_scatter's scatter_max/min: the reduction starts from ``out`` or, without one, from
-    the dtype's lowest (highest) value, and groups still at that value become 0."""
+    """scatter_max/min: the extreme of each group and its position. With ``out``, its values take
+    part (pytorch_scatter's rule); without, empty groups are 0 and the others reduce ``src`` alone
+    (``torch.scatter_reduce(zeros, ..., include_self=False)``)."""
     d = _dim(dim, src)
     given = out is not None
     if not given:
-        dt = _np_dtype(src)
-        if dt is None:
-            raise TypeError("gather.torch_scatter: scatter_max/min need a dtype NumPy has (not bfloat16)")
-        out = np.full(_size(src, index, d, dim_size), _lowest(dt, reduce), dt)
-    index = _broadcast(index, src, d)
+        out = _zeros(src, _size(src, index, d, dim_size))
     values, arg = _call(
-        "scatter_reduce_arg", {"input": out, "src": src}, {"index": index},
-        dim=d, reduce=reduce, include_self=True,
+        "scatter_reduce_arg", {"input": out, "src": src}, {"index": _broadcast(index, src, d)},
+        dim=d, reduce=reduce, include_self=given,
     )
     arg = _arg_sentinel(arg, src.shape[d])
     if given:
@@ -255,25 +249,18 @@ def _scatter_arg(src, index, dim, out, dim_size, reduce):
         if o.flags.writeable:
             o[...] = _np(values)
             return out, _like(src, arg)
-        return values, arg
-    v = _np(values)
-    v[v == _lowest(v.dtype, reduce)] = 0
-    return _like(src, v), _like(src, arg)
+    return _like(src, values), _like(src, arg)
 
 
 def _scatter_values(src, index, dim, out, dim_size, reduce):
-    """The values of :func:`_scatter_arg` alone, by the library's fused scatter_reduce."""
+    """The values of :func:`_scatter_arg` alone: the library's scatter_reduce into zeros, in place
+    (fresh zero pages, no copy)."""
     d = _dim(dim, src)
     if out is not None:
         return _inplace("scatter_reduce", out, d, _broadcast(index, src, d), src, reduce)
-    dt = _np_dtype(src)
-    if dt is None:
-        raise TypeError("gather.torch_scatter: scatter max/min need a dtype NumPy has (not bfloat16)")
-    low = _lowest(dt, reduce)
-    full = np.full(_size(src, index, d, dim_size), low, dt)
-    v = _native.scatter_reduce(full, d, _broadcast(index, src, d), src, reduce)
-    v[v == low] = 0
-    return _like(src, v)
+    zeros = _zeros(src, _size(src, index, d, dim_size))
+    index = _broadcast(index, src, d)
+    return _like(src, _native.scatter_reduce_(zeros, d, index, src, reduce, include_self=False))
 
 
 def scatter_min(src, index, dim=-1, out=None, dim_size=None):

@@ -830,6 +830,19 @@ fn lane_invariant<I: IndexElem>(index: &ArrayView<'_, I, IxDyn>, dim: usize) -> 
     Some(lane.iter().map(|i| i.to_i64() as usize).collect())
 }
 
+/// Whether a grouped loop over `groups` groups and `work` elements runs in parallel, and how many
+/// groups each task takes (four tasks per thread, for balance).
+fn group_chunks(groups: usize, work: usize) -> (bool, usize) {
+    let threads = rayon::current_num_threads();
+    let parallel = work >= PAR_MIN_WORK && threads > 1;
+    let chunk = if parallel {
+        groups.div_ceil(threads * 4).max(1)
+    } else {
+        groups
+    };
+    (parallel, chunk)
+}
+
 /// A stable counting sort of `ids` (each below `groups`): the CSR offsets of every group and the
 /// positions of its members in ascending order.
 fn csr_order(ids: &[usize], groups: usize) -> (Vec<usize>, Vec<usize>) {
@@ -868,13 +881,7 @@ fn fold_groups_csr<T, F>(
     }
     let lanes = out.len() / groups;
     let (off, perm) = csr_order(ids, groups);
-    let threads = rayon::current_num_threads();
-    let parallel = src.len() + out.len() >= PAR_MIN_WORK && threads > 1;
-    let chunk = if parallel {
-        groups.div_ceil(threads * 4).max(1)
-    } else {
-        groups
-    };
+    let (parallel, chunk) = group_chunks(groups, src.len() + out.len());
     let parts: Vec<(usize, ArrayViewMut<'_, F::Out, IxDyn>)> = out
         .axis_chunks_iter_mut(Axis(dim), chunk)
         .enumerate()
@@ -1629,13 +1636,7 @@ fn arg_fold_csr<T: Element>(
         return;
     }
     let (off, perm) = csr_order(ids, groups);
-    let threads = rayon::current_num_threads();
-    let parallel = src.len() + out.len() >= PAR_MIN_WORK && threads > 1;
-    let chunk = if parallel {
-        groups.div_ceil(threads * 4).max(1)
-    } else {
-        groups
-    };
+    let (parallel, chunk) = group_chunks(groups, src.len() + out.len());
     type Part<'a, T> = (
         usize,
         (ArrayViewMut<'a, T, IxDyn>, ArrayViewMut<'a, i64, IxDyn>),
