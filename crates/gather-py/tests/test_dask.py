@@ -166,3 +166,11 @@ def test_progress_shows_dask_progress_locally_and_on_the_cluster(client, capsys)
         with ProgressBar():
             result.compute(scheduler="sync")
     assert "100%" in capsys.readouterr().out
+
+
+def test_float16_mean_of_a_group_larger_than_float16_can_count(client):
+    n = 70_000  # more elements in one group than float16's largest finite value
+    src = np.ones((n, 1), np.float16)
+    got = gd.scatter(da.from_array(src, chunks=(10_000, 1)), da.from_array(np.zeros(n, np.int64), chunks=10_000),
+                     0, dim_size=1, reduce="mean").compute()
+    assert got.dtype == np.float16 and got[0, 0] == 1.0

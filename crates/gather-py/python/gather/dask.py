@@ -257,8 +257,15 @@ def _spread(index, src, dim):
     return np.broadcast_to(index.reshape(shape), src.shape)
 
 
+def _wide(block):
+    """float16 blocks reduce in float32 and round once at the root, as the library's kernels
+    accumulate them (a chain of float16 partial sums would round, and overflow, per block)."""
+    return block.astype(np.float32) if block.dtype == np.float16 else block
+
+
 def _partial(sblock, iblock, dim, dim_size, reduce):
     """One block of ``src`` reduced into dense groups by the library: (values, counts)."""
+    sblock = _wide(sblock)
     shape = list(sblock.shape)
     shape[dim] = dim_size
     ident = _identity(sblock.dtype, reduce)
@@ -288,6 +295,7 @@ def _accumulate(acc, sblock, iblock, dim, reduce):
     place: each chain has one accumulator, whose task is its only reader, and the library's
     in-place calls change nothing when they fail, so a retried task starts from the same state."""
     values, counts = _own(acc[0]), _own(acc[1])
+    sblock = _wide(sblock)
     idx = _spread(iblock, sblock, dim)
     if reduce in ("sum", "mean"):
         _native.scatter_add_(values, dim, idx, sblock)
@@ -364,7 +372,7 @@ def _tree(src, index, dim, dim_size, reduce, split_every):
     deps = [src, index]
     chunks = src.chunks[:dim] + ((dim_size,),) + src.chunks[dim + 1:]
     values = da.Array(HighLevelGraph.from_collections(vname, dsk, dependencies=deps), vname, chunks,
-                      meta=np.empty((0,) * src.ndim, src.dtype))
+                      meta=np.empty((0,) * src.ndim, _wide(np.empty(0, src.dtype)).dtype))
     cdsk = HighLevelGraph.from_collections(cname, dsk, dependencies=deps)
     counts = da.Array(cdsk, cname, ((dim_size,),) if one_d else chunks, meta=np.empty((0,) * (1 if one_d else src.ndim), np.int64))
     return values, counts
@@ -423,10 +431,10 @@ def scatter(src, index, dim=0, dim_size=None, reduce="sum", split_every=None):
     values, counts = _tree(src, index, dim, dim_size, r, split_every)
     c = _counts_like(counts, values, dim)
     if r == "mean":
-        return _mean(values, c)
+        return _mean(values, c).astype(src.dtype)
     if r in ("amax", "amin"):
         return da.where(c > 0, values, 0).astype(src.dtype)
-    return values
+    return values.astype(src.dtype)
 
 
 def scatter_add(input, dim, index, src, split_every=None):
