@@ -264,24 +264,15 @@ def _wide(block):
 
 
 def _partial(sblock, iblock, dim, dim_size, reduce):
-    """One block of ``src`` reduced into dense groups by the library: (values, counts)."""
-    sblock = _wide(sblock)
+    """The first block of a chain: fresh groups (the reduction's identity, no members), then the
+    block reduced into them by :func:`_accumulate`."""
     shape = list(sblock.shape)
     shape[dim] = dim_size
-    ident = _identity(sblock.dtype, reduce)
-    idx = _spread(iblock, sblock, dim)
-    fresh = np.zeros(shape, sblock.dtype) if ident == 0 else np.full(shape, ident, sblock.dtype)
-    if reduce in ("sum", "mean"):
-        values = _native.scatter_add(fresh, dim, idx, sblock)
-    else:
-        values = _native.scatter_reduce(fresh, dim, idx, sblock, reduce)
-    if iblock.ndim == 1:
-        # The kernel has checked every value against dim_size.
-        counts = np.bincount(iblock, minlength=dim_size)[:dim_size]
-    else:
-        counts = _native.scatter_add(np.zeros(shape, np.int64), dim, iblock,
-                                     np.broadcast_to(np.ones(1, np.int64), sblock.shape))
-    return values, counts
+    dtype = _wide(sblock[:0]).dtype
+    ident = _identity(dtype, reduce)
+    values = np.zeros(shape, dtype) if ident == 0 else np.full(shape, ident, dtype)
+    counts = np.zeros(dim_size if iblock.ndim == 1 else shape, np.int64)
+    return _accumulate((values, counts), sblock, iblock, dim, reduce)
 
 
 def _own(a):
@@ -291,9 +282,10 @@ def _own(a):
 
 
 def _accumulate(acc, sblock, iblock, dim, reduce):
-    """``acc`` (the previous block's groups) with one more block of ``src`` reduced into it, in
-    place: each chain has one accumulator, whose task is its only reader, and the library's
-    in-place calls change nothing when they fail, so a retried task starts from the same state."""
+    """``acc`` (the previous block's groups) with one more block of ``src`` reduced into it by the
+    library, in place: each chain has one accumulator, whose task is its only reader, and the
+    library's in-place calls change nothing when they fail, so a retried task starts from the
+    same state."""
     values, counts = _own(acc[0]), _own(acc[1])
     sblock = _wide(sblock)
     idx = _spread(iblock, sblock, dim)
@@ -302,10 +294,10 @@ def _accumulate(acc, sblock, iblock, dim, reduce):
     else:
         _native.scatter_reduce_(values, dim, idx, sblock, reduce)
     if iblock.ndim == 1:
+        # The kernel has checked every value against dim_size.
         counts += np.bincount(iblock, minlength=counts.shape[0])[: counts.shape[0]]
     else:
-        counts += _native.scatter_add(np.zeros(counts.shape, np.int64), dim, iblock,
-                                      np.broadcast_to(np.ones(1, np.int64), sblock.shape))
+        _native.scatter_add_(counts, dim, iblock, np.broadcast_to(np.ones(1, np.int64), sblock.shape))
     return values, counts
 
 

@@ -199,13 +199,8 @@ pub(crate) fn index_i64<'a>(t: &TensorView<'a>) -> Option<IndexI64<'a>> {
                 c.collapse_axis(ndarray::Axis(ax), 0);
             }
         }
-        // Built in logical order: NumPy gives empty arrays strides (0 along an empty axis) that
-        // an owned array made by `mapv` may keep.
-        let data: Vec<i64> = c.iter().map(|v| v.to_i64()).collect();
-        let data = ArrayD::from_shape_vec(c.raw_dim(), data)
-            .unwrap_or_else(|_| unreachable!("the data has the view's element count"));
         Some(IndexI64 {
-            data: CowArray::from(data),
+            data: CowArray::from(map_owned(&c, |v| v.to_i64())),
             shape: a.raw_dim(),
         })
     }
@@ -342,7 +337,7 @@ impl Tensor {
     /// assert_eq!(Tensor::from(ndarray::arr1(&[1u8]).into_dyn()).dtype(), gather::DType::U8);
     /// ```
     pub fn dtype(&self) -> DType {
-        with_tensor!(self, a => elem_dtype(a))
+        self.view().dtype()
     }
 
     /// The shape.
@@ -362,7 +357,7 @@ impl Tensor {
     /// assert_eq!(Tensor::from(ndarray::Array2::<f32>::zeros((2, 3)).into_dyn()).len(), 6);
     /// ```
     pub fn len(&self) -> usize {
-        with_tensor!(self, a => a.len())
+        self.view().len()
     }
 
     /// True when the tensor has no elements.
@@ -474,7 +469,7 @@ impl<'a> TensorView<'a> {
     /// assert_eq!(t, Tensor::from(ndarray::arr2(&[[1u16, 3], [2, 4]]).into_dyn()));
     /// ```
     pub fn to_tensor(&self) -> Tensor {
-        with_view!(self, a => Tensor::from(owned(a)))
+        with_view!(self, a => Tensor::from(map_owned(a, |x| x)))
     }
 }
 
@@ -495,10 +490,11 @@ impl TensorViewMut<'_> {
     }
 }
 
-/// An owned standard-layout copy of `a`, built in logical order (NumPy gives empty arrays
-/// strides, 0 along an empty axis, that ndarray's `to_owned` may carry into an owned array).
-pub(crate) fn owned<T: Clone>(a: &ArrayViewD<'_, T>) -> ArrayD<T> {
-    let data: Vec<T> = a.iter().cloned().collect();
+/// `f` of every element of `a`, as an owned standard-layout array built in logical order (NumPy
+/// gives empty arrays strides, 0 along an empty axis, that ndarray's `to_owned` and `mapv` may
+/// carry into an owned array).
+fn map_owned<T: Copy, U>(a: &ArrayViewD<'_, T>, f: impl Fn(T) -> U) -> ArrayD<U> {
+    let data: Vec<U> = a.iter().map(|&x| f(x)).collect();
     ArrayD::from_shape_vec(a.raw_dim(), data)
         .unwrap_or_else(|_| unreachable!("the data has the view's element count"))
 }

@@ -13,7 +13,7 @@ use crate::dims::normalize_dim;
 use crate::error::{Error, Result};
 use crate::index::IndexElem;
 use crate::kernels::words::Moved;
-use crate::ops::scatter::{LegacyReduce, Reduce, ScatterSrc};
+use crate::ops::scatter::{self as legacy, LegacyReduce, Reduce, ScatterSrc};
 
 /// An index tensor of a non-integer dtype is accepted only when it is empty (PyTorch skips the
 /// dtype check then); it is replaced by an empty `i64` index of the same shape.
@@ -135,26 +135,19 @@ fn scatter_typed<T: TensorElem + Moved, I: IndexElem>(
                     let value = T::from_scalar(args.scalar("value")?)?.to_moved();
                     set(dst, dim, index, value)
                 }
-                (src, Some(r)) => {
-                    let value = match src {
-                        Some(_) => None,
-                        None => Some(T::from_scalar(args.scalar("value")?)?),
-                    };
-                    let legacy = |d: &mut ArrayViewMutD<'_, T>| match (&src, value) {
-                        (Some(s), _) => {
-                            crate::ops::scatter::scatter_legacy_inplace(d, dim, index, s, r)
-                        }
-                        (None, Some(v)) => {
-                            crate::ops::scatter::scatter_legacy_inplace(d, dim, index, v, r)
-                        }
-                        (None, None) => unreachable!("a value is read when there is no src"),
-                    };
+                (Some(src), Some(r)) => match dst {
+                    Dst::Into(d) => {
+                        legacy::scatter_legacy_inplace(d, dim, index, &src, r).map(|_| None)
+                    }
+                    Dst::Fresh(x) => legacy::scatter_legacy(x, dim, index, &src, r).map(Some),
+                },
+                (None, Some(r)) => {
+                    let value = T::from_scalar(args.scalar("value")?)?;
                     match dst {
-                        Dst::Into(d) => legacy(d).map(|_| None),
-                        Dst::Fresh(x) => {
-                            let mut out = super::owned(x);
-                            legacy(&mut out.view_mut()).map(|_| Some(out))
+                        Dst::Into(d) => {
+                            legacy::scatter_legacy_inplace(d, dim, index, value, r).map(|_| None)
                         }
+                        Dst::Fresh(x) => legacy::scatter_legacy(x, dim, index, value, r).map(Some),
                     }
                 }
             }
