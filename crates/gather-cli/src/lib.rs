@@ -10,6 +10,7 @@ pub mod case;
 pub mod check;
 pub mod compare;
 pub mod conformance;
+pub mod cuda;
 pub mod demo;
 pub mod explain;
 pub mod fail;

@@ -224,6 +224,10 @@ Examples:
         /// Also list the cases that pass, and print the notes of failing ones.
         #[arg(long, short)]
         verbose: bool,
+        /// Where the ops run: `cpu`, or `cuda` (GPU 0, through gather-cuda: forward results and
+        /// errors; gradients and in-place forms are checked on the CPU only).
+        #[arg(long, value_name = "DEVICE", default_value = "cpu")]
+        device: String,
     },
     /// Time the benchmark workloads of WORKLOADS.md (W0-W11) next to the memory bandwidth:
     /// median and minimum time, GB/s against each workload's minimal bytes, % of the
@@ -292,11 +296,108 @@ Examples:
         /// fresh processes do).
         #[arg(long, hide = true)]
         worker: bool,
+        /// Where the workloads run: `cpu`, or `cuda` (GPU 0: each call timed with CUDA events,
+        /// --repeat calls, default 50).
+        #[arg(long, value_name = "DEVICE", default_value = "cpu")]
+        device: String,
+        /// With --device cuda: also the large workloads W6x16 (16M edges x 64 floats into 1M
+        /// rows), W8x20 (1M ids into a 2M x 256 table) and W9x16 (take of 2^28 positions).
+        #[arg(long)]
+        large: bool,
     },
 }
 
 /// What a subcommand printed, and its exit code.
 type Outcome = CliResult<(Vec<u8>, u8)>;
+
+/// The GPU that `--device` names: `None` for `cpu`, GPU 0 for `cuda`.
+fn device(name: &str) -> CliResult<Option<gather_cuda::Cuda>> {
+    match name {
+        "cpu" => Ok(None),
+        "cuda" => gather_cuda::Cuda::new(0)
+            .map(Some)
+            .map_err(|e| Failure::input(e.to_string())),
+        other => Err(Failure::input(format!(
+            "unknown device `{other}`: the devices are cpu and cuda"
+        ))),
+    }
+}
+
+fn cmd_conformance(
+    dir: &std::path::Path,
+    filter: Option<String>,
+    verbose: bool,
+    device_name: &str,
+    progress: bool,
+) -> Outcome {
+    let gpu = device(device_name)?;
+    let on_gpu = gpu.is_some();
+    let options = Options {
+        filter,
+        verbose,
+        progress,
+        gpu,
+    };
+    let report = run_suite(dir, &options).map_err(Failure::input)?;
+    let mut text = Vec::new();
+    report.print(&mut text, verbose)?;
+    if on_gpu {
+        use std::io::Write;
+        writeln!(
+            text,
+            "cuda: forward results and errors checked on the GPU; gradients and in-place forms are not (the GPU has neither yet)"
+        )?;
+    }
+    Ok((text, if report.failed() > 0 { 1 } else { 0 }))
+}
+
+/// `gather bench --device cuda`: each workload checked against the CPU library, then timed
+/// with CUDA events; one line per workload as it finishes.
+fn cmd_bench_cuda(
+    gpu: &gather_cuda::Cuda,
+    only: Option<&str>,
+    large: bool,
+    warmup: usize,
+    repeat: usize,
+    json: Option<&std::path::Path>,
+) -> Outcome {
+    use std::io::Write;
+    let name = gpu.name().unwrap_or_default();
+    println!("GPU: {name}");
+    println!(
+        "{:<22} {:>11} {:>11} {:>9}  check",
+        "workload", "median µs", "min µs", "GB/s"
+    );
+    let rows = gather_cli::cuda::bench(gpu, only, large, warmup, repeat, |t| {
+        println!(
+            "{:<22} {:>11.1} {:>11.1} {:>9.0}  {}",
+            t.name,
+            t.median_s * 1e6,
+            t.min_s * 1e6,
+            t.min_bytes / t.median_s / 1e9,
+            t.check
+        );
+        let _ = std::io::stdout().flush();
+    })
+    .map_err(|e| Failure {
+        message: e,
+        hint: None,
+        code: 1,
+    })?;
+    if let Some(path) = json {
+        let list: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|t| {
+                serde_json::json!({"name": t.name, "median_s": t.median_s, "min_s": t.min_s,
+                    "min_bytes": t.min_bytes, "check": t.check})
+            })
+            .collect();
+        let doc = serde_json::json!({"device": name, "workloads": list});
+        std::fs::write(path, serde_json::to_string_pretty(&doc).unwrap_or_default())
+            .map_err(|e| Failure::input(format!("cannot write {}: {e}", path.display())))?;
+    }
+    Ok((Vec::new(), 0))
+}
 
 fn main() -> ExitCode {
     install_panic_hook();
@@ -392,20 +493,8 @@ fn main() -> ExitCode {
             dir,
             filter,
             verbose,
-        } => {
-            let options = Options {
-                filter,
-                verbose,
-                progress,
-            };
-            run_suite(&dir, &options)
-                .map_err(Failure::input)
-                .and_then(|report| {
-                    let mut text = Vec::new();
-                    report.print(&mut text, verbose)?;
-                    Ok((text, if report.failed() > 0 { 1 } else { 0 }))
-                })
-        }
+            device,
+        } => cmd_conformance(&dir, filter, verbose, &device, progress),
         Command::Bench {
             only,
             threads,
@@ -418,25 +507,38 @@ fn main() -> ExitCode {
             bandwidth_gbps,
             in_process,
             worker,
-        } => {
-            let opts = gather_cli::bench::Options {
-                only,
-                threads,
-                repeat,
-                warmup: warmup.max(1),
-                budget_s: budget,
-                scale,
-                bandwidth_mib,
-                bandwidth_gbps,
-                progress,
-                isolate: !in_process,
-            };
-            if worker {
-                gather_cli::bench::worker(&opts).map(|text| (text, 0))
-            } else {
-                cmd_bench(&opts, json)
+            device: device_name,
+            large,
+        } => match device(&device_name) {
+            Err(e) => Err(e),
+            Ok(Some(gpu)) => cmd_bench_cuda(
+                &gpu,
+                only.as_deref(),
+                large,
+                warmup.max(1),
+                repeat.unwrap_or(50),
+                json.as_deref(),
+            ),
+            Ok(None) => {
+                let opts = gather_cli::bench::Options {
+                    only,
+                    threads,
+                    repeat,
+                    warmup: warmup.max(1),
+                    budget_s: budget,
+                    scale,
+                    bandwidth_mib,
+                    bandwidth_gbps,
+                    progress,
+                    isolate: !in_process,
+                };
+                if worker {
+                    gather_cli::bench::worker(&opts).map(|text| (text, 0))
+                } else {
+                    cmd_bench(&opts, json)
+                }
             }
-        }
+        },
     };
     match outcome {
         Ok((text, code)) => {

@@ -447,6 +447,7 @@ fn the_report_is_in_name_order_filters_by_substring_and_ends_with_the_summary() 
             filter: Some("_ok".into()),
             verbose: false,
             progress: false,
+            gpu: None,
         },
     )
     .unwrap();

@@ -84,6 +84,20 @@ impl DType {
         DType::F64,
     ];
 
+    /// Bytes per element.
+    ///
+    /// ```
+    /// assert_eq!(gather::DType::BF16.size_of(), 2);
+    /// ```
+    pub fn size_of(self) -> usize {
+        match self {
+            DType::Bool | DType::U8 | DType::I8 => 1,
+            DType::I16 | DType::U16 | DType::F16 | DType::BF16 => 2,
+            DType::I32 | DType::U32 | DType::F32 => 4,
+            DType::I64 | DType::U64 | DType::F64 => 8,
+        }
+    }
+
     /// The name used by the conformance suite and NumPy (`float32`, `bfloat16`, `bool`, ...).
     ///
     /// ```

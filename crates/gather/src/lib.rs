@@ -125,6 +125,8 @@
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "backend")]
+pub mod backend;
 pub mod dims;
 #[cfg(feature = "dynamic")]
 pub mod dynamic;

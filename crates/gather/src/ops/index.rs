@@ -148,7 +148,7 @@ fn bad_reduce(name: &str) -> Error {
 /// The source rules of `index_add` and `index_reduce` (PyTorch's `index_func_meta_impl`), in
 /// PyTorch's order: `dim` exists in the source, one source entry per index along `dim`, and equal
 /// shapes apart from `dim`.
-fn check_func_source(
+pub(crate) fn check_func_source(
     op: &str,
     self_shape: &[usize],
     d: usize,

@@ -48,6 +48,16 @@ use crate::kernels;
 
 /// Rewrites a bounds error of a flat index (checked as "dimension 0" of the flattening) into
 /// PyTorch's wording for take/put, keeping the value and its coordinate.
+/// take's error for a non-empty index into an empty input.
+pub(crate) fn take_from_empty(input_shape: &[usize], index_shape: &[usize]) -> Error {
+    Error::bounds(format!(
+        "take(): tried to take from an empty tensor (input shape {}, index shape {})",
+        fmt_shape(input_shape),
+        fmt_shape(index_shape)
+    ))
+    .with_hint("an empty input has no element to take; only an empty index is valid for it")
+}
+
 pub(crate) fn flat_index_error(op: &str, e: Error, shape: &[usize]) -> Error {
     let (Some(value), Some(coord)) = (e.index_value(), e.coordinate()) else {
         return e;
@@ -143,12 +153,7 @@ where
     DI: Dimension,
 {
     if input.is_empty() && !index.is_empty() {
-        return Err(Error::bounds(format!(
-            "take(): tried to take from an empty tensor (input shape {}, index shape {})",
-            fmt_shape(input.shape()),
-            fmt_shape(index.shape())
-        ))
-        .with_hint("an empty input has no element to take; only an empty index is valid for it"));
+        return Err(take_from_empty(input.shape(), index.shape()));
     }
     let data = take_flat("take", input, index, Bounds::Wrap)
         .map_err(|e| flat_index_error("take", e, input.shape()))?;

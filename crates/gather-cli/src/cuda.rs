@@ -1,0 +1,454 @@
+//! The command on a GPU (`--device cuda`): the conformance calls run by `gather-cuda`, and the
+//! benchmark workloads timed with CUDA events beside their CPU results.
+
+use gather::dynamic::{Arg, Args, Tensor, Tensors};
+use gather::{DType, Error, Reduce, Scalar, with_tensor};
+use gather_cuda::{Cuda, CudaTensor, Src};
+
+/// The ops `call` runs on the GPU; the others fail with an error that says so.
+pub const OPS: &[&str] = &[
+    "gather",
+    "index_select",
+    "take",
+    "scatter",
+    "scatter_add",
+    "scatter_reduce",
+    "index_add",
+];
+
+fn device_error(e: gather_cuda::Error) -> Error {
+    match e {
+        gather_cuda::Error::Op(e) => e,
+        other => Error::new(gather::ErrorKind::InvalidArgument, other.to_string()),
+    }
+}
+
+fn up(gpu: &Cuda, t: &Tensor) -> gather::Result<CudaTensor> {
+    with_tensor!(t, a => CudaTensor::from_host(gpu, a)).map_err(device_error)
+}
+
+fn down(t: &CudaTensor) -> gather::Result<Tensor> {
+    let r = match t.dtype() {
+        DType::Bool => t.to_host::<bool>().map(Tensor::from),
+        DType::U8 => t.to_host::<u8>().map(Tensor::from),
+        DType::I8 => t.to_host::<i8>().map(Tensor::from),
+        DType::I16 => t.to_host::<i16>().map(Tensor::from),
+        DType::I32 => t.to_host::<i32>().map(Tensor::from),
+        DType::I64 => t.to_host::<i64>().map(Tensor::from),
+        DType::U16 => t.to_host::<u16>().map(Tensor::from),
+        DType::U32 => t.to_host::<u32>().map(Tensor::from),
+        DType::U64 => t.to_host::<u64>().map(Tensor::from),
+        DType::F16 => t.to_host::<half::f16>().map(Tensor::from),
+        DType::BF16 => t.to_host::<half::bf16>().map(Tensor::from),
+        DType::F32 => t.to_host::<f32>().map(Tensor::from),
+        _ => t.to_host::<f64>().map(Tensor::from),
+    };
+    r.map_err(device_error)
+}
+
+/// `gather::dynamic::call` on the GPU: uploads the inputs, runs the op with `gather-cuda`, and
+/// brings the output back.
+///
+/// ```no_run
+/// use gather::dynamic::{Arg, Args, Tensor, Tensors};
+/// let gpu = gather_cuda::Cuda::new(0).unwrap();
+/// let mut inputs = Tensors::new();
+/// inputs.insert("input".into(), Tensor::from(ndarray::arr1(&[1.0f32, 2.0]).into_dyn()));
+/// inputs.insert("index".into(), Tensor::from(ndarray::arr1(&[1i64]).into_dyn()));
+/// let mut args = Args::default();
+/// args.set("dim", Arg::Int(0));
+/// let out = gather_cli::cuda::call(&gpu, "gather", &args, &inputs).unwrap();
+/// assert_eq!(out[0].1.to_f64_vec(), vec![2.0]);
+/// ```
+pub fn call(
+    gpu: &Cuda,
+    op: &str,
+    args: &Args,
+    inputs: &Tensors,
+) -> gather::Result<Vec<(String, Tensor)>> {
+    if !OPS.contains(&op) {
+        return Err(Error::new(
+            gather::ErrorKind::InvalidArgument,
+            format!(
+                "{op}: does not run on the GPU yet (gather-cuda has {})",
+                OPS.join(", ")
+            ),
+        ));
+    }
+    let policy = !matches!(args.get("bounds"), None | Some(Arg::None))
+        && !matches!(args.get("bounds"), Some(Arg::Str(s)) if s == "error");
+    if policy || !matches!(args.get("fill_value"), None | Some(Arg::None)) {
+        return Err(Error::new(
+            gather::ErrorKind::InvalidArgument,
+            format!("{op}: bounds policies do not run on the GPU yet"),
+        ));
+    }
+    let get = |name: &str| -> gather::Result<CudaTensor> {
+        let t = inputs.get(name).ok_or_else(|| {
+            Error::new(
+                gather::ErrorKind::InvalidArgument,
+                format!("missing input tensor `{name}`"),
+            )
+        })?;
+        up(gpu, t)
+    };
+    let x = get("input")?;
+    let index = get("index")?;
+    let scalar_or = |name: &str, default: Scalar| -> gather::Result<Scalar> {
+        match args.get(name) {
+            None | Some(Arg::None) => Ok(default),
+            Some(_) => args.scalar(name),
+        }
+    };
+    let out = match op {
+        "gather" => gather_cuda::gather(&x, args.dim()?, &index),
+        "index_select" => gather_cuda::index_select(&x, args.dim()?, &index),
+        "take" => gather_cuda::take(&x, &index),
+        "scatter_add" => gather_cuda::scatter_add(&x, args.dim()?, &index, &get("src")?),
+        "scatter_reduce" => {
+            let reduce: Reduce = args.str("reduce")?.parse()?;
+            let include_self = args.bool_or("include_self", true)?;
+            gather_cuda::scatter_reduce(&x, args.dim()?, &index, &get("src")?, reduce, include_self)
+        }
+        "index_add" => {
+            let alpha = scalar_or("alpha", Scalar::Int(1))?;
+            gather_cuda::index_add(&x, args.dim()?, &index, &get("source")?, alpha)
+        }
+        _ => {
+            // scatter: src or value, with PyTorch's legacy reduce="add"|"multiply".
+            let src = match inputs.get("src") {
+                Some(t) => Some(up(gpu, t)?),
+                None => None,
+            };
+            let s = match &src {
+                Some(t) => Src::Tensor(t),
+                None => Src::Value(args.scalar("value")?),
+            };
+            match args.get("reduce") {
+                None | Some(Arg::None) => gather_cuda::scatter(&x, args.dim()?, &index, s),
+                Some(Arg::Str(r)) => {
+                    let reduce = match r.as_str() {
+                        "add" => Reduce::Sum,
+                        "multiply" => Reduce::Prod,
+                        other => {
+                            return Err(Error::new(
+                                gather::ErrorKind::InvalidArgument,
+                                format!("scatter: reduce argument must be either add or multiply, got {other}"),
+                            ));
+                        }
+                    };
+                    gather_cuda::scatter_reduce(&x, args.dim()?, &index, s, reduce, true)
+                }
+                Some(other) => {
+                    return Err(Error::new(
+                        gather::ErrorKind::InvalidArgument,
+                        format!("scatter: reduce must be a string, got {other:?}"),
+                    ));
+                }
+            }
+        }
+    }
+    .map_err(device_error)?;
+    Ok(vec![("output".to_string(), down(&out)?)])
+}
+
+// ---------------------------------------------------------------------------------------------
+// gather bench --device cuda
+// ---------------------------------------------------------------------------------------------
+
+use crate::workloads::{self, Data, Id, Workload};
+use ndarray::{Array1, Array2, ArrayD};
+
+/// One timed workload on the GPU.
+#[derive(Debug, Clone)]
+pub struct GpuTiming {
+    /// WORKLOADS.md's name (or the large ones' names: W6x16, W8x20, W9x16).
+    pub name: String,
+    /// Median of the timed calls, seconds (CUDA events around each call, the bounds check's
+    /// read-back included).
+    pub median_s: f64,
+    /// Fastest timed call, seconds.
+    pub min_s: f64,
+    /// Minimal bytes (WORKLOADS.md's rule).
+    pub min_bytes: f64,
+    /// What the check of the first result found.
+    pub check: String,
+}
+
+/// The large workloads of the CUDA issue, beyond WORKLOADS.md.
+pub const LARGE: &[&str] = &["W6x16", "W8x20", "W9x16"];
+
+type Op<'a> = Box<dyn Fn() -> gather_cuda::Result<CudaTensor> + 'a>;
+
+fn gpu_err(e: gather_cuda::Error) -> String {
+    e.to_string()
+}
+
+fn upload<T: gather::Element, D: ndarray::Dimension>(
+    gpu: &Cuda,
+    a: &ndarray::Array<T, D>,
+) -> Result<CudaTensor, String> {
+    CudaTensor::from_host(gpu, a).map_err(gpu_err)
+}
+
+/// Compares a GPU result with the CPU library's, element for element (flattened), exactly or
+/// within a relative tolerance.
+fn compare(got: &CudaTensor, want: &ArrayD<f32>, rtol: f32) -> Result<String, String> {
+    let g = got.to_host::<f32>().map_err(gpu_err)?;
+    if g.len() != want.len() {
+        return Err(format!(
+            "{} elements, the CPU gives {}",
+            g.len(),
+            want.len()
+        ));
+    }
+    let mut worst = 0f32;
+    for (k, (a, b)) in g.iter().zip(want.iter()).enumerate() {
+        let d = (a - b).abs();
+        let ok = a.to_bits() == b.to_bits() || d <= rtol * b.abs().max(1e-3);
+        if !ok {
+            return Err(format!("element {k}: {a} on the GPU, {b} on the CPU"));
+        }
+        worst = worst.max(d / b.abs().max(1e-3));
+    }
+    Ok(if rtol == 0.0 {
+        "= CPU (bitwise)".into()
+    } else {
+        format!("= CPU (max rel {worst:.1e})")
+    })
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn time(gpu: &Cuda, op: &Op<'_>, warmup: usize, repeat: usize) -> Result<(f64, f64), String> {
+    for _ in 0..warmup {
+        op().map_err(gpu_err)?;
+    }
+    let mut times = Vec::with_capacity(repeat);
+    for _ in 0..repeat {
+        let (_, s) = gpu.timed(op).map_err(gpu_err)?;
+        times.push(s);
+    }
+    let min = times.iter().copied().fold(f64::INFINITY, f64::min);
+    Ok((median(times), min))
+}
+
+/// Runs the workloads `only` (WORKLOADS.md's, W1-W11, and the large ones when `large`) on the
+/// GPU: each first result is compared with the CPU library's, then `repeat` calls are timed.
+pub fn bench(
+    gpu: &Cuda,
+    only: Option<&str>,
+    large: bool,
+    warmup: usize,
+    repeat: usize,
+    mut report: impl FnMut(&GpuTiming),
+) -> Result<Vec<GpuTiming>, String> {
+    let mut out = Vec::new();
+    let skip = [Id::W0, Id::W6p, Id::W3s, Id::W3b];
+    for id in workloads::select(only)? {
+        if skip.contains(&id) {
+            continue;
+        }
+        let w = Workload::new(id, 1.0);
+        let data = w.make();
+        let want = w.run(&data)?;
+        let t = standard(gpu, &w, &data, &want, warmup, repeat)?;
+        report(&t);
+        out.push(t);
+    }
+    if large {
+        for name in LARGE {
+            let t = large_one(gpu, name, warmup, repeat)?;
+            report(&t);
+            out.push(t);
+        }
+    }
+    Ok(out)
+}
+
+fn standard(
+    gpu: &Cuda,
+    w: &Workload,
+    data: &Data,
+    want: &ArrayD<f32>,
+    warmup: usize,
+    repeat: usize,
+) -> Result<GpuTiming, String> {
+    let mut rtol = 0.0;
+    let op: Op<'_> = match (w.id, data) {
+        (Id::W1 | Id::W5, Data::Gather2 { x, index }) => {
+            let (x, i) = (upload(gpu, x)?, upload(gpu, index)?);
+            let d = if w.id == Id::W1 { 1 } else { 0 };
+            Box::new(move || gather_cuda::gather(&x, d, &i))
+        }
+        (Id::W10, Data::Cube { x, index }) => {
+            let (x, i) = (upload(gpu, x)?, upload(gpu, index)?);
+            Box::new(move || gather_cuda::gather(&x, 1, &i))
+        }
+        (Id::W2, Data::Logits { logits, labels }) => {
+            let (b, l) = labels.dim();
+            let x = upload(gpu, logits)?;
+            let i = upload(gpu, labels)?.reshape(&[b, l, 1]).map_err(gpu_err)?;
+            Box::new(move || gather_cuda::gather(&x, -1, &i))
+        }
+        (Id::W3, Data::Patches { patches, indices }) => {
+            let (b, k) = indices.dim();
+            let d = patches.shape()[2];
+            let x = upload(gpu, patches)?;
+            let i = upload(gpu, indices)?
+                .reshape(&[b, k, 1])
+                .and_then(|i| i.broadcast(&[b, k, d]))
+                .map_err(gpu_err)?;
+            Box::new(move || gather_cuda::gather(&x, 1, &i))
+        }
+        (Id::W4, Data::Roi { roi_loc, labels }) => {
+            let r = labels.len();
+            let x = upload(gpu, roi_loc)?;
+            let i = upload(gpu, labels)?
+                .reshape(&[r, 1, 1])
+                .and_then(|i| i.broadcast(&[r, 1, 4]))
+                .map_err(gpu_err)?;
+            Box::new(move || gather_cuda::gather(&x, 1, &i))
+        }
+        (
+            Id::W6 | Id::W7,
+            Data::Rows {
+                dst, src, index, ..
+            },
+        ) => {
+            let (e, f) = src.dim();
+            let (d, s) = (upload(gpu, dst)?, upload(gpu, src)?);
+            let i = upload(gpu, index)?
+                .reshape(&[e, 1])
+                .and_then(|i| i.broadcast(&[e, f]))
+                .map_err(gpu_err)?;
+            if w.id == Id::W6 {
+                rtol = 1e-4;
+                Box::new(move || gather_cuda::scatter_add(&d, 0, &i, &s))
+            } else {
+                Box::new(move || gather_cuda::scatter_reduce(&d, 0, &i, &s, Reduce::Amax, false))
+            }
+        }
+        (Id::W8, Data::Table { table, ids }) => {
+            let (x, i) = (upload(gpu, table)?, upload(gpu, ids)?);
+            Box::new(move || gather_cuda::index_select(&x, 0, &i))
+        }
+        (Id::W9, Data::Flat { x, idx }) => {
+            let (x, i) = (upload(gpu, x)?, upload(gpu, idx)?);
+            Box::new(move || gather_cuda::take(&x, &i))
+        }
+        (Id::W11a | Id::W11b, Data::Scatter2 { dst, index, src }) => {
+            let (d, i, s) = (upload(gpu, dst)?, upload(gpu, index)?, upload(gpu, src)?);
+            if w.id == Id::W11a {
+                Box::new(move || gather_cuda::scatter(&d, 1, &i, &s))
+            } else {
+                rtol = 1e-4;
+                Box::new(move || gather_cuda::scatter_add(&d, 1, &i, &s))
+            }
+        }
+        (id, _) => return Err(format!("{}: no GPU form", id.name())),
+    };
+    let first = op().map_err(gpu_err)?;
+    let check = compare(&first, want, rtol).map_err(|e| format!("{}: {e}", w.id.name()))?;
+    let check = if rtol > 0.0 {
+        let again = op().map_err(gpu_err)?;
+        let same = again
+            .to_host::<f32>()
+            .map_err(gpu_err)?
+            .iter()
+            .zip(first.to_host::<f32>().map_err(gpu_err)?.iter())
+            .all(|(a, b)| a.to_bits() == b.to_bits());
+        if !same {
+            return Err(format!("{}: two runs differ", w.id.name()));
+        }
+        format!("{check}, repeatable")
+    } else {
+        check
+    };
+    drop(first);
+    let (median_s, min_s) = time(gpu, &op, warmup, repeat)?;
+    Ok(GpuTiming {
+        name: w.id.name().to_string(),
+        median_s,
+        min_s,
+        min_bytes: w.min_bytes(),
+        check,
+    })
+}
+
+fn large_one(gpu: &Cuda, name: &str, warmup: usize, repeat: usize) -> Result<GpuTiming, String> {
+    let key = |k: u64| 0x6C61_7267_6500_0000u64 ^ k;
+    let (op, want, min_bytes, rtol): (Op<'_>, ArrayD<f32>, f64, f32) = match name {
+        "W6x16" => {
+            let (v, e, f) = (1usize << 20, 16usize << 20, 64usize);
+            let index = Array1::from(workloads::random_index(e, v, key(1)));
+            let src = Array2::from_shape_vec((e, f), workloads::random_f32(e * f, key(2))).unwrap();
+            let dst = Array2::<f32>::zeros((v, f));
+            let full = index.view().insert_axis(ndarray::Axis(1));
+            let want = gather::scatter_add(&dst, 0, &full.broadcast((e, f)).unwrap(), &src)
+                .map_err(|e| e.to_string())?
+                .into_dyn();
+            let (d, s) = (upload(gpu, &dst)?, upload(gpu, &src)?);
+            let i = upload(gpu, &index)?
+                .reshape(&[e, 1])
+                .and_then(|i| i.broadcast(&[e, f]))
+                .map_err(gpu_err)?;
+            let bytes = (e * f * 4 + e * 8 + 2 * v * f * 4) as f64;
+            (
+                Box::new(move || gather_cuda::scatter_add(&d, 0, &i, &s)) as Op<'_>,
+                want,
+                bytes,
+                1e-4,
+            )
+        }
+        "W8x20" => {
+            let (v, n, f) = (2usize << 20, 1usize << 20, 256usize);
+            let table =
+                Array2::from_shape_vec((v, f), workloads::random_f32(v * f, key(3))).unwrap();
+            let ids = Array1::from(workloads::random_index(n, v, key(4)));
+            let want = gather::index_select(&table, 0, &ids)
+                .map_err(|e| e.to_string())?
+                .into_dyn();
+            let (x, i) = (upload(gpu, &table)?, upload(gpu, &ids)?);
+            let distinct = workloads::expected_distinct(v as f64, n as f64);
+            let bytes = distinct * f as f64 * 4.0 + n as f64 * 8.0 + (n * f * 4) as f64;
+            (
+                Box::new(move || gather_cuda::index_select(&x, 0, &i)) as Op<'_>,
+                want,
+                bytes,
+                0.0,
+            )
+        }
+        _ => {
+            let n = 1usize << 28;
+            let x = Array1::from(workloads::random_f32(n, key(5)));
+            let idx = Array1::from(workloads::random_index(n, n, key(6)));
+            let want = gather::take(&x, &idx)
+                .map_err(|e| e.to_string())?
+                .into_dyn();
+            let (xg, i) = (upload(gpu, &x)?, upload(gpu, &idx)?);
+            let distinct = workloads::expected_distinct(n as f64, n as f64);
+            let bytes = distinct * 4.0 + n as f64 * 8.0 + n as f64 * 4.0;
+            (
+                Box::new(move || gather_cuda::take(&xg, &i)) as Op<'_>,
+                want,
+                bytes,
+                0.0,
+            )
+        }
+    };
+    let first = op().map_err(gpu_err)?;
+    let check = compare(&first, &want, rtol).map_err(|e| format!("{name}: {e}"))?;
+    drop((first, want));
+    let (median_s, min_s) = time(gpu, &op, warmup, repeat)?;
+    Ok(GpuTiming {
+        name: name.to_string(),
+        median_s,
+        min_s,
+        min_bytes,
+        check,
+    })
+}

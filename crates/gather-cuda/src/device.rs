@@ -1,0 +1,399 @@
+//! The device handle: one CUDA context and stream per GPU and process, the kernels compiled by
+//! NVRTC on first use (once per process and device), and the launch helpers the ops share.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, LaunchConfig,
+};
+use cudarc::nvrtc::{CompileOptions, compile_ptx_with_opts};
+
+use crate::error::{Error, Result};
+
+/// The kernel sources, each compiled as one module on first use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Source {
+    Gather,
+    Scatter,
+}
+
+const COMMON: &str = include_str!("kernels/common.cuh");
+
+impl Source {
+    const ALL: [Source; 2] = [Source::Gather, Source::Scatter];
+
+    fn text(self) -> String {
+        let body = match self {
+            Source::Gather => include_str!("kernels/gather.cu"),
+            Source::Scatter => include_str!("kernels/scatter.cu"),
+        };
+        format!("{COMMON}\n{body}")
+    }
+}
+
+/// Compiles every kernel source to PTX for `arch` (`compute_90`, ...). Needs NVRTC but no GPU:
+/// CI runs it to check that every kernel compiles.
+///
+/// ```no_run
+/// gather_cuda::compile_all("compute_90").unwrap();
+/// ```
+pub fn compile_all(arch: &str) -> Result<()> {
+    nvrtc_present()?;
+    for s in Source::ALL {
+        compile(s, arch)?;
+    }
+    Ok(())
+}
+
+fn nvrtc_present() -> Result<()> {
+    // SAFETY: only tries to dlopen the library; cudarc would panic on first use without it.
+    if unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        Ok(())
+    } else {
+        Err(Error::device(
+            "NVRTC (libnvrtc.so) was not found: install the CUDA toolkit or `pip install nvidia-cuda-nvrtc` and put its lib folder on LD_LIBRARY_PATH",
+        ))
+    }
+}
+
+/// Keeps freed device memory in the driver's pool instead of returning it at every
+/// synchronisation (the default), which made every call map its output's memory afresh.
+fn keep_pool_memory(ctx: &CudaContext) -> Result<()> {
+    use cudarc::driver::sys;
+    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+    // SAFETY: plain driver calls on this context's device with valid out-pointers; the
+    // attribute takes a pointer to a u64.
+    unsafe {
+        ctx.bind_to_thread()?;
+        sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device()).result()?;
+        let mut keep = u64::MAX;
+        sys::cuMemPoolSetAttribute(
+            pool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            &mut keep as *mut u64 as *mut std::ffi::c_void,
+        )
+        .result()?;
+    }
+    Ok(())
+}
+
+/// The number of parameters of each `.entry` of a PTX text.
+pub(crate) fn param_counts(ptx: &str) -> HashMap<String, usize> {
+    let mut out = HashMap::new();
+    for part in ptx.split(".entry ").skip(1) {
+        let Some((name, rest)) = part.split_once('(') else {
+            continue;
+        };
+        let params = rest.split(')').next().unwrap_or("");
+        out.insert(name.trim().to_string(), params.matches(".param").count());
+    }
+    out
+}
+
+fn compile(s: Source, arch: &str) -> Result<cudarc::nvrtc::Ptx> {
+    let arch: &'static str = Box::leak(arch.to_string().into_boxed_str());
+    let opts = CompileOptions {
+        arch: Some(arch),
+        options: vec!["-std=c++17".into()],
+        ..Default::default()
+    };
+    compile_ptx_with_opts(s.text(), opts)
+        .map_err(|e| Error::device(format!("NVRTC could not compile the {s:?} kernels: {e}")))
+}
+
+/// The bad-index flag on the GPU and the pinned host word it is read back into.
+struct Flag {
+    dev: CudaSlice<u64>,
+    host: cudarc::driver::PinnedHostSlice<u64>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) ctx: Arc<CudaContext>,
+    pub(crate) stream: Arc<CudaStream>,
+    arch: String,
+    modules: Mutex<HashMap<Source, Arc<CudaModule>>>,
+    /// Each compiled kernel's number of parameters, read off its PTX: a launch with another
+    /// number of arguments is refused instead of letting the driver read past them.
+    params: Mutex<HashMap<String, usize>>,
+    functions: Mutex<HashMap<&'static str, CudaFunction>>,
+    /// The bad-index flag: the smallest flagged position, `u64::MAX` when none. One per device,
+    /// held by a call while it uses it.
+    flag: Mutex<Flag>,
+    /// `GATHER_CUDA_SYNC=1`: wait after every launch, so that a failing kernel is named.
+    sync_each: bool,
+}
+
+/// A GPU: its context, stream and compiled kernels. Cheap to clone; every handle of one device
+/// in a process shares them.
+///
+/// ```no_run
+/// let gpu = gather_cuda::Cuda::new(0)?;
+/// println!("{}", gpu.name()?);
+/// # Ok::<(), gather_cuda::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Cuda {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Cuda {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Cuda({})", self.inner.ctx.ordinal())
+    }
+}
+
+fn devices() -> &'static Mutex<HashMap<usize, Cuda>> {
+    static D: OnceLock<Mutex<HashMap<usize, Cuda>>> = OnceLock::new();
+    D.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+impl Cuda {
+    /// The GPU numbered `ordinal`, or an error that says what is missing (the driver, a GPU,
+    /// NVRTC). Never panics.
+    ///
+    /// ```
+    /// // Without a GPU this is an error, not a crash.
+    /// match gather_cuda::Cuda::new(0) {
+    ///     Ok(gpu) => println!("{gpu:?}"),
+    ///     Err(e) => println!("no GPU: {e}"),
+    /// }
+    /// ```
+    pub fn new(ordinal: usize) -> Result<Cuda> {
+        let mut map = devices().lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(d) = map.get(&ordinal) {
+            return Ok(d.clone());
+        }
+        // SAFETY: only tries to dlopen the driver; cudarc would panic on first use without it.
+        if !unsafe { cudarc::driver::sys::is_culib_present() } {
+            return Err(Error::device(
+                "the NVIDIA driver (libcuda.so) was not found: this machine has no usable GPU",
+            ));
+        }
+        nvrtc_present()?;
+        let count = CudaContext::device_count()?;
+        if ordinal as i64 >= count as i64 {
+            return Err(Error::device(format!(
+                "there is no GPU {ordinal}: this machine has {count}"
+            )));
+        }
+        let ctx = CudaContext::new(ordinal)?;
+        let (major, minor) = ctx.compute_capability()?;
+        let stream = ctx.new_stream()?;
+        keep_pool_memory(&ctx)?;
+        // SAFETY: a one-word host buffer that only the flag's read-back writes (then waited for).
+        let host = unsafe { ctx.alloc_pinned_with_flags::<u64>(1, 0) }?;
+        let flag = Flag {
+            dev: stream.alloc_zeros::<u64>(1)?,
+            host,
+        };
+        let gpu = Cuda {
+            inner: Arc::new(Inner {
+                ctx,
+                stream,
+                arch: format!("compute_{major}{minor}"),
+                modules: Mutex::new(HashMap::new()),
+                params: Mutex::new(HashMap::new()),
+                functions: Mutex::new(HashMap::new()),
+                flag: Mutex::new(flag),
+                sync_each: std::env::var("GATHER_CUDA_SYNC").is_ok_and(|v| v == "1"),
+            }),
+        };
+        map.insert(ordinal, gpu.clone());
+        Ok(gpu)
+    }
+
+    /// Whether a GPU can be used here (the driver is present and sees at least one GPU).
+    ///
+    /// ```
+    /// let _ = gather_cuda::Cuda::is_available();
+    /// ```
+    pub fn is_available() -> bool {
+        Cuda::new(0).is_ok()
+    }
+
+    /// The GPU's name, as the driver gives it.
+    ///
+    /// ```no_run
+    /// assert!(gather_cuda::Cuda::new(0)?.name()?.contains("NVIDIA"));
+    /// # Ok::<(), gather_cuda::Error>(())
+    /// ```
+    pub fn name(&self) -> Result<String> {
+        Ok(self.inner.ctx.name()?)
+    }
+
+    /// Waits until every queued GPU operation has finished.
+    ///
+    /// ```no_run
+    /// gather_cuda::Cuda::new(0)?.synchronize()?;
+    /// # Ok::<(), gather_cuda::Error>(())
+    /// ```
+    pub fn synchronize(&self) -> Result<()> {
+        Ok(self.inner.stream.synchronize()?)
+    }
+
+    /// Free and total device memory in bytes.
+    ///
+    /// ```no_run
+    /// let (free, total) = gather_cuda::Cuda::new(0)?.memory()?;
+    /// assert!(free <= total);
+    /// # Ok::<(), gather_cuda::Error>(())
+    /// ```
+    pub fn memory(&self) -> Result<(usize, usize)> {
+        Ok(self.inner.ctx.mem_get_info()?)
+    }
+
+    /// Runs `f` between two CUDA events on the GPU's stream and returns its result with the GPU
+    /// time between them, in seconds (the queue is drained first, so nothing earlier counts).
+    ///
+    /// ```no_run
+    /// let gpu = gather_cuda::Cuda::new(0)?;
+    /// let ((), s) = gpu.timed(|| Ok(()))?;
+    /// assert!(s >= 0.0);
+    /// # Ok::<(), gather_cuda::Error>(())
+    /// ```
+    pub fn timed<R>(&self, f: impl FnOnce() -> Result<R>) -> Result<(R, f64)> {
+        let s = &self.inner.stream;
+        s.synchronize()?;
+        let start = s.record_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))?;
+        let r = f()?;
+        let end = s.record_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))?;
+        end.synchronize()?;
+        Ok((r, start.elapsed_ms(&end)? as f64 / 1e3))
+    }
+
+    pub(crate) fn stream(&self) -> &Arc<CudaStream> {
+        &self.inner.stream
+    }
+
+    /// The kernel `name` of `source`, compiling the source on first use.
+    pub(crate) fn function(&self, source: Source, name: &'static str) -> Result<CudaFunction> {
+        if let Some(f) = self.inner.functions.lock().unwrap().get(name) {
+            return Ok(f.clone());
+        }
+        let module = {
+            let mut mods = self.inner.modules.lock().unwrap();
+            match mods.get(&source) {
+                Some(m) => m.clone(),
+                None => {
+                    let ptx = compile(source, &self.inner.arch)?;
+                    self.inner
+                        .params
+                        .lock()
+                        .unwrap()
+                        .extend(param_counts(&ptx.to_src()));
+                    let m = self.inner.ctx.load_module(ptx)?;
+                    mods.insert(source, m.clone());
+                    m
+                }
+            }
+        };
+        let f = module
+            .load_function(name)
+            .map_err(|e| Error::device(format!("kernel {name}: {e}")))?;
+        self.inner.functions.lock().unwrap().insert(name, f.clone());
+        Ok(f)
+    }
+
+    /// Allocates `bytes` of device memory, uninitialised (every op writes all of its output).
+    pub(crate) fn alloc(&self, bytes: usize) -> Result<CudaSlice<u8>> {
+        // SAFETY: the buffer is written in full by the op that asked for it before anything
+        // reads it (or, for scratch space, only the part that was written is read).
+        let r = unsafe { self.inner.stream.alloc::<u8>(bytes.max(1)) };
+        r.map_err(|e| {
+            Error::device(format!(
+                "could not allocate {bytes} bytes of device memory: {e}"
+            ))
+        })
+    }
+
+    /// The device address of a buffer.
+    pub(crate) fn ptr<T>(&self, s: &CudaSlice<T>) -> u64 {
+        let (p, _sync) = s.device_ptr(&self.inner.stream);
+        p
+    }
+
+    /// Runs `f` with the cleared bad-index flag's address, then returns the smallest flagged
+    /// position (after waiting for the GPU), or `None`.
+    pub(crate) fn with_flag(&self, f: impl FnOnce(u64) -> Result<()>) -> Result<Option<u64>> {
+        let mut flag = self.inner.flag.lock().unwrap_or_else(|p| p.into_inner());
+        let stream = &self.inner.stream;
+        let ptr = self.ptr(&flag.dev);
+        // SAFETY: sets the 8 bytes of the live flag buffer to 0xff (u64::MAX), in stream order.
+        unsafe { cudarc::driver::result::memset_d8_async(ptr, 0xff, 8, stream.cu_stream()) }?;
+        f(ptr)?;
+        let Flag { dev, host } = &mut *flag;
+        stream.memcpy_dtoh(&*dev, host)?;
+        stream.synchronize()?;
+        let got = host.as_slice()?[0];
+        Ok((got != u64::MAX).then_some(got))
+    }
+
+    /// Refuses a launch of `name` with `given` arguments when the kernel takes another number.
+    pub(crate) fn check_arity(&self, name: &str, given: usize) -> Result<()> {
+        match self.inner.params.lock().unwrap().get(name) {
+            Some(&n) if n != given => Err(Error::device(format!(
+                "kernel {name} takes {n} arguments, the launch gives {given} (a bug of gather-cuda)"
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// After a launch: its error, or (with `GATHER_CUDA_SYNC=1`) the error of the kernel's run,
+    /// named after the kernel.
+    pub(crate) fn launched(
+        &self,
+        name: &str,
+        r: std::result::Result<
+            Option<(cudarc::driver::CudaEvent, cudarc::driver::CudaEvent)>,
+            cudarc::driver::DriverError,
+        >,
+    ) -> Result<()> {
+        r.map_err(|e| Error::device(format!("launching {name}: {e}")))?;
+        if self.inner.sync_each {
+            self.inner
+                .stream
+                .synchronize()
+                .map_err(|e| Error::device(format!("running {name}: {e}")))?;
+        }
+        Ok(())
+    }
+
+    /// A grid of `per_block`-thread blocks covering `n` items, at most a few waves deep (the
+    /// kernels loop over the rest).
+    pub(crate) fn grid(&self, n: usize, per_block: u32) -> LaunchConfig {
+        let blocks = n.div_ceil(per_block as usize).clamp(1, 132 * 32) as u32;
+        LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (per_block, 1, 1),
+            shared_mem_bytes: 0,
+        }
+    }
+}
+
+/// Launches kernel `$f` (from `Cuda::function`) on `$dev`'s stream with config `$cfg` and the
+/// arguments after it, in the kernel's order, each a reference to a plain value.
+macro_rules! launch {
+    ($dev:expr, $f:expr, $name:expr, $cfg:expr, $($a:expr),+ $(,)?) => {{
+        let dev: &$crate::device::Cuda = $dev;
+        dev.check_arity($name, [$(stringify!($a)),+].len())?;
+        let mut b = dev.stream().launch_builder($f);
+        $( cudarc::driver::PushKernelArg::arg(&mut b, $a); )+
+        // SAFETY: the op launching the kernel owns every buffer it names (live allocations of
+        // the sizes the kernel reads and writes, checked by the op), and the arguments match
+        // the kernel's parameters in number, order and size.
+        let r = unsafe { b.launch($cfg) };
+        dev.launched($name, r)
+    }};
+}
+pub(crate) use launch;
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ptx_entries_give_their_parameter_counts() {
+        let ptx = ".visible .entry a(\n\t.param .u64 a_param_0,\n\t.param .u32 a_param_1\n)\n{\n}\n.visible .entry b()\n{\n}\n";
+        let n = super::param_counts(ptx);
+        assert_eq!((n["a"], n["b"]), (2, 0));
+    }
+}

@@ -1,0 +1,526 @@
+//! The reading ops: `gather`, `index_select` and `take`, plus the copies the other ops share.
+//! They move elements as words of their byte width; a bad index value is flagged on the GPU
+//! and reported, with its value and coordinate, after the call.
+//!
+//! ```text
+//! gather(x, dim=1, index)            index_select(x, dim=0, ids=[2, 0])
+//!   x     = [[a b c]                   x = [r0, r1, r2]     (rows)
+//!            [d e f]]                  out = [r2, r0]
+//!   index = [[2 0]
+//!            [1 1]]                  take(x, index=[5, -1])
+//!   out   = [[c a]                     x.flat = [a b c d e f]
+//!            [e e]]                    out    = [f f]
+//! ```
+
+use gather::DType;
+use gather::backend::{self, Bounds};
+
+use crate::device::{Source, launch};
+use crate::error::Result;
+use crate::tensor::{CudaTensor, Layout, width};
+
+/// `torch.gather(input, dim, index)`: `out[p] = input[p with p[dim] := index[p]]`, for every
+/// position `p` of the index. The output has the index's shape; index values must lie in
+/// `0..input.shape[dim]`, and the index may be smaller than the input on the other axes.
+///
+/// ```no_run
+/// use gather_cuda::{Cuda, CudaTensor};
+/// use ndarray::array;
+/// let gpu = Cuda::new(0)?;
+/// let x = CudaTensor::from_host(&gpu, &array![[10, 20, 30], [40, 50, 60]])?;
+/// let i = CudaTensor::from_host(&gpu, &array![[0i64, 2], [1, 0]])?;
+/// let out = gather_cuda::gather(&x, 1, &i)?;
+/// assert_eq!(out.to_host::<i32>()?, array![[10, 30], [50, 40]].into_dyn());
+/// # Ok::<(), gather_cuda::Error>(())
+/// ```
+pub fn gather(input: &CudaTensor, dim: isize, index: &CudaTensor) -> Result<CudaTensor> {
+    let op = "gather";
+    gather::dims::normalize_dim(op, dim, input.ndim())?;
+    let index = index_operand(op, "index", index)?;
+    let Some(d) = backend::check_gather(op, input.shape(), dim, index.shape())? else {
+        return CudaTensor::empty(input.device(), index.shape(), input.dtype());
+    };
+    let x = as_1d(input);
+    let idx = as_1d(&index);
+    let size = x.shape[d];
+    let out = CudaTensor::empty(input.device(), index.shape(), input.dtype())?;
+    let bad = gather_into(&x, d, &idx, &out, Bounds::Strict)?;
+    if let Some(pos) = bad {
+        let coord = unravel(pos, idx.shape());
+        let value = read_index(&idx, &coord)?;
+        let coord = if index.ndim() == 0 { Vec::new() } else { coord };
+        return Err(backend::out_of_bounds(op, value, coord, d, size, Bounds::Strict).into());
+    }
+    Ok(out)
+}
+
+/// `torch.index_select(input, dim, index)`: the slices of `input` at positions `index` along
+/// `dim`, in index order. The index is 0-d or 1-d, with values in `0..input.shape[dim]`.
+///
+/// ```no_run
+/// use gather_cuda::{Cuda, CudaTensor};
+/// use ndarray::array;
+/// let gpu = Cuda::new(0)?;
+/// let table = CudaTensor::from_host(&gpu, &array![[1.0f32, 2.0], [3.0, 4.0], [5.0, 6.0]])?;
+/// let ids = CudaTensor::from_host(&gpu, &array![2i64, 0])?;
+/// let rows = gather_cuda::index_select(&table, 0, &ids)?;
+/// assert_eq!(rows.to_host::<f32>()?, array![[5.0f32, 6.0], [1.0, 2.0]].into_dyn());
+/// # Ok::<(), gather_cuda::Error>(())
+/// ```
+pub fn index_select(input: &CudaTensor, dim: isize, index: &CudaTensor) -> Result<CudaTensor> {
+    let op = "index_select";
+    gather::dims::normalize_dim(op, dim, input.ndim())?;
+    let index = index_operand(op, "index", index)?;
+    let d = backend::check_index_select(input.shape(), dim, index.shape(), index.dtype())?;
+    let x = as_1d(input);
+    let n = index.len();
+    let mut shape = x.shape().to_vec();
+    shape[d] = n;
+    let out_shape = if input.ndim() == 0 {
+        Vec::new()
+    } else {
+        shape.clone()
+    };
+    let size = x.shape[d];
+    let out = CudaTensor::empty(input.device(), &out_shape, input.dtype())?;
+    if n == 0 {
+        return Ok(out);
+    }
+    // The index spread over the output's shape: stride 0 on every other axis, never copied.
+    let mut spread = as_1d(&index);
+    let stride = spread.strides[0];
+    spread.shape = shape.clone();
+    spread.strides = vec![0; shape.len()];
+    spread.strides[d] = stride;
+    let empty_out = shape.iter().product::<usize>() == 0;
+    let bad = if empty_out {
+        // Nothing to write, but PyTorch still checks the index: walk it as a 1-d gather.
+        check_values(&as_1d(&index), size, Bounds::Strict)?
+    } else {
+        let mut out1 = out.clone();
+        out1.shape = shape.clone();
+        out1.strides = gather::dims::row_major_strides(&shape);
+        gather_into(&x, d, &spread, &out1, Bounds::Strict)?
+            .map(|pos| unravel(pos, &shape)[d] as u64)
+    };
+    if let Some(j) = bad {
+        let coord = if index.ndim() == 0 {
+            Vec::new()
+        } else {
+            vec![j as usize]
+        };
+        let value = read_index(&as_1d(&index), &[j as usize])?;
+        return Err(backend::out_of_bounds(op, value, coord, d, size, Bounds::Strict).into());
+    }
+    Ok(out)
+}
+
+/// `torch.take(input, index)`: `out[p] = input.flatten()[index[p]]`, the row-major flattening
+/// of any layout; values in `-n..n` (negative ones count from the end). The output has the
+/// index's shape.
+///
+/// ```no_run
+/// use gather_cuda::{Cuda, CudaTensor};
+/// use ndarray::array;
+/// let gpu = Cuda::new(0)?;
+/// let x = CudaTensor::from_host(&gpu, &array![[1, 2, 3], [4, 5, 6]])?;
+/// let i = CudaTensor::from_host(&gpu, &array![5i64, -6, 1])?;
+/// assert_eq!(gather_cuda::take(&x, &i)?.to_host::<i32>()?, array![6, 1, 2].into_dyn());
+/// # Ok::<(), gather_cuda::Error>(())
+/// ```
+pub fn take(input: &CudaTensor, index: &CudaTensor) -> Result<CudaTensor> {
+    let op = "take";
+    let index = index_operand(op, "index", index)?;
+    let out = CudaTensor::empty(input.device(), index.shape(), input.dtype())?;
+    if index.is_empty() {
+        return Ok(out);
+    }
+    if input.is_empty() {
+        return Err(backend::take_from_empty(input.shape(), index.shape()).into());
+    }
+    let xl = input.layout()?;
+    let il = index.layout()?;
+    let n = index.len();
+    let name = kernel_name("take", input.dtype(), index.dtype());
+    let dev = input.device();
+    let f = dev.function(Source::Gather, name)?;
+    let (xp, ip, op_) = (input.ptr(), index.ptr(), out.ptr());
+    let (size, rule, n64) = (input.len() as i64, 1i32, n as i64);
+    let bad = dev.with_flag(|flag| {
+        launch!(
+            dev,
+            &f,
+            name,
+            dev.grid(n, 256),
+            &op_,
+            &xp,
+            &xl,
+            &ip,
+            &il,
+            &size,
+            &rule,
+            &n64,
+            &flag
+        )
+    })?;
+    if let Some(pos) = bad {
+        let coord = unravel(pos, index.shape());
+        let value = read_index(&index, &coord)?;
+        return Err(backend::flat_out_of_bounds(op, value, coord, input.shape()).into());
+    }
+    Ok(out)
+}
+
+/// Writes `gather(x, d, idx)` into the row-major `out` (idx's shape); the smallest row-major
+/// position of idx whose value `bounds` rejects, if any. x and idx have the same rank.
+pub(crate) fn gather_into(
+    x: &CudaTensor,
+    d: usize,
+    idx: &CudaTensor,
+    out: &CudaTensor,
+    bounds: Bounds,
+) -> Result<Option<u64>> {
+    let dev = x.device();
+    let rule = rule(bounds);
+    let size = x.shape[d] as i64;
+    if let Some(rows) = rows_plan(x, d, idx, out) {
+        let f = dev.function(Source::Gather, rows.kernel)?;
+        let words = rows.row_bytes / rows.word;
+        let team = words.clamp(1, 32).next_power_of_two() as i32;
+        let cfg = dev.grid(rows.n_rows.saturating_mul(team as usize), 256);
+        let (op_, xp, ip) = (out.ptr(), x.ptr(), idx.ptr());
+        let args = [
+            rows.idx_so,
+            rows.idx_sj,
+            rows.n_idx,
+            size,
+            rows.x_so,
+            rows.x_sv,
+            rows.n_rows as i64,
+            rows.row_bytes as i64,
+            rows.lanes,
+        ];
+        return dev.with_flag(|flag| {
+            launch!(
+                dev,
+                &f,
+                rows.kernel,
+                cfg,
+                &op_,
+                &xp,
+                &ip,
+                &args[0],
+                &args[1],
+                &args[2],
+                &args[3],
+                &args[4],
+                &args[5],
+                &args[6],
+                &args[7],
+                &args[8],
+                &team,
+                &rule,
+                &flag
+            )
+        });
+    }
+    let il = Layout::exact(idx.shape(), idx.strides())?;
+    let xl = Layout::exact(idx.shape(), x.strides())?;
+    let n = idx.len();
+    let name = kernel_name("gather", x.dtype(), idx.dtype());
+    let f = dev.function(Source::Gather, name)?;
+    let (op_, xp, ip) = (out.ptr(), x.ptr(), idx.ptr());
+    let (dim, n64) = (d as i32, n as i64);
+    dev.with_flag(|flag| {
+        launch!(
+            dev,
+            &f,
+            name,
+            dev.grid(n, 256),
+            &op_,
+            &xp,
+            &xl,
+            &ip,
+            &il,
+            &dim,
+            &size,
+            &rule,
+            &n64,
+            &flag
+        )
+    })
+}
+
+/// A gather whose index repeats over every axis after `dim` (an expanded index, index_select),
+/// with x dense over those axes: whole rows are copied.
+struct Rows {
+    kernel: &'static str,
+    word: usize,
+    idx_so: i64,
+    idx_sj: i64,
+    n_idx: i64,
+    x_so: i64,
+    x_sv: i64,
+    n_rows: usize,
+    row_bytes: usize,
+    lanes: i64,
+}
+
+fn rows_plan(x: &CudaTensor, d: usize, idx: &CudaTensor, out: &CudaTensor) -> Option<Rows> {
+    let nd = idx.ndim();
+    let w = width(x.dtype()) as i64;
+    let lanes: usize = idx.shape[d + 1..].iter().product();
+    if lanes == 0
+        || idx.strides[d + 1..]
+            .iter()
+            .zip(&idx.shape[d + 1..])
+            .any(|(&s, &n)| s != 0 && n > 1)
+    {
+        return None;
+    }
+    // x dense over the trailing axes, with the index's extents there.
+    let mut want = 1isize;
+    for a in (d + 1..nd).rev() {
+        if x.shape[a] != idx.shape[a] || (idx.shape[a] > 1 && x.strides[a] != want) {
+            return None;
+        }
+        want *= idx.shape[a] as isize;
+    }
+    let row_bytes = lanes * w as usize;
+    if row_bytes < 16 && lanes > 1 {
+        return None;
+    }
+    // The axes before dim walk as one.
+    let (mut x_so, mut idx_so) = (0i64, 0i64);
+    let mut outer = 1usize;
+    let mut first = true;
+    for a in (0..d).rev() {
+        let n = idx.shape[a];
+        if n == 1 {
+            continue;
+        }
+        if first {
+            x_so = x.strides[a] as i64;
+            idx_so = idx.strides[a] as i64;
+            first = false;
+        } else if x.strides[a] as i64 != x_so * outer as i64
+            || idx.strides[a] as i64 != idx_so * outer as i64
+        {
+            return None;
+        }
+        outer *= n;
+    }
+    if first {
+        outer = 1;
+    }
+    let x_sv = x.strides[d] as i64 * w;
+    let x_so = x_so * w;
+    let aligned = |v: i64| v.rem_euclid(16) == 0;
+    let word = if row_bytes % 16 == 0
+        && aligned(x.ptr() as i64)
+        && aligned(out.ptr() as i64)
+        && aligned(x_so)
+        && aligned(x_sv)
+    {
+        16
+    } else if row_bytes % 4 == 0
+        && (x.ptr() % 4 == 0)
+        && out.ptr() % 4 == 0
+        && x_so % 4 == 0
+        && x_sv % 4 == 0
+    {
+        4
+    } else {
+        1
+    };
+    let i32_index = idx.dtype() == DType::I32;
+    let kernel = match (word, i32_index) {
+        (16, false) => "rows_w16_i64",
+        (16, true) => "rows_w16_i32",
+        (4, false) => "rows_w4_i64",
+        (4, true) => "rows_w4_i32",
+        (_, false) => "rows_w1_i64",
+        (_, true) => "rows_w1_i32",
+    };
+    Some(Rows {
+        kernel,
+        word,
+        idx_so,
+        idx_sj: idx.strides[d] as i64,
+        n_idx: idx.shape[d] as i64,
+        x_so,
+        x_sv,
+        n_rows: outer * idx.shape[d],
+        row_bytes,
+        lanes: lanes as i64,
+    })
+}
+
+/// Checks every value of a 1-d index against `size` without writing anything: the smallest
+/// bad position, if any.
+pub(crate) fn check_values(idx: &CudaTensor, size: usize, bounds: Bounds) -> Result<Option<u64>> {
+    // A gather from a one-element stand-in of width 1 whose dim has `size` positions of
+    // stride 0: it reads nothing out of range and flags exactly what the op would.
+    let dev = idx.device();
+    let stand_in = CudaTensor::empty(dev, &[1], DType::U8)?;
+    let mut x = stand_in.clone();
+    x.shape = vec![size.max(1)];
+    x.strides = vec![0];
+    let scratch = CudaTensor::empty(dev, idx.shape(), DType::U8)?;
+    let il = Layout::exact(idx.shape(), idx.strides())?;
+    let xl = Layout::exact(idx.shape(), &[0])?;
+    let n = idx.len();
+    let name = kernel_name("gather", DType::U8, idx.dtype());
+    let f = dev.function(Source::Gather, name)?;
+    let (op_, xp, ip) = (scratch.ptr(), x.ptr(), idx.ptr());
+    let (dim, size, rule, n64) = (0i32, size as i64, rule(bounds), n as i64);
+    dev.with_flag(|flag| {
+        launch!(
+            dev,
+            &f,
+            name,
+            dev.grid(n, 256),
+            &op_,
+            &xp,
+            &xl,
+            &ip,
+            &il,
+            &dim,
+            &size,
+            &rule,
+            &n64,
+            &flag
+        )
+    })
+}
+
+/// Copies any view into the row-major `out` of the same shape and dtype.
+pub(crate) fn copy_into(x: &CudaTensor, out: &CudaTensor) -> Result<()> {
+    let n = x.len();
+    if n == 0 {
+        return Ok(());
+    }
+    let dev = x.device();
+    let name = match width(x.dtype()) {
+        1 => "copy_u8",
+        2 => "copy_u16",
+        4 => "copy_u32",
+        _ => "copy_u64",
+    };
+    let f = dev.function(Source::Gather, name)?;
+    let xl = x.layout()?;
+    let (op_, xp, n64) = (out.ptr(), x.ptr(), n as i64);
+    launch!(dev, &f, name, dev.grid(n, 256), &op_, &xp, &xl, &n64)
+}
+
+/// The index as the kernels read it: i64 or i32 as it is (any strides), other integer types
+/// widened to a row-major i64 copy; a float or bool index is an error unless it is empty.
+pub(crate) fn index_operand(op: &str, what: &str, index: &CudaTensor) -> Result<CudaTensor> {
+    let widen = match index.dtype() {
+        DType::I64 | DType::I32 => return Ok(index.clone()),
+        DType::I8 => "widen_i8",
+        DType::U8 => "widen_u8",
+        DType::I16 => "widen_i16",
+        DType::U16 => "widen_u16",
+        DType::U32 => "widen_u32",
+        DType::U64 => "widen_u64",
+        _ if index.is_empty() => {
+            // PyTorch skips the dtype check for an empty index.
+            return CudaTensor::empty(index.device(), index.shape(), DType::I64);
+        }
+        other => {
+            return Err(gather::Error::new(
+                gather::ErrorKind::InvalidArgument,
+                format!("{op}: expected an integer dtype for {what}, but got {other}"),
+            )
+            .with_hint(format!(
+                "{what} values select positions, so they must be integers: convert with `mapv(|v| v as i64)`"
+            ))
+            .into());
+        }
+    };
+    let dev = index.device();
+    let out = CudaTensor::empty(dev, index.shape(), DType::I64)?;
+    let n = index.len();
+    if n > 0 {
+        let f = dev.function(Source::Gather, widen)?;
+        let xl = index.layout()?;
+        let (op_, xp, n64) = (out.ptr(), index.ptr(), n as i64);
+        launch!(dev, &f, widen, dev.grid(n, 256), &op_, &xp, &xl, &n64)?;
+    }
+    Ok(out)
+}
+
+/// A 0-d tensor seen as 1-d of one element.
+pub(crate) fn as_1d(t: &CudaTensor) -> CudaTensor {
+    let mut t = t.clone();
+    if t.shape.is_empty() {
+        t.shape = vec![1];
+        t.strides = vec![1];
+    }
+    t
+}
+
+/// The coordinate of row-major position `pos` in `shape`.
+pub(crate) fn unravel(mut pos: u64, shape: &[usize]) -> Vec<usize> {
+    let mut c = vec![0; shape.len()];
+    for d in (0..shape.len()).rev() {
+        let n = shape[d].max(1) as u64;
+        c[d] = (pos % n) as usize;
+        pos /= n;
+    }
+    c
+}
+
+/// The index value at `coord`, read from the GPU (only for error messages).
+pub(crate) fn read_index(t: &CudaTensor, coord: &[usize]) -> Result<i64> {
+    let off: isize = t.offset
+        + coord
+            .iter()
+            .zip(&t.strides)
+            .map(|(&c, &s)| c as isize * s)
+            .sum::<isize>();
+    let w = width(t.dtype());
+    let start = off as usize * w;
+    let b = t
+        .device()
+        .stream()
+        .clone_dtoh(&t.buf.slice(start..start + w))?;
+    let mut a = [0u8; 8];
+    a[..w].copy_from_slice(&b);
+    Ok(match t.dtype() {
+        DType::I64 => i64::from_le_bytes(a),
+        DType::I32 => i32::from_le_bytes(a[..4].try_into().unwrap()) as i64,
+        DType::I16 => i16::from_le_bytes(a[..2].try_into().unwrap()) as i64,
+        DType::I8 => a[0] as i8 as i64,
+        DType::U64 => u64::from_le_bytes(a).min(i64::MAX as u64) as i64,
+        _ => u64::from_le_bytes(a) as i64,
+    })
+}
+
+pub(crate) fn rule(b: Bounds) -> i32 {
+    match b {
+        Bounds::Strict => 0,
+        Bounds::Wrap => 1,
+        Bounds::Modulo => 2,
+    }
+}
+
+/// `gather_u32_i64` and the like: the kernel for an element width and an index type.
+pub(crate) fn kernel_name(family: &str, dtype: DType, index: DType) -> &'static str {
+    let w = match width(dtype) {
+        1 => "u8",
+        2 => "u16",
+        4 => "u32",
+        _ => "u64",
+    };
+    let i = if index == DType::I32 { "i32" } else { "i64" };
+    let name = format!("{family}_{w}_{i}");
+    // The set of names is small and fixed (two families, four widths, two index types).
+    static NAMES: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::HashMap<String, &'static str>>,
+    > = std::sync::OnceLock::new();
+    let mut m = NAMES.get_or_init(Default::default).lock().unwrap();
+    m.entry(name.clone())
+        .or_insert_with(|| Box::leak(name.into_boxed_str()))
+}

@@ -1,0 +1,64 @@
+// Shared by every kernel source: fixed-width types, the strided layout, and the
+// conversions of the 2-byte floats (done with PTX so that no CUDA header is needed).
+typedef unsigned char u8;
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+typedef signed char i8;
+typedef short i16;
+typedef int i32;
+typedef long long i64;
+
+#define MAXD 8
+#define NO_BAD 0xffffffffffffffffull
+
+// A tensor's logical shape and element strides; row-major walks go over `shape`.
+struct Layout {
+    i64 ndim;
+    i64 shape[MAXD];
+    i64 stride[MAXD];
+};
+
+// The element offset of row-major position `lin` of `L`. The first axis takes what is left,
+// so a 1-d walk does no division.
+__device__ __forceinline__ i64 offset_of(const Layout& L, i64 lin) {
+    i64 off = 0;
+    for (int d = (int)L.ndim - 1; d > 0; --d) {
+        i64 s = L.shape[d];
+        i64 q = lin / s;
+        off += (lin - q * s) * L.stride[d];
+        lin = q;
+    }
+    if (L.ndim > 0) off += lin * L.stride[0];
+    return off;
+}
+
+__device__ __forceinline__ float h2f(u16 h) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+}
+__device__ __forceinline__ u16 f2h(float f) {
+    u16 h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+}
+__device__ __forceinline__ float bf2f(u16 b) { return __int_as_float(((u32)b) << 16); }
+__device__ __forceinline__ u16 f2bf(float f) {
+    u32 u = __float_as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (u16)((u >> 16) | 0x40);  // quiet NaN
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (u16)(u >> 16);
+}
+
+// Records the smallest bad position (row-major in the index), so that the host reports the
+// first bad value, as the CPU library does, after one read of the flag per call.
+__device__ __forceinline__ void flag_bad(u64* flag, u64 pos) { atomicMin(flag, pos); }
+
+// Maps an index value onto 0..size under the bounds rule (0 strict, 1 wrap: -size..size,
+// 2 modulo); -1 when it is out of range.
+__device__ __forceinline__ i64 map_index(i64 v, i64 size, int rule) {
+    if (rule == 1 && v < 0) v += size;
+    if (rule == 2 && size > 0) { v %= size; if (v < 0) v += size; }
+    return (v >= 0 && v < size) ? v : -1;
+}

@@ -1,0 +1,155 @@
+// Data movement: gather, take, row copies, strided copies and index widening. Elements are
+// moved as words of their byte width (u8/u16/u32/u64), never per dtype.
+
+// Each thread handles UNROLL positions a grid-stride apart per round, reading all their index
+// values before any input element, so that several random reads are in flight per thread.
+#define UNROLL 4
+
+// out[p] = x[p with p[dim] := index[p]] for every row-major position p of the index; `xl`
+// holds x's strides on the index's shape (x may be larger than the index on other axes).
+template <typename W, typename I>
+__device__ void gather_impl(W* out, const W* x, Layout xl, const I* idx, Layout il, int dim,
+                            i64 size, int rule, i64 n, u64* flag) {
+    const i64 step = (i64)gridDim.x * blockDim.x;
+    for (i64 base = (i64)blockIdx.x * blockDim.x + threadIdx.x; base < n; base += UNROLL * step) {
+        i64 xoff[UNROLL], v[UNROLL];
+#pragma unroll
+        for (int k = 0; k < UNROLL; ++k) {
+            const i64 p = base + k * step;
+            v[k] = -1;
+            xoff[k] = 0;
+            if (p >= n) continue;
+            i64 lin = p, ioff = 0;
+            for (int d = (int)il.ndim - 1; d >= 0; --d) {
+                i64 c;
+                if (d > 0) {
+                    i64 q = lin / il.shape[d];
+                    c = lin - q * il.shape[d];
+                    lin = q;
+                } else {
+                    c = lin;
+                }
+                ioff += c * il.stride[d];
+                if (d != dim) xoff[k] += c * xl.stride[d];
+            }
+            v[k] = map_index((i64)idx[ioff], size, rule);
+            if (v[k] < 0) flag_bad(flag, (u64)p);
+        }
+#pragma unroll
+        for (int k = 0; k < UNROLL; ++k) {
+            const i64 p = base + k * step;
+            if (p < n) out[p] = v[k] < 0 ? (W)0 : x[xoff[k] + v[k] * xl.stride[dim]];
+        }
+    }
+}
+
+// out[p] = x.flat[index[p]]: x is read through its layout at the row-major position the index
+// names.
+template <typename W, typename I>
+__device__ void take_impl(W* out, const W* x, Layout xl, const I* idx, Layout il, i64 size,
+                          int rule, i64 n, u64* flag) {
+    const i64 step = (i64)gridDim.x * blockDim.x;
+    for (i64 base = (i64)blockIdx.x * blockDim.x + threadIdx.x; base < n; base += UNROLL * step) {
+        i64 v[UNROLL];
+#pragma unroll
+        for (int k = 0; k < UNROLL; ++k) {
+            const i64 p = base + k * step;
+            v[k] = -1;
+            if (p >= n) continue;
+            v[k] = map_index((i64)idx[offset_of(il, p)], size, rule);
+            if (v[k] < 0) flag_bad(flag, (u64)p);
+        }
+#pragma unroll
+        for (int k = 0; k < UNROLL; ++k) {
+            const i64 p = base + k * step;
+            if (p < n) out[p] = v[k] < 0 ? (W)0 : x[offset_of(xl, v[k])];
+        }
+    }
+}
+
+// Rows of `row_bytes` contiguous bytes: out row r = (o, j) is the row of x at outer position o
+// and position index[o, j] along dim (index_select, gathers whose index is expanded over the
+// trailing axes). A team of `team` threads (a power of two up to 32) copies a row with words
+// of V (16 bytes when everything is aligned). A bad value is flagged at its row-major position
+// in the index view, whose `lanes` trailing positions per row all hold it.
+template <typename V, typename I>
+__device__ void rows_impl(u8* out, const u8* x, const I* idx, i64 idx_so, i64 idx_sj, i64 n_idx,
+                          i64 size, i64 x_so, i64 x_sv, i64 n_rows, i64 row_bytes, i64 lanes,
+                          int team, int rule, u64* flag) {
+    const i64 words = row_bytes / (i64)sizeof(V);
+    const i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    const int lane = (int)(t & (team - 1));
+    const i64 step = ((i64)gridDim.x * blockDim.x) / team;
+    for (i64 r = t / team; r < n_rows; r += step) {
+        i64 o = r / n_idx, j = r - o * n_idx;
+        i64 v = map_index((i64)idx[o * idx_so + j * idx_sj], size, rule);
+        V* dst = (V*)(out + r * row_bytes);
+        if (v < 0) {
+            if (lane == 0) flag_bad(flag, (u64)(r * lanes));
+            for (i64 w = lane; w < words; w += team) dst[w] = V();
+            continue;
+        }
+        const V* src = (const V*)(x + o * x_so + v * x_sv);
+        for (i64 w = lane; w < words; w += team) dst[w] = src[w];
+    }
+}
+
+// A strided view into a contiguous buffer.
+template <typename W>
+__device__ void copy_impl(W* out, const W* x, Layout xl, i64 n) {
+    const i64 step = (i64)gridDim.x * blockDim.x;
+    for (i64 p = (i64)blockIdx.x * blockDim.x + threadIdx.x; p < n; p += step)
+        out[p] = x[offset_of(xl, p)];
+}
+
+// Any integer index as i64, contiguous; u64 values past i64's range stay out of range.
+__device__ __forceinline__ i64 to_i64(u64 v) { return v > 0x7fffffffffffffffull ? 0x7fffffffffffffffll : (i64)v; }
+template <typename S> __device__ __forceinline__ i64 to_i64(S v) { return (i64)v; }
+template <typename S>
+__device__ void widen_impl(i64* out, const S* x, Layout xl, i64 n) {
+    const i64 step = (i64)gridDim.x * blockDim.x;
+    for (i64 p = (i64)blockIdx.x * blockDim.x + threadIdx.x; p < n; p += step)
+        out[p] = to_i64(x[offset_of(xl, p)]);
+}
+
+struct V16 { u64 a, b; };
+
+#define GATHER_W(W, I)                                                                          \
+    extern "C" __global__ void gather_##W##_##I(W* out, const W* x, Layout xl, const I* idx,   \
+                                                Layout il, int dim, i64 size, int rule, i64 n, \
+                                                u64* flag) {                                   \
+        gather_impl<W, I>(out, x, xl, idx, il, dim, size, rule, n, flag);                      \
+    }                                                                                           \
+    extern "C" __global__ void take_##W##_##I(W* out, const W* x, Layout xl, const I* idx,     \
+                                              Layout il, i64 size, int rule, i64 n,            \
+                                              u64* flag) {                                     \
+        take_impl<W, I>(out, x, xl, idx, il, size, rule, n, flag);                             \
+    }
+#define ROWS(V, NAME, I)                                                                        \
+    extern "C" __global__ void rows_##NAME##_##I(                                              \
+        u8* out, const u8* x, const I* idx, i64 idx_so, i64 idx_sj, i64 n_idx, i64 size,       \
+        i64 x_so, i64 x_sv, i64 n_rows, i64 row_bytes, i64 lanes, int team, int rule,          \
+        u64* flag) {                                                                           \
+        rows_impl<V, I>(out, x, idx, idx_so, idx_sj, n_idx, size, x_so, x_sv, n_rows,          \
+                        row_bytes, lanes, team, rule, flag);                                   \
+    }
+#define EACH_INDEX(M, W) M(W, i64) M(W, i32)
+EACH_INDEX(GATHER_W, u8)
+EACH_INDEX(GATHER_W, u16)
+EACH_INDEX(GATHER_W, u32)
+EACH_INDEX(GATHER_W, u64)
+ROWS(u8, w1, i64) ROWS(u8, w1, i32)
+ROWS(u32, w4, i64) ROWS(u32, w4, i32)
+ROWS(V16, w16, i64) ROWS(V16, w16, i32)
+
+#define COPY(W)                                                                                 \
+    extern "C" __global__ void copy_##W(W* out, const W* x, Layout xl, i64 n) {                \
+        copy_impl<W>(out, x, xl, n);                                                            \
+    }
+COPY(u8) COPY(u16) COPY(u32) COPY(u64)
+
+#define WIDEN(S)                                                                                \
+    extern "C" __global__ void widen_##S(i64* out, const S* x, Layout xl, i64 n) {             \
+        widen_impl<S>(out, x, xl, n);                                                           \
+    }
+WIDEN(i8) WIDEN(u8) WIDEN(i16) WIDEN(u16) WIDEN(i32) WIDEN(u32) WIDEN(u64)

@@ -1,0 +1,347 @@
+// The deterministic scatter family: every index row becomes a (key, row) pair, the pairs are
+// sorted by key with a stable radix sort (so a key meets its rows in index order), runs of equal
+// keys are found, and each run is reduced in that order into the output. The same order on
+// every call makes the result bitwise repeatable; no atomics touch the values.
+
+// The rows of an index: row-major positions over `shape` (the index's extents, with 1 on the
+// lane axes that the index repeats); `istride` reads the index, `kstride` forms the key (the
+// value's multiplier at dim), `pstride` the row-major position in the whole index.
+struct RowMap {
+    i64 ndim;
+    i64 shape[MAXD];
+    i64 istride[MAXD];
+    i64 kstride[MAXD];
+    i64 pstride[MAXD];
+};
+
+template <typename I>
+__device__ void keys_impl(const I* idx, RowMap m, int dim, i64 size, int rule, i64 n, u32* keys,
+                          u32* rows, u64* flag) {
+    const i64 step = (i64)gridDim.x * blockDim.x;
+    for (i64 r = (i64)blockIdx.x * blockDim.x + threadIdx.x; r < n; r += step) {
+        i64 lin = r, ioff = 0, key = 0, pos = 0, cdim = 0;
+        for (int d = (int)m.ndim - 1; d >= 0; --d) {
+            i64 c;
+            if (d > 0) {
+                i64 q = lin / m.shape[d];
+                c = lin - q * m.shape[d];
+                lin = q;
+            } else {
+                c = lin;
+            }
+            ioff += c * m.istride[d];
+            pos += c * m.pstride[d];
+            if (d != dim) key += c * m.kstride[d];
+        }
+        (void)cdim;
+        i64 v = map_index((i64)idx[ioff], size, rule);
+        if (v < 0) {
+            flag_bad(flag, (u64)pos);
+            v = 0;
+        }
+        keys[r] = (u32)(key + v * m.kstride[dim]);
+        rows[r] = (u32)r;
+    }
+}
+extern "C" __global__ void keys_i64(const i64* idx, RowMap m, int dim, i64 size, int rule, i64 n,
+                                    u32* keys, u32* rows, u64* flag) {
+    keys_impl<i64>(idx, m, dim, size, rule, n, keys, rows, flag);
+}
+extern "C" __global__ void keys_i32(const i32* idx, RowMap m, int dim, i64 size, int rule, i64 n,
+                                    u32* keys, u32* rows, u64* flag) {
+    keys_impl<i32>(idx, m, dim, size, rule, n, keys, rows, flag);
+}
+
+// ---- exclusive scan of u32, 2048 per block (256 threads x 8 consecutive items) ----
+#define SCAN_ITEMS 8
+#define SCAN_TILE 2048
+
+__device__ __forceinline__ u32 block_exclusive(u32 v, u32* total) {
+    __shared__ u32 warp_sums[8];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    u32 x = v;
+    for (int o = 1; o < 32; o <<= 1) {
+        u32 y = __shfl_up_sync(0xffffffffu, x, o);
+        if (lane >= o) x += y;
+    }
+    if (lane == 31) warp_sums[warp] = x;
+    __syncthreads();
+    if (warp == 0) {
+        u32 s = lane < 8 ? warp_sums[lane] : 0;
+        for (int o = 1; o < 8; o <<= 1) {
+            u32 y = __shfl_up_sync(0xffffffffu, s, o);
+            if (lane >= o) s += y;
+        }
+        if (lane < 8) warp_sums[lane] = s;
+    }
+    __syncthreads();
+    u32 before = (warp > 0 ? warp_sums[warp - 1] : 0) + x - v;
+    *total = warp_sums[7];
+    __syncthreads();
+    return before;
+}
+
+extern "C" __global__ void scan_block(u32* data, i64 n, u32* sums) {
+    const i64 base = (i64)blockIdx.x * SCAN_TILE + (i64)threadIdx.x * SCAN_ITEMS;
+    u32 v[SCAN_ITEMS];
+    u32 s = 0;
+#pragma unroll
+    for (int k = 0; k < SCAN_ITEMS; ++k) {
+        v[k] = base + k < n ? data[base + k] : 0;
+        s += v[k];
+    }
+    u32 total;
+    u32 run = block_exclusive(s, &total);
+#pragma unroll
+    for (int k = 0; k < SCAN_ITEMS; ++k) {
+        if (base + k < n) data[base + k] = run;
+        run += v[k];
+    }
+    if (threadIdx.x == 0) sums[blockIdx.x] = total;
+}
+
+extern "C" __global__ void scan_add(u32* data, i64 n, const u32* sums) {
+    const i64 base = (i64)blockIdx.x * SCAN_TILE + (i64)threadIdx.x * SCAN_ITEMS;
+    const u32 add = sums[blockIdx.x];
+#pragma unroll
+    for (int k = 0; k < SCAN_ITEMS; ++k)
+        if (base + k < n) data[base + k] += add;
+}
+
+// ---- stable LSD radix sort of (u32 key, u32 row), 8 bits per pass, 2048 pairs per tile ----
+#define RADIX 256
+#define TILE_ITEMS 8
+#define TILE (256 * TILE_ITEMS)
+
+// counts[digit * tiles + tile]: so that one exclusive scan gives every tile its offset per digit.
+extern "C" __global__ void radix_count(const u32* keys, i64 n, int shift, u32* counts, i64 tiles) {
+    __shared__ u32 h[RADIX];
+    h[threadIdx.x] = 0;
+    __syncthreads();
+    const i64 base = (i64)blockIdx.x * TILE;
+#pragma unroll
+    for (int k = 0; k < TILE_ITEMS; ++k) {
+        i64 i = base + k * 256 + threadIdx.x;
+        if (i < n) atomicAdd(&h[(keys[i] >> shift) & 255u], 1u);
+    }
+    __syncthreads();
+    counts[(i64)threadIdx.x * tiles + blockIdx.x] = h[threadIdx.x];
+}
+
+// Each tile places its pairs at its offsets, in input order within each digit (a rank among
+// equal digits of the same warp from __match_any_sync, plus the counts of the warps before it).
+extern "C" __global__ void radix_scatter(const u32* kin, const u32* vin, u32* kout, u32* vout,
+                                         i64 n, int shift, const u32* offsets, i64 tiles) {
+    __shared__ u32 run[RADIX];
+    __shared__ u32 wc[8][RADIX];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    run[threadIdx.x] = offsets[(i64)threadIdx.x * tiles + blockIdx.x];
+    const u32 lt = (1u << lane) - 1u;
+    const i64 base = (i64)blockIdx.x * TILE;
+    for (int k = 0; k < TILE_ITEMS; ++k) {
+#pragma unroll
+        for (int w = 0; w < 8; ++w) wc[w][threadIdx.x] = 0;
+        __syncthreads();
+        i64 i = base + k * 256 + threadIdx.x;
+        bool valid = i < n;
+        u32 key = valid ? kin[i] : 0, val = valid ? vin[i] : 0;
+        u32 digit = valid ? (key >> shift) & 255u : 256u;
+        u32 peers = __match_any_sync(0xffffffffu, digit);
+        u32 rank = __popc(peers & lt);
+        if (valid && rank == 0) wc[warp][digit] = __popc(peers);
+        __syncthreads();
+        if (valid) {
+            u32 pos = run[digit] + rank;
+            for (int w = 0; w < warp; ++w) pos += wc[w][digit];
+            kout[pos] = key;
+            vout[pos] = val;
+        }
+        __syncthreads();
+        u32 add = 0;
+#pragma unroll
+        for (int w = 0; w < 8; ++w) add += wc[w][threadIdx.x];
+        run[threadIdx.x] += add;
+        __syncthreads();
+    }
+}
+
+// ---- runs of equal keys in the sorted keys ----
+__device__ __forceinline__ u32 run_flag(const u32* keys, i64 i) {
+    return (i == 0 || keys[i] != keys[i - 1]) ? 1u : 0u;
+}
+extern "C" __global__ void run_flags(const u32* keys, i64 n, u32* flags) {
+    const i64 step = (i64)gridDim.x * blockDim.x;
+    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step)
+        flags[i] = run_flag(keys, i);
+}
+// starts[j] = first sorted position of run j; starts[runs] = n; nruns[0] = runs.
+extern "C" __global__ void run_starts(const u32* keys, const u32* scanned, i64 n, u32* starts,
+                                      u32* nruns) {
+    const i64 step = (i64)gridDim.x * blockDim.x;
+    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+        u32 f = run_flag(keys, i);
+        if (f) starts[scanned[i]] = (u32)i;
+        if (i == n - 1) {
+            starts[scanned[i] + f] = (u32)n;
+            nruns[0] = scanned[i] + f;
+        }
+    }
+}
+
+// ---- the reductions, per element type ----
+// Acc: the accumulator; ld/st convert; the ops follow the CPU library's Element (wrapping
+// integers, NaN-propagating max/min that keep the first of equal values, floor-divided integer
+// means, f16/bf16 in f32 rounded once, bool sum as or and product as and).
+template <typename T> struct Num;
+#define INT_NUM(T, A)                                                                           \
+    template <> struct Num<T> {                                                                 \
+        typedef A Acc;                                                                          \
+        static __device__ Acc ld(T v) { return (Acc)v; }                                        \
+        static __device__ T st(Acc a) { return (T)a; }                                          \
+        static __device__ Acc add(Acc a, Acc b) { return (Acc)((u64)a + (u64)b); }              \
+        static __device__ Acc mul(Acc a, Acc b) { return (Acc)((u64)a * (u64)b); }              \
+        static __device__ Acc mx(Acc c, Acc n) { return c < n ? n : c; }                        \
+        static __device__ Acc mn(Acc c, Acc n) { return n < c ? n : c; }                        \
+        static __device__ Acc mean(Acc a, i64 cnt) {                                            \
+            T t = (T)a;                                                                         \
+            if (cnt < 1) cnt = 1;                                                               \
+            if ((T)-1 > (T)0) return (Acc)((u64)t / (u64)cnt);                                  \
+            i64 s = (i64)t, q = s / cnt;                                                        \
+            if ((s % cnt != 0) && (s < 0)) q -= 1;                                              \
+            return (Acc)q;                                                                      \
+        }                                                                                       \
+    };
+INT_NUM(u8, u64) INT_NUM(i8, i64) INT_NUM(i16, i64) INT_NUM(u16, u64) INT_NUM(i32, i64)
+INT_NUM(u32, u64) INT_NUM(i64, i64) INT_NUM(u64, u64)
+
+#define FLOAT_NUM(NAME, T, A, LD, ST)                                                           \
+    struct NAME {                                                                               \
+        typedef T Store;                                                                        \
+        typedef A Acc;                                                                          \
+        static __device__ Acc ld(T v) { return LD(v); }                                         \
+        static __device__ T st(Acc a) { return ST(a); }                                         \
+        static __device__ Acc add(Acc a, Acc b) { return a + b; }                               \
+        static __device__ Acc mul(Acc a, Acc b) { return a * b; }                               \
+        static __device__ Acc mx(Acc c, Acc n) { return (n != n) | (c < n) ? n : c; }           \
+        static __device__ Acc mn(Acc c, Acc n) { return (n != n) | (n < c) ? n : c; }           \
+        static __device__ Acc mean(Acc a, i64 cnt) { return a / (Acc)(cnt < 1 ? 1 : cnt); }     \
+    };
+#define ID(x) (x)
+FLOAT_NUM(NumF32, float, float, ID, ID)
+FLOAT_NUM(NumF64, double, double, ID, ID)
+FLOAT_NUM(NumF16, u16, float, h2f, f2h)
+FLOAT_NUM(NumBF16, u16, float, bf2f, f2bf)
+template <> struct Num<float> : NumF32 {};
+template <> struct Num<double> : NumF64 {};
+
+struct NumBool {
+    typedef bool Acc;
+    static __device__ Acc ld(u8 v) { return v != 0; }
+    static __device__ u8 st(Acc a) { return a ? 1 : 0; }
+    static __device__ Acc add(Acc a, Acc b) { return a | b; }
+    static __device__ Acc mul(Acc a, Acc b) { return a & b; }
+    static __device__ Acc mx(Acc c, Acc n) { return c | n; }
+    static __device__ Acc mn(Acc c, Acc n) { return c & n; }
+    static __device__ Acc mean(Acc a, i64) { return a; }
+};
+
+enum { R_SUM = 0, R_PROD = 1, R_MEAN = 2, R_AMAX = 3, R_AMIN = 4, R_SET = 5 };
+
+template <typename N>
+__device__ __forceinline__ typename N::Acc combine(int reduce, typename N::Acc acc,
+                                                   typename N::Acc v) {
+    switch (reduce) {
+        case R_SUM: case R_MEAN: return N::add(acc, v);
+        case R_PROD: return N::mul(acc, v);
+        case R_AMAX: return N::mx(acc, v);
+        default: return N::mn(acc, v);
+    }
+}
+
+// One output element: the run's rows for one lane, folded in sorted (= index) order, four rows
+// read ahead of their folding. `src == 0` means the value form: every row contributes `value`;
+// `use_alpha`: every contribution is multiplied by `alpha` first (index_add).
+template <typename N, typename T>
+__device__ __forceinline__ void fold_one(T* out, i64 ooff, const T* src, T value, T alpha,
+                                         int use_alpha, const u32* rows, u32 s, u32 e,
+                                         const Layout& rmap, i64 lsrc, int reduce,
+                                         int include_self) {
+    typedef typename N::Acc A;
+    if (reduce == R_SET) {
+        out[ooff] = src ? src[offset_of(rmap, rows[e - 1]) + lsrc] : value;
+        return;
+    }
+    auto load = [&](u32 row) -> A {
+        A v = N::ld(src ? src[offset_of(rmap, row) + lsrc] : value);
+        return use_alpha ? N::mul(v, N::ld(alpha)) : v;
+    };
+    u32 r = s;
+    A acc = include_self ? N::ld(out[ooff]) : load(rows[r++]);
+    for (; r + 4 <= e; r += 4) {
+        const u32 i0 = rows[r], i1 = rows[r + 1], i2 = rows[r + 2], i3 = rows[r + 3];
+        const A v0 = load(i0), v1 = load(i1), v2 = load(i2), v3 = load(i3);
+        acc = combine<N>(reduce, acc, v0);
+        acc = combine<N>(reduce, acc, v1);
+        acc = combine<N>(reduce, acc, v2);
+        acc = combine<N>(reduce, acc, v3);
+    }
+    for (; r < e; ++r) acc = combine<N>(reduce, acc, load(rows[r]));
+    if (reduce == R_MEAN) acc = N::mean(acc, (i64)(e - s) + (include_self ? 1 : 0));
+    out[ooff] = N::st(acc);
+}
+
+// Warp per run when there are many lanes (each thread a lane, then the next 32), else a thread
+// per (run, lane). `kmap` maps a key to its offset in out, `lout`/`lsrc` a lane to its offset in
+// out/src, `rmap` a row to its offset in src.
+template <typename N, typename T>
+__device__ void apply_impl(T* out, const T* src, T value, T alpha, int use_alpha, const u32* keys, const u32* rows,
+                           const u32* starts, const u32* nruns, Layout kmap, Layout lout,
+                           Layout lsrc, Layout rmap, i64 lanes, int reduce, int include_self,
+                           int warp_mode) {
+    const u32 runs = nruns[0];
+    if (warp_mode) {
+        const i64 wstep = (i64)gridDim.x * (blockDim.x >> 5);
+        const int lane = threadIdx.x & 31;
+        for (i64 w = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; w < runs; w += wstep) {
+            u32 s = starts[w], e = starts[w + 1];
+            i64 kbase = offset_of(kmap, keys[s]);
+            for (i64 l = lane; l < lanes; l += 32)
+                fold_one<N, T>(out, kbase + offset_of(lout, l), src, value, alpha, use_alpha, rows, s, e, rmap,
+                               offset_of(lsrc, l), reduce, include_self);
+        }
+    } else {
+        const i64 step = (i64)gridDim.x * blockDim.x;
+        const i64 total = (i64)runs * lanes;
+        for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < total; t += step) {
+            i64 w = t / lanes, l = t - w * lanes;
+            u32 s = starts[w], e = starts[w + 1];
+            fold_one<N, T>(out, offset_of(kmap, keys[s]) + offset_of(lout, l), src, value, alpha, use_alpha, rows,
+                           s, e, rmap, offset_of(lsrc, l), reduce, include_self);
+        }
+    }
+}
+
+#define APPLY(NAME, N, T)                                                                       \
+    extern "C" __global__ void apply_##NAME(T* out, const T* src, T value, T alpha,            \
+                                            int use_alpha, const u32* keys,                    \
+                                            const u32* rows, const u32* starts,                \
+                                            const u32* nruns, Layout kmap, Layout lout,        \
+                                            Layout lsrc, Layout rmap, i64 lanes, int reduce,   \
+                                            int include_self, int warp_mode) {                 \
+        apply_impl<N, T>(out, src, value, alpha, use_alpha, keys, rows, starts, nruns, kmap,   \
+                         lout, lsrc, rmap,                                                     \
+                         lanes, reduce, include_self, warp_mode);                              \
+    }
+APPLY(f32, NumF32, float)
+APPLY(f64, NumF64, double)
+APPLY(f16, NumF16, u16)
+APPLY(bf16, NumBF16, u16)
+APPLY(bool, NumBool, u8)
+APPLY(u8, Num<u8>, u8)
+APPLY(i8, Num<i8>, i8)
+APPLY(i16, Num<i16>, i16)
+APPLY(u16, Num<u16>, u16)
+APPLY(i32, Num<i32>, i32)
+APPLY(u32, Num<u32>, u32)
+APPLY(i64, Num<i64>, i64)
+APPLY(u64, Num<u64>, u64)

@@ -1,0 +1,43 @@
+//! The gather/scatter family of the [`gather`] crate on NVIDIA GPUs, with the same names,
+//! semantics and errors, and deterministic scatter reductions.
+//!
+//! - [`Cuda`] is a GPU; [`CudaTensor`] an array on it (any dtype of the CPU library, any
+//!   strides, views that share the buffer).
+//! - The ops take PyTorch's names and arguments: [`gather()`], [`index_select()`], [`take()`],
+//!   [`scatter()`], [`scatter_add()`], [`scatter_reduce()`], [`index_add()`].
+//! - A bad index value is reported with its value and coordinate, worded as the CPU library
+//!   words it; no kernel touches memory out of bounds. The check is one flag on the GPU, read
+//!   once per call.
+//! - The scatter reductions sort the index (a stable radix sort) and reduce each output's
+//!   contributions in index order: every run gives bitwise the same result.
+//! - The crate builds without CUDA. The driver and NVRTC are loaded at run time; without them
+//!   [`Cuda::new`] is an error. Kernels are CUDA C compiled by NVRTC on first use, once per
+//!   process and GPU.
+//!
+//! ```no_run
+//! use gather_cuda::{Cuda, CudaTensor};
+//! use ndarray::array;
+//! let gpu = Cuda::new(0)?;
+//! let dst = CudaTensor::from_host(&gpu, &ndarray::Array2::<f32>::zeros((2, 2)))?;
+//! let src = CudaTensor::from_host(&gpu, &array![[1.0f32, 2.0], [3.0, 4.0], [5.0, 6.0]])?;
+//! let rows = CudaTensor::from_host(&gpu, &array![[1i64], [0], [1]])?.broadcast(&[3, 2])?;
+//! let out = gather_cuda::scatter_add(&dst, 0, &rows, &src)?;
+//! assert_eq!(out.to_host::<f32>()?, array![[3.0f32, 4.0], [6.0, 8.0]].into_dyn());
+//! # Ok::<(), gather_cuda::Error>(())
+//! ```
+
+#![warn(missing_docs)]
+
+mod device;
+mod error;
+mod gather;
+mod scatter;
+mod sort;
+mod tensor;
+
+pub use crate::device::{Cuda, compile_all};
+pub use crate::error::{Error, Result};
+pub use crate::gather::{gather, index_select, take};
+pub use crate::scatter::{Src, index_add, scatter, scatter_add, scatter_reduce};
+pub use crate::tensor::CudaTensor;
+pub use ::gather::{Reduce, Scalar};

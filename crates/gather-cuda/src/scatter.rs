@@ -1,0 +1,518 @@
+//! The writing ops: `scatter`, `scatter_add`, `scatter_reduce` and `index_add`, out of place.
+//! Deterministic: the index rows are sorted by destination (a stable radix sort), and each
+//! destination folds its contributions in index order, so every run gives the same bits.
+//!
+//! ```text
+//! scatter_add(self, dim=0, index, src), index expanded over the columns (stride 0):
+//!   index = [1, 0, 1]     src = [s0, s1, s2]   (rows)
+//!   out[0] = self[0] + s1
+//!   out[1] = self[1] + s0 + s2     (always in this order)
+//! ```
+
+use gather::backend::{self, Bounds};
+use gather::{DType, Element, Reduce, Scalar};
+
+use crate::device::{Source, launch};
+use crate::error::{Error, Result};
+use crate::gather::{as_1d, copy_into, index_operand, read_index, unravel};
+use crate::sort;
+use crate::tensor::{CudaTensor, Layout, width};
+
+/// What a scatter writes: the elements of a tensor, or one value everywhere.
+///
+/// ```
+/// let v: gather_cuda::Src = gather::Scalar::Float(1.5).into();
+/// assert!(matches!(v, gather_cuda::Src::Value(_)));
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub enum Src<'a> {
+    /// `src[p]` for index position `p`.
+    Tensor(&'a CudaTensor),
+    /// The same value for every position (converted to the tensor's dtype as PyTorch does).
+    Value(Scalar),
+}
+
+impl<'a> From<&'a CudaTensor> for Src<'a> {
+    fn from(t: &'a CudaTensor) -> Self {
+        Src::Tensor(t)
+    }
+}
+
+impl From<Scalar> for Src<'_> {
+    fn from(v: Scalar) -> Self {
+        Src::Value(v)
+    }
+}
+
+// The reduction codes of the kernels (`R_SUM` ... in scatter.cu).
+const R_SUM: i32 = 0;
+const R_SET: i32 = 5;
+
+fn code(r: Reduce) -> i32 {
+    match r {
+        Reduce::Sum => 0,
+        Reduce::Prod => 1,
+        Reduce::Mean => 2,
+        Reduce::Amax => 3,
+        Reduce::Amin => 4,
+        _ => R_SUM,
+    }
+}
+
+/// `torch.scatter(input, dim, index, src)`: a copy of `input` with
+/// `out[p with p[dim] := index[p]] = src[p]` for every position `p` of the index (or the one
+/// value); with duplicate targets the last write in index order wins.
+///
+/// ```no_run
+/// use gather_cuda::{Cuda, CudaTensor};
+/// use ndarray::array;
+/// let gpu = Cuda::new(0)?;
+/// let x = CudaTensor::from_host(&gpu, &array![0, 0, 0])?;
+/// let i = CudaTensor::from_host(&gpu, &array![2i64, 0, 2])?;
+/// let s = CudaTensor::from_host(&gpu, &array![7, 8, 9])?;
+/// assert_eq!(gather_cuda::scatter(&x, 0, &i, &s)?.to_host::<i32>()?, array![8, 0, 9].into_dyn());
+/// # Ok::<(), gather_cuda::Error>(())
+/// ```
+pub fn scatter<'a>(
+    input: &CudaTensor,
+    dim: isize,
+    index: &CudaTensor,
+    src: impl Into<Src<'a>>,
+) -> Result<CudaTensor> {
+    scatter_op("scatter", input, dim, index, src.into(), R_SET, true)
+}
+
+/// `torch.scatter_add(input, dim, index, src)`: a copy of `input` with
+/// `out[p with p[dim] := index[p]] += src[p]`; each target adds its contributions in index order.
+///
+/// ```no_run
+/// use gather_cuda::{Cuda, CudaTensor};
+/// use ndarray::array;
+/// let gpu = Cuda::new(0)?;
+/// let x = CudaTensor::from_host(&gpu, &array![1.0f32, 1.0])?;
+/// let i = CudaTensor::from_host(&gpu, &array![1i64, 1, 0])?;
+/// let s = CudaTensor::from_host(&gpu, &array![2.0f32, 3.0, 4.0])?;
+/// let out = gather_cuda::scatter_add(&x, 0, &i, &s)?;
+/// assert_eq!(out.to_host::<f32>()?, array![5.0f32, 6.0].into_dyn());
+/// # Ok::<(), gather_cuda::Error>(())
+/// ```
+pub fn scatter_add(
+    input: &CudaTensor,
+    dim: isize,
+    index: &CudaTensor,
+    src: &CudaTensor,
+) -> Result<CudaTensor> {
+    scatter_op(
+        "scatter_add",
+        input,
+        dim,
+        index,
+        Src::Tensor(src),
+        R_SUM,
+        true,
+    )
+}
+
+/// `torch.scatter_reduce(input, dim, index, src, reduce, include_self=...)`: each target of the
+/// index folds its contributions (and its own value when `include_self`) with `reduce`; targets
+/// that no index value names keep `input`'s value. A value instead of `src` contributes itself at
+/// every index position (PyTorch's legacy `scatter(..., value, reduce="add"|"multiply")` is this
+/// with `Sum`/`Prod` and `include_self`).
+///
+/// ```no_run
+/// use gather_cuda::{Cuda, CudaTensor, Reduce};
+/// use ndarray::array;
+/// let gpu = Cuda::new(0)?;
+/// let x = CudaTensor::from_host(&gpu, &array![0.0f32, 9.0])?;
+/// let i = CudaTensor::from_host(&gpu, &array![0i64, 0, 0])?;
+/// let s = CudaTensor::from_host(&gpu, &array![2.0f32, 7.0, 4.0])?;
+/// let out = gather_cuda::scatter_reduce(&x, 0, &i, &s, Reduce::Amax, false)?;
+/// assert_eq!(out.to_host::<f32>()?, array![7.0f32, 9.0].into_dyn());
+/// # Ok::<(), gather_cuda::Error>(())
+/// ```
+pub fn scatter_reduce<'a>(
+    input: &CudaTensor,
+    dim: isize,
+    index: &CudaTensor,
+    src: impl Into<Src<'a>>,
+    reduce: Reduce,
+    include_self: bool,
+) -> Result<CudaTensor> {
+    scatter_op(
+        "scatter_reduce",
+        input,
+        dim,
+        index,
+        src.into(),
+        code(reduce),
+        include_self,
+    )
+}
+
+/// `torch.index_add(input, dim, index, source, alpha=alpha)`: a copy of `input` with
+/// `out.select(dim, index[i]) += alpha * source.select(dim, i)`; duplicates add in index order.
+///
+/// ```no_run
+/// use gather_cuda::{Cuda, CudaTensor, Scalar};
+/// use ndarray::array;
+/// let gpu = Cuda::new(0)?;
+/// let x = CudaTensor::from_host(&gpu, &ndarray::Array2::<f32>::zeros((3, 2)))?;
+/// let i = CudaTensor::from_host(&gpu, &array![0i64, 0, 2])?;
+/// let s = CudaTensor::from_host(&gpu, &ndarray::Array2::<f32>::ones((3, 2)))?;
+/// let out = gather_cuda::index_add(&x, 0, &i, &s, Scalar::Int(2))?;
+/// assert_eq!(out.to_host::<f32>()?, array![[4.0f32, 4.0], [0.0, 0.0], [2.0, 2.0]].into_dyn());
+/// # Ok::<(), gather_cuda::Error>(())
+/// ```
+pub fn index_add(
+    input: &CudaTensor,
+    dim: isize,
+    index: &CudaTensor,
+    source: &CudaTensor,
+    alpha: Scalar,
+) -> Result<CudaTensor> {
+    let op = "index_add";
+    gather::dims::normalize_dim(op, dim, input.ndim())?;
+    let index = index_operand(op, "index", index)?;
+    same_dtype(op, "source", input, source)?;
+    let d = backend::check_index_source(
+        op,
+        input.shape(),
+        dim,
+        index.shape(),
+        index.dtype(),
+        source.shape(),
+    )?;
+    let alpha = scalar_bits(op, alpha, input.dtype())?;
+    let x = as_1d(input);
+    let source = as_1d(source);
+    // The index spread over source's shape (stride 0 on every other axis): a scatter_add.
+    let mut spread = as_1d(&index);
+    let stride = spread.strides[0];
+    spread.shape = source.shape().to_vec();
+    spread.strides = vec![0; spread.shape.len()];
+    spread.strides[d] = stride;
+    let out = run(
+        op,
+        &x,
+        d,
+        &spread,
+        Some(&source),
+        0,
+        R_SUM,
+        true,
+        Some(alpha),
+        |pos| {
+            let j = unravel(pos, source.shape())[d];
+            let value = read_index(&as_1d(&index), &[j])?;
+            let coord = if index.ndim() == 0 {
+                Vec::new()
+            } else {
+                vec![j]
+            };
+            Ok(backend::out_of_bounds(op, value, coord, d, x.shape()[d], Bounds::Strict).into())
+        },
+    )?;
+    Ok(reshape_like(out, input))
+}
+
+fn scatter_op(
+    op: &str,
+    input: &CudaTensor,
+    dim: isize,
+    index: &CudaTensor,
+    src: Src<'_>,
+    reduce: i32,
+    include_self: bool,
+) -> Result<CudaTensor> {
+    gather::dims::normalize_dim(op, dim, input.ndim())?;
+    let index = index_operand(op, "index", index)?;
+    let (src_t, value) = match src {
+        Src::Tensor(t) => {
+            same_dtype(op, "src", input, t)?;
+            (Some(t), 0u64)
+        }
+        Src::Value(v) => (None, scalar_bits(op, v, input.dtype())?),
+    };
+    let Some(d) = backend::check_scatter(
+        op,
+        input.shape(),
+        dim,
+        index.shape(),
+        src_t.map(|t| t.shape()),
+    )?
+    else {
+        return copy_of(input);
+    };
+    let x = as_1d(input);
+    let idx = as_1d(&index);
+    let src1 = src_t.map(as_1d);
+    let size = x.shape()[d];
+    let out = run(
+        op,
+        &x,
+        d,
+        &idx,
+        src1.as_ref(),
+        value,
+        reduce,
+        include_self,
+        None,
+        |pos| {
+            let coord = unravel(pos, idx.shape());
+            let v = read_index(&idx, &coord)?;
+            let coord = if index.ndim() == 0 { Vec::new() } else { coord };
+            Ok(backend::out_of_bounds(op, v, coord, d, size, Bounds::Strict).into())
+        },
+    )?;
+    Ok(reshape_like(out, input))
+}
+
+/// `out` with `like`'s shape (they differ only for a 0-d `like`).
+fn reshape_like(mut out: CudaTensor, like: &CudaTensor) -> CudaTensor {
+    if like.ndim() == 0 {
+        out.shape.clear();
+        out.strides.clear();
+    }
+    out
+}
+
+fn same_dtype(op: &str, what: &str, input: &CudaTensor, other: &CudaTensor) -> Result<()> {
+    if input.dtype() == other.dtype() {
+        return Ok(());
+    }
+    Err(gather::Error::new(
+        gather::ErrorKind::InvalidArgument,
+        format!(
+            "{op}: expected self and {what} to have the same dtype, but got {} and {}",
+            input.dtype(),
+            other.dtype()
+        ),
+    )
+    .with_hint(format!(
+        "convert {what} to {} first (e.g. `{what}.mapv(|v| v as _)`)",
+        input.dtype()
+    ))
+    .into())
+}
+
+/// A row-major copy of `t`.
+fn copy_of(t: &CudaTensor) -> Result<CudaTensor> {
+    let out = CudaTensor::empty(t.device(), t.shape(), t.dtype())?;
+    copy_into(t, &out)?;
+    Ok(out)
+}
+
+/// The value's bits in `dtype`, as the kernels take it (a u64 whose low bytes are the value).
+fn scalar_bits(op: &str, v: Scalar, dtype: DType) -> Result<u64> {
+    fn bits<T: Element>(v: Scalar) -> gather::Result<u64> {
+        let t = T::from_scalar(v)?;
+        let mut b = [0u8; 8];
+        let n = std::mem::size_of::<T>();
+        // SAFETY: T is a plain number (or bool) of n ≤ 8 bytes; its bytes are copied out.
+        unsafe { std::ptr::copy_nonoverlapping(&t as *const T as *const u8, b.as_mut_ptr(), n) };
+        Ok(u64::from_le_bytes(b))
+    }
+    let r = match dtype {
+        DType::Bool => bits::<bool>(v),
+        DType::U8 => bits::<u8>(v),
+        DType::I8 => bits::<i8>(v),
+        DType::I16 => bits::<i16>(v),
+        DType::I32 => bits::<i32>(v),
+        DType::I64 => bits::<i64>(v),
+        DType::U16 => bits::<u16>(v),
+        DType::U32 => bits::<u32>(v),
+        DType::U64 => bits::<u64>(v),
+        DType::F16 => bits::<half::f16>(v),
+        DType::BF16 => bits::<half::bf16>(v),
+        DType::F32 => bits::<f32>(v),
+        DType::F64 => bits::<f64>(v),
+        other => {
+            return Err(gather::Error::new(
+                gather::ErrorKind::InvalidArgument,
+                format!("{op}: no CUDA kernel for {other}"),
+            )
+            .into());
+        }
+    };
+    r.map_err(Error::Op)
+}
+
+/// Builds the kernels' RowMap (`struct RowMap` in scatter.cu).
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct RowMap {
+    ndim: i64,
+    shape: [i64; 8],
+    istride: [i64; 8],
+    kstride: [i64; 8],
+    pstride: [i64; 8],
+}
+
+// SAFETY: a plain #[repr(C)] struct of integers, laid out as the kernels' `struct RowMap`.
+unsafe impl cudarc::driver::DeviceRepr for RowMap {}
+
+/// The deterministic scatter of `src` (or `value`) into a copy of `x` along `d`, where `idx`
+/// (same rank as x; `src` at least as large) names the targets. `bad` turns the first bad
+/// index position into the op's error.
+#[allow(clippy::too_many_arguments)]
+fn run(
+    op: &str,
+    x: &CudaTensor,
+    d: usize,
+    idx: &CudaTensor,
+    src: Option<&CudaTensor>,
+    value: u64,
+    reduce: i32,
+    include_self: bool,
+    alpha: Option<u64>,
+    bad: impl FnOnce(u64) -> Result<Error>,
+) -> Result<CudaTensor> {
+    let dev = x.device();
+    let out = copy_of(x)?;
+    let nd = x.ndim();
+    if idx.is_empty() {
+        return Ok(out);
+    }
+    if nd > 8 {
+        return Err(crate::tensor::invalid(format!(
+            "{op}: the CUDA kernels take at most 8 axes; this tensor has {nd}"
+        )));
+    }
+    // Lane axes: the index repeats along them (stride 0), so one sorted row serves them all.
+    let lane = |a: usize| a != d && idx.shape[a] > 1 && idx.strides[a] == 0;
+    let rows_axes: Vec<usize> = (0..nd).filter(|&a| !lane(a)).collect();
+    let lane_axes: Vec<usize> = (0..nd).filter(|&a| lane(a)).collect();
+    let n_rows: usize = rows_axes.iter().map(|&a| idx.shape[a]).product();
+    let lanes: usize = lane_axes.iter().map(|&a| idx.shape[a]).product();
+    let n_keys: usize = rows_axes.iter().map(|&a| x.shape[a]).product();
+    if n_rows > u32::MAX as usize || n_keys > u32::MAX as usize {
+        return Err(crate::tensor::invalid(format!(
+            "{op}: the CUDA scatter sorts 32-bit keys; this call has {n_rows} index rows into {n_keys} targets"
+        )));
+    }
+    // The key of a row: its target's row-major position among x's non-lane positions.
+    let mut m = RowMap {
+        ndim: nd as i64,
+        ..Default::default()
+    };
+    let full = gather::dims::row_major_strides(idx.shape());
+    let mut k = 1i64;
+    for a in (0..nd).rev() {
+        m.shape[a] = if lane(a) { 1 } else { idx.shape[a] as i64 };
+        m.istride[a] = idx.strides[a] as i64;
+        m.pstride[a] = full[a] as i64;
+        if !lane(a) {
+            m.kstride[a] = k;
+            k *= x.shape[a] as i64;
+        }
+    }
+    let keys = sort::alloc_u32(dev, n_rows)?;
+    let rows = sort::alloc_u32(dev, n_rows)?;
+    let keys_name = if idx.dtype() == DType::I32 {
+        "keys_i32"
+    } else {
+        "keys_i64"
+    };
+    let f = dev.function(Source::Scatter, keys_name)?;
+    let (ip, kp, rp) = (idx.ptr(), dev.ptr(&keys), dev.ptr(&rows));
+    let (dim, size, rule, n64) = (d as i32, x.shape[d] as i64, 0i32, n_rows as i64);
+    let flagged = dev.with_flag(|flag| {
+        launch!(
+            dev,
+            &f,
+            keys_name,
+            dev.grid(n_rows, 256),
+            &ip,
+            &m,
+            &dim,
+            &size,
+            &rule,
+            &n64,
+            &kp,
+            &rp,
+            &flag
+        )
+    })?;
+    if let Some(pos) = flagged {
+        return Err(bad(pos)?);
+    }
+    let bits = usize::BITS - (n_keys.max(2) - 1).leading_zeros();
+    let sorted = sort::sort_pairs(dev, keys, rows, n_rows, bits)?;
+    let runs = sort::runs(dev, &sorted.keys, n_rows)?;
+
+    let out_strides = gather::dims::row_major_strides(x.shape());
+    let pick = |axes: &[usize], strides: &[isize]| -> Result<Layout> {
+        let shape: Vec<usize> = axes
+            .iter()
+            .map(|&a| if a == d { x.shape[a] } else { idx.shape[a] })
+            .collect();
+        let st: Vec<isize> = axes.iter().map(|&a| strides[a]).collect();
+        Layout::exact(&shape, &st)
+    };
+    // Keys walk x's extents on the row axes; rows walk the index's.
+    let kmap = {
+        let shape: Vec<usize> = rows_axes.iter().map(|&a| x.shape[a]).collect();
+        let st: Vec<isize> = rows_axes.iter().map(|&a| out_strides[a]).collect();
+        Layout::exact(&shape, &st)?
+    };
+    let lout = pick(&lane_axes, &out_strides)?;
+    let (lsrc, rmap, sp) = match src {
+        Some(s) => {
+            let rshape: Vec<usize> = rows_axes.iter().map(|&a| idx.shape[a]).collect();
+            let rst: Vec<isize> = rows_axes.iter().map(|&a| s.strides[a]).collect();
+            (
+                pick(&lane_axes, s.strides())?,
+                Layout::exact(&rshape, &rst)?,
+                s.ptr(),
+            )
+        }
+        None => (Layout::default(), Layout::default(), 0u64),
+    };
+    let name = apply_name(x.dtype());
+    let f = dev.function(Source::Scatter, name)?;
+    let warp = lanes >= 16;
+    let cfg = if warp {
+        dev.grid(n_rows.saturating_mul(32), 256)
+    } else {
+        dev.grid(n_rows.saturating_mul(lanes), 256)
+    };
+    let (op_, kp, rp) = (out.ptr(), dev.ptr(&sorted.keys), dev.ptr(&sorted.rows));
+    let (stp, np) = (dev.ptr(&runs.starts), dev.ptr(&runs.count));
+    let (l64, red, incl, wm) = (lanes as i64, reduce, include_self as i32, warp as i32);
+    let (alpha_bits, use_alpha) = (alpha.unwrap_or(0), alpha.is_some() as i32);
+    // The kernels take `value` and `alpha` as elements of the tensor's own width.
+    macro_rules! apply {
+        ($t:ty) => {{
+            let (v, a) = (value as $t, alpha_bits as $t);
+            launch!(
+                dev, &f, name, cfg, &op_, &sp, &v, &a, &use_alpha, &kp, &rp, &stp, &np, &kmap,
+                &lout, &lsrc, &rmap, &l64, &red, &incl, &wm
+            )
+        }};
+    }
+    match width(x.dtype()) {
+        1 => apply!(u8),
+        2 => apply!(u16),
+        4 => apply!(u32),
+        _ => apply!(u64),
+    }?;
+    Ok(out)
+}
+
+fn apply_name(d: DType) -> &'static str {
+    match d {
+        DType::F32 => "apply_f32",
+        DType::F64 => "apply_f64",
+        DType::F16 => "apply_f16",
+        DType::BF16 => "apply_bf16",
+        DType::Bool => "apply_bool",
+        DType::U8 => "apply_u8",
+        DType::I8 => "apply_i8",
+        DType::I16 => "apply_i16",
+        DType::U16 => "apply_u16",
+        DType::I32 => "apply_i32",
+        DType::U32 => "apply_u32",
+        DType::I64 => "apply_i64",
+        _ => "apply_u64",
+    }
+}

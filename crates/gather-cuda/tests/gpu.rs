@@ -1,0 +1,484 @@
+//! The CUDA ops against the CPU library. The GPU tests run where `GATHER_CUDA_TESTS=1` says a GPU
+//! is there (`scripts/gpu_check.sh` on a lent GPU); elsewhere they check that a missing GPU is an
+//! error, not a crash, and that every kernel compiles with NVRTC.
+
+use gather::{Element, Reduce};
+use gather_cuda::{Cuda, CudaTensor, Scalar};
+use half::{bf16, f16};
+use ndarray::{Array, ArrayD, IxDyn};
+
+fn gpu_expected() -> bool {
+    std::env::var("GATHER_CUDA_TESTS").is_ok_and(|v| v == "1")
+}
+
+/// The GPU, where the environment says there is one; `None` elsewhere.
+fn gpu() -> Option<Cuda> {
+    if !gpu_expected() {
+        return None;
+    }
+    Some(Cuda::new(0).expect("GATHER_CUDA_TESTS=1 but no usable GPU"))
+}
+
+/// Needs NVRTC (no GPU): `.ci/run` installs it from PyPI and sets `GATHER_REQUIRE_NVRTC=1`, so
+/// that CI fails if a kernel does not compile. Elsewhere a missing NVRTC is only reported.
+#[test]
+fn every_kernel_compiles_with_nvrtc() {
+    let required = std::env::var("GATHER_REQUIRE_NVRTC").is_ok_and(|v| v == "1") || gpu_expected();
+    for arch in ["compute_80", "compute_90"] {
+        match gather_cuda::compile_all(arch) {
+            Ok(()) => {}
+            Err(e) if !required && e.to_string().contains("was not found") => {
+                eprintln!("kernels not compiled: {e}");
+                return;
+            }
+            Err(e) => panic!("{arch}: {e}"),
+        }
+    }
+}
+
+#[test]
+fn a_missing_gpu_is_an_error_not_a_crash() {
+    match Cuda::new(0) {
+        Ok(g) => assert!(gpu_expected(), "found {g:?} but GATHER_CUDA_TESTS is not 1"),
+        Err(e) => {
+            assert!(!gpu_expected(), "GATHER_CUDA_TESTS=1 but: {e}");
+            let m = e.to_string();
+            assert!(m.starts_with("CUDA: "), "{m}");
+            assert!(e.op().is_none());
+        }
+    }
+    assert_eq!(Cuda::is_available(), gpu_expected());
+}
+
+// ---- data ----
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 17
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+fn values<T: Element>(rng: &mut Rng, shape: &[usize], f: impl Fn(i64) -> T) -> ArrayD<T> {
+    let n: usize = shape.iter().product();
+    let v: Vec<T> = (0..n).map(|_| f(rng.below(2001) as i64 - 1000)).collect();
+    Array::from_shape_vec(IxDyn(shape), v).unwrap()
+}
+
+fn index(rng: &mut Rng, shape: &[usize], size: usize) -> ArrayD<i64> {
+    let n: usize = shape.iter().product();
+    Array::from_shape_vec(
+        IxDyn(shape),
+        (0..n).map(|_| rng.below(size) as i64).collect(),
+    )
+    .unwrap()
+}
+
+fn up<T: Element>(g: &Cuda, a: &ArrayD<T>) -> CudaTensor {
+    CudaTensor::from_host(g, a).unwrap()
+}
+
+fn close(a: &ArrayD<f64>, b: &ArrayD<f64>, rtol: f64, what: &str) {
+    assert_eq!(a.shape(), b.shape(), "{what}");
+    for (x, y) in a.iter().zip(b) {
+        let ok = (x.is_nan() && y.is_nan()) || (x - y).abs() <= 1e-6 + rtol * y.abs() || x == y;
+        assert!(ok, "{what}: {x} vs {y}");
+    }
+}
+
+fn as_f64<T: Element>(a: &ArrayD<T>) -> ArrayD<f64> {
+    a.mapv(|v| v.to_f64())
+}
+
+// ---- gather, index_select, take ----
+
+fn check_gather<T: Element + PartialEq>(g: &Cuda, rng: &mut Rng, f: impl Fn(i64) -> T + Copy) {
+    for case in 0..60 {
+        let nd = 1 + rng.below(4);
+        let shape: Vec<usize> = (0..nd).map(|_| 1 + rng.below(7)).collect();
+        let d = rng.below(nd);
+        let ishape: Vec<usize> = (0..nd)
+            .map(|a| {
+                if a == d {
+                    1 + rng.below(9)
+                } else {
+                    1 + rng.below(shape[a])
+                }
+            })
+            .collect();
+        let x = values(rng, &shape, f);
+        let i = index(rng, &ishape, shape[d]);
+        let want = gather::gather(&x, d as isize, &i).unwrap();
+        let got = gather_cuda::gather(&up(g, &x), d as isize, &up(g, &i))
+            .unwrap()
+            .to_host::<T>()
+            .unwrap();
+        assert!(
+            got == want,
+            "case {case}: gather {shape:?} dim {d} index {ishape:?}"
+        );
+        // The same through transposed views of input and index.
+        if nd >= 2 {
+            let xt = up(g, &x.t().to_owned())
+                .permuted_axes(&(0..nd).rev().collect::<Vec<_>>())
+                .unwrap();
+            let it = up(g, &i.t().to_owned())
+                .permuted_axes(&(0..nd).rev().collect::<Vec<_>>())
+                .unwrap();
+            let got = gather_cuda::gather(&xt, d as isize, &it)
+                .unwrap()
+                .to_host::<T>()
+                .unwrap();
+            assert!(got == want, "case {case}: gather through transposed views");
+        }
+    }
+}
+
+#[test]
+fn gather_equals_the_cpu_library_for_every_width() {
+    let Some(g) = gpu() else { return };
+    let mut rng = Rng(1);
+    check_gather::<f32>(&g, &mut rng, |v| v as f32 * 0.25);
+    check_gather::<i64>(&g, &mut rng, |v| v * 1_000_000_007);
+    check_gather::<u8>(&g, &mut rng, |v| v as u8);
+    check_gather::<f16>(&g, &mut rng, |v| f16::from_f32(v as f32));
+    check_gather::<bool>(&g, &mut rng, |v| v % 3 == 0);
+}
+
+#[test]
+fn gather_with_an_expanded_index_copies_whole_rows() {
+    let Some(g) = gpu() else { return };
+    let mut rng = Rng(2);
+    // W3's shape: patches [b, n, c], indices [b, k] expanded over c.
+    for (b, n, c, k) in [(4, 19, 768, 7), (3, 5, 3, 4), (2, 21, 4, 1), (5, 9, 1, 3)] {
+        let x = values(&mut rng, &[b, n, c], |v| v as f32);
+        let small = index(&mut rng, &[b, k, 1], n);
+        let i = small.broadcast(IxDyn(&[b, k, c])).unwrap().to_owned();
+        let want = gather::gather(&x, 1, &i).unwrap();
+        let iv = up(&g, &small).broadcast(&[b, k, c]).unwrap();
+        let got = gather_cuda::gather(&up(&g, &x), 1, &iv)
+            .unwrap()
+            .to_host::<f32>()
+            .unwrap();
+        assert_eq!(got, want, "{b}x{n}x{c}, k {k}");
+    }
+}
+
+#[test]
+fn index_select_and_take_equal_the_cpu_library() {
+    let Some(g) = gpu() else { return };
+    let mut rng = Rng(3);
+    for case in 0..40 {
+        let nd = 1 + rng.below(3);
+        let shape: Vec<usize> = (0..nd).map(|_| 1 + rng.below(9)).collect();
+        let d = rng.below(nd);
+        let x = values(&mut rng, &shape, |v| v as i32);
+        let n_ids = rng.below(12);
+        let ids = index(&mut rng, &[n_ids], shape[d]);
+        let want = gather::index_select(&x, d as isize, &ids).unwrap();
+        let got = gather_cuda::index_select(&up(&g, &x), d as isize, &up(&g, &ids)).unwrap();
+        assert_eq!(
+            got.to_host::<i32>().unwrap(),
+            want,
+            "case {case}: index_select"
+        );
+        let n = x.len() as i64;
+        let flat = ids.mapv(|v| (v * 7919) % (2 * n) - n);
+        let want = gather::take(&x, &flat).unwrap();
+        let got = gather_cuda::take(&up(&g, &x), &up(&g, &flat)).unwrap();
+        assert_eq!(got.to_host::<i32>().unwrap(), want, "case {case}: take");
+    }
+    // int32 and uint8 indices.
+    let x = values(&mut rng, &[5, 3], |v| v as f64);
+    let want = gather::index_select(&x, 0, &ndarray::arr1(&[4i64, 0, 4]).into_dyn()).unwrap();
+    for ids in [
+        up(&g, &ndarray::arr1(&[4i32, 0, 4]).into_dyn()),
+        up(&g, &ndarray::arr1(&[4u8, 0, 4]).into_dyn()),
+    ] {
+        let got = gather_cuda::index_select(&up(&g, &x), 0, &ids).unwrap();
+        assert_eq!(got.to_host::<f64>().unwrap(), want);
+    }
+}
+
+#[test]
+fn bad_indices_give_the_cpu_librarys_error_and_touch_nothing() {
+    let Some(g) = gpu() else { return };
+    let x = ndarray::arr2(&[[1.0f32, 2.0, 3.0], [4.0, 5.0, 6.0]]).into_dyn();
+    let i = ndarray::arr2(&[[0i64, 1], [3, -1]]).into_dyn();
+    let cpu = gather::gather(&x, 1, &i).unwrap_err();
+    let gpu = gather_cuda::gather(&up(&g, &x), 1, &up(&g, &i)).unwrap_err();
+    assert_eq!(gpu.op().unwrap(), &cpu);
+
+    let ids = ndarray::arr1(&[0i64, 2, 5]).into_dyn();
+    let cpu = gather::index_select(&x, 0, &ids).unwrap_err();
+    let gpu = gather_cuda::index_select(&up(&g, &x), 0, &up(&g, &ids)).unwrap_err();
+    assert_eq!(gpu.op().unwrap(), &cpu);
+
+    let flat = ndarray::arr1(&[0i64, -7, 2]).into_dyn();
+    let cpu = gather::take(&x, &flat).unwrap_err();
+    let gpu = gather_cuda::take(&up(&g, &x), &up(&g, &flat)).unwrap_err();
+    assert_eq!(gpu.op().unwrap(), &cpu);
+
+    let src = ndarray::Array2::<f32>::ones((2, 2)).into_dyn();
+    let cpu = gather::scatter_add(&x, 1, &i, &src).unwrap_err();
+    let input = up(&g, &x);
+    let gpu = gather_cuda::scatter_add(&input, 1, &up(&g, &i), &up(&g, &src)).unwrap_err();
+    assert_eq!(gpu.op().unwrap(), &cpu);
+    assert_eq!(input.to_host::<f32>().unwrap(), x, "the input is unchanged");
+
+    // Shape errors are the CPU library's too.
+    let short = ndarray::arr1(&[0i64]).into_dyn();
+    let cpu = gather::gather(&x, 1, &short).unwrap_err();
+    let gpu = gather_cuda::gather(&up(&g, &x), 1, &up(&g, &short)).unwrap_err();
+    assert_eq!(gpu.op().unwrap(), &cpu);
+}
+
+// ---- the scatter family ----
+
+const REDUCES: [Reduce; 5] = [
+    Reduce::Sum,
+    Reduce::Prod,
+    Reduce::Mean,
+    Reduce::Amax,
+    Reduce::Amin,
+];
+
+fn check_scatter<T: Element>(g: &Cuda, rng: &mut Rng, f: impl Fn(i64) -> T + Copy, exact: bool) {
+    for case in 0..40 {
+        let nd = 1 + rng.below(3);
+        let shape: Vec<usize> = (0..nd).map(|_| 1 + rng.below(6)).collect();
+        let d = rng.below(nd);
+        let ishape: Vec<usize> = (0..nd)
+            .map(|a| {
+                if a == d {
+                    1 + rng.below(12)
+                } else {
+                    1 + rng.below(shape[a])
+                }
+            })
+            .collect();
+        let x = values(rng, &shape, f);
+        let src = values(rng, &ishape, f);
+        // Half the cases repeat the index along the last axis (a stride-0 lane axis).
+        let lanes = case % 2 == 1 && nd >= 2 && d != nd - 1;
+        let (i, iv) = if lanes {
+            let mut s = ishape.clone();
+            s[nd - 1] = 1;
+            let small = index(rng, &s, shape[d]);
+            let full = small.broadcast(IxDyn(&ishape)).unwrap().to_owned();
+            let v = up(g, &small).broadcast(&ishape).unwrap();
+            (full, v)
+        } else {
+            let i = index(rng, &ishape, shape[d]);
+            let v = up(g, &i);
+            (i, v)
+        };
+        let (xg, sg) = (up(g, &x), up(g, &src));
+        let what = format!(
+            "case {case}: {} {shape:?} dim {d} index {ishape:?} lanes {lanes}",
+            T::DTYPE
+        );
+        let want = gather::scatter(&x, d as isize, &i, &src).unwrap();
+        let got = gather_cuda::scatter(&xg, d as isize, &iv, &sg)
+            .unwrap()
+            .to_host::<T>()
+            .unwrap();
+        assert!(as_f64(&got) == as_f64(&want), "{what}: scatter");
+        let want = gather::scatter_add(&x, d as isize, &i, &src).unwrap();
+        let got = gather_cuda::scatter_add(&xg, d as isize, &iv, &sg)
+            .unwrap()
+            .to_host::<T>()
+            .unwrap();
+        close(
+            &as_f64(&got),
+            &as_f64(&want),
+            if exact { 0.0 } else { 1e-2 },
+            &format!("{what}: scatter_add"),
+        );
+        for r in REDUCES {
+            for include_self in [true, false] {
+                let want =
+                    gather::scatter_reduce(&x, d as isize, &i, &src, r, include_self).unwrap();
+                let got = gather_cuda::scatter_reduce(&xg, d as isize, &iv, &sg, r, include_self)
+                    .unwrap()
+                    .to_host::<T>()
+                    .unwrap();
+                let tol = if exact || matches!(r, Reduce::Amax | Reduce::Amin) {
+                    0.0
+                } else {
+                    1e-2
+                };
+                close(
+                    &as_f64(&got),
+                    &as_f64(&want),
+                    tol,
+                    &format!("{what}: {r:?} include_self {include_self}"),
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn scatter_family_equals_the_cpu_library_for_every_dtype() {
+    let Some(g) = gpu() else { return };
+    let mut rng = Rng(4);
+    check_scatter::<f32>(&g, &mut rng, |v| v as f32 / 64.0, false);
+    check_scatter::<f64>(&g, &mut rng, |v| v as f64 / 64.0, false);
+    check_scatter::<f16>(&g, &mut rng, |v| f16::from_f32(v as f32 / 256.0), false);
+    check_scatter::<bf16>(&g, &mut rng, |v| bf16::from_f32(v as f32 / 256.0), false);
+    check_scatter::<i64>(&g, &mut rng, |v| v * 123_456_789, true);
+    check_scatter::<i32>(&g, &mut rng, |v| v as i32, true);
+    check_scatter::<i8>(&g, &mut rng, |v| v as i8, true);
+    check_scatter::<u8>(&g, &mut rng, |v| v as u8, true);
+    check_scatter::<u64>(&g, &mut rng, |v| v as u64, true);
+}
+
+#[test]
+fn scatter_reduce_propagates_nan_and_keeps_untouched_targets() {
+    let Some(g) = gpu() else { return };
+    let x = ndarray::arr1(&[1.0f32, 2.0, 3.0]).into_dyn();
+    let i = ndarray::arr1(&[0i64, 0, 2]).into_dyn();
+    let s = ndarray::arr1(&[f32::NAN, 5.0, -1.0]).into_dyn();
+    for r in REDUCES {
+        for inc in [true, false] {
+            let want = gather::scatter_reduce(&x, 0, &i, &s, r, inc).unwrap();
+            let got = gather_cuda::scatter_reduce(&up(&g, &x), 0, &up(&g, &i), &up(&g, &s), r, inc)
+                .unwrap();
+            close(
+                &as_f64(&got.to_host::<f32>().unwrap()),
+                &as_f64(&want),
+                1e-6,
+                &format!("{r:?} {inc}"),
+            );
+        }
+    }
+}
+
+#[test]
+fn scatter_add_is_bitwise_repeatable() {
+    let Some(g) = gpu() else { return };
+    let mut rng = Rng(5);
+    let (rows, cols, targets) = (200_000, 64, 1000);
+    let src = values(&mut rng, &[rows, cols], |v| v as f32 * 1e-3 + 0.1);
+    let ids = index(&mut rng, &[rows, 1], targets);
+    let dst = ndarray::ArrayD::<f32>::zeros(IxDyn(&[targets, cols]));
+    let iv = up(&g, &ids).broadcast(&[rows, cols]).unwrap();
+    let (dg, sg) = (up(&g, &dst), up(&g, &src));
+    let a = gather_cuda::scatter_add(&dg, 0, &iv, &sg)
+        .unwrap()
+        .to_host::<f32>()
+        .unwrap();
+    for _ in 0..3 {
+        let b = gather_cuda::scatter_add(&dg, 0, &iv, &sg)
+            .unwrap()
+            .to_host::<f32>()
+            .unwrap();
+        assert!(a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()));
+    }
+    let full = ids.broadcast(IxDyn(&[rows, cols])).unwrap().to_owned();
+    let want = gather::scatter_add(&dst, 0, &full, &src).unwrap();
+    close(&as_f64(&a), &as_f64(&want), 1e-4, "W6-like scatter_add");
+}
+
+#[test]
+fn index_add_with_alpha_equals_the_cpu_library() {
+    let Some(g) = gpu() else { return };
+    let mut rng = Rng(6);
+    let x = values(&mut rng, &[6, 5], |v| v);
+    let s = values(&mut rng, &[4, 5], |v| v);
+    let ids = ndarray::arr1(&[5i64, 0, 5, 2]).into_dyn();
+    let want = gather::index_add(&x, 0, &ids, &s, 3i64).unwrap();
+    let got =
+        gather_cuda::index_add(&up(&g, &x), 0, &up(&g, &ids), &up(&g, &s), Scalar::Int(3)).unwrap();
+    assert_eq!(got.to_host::<i64>().unwrap(), want);
+    let s1 = values(&mut rng, &[6, 4], |v| v);
+    let want = gather::index_add(&x, 1, &ids.mapv(|v| v % 5), &s1, 1i64).unwrap();
+    let got = gather_cuda::index_add(
+        &up(&g, &x),
+        1,
+        &up(&g, &ids.mapv(|v| v % 5)),
+        &up(&g, &s1),
+        Scalar::Int(1),
+    )
+    .unwrap();
+    assert_eq!(got.to_host::<i64>().unwrap(), want);
+}
+
+#[test]
+fn scatter_with_a_value_writes_it_where_the_index_points() {
+    let Some(g) = gpu() else { return };
+    let x = ndarray::Array2::<f32>::zeros((2, 3)).into_dyn();
+    let i = ndarray::arr2(&[[2i64], [0]]).into_dyn();
+    let want = gather::scatter(&x, 1, &i, 1.5f32).unwrap();
+    let got = gather_cuda::scatter(&up(&g, &x), 1, &up(&g, &i), Scalar::Float(1.5)).unwrap();
+    assert_eq!(got.to_host::<f32>().unwrap(), want);
+}
+
+#[test]
+fn empty_and_zero_d_operands_follow_the_cpu_library() {
+    let Some(g) = gpu() else { return };
+    let x = ndarray::arr0(7.0f32).into_dyn();
+    let i = ndarray::arr0(0i64).into_dyn();
+    let want = gather::gather(&x, 0, &i).unwrap();
+    assert_eq!(
+        gather_cuda::gather(&up(&g, &x), 0, &up(&g, &i))
+            .unwrap()
+            .to_host::<f32>()
+            .unwrap(),
+        want
+    );
+    let e = ndarray::ArrayD::<i64>::zeros(IxDyn(&[0, 3]));
+    let x2 = ndarray::Array2::<f32>::ones((2, 3)).into_dyn();
+    let want = gather::gather(&x2, 1, &e).unwrap();
+    assert_eq!(
+        gather_cuda::gather(&up(&g, &x2), 1, &up(&g, &e))
+            .unwrap()
+            .to_host::<f32>()
+            .unwrap(),
+        want
+    );
+    let src = ndarray::ArrayD::<f32>::zeros(IxDyn(&[0, 3]));
+    let want = gather::scatter_add(&x2, 1, &e, &src).unwrap();
+    let got = gather_cuda::scatter_add(&up(&g, &x2), 1, &up(&g, &e), &up(&g, &src)).unwrap();
+    assert_eq!(got.to_host::<f32>().unwrap(), want);
+}
+
+#[test]
+fn ten_thousand_calls_leave_device_memory_where_it_started() {
+    let Some(g) = gpu() else { return };
+    let mut rng = Rng(7);
+    let x = up(&g, &values(&mut rng, &[1000, 64], |v| v as f32));
+    let i = up(&g, &index(&mut rng, &[5000, 1], 1000))
+        .broadcast(&[5000, 64])
+        .unwrap();
+    let s = up(&g, &values(&mut rng, &[5000, 64], |v| v as f32));
+    let ids = up(&g, &index(&mut rng, &[300], 1000));
+    for _ in 0..10 {
+        gather_cuda::scatter_add(&x, 0, &i, &s).unwrap();
+        gather_cuda::index_select(&x, 0, &ids).unwrap();
+    }
+    g.synchronize().unwrap();
+    let (before, _) = g.memory().unwrap();
+    for k in 0..10_000 {
+        if k % 2 == 0 {
+            gather_cuda::scatter_add(&x, 0, &i, &s).unwrap();
+        } else {
+            gather_cuda::index_select(&x, 0, &ids).unwrap();
+        }
+    }
+    g.synchronize().unwrap();
+    let (after, _) = g.memory().unwrap();
+    let grew = before.saturating_sub(after);
+    assert!(
+        grew <= 4 << 20,
+        "device memory in use grew by {grew} bytes over 10000 calls"
+    );
+}

@@ -1,0 +1,138 @@
+//! The shape rules and error messages of the ops, for crates that run the ops on other devices
+//! (`gather-cuda`): they check arguments before any data moves and report a bad index exactly as
+//! this crate does. Behind the `backend` feature; the typed API does not need it.
+//!
+//! ```
+//! use gather::backend::check_gather;
+//! // torch.gather(x[2,3], dim=1, index[2,2]) is fine; dim 2 does not exist.
+//! assert_eq!(check_gather("gather", &[2, 3], 1, &[2, 2]).unwrap(), Some(1));
+//! assert!(check_gather("gather", &[2, 3], 2, &[2, 2]).is_err());
+//! ```
+
+use crate::element::DType;
+use crate::error::{Error, Result};
+use crate::ops::{check_index_fits, check_index_rank};
+
+pub use crate::index::Bounds;
+
+/// The checks of `gather(input, dim, index)` before the index's values are read: the normalised
+/// dim, or `None` when the index is empty (the output is then empty and nothing else is checked).
+///
+/// ```
+/// let e = gather::backend::check_gather("gather", &[4, 5], 0, &[2]).unwrap_err();
+/// assert_eq!(e.kind(), gather::ErrorKind::RankMismatch);
+/// ```
+pub fn check_gather(
+    op: &str,
+    input_shape: &[usize],
+    dim: isize,
+    index_shape: &[usize],
+) -> Result<Option<usize>> {
+    let d = crate::dims::normalize_dim(op, dim, input_shape.len())?;
+    if index_shape.iter().product::<usize>() == 0 {
+        return Ok(None);
+    }
+    check_index_rank(op, "input", input_shape, index_shape, d)?;
+    let one = |s: &[usize]| if s.is_empty() { vec![1] } else { s.to_vec() };
+    check_index_fits(op, &one(input_shape), &one(index_shape), None, d)?;
+    Ok(Some(d))
+}
+
+/// The checks of the scatter ops (`scatter`, `scatter_add`, `scatter_reduce`) before the index's
+/// values are read; `src_shape` is `None` for the value form. `None` when the index is empty.
+///
+/// ```
+/// let d = gather::backend::check_scatter("scatter_add", &[3, 4], -1, &[3, 2], Some(&[3, 2]));
+/// assert_eq!(d.unwrap(), Some(1));
+/// ```
+pub fn check_scatter(
+    op: &str,
+    self_shape: &[usize],
+    dim: isize,
+    index_shape: &[usize],
+    src_shape: Option<&[usize]>,
+) -> Result<Option<usize>> {
+    crate::ops::scatter::check_scatter_shapes(op, self_shape, dim, index_shape, src_shape)
+}
+
+/// The checks of `index_select(input, dim, index)` before the index's values are read: the
+/// normalised dim.
+///
+/// ```
+/// use gather::DType;
+/// assert_eq!(gather::backend::check_index_select(&[4, 5], -1, &[3], DType::I64).unwrap(), 1);
+/// ```
+pub fn check_index_select(
+    input_shape: &[usize],
+    dim: isize,
+    index_shape: &[usize],
+    index_dtype: DType,
+) -> Result<usize> {
+    crate::ops::index::check_select_shapes(input_shape, dim, index_shape, index_dtype)
+}
+
+/// The error for an index `value` at `coord` (its position in the index) that `bounds` rejects
+/// for a dimension `dim` of `size`, worded as this crate's ops word it.
+///
+/// ```
+/// use gather::backend::{out_of_bounds, Bounds};
+/// let e = out_of_bounds("gather", 5, vec![1, 0], 1, 5, Bounds::Strict);
+/// assert_eq!(e.index_value(), Some(5));
+/// assert!(e.hint().unwrap().contains("off by one"));
+/// ```
+pub fn out_of_bounds(
+    op: &str,
+    value: i64,
+    coord: Vec<usize>,
+    dim: usize,
+    size: usize,
+    bounds: Bounds,
+) -> Error {
+    crate::index::out_of_bounds_error(op, value, coord, dim, size, bounds)
+}
+
+/// The error of `take`-like ops (which index the row-major flattening of an input of `shape`) for
+/// an index `value` at `coord`.
+///
+/// ```
+/// let e = gather::backend::flat_out_of_bounds("take", 6, vec![0], &[2, 3]);
+/// assert!(e.message().contains("6 elements"));
+/// ```
+pub fn flat_out_of_bounds(op: &str, value: i64, coord: Vec<usize>, shape: &[usize]) -> Error {
+    let numel = shape.iter().product();
+    let e = out_of_bounds(op, value, coord, 0, numel, Bounds::Wrap);
+    crate::ops::take::flat_index_error(op, e, shape)
+}
+
+/// `take`'s error for a non-empty index into an empty input.
+///
+/// ```
+/// let e = gather::backend::take_from_empty(&[0, 3], &[2]);
+/// assert_eq!(e.kind(), gather::ErrorKind::IndexOutOfBounds);
+/// ```
+pub fn take_from_empty(input_shape: &[usize], index_shape: &[usize]) -> Error {
+    crate::ops::take::take_from_empty(input_shape, index_shape)
+}
+
+/// The checks of `index_add`/`index_reduce` (`self`, `dim`, a 0-d or 1-d index, `source`) before
+/// the index's values are read: the normalised dim.
+///
+/// ```
+/// use gather::DType;
+/// let d = gather::backend::check_index_source("index_add", &[3, 2], 0, &[4], DType::I64, &[4, 2]);
+/// assert_eq!(d.unwrap(), 0);
+/// ```
+pub fn check_index_source(
+    op: &str,
+    self_shape: &[usize],
+    dim: isize,
+    index_shape: &[usize],
+    index_dtype: DType,
+    source_shape: &[usize],
+) -> Result<usize> {
+    let d = crate::dims::normalize_dim(op, dim, self_shape.len())?;
+    crate::ops::index::check_index_vector(op, index_shape, index_dtype)?;
+    let n = index_shape.iter().product();
+    crate::ops::index::check_func_source(op, self_shape, d, n, source_shape)?;
+    Ok(d)
+}

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The GPU visit, as one prepared run on a lent GPU (the device tool; no Rust toolchain there):
+# the GPU unit tests, the conformance suite on CUDA, the workloads against PyTorch in the same
+# run, and compute-sanitizer's memcheck over the tests and the suite's error cases. Results go
+# to $OUT; the table comes last.
+#
+# Prepare here, then carry `gpu/` (ignored through .git/info/exclude):
+#   scripts/gpu_check.sh --prepare
+# On the GPU machine:
+#   scripts/gpu_check.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = "--prepare" ]; then
+    set -e
+    rm -rf gpu && mkdir -p gpu
+    cargo test -p gather-cuda --test gpu --no-run 2>&1 | tail -1
+    bin=$(ls -t "${CARGO_TARGET_DIR:-target}"/debug/deps/gpu-* | grep -v '\.d$' | head -1)
+    cp "$bin" gpu/gpu-tests
+    cp "${CARGO_TARGET_DIR:-target}/release/gather" gpu/gather
+    strip gpu/gather gpu/gpu-tests
+    tar -C ../shared -czf gpu/conformance.tgz conformance
+    du -sh gpu/*
+    exit 0
+fi
+
+OUT=${OUT:-/tmp/gpu_out}
+mkdir -p "$OUT"
+log() { echo "== $* ($(date +%T))"; }
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
+mkdir -p /tmp/suite && tar -C /tmp/suite -xzf gpu/conformance.tgz
+export GATHER_CUDA_TESTS=1 RUST_BACKTRACE=1
+
+log "unit tests on the GPU"
+timeout 90 gpu/gpu-tests --test-threads=1 > "$OUT/tests.log" 2>&1
+echo "tests exit $?"; grep -E "^test |test result" "$OUT/tests.log" | tail -20
+
+log "conformance on CUDA"
+timeout 45 gpu/gather --no-progress conformance --device cuda /tmp/suite/conformance > "$OUT/conformance.log" 2>&1
+echo "conformance exit $?"; tail -4 "$OUT/conformance.log"
+
+log "bench, ours"
+timeout 120 gpu/gather bench --device cuda --large --json "$OUT/ours.json" 2>&1 | tee "$OUT/bench_ours.log"
+
+log "bench, PyTorch"
+timeout 90 python3 scripts/bench_cuda_torch.py --large --json "$OUT/torch.json" > "$OUT/bench_torch.log" 2>&1
+echo "torch exit $?"
+
+log "table"
+python3 scripts/cuda_table.py "$OUT/ours.json" "$OUT/torch.json" | tee "$OUT/table.txt"
+log "conformance failures by op (ops not on the GPU yet, then the others)"
+grep "does not run on the GPU" "$OUT/conformance.log" | awk '{print $2}' | sed 's/__.*//' | sort | uniq -c | sort -rn | tr '\n' ' '; echo
+grep "^FAIL" "$OUT/conformance.log" | grep -v "does not run on the GPU" | cut -c1-220 | head -25
+
+log "compute-sanitizer memcheck: unit tests (bad indices, scatter family) and the suite's error cases"
+timeout 40 compute-sanitizer --tool memcheck --error-exitcode 9 gpu/gpu-tests --test-threads=1 \
+    bad_indices scatter_reduce_propagates empty_and_zero index_add > "$OUT/sanitizer_tests.log" 2>&1
+echo "sanitizer tests exit $?"; grep -E "ERROR SUMMARY|test result" "$OUT/sanitizer_tests.log"
+timeout 40 compute-sanitizer --tool memcheck --error-exitcode 9 gpu/gather --no-progress conformance \
+    --device cuda --filter err_ /tmp/suite/conformance > "$OUT/sanitizer_conformance.log" 2>&1
+echo "sanitizer conformance exit $?"; grep -E "ERROR SUMMARY|passed" "$OUT/sanitizer_conformance.log" | tail -3
+
