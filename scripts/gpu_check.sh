@@ -46,6 +46,10 @@ log "bench, PyTorch"
 timeout 90 python3 scripts/bench_cuda_torch.py --large --json "$OUT/torch.json" > "$OUT/bench_torch.log" 2>&1
 echo "torch exit $?"
 
+log "where the time goes (GATHER_CUDA_PROFILE=1 waits after every step)"
+GATHER_CUDA_PROFILE=1 timeout 60 gpu/gather bench --device cuda --only W1,W5,W6,W7,W9,W11 --repeat 10 > "$OUT/profile.log" 2>&1
+cut -c1-110 "$OUT/profile.log"
+
 log "table"
 python3 scripts/cuda_table.py "$OUT/ours.json" "$OUT/torch.json" | tee "$OUT/table.txt"
 log "conformance failures by op (ops not on the GPU yet, then the others)"

@@ -227,12 +227,21 @@ fn time(gpu: &Cuda, op: &Op<'_>, warmup: usize, repeat: usize) -> Result<(f64, f
     for _ in 0..warmup {
         op().map_err(gpu_err)?;
     }
+    gpu.take_profile();
     let mut times = Vec::with_capacity(repeat);
     for _ in 0..repeat {
         let (_, s) = gpu.timed(op).map_err(gpu_err)?;
         times.push(s);
     }
     let min = times.iter().copied().fold(f64::INFINITY, f64::min);
+    // With GATHER_CUDA_PROFILE=1 (which waits after every step): where a call's time goes.
+    for (what, s, n) in gpu.take_profile().into_iter().take(12) {
+        eprintln!(
+            "    {what:<22} {:>9.1} µs per call, {:>5.1} per call",
+            s / repeat as f64 * 1e6,
+            n as f64 / repeat as f64
+        );
+    }
     Ok((median(times), min))
 }
 

@@ -10,25 +10,37 @@ use cudarc::driver::{
 use cudarc::nvrtc::{CompileOptions, compile_ptx_with_opts};
 
 use crate::error::{Error, Result};
+use crate::memory::{Buffer, Cache};
 
 /// The kernel sources, each compiled as one module on first use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Source {
     Gather,
     Scatter,
+    Fiber,
+    Extreme,
 }
 
 const COMMON: &str = include_str!("kernels/common.cuh");
 
 impl Source {
-    const ALL: [Source; 2] = [Source::Gather, Source::Scatter];
+    const ALL: [Source; 4] = [
+        Source::Gather,
+        Source::Scatter,
+        Source::Fiber,
+        Source::Extreme,
+    ];
 
     fn text(self) -> String {
-        let body = match self {
-            Source::Gather => include_str!("kernels/gather.cu"),
-            Source::Scatter => include_str!("kernels/scatter.cu"),
-        };
-        format!("{COMMON}\n{body}")
+        const REDUCE: &str = include_str!("kernels/reduce.cuh");
+        match self {
+            Source::Gather => format!("{COMMON}\n{}", include_str!("kernels/gather.cu")),
+            Source::Scatter => {
+                format!("{COMMON}\n{REDUCE}\n{}", include_str!("kernels/scatter.cu"))
+            }
+            Source::Fiber => format!("{COMMON}\n{REDUCE}\n{}", include_str!("kernels/fiber.cu")),
+            Source::Extreme => format!("{COMMON}\n{}", include_str!("kernels/extreme.cu")),
+        }
     }
 }
 
@@ -102,17 +114,26 @@ fn compile(s: Source, arch: &str) -> Result<cudarc::nvrtc::Ptx> {
         .map_err(|e| Error::device(format!("NVRTC could not compile the {s:?} kernels: {e}")))
 }
 
-/// The bad-index flag on the GPU and the pinned host word it is read back into.
+/// The bad-index flag on the GPU (kernels update it with device atomics, cheap even when many
+/// values are bad) and the pinned host word it is read back into.
 struct Flag {
     dev: CudaSlice<u64>,
-    host: cudarc::driver::PinnedHostSlice<u64>,
+    _host: cudarc::driver::PinnedHostSlice<u64>,
+    /// The pinned word's address (taken once: the slice's accessors wait on an event each time).
+    word: *mut u64,
 }
+
+// SAFETY: `word` points into `_host`, which the Flag owns; the Flag is only used under its
+// Mutex.
+unsafe impl Send for Flag {}
 
 pub(crate) struct Inner {
     pub(crate) ctx: Arc<CudaContext>,
     pub(crate) stream: Arc<CudaStream>,
     arch: String,
     modules: Mutex<HashMap<Source, Arc<CudaModule>>>,
+    /// Freed buffers kept for reuse.
+    cache: Arc<Cache>,
     /// Each compiled kernel's number of parameters, read off its PTX: a launch with another
     /// number of arguments is refused instead of letting the driver read past them.
     params: Mutex<HashMap<String, usize>>,
@@ -122,6 +143,9 @@ pub(crate) struct Inner {
     flag: Mutex<Flag>,
     /// `GATHER_CUDA_SYNC=1`: wait after every launch, so that a failing kernel is named.
     sync_each: bool,
+    /// `GATHER_CUDA_PROFILE=1`: the last mark and the time booked per kernel.
+    #[allow(clippy::type_complexity)]
+    profile: Option<Mutex<(std::time::Instant, HashMap<String, (f64, u64)>)>>,
 }
 
 /// A GPU: its context, stream and compiled kernels. Cheap to clone; every handle of one device
@@ -182,10 +206,14 @@ impl Cuda {
         let stream = ctx.new_stream()?;
         keep_pool_memory(&ctx)?;
         // SAFETY: a one-word host buffer that only the flag's read-back writes (then waited for).
-        let host = unsafe { ctx.alloc_pinned_with_flags::<u64>(1, 0) }?;
+        let mut host = unsafe { ctx.alloc_pinned_with_flags::<u64>(1, 0) }?;
+        let word = host.as_mut_ptr()?;
+        let mut dev = stream.alloc_zeros::<u64>(1)?;
+        stream.memcpy_htod(&[u64::MAX], &mut dev)?;
         let flag = Flag {
-            dev: stream.alloc_zeros::<u64>(1)?,
-            host,
+            dev,
+            _host: host,
+            word,
         };
         let gpu = Cuda {
             inner: Arc::new(Inner {
@@ -193,10 +221,14 @@ impl Cuda {
                 stream,
                 arch: format!("compute_{major}{minor}"),
                 modules: Mutex::new(HashMap::new()),
+                cache: Arc::new(Cache::default()),
                 params: Mutex::new(HashMap::new()),
                 functions: Mutex::new(HashMap::new()),
                 flag: Mutex::new(flag),
                 sync_each: std::env::var("GATHER_CUDA_SYNC").is_ok_and(|v| v == "1"),
+                profile: std::env::var("GATHER_CUDA_PROFILE")
+                    .is_ok_and(|v| v == "1")
+                    .then(|| Mutex::new((std::time::Instant::now(), HashMap::new()))),
             }),
         };
         map.insert(ordinal, gpu.clone());
@@ -295,16 +327,48 @@ impl Cuda {
         Ok(f)
     }
 
-    /// Allocates `bytes` of device memory, uninitialised (every op writes all of its output).
-    pub(crate) fn alloc(&self, bytes: usize) -> Result<CudaSlice<u8>> {
-        // SAFETY: the buffer is written in full by the op that asked for it before anything
-        // reads it (or, for scratch space, only the part that was written is read).
-        let r = unsafe { self.inner.stream.alloc::<u8>(bytes.max(1)) };
-        r.map_err(|e| {
-            Error::device(format!(
-                "could not allocate {bytes} bytes of device memory: {e}"
-            ))
-        })
+    /// `bytes` of device memory, uninitialised (every op writes all of its output): a cached
+    /// buffer of the size class if one is free, else a new one (after freeing the cache if the
+    /// device is out of memory).
+    pub(crate) fn alloc(&self, bytes: usize) -> Result<Buffer> {
+        let class = crate::memory::size_class(bytes);
+        let cache = &self.inner.cache;
+        let slice = match cache.take(class) {
+            Some(s) => s,
+            None => {
+                // SAFETY: the buffer is written in full by the op that asked for it before
+                // anything reads it (or, for scratch space, only the part written is read).
+                let fresh = |_| unsafe { self.inner.stream.alloc::<u8>(class) };
+                fresh(())
+                    .or_else(|_| {
+                        cache.clear();
+                        self.inner.stream.synchronize()?;
+                        fresh(())
+                    })
+                    .map_err(|e| {
+                        Error::device(format!(
+                            "could not allocate {bytes} bytes of device memory: {e}"
+                        ))
+                    })?
+            }
+        };
+        self.mark("alloc");
+        let base = self.ptr(&slice);
+        Ok(Buffer::new(slice, class, base, cache.clone()))
+    }
+
+    /// Frees the device memory that this crate keeps for reuse (like
+    /// `torch.cuda.empty_cache()`); the number of buffers freed.
+    ///
+    /// ```no_run
+    /// let gpu = gather_cuda::Cuda::new(0)?;
+    /// gpu.empty_cache()?;
+    /// # Ok::<(), gather_cuda::Error>(())
+    /// ```
+    pub fn empty_cache(&self) -> Result<usize> {
+        let n = self.inner.cache.clear();
+        self.inner.stream.synchronize()?;
+        Ok(n)
     }
 
     /// The device address of a buffer.
@@ -313,20 +377,58 @@ impl Cuda {
         p
     }
 
-    /// Runs `f` with the cleared bad-index flag's address, then returns the smallest flagged
-    /// position (after waiting for the GPU), or `None`.
+    /// Runs `f` with the bad-index flag's address (it holds `u64::MAX` between calls), then
+    /// returns the smallest flagged position (after waiting for the GPU), or `None`.
     pub(crate) fn with_flag(&self, f: impl FnOnce(u64) -> Result<()>) -> Result<Option<u64>> {
-        let mut flag = self.inner.flag.lock().unwrap_or_else(|p| p.into_inner());
+        let flag = self.inner.flag.lock().unwrap_or_else(|p| p.into_inner());
         let stream = &self.inner.stream;
         let ptr = self.ptr(&flag.dev);
-        // SAFETY: sets the 8 bytes of the live flag buffer to 0xff (u64::MAX), in stream order.
-        unsafe { cudarc::driver::result::memset_d8_async(ptr, 0xff, 8, stream.cu_stream()) }?;
         f(ptr)?;
-        let Flag { dev, host } = &mut *flag;
-        stream.memcpy_dtoh(&*dev, host)?;
-        stream.synchronize()?;
-        let got = host.as_slice()?[0];
-        Ok((got != u64::MAX).then_some(got))
+        // SAFETY: copies the 8 bytes of the live flag into the pinned host word (owned by the
+        // Flag, used by no one else while the lock is held), in stream order; the synchronize
+        // below waits for the copy before the word is read.
+        let got = unsafe {
+            let word = std::slice::from_raw_parts_mut(flag.word, 1);
+            cudarc::driver::result::memcpy_dtoh_async(word, ptr, stream.cu_stream())?;
+            stream.synchronize()?;
+            flag.word.read_volatile()
+        };
+        self.mark("flag read-back");
+        if got == u64::MAX {
+            return Ok(None);
+        }
+        // SAFETY: sets the 8 bytes of the live flag back to 0xff (u64::MAX), in stream order.
+        unsafe { cudarc::driver::result::memset_d8_async(ptr, 0xff, 8, stream.cu_stream()) }?;
+        Ok(Some(got))
+    }
+
+    /// With `GATHER_CUDA_PROFILE=1`: waits for the GPU and books the time since the last mark
+    /// under `what` (launch, run and any host work between).
+    pub(crate) fn mark(&self, what: &str) {
+        let Some(p) = &self.inner.profile else { return };
+        let _ = self.inner.stream.synchronize();
+        let mut p = p.lock().unwrap();
+        let now = std::time::Instant::now();
+        let dt = now.duration_since(p.0).as_secs_f64();
+        p.0 = now;
+        let e = p.1.entry(what.to_string()).or_insert((0.0, 0));
+        e.0 += dt;
+        e.1 += 1;
+    }
+
+    /// With `GATHER_CUDA_PROFILE=1`: the seconds and counts booked per kernel (and per
+    /// allocation and flag read-back) since the last call, which clears them. For measuring
+    /// this crate; empty without the variable.
+    #[doc(hidden)]
+    pub fn take_profile(&self) -> Vec<(String, f64, u64)> {
+        let Some(p) = &self.inner.profile else {
+            return Vec::new();
+        };
+        let mut p = p.lock().unwrap();
+        p.0 = std::time::Instant::now();
+        let mut v: Vec<_> = p.1.drain().map(|(k, (s, n))| (k, s, n)).collect();
+        v.sort_by(|a, b| b.1.total_cmp(&a.1));
+        v
     }
 
     /// Refuses a launch of `name` with `given` arguments when the kernel takes another number.
@@ -350,6 +452,7 @@ impl Cuda {
         >,
     ) -> Result<()> {
         r.map_err(|e| Error::device(format!("launching {name}: {e}")))?;
+        self.mark(name);
         if self.inner.sync_each {
             self.inner
                 .stream

@@ -515,8 +515,12 @@ pub(crate) fn kernel_name(family: &str, dtype: DType, index: DType) -> &'static 
         _ => "u64",
     };
     let i = if index == DType::I32 { "i32" } else { "i64" };
-    let name = format!("{family}_{w}_{i}");
-    // The set of names is small and fixed (two families, four widths, two index types).
+    intern(format!("{family}_{w}_{i}"))
+}
+
+/// A kernel's name as a `&'static str`: the names are a small fixed set (families, widths,
+/// index types), each leaked once.
+pub(crate) fn intern(name: String) -> &'static str {
     static NAMES: std::sync::OnceLock<
         std::sync::Mutex<std::collections::HashMap<String, &'static str>>,
     > = std::sync::OnceLock::new();

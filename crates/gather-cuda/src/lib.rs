@@ -31,6 +31,7 @@
 mod device;
 mod error;
 mod gather;
+mod memory;
 mod scatter;
 mod sort;
 mod tensor;

@@ -46,6 +46,8 @@ impl From<Scalar> for Src<'_> {
 
 // The reduction codes of the kernels (`R_SUM` ... in scatter.cu).
 const R_SUM: i32 = 0;
+const R_AMAX: i32 = 3;
+const R_AMIN: i32 = 4;
 const R_SET: i32 = 5;
 
 fn code(r: Reduce) -> i32 {
@@ -378,6 +380,10 @@ fn run(
             "{op}: the CUDA kernels take at most 8 axes; this tensor has {nd}"
         )));
     }
+    let m = idx.shape[d];
+    if m <= FIBER_MAX {
+        return run_fibers(x, d, idx, src, value, reduce, include_self, alpha, out, bad);
+    }
     // Lane axes: the index repeats along them (stride 0), so one sorted row serves them all.
     let lane = |a: usize| a != d && idx.shape[a] > 1 && idx.strides[a] == 0;
     let rows_axes: Vec<usize> = (0..nd).filter(|&a| !lane(a)).collect();
@@ -406,40 +412,6 @@ fn run(
             k *= x.shape[a] as i64;
         }
     }
-    let keys = sort::alloc_u32(dev, n_rows)?;
-    let rows = sort::alloc_u32(dev, n_rows)?;
-    let keys_name = if idx.dtype() == DType::I32 {
-        "keys_i32"
-    } else {
-        "keys_i64"
-    };
-    let f = dev.function(Source::Scatter, keys_name)?;
-    let (ip, kp, rp) = (idx.ptr(), dev.ptr(&keys), dev.ptr(&rows));
-    let (dim, size, rule, n64) = (d as i32, x.shape[d] as i64, 0i32, n_rows as i64);
-    let flagged = dev.with_flag(|flag| {
-        launch!(
-            dev,
-            &f,
-            keys_name,
-            dev.grid(n_rows, 256),
-            &ip,
-            &m,
-            &dim,
-            &size,
-            &rule,
-            &n64,
-            &kp,
-            &rp,
-            &flag
-        )
-    })?;
-    if let Some(pos) = flagged {
-        return Err(bad(pos)?);
-    }
-    let bits = usize::BITS - (n_keys.max(2) - 1).leading_zeros();
-    let sorted = sort::sort_pairs(dev, keys, rows, n_rows, bits)?;
-    let runs = sort::runs(dev, &sorted.keys, n_rows)?;
-
     let out_strides = gather::dims::row_major_strides(x.shape());
     let pick = |axes: &[usize], strides: &[isize]| -> Result<Layout> {
         let shape: Vec<usize> = axes
@@ -468,6 +440,115 @@ fn run(
         }
         None => (Layout::default(), Layout::default(), 0u64),
     };
+    if let (Some(s), R_AMAX | R_AMIN) = (src, reduce) {
+        if width(x.dtype()) <= 4 && n_rows < u32::MAX as usize {
+            return run_extreme(
+                x,
+                d,
+                idx,
+                s,
+                reduce == R_AMIN,
+                include_self,
+                out,
+                bad,
+                Extreme {
+                    m: &m,
+                    kmap: &kmap,
+                    lout: &lout,
+                    lsrc: &lsrc,
+                    rmap: &rmap,
+                    lanes,
+                    n_rows,
+                    n_keys,
+                },
+            );
+        }
+    }
+    let mut scratch = sort::Scratch::new(dev, sort::sort_bytes(n_rows))?;
+    let (kp, rp) = (scratch.u32s(n_rows), scratch.u32s(n_rows));
+    let keys_name = if idx.dtype() == DType::I32 {
+        "keys_i32"
+    } else {
+        "keys_i64"
+    };
+    let f = dev.function(Source::Scatter, keys_name)?;
+    let ip = idx.ptr();
+    let (dim, size, rule, n64) = (d as i32, x.shape[d] as i64, 0i32, n_rows as i64);
+    let flagged = dev.with_flag(|flag| {
+        launch!(
+            dev,
+            &f,
+            keys_name,
+            dev.grid(n_rows, 256),
+            &ip,
+            &m,
+            &dim,
+            &size,
+            &rule,
+            &n64,
+            &kp,
+            &rp,
+            &flag
+        )
+    })?;
+    if let Some(pos) = flagged {
+        return Err(bad(pos)?);
+    }
+    let bits = usize::BITS - (n_keys.max(2) - 1).leading_zeros();
+    let (kp, rp) = sort::sort_pairs(dev, &mut scratch, kp, rp, n_rows, bits)?;
+    let (stp, np) = sort::runs(dev, &mut scratch, kp, n_rows)?;
+
+    let (alpha_bits, use_alpha) = (alpha.unwrap_or(0), alpha.is_some() as i32);
+    // Row scatters (plain row keys and rows, contiguous columns as lanes) take a kernel that
+    // keeps a run's columns in registers.
+    let merged = |l: &Layout| {
+        Layout::new(
+            &l.shape[..l.ndim as usize]
+                .iter()
+                .map(|&v| v as usize)
+                .collect::<Vec<_>>(),
+            &l.stride[..l.ndim as usize]
+                .iter()
+                .map(|&v| v as isize)
+                .collect::<Vec<_>>(),
+        )
+    };
+    let (km, lo, ls, rm) = (
+        merged(&kmap)?,
+        merged(&lout)?,
+        merged(&lsrc)?,
+        merged(&rmap)?,
+    );
+    let unit = |l: &Layout| l.ndim == 1 && l.stride[0] == 1;
+    if src.is_some()
+        && (16..=128).contains(&lanes)
+        && km.ndim == 1
+        && rm.ndim == 1
+        && unit(&lo)
+        && unit(&ls)
+    {
+        let name = apply_rows_name(x.dtype());
+        let f = dev.function(Source::Scatter, name)?;
+        let cfg = dev.grid(n_rows.saturating_mul(32), 256);
+        let (op_, out_row, src_row) = (out.ptr(), km.stride[0], rm.stride[0]);
+        let (l32, red, incl) = (lanes as i32, reduce, include_self as i32);
+        macro_rules! rows {
+            ($t:ty) => {{
+                let a = alpha_bits as $t;
+                launch!(
+                    dev, &f, name, cfg, &op_, &sp, &a, &use_alpha, &kp, &rp, &stp, &np, &out_row,
+                    &src_row, &l32, &red, &incl
+                )
+            }};
+        }
+        match width(x.dtype()) {
+            1 => rows!(u8),
+            2 => rows!(u16),
+            4 => rows!(u32),
+            _ => rows!(u64),
+        }?;
+        return Ok(out);
+    }
     let name = apply_name(x.dtype());
     let f = dev.function(Source::Scatter, name)?;
     let warp = lanes >= 16;
@@ -476,10 +557,8 @@ fn run(
     } else {
         dev.grid(n_rows.saturating_mul(lanes), 256)
     };
-    let (op_, kp, rp) = (out.ptr(), dev.ptr(&sorted.keys), dev.ptr(&sorted.rows));
-    let (stp, np) = (dev.ptr(&runs.starts), dev.ptr(&runs.count));
+    let op_ = out.ptr();
     let (l64, red, incl, wm) = (lanes as i64, reduce, include_self as i32, warp as i32);
-    let (alpha_bits, use_alpha) = (alpha.unwrap_or(0), alpha.is_some() as i32);
     // The kernels take `value` and `alpha` as elements of the tensor's own width.
     macro_rules! apply {
         ($t:ty) => {{
@@ -497,6 +576,245 @@ fn run(
         _ => apply!(u64),
     }?;
     Ok(out)
+}
+
+/// The maps of a row scatter that the extreme path shares with the sorted one.
+struct Extreme<'a> {
+    m: &'a RowMap,
+    kmap: &'a Layout,
+    lout: &'a Layout,
+    lsrc: &'a Layout,
+    rmap: &'a Layout,
+    lanes: usize,
+    n_rows: usize,
+    n_keys: usize,
+}
+
+/// amax/amin of elements up to 4 bytes without a sort: one atomicMax per contribution on a
+/// packed (value order, row) word per output element, then a pass that writes the winners
+/// (extreme.cu says why the result is the sorted fold's, bit for bit).
+#[allow(clippy::too_many_arguments)]
+fn run_extreme(
+    x: &CudaTensor,
+    d: usize,
+    idx: &CudaTensor,
+    src: &CudaTensor,
+    is_min: bool,
+    include_self: bool,
+    out: CudaTensor,
+    bad: impl FnOnce(u64) -> Result<Error>,
+    e: Extreme<'_>,
+) -> Result<CudaTensor> {
+    let dev = x.device();
+    let cells = e.n_keys * e.lanes;
+    let best = dev.alloc(cells * 8)?;
+    let bp = best.base;
+    // SAFETY: zeroes the `cells` u64 of the live buffer `best`, in stream order.
+    unsafe { cudarc::driver::result::memset_d8_async(bp, 0, cells * 8, dev.stream().cu_stream()) }?;
+    let suffix = extreme_suffix(x.dtype());
+    let name1: &'static str = crate::gather::intern(format!(
+        "extreme1_{suffix}_{}",
+        if idx.dtype() == DType::I32 {
+            "i32"
+        } else {
+            "i64"
+        }
+    ));
+    let name2: &'static str = crate::gather::intern(format!("extreme2_{suffix}"));
+    let f1 = dev.function(Source::Extreme, name1)?;
+    let f2 = dev.function(Source::Extreme, name2)?;
+    let (sp, ip, op_) = (src.ptr(), idx.ptr(), out.ptr());
+    let n1 = (e.n_rows * e.lanes) as i64;
+    let (l64, dim, size, mn, incl) = (
+        e.lanes as i64,
+        d as i32,
+        x.shape[d] as i64,
+        is_min as i32,
+        include_self as i32,
+    );
+    let (m, rmap, lsrc, kmap, lout) = (*e.m, *e.rmap, *e.lsrc, *e.kmap, *e.lout);
+    let flagged = dev.with_flag(|flag| {
+        launch!(
+            dev,
+            &f1,
+            name1,
+            dev.grid(n1 as usize, 256),
+            &bp,
+            &sp,
+            &ip,
+            &m,
+            &rmap,
+            &lsrc,
+            &l64,
+            &dim,
+            &size,
+            &n1,
+            &mn,
+            &flag
+        )
+    })?;
+    if let Some(pos) = flagged {
+        return Err(bad(pos)?);
+    }
+    let n2 = cells as i64;
+    launch!(
+        dev,
+        &f2,
+        name2,
+        dev.grid(cells, 256),
+        &op_,
+        &bp,
+        &sp,
+        &kmap,
+        &lout,
+        &rmap,
+        &lsrc,
+        &l64,
+        &n2,
+        &mn,
+        &incl
+    )?;
+    drop(best);
+    Ok(out)
+}
+
+fn extreme_suffix(d: DType) -> &'static str {
+    match d {
+        DType::F32 => "f32",
+        DType::F16 => "f16",
+        DType::BF16 => "bf16",
+        DType::Bool => "bool",
+        DType::U8 => "u8",
+        DType::I8 => "i8",
+        DType::U16 => "u16",
+        DType::I16 => "i16",
+        DType::U32 => "u32",
+        _ => "i32",
+    }
+}
+
+/// The longest fiber (index positions along dim) that one block sorts in shared memory
+/// (`FIBER_MAX` in fiber.cu).
+const FIBER_MAX: usize = 2048;
+
+/// The scatter with one block per fiber (the positions along dim at one coordinate of the other
+/// axes): each block sorts its fiber in shared memory and folds the runs. `out` holds x's copy.
+#[allow(clippy::too_many_arguments)]
+fn run_fibers(
+    x: &CudaTensor,
+    d: usize,
+    idx: &CudaTensor,
+    src: Option<&CudaTensor>,
+    value: u64,
+    reduce: i32,
+    include_self: bool,
+    alpha: Option<u64>,
+    out: CudaTensor,
+    bad: impl FnOnce(u64) -> Result<Error>,
+) -> Result<CudaTensor> {
+    let dev = x.device();
+    let nd = x.ndim();
+    let others: Vec<usize> = (0..nd).filter(|&a| a != d).collect();
+    let fshape: Vec<usize> = others.iter().map(|&a| idx.shape[a]).collect();
+    let fibers: usize = fshape.iter().product();
+    let pick = |strides: &[isize]| -> Result<Layout> {
+        let st: Vec<isize> = others.iter().map(|&a| strides[a]).collect();
+        Layout::exact(&fshape, &st)
+    };
+    let out_strides = gather::dims::row_major_strides(x.shape());
+    let full = gather::dims::row_major_strides(idx.shape());
+    let fidx = pick(idx.strides())?;
+    let fout = pick(&out_strides)?;
+    let fpos = pick(&full)?;
+    let (fsrc, src_sd, sp) = match src {
+        Some(s) => (pick(s.strides())?, s.strides()[d] as i64, s.ptr()),
+        None => (Layout::default(), 0, 0u64),
+    };
+    let m = idx.shape[d];
+    let mp = m.next_power_of_two().max(2);
+    let name = fiber_name(x.dtype(), idx.dtype());
+    let f = dev.function(Source::Fiber, name)?;
+    let threads = mp.clamp(32, 256) as u32;
+    let cfg = cudarc::driver::LaunchConfig {
+        grid_dim: (fibers.clamp(1, 132 * 16) as u32, 1, 1),
+        block_dim: (threads, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let (op_, ip) = (out.ptr(), idx.ptr());
+    let (idx_sd, out_sd, pos_sd) = (
+        idx.strides()[d] as i64,
+        out_strides[d] as i64,
+        full[d] as i64,
+    );
+    let (nf, m32, mp32, size) = (fibers as i64, m as i32, mp as i32, x.shape[d] as i64);
+    let (red, incl) = (reduce, include_self as i32);
+    let (alpha_bits, use_alpha) = (alpha.unwrap_or(0), alpha.is_some() as i32);
+    macro_rules! fold {
+        ($t:ty) => {{
+            let (v, a) = (value as $t, alpha_bits as $t);
+            dev.with_flag(|flag| {
+                launch!(
+                    dev, &f, name, cfg, &op_, &sp, &v, &a, &use_alpha, &ip, &fidx, &idx_sd, &fsrc,
+                    &src_sd, &fout, &out_sd, &fpos, &pos_sd, &nf, &m32, &mp32, &size, &red, &incl,
+                    &flag
+                )
+            })
+        }};
+    }
+    let flagged = match width(x.dtype()) {
+        1 => fold!(u8),
+        2 => fold!(u16),
+        4 => fold!(u32),
+        _ => fold!(u64),
+    }?;
+    if let Some(pos) = flagged {
+        return Err(bad(pos)?);
+    }
+    Ok(out)
+}
+
+fn fiber_name(d: DType, index: DType) -> &'static str {
+    let i32_index = index == DType::I32;
+    macro_rules! pick {
+        ($($dt:ident => $a:literal, $b:literal),+ $(,)?) => {
+            match d {
+                $(DType::$dt => if i32_index { $b } else { $a },)+
+                _ => if i32_index { "fiber_u64_i32" } else { "fiber_u64_i64" },
+            }
+        };
+    }
+    pick!(
+        F32 => "fiber_f32_i64", "fiber_f32_i32",
+        F64 => "fiber_f64_i64", "fiber_f64_i32",
+        F16 => "fiber_f16_i64", "fiber_f16_i32",
+        BF16 => "fiber_bf16_i64", "fiber_bf16_i32",
+        Bool => "fiber_bool_i64", "fiber_bool_i32",
+        U8 => "fiber_u8_i64", "fiber_u8_i32",
+        I8 => "fiber_i8_i64", "fiber_i8_i32",
+        I16 => "fiber_i16_i64", "fiber_i16_i32",
+        U16 => "fiber_u16_i64", "fiber_u16_i32",
+        I32 => "fiber_i32_i64", "fiber_i32_i32",
+        U32 => "fiber_u32_i64", "fiber_u32_i32",
+        I64 => "fiber_i64_i64", "fiber_i64_i32",
+    )
+}
+
+fn apply_rows_name(d: DType) -> &'static str {
+    match d {
+        DType::F32 => "apply_rows_f32",
+        DType::F64 => "apply_rows_f64",
+        DType::F16 => "apply_rows_f16",
+        DType::BF16 => "apply_rows_bf16",
+        DType::Bool => "apply_rows_bool",
+        DType::U8 => "apply_rows_u8",
+        DType::I8 => "apply_rows_i8",
+        DType::I16 => "apply_rows_i16",
+        DType::U16 => "apply_rows_u16",
+        DType::I32 => "apply_rows_i32",
+        DType::U32 => "apply_rows_u32",
+        DType::I64 => "apply_rows_i64",
+        _ => "apply_rows_u64",
+    }
 }
 
 fn apply_name(d: DType) -> &'static str {

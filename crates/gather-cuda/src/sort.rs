@@ -1,13 +1,19 @@
-//! The building blocks of the deterministic scatter: an exclusive scan of u32, a stable LSD
-//! radix sort of (u32 key, u32 row) pairs, and the runs of equal keys in sorted keys.
+//! The building blocks of the deterministic scatter: one scratch allocation per call, an
+//! exclusive scan of u32, a stable LSD radix sort of (u32 key, u32 row) pairs, and the runs of
+//! equal keys in sorted keys.
 
-use cudarc::driver::{CudaSlice, LaunchConfig};
+use cudarc::driver::LaunchConfig;
 
 use crate::device::{Cuda, Source, launch};
 use crate::error::Result;
+use crate::memory::Buffer;
 
 const SCAN_TILE: usize = 2048;
 const SORT_TILE: usize = 2048;
+const ALIGN: usize = 256;
+/// Key bits per radix pass, and digits (`RADIX_BITS`, `RADIX` in scatter.cu).
+const RADIX_BITS: u32 = 10;
+const RADIX: usize = 1 << RADIX_BITS;
 
 fn blocks(n: usize, tile: usize) -> LaunchConfig {
     LaunchConfig {
@@ -17,19 +23,73 @@ fn blocks(n: usize, tile: usize) -> LaunchConfig {
     }
 }
 
-/// A u32 buffer of `n` elements (uninitialised).
-pub(crate) fn alloc_u32(dev: &Cuda, n: usize) -> Result<CudaSlice<u8>> {
-    dev.alloc(n.max(1) * 4)
+/// One device allocation carved into the temporaries of a call (one allocation and one free
+/// instead of one per temporary).
+pub(crate) struct Scratch {
+    _buf: Buffer,
+    base: u64,
+    used: usize,
+    len: usize,
+}
+
+impl Scratch {
+    pub(crate) fn new(dev: &Cuda, bytes: usize) -> Result<Scratch> {
+        let buf = dev.alloc(bytes)?;
+        let base = buf.base;
+        Ok(Scratch {
+            _buf: buf,
+            base,
+            used: 0,
+            len: bytes.max(1),
+        })
+    }
+
+    /// The address of `n` u32 (256-byte aligned).
+    pub(crate) fn u32s(&mut self, n: usize) -> u64 {
+        let at = self.used;
+        self.used += u32_bytes(n);
+        assert!(
+            self.used <= self.len,
+            "scratch sized too small (a bug of gather-cuda)"
+        );
+        self.base + at as u64
+    }
+}
+
+/// Scratch bytes of `n` u32, aligned.
+pub(crate) fn u32_bytes(n: usize) -> usize {
+    (n.max(1) * 4).div_ceil(ALIGN) * ALIGN
+}
+
+/// Scratch bytes an exclusive scan of `n` u32 takes (its block sums, level by level).
+pub(crate) fn scan_bytes(n: usize) -> usize {
+    let tiles = n.div_ceil(SCAN_TILE);
+    if tiles <= 1 {
+        u32_bytes(1)
+    } else {
+        u32_bytes(tiles) + scan_bytes(tiles)
+    }
+}
+
+/// Scratch bytes of sorting `n` pairs by `bits` bits and finding their runs.
+pub(crate) fn sort_bytes(n: usize) -> usize {
+    let tiles = n.div_ceil(SORT_TILE);
+    4 * u32_bytes(n)
+        + u32_bytes(tiles * RADIX)
+        + scan_bytes(tiles * RADIX)
+        + u32_bytes(n) // run flags
+        + scan_bytes(n)
+        + u32_bytes(n + 1) // run starts
+        + u32_bytes(1) // run count
 }
 
 /// Replaces the `n` u32 at `data` by their exclusive prefix sums.
-pub(crate) fn exclusive_scan(dev: &Cuda, data: u64, n: usize) -> Result<()> {
+pub(crate) fn exclusive_scan(dev: &Cuda, s: &mut Scratch, data: u64, n: usize) -> Result<()> {
     if n == 0 {
         return Ok(());
     }
     let tiles = n.div_ceil(SCAN_TILE);
-    let sums = alloc_u32(dev, tiles)?;
-    let sp = dev.ptr(&sums);
+    let sp = s.u32s(tiles);
     let n64 = n as i64;
     let f = dev.function(Source::Scatter, "scan_block")?;
     launch!(
@@ -42,63 +102,60 @@ pub(crate) fn exclusive_scan(dev: &Cuda, data: u64, n: usize) -> Result<()> {
         &sp
     )?;
     if tiles > 1 {
-        exclusive_scan(dev, sp, tiles)?;
+        exclusive_scan(dev, s, sp, tiles)?;
         let f = dev.function(Source::Scatter, "scan_add")?;
         launch!(dev, &f, "scan_add", blocks(n, SCAN_TILE), &data, &n64, &sp)?;
     }
     Ok(())
 }
 
-/// Sorted pairs: the keys and rows in key order, equal keys in their input order.
-pub(crate) struct Sorted {
-    pub keys: CudaSlice<u8>,
-    pub rows: CudaSlice<u8>,
-}
-
-/// Sorts the `n` pairs (keys, rows) by the low `bits` bits of the keys, stably, 8 bits a pass.
+/// Sorts the `n` pairs at (keys, rows) by the low `bits` bits of the keys, stably, `RADIX_BITS`
+/// a pass; returns where the sorted pairs are (the input or the second pair of buffers).
 pub(crate) fn sort_pairs(
     dev: &Cuda,
-    keys: CudaSlice<u8>,
-    rows: CudaSlice<u8>,
+    s: &mut Scratch,
+    keys: u64,
+    rows: u64,
     n: usize,
     bits: u32,
-) -> Result<Sorted> {
-    let passes = bits.div_ceil(8);
+) -> Result<(u64, u64)> {
+    let passes = bits.div_ceil(RADIX_BITS);
     if n <= 1 || passes == 0 {
-        return Ok(Sorted { keys, rows });
+        return Ok((keys, rows));
     }
     let tiles = n.div_ceil(SORT_TILE);
-    let counts = alloc_u32(dev, tiles * 256)?;
-    let cp = dev.ptr(&counts);
+    let cp = s.u32s(tiles * RADIX);
     let (mut ka, mut ra) = (keys, rows);
-    let (mut kb, mut rb) = (alloc_u32(dev, n)?, alloc_u32(dev, n)?);
+    let (mut kb, mut rb) = (s.u32s(n), s.u32s(n));
     let count = dev.function(Source::Scatter, "radix_count")?;
     let place = dev.function(Source::Scatter, "radix_scatter")?;
     let (n64, t64) = (n as i64, tiles as i64);
+    // Every pass scans a counts array of the same size: its block sums are carved once.
+    let mark = s.used;
     for p in 0..passes {
-        let shift = (p * 8) as i32;
-        let (kin, rin, kout, rout) = (dev.ptr(&ka), dev.ptr(&ra), dev.ptr(&kb), dev.ptr(&rb));
+        let shift = (p * RADIX_BITS) as i32;
+        s.used = mark;
         launch!(
             dev,
             &count,
             "radix_count",
             blocks(n, SORT_TILE),
-            &kin,
+            &ka,
             &n64,
             &shift,
             &cp,
             &t64
         )?;
-        exclusive_scan(dev, cp, tiles * 256)?;
+        exclusive_scan(dev, s, cp, tiles * RADIX)?;
         launch!(
             dev,
             &place,
             "radix_scatter",
             blocks(n, SORT_TILE),
-            &kin,
-            &rin,
-            &kout,
-            &rout,
+            &ka,
+            &ra,
+            &kb,
+            &rb,
             &n64,
             &shift,
             &cp,
@@ -107,41 +164,30 @@ pub(crate) fn sort_pairs(
         std::mem::swap(&mut ka, &mut kb);
         std::mem::swap(&mut ra, &mut rb);
     }
-    Ok(Sorted { keys: ka, rows: ra })
+    Ok((ka, ra))
 }
 
-/// The runs of equal keys in `n` sorted keys: `starts` (runs + 1 entries, the last `n`) and the
-/// number of runs, both on the GPU.
-pub(crate) struct Runs {
-    pub starts: CudaSlice<u8>,
-    pub count: CudaSlice<u8>,
-}
-
-pub(crate) fn runs(dev: &Cuda, keys: &CudaSlice<u8>, n: usize) -> Result<Runs> {
-    let flags = alloc_u32(dev, n)?;
-    let starts = alloc_u32(dev, n + 1)?;
-    let count = alloc_u32(dev, 1)?;
-    let (kp, fp, sp, np) = (
-        dev.ptr(keys),
-        dev.ptr(&flags),
-        dev.ptr(&starts),
-        dev.ptr(&count),
-    );
+/// The runs of equal keys in `n` sorted keys: the address of `starts` (runs + 1 entries, the
+/// last `n`) and of the number of runs, both on the GPU.
+pub(crate) fn runs(dev: &Cuda, s: &mut Scratch, keys: u64, n: usize) -> Result<(u64, u64)> {
+    let fp = s.u32s(n);
+    let sp = s.u32s(n + 1);
+    let np = s.u32s(1);
     let n64 = n as i64;
     let f = dev.function(Source::Scatter, "run_flags")?;
-    launch!(dev, &f, "run_flags", dev.grid(n, 256), &kp, &n64, &fp)?;
-    exclusive_scan(dev, fp, n)?;
+    launch!(dev, &f, "run_flags", dev.grid(n, 256), &keys, &n64, &fp)?;
+    exclusive_scan(dev, s, fp, n)?;
     let f = dev.function(Source::Scatter, "run_starts")?;
     launch!(
         dev,
         &f,
         "run_starts",
         dev.grid(n, 256),
-        &kp,
+        &keys,
         &fp,
         &n64,
         &sp,
         &np
     )?;
-    Ok(Runs { starts, count })
+    Ok((sp, np))
 }

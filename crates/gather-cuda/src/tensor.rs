@@ -3,12 +3,13 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaSlice, DeviceRepr};
+use cudarc::driver::DeviceRepr;
 use gather::{DType, Element};
 use ndarray::{ArrayBase, ArrayD, Data, Dimension, IxDyn};
 
 use crate::device::Cuda;
 use crate::error::{Error, Result};
+use crate::memory::Buffer;
 
 /// The most axes a kernel walks; views with more are refused (after merging axes that are
 /// contiguous with each other).
@@ -28,7 +29,7 @@ pub(crate) const MAX_DIMS: usize = 8;
 /// ```
 #[derive(Clone)]
 pub struct CudaTensor {
-    pub(crate) buf: Arc<CudaSlice<u8>>,
+    pub(crate) buf: Arc<Buffer>,
     /// Offset of the first element, in elements.
     pub(crate) offset: isize,
     pub(crate) shape: Vec<usize>,
@@ -360,7 +361,7 @@ impl CudaTensor {
 
     /// The device address of the first element.
     pub(crate) fn ptr(&self) -> u64 {
-        let base = self.dev.ptr(&*self.buf);
+        let base = self.buf.base;
         base.wrapping_add((self.offset * width(self.dtype) as isize) as u64)
     }
 

@@ -341,6 +341,127 @@ fn scatter_family_equals_the_cpu_library_for_every_dtype() {
     check_scatter::<u64>(&g, &mut rng, |v| v as u64, true);
 }
 
+/// Fibers longer than one block sorts (2048 positions along dim) take the global radix sort.
+fn check_long_fibers<T: Element>(
+    g: &Cuda,
+    rng: &mut Rng,
+    f: impl Fn(i64) -> T + Copy,
+    exact: bool,
+) {
+    for (m, cols, targets, lanes) in [
+        (3000usize, 3usize, 37usize, false),
+        (5000, 40, 300, true),
+        (2049, 1, 2, false),
+    ] {
+        let x = values(rng, &[targets, cols], f);
+        let src = values(rng, &[m, cols], f);
+        let (i, iv) = if lanes {
+            let small = index(rng, &[m, 1], targets);
+            let full = small.broadcast(IxDyn(&[m, cols])).unwrap().to_owned();
+            (full, up(g, &small).broadcast(&[m, cols]).unwrap())
+        } else {
+            let i = index(rng, &[m, cols], targets);
+            let v = up(g, &i);
+            (i, v)
+        };
+        let (xg, sg) = (up(g, &x), up(g, &src));
+        let what = format!(
+            "{} m {m} cols {cols} targets {targets} lanes {lanes}",
+            T::DTYPE
+        );
+        let want = gather::scatter(&x, 0, &i, &src).unwrap();
+        let got = gather_cuda::scatter(&xg, 0, &iv, &sg)
+            .unwrap()
+            .to_host::<T>()
+            .unwrap();
+        assert!(as_f64(&got) == as_f64(&want), "{what}: scatter");
+        for r in REDUCES {
+            for include_self in [true, false] {
+                let want = gather::scatter_reduce(&x, 0, &i, &src, r, include_self).unwrap();
+                let got = gather_cuda::scatter_reduce(&xg, 0, &iv, &sg, r, include_self)
+                    .unwrap()
+                    .to_host::<T>()
+                    .unwrap();
+                let tol = if exact || matches!(r, Reduce::Amax | Reduce::Amin) {
+                    0.0
+                } else {
+                    1e-2
+                };
+                close(
+                    &as_f64(&got),
+                    &as_f64(&want),
+                    tol,
+                    &format!("{what}: {r:?} include_self {include_self}"),
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn long_fibers_take_the_radix_sort_and_equal_the_cpu_library() {
+    let Some(g) = gpu() else { return };
+    let mut rng = Rng(8);
+    check_long_fibers::<f32>(&g, &mut rng, |v| v as f32 / 512.0, false);
+    check_long_fibers::<i32>(&g, &mut rng, |v| v as i32, true);
+    check_long_fibers::<u8>(&g, &mut rng, |v| v as u8, true);
+    check_long_fibers::<bf16>(&g, &mut rng, |v| bf16::from_f32(v as f32 / 512.0), false);
+}
+
+#[test]
+fn amax_and_amin_keep_the_cpu_librarys_bits_on_ties_zeros_and_nans() {
+    let Some(g) = gpu() else { return };
+    let mut rng = Rng(9);
+    // Long fibers (the atomic path) and short ones (the block sort), with many ties.
+    for m in [3000usize, 40] {
+        let pool = [
+            0.0f32,
+            -0.0,
+            1.0,
+            -1.0,
+            f32::from_bits(0x7fc0_0001),
+            f32::from_bits(0xffc0_0002),
+            2.0,
+        ];
+        let pick = |rng: &mut Rng, n: usize| -> Vec<f32> {
+            (0..n).map(|_| pool[rng.below(pool.len())]).collect()
+        };
+        let x = ArrayD::from_shape_vec(IxDyn(&[5, 3]), pick(&mut rng, 15)).unwrap();
+        let src = ArrayD::from_shape_vec(IxDyn(&[m, 3]), pick(&mut rng, m * 3)).unwrap();
+        let i = index(&mut rng, &[m, 3], 5);
+        for r in [Reduce::Amax, Reduce::Amin] {
+            for inc in [true, false] {
+                let want = gather::scatter_reduce(&x, 0, &i, &src, r, inc).unwrap();
+                let got =
+                    gather_cuda::scatter_reduce(&up(&g, &x), 0, &up(&g, &i), &up(&g, &src), r, inc)
+                        .unwrap()
+                        .to_host::<f32>()
+                        .unwrap();
+                let bits = |a: &ArrayD<f32>| a.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&got), bits(&want), "m {m} {r:?} include_self {inc}");
+            }
+        }
+        // Integer extremes: i32::MAX and MIN order correctly.
+        let xi = ArrayD::from_shape_vec(IxDyn(&[5, 3]), vec![0i32; 15]).unwrap();
+        let si = src.mapv(|v| {
+            if v.is_nan() {
+                i32::MAX
+            } else if v == 1.0 {
+                i32::MIN
+            } else {
+                v as i32
+            }
+        });
+        for r in [Reduce::Amax, Reduce::Amin] {
+            let want = gather::scatter_reduce(&xi, 0, &i, &si, r, false).unwrap();
+            let got =
+                gather_cuda::scatter_reduce(&up(&g, &xi), 0, &up(&g, &i), &up(&g, &si), r, false)
+                    .unwrap();
+            assert_eq!(got.to_host::<i32>().unwrap(), want, "m {m} {r:?} i32");
+        }
+    }
+}
+
 #[test]
 fn scatter_reduce_propagates_nan_and_keeps_untouched_targets() {
     let Some(g) = gpu() else { return };

@@ -1243,13 +1243,17 @@ fn check_fd(
     Ok(())
 }
 
-/// Continuous random values (distinct almost surely: no ties, no zeros).
+/// Continuous random values, distinct almost surely (no ties, no zeros): `vals` repeats past
+/// its length, and two arrays drawn from overlapping slices of it would share values exactly
+/// (a tie between `self` and `src` puts the arg gradient on its discontinuity), so each position
+/// adds its own step.
 fn values(c: &Case, vals: &[f64], shape: &[usize]) -> ArrayD<f64> {
     let _ = c;
     let mut k = 0;
     ArrayD::from_shape_fn(IxDyn(shape), |_| {
         k += 1;
-        vals[(k - 1) % vals.len()]
+        let v = vals[(k - 1) % vals.len()];
+        v + v.signum() * k as f64 * 1e-3
     })
 }
 

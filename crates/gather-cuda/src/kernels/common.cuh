@@ -19,13 +19,19 @@ struct Layout {
     i64 stride[MAXD];
 };
 
+// lin / s for non-negative operands, in 32 bits when both fit (a 64-bit division is several
+// times the instructions, and most tensors' coordinates fit).
+__device__ __forceinline__ i64 divq(i64 lin, i64 s) {
+    return ((u64)(lin | s) >> 32) == 0 ? (i64)((u32)lin / (u32)s) : lin / s;
+}
+
 // The element offset of row-major position `lin` of `L`. The first axis takes what is left,
 // so a 1-d walk does no division.
 __device__ __forceinline__ i64 offset_of(const Layout& L, i64 lin) {
     i64 off = 0;
     for (int d = (int)L.ndim - 1; d > 0; --d) {
         i64 s = L.shape[d];
-        i64 q = lin / s;
+        i64 q = divq(lin, s);
         off += (lin - q * s) * L.stride[d];
         lin = q;
     }
@@ -62,3 +68,15 @@ __device__ __forceinline__ i64 map_index(i64 v, i64 size, int rule) {
     if (rule == 2 && size > 0) { v %= size; if (v < 0) v += size; }
     return (v >= 0 && v < size) ? v : -1;
 }
+
+// The rows of an index: row-major positions over `shape` (the index's extents, with 1 on the
+// lane axes that the index repeats); `istride` reads the index, `kstride` forms the key (the
+// value's multiplier at dim), `pstride` the row-major position in the whole index.
+struct RowMap {
+    i64 ndim;
+    i64 shape[MAXD];
+    i64 istride[MAXD];
+    i64 kstride[MAXD];
+    i64 pstride[MAXD];
+};
+

@@ -23,7 +23,7 @@ __device__ void gather_impl(W* out, const W* x, Layout xl, const I* idx, Layout 
             for (int d = (int)il.ndim - 1; d >= 0; --d) {
                 i64 c;
                 if (d > 0) {
-                    i64 q = lin / il.shape[d];
+                    i64 q = divq(lin, il.shape[d]);
                     c = lin - q * il.shape[d];
                     lin = q;
                 } else {
@@ -81,7 +81,7 @@ __device__ void rows_impl(u8* out, const u8* x, const I* idx, i64 idx_so, i64 id
     const int lane = (int)(t & (team - 1));
     const i64 step = ((i64)gridDim.x * blockDim.x) / team;
     for (i64 r = t / team; r < n_rows; r += step) {
-        i64 o = r / n_idx, j = r - o * n_idx;
+        i64 o = divq(r, n_idx), j = r - o * n_idx;
         i64 v = map_index((i64)idx[o * idx_so + j * idx_sj], size, rule);
         V* dst = (V*)(out + r * row_bytes);
         if (v < 0) {

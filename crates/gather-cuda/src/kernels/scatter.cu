@@ -3,16 +3,6 @@
 // keys are found, and each run is reduced in that order into the output. The same order on
 // every call makes the result bitwise repeatable; no atomics touch the values.
 
-// The rows of an index: row-major positions over `shape` (the index's extents, with 1 on the
-// lane axes that the index repeats); `istride` reads the index, `kstride` forms the key (the
-// value's multiplier at dim), `pstride` the row-major position in the whole index.
-struct RowMap {
-    i64 ndim;
-    i64 shape[MAXD];
-    i64 istride[MAXD];
-    i64 kstride[MAXD];
-    i64 pstride[MAXD];
-};
 
 template <typename I>
 __device__ void keys_impl(const I* idx, RowMap m, int dim, i64 size, int rule, i64 n, u32* keys,
@@ -23,7 +13,7 @@ __device__ void keys_impl(const I* idx, RowMap m, int dim, i64 size, int rule, i
         for (int d = (int)m.ndim - 1; d >= 0; --d) {
             i64 c;
             if (d > 0) {
-                i64 q = lin / m.shape[d];
+                i64 q = divq(lin, m.shape[d]);
                 c = lin - q * m.shape[d];
                 lin = q;
             } else {
@@ -108,24 +98,33 @@ extern "C" __global__ void scan_add(u32* data, i64 n, const u32* sums) {
         if (base + k < n) data[base + k] += add;
 }
 
-// ---- stable LSD radix sort of (u32 key, u32 row), 8 bits per pass, 2048 pairs per tile ----
-#define RADIX 256
+// ---- stable LSD radix sort of (u32 key, u32 row), 10 bits per pass, 2048 pairs per tile ----
+// Ten bits a pass sort the keys of up to a million targets in two passes; the per-warp digit
+// counts of a tile (8 x 1024) still fit the static shared memory.
+#define RADIX_BITS 10
+#define RADIX (1 << RADIX_BITS)
 #define TILE_ITEMS 8
 #define TILE (256 * TILE_ITEMS)
+#define PER_THREAD (RADIX / 256)
 
 // counts[digit * tiles + tile]: so that one exclusive scan gives every tile its offset per digit.
 extern "C" __global__ void radix_count(const u32* keys, i64 n, int shift, u32* counts, i64 tiles) {
     __shared__ u32 h[RADIX];
-    h[threadIdx.x] = 0;
+#pragma unroll
+    for (int q = 0; q < PER_THREAD; ++q) h[threadIdx.x + 256 * q] = 0;
     __syncthreads();
     const i64 base = (i64)blockIdx.x * TILE;
 #pragma unroll
     for (int k = 0; k < TILE_ITEMS; ++k) {
         i64 i = base + k * 256 + threadIdx.x;
-        if (i < n) atomicAdd(&h[(keys[i] >> shift) & 255u], 1u);
+        if (i < n) atomicAdd(&h[(keys[i] >> shift) & (RADIX - 1)], 1u);
     }
     __syncthreads();
-    counts[(i64)threadIdx.x * tiles + blockIdx.x] = h[threadIdx.x];
+#pragma unroll
+    for (int q = 0; q < PER_THREAD; ++q) {
+        const int d = threadIdx.x + 256 * q;
+        counts[(i64)d * tiles + blockIdx.x] = h[d];
+    }
 }
 
 // Each tile places its pairs at its offsets, in input order within each digit (a rank among
@@ -135,17 +134,23 @@ extern "C" __global__ void radix_scatter(const u32* kin, const u32* vin, u32* ko
     __shared__ u32 run[RADIX];
     __shared__ u32 wc[8][RADIX];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    run[threadIdx.x] = offsets[(i64)threadIdx.x * tiles + blockIdx.x];
+#pragma unroll
+    for (int q = 0; q < PER_THREAD; ++q) {
+        const int d = threadIdx.x + 256 * q;
+        run[d] = offsets[(i64)d * tiles + blockIdx.x];
+    }
     const u32 lt = (1u << lane) - 1u;
     const i64 base = (i64)blockIdx.x * TILE;
     for (int k = 0; k < TILE_ITEMS; ++k) {
 #pragma unroll
-        for (int w = 0; w < 8; ++w) wc[w][threadIdx.x] = 0;
+        for (int w = 0; w < 8; ++w)
+#pragma unroll
+            for (int q = 0; q < PER_THREAD; ++q) wc[w][threadIdx.x + 256 * q] = 0;
         __syncthreads();
         i64 i = base + k * 256 + threadIdx.x;
         bool valid = i < n;
         u32 key = valid ? kin[i] : 0, val = valid ? vin[i] : 0;
-        u32 digit = valid ? (key >> shift) & 255u : 256u;
+        u32 digit = valid ? (key >> shift) & (RADIX - 1) : RADIX;
         u32 peers = __match_any_sync(0xffffffffu, digit);
         u32 rank = __popc(peers & lt);
         if (valid && rank == 0) wc[warp][digit] = __popc(peers);
@@ -157,10 +162,14 @@ extern "C" __global__ void radix_scatter(const u32* kin, const u32* vin, u32* ko
             vout[pos] = val;
         }
         __syncthreads();
-        u32 add = 0;
 #pragma unroll
-        for (int w = 0; w < 8; ++w) add += wc[w][threadIdx.x];
-        run[threadIdx.x] += add;
+        for (int q = 0; q < PER_THREAD; ++q) {
+            const int d = threadIdx.x + 256 * q;
+            u32 add = 0;
+#pragma unroll
+            for (int w = 0; w < 8; ++w) add += wc[w][d];
+            run[d] += add;
+        }
         __syncthreads();
     }
 }
@@ -185,76 +194,6 @@ extern "C" __global__ void run_starts(const u32* keys, const u32* scanned, i64 n
             starts[scanned[i] + f] = (u32)n;
             nruns[0] = scanned[i] + f;
         }
-    }
-}
-
-// ---- the reductions, per element type ----
-// Acc: the accumulator; ld/st convert; the ops follow the CPU library's Element (wrapping
-// integers, NaN-propagating max/min that keep the first of equal values, floor-divided integer
-// means, f16/bf16 in f32 rounded once, bool sum as or and product as and).
-template <typename T> struct Num;
-#define INT_NUM(T, A)                                                                           \
-    template <> struct Num<T> {                                                                 \
-        typedef A Acc;                                                                          \
-        static __device__ Acc ld(T v) { return (Acc)v; }                                        \
-        static __device__ T st(Acc a) { return (T)a; }                                          \
-        static __device__ Acc add(Acc a, Acc b) { return (Acc)((u64)a + (u64)b); }              \
-        static __device__ Acc mul(Acc a, Acc b) { return (Acc)((u64)a * (u64)b); }              \
-        static __device__ Acc mx(Acc c, Acc n) { return c < n ? n : c; }                        \
-        static __device__ Acc mn(Acc c, Acc n) { return n < c ? n : c; }                        \
-        static __device__ Acc mean(Acc a, i64 cnt) {                                            \
-            T t = (T)a;                                                                         \
-            if (cnt < 1) cnt = 1;                                                               \
-            if ((T)-1 > (T)0) return (Acc)((u64)t / (u64)cnt);                                  \
-            i64 s = (i64)t, q = s / cnt;                                                        \
-            if ((s % cnt != 0) && (s < 0)) q -= 1;                                              \
-            return (Acc)q;                                                                      \
-        }                                                                                       \
-    };
-INT_NUM(u8, u64) INT_NUM(i8, i64) INT_NUM(i16, i64) INT_NUM(u16, u64) INT_NUM(i32, i64)
-INT_NUM(u32, u64) INT_NUM(i64, i64) INT_NUM(u64, u64)
-
-#define FLOAT_NUM(NAME, T, A, LD, ST)                                                           \
-    struct NAME {                                                                               \
-        typedef T Store;                                                                        \
-        typedef A Acc;                                                                          \
-        static __device__ Acc ld(T v) { return LD(v); }                                         \
-        static __device__ T st(Acc a) { return ST(a); }                                         \
-        static __device__ Acc add(Acc a, Acc b) { return a + b; }                               \
-        static __device__ Acc mul(Acc a, Acc b) { return a * b; }                               \
-        static __device__ Acc mx(Acc c, Acc n) { return (n != n) | (c < n) ? n : c; }           \
-        static __device__ Acc mn(Acc c, Acc n) { return (n != n) | (n < c) ? n : c; }           \
-        static __device__ Acc mean(Acc a, i64 cnt) { return a / (Acc)(cnt < 1 ? 1 : cnt); }     \
-    };
-#define ID(x) (x)
-FLOAT_NUM(NumF32, float, float, ID, ID)
-FLOAT_NUM(NumF64, double, double, ID, ID)
-FLOAT_NUM(NumF16, u16, float, h2f, f2h)
-FLOAT_NUM(NumBF16, u16, float, bf2f, f2bf)
-template <> struct Num<float> : NumF32 {};
-template <> struct Num<double> : NumF64 {};
-
-struct NumBool {
-    typedef bool Acc;
-    static __device__ Acc ld(u8 v) { return v != 0; }
-    static __device__ u8 st(Acc a) { return a ? 1 : 0; }
-    static __device__ Acc add(Acc a, Acc b) { return a | b; }
-    static __device__ Acc mul(Acc a, Acc b) { return a & b; }
-    static __device__ Acc mx(Acc c, Acc n) { return c | n; }
-    static __device__ Acc mn(Acc c, Acc n) { return c & n; }
-    static __device__ Acc mean(Acc a, i64) { return a; }
-};
-
-enum { R_SUM = 0, R_PROD = 1, R_MEAN = 2, R_AMAX = 3, R_AMIN = 4, R_SET = 5 };
-
-template <typename N>
-__device__ __forceinline__ typename N::Acc combine(int reduce, typename N::Acc acc,
-                                                   typename N::Acc v) {
-    switch (reduce) {
-        case R_SUM: case R_MEAN: return N::add(acc, v);
-        case R_PROD: return N::mul(acc, v);
-        case R_AMAX: return N::mx(acc, v);
-        default: return N::mn(acc, v);
     }
 }
 
@@ -313,7 +252,7 @@ __device__ void apply_impl(T* out, const T* src, T value, T alpha, int use_alpha
         const i64 step = (i64)gridDim.x * blockDim.x;
         const i64 total = (i64)runs * lanes;
         for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < total; t += step) {
-            i64 w = t / lanes, l = t - w * lanes;
+            i64 w = divq(t, lanes), l = t - w * lanes;
             u32 s = starts[w], e = starts[w + 1];
             fold_one<N, T>(out, offset_of(kmap, keys[s]) + offset_of(lout, l), src, value, alpha, use_alpha, rows,
                            s, e, rmap, offset_of(lsrc, l), reduce, include_self);
@@ -345,3 +284,112 @@ APPLY(i32, Num<i32>, i32)
 APPLY(u32, Num<u32>, u32)
 APPLY(i64, Num<i64>, i64)
 APPLY(u64, Num<u64>, u64)
+
+
+// The common shape of a row scatter (scatter_add of src rows into dst rows, an index expanded
+// over the columns): keys and rows are plain row numbers and the lanes are contiguous columns.
+// A warp folds one run, each thread up to RKMAX columns in registers, four rows read ahead.
+#define RKMAX 4
+template <typename N, typename T>
+__device__ void apply_rows_impl(T* out, const T* src, T alpha, int use_alpha, const u32* keys,
+                                const u32* rows, const u32* starts, const u32* nruns,
+                                i64 out_row, i64 src_row, int lanes, int reduce,
+                                int include_self) {
+    typedef typename N::Acc A;
+    const u32 runs = nruns[0];
+    const int lane = threadIdx.x & 31;
+    const i64 wstep = (i64)gridDim.x * (blockDim.x >> 5);
+    const A al = N::ld(alpha);
+    for (i64 w = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; w < runs; w += wstep) {
+        const u32 s = starts[w], e = starts[w + 1];
+        T* o = out + (i64)keys[s] * out_row;
+        if (reduce == R_SET) {
+            const T* sr = src + (i64)rows[e - 1] * src_row;
+#pragma unroll
+            for (int k = 0; k < RKMAX; ++k) {
+                const int l = lane + 32 * k;
+                if (l < lanes) o[l] = sr[l];
+            }
+            continue;
+        }
+        A acc[RKMAX];
+        u32 r = s;
+        if (include_self) {
+#pragma unroll
+            for (int k = 0; k < RKMAX; ++k) {
+                const int l = lane + 32 * k;
+                if (l < lanes) acc[k] = N::ld(o[l]);
+            }
+        } else {
+            const T* sr = src + (i64)rows[r++] * src_row;
+#pragma unroll
+            for (int k = 0; k < RKMAX; ++k) {
+                const int l = lane + 32 * k;
+                if (l < lanes) acc[k] = use_alpha ? N::mul(N::ld(sr[l]), al) : N::ld(sr[l]);
+            }
+        }
+        for (; r + 4 <= e; r += 4) {
+            const T* s0 = src + (i64)rows[r] * src_row;
+            const T* s1 = src + (i64)rows[r + 1] * src_row;
+            const T* s2 = src + (i64)rows[r + 2] * src_row;
+            const T* s3 = src + (i64)rows[r + 3] * src_row;
+#pragma unroll
+            for (int k = 0; k < RKMAX; ++k) {
+                const int l = lane + 32 * k;
+                if (l < lanes) {
+                    A v0 = N::ld(s0[l]), v1 = N::ld(s1[l]), v2 = N::ld(s2[l]), v3 = N::ld(s3[l]);
+                    if (use_alpha) {
+                        v0 = N::mul(v0, al);
+                        v1 = N::mul(v1, al);
+                        v2 = N::mul(v2, al);
+                        v3 = N::mul(v3, al);
+                    }
+                    acc[k] = combine<N>(reduce, acc[k], v0);
+                    acc[k] = combine<N>(reduce, acc[k], v1);
+                    acc[k] = combine<N>(reduce, acc[k], v2);
+                    acc[k] = combine<N>(reduce, acc[k], v3);
+                }
+            }
+        }
+        for (; r < e; ++r) {
+            const T* sr = src + (i64)rows[r] * src_row;
+#pragma unroll
+            for (int k = 0; k < RKMAX; ++k) {
+                const int l = lane + 32 * k;
+                if (l < lanes) {
+                    A v = N::ld(sr[l]);
+                    if (use_alpha) v = N::mul(v, al);
+                    acc[k] = combine<N>(reduce, acc[k], v);
+                }
+            }
+        }
+        const i64 cnt = (i64)(e - s) + (include_self ? 1 : 0);
+#pragma unroll
+        for (int k = 0; k < RKMAX; ++k) {
+            const int l = lane + 32 * k;
+            if (l < lanes) o[l] = N::st(reduce == R_MEAN ? N::mean(acc[k], cnt) : acc[k]);
+        }
+    }
+}
+
+#define APPLY_ROWS(NAME, N, T)                                                                  \
+    extern "C" __global__ void apply_rows_##NAME(                                              \
+        T* out, const T* src, T alpha, int use_alpha, const u32* keys, const u32* rows,        \
+        const u32* starts, const u32* nruns, i64 out_row, i64 src_row, int lanes, int reduce,  \
+        int include_self) {                                                                    \
+        apply_rows_impl<N, T>(out, src, alpha, use_alpha, keys, rows, starts, nruns, out_row,  \
+                              src_row, lanes, reduce, include_self);                           \
+    }
+APPLY_ROWS(f32, NumF32, float)
+APPLY_ROWS(f64, NumF64, double)
+APPLY_ROWS(f16, NumF16, u16)
+APPLY_ROWS(bf16, NumBF16, u16)
+APPLY_ROWS(bool, NumBool, u8)
+APPLY_ROWS(u8, Num<u8>, u8)
+APPLY_ROWS(i8, Num<i8>, i8)
+APPLY_ROWS(i16, Num<i16>, i16)
+APPLY_ROWS(u16, Num<u16>, u16)
+APPLY_ROWS(i32, Num<i32>, i32)
+APPLY_ROWS(u32, Num<u32>, u32)
+APPLY_ROWS(i64, Num<i64>, i64)
+APPLY_ROWS(u64, Num<u64>, u64)

@@ -1,0 +1,104 @@
+// ---- short fibers: one block sorts and folds each fiber in shared memory ----
+// A fiber is the index's positions along dim at one coordinate of the other axes; its
+// contributions only reach the same coordinate of the output, so fibers are independent. When a
+// fiber has at most FIBER_MAX positions, a block loads it as (value << 12 | position) keys,
+// bitonic-sorts them (equal values stay in position order, as the position is part of the key),
+// and folds each run of equal values: one launch instead of a global sort.
+#define FIBER_MAX 2048
+#define FIBER_BITS 12
+#define NO_KEY 0xffffffffffffffffull
+
+// Sorts mp (a power of two) keys in shared memory, ascending; every thread of the block calls it.
+// Not inlined: one copy serves every fiber kernel.
+__device__ __noinline__ void bitonic_sort(u64* keys, int mp) {
+    for (int k2 = 2; k2 <= mp; k2 <<= 1) {
+        for (int j2 = k2 >> 1; j2 > 0; j2 >>= 1) {
+            for (int i = threadIdx.x; i < mp; i += blockDim.x) {
+                int o = i ^ j2;
+                if (o > i) {
+                    u64 a = keys[i], b = keys[o];
+                    if ((a > b) == ((i & k2) == 0)) {
+                        keys[i] = b;
+                        keys[o] = a;
+                    }
+                }
+            }
+            __syncthreads();
+        }
+    }
+}
+
+template <typename N, typename T, typename I>
+__device__ void fiber_impl(T* out, const T* src, T value, T alpha, int use_alpha, const I* idx,
+                           Layout fidx, i64 idx_sd, Layout fsrc, i64 src_sd, Layout fout,
+                           i64 out_sd, Layout fpos, i64 pos_sd, i64 n_fibers, int m, int mp,
+                           i64 size, int reduce, int include_self, u64* flag) {
+    typedef typename N::Acc A;
+    __shared__ u64 keys[FIBER_MAX];
+    for (i64 f = blockIdx.x; f < n_fibers; f += gridDim.x) {
+        const i64 io = offset_of(fidx, f), oo = offset_of(fout, f);
+        const i64 so = src ? offset_of(fsrc, f) : 0;
+        for (int j = threadIdx.x; j < mp; j += blockDim.x) {
+            u64 k = NO_KEY;
+            if (j < m) {
+                i64 v = map_index((i64)idx[io + j * idx_sd], size, 0);
+                if (v < 0)
+                    flag_bad(flag, (u64)(offset_of(fpos, f) + j * pos_sd));
+                else
+                    k = ((u64)v << FIBER_BITS) | (u64)j;
+            }
+            keys[j] = k;
+        }
+        __syncthreads();
+        bitonic_sort(keys, mp);
+        for (int t = threadIdx.x; t < m; t += blockDim.x) {
+            const u64 k = keys[t];
+            if (k == NO_KEY) continue;
+            const u64 v = k >> FIBER_BITS;
+            if (t > 0 && (keys[t - 1] >> FIBER_BITS) == v) continue;
+            int e = t + 1;
+            while (e < m && keys[e] != NO_KEY && (keys[e] >> FIBER_BITS) == v) ++e;
+            T* dst = out + oo + (i64)v * out_sd;
+            auto load = [&](int r) -> A {
+                const i64 j = (i64)(keys[r] & ((1ull << FIBER_BITS) - 1));
+                A x = N::ld(src ? src[so + j * src_sd] : value);
+                return use_alpha ? N::mul(x, N::ld(alpha)) : x;
+            };
+            if (reduce == R_SET) {
+                const i64 j = (i64)(keys[e - 1] & ((1ull << FIBER_BITS) - 1));
+                *dst = src ? src[so + j * src_sd] : value;
+                continue;
+            }
+            int r = t;
+            A acc = include_self ? N::ld(*dst) : load(r++);
+            for (; r < e; ++r) acc = combine<N>(reduce, acc, load(r));
+            if (reduce == R_MEAN) acc = N::mean(acc, (i64)(e - t) + (include_self ? 1 : 0));
+            *dst = N::st(acc);
+        }
+        __syncthreads();
+    }
+}
+
+#define FIBER(NAME, N, T, I)                                                                    \
+    extern "C" __global__ void fiber_##NAME##_##I(                                             \
+        T* out, const T* src, T value, T alpha, int use_alpha, const I* idx, Layout fidx,      \
+        i64 idx_sd, Layout fsrc, i64 src_sd, Layout fout, i64 out_sd, Layout fpos, i64 pos_sd, \
+        i64 n_fibers, int m, int mp, i64 size, int reduce, int include_self, u64* flag) {      \
+        fiber_impl<N, T, I>(out, src, value, alpha, use_alpha, idx, fidx, idx_sd, fsrc, src_sd, \
+                            fout, out_sd, fpos, pos_sd, n_fibers, m, mp, size, reduce,          \
+                            include_self, flag);                                                \
+    }
+#define FIBERS(NAME, N, T) FIBER(NAME, N, T, i64) FIBER(NAME, N, T, i32)
+FIBERS(f32, NumF32, float)
+FIBERS(f64, NumF64, double)
+FIBERS(f16, NumF16, u16)
+FIBERS(bf16, NumBF16, u16)
+FIBERS(bool, NumBool, u8)
+FIBERS(u8, Num<u8>, u8)
+FIBERS(i8, Num<i8>, i8)
+FIBERS(i16, Num<i16>, i16)
+FIBERS(u16, Num<u16>, u16)
+FIBERS(i32, Num<i32>, i32)
+FIBERS(u32, Num<u32>, u32)
+FIBERS(i64, Num<i64>, i64)
+FIBERS(u64, Num<u64>, u64)
