@@ -14,6 +14,9 @@ pub const OPS: &[&str] = &[
     "scatter_add",
     "scatter_reduce",
     "index_add",
+    "index_copy",
+    "index_fill",
+    "index_reduce",
 ];
 
 fn device_error(e: gather_cuda::Error) -> Error {
@@ -113,6 +116,21 @@ pub fn call(
         "index_add" => {
             let alpha = scalar_or("alpha", Scalar::Int(1))?;
             gather_cuda::index_add(&x, args.dim()?, &index, &get("source")?, alpha)
+        }
+        "index_copy" => gather_cuda::index_copy(&x, args.dim()?, &index, &get("source")?),
+        "index_fill" => gather_cuda::index_fill(&x, args.dim()?, &index, args.scalar("value")?),
+        "index_reduce" => {
+            let reduce = match args.str("reduce")? {
+                r @ ("prod" | "mean" | "amax" | "amin") => r.parse::<Reduce>()?,
+                other => {
+                    return Err(Error::new(
+                        gather::ErrorKind::InvalidArgument,
+                        format!("index_reduce: Expected reduce to be one of prod, mean, amax or amin but got {other}."),
+                    ));
+                }
+            };
+            let include_self = args.bool_or("include_self", true)?;
+            gather_cuda::index_reduce(&x, args.dim()?, &index, &get("source")?, reduce, include_self)
         }
         _ => {
             // scatter: src or value, with PyTorch's legacy reduce="add"|"multiply".

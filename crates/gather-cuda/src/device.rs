@@ -18,18 +18,12 @@ pub(crate) enum Source {
     Gather,
     Scatter,
     Fiber,
-    Extreme,
 }
 
 const COMMON: &str = include_str!("kernels/common.cuh");
 
 impl Source {
-    const ALL: [Source; 4] = [
-        Source::Gather,
-        Source::Scatter,
-        Source::Fiber,
-        Source::Extreme,
-    ];
+    const ALL: [Source; 3] = [Source::Gather, Source::Scatter, Source::Fiber];
 
     fn text(self) -> String {
         const REDUCE: &str = include_str!("kernels/reduce.cuh");
@@ -39,7 +33,6 @@ impl Source {
                 format!("{COMMON}\n{REDUCE}\n{}", include_str!("kernels/scatter.cu"))
             }
             Source::Fiber => format!("{COMMON}\n{REDUCE}\n{}", include_str!("kernels/fiber.cu")),
-            Source::Extreme => format!("{COMMON}\n{}", include_str!("kernels/extreme.cu")),
         }
     }
 }

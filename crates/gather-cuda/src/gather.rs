@@ -413,6 +413,22 @@ pub(crate) fn copy_into(x: &CudaTensor, out: &CudaTensor) -> Result<()> {
     launch!(dev, &f, name, dev.grid(n, 256), &op_, &xp, &xl, &n64)
 }
 
+/// An error unless the index has an integer dtype (the index ops reject a float index even when
+/// it is empty).
+pub(crate) fn require_int_index(op: &str, index: &CudaTensor) -> Result<()> {
+    match index.dtype() {
+        DType::F16 | DType::BF16 | DType::F32 | DType::F64 | DType::Bool => {
+            let mut probe = index.clone();
+            // A one-element shape makes index_operand report the dtype instead of accepting an
+            // empty index.
+            probe.shape = vec![1];
+            probe.strides = vec![0];
+            index_operand(op, "index", &probe).map(|_| ())
+        }
+        _ => Ok(()),
+    }
+}
+
 /// The index as the kernels read it: i64 or i32 as it is (any strides), other integer types
 /// widened to a row-major i64 copy; a float or bool index is an error unless it is empty.
 pub(crate) fn index_operand(op: &str, what: &str, index: &CudaTensor) -> Result<CudaTensor> {

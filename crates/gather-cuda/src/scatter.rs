@@ -14,7 +14,7 @@ use gather::{DType, Element, Reduce, Scalar};
 
 use crate::device::{Source, launch};
 use crate::error::{Error, Result};
-use crate::gather::{as_1d, copy_into, index_operand, read_index, unravel};
+use crate::gather::{as_1d, copy_into, index_operand, read_index, require_int_index, unravel};
 use crate::sort;
 use crate::tensor::{CudaTensor, Layout, width};
 
@@ -46,8 +46,6 @@ impl From<Scalar> for Src<'_> {
 
 // The reduction codes of the kernels (`R_SUM` ... in scatter.cu).
 const R_SUM: i32 = 0;
-const R_AMAX: i32 = 3;
-const R_AMIN: i32 = 4;
 const R_SET: i32 = 5;
 
 fn code(r: Reduce) -> i32 {
@@ -173,9 +171,6 @@ pub fn index_add(
     alpha: Scalar,
 ) -> Result<CudaTensor> {
     let op = "index_add";
-    gather::dims::normalize_dim(op, dim, input.ndim())?;
-    let index = index_operand(op, "index", index)?;
-    same_dtype(op, "source", input, source)?;
     let d = backend::check_index_source(
         op,
         input.shape(),
@@ -184,35 +179,224 @@ pub fn index_add(
         index.dtype(),
         source.shape(),
     )?;
+    require_int_index(op, index)?;
+    let index = index_operand(op, "index", index)?;
+    same_dtype(op, "source", input, source)?;
     let alpha = scalar_bits(op, alpha, input.dtype())?;
+    index_family(
+        op,
+        input,
+        d,
+        &index,
+        Src::Tensor(source),
+        R_SUM,
+        true,
+        Some(alpha),
+        Bounds::Strict,
+    )
+}
+
+/// `torch.index_copy(input, dim, index, source)`: a copy of `input` with
+/// `out.select(dim, index[i]) = source.select(dim, i)`; with duplicates the last in index order
+/// wins.
+///
+/// ```no_run
+/// use gather_cuda::{Cuda, CudaTensor};
+/// use ndarray::array;
+/// let gpu = Cuda::new(0)?;
+/// let x = CudaTensor::from_host(&gpu, &ndarray::Array2::<i32>::zeros((3, 2)))?;
+/// let i = CudaTensor::from_host(&gpu, &array![2i64, 0])?;
+/// let s = CudaTensor::from_host(&gpu, &array![[1, 2], [3, 4]])?;
+/// let out = gather_cuda::index_copy(&x, 0, &i, &s)?;
+/// assert_eq!(out.to_host::<i32>()?, array![[3, 4], [0, 0], [1, 2]].into_dyn());
+/// # Ok::<(), gather_cuda::Error>(())
+/// ```
+pub fn index_copy(
+    input: &CudaTensor,
+    dim: isize,
+    index: &CudaTensor,
+    source: &CudaTensor,
+) -> Result<CudaTensor> {
+    let op = "index_copy";
+    let d = backend::check_index_copy(
+        input.shape(),
+        dim,
+        index.shape(),
+        index.dtype(),
+        source.shape(),
+    )?;
+    require_int_index(op, index)?;
+    let index = index_operand(op, "index", index)?;
+    same_dtype(op, "source", input, source)?;
+    index_family(
+        op,
+        input,
+        d,
+        &index,
+        Src::Tensor(source),
+        R_SET,
+        true,
+        None,
+        Bounds::Strict,
+    )
+}
+
+/// `torch.index_fill(input, dim, index, value)`: a copy of `input` with
+/// `out.select(dim, index[i]) = value`; index values in `-n..n` (negative ones count from the
+/// end).
+///
+/// ```no_run
+/// use gather_cuda::{Cuda, CudaTensor, Scalar};
+/// use ndarray::array;
+/// let gpu = Cuda::new(0)?;
+/// let x = CudaTensor::from_host(&gpu, &ndarray::Array2::<f32>::zeros((2, 3)))?;
+/// let i = CudaTensor::from_host(&gpu, &array![-1i64])?;
+/// let out = gather_cuda::index_fill(&x, 1, &i, Scalar::Float(7.0))?;
+/// assert_eq!(out.to_host::<f32>()?, array![[0.0f32, 0.0, 7.0], [0.0, 0.0, 7.0]].into_dyn());
+/// # Ok::<(), gather_cuda::Error>(())
+/// ```
+pub fn index_fill(
+    input: &CudaTensor,
+    dim: isize,
+    index: &CudaTensor,
+    value: Scalar,
+) -> Result<CudaTensor> {
+    let op = "index_fill";
+    let d = backend::check_index_fill(input.shape(), dim, index.shape(), index.dtype())?;
+    require_int_index(op, index)?;
+    let index = index_operand(op, "index", index)?;
+    index_family(
+        op,
+        input,
+        d,
+        &index,
+        Src::Value(value),
+        R_SET,
+        true,
+        None,
+        Bounds::Wrap,
+    )
+}
+
+/// `torch.index_reduce(input, dim, index, source, reduce, include_self=...)`: each selected
+/// slice folds the source slices aimed at it (prod, mean, amax or amin; PyTorch has no sum here,
+/// use [`index_add()`]), and its own values when `include_self`.
+///
+/// ```no_run
+/// use gather_cuda::{Cuda, CudaTensor, Reduce};
+/// use ndarray::array;
+/// let gpu = Cuda::new(0)?;
+/// let x = CudaTensor::from_host(&gpu, &array![[1.0f32, 1.0], [1.0, 1.0]])?;
+/// let i = CudaTensor::from_host(&gpu, &array![0i64, 0])?;
+/// let s = CudaTensor::from_host(&gpu, &array![[2.0f32, 3.0], [4.0, 5.0]])?;
+/// let out = gather_cuda::index_reduce(&x, 0, &i, &s, Reduce::Prod, true)?;
+/// assert_eq!(out.to_host::<f32>()?, array![[8.0f32, 15.0], [1.0, 1.0]].into_dyn());
+/// # Ok::<(), gather_cuda::Error>(())
+/// ```
+pub fn index_reduce(
+    input: &CudaTensor,
+    dim: isize,
+    index: &CudaTensor,
+    source: &CudaTensor,
+    reduce: Reduce,
+    include_self: bool,
+) -> Result<CudaTensor> {
+    let op = "index_reduce";
+    if reduce == Reduce::Sum {
+        // PyTorch's first check: index_reduce has no sum.
+        backend::check_index_reduce(&[], 0, &[], DType::I64, &[], input.dtype(), reduce, true)?;
+    }
+    gather::dims::normalize_dim(op, dim, input.ndim())?;
+    require_int_index(op, index)?;
+    same_dtype(op, "source", input, source)?;
+    let d = backend::check_index_reduce(
+        input.shape(),
+        dim,
+        index.shape(),
+        index.dtype(),
+        source.shape(),
+        input.dtype(),
+        reduce,
+        include_self,
+    )?;
+    let index = index_operand(op, "index", index)?;
+    index_family(
+        op,
+        input,
+        d,
+        &index,
+        Src::Tensor(source),
+        code(reduce),
+        include_self,
+        None,
+        Bounds::Strict,
+    )
+}
+
+/// The index ops as scatters: the 0-d or 1-d index is spread over the written region (source's
+/// shape, or self's with the index's length along dim) with stride 0 on every other axis.
+#[allow(clippy::too_many_arguments)]
+fn index_family(
+    op: &str,
+    input: &CudaTensor,
+    d: usize,
+    index: &CudaTensor,
+    src: Src<'_>,
+    reduce: i32,
+    include_self: bool,
+    alpha: Option<u64>,
+    rule: Bounds,
+) -> Result<CudaTensor> {
     let x = as_1d(input);
-    let source = as_1d(source);
-    // The index spread over source's shape (stride 0 on every other axis): a scatter_add.
-    let mut spread = as_1d(&index);
+    let index1 = as_1d(index);
+    let size = x.shape()[d];
+    let (source, value) = match src {
+        Src::Tensor(t) => (Some(as_1d(t)), 0u64),
+        Src::Value(v) => (None, scalar_bits(op, v, input.dtype())?),
+    };
+    let region: Vec<usize> = match &source {
+        Some(s) => s.shape().to_vec(),
+        None => {
+            let mut r = x.shape().to_vec();
+            r[d] = index.len();
+            r
+        }
+    };
+    let error = |j: usize| -> Result<Error> {
+        let value = read_index(&index1, &[j])?;
+        let coord = if index.ndim() == 0 {
+            Vec::new()
+        } else {
+            vec![j]
+        };
+        Ok(backend::out_of_bounds(op, value, coord, d, size, rule).into())
+    };
+    if region.iter().product::<usize>() == 0 {
+        // Nothing is written, but the index is still checked, as in PyTorch.
+        if !index.is_empty() {
+            if let Some(j) = crate::gather::check_values(&index1, size, rule)? {
+                return Err(error(j as usize)?);
+            }
+        }
+        return Ok(reshape_like(copy_of(input)?, input));
+    }
+    let mut spread = index1.clone();
     let stride = spread.strides[0];
-    spread.shape = source.shape().to_vec();
-    spread.strides = vec![0; spread.shape.len()];
+    spread.shape = region.clone();
+    spread.strides = vec![0; region.len()];
     spread.strides[d] = stride;
     let out = run(
         op,
         &x,
         d,
         &spread,
-        Some(&source),
-        0,
-        R_SUM,
-        true,
-        Some(alpha),
-        |pos| {
-            let j = unravel(pos, source.shape())[d];
-            let value = read_index(&as_1d(&index), &[j])?;
-            let coord = if index.ndim() == 0 {
-                Vec::new()
-            } else {
-                vec![j]
-            };
-            Ok(backend::out_of_bounds(op, value, coord, d, x.shape()[d], Bounds::Strict).into())
-        },
+        source.as_ref(),
+        value,
+        reduce,
+        include_self,
+        alpha,
+        rule,
+        |pos| error(unravel(pos, &region)[d]),
     )?;
     Ok(reshape_like(out, input))
 }
@@ -259,6 +443,7 @@ fn scatter_op(
         reduce,
         include_self,
         None,
+        Bounds::Strict,
         |pos| {
             let coord = unravel(pos, idx.shape());
             let v = read_index(&idx, &coord)?;
@@ -367,6 +552,7 @@ fn run(
     reduce: i32,
     include_self: bool,
     alpha: Option<u64>,
+    rule: Bounds,
     bad: impl FnOnce(u64) -> Result<Error>,
 ) -> Result<CudaTensor> {
     let dev = x.device();
@@ -382,7 +568,19 @@ fn run(
     }
     let m = idx.shape[d];
     if m <= FIBER_MAX {
-        return run_fibers(x, d, idx, src, value, reduce, include_self, alpha, out, bad);
+        return run_fibers(
+            x,
+            d,
+            idx,
+            src,
+            value,
+            reduce,
+            include_self,
+            alpha,
+            rule,
+            out,
+            bad,
+        );
     }
     // Lane axes: the index repeats along them (stride 0), so one sorted row serves them all.
     let lane = |a: usize| a != d && idx.shape[a] > 1 && idx.strides[a] == 0;
@@ -440,30 +638,6 @@ fn run(
         }
         None => (Layout::default(), Layout::default(), 0u64),
     };
-    if let (Some(s), R_AMAX | R_AMIN) = (src, reduce) {
-        if width(x.dtype()) <= 4 && n_rows < u32::MAX as usize {
-            return run_extreme(
-                x,
-                d,
-                idx,
-                s,
-                reduce == R_AMIN,
-                include_self,
-                out,
-                bad,
-                Extreme {
-                    m: &m,
-                    kmap: &kmap,
-                    lout: &lout,
-                    lsrc: &lsrc,
-                    rmap: &rmap,
-                    lanes,
-                    n_rows,
-                    n_keys,
-                },
-            );
-        }
-    }
     let mut scratch = sort::Scratch::new(dev, sort::sort_bytes(n_rows))?;
     let (kp, rp) = (scratch.u32s(n_rows), scratch.u32s(n_rows));
     let keys_name = if idx.dtype() == DType::I32 {
@@ -473,7 +647,12 @@ fn run(
     };
     let f = dev.function(Source::Scatter, keys_name)?;
     let ip = idx.ptr();
-    let (dim, size, rule, n64) = (d as i32, x.shape[d] as i64, 0i32, n_rows as i64);
+    let (dim, size, rule, n64) = (
+        d as i32,
+        x.shape[d] as i64,
+        crate::gather::rule(rule),
+        n_rows as i64,
+    );
     let flagged = dev.with_flag(|flag| {
         launch!(
             dev,
@@ -578,121 +757,6 @@ fn run(
     Ok(out)
 }
 
-/// The maps of a row scatter that the extreme path shares with the sorted one.
-struct Extreme<'a> {
-    m: &'a RowMap,
-    kmap: &'a Layout,
-    lout: &'a Layout,
-    lsrc: &'a Layout,
-    rmap: &'a Layout,
-    lanes: usize,
-    n_rows: usize,
-    n_keys: usize,
-}
-
-/// amax/amin of elements up to 4 bytes without a sort: one atomicMax per contribution on a
-/// packed (value order, row) word per output element, then a pass that writes the winners
-/// (extreme.cu says why the result is the sorted fold's, bit for bit).
-#[allow(clippy::too_many_arguments)]
-fn run_extreme(
-    x: &CudaTensor,
-    d: usize,
-    idx: &CudaTensor,
-    src: &CudaTensor,
-    is_min: bool,
-    include_self: bool,
-    out: CudaTensor,
-    bad: impl FnOnce(u64) -> Result<Error>,
-    e: Extreme<'_>,
-) -> Result<CudaTensor> {
-    let dev = x.device();
-    let cells = e.n_keys * e.lanes;
-    let best = dev.alloc(cells * 8)?;
-    let bp = best.base;
-    // SAFETY: zeroes the `cells` u64 of the live buffer `best`, in stream order.
-    unsafe { cudarc::driver::result::memset_d8_async(bp, 0, cells * 8, dev.stream().cu_stream()) }?;
-    let suffix = extreme_suffix(x.dtype());
-    let name1: &'static str = crate::gather::intern(format!(
-        "extreme1_{suffix}_{}",
-        if idx.dtype() == DType::I32 {
-            "i32"
-        } else {
-            "i64"
-        }
-    ));
-    let name2: &'static str = crate::gather::intern(format!("extreme2_{suffix}"));
-    let f1 = dev.function(Source::Extreme, name1)?;
-    let f2 = dev.function(Source::Extreme, name2)?;
-    let (sp, ip, op_) = (src.ptr(), idx.ptr(), out.ptr());
-    let n1 = (e.n_rows * e.lanes) as i64;
-    let (l64, dim, size, mn, incl) = (
-        e.lanes as i64,
-        d as i32,
-        x.shape[d] as i64,
-        is_min as i32,
-        include_self as i32,
-    );
-    let (m, rmap, lsrc, kmap, lout) = (*e.m, *e.rmap, *e.lsrc, *e.kmap, *e.lout);
-    let flagged = dev.with_flag(|flag| {
-        launch!(
-            dev,
-            &f1,
-            name1,
-            dev.grid(n1 as usize, 256),
-            &bp,
-            &sp,
-            &ip,
-            &m,
-            &rmap,
-            &lsrc,
-            &l64,
-            &dim,
-            &size,
-            &n1,
-            &mn,
-            &flag
-        )
-    })?;
-    if let Some(pos) = flagged {
-        return Err(bad(pos)?);
-    }
-    let n2 = cells as i64;
-    launch!(
-        dev,
-        &f2,
-        name2,
-        dev.grid(cells, 256),
-        &op_,
-        &bp,
-        &sp,
-        &kmap,
-        &lout,
-        &rmap,
-        &lsrc,
-        &l64,
-        &n2,
-        &mn,
-        &incl
-    )?;
-    drop(best);
-    Ok(out)
-}
-
-fn extreme_suffix(d: DType) -> &'static str {
-    match d {
-        DType::F32 => "f32",
-        DType::F16 => "f16",
-        DType::BF16 => "bf16",
-        DType::Bool => "bool",
-        DType::U8 => "u8",
-        DType::I8 => "i8",
-        DType::U16 => "u16",
-        DType::I16 => "i16",
-        DType::U32 => "u32",
-        _ => "i32",
-    }
-}
-
 /// The longest fiber (index positions along dim) that one block sorts in shared memory
 /// (`FIBER_MAX` in fiber.cu).
 const FIBER_MAX: usize = 2048;
@@ -709,6 +773,7 @@ fn run_fibers(
     reduce: i32,
     include_self: bool,
     alpha: Option<u64>,
+    rule: Bounds,
     out: CudaTensor,
     bad: impl FnOnce(u64) -> Result<Error>,
 ) -> Result<CudaTensor> {
@@ -747,6 +812,7 @@ fn run_fibers(
         full[d] as i64,
     );
     let (nf, m32, mp32, size) = (fibers as i64, m as i32, mp as i32, x.shape[d] as i64);
+    let rule = crate::gather::rule(rule);
     let (red, incl) = (reduce, include_self as i32);
     let (alpha_bits, use_alpha) = (alpha.unwrap_or(0), alpha.is_some() as i32);
     macro_rules! fold {
@@ -755,8 +821,8 @@ fn run_fibers(
             dev.with_flag(|flag| {
                 launch!(
                     dev, &f, name, cfg, &op_, &sp, &v, &a, &use_alpha, &ip, &fidx, &idx_sd, &fsrc,
-                    &src_sd, &fout, &out_sd, &fpos, &pos_sd, &nf, &m32, &mp32, &size, &red, &incl,
-                    &flag
+                    &src_sd, &fout, &out_sd, &fpos, &pos_sd, &nf, &m32, &mp32, &size, &rule, &red,
+                    &incl, &flag
                 )
             })
         }};

@@ -534,6 +534,63 @@ fn index_add_with_alpha_equals_the_cpu_library() {
 }
 
 #[test]
+fn index_copy_fill_and_reduce_equal_the_cpu_library() {
+    let Some(g) = gpu() else { return };
+    let mut rng = Rng(10);
+    for case in 0..30 {
+        let nd = 1 + rng.below(3);
+        let shape: Vec<usize> = (0..nd).map(|_| 1 + rng.below(6)).collect();
+        let d = rng.below(nd);
+        // Long index vectors (beyond one block's fiber) now and then.
+        let n = if case % 5 == 4 {
+            2100 + rng.below(100)
+        } else {
+            rng.below(9)
+        };
+        let mut sshape = shape.clone();
+        sshape[d] = n;
+        let x = values(&mut rng, &shape, |v| v as f32 / 8.0);
+        let src = values(&mut rng, &sshape, |v| v as f32 / 8.0);
+        let ids = index(&mut rng, &[n], shape[d]);
+        let what = format!("case {case}: {shape:?} dim {d} n {n}");
+        let (xg, sg, ig) = (up(&g, &x), up(&g, &src), up(&g, &ids));
+        let want = gather::index_copy(&x, d as isize, &ids, &src).unwrap();
+        let got = gather_cuda::index_copy(&xg, d as isize, &ig, &sg).unwrap();
+        assert_eq!(got.to_host::<f32>().unwrap(), want, "{what}: index_copy");
+        let neg = ids.mapv(|v| v - shape[d] as i64);
+        let want = gather::index_fill(&x, d as isize, &neg, 2.5f32).unwrap();
+        let got =
+            gather_cuda::index_fill(&xg, d as isize, &up(&g, &neg), Scalar::Float(2.5)).unwrap();
+        assert_eq!(got.to_host::<f32>().unwrap(), want, "{what}: index_fill");
+        for r in [Reduce::Prod, Reduce::Mean, Reduce::Amax, Reduce::Amin] {
+            for inc in [true, false] {
+                let want = gather::index_reduce(&x, d as isize, &ids, &src, r, inc).unwrap();
+                let got = gather_cuda::index_reduce(&xg, d as isize, &ig, &sg, r, inc).unwrap();
+                close(
+                    &as_f64(&got.to_host::<f32>().unwrap()),
+                    &as_f64(&want),
+                    1e-4,
+                    &format!("{what}: {r:?} {inc}"),
+                );
+            }
+        }
+    }
+    // Errors are the CPU library's: a bad fill position, index_reduce's missing sum.
+    let x = ndarray::Array2::<f32>::zeros((2, 3)).into_dyn();
+    let bad = ndarray::arr1(&[0i64, -4]).into_dyn();
+    let cpu = gather::index_fill(&x, 1, &bad, 1.0f32).unwrap_err();
+    let gpu =
+        gather_cuda::index_fill(&up(&g, &x), 1, &up(&g, &bad), Scalar::Float(1.0)).unwrap_err();
+    assert_eq!(gpu.op().unwrap(), &cpu);
+    let s = ndarray::Array2::<f32>::zeros((2, 2)).into_dyn();
+    let ok = ndarray::arr1(&[0i64, 1]).into_dyn();
+    let gpu =
+        gather_cuda::index_reduce(&up(&g, &x), 1, &up(&g, &ok), &up(&g, &s), Reduce::Sum, true)
+            .unwrap_err();
+    assert_eq!(gpu.op().unwrap().kind(), gather::ErrorKind::InvalidArgument);
+}
+
+#[test]
 fn scatter_with_a_value_writes_it_where_the_index_points() {
     let Some(g) = gpu() else { return };
     let x = ndarray::Array2::<f32>::zeros((2, 3)).into_dyn();

@@ -136,3 +136,79 @@ pub fn check_index_source(
     crate::ops::index::check_func_source(op, self_shape, d, n, source_shape)?;
     Ok(d)
 }
+
+/// The checks of `index_copy(self, dim, index, source)` before the index's values are read: the
+/// normalised dim.
+///
+/// ```
+/// use gather::DType;
+/// let d = gather::backend::check_index_copy(&[3, 2], 0, &[2], DType::I64, &[2, 2]);
+/// assert_eq!(d.unwrap(), 0);
+/// ```
+pub fn check_index_copy(
+    self_shape: &[usize],
+    dim: isize,
+    index_shape: &[usize],
+    index_dtype: DType,
+    source_shape: &[usize],
+) -> Result<usize> {
+    let op = "index_copy";
+    let d = crate::dims::normalize_dim(op, dim, self_shape.len())?;
+    crate::ops::index::check_index_vector(op, index_shape, index_dtype)?;
+    let n = index_shape.iter().product();
+    crate::ops::index::check_copy_source(self_shape, d, n, source_shape)?;
+    Ok(d)
+}
+
+/// The checks of `index_fill(self, dim, index, value)` before the index's values are read: the
+/// normalised dim.
+///
+/// ```
+/// use gather::DType;
+/// assert_eq!(gather::backend::check_index_fill(&[3, 2], -1, &[2], DType::I64).unwrap(), 1);
+/// ```
+pub fn check_index_fill(
+    self_shape: &[usize],
+    dim: isize,
+    index_shape: &[usize],
+    index_dtype: DType,
+) -> Result<usize> {
+    let op = "index_fill";
+    let d = crate::dims::normalize_dim(op, dim, self_shape.len())?;
+    crate::ops::index::check_index_vector(op, index_shape, index_dtype)?;
+    Ok(d)
+}
+
+/// The checks of `index_reduce(self, dim, index, source, reduce, include_self)` on a `self` of
+/// `dtype` before the index's values are read (PyTorch's reductions: prod, mean, amax, amin):
+/// the normalised dim.
+///
+/// ```
+/// use gather::{DType, Reduce};
+/// let ok = gather::backend::check_index_reduce(&[3, 2], 0, &[2], DType::I64, &[2, 2], DType::F32, Reduce::Amax, true);
+/// assert_eq!(ok.unwrap(), 0);
+/// let sum = gather::backend::check_index_reduce(&[3, 2], 0, &[2], DType::I64, &[2, 2], DType::F32, Reduce::Sum, true);
+/// assert!(sum.is_err());
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn check_index_reduce(
+    self_shape: &[usize],
+    dim: isize,
+    index_shape: &[usize],
+    index_dtype: DType,
+    source_shape: &[usize],
+    dtype: DType,
+    reduce: crate::Reduce,
+    include_self: bool,
+) -> Result<usize> {
+    let op = "index_reduce";
+    if reduce == crate::Reduce::Sum {
+        return Err(crate::ops::index::bad_reduce("sum"));
+    }
+    let d = crate::dims::normalize_dim(op, dim, self_shape.len())?;
+    crate::ops::index::check_index_vector(op, index_shape, index_dtype)?;
+    let n = index_shape.iter().product();
+    crate::ops::index::check_func_source(op, self_shape, d, n, source_shape)?;
+    crate::ops::index::check_reduce_dtype(dtype, self_shape.len(), reduce, include_self)?;
+    Ok(d)
+}

@@ -32,7 +32,7 @@ template <typename N, typename T, typename I>
 __device__ void fiber_impl(T* out, const T* src, T value, T alpha, int use_alpha, const I* idx,
                            Layout fidx, i64 idx_sd, Layout fsrc, i64 src_sd, Layout fout,
                            i64 out_sd, Layout fpos, i64 pos_sd, i64 n_fibers, int m, int mp,
-                           i64 size, int reduce, int include_self, u64* flag) {
+                           i64 size, int rule, int reduce, int include_self, u64* flag) {
     typedef typename N::Acc A;
     __shared__ u64 keys[FIBER_MAX];
     for (i64 f = blockIdx.x; f < n_fibers; f += gridDim.x) {
@@ -41,7 +41,7 @@ __device__ void fiber_impl(T* out, const T* src, T value, T alpha, int use_alpha
         for (int j = threadIdx.x; j < mp; j += blockDim.x) {
             u64 k = NO_KEY;
             if (j < m) {
-                i64 v = map_index((i64)idx[io + j * idx_sd], size, 0);
+                i64 v = map_index((i64)idx[io + j * idx_sd], size, rule);
                 if (v < 0)
                     flag_bad(flag, (u64)(offset_of(fpos, f) + j * pos_sd));
                 else
@@ -83,9 +83,10 @@ __device__ void fiber_impl(T* out, const T* src, T value, T alpha, int use_alpha
     extern "C" __global__ void fiber_##NAME##_##I(                                             \
         T* out, const T* src, T value, T alpha, int use_alpha, const I* idx, Layout fidx,      \
         i64 idx_sd, Layout fsrc, i64 src_sd, Layout fout, i64 out_sd, Layout fpos, i64 pos_sd, \
-        i64 n_fibers, int m, int mp, i64 size, int reduce, int include_self, u64* flag) {      \
+        i64 n_fibers, int m, int mp, i64 size, int rule, int reduce, int include_self,          \
+        u64* flag) {                                                                           \
         fiber_impl<N, T, I>(out, src, value, alpha, use_alpha, idx, fidx, idx_sd, fsrc, src_sd, \
-                            fout, out_sd, fpos, pos_sd, n_fibers, m, mp, size, reduce,          \
+                            fout, out_sd, fpos, pos_sd, n_fibers, m, mp, size, rule, reduce,    \
                             include_self, flag);                                                \
     }
 #define FIBERS(NAME, N, T) FIBER(NAME, N, T, i64) FIBER(NAME, N, T, i32)

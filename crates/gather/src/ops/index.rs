@@ -130,7 +130,7 @@ pub(crate) fn parse_index_reduce(name: &str) -> Result<Reduce> {
     }
 }
 
-fn bad_reduce(name: &str) -> Error {
+pub(crate) fn bad_reduce(name: &str) -> Error {
     let mut hint = String::from("index_reduce knows prod, mean, amax and amin");
     match name {
         "sum" => hint.push_str("; for a sum use index_add (alpha 1)"),
@@ -219,7 +219,7 @@ pub(crate) fn check_func_source(
 }
 
 /// The source rules of `index_copy`, in PyTorch's order.
-fn check_copy_source(
+pub(crate) fn check_copy_source(
     self_shape: &[usize],
     d: usize,
     n: usize,
@@ -281,8 +281,13 @@ fn check_copy_source(
 
 /// PyTorch's dtype gaps of `index_reduce`: `mean` on bool, and bool outside `ndim >= 2` with
 /// `include_self = true`.
-fn check_reduce_dtype<T: Element>(ndim: usize, reduce: Reduce, include_self: bool) -> Result<()> {
-    if T::DTYPE != DType::Bool {
+pub(crate) fn check_reduce_dtype(
+    dtype: DType,
+    ndim: usize,
+    reduce: Reduce,
+    include_self: bool,
+) -> Result<()> {
+    if dtype != DType::Bool {
         return Ok(());
     }
     if reduce == Reduce::Mean {
@@ -496,7 +501,7 @@ fn reduce_dyn<T: Element, I: IndexElem>(
     let d = normalize_dim(op, dim, dst.ndim())?;
     check_index_vector(op, index.shape(), I::DTYPE)?;
     check_func_source(op, dst.shape(), d, index.len(), source.shape())?;
-    check_reduce_dtype::<T>(dst.ndim(), reduce, include_self)?;
+    check_reduce_dtype(T::DTYPE, dst.ndim(), reduce, include_self)?;
     let mut dst = as_1d_mut(dst);
     let source = as_1d(source);
     let size = dst.shape()[d];
