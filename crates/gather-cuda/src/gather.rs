@@ -224,6 +224,20 @@ pub(crate) fn gather_into(
             )
         });
     }
+    gather_general(x, d, idx, out, size, rule)
+}
+
+/// The element-wise gather kernel (any layouts): positions of `idx` whose value `rule` rejects
+/// for a dim of `size` are flagged; the smallest, if any.
+fn gather_general(
+    x: &CudaTensor,
+    d: usize,
+    idx: &CudaTensor,
+    out: &CudaTensor,
+    size: i64,
+    rule: i32,
+) -> Result<Option<u64>> {
+    let dev = x.device();
     let il = Layout::exact(idx.shape(), idx.strides())?;
     let xl = Layout::exact(idx.shape(), x.strides())?;
     let n = idx.len();
@@ -367,31 +381,7 @@ pub(crate) fn check_values(idx: &CudaTensor, size: usize, bounds: Bounds) -> Res
     x.shape = vec![size.max(1)];
     x.strides = vec![0];
     let scratch = CudaTensor::empty(dev, idx.shape(), DType::U8)?;
-    let il = Layout::exact(idx.shape(), idx.strides())?;
-    let xl = Layout::exact(idx.shape(), &[0])?;
-    let n = idx.len();
-    let name = kernel_name("gather", DType::U8, idx.dtype());
-    let f = dev.function(Source::Gather, name)?;
-    let (op_, xp, ip) = (scratch.ptr(), x.ptr(), idx.ptr());
-    let (dim, size, rule, n64) = (0i32, size as i64, rule(bounds), n as i64);
-    dev.with_flag(|flag| {
-        launch!(
-            dev,
-            &f,
-            name,
-            dev.grid(n, 256),
-            &op_,
-            &xp,
-            &xl,
-            &ip,
-            &il,
-            &dim,
-            &size,
-            &rule,
-            &n64,
-            &flag
-        )
-    })
+    gather_general(&x, 0, idx, &scratch, size as i64, rule(bounds))
 }
 
 /// Copies any view into the row-major `out` of the same shape and dtype.
