@@ -506,9 +506,11 @@ pub(crate) fn read_index(t: &CudaTensor, coord: &[usize]) -> Result<i64> {
 
 pub(crate) fn rule(b: Bounds) -> i32 {
     match b {
-        Bounds::Strict => 0,
         Bounds::Wrap => 1,
         Bounds::Modulo => 2,
+        // Strict; a rule the kernels do not know rejects what is out of 0..size rather than
+        // mapping it in a way the CPU library does not.
+        _ => 0,
     }
 }
 

@@ -25,6 +25,7 @@ use crate::tensor::{CudaTensor, Layout, width};
 /// assert!(matches!(v, gather_cuda::Src::Value(_)));
 /// ```
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub enum Src<'a> {
     /// `src[p]` for index position `p`.
     Tensor(&'a CudaTensor),

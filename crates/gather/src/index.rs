@@ -65,6 +65,7 @@ index_elem!(usize, DType::U64);
 
 /// How index values map onto positions `0..size` of the indexed dimension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Bounds {
     /// `0 <= i < size`; negative values are errors (gather, scatter, index_select, index_add ...).
     Strict,

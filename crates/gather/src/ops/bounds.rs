@@ -59,6 +59,7 @@ use crate::ops::scatter::Reduce;
 /// # Ok::<(), gather::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[non_exhaustive]
 pub enum OutOfBounds<T> {
     /// PyTorch's behaviour: an error naming the value and its position (the default).
     #[default]
