@@ -83,6 +83,19 @@ fn keep_pool_memory(ctx: &CudaContext) -> Result<()> {
     Ok(())
 }
 
+/// The kernels of `source` compiled for compute_90, with their parameter counts; `None` (with
+/// a note) where NVRTC is missing and not required (`GATHER_REQUIRE_NVRTC=1` makes that a
+/// failure). For the tests that check kernel names without a GPU.
+#[cfg(test)]
+pub(crate) fn compiled_entries(source: Source) -> Option<HashMap<String, usize>> {
+    if nvrtc_present().is_err() && !std::env::var("GATHER_REQUIRE_NVRTC").is_ok_and(|v| v == "1") {
+        eprintln!("NVRTC not found: kernel names not checked");
+        return None;
+    }
+    let ptx = compile(source, "compute_90").expect("the kernels compile");
+    Some(param_counts(&ptx.to_src()))
+}
+
 /// The number of parameters of each `.entry` of a PTX text.
 pub(crate) fn param_counts(ptx: &str) -> HashMap<String, usize> {
     let mut out = HashMap::new();

@@ -536,3 +536,47 @@ pub(crate) fn intern(name: String) -> &'static str {
     m.entry(name.clone())
         .or_insert_with(|| Box::leak(name.into_boxed_str()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::compiled_entries;
+
+    /// Every kernel name the reading ops launch exists in the compiled PTX (needs NVRTC, no GPU).
+    #[test]
+    fn every_kernel_the_reads_launch_is_compiled() {
+        let Some(k) = compiled_entries(Source::Gather) else {
+            return;
+        };
+        for d in [DType::U8, DType::I16, DType::F32, DType::F64] {
+            for i in [DType::I64, DType::I32] {
+                for family in ["gather", "take"] {
+                    let name = kernel_name(family, d, i);
+                    assert!(k.contains_key(name), "{name}");
+                }
+            }
+        }
+        for name in [
+            "rows_w1_i64",
+            "rows_w1_i32",
+            "rows_w4_i64",
+            "rows_w4_i32",
+            "rows_w16_i64",
+            "rows_w16_i32",
+            "copy_u8",
+            "copy_u16",
+            "copy_u32",
+            "copy_u64",
+            "widen_i8",
+            "widen_u8",
+            "widen_i16",
+            "widen_u16",
+            "widen_u32",
+            "widen_u64",
+        ] {
+            assert!(k.contains_key(name), "{name}");
+        }
+        // The arity the launches rely on, for the one that once went wrong.
+        assert_eq!(k["rows_w4_i64"], 15);
+    }
+}
