@@ -407,13 +407,8 @@ pub(crate) fn copy_into(x: &CudaTensor, out: &CudaTensor) -> Result<()> {
 /// it is empty).
 pub(crate) fn require_int_index(op: &str, index: &CudaTensor) -> Result<()> {
     match index.dtype() {
-        DType::F16 | DType::BF16 | DType::F32 | DType::F64 | DType::Bool => {
-            let mut probe = index.clone();
-            // A one-element shape makes index_operand report the dtype instead of accepting an
-            // empty index.
-            probe.shape = vec![1];
-            probe.strides = vec![0];
-            index_operand(op, "index", &probe).map(|_| ())
+        d @ (DType::F16 | DType::BF16 | DType::F32 | DType::F64 | DType::Bool) => {
+            Err(backend::index_dtype(op, "index", d).into())
         }
         _ => Ok(()),
     }
@@ -434,16 +429,7 @@ pub(crate) fn index_operand(op: &str, what: &str, index: &CudaTensor) -> Result<
             // PyTorch skips the dtype check for an empty index.
             return CudaTensor::empty(index.device(), index.shape(), DType::I64);
         }
-        other => {
-            return Err(gather::Error::new(
-                gather::ErrorKind::InvalidArgument,
-                format!("{op}: expected an integer dtype for {what}, but got {other}"),
-            )
-            .with_hint(format!(
-                "{what} values select positions, so they must be integers: convert with `mapv(|v| v as i64)`"
-            ))
-            .into());
-        }
+        other => return Err(backend::index_dtype(op, what, other).into()),
     };
     let dev = index.device();
     let out = CudaTensor::empty(dev, index.shape(), DType::I64)?;

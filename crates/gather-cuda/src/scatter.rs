@@ -470,19 +470,7 @@ fn same_dtype(op: &str, what: &str, input: &CudaTensor, other: &CudaTensor) -> R
     if input.dtype() == other.dtype() {
         return Ok(());
     }
-    Err(gather::Error::new(
-        gather::ErrorKind::InvalidArgument,
-        format!(
-            "{op}: expected self and {what} to have the same dtype, but got {} and {}",
-            input.dtype(),
-            other.dtype()
-        ),
-    )
-    .with_hint(format!(
-        "convert {what} to {} first (e.g. `{what}.mapv(|v| v as _)`)",
-        input.dtype()
-    ))
-    .into())
+    Err(backend::dtype_mismatch(op, what, input.dtype(), other.dtype()).into())
 }
 
 /// A row-major copy of `t`.
@@ -679,23 +667,11 @@ fn run(
     let (alpha_bits, use_alpha) = (alpha.unwrap_or(0), alpha.is_some() as i32);
     // Row scatters (plain row keys and rows, contiguous columns as lanes) take a kernel that
     // keeps a run's columns in registers.
-    let merged = |l: &Layout| {
-        Layout::new(
-            &l.shape[..l.ndim as usize]
-                .iter()
-                .map(|&v| v as usize)
-                .collect::<Vec<_>>(),
-            &l.stride[..l.ndim as usize]
-                .iter()
-                .map(|&v| v as isize)
-                .collect::<Vec<_>>(),
-        )
-    };
     let (km, lo, ls, rm) = (
-        merged(&kmap)?,
-        merged(&lout)?,
-        merged(&lsrc)?,
-        merged(&rmap)?,
+        kmap.merged()?,
+        lout.merged()?,
+        lsrc.merged()?,
+        rmap.merged()?,
     );
     let unit = |l: &Layout| l.ndim == 1 && l.stride[0] == 1;
     if src.is_some()
@@ -882,22 +858,6 @@ mod tests {
     use super::*;
     use crate::device::{Source, compiled_entries};
 
-    const DTYPES: [DType; 13] = [
-        DType::Bool,
-        DType::U8,
-        DType::I8,
-        DType::I16,
-        DType::I32,
-        DType::I64,
-        DType::U16,
-        DType::U32,
-        DType::U64,
-        DType::F16,
-        DType::BF16,
-        DType::F32,
-        DType::F64,
-    ];
-
     /// Every kernel name the scatter ops launch exists in the compiled PTX (needs NVRTC, no GPU:
     /// `.ci/run` provides it; elsewhere a missing NVRTC skips the check with a note).
     #[test]
@@ -908,7 +868,7 @@ mod tests {
         let Some(fiber) = compiled_entries(Source::Fiber) else {
             return;
         };
-        for d in DTYPES {
+        for d in DType::ALL {
             assert!(scatter.contains_key(apply_name(d)), "{}", apply_name(d));
             assert!(
                 scatter.contains_key(apply_rows_name(d)),

@@ -447,6 +447,14 @@ impl Layout {
         }
         Layout::exact(&s, &st)
     }
+
+    /// This layout with its axes merged as [`Layout::new`] merges them.
+    pub(crate) fn merged(&self) -> Result<Layout> {
+        let n = self.ndim as usize;
+        let shape: Vec<usize> = self.shape[..n].iter().map(|&v| v as usize).collect();
+        let strides: Vec<isize> = self.stride[..n].iter().map(|&v| v as isize).collect();
+        Layout::new(&shape, &strides)
+    }
 }
 
 #[cfg(test)]

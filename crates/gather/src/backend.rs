@@ -212,3 +212,24 @@ pub fn check_index_reduce(
     crate::ops::index::check_reduce_dtype(dtype, self_shape.len(), reduce, include_self)?;
     Ok(d)
 }
+
+/// The error for an index tensor `what` of a non-integer `dtype`, as the ops word it.
+///
+/// ```
+/// let e = gather::backend::index_dtype("gather", "index", gather::DType::F32);
+/// assert!(e.message().contains("integer dtype"));
+/// ```
+pub fn index_dtype(op: &str, what: &str, dtype: DType) -> Error {
+    crate::error::index_dtype(op, what, dtype)
+}
+
+/// The error for a `what` (src, source) whose dtype differs from self's, as the ops word it.
+///
+/// ```
+/// use gather::DType;
+/// let e = gather::backend::dtype_mismatch("scatter_add", "src", DType::F32, DType::F64);
+/// assert!(e.hint().unwrap().contains("float32"));
+/// ```
+pub fn dtype_mismatch(op: &str, what: &str, self_dtype: DType, other: DType) -> Error {
+    crate::error::dtype_mismatch(op, what, self_dtype, other)
+}

@@ -200,3 +200,26 @@ pub fn fmt_shape(shape: &[usize]) -> String {
     let parts: Vec<String> = shape.iter().map(|s| s.to_string()).collect();
     format!("[{}]", parts.join(", "))
 }
+
+/// The error for an index (or other position tensor `what`) of a non-integer `dtype`.
+#[cfg(any(feature = "dynamic", feature = "backend"))]
+pub(crate) fn index_dtype(op: &str, what: &str, dtype: crate::DType) -> Error {
+    Error::invalid(format!("{op}: expected an integer dtype for {what}, but got {dtype}"))
+        .with_hint(format!("{what} values select positions, so they must be integers: convert with `mapv(|v| v as i64)`"))
+}
+
+/// The error PyTorch gives when `what` (src, source) has another dtype than self.
+#[cfg(any(feature = "dynamic", feature = "backend"))]
+pub(crate) fn dtype_mismatch(
+    op: &str,
+    what: &str,
+    self_dtype: crate::DType,
+    other: crate::DType,
+) -> Error {
+    Error::invalid(format!(
+        "{op}: expected self and {what} to have the same dtype, but got {self_dtype} and {other}"
+    ))
+    .with_hint(format!(
+        "convert {what} to {self_dtype} first (e.g. `{what}.mapv(|v| v as _)`)"
+    ))
+}

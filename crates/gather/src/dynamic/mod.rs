@@ -666,23 +666,14 @@ pub(crate) fn same_dtype<'a, T: TensorElem>(
     what: &str,
     other: &TensorView<'a>,
 ) -> Result<ArrayViewD<'a, T>> {
-    T::view_ref(other).cloned().ok_or_else(|| {
-        Error::invalid(format!(
-            "{op}: expected self and {what} to have the same dtype, but got {} and {}",
-            T::DTYPE,
-            other.dtype()
-        ))
-        .with_hint(format!(
-            "convert {what} to {} first (e.g. `{what}.mapv(|v| v as _)`)",
-            T::DTYPE
-        ))
-    })
+    T::view_ref(other)
+        .cloned()
+        .ok_or_else(|| crate::error::dtype_mismatch(op, what, T::DTYPE, other.dtype()))
 }
 
 /// The error for an index tensor of a non-integer dtype.
 pub(crate) fn index_dtype_error(op: &str, what: &str, t: &TensorView) -> Error {
-    Error::invalid(format!("{op}: expected an integer dtype for {what}, but got {}", t.dtype()))
-        .with_hint(format!("{what} values select positions, so they must be integers: convert with `mapv(|v| v as i64)`"))
+    crate::error::index_dtype(op, what, t.dtype())
 }
 
 /// The ops [`call`] knows, with whether each has an in-place form.
