@@ -97,7 +97,7 @@
 //!   `[B, K, D]` without unsqueeze/expand.
 //! - [`Options`]: what PyTorch has no word for, per call, on the op of the same name. A bounds
 //!   policy ([`OutOfBounds`]: `Error`, `Wrap`, `Clip`, `Fill(v)` for reads, `Drop` for writes) on
-//!   every indexing op (see [`ops::bounds`]; the gradients are in [`grad::bounds`]), and
+//!   every indexing op (see [`ops::bounds`]; the gradients by [`Options::grad`]), and
 //!   NumPy-style broadcasting of the index and `src` of gather and the scatters (see
 //!   [`ops::broadcast`]).
 //! - [`gather_nd`]/[`scatter_nd`] (tuples of coordinates, with `batch_dims`), and the ONNX

@@ -10,7 +10,7 @@ mod common;
 use std::fmt::Debug;
 
 use common::{Layout, Strided, layout, positions};
-use gather::{Element, ErrorKind, Reduce, grad};
+use gather::{Element, ErrorKind, Options, Reduce};
 use half::f16;
 use ndarray::{Array2, Array3, ArrayD, ArrayViewD, Axis, IxDyn, array, s};
 use proptest::prelude::*;
@@ -671,7 +671,7 @@ proptest! {
         let x = distinct(&xs, 0);
         let out = gather::Options::new().broadcast(true).gather(&x, c.dim_arg(), &idx).unwrap();
         let v = distinct(out.shape(), 500);
-        let dx = grad::gather_broadcast(&v, x.raw_dim(), c.dim_arg(), &idx).unwrap();
+        let dx = Options::new().broadcast(true).grad().gather(&v, x.raw_dim(), c.dim_arg(), &idx).unwrap();
         check_fd("gather_broadcast", &x, |x| gather::Options::new().broadcast(true).gather(x, c.dim_arg(), &idx).unwrap(), &v, &dx)?;
     }
 
@@ -692,9 +692,9 @@ proptest! {
         let out = fwd(&x, &src);
         let v = distinct(out.shape(), 700);
         let g = match (which, r) {
-            (0, _) => grad::scatter_broadcast(&v, d, &idx, src.raw_dim()).unwrap(),
-            (1, _) => grad::scatter_add_broadcast(&v, d, &idx, src.raw_dim()).unwrap(),
-            (_, Some(r)) => grad::scatter_reduce_broadcast(&v, &x, d, &idx, &src, r, incl, &out).unwrap(),
+            (0, _) => Options::new().broadcast(true).grad().scatter(&v, d, &idx, src.raw_dim()).unwrap(),
+            (1, _) => Options::new().broadcast(true).grad().scatter_add(&v, d, &idx, src.raw_dim()).unwrap(),
+            (_, Some(r)) => Options::new().broadcast(true).grad().scatter_reduce(&v, &x, d, &idx, &src, r, incl).unwrap(),
             _ => unreachable!(),
         };
         check_fd("d self", &x, |x| fwd(x, &src), &v, &g.input)?;
@@ -707,27 +707,45 @@ fn half_gradients_sum_broadcast_axes_in_f32() {
     // src [1, 1] broadcast over 3000 rows, all landing on self[0][0]: d src = 3000 exactly.
     let g = ndarray::Array2::from_elem((1, 1), f16::ONE);
     let idx = Array2::<i64>::zeros((3000, 1));
-    let r = grad::scatter_add_broadcast(&g, 0, &idx, (1, 1)).unwrap();
+    let r = Options::new()
+        .broadcast(true)
+        .grad()
+        .scatter_add(&g, 0, &idx, (1, 1))
+        .unwrap();
     assert_eq!(r.src[[0, 0]], f16::from_f32(3000.0));
     // A shared table read 3000 times.
     let g = ndarray::Array2::from_elem((3000, 1), f16::ONE);
-    let dx = grad::gather_broadcast(&g, (1, 2), 1, &Array2::<i64>::ones((3000, 1))).unwrap();
+    let dx = Options::new()
+        .broadcast(true)
+        .grad()
+        .gather(&g, (1, 2), 1, &Array2::<i64>::ones((3000, 1)))
+        .unwrap();
     assert_eq!(dx, array![[f16::ZERO, f16::from_f32(3000.0)]]);
 }
 
 #[test]
 fn gradient_errors_name_the_gradient_op() {
-    let e = grad::gather_broadcast(&array![[1.0f64]], (2, 3), 1, &array![[0i64], [1]]).unwrap_err();
+    let e = Options::new()
+        .broadcast(true)
+        .grad()
+        .gather(&array![[1.0f64]], (2, 3), 1, &array![[0i64], [1]])
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::ShapeMismatch);
     assert!(
         e.to_string()
             .contains("grad::gather_broadcast: grad_output"),
         "{e}"
     );
-    let e = grad::scatter_add_broadcast(&array![[1.0f64, 2.0]], 0, &array![[3i64]], (1, 1))
+    let e = Options::new()
+        .broadcast(true)
+        .grad()
+        .scatter_add(&array![[1.0f64, 2.0]], 0, &array![[3i64]], (1, 1))
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::IndexOutOfBounds);
-    let e =
-        grad::scatter_broadcast(&array![[1.0f64, 2.0]], 0, &array![[0i64]], (1, 3)).unwrap_err();
+    let e = Options::new()
+        .broadcast(true)
+        .grad()
+        .scatter(&array![[1.0f64, 2.0]], 0, &array![[0i64]], (1, 3))
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::ShapeMismatch);
 }

@@ -1,6 +1,6 @@
 //! Bounds policies by name: the arguments `bounds` (`error`, `wrap`, `clip`, `fill`, `drop`) and
 //! `fill_value` (the scalar of `fill`) route a call to the `*_bounded` forms of
-//! [`crate::ops::bounds`] and its gradient to [`crate::grad::bounds`].
+//! [`crate::ops::bounds`] and its gradient to [`crate::grad::GradOptions`].
 
 use ndarray::ArrayViewD;
 
@@ -10,7 +10,7 @@ use super::{Arg, Args, Inputs, Tensor, TensorElem, index_dtype_error, input, sam
 use super::{with_index_tensor, with_view};
 use crate::element::{Element, Scalar};
 use crate::error::{Error, Result};
-use crate::grad::{self, GradFloat};
+use crate::grad::GradFloat;
 use crate::index::IndexElem;
 use crate::kernels::words::Moved;
 use crate::ops::bounds::OutOfBounds;
@@ -204,30 +204,23 @@ pub(crate) fn grad<T: GradFloat + TensorElem, I: IndexElem>(
     g: &ArrayViewD<'_, T>,
     i: &ArrayViewD<'_, I>,
 ) -> Result<Vec<(String, Tensor)>> {
-    let p = policy::<T>(op, args)?;
+    let go = crate::Options::new().bounds(policy::<T>(op, args)?).grad();
     let src = |name: &str| same_dtype::<T>(op, name, &input(inputs, name)?);
     let one = |a: ArrayD<T>| Ok(vec![named("grad_input", a)]);
     match op {
-        "gather" => one(grad::gather_bounded(g, x.raw_dim(), args.dim()?, i, p)?),
+        "gather" => one(go.gather(g, x.raw_dim(), args.dim()?, i)?),
         "take_along_dim" => {
             let dim = args.opt_int("dim")?.map(|d| d as isize);
-            one(grad::take_along_dim_bounded(g, x.raw_dim(), i, dim, p)?)
+            one(go.take_along_dim(g, x.raw_dim(), i, dim)?)
         }
-        "index_select" => one(grad::index_select_bounded(
-            g,
-            x.raw_dim(),
-            args.dim()?,
-            i,
-            p,
-        )?),
-        "take" => one(grad::take_bounded(g, x.raw_dim(), i, p)?),
-        "select_batched" => one(grad::select_batched_bounded(
+        "index_select" => one(go.index_select(g, x.raw_dim(), args.dim()?, i)?),
+        "take" => one(go.take(g, x.raw_dim(), i)?),
+        "select_batched" => one(go.select_batched(
             g,
             x.raw_dim(),
             args.dim()?,
             i,
             super::take::batch_dims(args)?,
-            p,
         )?),
         "scatter" | "scatter_add" | "scatter_reduce" => {
             let s = src("src")?;
@@ -238,13 +231,13 @@ pub(crate) fn grad<T: GradFloat + TensorElem, I: IndexElem>(
                             "scatter: a bounds policy applies to the src form without reduce",
                         ));
                     }
-                    grad::scatter_bounded(g, args.dim()?, i, s.raw_dim(), p)?
+                    go.scatter(g, args.dim()?, i, s.raw_dim())?
                 }
-                "scatter_add" => grad::scatter_add_bounded(g, args.dim()?, i, s.raw_dim(), p)?,
+                "scatter_add" => go.scatter_add(g, args.dim()?, i, s.raw_dim())?,
                 _ => {
                     let reduce: Reduce = args.str("reduce")?.parse()?;
                     let incl = args.bool_or("include_self", true)?;
-                    grad::scatter_reduce_bounded(g, x, args.dim()?, i, &s, reduce, incl, p)?
+                    go.scatter_reduce(g, x, args.dim()?, i, &s, reduce, incl)?
                 }
             };
             Ok(vec![named("grad_input", r.input), named("grad_src", r.src)])
@@ -254,12 +247,12 @@ pub(crate) fn grad<T: GradFloat + TensorElem, I: IndexElem>(
             let r = match op {
                 "index_add" => {
                     let alpha = T::from_scalar(scalar_or(args, "alpha", Scalar::Int(1))?)?;
-                    grad::index_add_bounded(g, args.dim()?, i, s.raw_dim(), alpha, p)?
+                    go.index_add(g, args.dim()?, i, s.raw_dim(), alpha)?
                 }
-                "index_copy" => grad::index_copy_bounded(g, args.dim()?, i, s.raw_dim(), p)?,
+                "index_copy" => go.index_copy(g, args.dim()?, i, s.raw_dim())?,
                 _ => {
                     let accumulate = args.bool_or("accumulate", false)?;
-                    grad::put_bounded(g, i, s.raw_dim(), accumulate, p)?
+                    go.put(g, i, s.raw_dim(), accumulate)?
                 }
             };
             Ok(vec![
@@ -267,12 +260,11 @@ pub(crate) fn grad<T: GradFloat + TensorElem, I: IndexElem>(
                 named("grad_source", r.source),
             ])
         }
-        "index_fill" => one(grad::index_fill_bounded(g, args.dim()?, i, p)?),
+        "index_fill" => one(go.index_fill(g, args.dim()?, i)?),
         "index_reduce" => {
             let reduce = parse_index_reduce(args.str("reduce")?)?;
             let incl = args.bool_or("include_self", true)?;
-            let r =
-                grad::index_reduce_bounded(g, x, args.dim()?, i, &src("source")?, reduce, incl, p)?;
+            let r = go.index_reduce(g, x, args.dim()?, i, &src("source")?, reduce, incl)?;
             Ok(vec![
                 named("grad_input", r.input),
                 named("grad_source", r.source),

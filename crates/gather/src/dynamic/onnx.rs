@@ -144,30 +144,31 @@ fn typed_grad<T: crate::grad::GradFloat + TensorElem, I: IndexElem>(
 ) -> Result<Vec<(String, Tensor)>> {
     use crate::grad;
     use crate::ops::bounds::OutOfBounds::Wrap;
+    let go = crate::Options::new().bounds(Wrap).grad();
     let g = same_dtype::<T>(op, "grad_output", g)?;
     let named = |n: &str, a: ArrayD<T>| (n.to_string(), T::wrap(a));
     let updates = || same_dtype::<T>(op, "updates", &input(inputs, "updates")?);
     Ok(match op {
         "onnx_gather_elements" => vec![named(
             "grad_data",
-            grad::gather_bounded(&g, x.raw_dim(), axis(args)?, i, Wrap)?,
+            go.gather(&g, x.raw_dim(), axis(args)?, i)?,
         )],
         "onnx_gather" => vec![named(
             "grad_data",
-            grad::select_batched_bounded(&g, x.raw_dim(), axis(args)?, i, 0, Wrap)?,
+            go.select_batched(&g, x.raw_dim(), axis(args)?, i, 0)?,
         )],
         "onnx_scatter_elements" => {
             let u = updates()?;
             let r = match reduction(args)? {
-                Reduction::None => grad::scatter_bounded(&g, axis(args)?, i, u.raw_dim(), Wrap)?,
-                Reduction::Add => grad::scatter_add_bounded(&g, axis(args)?, i, u.raw_dim(), Wrap)?,
+                Reduction::None => go.scatter(&g, axis(args)?, i, u.raw_dim())?,
+                Reduction::Add => go.scatter_add(&g, axis(args)?, i, u.raw_dim())?,
                 red => {
                     let reduce = match red {
                         Reduction::Mul => crate::Reduce::Prod,
                         Reduction::Max => crate::Reduce::Amax,
                         _ => crate::Reduce::Amin,
                     };
-                    grad::scatter_reduce_bounded(&g, x, axis(args)?, i, &u, reduce, true, Wrap)?
+                    go.scatter_reduce(&g, x, axis(args)?, i, &u, reduce, true)?
                 }
             };
             vec![named("grad_data", r.input), named("grad_updates", r.src)]

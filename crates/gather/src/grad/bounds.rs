@@ -1,16 +1,6 @@
-//! Gradients under a bounds policy: the same [`OutOfBounds`] as the forward
-//! ([`crate::ops::bounds`]), so the gradient goes where the forward read or wrote.
-//!
-//! ```text
-//! forward  gather_bounded(x=[a, b, c], 0, index=[-1, 1, 5], policy)
-//! backward d x for g = [g0, g1, g2]
-//!
-//!  Wrap     error (5)
-//!  Clip     [g0, g1, g2]      -1 read x[0], 5 read x[2]
-//!  Fill(v)  [0,  g1, 0 ]      filled positions read no element: their gradient goes nowhere
-//!
-//! scatter_add_bounded(..., Drop): a dropped source wrote nothing, so its gradient is 0.
-//! ```
+//! Gradients under [`Options`](crate::Options): the methods of [`GradOptions`], with the same
+//! bounds policy and broadcasting as the forward ([`crate::ops::bounds`],
+//! [`crate::ops::broadcast`]).
 
 use ndarray::{
     Array, ArrayBase, ArrayD, ArrayView, Axis, Data, Dimension, IntoDimension, IxDyn, Slice,
@@ -40,228 +30,6 @@ fn zero_filled<'a, T: GradFloat>(
         }
         _ => grad_out.into(),
     }
-}
-
-/// The gradient of [`Options::gather`](crate::Options::gather) with respect to `input`.
-///
-/// ```
-/// use gather::OutOfBounds;
-/// use ndarray::array;
-/// let g = array![1.0f32, 10.0, 100.0];
-/// let idx = array![-1, 1, 5];
-/// let d = gather::grad::gather_bounded(&g, 3, 0, &idx, OutOfBounds::Clip)?;
-/// assert_eq!(d, array![1.0, 10.0, 100.0]);
-/// let d = gather::grad::gather_bounded(&g, 3, 0, &idx, OutOfBounds::Fill(0.0))?;
-/// assert_eq!(d, array![0.0, 10.0, 0.0]);
-/// # Ok::<(), gather::Error>(())
-/// ```
-pub fn gather_bounded<T, S, DG, I, SI, DI, Sh>(
-    grad_out: &ArrayBase<S, DG>,
-    input_shape: Sh,
-    dim: isize,
-    index: &ArrayBase<SI, DI>,
-    policy: OutOfBounds<T>,
-) -> Result<Array<T, Sh::Dim>>
-where
-    T: GradFloat,
-    S: Data<Elem = T>,
-    DG: Dimension,
-    I: IndexElem,
-    SI: Data<Elem = I>,
-    DI: Dimension,
-    Sh: IntoDimension,
-{
-    let shape = input_shape.into_dimension();
-    if let OutOfBounds::Error = policy {
-        return super::gather(grad_out, shape, dim, index);
-    }
-    let op = "grad::gather";
-    reads_only(op, &policy)?;
-    let (d, n) = dim_size(op, shape.slice(), dim)?;
-    let r = resolve(op, &index.view().into_dyn(), d, n, &policy, 0)?;
-    let g = zero_filled(
-        grad_out.view().into_dyn(),
-        &policy,
-        r.missing(),
-        Layout::Same,
-    );
-    super::gather(&g, shape, dim, &r.index())
-}
-
-/// The gradient of [`Options::index_select`](crate::Options::index_select) with respect to
-/// `input`.
-///
-/// ```
-/// use gather::OutOfBounds;
-/// use ndarray::array;
-/// let g = array![[1.0f64, 1.0], [2.0, 2.0], [4.0, 4.0]];
-/// let d = gather::grad::index_select_bounded(&g, (2, 2), 0, &array![1, -1, 1], OutOfBounds::Fill(0.0))?;
-/// assert_eq!(d, array![[0.0, 0.0], [5.0, 5.0]]);
-/// # Ok::<(), gather::Error>(())
-/// ```
-pub fn index_select_bounded<T, S, DG, I, SI, DI, Sh>(
-    grad_out: &ArrayBase<S, DG>,
-    input_shape: Sh,
-    dim: isize,
-    index: &ArrayBase<SI, DI>,
-    policy: OutOfBounds<T>,
-) -> Result<Array<T, Sh::Dim>>
-where
-    T: GradFloat,
-    S: Data<Elem = T>,
-    DG: Dimension,
-    I: IndexElem,
-    SI: Data<Elem = I>,
-    DI: Dimension,
-    Sh: IntoDimension,
-{
-    let shape = input_shape.into_dimension();
-    if let OutOfBounds::Error = policy {
-        return super::index_select(grad_out, shape, dim, index);
-    }
-    let op = "grad::index_select";
-    reads_only(op, &policy)?;
-    let (d, n) = dim_size(op, shape.slice(), dim)?;
-    let r = resolve(op, &index.view().into_dyn(), d, n, &policy, 0)?;
-    let g = zero_filled(
-        grad_out.view().into_dyn(),
-        &policy,
-        r.missing(),
-        Layout::Lanes(d),
-    );
-    super::index_select(&g, shape, dim, &r.index())
-}
-
-/// The gradient of [`Options::take`](crate::Options::take) with respect to `input`.
-///
-/// ```
-/// use gather::OutOfBounds;
-/// use ndarray::array;
-/// let d = gather::grad::take_bounded(&array![1.0f32, 2.0, 4.0], (2, 2), &array![0, 9, -1], OutOfBounds::Clip)?;
-/// assert_eq!(d, array![[5.0, 0.0], [0.0, 2.0]]);
-/// # Ok::<(), gather::Error>(())
-/// ```
-pub fn take_bounded<T, S, DG, I, SI, DI, Sh>(
-    grad_out: &ArrayBase<S, DG>,
-    input_shape: Sh,
-    index: &ArrayBase<SI, DI>,
-    policy: OutOfBounds<T>,
-) -> Result<Array<T, Sh::Dim>>
-where
-    T: GradFloat,
-    S: Data<Elem = T>,
-    DG: Dimension,
-    I: IndexElem,
-    SI: Data<Elem = I>,
-    DI: Dimension,
-    Sh: IntoDimension,
-{
-    let shape = input_shape.into_dimension();
-    if let OutOfBounds::Error = policy {
-        return super::take(grad_out, shape, index);
-    }
-    let op = "grad::take";
-    reads_only(op, &policy)?;
-    let n = shape.slice().iter().product();
-    let r = resolve(op, &index.view().into_dyn(), 0, n, &policy, 0)?;
-    let g = zero_filled(
-        grad_out.view().into_dyn(),
-        &policy,
-        r.missing(),
-        Layout::Same,
-    );
-    super::take(&g, shape, &r.index())
-}
-
-/// The gradient of [`Options::take_along_dim`](crate::Options::take_along_dim) with respect to
-/// `input`.
-///
-/// ```
-/// use gather::OutOfBounds;
-/// use ndarray::array;
-/// let g = array![[1.0f32], [2.0]];
-/// let d = gather::grad::take_along_dim_bounded(&g, (2, 3), &array![[2], [7]], Some(1), OutOfBounds::Fill(0.0))?;
-/// assert_eq!(d, array![[0.0, 0.0, 1.0], [0.0, 0.0, 0.0]]);
-/// # Ok::<(), gather::Error>(())
-/// ```
-pub fn take_along_dim_bounded<T, S, DG, I, SI, DI, Sh>(
-    grad_out: &ArrayBase<S, DG>,
-    input_shape: Sh,
-    index: &ArrayBase<SI, DI>,
-    dim: Option<isize>,
-    policy: OutOfBounds<T>,
-) -> Result<Array<T, Sh::Dim>>
-where
-    T: GradFloat,
-    S: Data<Elem = T>,
-    DG: Dimension,
-    I: IndexElem,
-    SI: Data<Elem = I>,
-    DI: Dimension,
-    Sh: IntoDimension,
-{
-    let shape = input_shape.into_dimension();
-    if let OutOfBounds::Error = policy {
-        return super::take_along_dim(grad_out, shape, index, dim);
-    }
-    let op = "grad::take_along_dim";
-    reads_only(op, &policy)?;
-    let (d, n, layout) = match dim {
-        Some(dim) => {
-            let (d, n) = dim_size(op, shape.slice(), dim)?;
-            (d, n, Layout::Broadcast)
-        }
-        None => (0, shape.slice().iter().product(), Layout::Same),
-    };
-    let r = resolve(op, &index.view().into_dyn(), d, n, &policy, 0)?;
-    let g = zero_filled(grad_out.view().into_dyn(), &policy, r.missing(), layout);
-    super::take_along_dim(&g, shape, &r.index(), dim)
-}
-
-/// The gradient of [`Options::select_batched`](crate::Options::select_batched) with respect to
-/// `input`.
-///
-/// ```
-/// use gather::OutOfBounds;
-/// use ndarray::array;
-/// // Token logits [1, 2, 2]; label -100 is ignored: its gradient goes nowhere.
-/// let g = array![[1.0f32, 1.0]];
-/// let d = gather::grad::select_batched_bounded(&g, (1, 2, 2), -1, &array![[1, -100]], 2, OutOfBounds::Fill(0.0))?;
-/// assert_eq!(d, array![[[0.0, 1.0], [0.0, 0.0]]].into_dyn());
-/// # Ok::<(), gather::Error>(())
-/// ```
-pub fn select_batched_bounded<T, S, DG, I, SI, DI, Sh>(
-    grad_out: &ArrayBase<S, DG>,
-    input_shape: Sh,
-    axis: isize,
-    index: &ArrayBase<SI, DI>,
-    batch_dims: usize,
-    policy: OutOfBounds<T>,
-) -> Result<ArrayD<T>>
-where
-    T: GradFloat,
-    S: Data<Elem = T>,
-    DG: Dimension,
-    I: IndexElem,
-    SI: Data<Elem = I>,
-    DI: Dimension,
-    Sh: IntoDimension,
-{
-    let shape = input_shape.into_dimension();
-    if let OutOfBounds::Error = policy {
-        return super::select_batched(grad_out, shape, axis, index, batch_dims);
-    }
-    let op = "grad::select_batched";
-    reads_only(op, &policy)?;
-    let p = crate::ops::select::plan(op, shape.slice(), axis, index.shape(), batch_dims)?;
-    let n = shape.slice()[p.axis];
-    let r = resolve(op, &index.view().into_dyn(), p.axis, n, &policy, 0)?;
-    let layout = Layout::Batched {
-        axis: p.axis,
-        b: batch_dims,
-    };
-    let g = zero_filled(grad_out.view().into_dyn(), &policy, r.missing(), layout);
-    super::select_batched(&g, shape, axis, &r.index(), batch_dims)
 }
 
 /// Runs the write gradient `f` with the index mapped under `policy` (not `Error`). Under Drop with
@@ -319,450 +87,781 @@ where
     }
 }
 
-/// The gradients of [`Options::scatter_add`](crate::Options::scatter_add): `grad.input` is
-/// `grad_out`, `grad.src` reads it where each source landed (zero where it was dropped).
+/// Gradients under [`Options`](crate::Options): made by [`Options::grad`](crate::Options::grad),
+/// one method per op, with the names and arguments of the free functions of [`crate::grad`].
+/// The gradient goes where the forward under the same options read or wrote.
 ///
 /// ```
-/// use gather::OutOfBounds;
+/// use gather::{Options, OutOfBounds};
 /// use ndarray::array;
-/// let g = gather::grad::scatter_add_bounded(&array![1.0f32, 2.0], 0, &array![1, -1, 1], 3, OutOfBounds::Drop)?;
-/// assert_eq!(g.input, array![1.0, 2.0]);
-/// assert_eq!(g.src, array![2.0, 0.0, 2.0]);
-/// let g = gather::grad::scatter_add_bounded(&array![1.0f32, 2.0], 0, &array![1, -1, 1], 3, OutOfBounds::Wrap)?;
-/// assert_eq!(g.src, array![2.0, 2.0, 2.0]);
+/// // -1 read 0.0 in the forward (Fill): its gradient goes nowhere.
+/// let g = array![1.0f32, 10.0, 100.0];
+/// let d = Options::new().bounds(OutOfBounds::Fill(0.0)).grad().gather(&g, 3, 0, &array![-1, 1, 1])?;
+/// assert_eq!(d, array![0.0, 110.0, 0.0]);
 /// # Ok::<(), gather::Error>(())
 /// ```
-pub fn scatter_add_bounded<T, S, DG, I, SI, DI, Sh>(
-    grad_out: &ArrayBase<S, DG>,
-    dim: isize,
-    index: &ArrayBase<SI, DI>,
-    src_shape: Sh,
-    policy: OutOfBounds<T>,
-) -> Result<ScatterGrad<T, DG, Sh::Dim>>
-where
-    T: GradFloat,
-    S: Data<Elem = T>,
-    DG: Dimension,
-    I: IndexElem,
-    SI: Data<Elem = I>,
-    DI: Dimension,
-    Sh: IntoDimension,
-{
-    let ss = src_shape.into_dimension();
-    if let OutOfBounds::Error = policy {
-        return super::scatter_add(grad_out, dim, index, ss);
-    }
-    let (gi, gs) = write_grad(
-        "grad::scatter_add",
-        grad_out.view().into_dyn(),
-        Some(dim),
-        index.view().into_dyn(),
-        &policy,
-        |g, i| {
-            let r = super::scatter_add(g, dim, i, ss.clone())?;
-            Ok((r.input, r.src))
-        },
-    )?;
-    Ok(ScatterGrad {
-        input: into_dim(gi),
-        src: gs,
-    })
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GradOptions<T> {
+    opts: crate::Options<T>,
 }
 
-/// The gradients of [`Options::scatter`](crate::Options::scatter): overwritten elements of the
-/// input get zero, each kept source the gradient of where it landed (the last write of
-/// duplicates), dropped sources zero.
-///
-/// ```
-/// use gather::OutOfBounds;
-/// use ndarray::array;
-/// let g = gather::grad::scatter_bounded(&array![1.0f32, 2.0, 4.0], 0, &array![5, 1], 2, OutOfBounds::Clip)?;
-/// assert_eq!(g.input, array![1.0, 0.0, 0.0]);
-/// assert_eq!(g.src, array![4.0, 2.0]);
-/// # Ok::<(), gather::Error>(())
-/// ```
-pub fn scatter_bounded<T, S, DG, I, SI, DI, Sh>(
-    grad_out: &ArrayBase<S, DG>,
-    dim: isize,
-    index: &ArrayBase<SI, DI>,
-    src_shape: Sh,
-    policy: OutOfBounds<T>,
-) -> Result<ScatterGrad<T, DG, Sh::Dim>>
-where
-    T: GradFloat,
-    S: Data<Elem = T>,
-    DG: Dimension,
-    I: IndexElem,
-    SI: Data<Elem = I>,
-    DI: Dimension,
-    Sh: IntoDimension,
-{
-    let ss = src_shape.into_dimension();
-    if let OutOfBounds::Error = policy {
-        return super::scatter(grad_out, dim, index, ss);
+impl<T> crate::Options<T> {
+    /// The gradients of the ops under these options (see [`GradOptions`]).
+    ///
+    /// ```
+    /// use gather::{Options, OutOfBounds};
+    /// use ndarray::array;
+    /// let g = Options::new().bounds(OutOfBounds::Clip).grad().take(&array![1.0f64, 2.0], 3, &array![5, -9])?;
+    /// assert_eq!(g, array![2.0, 0.0, 1.0]);
+    /// # Ok::<(), gather::Error>(())
+    /// ```
+    pub fn grad(self) -> GradOptions<T> {
+        GradOptions { opts: self }
     }
-    let (gi, gs) = write_grad(
-        "grad::scatter",
-        grad_out.view().into_dyn(),
-        Some(dim),
-        index.view().into_dyn(),
-        &policy,
-        |g, i| {
-            let r = super::scatter(g, dim, i, ss.clone())?;
-            Ok((r.input, r.src))
-        },
-    )?;
-    Ok(ScatterGrad {
-        input: into_dim(gi),
-        src: gs,
-    })
 }
 
-/// The gradients of [`Options::scatter_reduce`](crate::Options::scatter_reduce) (the forward
-/// is recomputed from `input` and `src`).
-///
-/// ```
-/// use gather::{OutOfBounds, Reduce};
-/// use ndarray::array;
-/// let x = array![1.0f64, 1.0];
-/// let g = gather::grad::scatter_reduce_bounded(&array![1.0, 1.0], &x, 0, &array![0, 3, 0], &array![5.0, 7.0, 2.0],
-///     Reduce::Prod, true, OutOfBounds::Drop)?;
-/// assert_eq!(g.input, array![10.0, 1.0]);
-/// assert_eq!(g.src, array![2.0, 0.0, 5.0]);
-/// # Ok::<(), gather::Error>(())
-/// ```
-#[allow(clippy::too_many_arguments)]
-pub fn scatter_reduce_bounded<T, S, D, SX, I, SI, DI, SS, DS>(
-    grad_out: &ArrayBase<S, D>,
-    input: &ArrayBase<SX, D>,
-    dim: isize,
-    index: &ArrayBase<SI, DI>,
-    src: &ArrayBase<SS, DS>,
-    reduce: Reduce,
-    include_self: bool,
-    policy: OutOfBounds<T>,
-) -> Result<ScatterGrad<T, D, DS>>
-where
-    T: GradFloat,
-    S: Data<Elem = T>,
-    D: Dimension,
-    SX: Data<Elem = T>,
-    I: IndexElem,
-    SI: Data<Elem = I>,
-    DI: Dimension,
-    SS: Data<Elem = T>,
-    DS: Dimension,
-{
-    let op = "grad::scatter_reduce";
-    if let OutOfBounds::Error = policy {
-        let out = crate::scatter_reduce(input, dim, index, src, reduce, include_self)?;
-        return super::scatter_reduce(grad_out, input, dim, index, src, reduce, include_self, &out);
-    }
-    super::check_shape(
-        op,
-        "grad_output",
-        grad_out.shape(),
-        "the input",
-        input.shape(),
-    )?;
-    let x = input.view().into_dyn();
-    let (gi, gs) = write_grad(
-        op,
-        grad_out.view().into_dyn(),
-        Some(dim),
-        index.view().into_dyn(),
-        &policy,
-        |g, i| {
-            // Under Drop `g` has the scratch slice: give the input one too (its value does not
-            // matter, the scratch slice's gradient is zero).
-            let xe = if g.shape() == x.shape() {
-                x.to_owned()
-            } else {
-                let d = dim_size(op, x.shape(), dim)?.0;
-                let x1 = if x.ndim() == 0 {
-                    x.clone().insert_axis(Axis(0))
-                } else {
-                    x.clone()
-                };
-                extend_axis(&x1, d, T::default())?
-            };
-            let out = crate::scatter_reduce(&xe, dim, i, src, reduce, include_self)?;
-            let r = super::scatter_reduce(g, &xe, dim, i, src, reduce, include_self, &out)?;
-            Ok((r.input, r.src))
-        },
-    )?;
-    Ok(ScatterGrad {
-        input: into_dim(gi),
-        src: gs,
-    })
-}
-
-/// The gradients of [`Options::index_reduce`](crate::Options::index_reduce) (the forward is
-/// recomputed from `input` and `source`).
-///
-/// ```
-/// use gather::{OutOfBounds, Reduce};
-/// use ndarray::array;
-/// let x = array![2.0f64, 3.0];
-/// let g = gather::grad::index_reduce_bounded(&array![1.0, 1.0], &x, 0, &array![0, -1, 7], &array![4.0, 5.0, 6.0],
-///     Reduce::Prod, true, OutOfBounds::Drop)?;
-/// assert_eq!(g.input, array![4.0, 1.0]);
-/// assert_eq!(g.source, array![2.0, 0.0, 0.0]);
-/// # Ok::<(), gather::Error>(())
-/// ```
-#[allow(clippy::too_many_arguments)]
-pub fn index_reduce_bounded<T, S, D, SX, I, SI, DI, SS, DS>(
-    grad_out: &ArrayBase<S, D>,
-    input: &ArrayBase<SX, D>,
-    dim: isize,
-    index: &ArrayBase<SI, DI>,
-    source: &ArrayBase<SS, DS>,
-    reduce: Reduce,
-    include_self: bool,
-    policy: OutOfBounds<T>,
-) -> Result<SourceGrad<T, D, DS>>
-where
-    T: GradFloat,
-    S: Data<Elem = T>,
-    D: Dimension,
-    SX: Data<Elem = T>,
-    I: IndexElem,
-    SI: Data<Elem = I>,
-    DI: Dimension,
-    SS: Data<Elem = T>,
-    DS: Dimension,
-{
-    let op = "grad::index_reduce";
-    if let OutOfBounds::Error = policy {
-        let out = crate::index_reduce(input, dim, index, source, reduce, include_self)?;
-        return super::index_reduce(
-            grad_out,
-            input,
-            dim,
-            index,
-            source,
-            reduce,
-            include_self,
-            &out,
+impl<T: GradFloat> GradOptions<T> {
+    /// The gradient of the forward under the same options with respect to `input`.
+    ///
+    /// ```
+    /// use gather::OutOfBounds;
+    /// use ndarray::array;
+    /// let g = array![1.0f32, 10.0, 100.0];
+    /// let idx = array![-1, 1, 5];
+    /// let d = gather::Options::new().bounds(OutOfBounds::Clip).grad().gather(&g, 3, 0, &idx)?;
+    /// assert_eq!(d, array![1.0, 10.0, 100.0]);
+    /// let d = gather::Options::new().bounds(OutOfBounds::Fill(0.0)).grad().gather(&g, 3, 0, &idx)?;
+    /// assert_eq!(d, array![0.0, 10.0, 0.0]);
+    /// # Ok::<(), gather::Error>(())
+    /// ```
+    pub fn gather<S, DG, I, SI, DI, Sh>(
+        &self,
+        grad_out: &ArrayBase<S, DG>,
+        input_shape: Sh,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+    ) -> Result<Array<T, Sh::Dim>>
+    where
+        S: Data<Elem = T>,
+        DG: Dimension,
+        I: IndexElem,
+        SI: Data<Elem = I>,
+        DI: Dimension,
+        Sh: IntoDimension,
+    {
+        let policy = self.opts.bounds;
+        let shape = input_shape.into_dimension();
+        if let OutOfBounds::Error = policy {
+            if self.opts.broadcast {
+                return super::broadcast::gather_broadcast(grad_out, shape, dim, index);
+            }
+            return super::gather(grad_out, shape, dim, index);
+        }
+        let op = "grad::gather";
+        reads_only(op, &policy)?;
+        let (d, n) = dim_size(op, shape.slice(), dim)?;
+        let r = resolve(op, &index.view().into_dyn(), d, n, &policy, 0)?;
+        if self.opts.broadcast {
+            let g = zero_filled(
+                grad_out.view().into_dyn(),
+                &policy,
+                r.missing(),
+                Layout::Broadcast,
+            );
+            return super::broadcast::gather_broadcast(&g, shape, dim, &r.index());
+        }
+        let g = zero_filled(
+            grad_out.view().into_dyn(),
+            &policy,
+            r.missing(),
+            Layout::Same,
         );
+        super::gather(&g, shape, dim, &r.index())
     }
-    super::check_shape(
-        op,
-        "grad_output",
-        grad_out.shape(),
-        "the input",
-        input.shape(),
-    )?;
-    let x = input.view().into_dyn();
-    let (gi, gs) = write_grad(
-        op,
-        grad_out.view().into_dyn(),
-        Some(dim),
-        index.view().into_dyn(),
-        &policy,
-        |g, i| {
-            let xe = if g.shape() == x.shape() {
-                x.to_owned()
-            } else {
-                let d = dim_size(op, x.shape(), dim)?.0;
-                let x1 = if x.ndim() == 0 {
-                    x.clone().insert_axis(Axis(0))
+
+    /// The gradient of the forward under the same options with respect to
+    /// `input`.
+    ///
+    /// ```
+    /// use gather::OutOfBounds;
+    /// use ndarray::array;
+    /// let g = array![[1.0f64, 1.0], [2.0, 2.0], [4.0, 4.0]];
+    /// let d = gather::Options::new().bounds(OutOfBounds::Fill(0.0)).grad().index_select(&g, (2, 2), 0, &array![1, -1, 1])?;
+    /// assert_eq!(d, array![[0.0, 0.0], [5.0, 5.0]]);
+    /// # Ok::<(), gather::Error>(())
+    /// ```
+    pub fn index_select<S, DG, I, SI, DI, Sh>(
+        &self,
+        grad_out: &ArrayBase<S, DG>,
+        input_shape: Sh,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+    ) -> Result<Array<T, Sh::Dim>>
+    where
+        S: Data<Elem = T>,
+        DG: Dimension,
+        I: IndexElem,
+        SI: Data<Elem = I>,
+        DI: Dimension,
+        Sh: IntoDimension,
+    {
+        self.opts.no_broadcast("grad::index_select")?;
+        let policy = self.opts.bounds;
+        let shape = input_shape.into_dimension();
+        if let OutOfBounds::Error = policy {
+            return super::index_select(grad_out, shape, dim, index);
+        }
+        let op = "grad::index_select";
+        reads_only(op, &policy)?;
+        let (d, n) = dim_size(op, shape.slice(), dim)?;
+        let r = resolve(op, &index.view().into_dyn(), d, n, &policy, 0)?;
+        let g = zero_filled(
+            grad_out.view().into_dyn(),
+            &policy,
+            r.missing(),
+            Layout::Lanes(d),
+        );
+        super::index_select(&g, shape, dim, &r.index())
+    }
+
+    /// The gradient of the forward under the same options with respect to `input`.
+    ///
+    /// ```
+    /// use gather::OutOfBounds;
+    /// use ndarray::array;
+    /// let d = gather::Options::new().bounds(OutOfBounds::Clip).grad().take(&array![1.0f32, 2.0, 4.0], (2, 2), &array![0, 9, -1])?;
+    /// assert_eq!(d, array![[5.0, 0.0], [0.0, 2.0]]);
+    /// # Ok::<(), gather::Error>(())
+    /// ```
+    pub fn take<S, DG, I, SI, DI, Sh>(
+        &self,
+        grad_out: &ArrayBase<S, DG>,
+        input_shape: Sh,
+        index: &ArrayBase<SI, DI>,
+    ) -> Result<Array<T, Sh::Dim>>
+    where
+        S: Data<Elem = T>,
+        DG: Dimension,
+        I: IndexElem,
+        SI: Data<Elem = I>,
+        DI: Dimension,
+        Sh: IntoDimension,
+    {
+        self.opts.no_broadcast("grad::take")?;
+        let policy = self.opts.bounds;
+        let shape = input_shape.into_dimension();
+        if let OutOfBounds::Error = policy {
+            return super::take(grad_out, shape, index);
+        }
+        let op = "grad::take";
+        reads_only(op, &policy)?;
+        let n = shape.slice().iter().product();
+        let r = resolve(op, &index.view().into_dyn(), 0, n, &policy, 0)?;
+        let g = zero_filled(
+            grad_out.view().into_dyn(),
+            &policy,
+            r.missing(),
+            Layout::Same,
+        );
+        super::take(&g, shape, &r.index())
+    }
+
+    /// The gradient of the forward under the same options with respect to
+    /// `input`.
+    ///
+    /// ```
+    /// use gather::OutOfBounds;
+    /// use ndarray::array;
+    /// let g = array![[1.0f32], [2.0]];
+    /// let d = gather::Options::new().bounds(OutOfBounds::Fill(0.0)).grad().take_along_dim(&g, (2, 3), &array![[2], [7]], Some(1))?;
+    /// assert_eq!(d, array![[0.0, 0.0, 1.0], [0.0, 0.0, 0.0]]);
+    /// # Ok::<(), gather::Error>(())
+    /// ```
+    pub fn take_along_dim<S, DG, I, SI, DI, Sh>(
+        &self,
+        grad_out: &ArrayBase<S, DG>,
+        input_shape: Sh,
+        index: &ArrayBase<SI, DI>,
+        dim: Option<isize>,
+    ) -> Result<Array<T, Sh::Dim>>
+    where
+        S: Data<Elem = T>,
+        DG: Dimension,
+        I: IndexElem,
+        SI: Data<Elem = I>,
+        DI: Dimension,
+        Sh: IntoDimension,
+    {
+        self.opts.no_broadcast("grad::take_along_dim")?;
+        let policy = self.opts.bounds;
+        let shape = input_shape.into_dimension();
+        if let OutOfBounds::Error = policy {
+            return super::take_along_dim(grad_out, shape, index, dim);
+        }
+        let op = "grad::take_along_dim";
+        reads_only(op, &policy)?;
+        let (d, n, layout) = match dim {
+            Some(dim) => {
+                let (d, n) = dim_size(op, shape.slice(), dim)?;
+                (d, n, Layout::Broadcast)
+            }
+            None => (0, shape.slice().iter().product(), Layout::Same),
+        };
+        let r = resolve(op, &index.view().into_dyn(), d, n, &policy, 0)?;
+        let g = zero_filled(grad_out.view().into_dyn(), &policy, r.missing(), layout);
+        super::take_along_dim(&g, shape, &r.index(), dim)
+    }
+
+    /// The gradient of the forward under the same options with respect to
+    /// `input`.
+    ///
+    /// ```
+    /// use gather::OutOfBounds;
+    /// use ndarray::array;
+    /// // Token logits [1, 2, 2]; label -100 is ignored: its gradient goes nowhere.
+    /// let g = array![[1.0f32, 1.0]];
+    /// let d = gather::Options::new().bounds(OutOfBounds::Fill(0.0)).grad().select_batched(&g, (1, 2, 2), -1, &array![[1, -100]], 2)?;
+    /// assert_eq!(d, array![[[0.0, 1.0], [0.0, 0.0]]].into_dyn());
+    /// # Ok::<(), gather::Error>(())
+    /// ```
+    pub fn select_batched<S, DG, I, SI, DI, Sh>(
+        &self,
+        grad_out: &ArrayBase<S, DG>,
+        input_shape: Sh,
+        axis: isize,
+        index: &ArrayBase<SI, DI>,
+        batch_dims: usize,
+    ) -> Result<ArrayD<T>>
+    where
+        S: Data<Elem = T>,
+        DG: Dimension,
+        I: IndexElem,
+        SI: Data<Elem = I>,
+        DI: Dimension,
+        Sh: IntoDimension,
+    {
+        self.opts.no_broadcast("grad::select_batched")?;
+        let policy = self.opts.bounds;
+        let shape = input_shape.into_dimension();
+        if let OutOfBounds::Error = policy {
+            return super::select_batched(grad_out, shape, axis, index, batch_dims);
+        }
+        let op = "grad::select_batched";
+        reads_only(op, &policy)?;
+        let p = crate::ops::select::plan(op, shape.slice(), axis, index.shape(), batch_dims)?;
+        let n = shape.slice()[p.axis];
+        let r = resolve(op, &index.view().into_dyn(), p.axis, n, &policy, 0)?;
+        let layout = Layout::Batched {
+            axis: p.axis,
+            b: batch_dims,
+        };
+        let g = zero_filled(grad_out.view().into_dyn(), &policy, r.missing(), layout);
+        super::select_batched(&g, shape, axis, &r.index(), batch_dims)
+    }
+
+    /// The gradients of the forward under the same options: `grad.input` is
+    /// `grad_out`, `grad.src` reads it where each source landed (zero where it was dropped).
+    ///
+    /// ```
+    /// use gather::OutOfBounds;
+    /// use ndarray::array;
+    /// let g = gather::Options::new().bounds(OutOfBounds::Drop).grad().scatter_add(&array![1.0f32, 2.0], 0, &array![1, -1, 1], 3)?;
+    /// assert_eq!(g.input, array![1.0, 2.0]);
+    /// assert_eq!(g.src, array![2.0, 0.0, 2.0]);
+    /// let g = gather::Options::new().bounds(OutOfBounds::Wrap).grad().scatter_add(&array![1.0f32, 2.0], 0, &array![1, -1, 1], 3)?;
+    /// assert_eq!(g.src, array![2.0, 2.0, 2.0]);
+    /// # Ok::<(), gather::Error>(())
+    /// ```
+    pub fn scatter_add<S, DG, I, SI, DI, Sh>(
+        &self,
+        grad_out: &ArrayBase<S, DG>,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        src_shape: Sh,
+    ) -> Result<ScatterGrad<T, DG, Sh::Dim>>
+    where
+        S: Data<Elem = T>,
+        DG: Dimension,
+        I: IndexElem,
+        SI: Data<Elem = I>,
+        DI: Dimension,
+        Sh: IntoDimension,
+    {
+        let policy = self.opts.bounds;
+        let ss = src_shape.into_dimension();
+        if let OutOfBounds::Error = policy {
+            if self.opts.broadcast {
+                return super::broadcast::scatter_add_broadcast(grad_out, dim, index, ss);
+            }
+            return super::scatter_add(grad_out, dim, index, ss);
+        }
+        let (gi, gs) = write_grad(
+            "grad::scatter_add",
+            grad_out.view().into_dyn(),
+            Some(dim),
+            index.view().into_dyn(),
+            &policy,
+            |g, i| {
+                let r = if self.opts.broadcast {
+                    super::broadcast::scatter_add_broadcast(g, dim, i, ss.clone())?
                 } else {
-                    x.clone()
+                    super::scatter_add(g, dim, i, ss.clone())?
                 };
-                extend_axis(&x1, d, T::default())?
-            };
-            let out = crate::index_reduce(&xe, dim, i, source, reduce, include_self)?;
-            let r = super::index_reduce(g, &xe, dim, i, source, reduce, include_self, &out)?;
-            Ok((r.input, r.source))
-        },
-    )?;
-    Ok(SourceGrad {
-        input: into_dim(gi),
-        source: gs,
-    })
-}
-
-/// The gradients of [`Options::index_add`](crate::Options::index_add).
-///
-/// ```
-/// use gather::OutOfBounds;
-/// use ndarray::array;
-/// let g = array![[1.0f32, 1.0], [2.0, 2.0]];
-/// let r = gather::grad::index_add_bounded(&g, 0, &array![1, 7], (2, 2), 3.0, OutOfBounds::Drop)?;
-/// assert_eq!(r.input, g);
-/// assert_eq!(r.source, array![[6.0, 6.0], [0.0, 0.0]]);
-/// # Ok::<(), gather::Error>(())
-/// ```
-pub fn index_add_bounded<T, S, DG, I, SI, DI, Sh>(
-    grad_out: &ArrayBase<S, DG>,
-    dim: isize,
-    index: &ArrayBase<SI, DI>,
-    source_shape: Sh,
-    alpha: T,
-    policy: OutOfBounds<T>,
-) -> Result<SourceGrad<T, DG, Sh::Dim>>
-where
-    T: GradFloat,
-    S: Data<Elem = T>,
-    DG: Dimension,
-    I: IndexElem,
-    SI: Data<Elem = I>,
-    DI: Dimension,
-    Sh: IntoDimension,
-{
-    let ss = source_shape.into_dimension();
-    if let OutOfBounds::Error = policy {
-        return super::index_add(grad_out, dim, index, ss, alpha);
+                Ok((r.input, r.src))
+            },
+        )?;
+        Ok(ScatterGrad {
+            input: into_dim(gi),
+            src: gs,
+        })
     }
-    let (gi, gs) = write_grad(
-        "grad::index_add",
-        grad_out.view().into_dyn(),
-        Some(dim),
-        index.view().into_dyn(),
-        &policy,
-        |g, i| {
-            let r = super::index_add(g, dim, i, ss.clone(), alpha)?;
-            Ok((r.input, r.source))
-        },
-    )?;
-    Ok(SourceGrad {
-        input: into_dim(gi),
-        source: gs,
-    })
-}
 
-/// The gradients of [`Options::index_copy`](crate::Options::index_copy).
-///
-/// ```
-/// use gather::OutOfBounds;
-/// use ndarray::array;
-/// let r = gather::grad::index_copy_bounded(&array![1.0f32, 2.0, 4.0], 0, &array![5, 1], 2, OutOfBounds::Drop)?;
-/// assert_eq!(r.input, array![1.0, 0.0, 4.0]);
-/// assert_eq!(r.source, array![0.0, 2.0]);
-/// # Ok::<(), gather::Error>(())
-/// ```
-pub fn index_copy_bounded<T, S, DG, I, SI, DI, Sh>(
-    grad_out: &ArrayBase<S, DG>,
-    dim: isize,
-    index: &ArrayBase<SI, DI>,
-    source_shape: Sh,
-    policy: OutOfBounds<T>,
-) -> Result<SourceGrad<T, DG, Sh::Dim>>
-where
-    T: GradFloat,
-    S: Data<Elem = T>,
-    DG: Dimension,
-    I: IndexElem,
-    SI: Data<Elem = I>,
-    DI: Dimension,
-    Sh: IntoDimension,
-{
-    let ss = source_shape.into_dimension();
-    if let OutOfBounds::Error = policy {
-        return super::index_copy(grad_out, dim, index, ss);
+    /// The gradients of the forward under the same options: overwritten elements of the
+    /// input get zero, each kept source the gradient of where it landed (the last write of
+    /// duplicates), dropped sources zero.
+    ///
+    /// ```
+    /// use gather::OutOfBounds;
+    /// use ndarray::array;
+    /// let g = gather::Options::new().bounds(OutOfBounds::Clip).grad().scatter(&array![1.0f32, 2.0, 4.0], 0, &array![5, 1], 2)?;
+    /// assert_eq!(g.input, array![1.0, 0.0, 0.0]);
+    /// assert_eq!(g.src, array![4.0, 2.0]);
+    /// # Ok::<(), gather::Error>(())
+    /// ```
+    pub fn scatter<S, DG, I, SI, DI, Sh>(
+        &self,
+        grad_out: &ArrayBase<S, DG>,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        src_shape: Sh,
+    ) -> Result<ScatterGrad<T, DG, Sh::Dim>>
+    where
+        S: Data<Elem = T>,
+        DG: Dimension,
+        I: IndexElem,
+        SI: Data<Elem = I>,
+        DI: Dimension,
+        Sh: IntoDimension,
+    {
+        let policy = self.opts.bounds;
+        let ss = src_shape.into_dimension();
+        if let OutOfBounds::Error = policy {
+            if self.opts.broadcast {
+                return super::broadcast::scatter_broadcast(grad_out, dim, index, ss);
+            }
+            return super::scatter(grad_out, dim, index, ss);
+        }
+        let (gi, gs) = write_grad(
+            "grad::scatter",
+            grad_out.view().into_dyn(),
+            Some(dim),
+            index.view().into_dyn(),
+            &policy,
+            |g, i| {
+                let r = if self.opts.broadcast {
+                    super::broadcast::scatter_broadcast(g, dim, i, ss.clone())?
+                } else {
+                    super::scatter(g, dim, i, ss.clone())?
+                };
+                Ok((r.input, r.src))
+            },
+        )?;
+        Ok(ScatterGrad {
+            input: into_dim(gi),
+            src: gs,
+        })
     }
-    let (gi, gs) = write_grad(
-        "grad::index_copy",
-        grad_out.view().into_dyn(),
-        Some(dim),
-        index.view().into_dyn(),
-        &policy,
-        |g, i| {
-            let r = super::index_copy(g, dim, i, ss.clone())?;
-            Ok((r.input, r.source))
-        },
-    )?;
-    Ok(SourceGrad {
-        input: into_dim(gi),
-        source: gs,
-    })
-}
 
-/// The gradient of [`Options::index_fill`](crate::Options::index_fill) with respect to `input`:
-/// zero on the filled slices.
-///
-/// ```
-/// use gather::OutOfBounds;
-/// use ndarray::array;
-/// let d = gather::grad::index_fill_bounded(&array![1.0f32, 2.0, 4.0], 0, &array![0, 9], OutOfBounds::Drop)?;
-/// assert_eq!(d, array![0.0, 2.0, 4.0]);
-/// # Ok::<(), gather::Error>(())
-/// ```
-pub fn index_fill_bounded<T, S, D, I, SI, DI>(
-    grad_out: &ArrayBase<S, D>,
-    dim: isize,
-    index: &ArrayBase<SI, DI>,
-    policy: OutOfBounds<T>,
-) -> Result<Array<T, D>>
-where
-    T: GradFloat,
-    S: Data<Elem = T>,
-    D: Dimension,
-    I: IndexElem,
-    SI: Data<Elem = I>,
-    DI: Dimension,
-{
-    if let OutOfBounds::Error = policy {
-        return super::index_fill(grad_out, dim, index);
+    /// The gradients of the forward under the same options (the forward
+    /// is recomputed from `input` and `src`).
+    ///
+    /// ```
+    /// use gather::{OutOfBounds, Reduce};
+    /// use ndarray::array;
+    /// let x = array![1.0f64, 1.0];
+    /// let g = gather::Options::new().bounds(OutOfBounds::Drop).grad()
+    ///     .scatter_reduce(&array![1.0, 1.0], &x, 0, &array![0, 3, 0], &array![5.0, 7.0, 2.0], Reduce::Prod, true)?;
+    /// assert_eq!(g.input, array![10.0, 1.0]);
+    /// assert_eq!(g.src, array![2.0, 0.0, 5.0]);
+    /// # Ok::<(), gather::Error>(())
+    /// ```
+    #[allow(clippy::too_many_arguments)]
+    pub fn scatter_reduce<S, D, SX, I, SI, DI, SS, DS>(
+        &self,
+        grad_out: &ArrayBase<S, D>,
+        input: &ArrayBase<SX, D>,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        src: &ArrayBase<SS, DS>,
+        reduce: Reduce,
+        include_self: bool,
+    ) -> Result<ScatterGrad<T, D, DS>>
+    where
+        S: Data<Elem = T>,
+        D: Dimension,
+        SX: Data<Elem = T>,
+        I: IndexElem,
+        SI: Data<Elem = I>,
+        DI: Dimension,
+        SS: Data<Elem = T>,
+        DS: Dimension,
+    {
+        let policy = self.opts.bounds;
+        let op = "grad::scatter_reduce";
+        if let OutOfBounds::Error = policy {
+            let x = input.view();
+            return self.scatter_reduce_strict(grad_out, &x, dim, index, src, reduce, include_self);
+        }
+        super::check_shape(
+            op,
+            "grad_output",
+            grad_out.shape(),
+            "the input",
+            input.shape(),
+        )?;
+        let x = input.view().into_dyn();
+        let (gi, gs) = write_grad(
+            op,
+            grad_out.view().into_dyn(),
+            Some(dim),
+            index.view().into_dyn(),
+            &policy,
+            |g, i| {
+                // Under Drop `g` has the scratch slice: give the input one too (its value does not
+                // matter, the scratch slice's gradient is zero).
+                let xe = if g.shape() == x.shape() {
+                    x.to_owned()
+                } else {
+                    let d = dim_size(op, x.shape(), dim)?.0;
+                    let x1 = if x.ndim() == 0 {
+                        x.clone().insert_axis(Axis(0))
+                    } else {
+                        x.clone()
+                    };
+                    extend_axis(&x1, d, T::default())?
+                };
+                let r = self.scatter_reduce_strict(g, &xe, dim, i, src, reduce, include_self)?;
+                Ok((r.input, r.src))
+            },
+        )?;
+        Ok(ScatterGrad {
+            input: into_dim(gi),
+            src: gs,
+        })
     }
-    let (gi, ()) = write_grad(
-        "grad::index_fill",
-        grad_out.view().into_dyn(),
-        Some(dim),
-        index.view().into_dyn(),
-        &policy,
-        |g, i| Ok((super::index_fill(g, dim, i)?, ())),
-    )?;
-    Ok(into_dim(gi))
-}
 
-/// The gradients of [`Options::put`](crate::Options::put).
-///
-/// ```
-/// use gather::OutOfBounds;
-/// use ndarray::array;
-/// let g = array![[1.0f32, 2.0], [3.0, 4.0]];
-/// let r = gather::grad::put_bounded(&g, &array![0, 4, -1], 3, true, OutOfBounds::Drop)?;
-/// assert_eq!(r.input, g);
-/// assert_eq!(r.source, array![1.0, 0.0, 0.0]);
-/// # Ok::<(), gather::Error>(())
-/// ```
-pub fn put_bounded<T, S, D, I, SI, DI, Sh>(
-    grad_out: &ArrayBase<S, D>,
-    index: &ArrayBase<SI, DI>,
-    source_shape: Sh,
-    accumulate: bool,
-    policy: OutOfBounds<T>,
-) -> Result<SourceGrad<T, D, Sh::Dim>>
-where
-    T: GradFloat,
-    S: Data<Elem = T>,
-    D: Dimension,
-    I: IndexElem,
-    SI: Data<Elem = I>,
-    DI: Dimension,
-    Sh: IntoDimension,
-{
-    let ss = source_shape.into_dimension();
-    if let OutOfBounds::Error = policy {
-        return super::put(grad_out, index, ss, accumulate);
+    /// The gradients of the forward under the same options (the forward is
+    /// recomputed from `input` and `source`).
+    ///
+    /// ```
+    /// use gather::{OutOfBounds, Reduce};
+    /// use ndarray::array;
+    /// let x = array![2.0f64, 3.0];
+    /// let g = gather::Options::new().bounds(OutOfBounds::Drop).grad()
+    ///     .index_reduce(&array![1.0, 1.0], &x, 0, &array![0, -1, 7], &array![4.0, 5.0, 6.0], Reduce::Prod, true)?;
+    /// assert_eq!(g.input, array![4.0, 1.0]);
+    /// assert_eq!(g.source, array![2.0, 0.0, 0.0]);
+    /// # Ok::<(), gather::Error>(())
+    /// ```
+    #[allow(clippy::too_many_arguments)]
+    pub fn index_reduce<S, D, SX, I, SI, DI, SS, DS>(
+        &self,
+        grad_out: &ArrayBase<S, D>,
+        input: &ArrayBase<SX, D>,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        source: &ArrayBase<SS, DS>,
+        reduce: Reduce,
+        include_self: bool,
+    ) -> Result<SourceGrad<T, D, DS>>
+    where
+        S: Data<Elem = T>,
+        D: Dimension,
+        SX: Data<Elem = T>,
+        I: IndexElem,
+        SI: Data<Elem = I>,
+        DI: Dimension,
+        SS: Data<Elem = T>,
+        DS: Dimension,
+    {
+        self.opts.no_broadcast("grad::index_reduce")?;
+        let policy = self.opts.bounds;
+        let op = "grad::index_reduce";
+        if let OutOfBounds::Error = policy {
+            let out = crate::index_reduce(input, dim, index, source, reduce, include_self)?;
+            return super::index_reduce(
+                grad_out,
+                input,
+                dim,
+                index,
+                source,
+                reduce,
+                include_self,
+                &out,
+            );
+        }
+        super::check_shape(
+            op,
+            "grad_output",
+            grad_out.shape(),
+            "the input",
+            input.shape(),
+        )?;
+        let x = input.view().into_dyn();
+        let (gi, gs) = write_grad(
+            op,
+            grad_out.view().into_dyn(),
+            Some(dim),
+            index.view().into_dyn(),
+            &policy,
+            |g, i| {
+                let xe = if g.shape() == x.shape() {
+                    x.to_owned()
+                } else {
+                    let d = dim_size(op, x.shape(), dim)?.0;
+                    let x1 = if x.ndim() == 0 {
+                        x.clone().insert_axis(Axis(0))
+                    } else {
+                        x.clone()
+                    };
+                    extend_axis(&x1, d, T::default())?
+                };
+                let out = crate::index_reduce(&xe, dim, i, source, reduce, include_self)?;
+                let r = super::index_reduce(g, &xe, dim, i, source, reduce, include_self, &out)?;
+                Ok((r.input, r.source))
+            },
+        )?;
+        Ok(SourceGrad {
+            input: into_dim(gi),
+            source: gs,
+        })
     }
-    let (gi, gs) = write_grad(
-        "grad::put",
-        grad_out.view().into_dyn(),
-        None,
-        index.view().into_dyn(),
-        &policy,
-        |g, i| {
-            let r = super::put(g, i, ss.clone(), accumulate)?;
-            Ok((r.input, r.source))
-        },
-    )?;
-    Ok(SourceGrad {
-        input: into_dim(gi),
-        source: gs,
-    })
+
+    /// The gradients of the forward under the same options.
+    ///
+    /// ```
+    /// use gather::OutOfBounds;
+    /// use ndarray::array;
+    /// let g = array![[1.0f32, 1.0], [2.0, 2.0]];
+    /// let r = gather::Options::new().bounds(OutOfBounds::Drop).grad().index_add(&g, 0, &array![1, 7], (2, 2), 3.0)?;
+    /// assert_eq!(r.input, g);
+    /// assert_eq!(r.source, array![[6.0, 6.0], [0.0, 0.0]]);
+    /// # Ok::<(), gather::Error>(())
+    /// ```
+    pub fn index_add<S, DG, I, SI, DI, Sh>(
+        &self,
+        grad_out: &ArrayBase<S, DG>,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        source_shape: Sh,
+        alpha: T,
+    ) -> Result<SourceGrad<T, DG, Sh::Dim>>
+    where
+        S: Data<Elem = T>,
+        DG: Dimension,
+        I: IndexElem,
+        SI: Data<Elem = I>,
+        DI: Dimension,
+        Sh: IntoDimension,
+    {
+        self.opts.no_broadcast("grad::index_add")?;
+        let policy = self.opts.bounds;
+        let ss = source_shape.into_dimension();
+        if let OutOfBounds::Error = policy {
+            return super::index_add(grad_out, dim, index, ss, alpha);
+        }
+        let (gi, gs) = write_grad(
+            "grad::index_add",
+            grad_out.view().into_dyn(),
+            Some(dim),
+            index.view().into_dyn(),
+            &policy,
+            |g, i| {
+                let r = super::index_add(g, dim, i, ss.clone(), alpha)?;
+                Ok((r.input, r.source))
+            },
+        )?;
+        Ok(SourceGrad {
+            input: into_dim(gi),
+            source: gs,
+        })
+    }
+
+    /// The gradients of the forward under the same options.
+    ///
+    /// ```
+    /// use gather::OutOfBounds;
+    /// use ndarray::array;
+    /// let r = gather::Options::new().bounds(OutOfBounds::Drop).grad().index_copy(&array![1.0f32, 2.0, 4.0], 0, &array![5, 1], 2)?;
+    /// assert_eq!(r.input, array![1.0, 0.0, 4.0]);
+    /// assert_eq!(r.source, array![0.0, 2.0]);
+    /// # Ok::<(), gather::Error>(())
+    /// ```
+    pub fn index_copy<S, DG, I, SI, DI, Sh>(
+        &self,
+        grad_out: &ArrayBase<S, DG>,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        source_shape: Sh,
+    ) -> Result<SourceGrad<T, DG, Sh::Dim>>
+    where
+        S: Data<Elem = T>,
+        DG: Dimension,
+        I: IndexElem,
+        SI: Data<Elem = I>,
+        DI: Dimension,
+        Sh: IntoDimension,
+    {
+        self.opts.no_broadcast("grad::index_copy")?;
+        let policy = self.opts.bounds;
+        let ss = source_shape.into_dimension();
+        if let OutOfBounds::Error = policy {
+            return super::index_copy(grad_out, dim, index, ss);
+        }
+        let (gi, gs) = write_grad(
+            "grad::index_copy",
+            grad_out.view().into_dyn(),
+            Some(dim),
+            index.view().into_dyn(),
+            &policy,
+            |g, i| {
+                let r = super::index_copy(g, dim, i, ss.clone())?;
+                Ok((r.input, r.source))
+            },
+        )?;
+        Ok(SourceGrad {
+            input: into_dim(gi),
+            source: gs,
+        })
+    }
+
+    /// The gradient of the forward under the same options with respect to `input`:
+    /// zero on the filled slices.
+    ///
+    /// ```
+    /// use gather::OutOfBounds;
+    /// use ndarray::array;
+    /// let d = gather::Options::new().bounds(OutOfBounds::Drop).grad().index_fill(&array![1.0f32, 2.0, 4.0], 0, &array![0, 9])?;
+    /// assert_eq!(d, array![0.0, 2.0, 4.0]);
+    /// # Ok::<(), gather::Error>(())
+    /// ```
+    pub fn index_fill<S, D, I, SI, DI>(
+        &self,
+        grad_out: &ArrayBase<S, D>,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+    ) -> Result<Array<T, D>>
+    where
+        S: Data<Elem = T>,
+        D: Dimension,
+        I: IndexElem,
+        SI: Data<Elem = I>,
+        DI: Dimension,
+    {
+        self.opts.no_broadcast("grad::index_fill")?;
+        let policy = self.opts.bounds;
+        if let OutOfBounds::Error = policy {
+            return super::index_fill(grad_out, dim, index);
+        }
+        let (gi, ()) = write_grad(
+            "grad::index_fill",
+            grad_out.view().into_dyn(),
+            Some(dim),
+            index.view().into_dyn(),
+            &policy,
+            |g, i| Ok((super::index_fill(g, dim, i)?, ())),
+        )?;
+        Ok(into_dim(gi))
+    }
+
+    /// The gradients of the forward under the same options.
+    ///
+    /// ```
+    /// use gather::OutOfBounds;
+    /// use ndarray::array;
+    /// let g = array![[1.0f32, 2.0], [3.0, 4.0]];
+    /// let r = gather::Options::new().bounds(OutOfBounds::Drop).grad().put(&g, &array![0, 4, -1], 3, true)?;
+    /// assert_eq!(r.input, g);
+    /// assert_eq!(r.source, array![1.0, 0.0, 0.0]);
+    /// # Ok::<(), gather::Error>(())
+    /// ```
+    pub fn put<S, D, I, SI, DI, Sh>(
+        &self,
+        grad_out: &ArrayBase<S, D>,
+        index: &ArrayBase<SI, DI>,
+        source_shape: Sh,
+        accumulate: bool,
+    ) -> Result<SourceGrad<T, D, Sh::Dim>>
+    where
+        S: Data<Elem = T>,
+        D: Dimension,
+        I: IndexElem,
+        SI: Data<Elem = I>,
+        DI: Dimension,
+        Sh: IntoDimension,
+    {
+        self.opts.no_broadcast("grad::put")?;
+        let policy = self.opts.bounds;
+        let ss = source_shape.into_dimension();
+        if let OutOfBounds::Error = policy {
+            return super::put(grad_out, index, ss, accumulate);
+        }
+        let (gi, gs) = write_grad(
+            "grad::put",
+            grad_out.view().into_dyn(),
+            None,
+            index.view().into_dyn(),
+            &policy,
+            |g, i| {
+                let r = super::put(g, i, ss.clone(), accumulate)?;
+                Ok((r.input, r.source))
+            },
+        )?;
+        Ok(SourceGrad {
+            input: into_dim(gi),
+            source: gs,
+        })
+    }
+
+    /// The strict (`Error`) gradient of scatter_reduce, broadcasting or not, from the forward
+    /// recomputed under the same broadcasting.
+    #[allow(clippy::too_many_arguments)]
+    fn scatter_reduce_strict<S, D, SX, I, SI, DI, SS, DS>(
+        &self,
+        grad_out: &ArrayBase<S, D>,
+        input: &ArrayBase<SX, D>,
+        dim: isize,
+        index: &ArrayBase<SI, DI>,
+        src: &ArrayBase<SS, DS>,
+        reduce: Reduce,
+        include_self: bool,
+    ) -> Result<ScatterGrad<T, D, DS>>
+    where
+        S: Data<Elem = T>,
+        D: Dimension,
+        SX: Data<Elem = T>,
+        I: IndexElem,
+        SI: Data<Elem = I>,
+        DI: Dimension,
+        SS: Data<Elem = T>,
+        DS: Dimension,
+    {
+        let strict = crate::Options::new().broadcast(self.opts.broadcast);
+        let out = strict.scatter_reduce(input, dim, index, src, reduce, include_self)?;
+        if self.opts.broadcast {
+            return super::broadcast::scatter_reduce_broadcast(
+                grad_out,
+                input,
+                dim,
+                index,
+                src,
+                reduce,
+                include_self,
+                &out,
+            );
+        }
+        super::scatter_reduce(grad_out, input, dim, index, src, reduce, include_self, &out)
+    }
 }
 
 #[cfg(test)]
@@ -840,7 +939,11 @@ mod tests {
                 check_fd(
                     &f,
                     &x,
-                    &gather_bounded(&w, x.raw_dim(), dd, &idx, p).unwrap(),
+                    &crate::Options::new()
+                        .bounds(p)
+                        .grad()
+                        .gather(&w, x.raw_dim(), dd, &idx)
+                        .unwrap(),
                     &format!("gather {what}"),
                 );
                 // take_along_dim with and without a dim
@@ -850,7 +953,11 @@ mod tests {
                         &w,
                     )
                 };
-                let g = take_along_dim_bounded(&w, x.raw_dim(), &idx, Some(dd), p).unwrap();
+                let g = crate::Options::new()
+                    .bounds(p)
+                    .grad()
+                    .take_along_dim(&w, x.raw_dim(), &idx, Some(dd))
+                    .unwrap();
                 check_fd(&f, &x, &g, &format!("take_along_dim {what}"));
                 let flat_idx = index(&[4], x.len(), &mut seed, wrap);
                 let w4 = rand(&[4], &mut seed);
@@ -860,7 +967,11 @@ mod tests {
                         &w4,
                     )
                 };
-                let g = take_along_dim_bounded(&w4, x.raw_dim(), &flat_idx, None, p).unwrap();
+                let g = crate::Options::new()
+                    .bounds(p)
+                    .grad()
+                    .take_along_dim(&w4, x.raw_dim(), &flat_idx, None)
+                    .unwrap();
                 check_fd(&f, &x, &g, &format!("take_along_dim(None) {what}"));
                 let f = |x: &ArrayD<f64>| {
                     dot(
@@ -871,7 +982,11 @@ mod tests {
                 check_fd(
                     &f,
                     &x,
-                    &take_bounded(&w4, x.raw_dim(), &flat_idx, p).unwrap(),
+                    &crate::Options::new()
+                        .bounds(p)
+                        .grad()
+                        .take(&w4, x.raw_dim(), &flat_idx)
+                        .unwrap(),
                     &format!("take {what}"),
                 );
                 // index_select and select_batched (batch_dims = d)
@@ -885,7 +1000,11 @@ mod tests {
                         &wo,
                     )
                 };
-                let g = index_select_bounded(&wo, x.raw_dim(), dd, &ids, p).unwrap();
+                let g = crate::Options::new()
+                    .bounds(p)
+                    .grad()
+                    .index_select(&wo, x.raw_dim(), dd, &ids)
+                    .unwrap();
                 check_fd(&f, &x, &g, &format!("index_select {what}"));
                 let mut bs = xs[..d].to_vec();
                 bs.push(2);
@@ -899,10 +1018,93 @@ mod tests {
                         &wb,
                     )
                 };
-                let g = select_batched_bounded(&wb, x.raw_dim(), dd, &bidx, d, p).unwrap();
+                let g = crate::Options::new()
+                    .bounds(p)
+                    .grad()
+                    .select_batched(&wb, x.raw_dim(), dd, &bidx, d)
+                    .unwrap();
                 check_fd(&f, &x, &g, &format!("select_batched {what}"));
             }
         }
+    }
+
+    #[test]
+    fn broadcast_and_bounds_together_match_finite_differences() {
+        let mut seed = 45u64;
+        // gather: an input [1, 4] shared by three [1]-wide index rows.
+        let x = rand(&[1, 4], &mut seed);
+        for (p, idx) in [
+            (OutOfBounds::Clip, array![[-1i64], [2], [9]]),
+            (OutOfBounds::Fill(2.5), array![[-1i64], [2], [9]]),
+            (OutOfBounds::Wrap, array![[-1i64], [2], [-4]]),
+        ] {
+            let opts = crate::Options::new().broadcast(true).bounds(p);
+            let shape = opts.gather(&x, 1, &idx).unwrap().raw_dim();
+            let w = rand(shape.slice(), &mut seed);
+            let f = |x: &ArrayD<f64>| dot(&opts.gather(x, 1, &idx).unwrap().into_dyn(), &w);
+            let g = opts.grad().gather(&w, x.raw_dim(), 1, &idx).unwrap();
+            check_fd(&f, &x, &g, &format!("broadcast gather {p:?}"));
+        }
+        // scatter_add and scatter_reduce: [4, 1] row ids, src [4, 2], into [3, 2].
+        let x = rand(&[3, 2], &mut seed);
+        let src = rand(&[4, 2], &mut seed);
+        let w = rand(&[3, 2], &mut seed);
+        for (p, idx) in [
+            (OutOfBounds::Drop, array![[-1i64], [1], [5], [2]]),
+            (OutOfBounds::Clip, array![[-1i64], [1], [5], [2]]),
+            (OutOfBounds::Wrap, array![[-1i64], [1], [-3], [2]]),
+        ] {
+            let opts = crate::Options::new().broadcast(true).bounds(p);
+            let go = opts.grad();
+            let g = go.scatter_add(&w, 0, &idx, src.raw_dim()).unwrap();
+            let f = |x: &ArrayD<f64>| dot(&opts.scatter_add(x, 0, &idx, &src).unwrap(), &w);
+            check_fd(
+                &f,
+                &x,
+                &g.input,
+                &format!("broadcast scatter_add input {p:?}"),
+            );
+            let f = |s: &ArrayD<f64>| dot(&opts.scatter_add(&x, 0, &idx, s).unwrap(), &w);
+            check_fd(
+                &f,
+                &src,
+                &g.src,
+                &format!("broadcast scatter_add src {p:?}"),
+            );
+            let g = go
+                .scatter_reduce(&w, &x, 0, &idx, &src, Reduce::Prod, true)
+                .unwrap();
+            let fwd = |x: &ArrayD<f64>, s: &ArrayD<f64>| {
+                opts.scatter_reduce(x, 0, &idx, s, Reduce::Prod, true)
+                    .unwrap()
+            };
+            check_fd(
+                &|x| dot(&fwd(x, &src), &w),
+                &x,
+                &g.input,
+                &format!("prod input {p:?}"),
+            );
+            check_fd(
+                &|s| dot(&fwd(&x, s), &w),
+                &src,
+                &g.src,
+                &format!("prod src {p:?}"),
+            );
+        }
+    }
+
+    #[test]
+    fn ops_without_a_broadcasting_form_refuse_it_in_their_gradients_too() {
+        let bc = crate::Options::<f64>::new().broadcast(true).grad();
+        let e = bc
+            .index_select(&array![1.0, 2.0], 3, 0, &array![0, 1])
+            .unwrap_err();
+        assert!(e.to_string().contains("grad::index_select"), "{e}");
+        let e = bc.take(&array![1.0, 2.0], 3, &array![0, 1]).unwrap_err();
+        assert!(
+            e.to_string().contains("broadcasting is an option of"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -924,7 +1126,11 @@ mod tests {
                 let src = rand(&is, &mut seed);
                 let w = rand(&xs, &mut seed);
                 // scatter_add
-                let g = scatter_add_bounded(&w, dd, &idx, src.raw_dim(), p).unwrap();
+                let g = crate::Options::new()
+                    .bounds(p)
+                    .grad()
+                    .scatter_add(&w, dd, &idx, src.raw_dim())
+                    .unwrap();
                 let f = |x: &ArrayD<f64>| {
                     dot(
                         &crate::Options::new()
@@ -965,7 +1171,11 @@ mod tests {
                     }
                 });
                 if distinct_targets {
-                    let g = scatter_bounded(&w, dd, &idx, src.raw_dim(), p).unwrap();
+                    let g = crate::Options::new()
+                        .bounds(p)
+                        .grad()
+                        .scatter(&w, dd, &idx, src.raw_dim())
+                        .unwrap();
                     let f = |x: &ArrayD<f64>| {
                         dot(
                             &crate::Options::new()
@@ -996,8 +1206,11 @@ mod tests {
                     Reduce::Amin,
                 ] {
                     for incl in [true, false] {
-                        let g =
-                            scatter_reduce_bounded(&w, &x, dd, &idx, &src, red, incl, p).unwrap();
+                        let g = crate::Options::new()
+                            .bounds(p)
+                            .grad()
+                            .scatter_reduce(&w, &x, dd, &idx, &src, red, incl)
+                            .unwrap();
                         let f = |x: &ArrayD<f64>| {
                             dot(
                                 &crate::Options::new()
@@ -1035,7 +1248,11 @@ mod tests {
                 let mut ss = xs.clone();
                 ss[d] = 2;
                 let source = rand(&ss, &mut seed);
-                let g = index_add_bounded(&w, dd, &ids, source.raw_dim(), 1.5, p).unwrap();
+                let g = crate::Options::new()
+                    .bounds(p)
+                    .grad()
+                    .index_add(&w, dd, &ids, source.raw_dim(), 1.5)
+                    .unwrap();
                 let f = |x: &ArrayD<f64>| {
                     dot(
                         &crate::ops::bounds::index_add_bounded(x, dd, &ids, &source, 1.5, p)
@@ -1053,8 +1270,11 @@ mod tests {
                 check_fd(&f, &source, &g.source, &format!("index_add source {what}"));
                 for red in [Reduce::Prod, Reduce::Mean, Reduce::Amax, Reduce::Amin] {
                     for incl in [true, false] {
-                        let g =
-                            index_reduce_bounded(&w, &x, dd, &ids, &source, red, incl, p).unwrap();
+                        let g = crate::Options::new()
+                            .bounds(p)
+                            .grad()
+                            .index_reduce(&w, &x, dd, &ids, &source, red, incl)
+                            .unwrap();
                         let f = |x: &ArrayD<f64>| {
                             dot(
                                 &crate::ops::bounds::index_reduce_bounded(
@@ -1102,7 +1322,11 @@ mod tests {
                 let distinct =
                     targets[0].is_none() || targets[1].is_none() || targets[0] != targets[1];
                 if distinct {
-                    let g = index_copy_bounded(&w, dd, &ids, source.raw_dim(), p).unwrap();
+                    let g = crate::Options::new()
+                        .bounds(p)
+                        .grad()
+                        .index_copy(&w, dd, &ids, source.raw_dim())
+                        .unwrap();
                     let f = |x: &ArrayD<f64>| {
                         dot(
                             &crate::ops::bounds::index_copy_bounded(x, dd, &ids, &source, p)
@@ -1119,7 +1343,11 @@ mod tests {
                     };
                     check_fd(&f, &source, &g.source, &format!("index_copy source {what}"));
                 }
-                let g = index_fill_bounded(&w, dd, &ids, p).unwrap();
+                let g = crate::Options::new()
+                    .bounds(p)
+                    .grad()
+                    .index_fill(&w, dd, &ids)
+                    .unwrap();
                 let f = |x: &ArrayD<f64>| {
                     dot(
                         &crate::ops::bounds::index_fill_bounded(x, dd, &ids, 0.25, p).unwrap(),
@@ -1130,7 +1358,11 @@ mod tests {
                 // put with accumulate
                 let pidx = index(&[3], x.len(), &mut seed, wrap);
                 let psrc = rand(&[3], &mut seed);
-                let g = put_bounded(&w, &pidx, psrc.raw_dim(), true, p).unwrap();
+                let g = crate::Options::new()
+                    .bounds(p)
+                    .grad()
+                    .put(&w, &pidx, psrc.raw_dim(), true)
+                    .unwrap();
                 let f = |x: &ArrayD<f64>| {
                     dot(
                         &crate::ops::bounds::put_bounded(x, &pidx, &psrc, true, p).unwrap(),
@@ -1152,21 +1384,35 @@ mod tests {
     #[test]
     fn gradients_reject_the_policy_of_the_other_kind_and_bad_values() {
         let g = array![1.0f32, 2.0];
-        let e = gather_bounded(&g, 2, 0, &array![0, 1], OutOfBounds::Drop).unwrap_err();
+        let e = crate::Options::new()
+            .bounds(OutOfBounds::Drop)
+            .grad()
+            .gather(&g, 2, 0, &array![0, 1])
+            .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
-        let e = scatter_add_bounded(&g, 0, &array![0], 1, OutOfBounds::Fill(0.0)).unwrap_err();
+        let e = crate::Options::new()
+            .bounds(OutOfBounds::Fill(0.0))
+            .grad()
+            .scatter_add(&g, 0, &array![0], 1)
+            .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
-        let e = gather_bounded(&g, 2, 0, &array![0, 2], OutOfBounds::Wrap).unwrap_err();
+        let e = crate::Options::new()
+            .bounds(OutOfBounds::Wrap)
+            .grad()
+            .gather(&g, 2, 0, &array![0, 2])
+            .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::IndexOutOfBounds);
         // A gradient of the wrong shape is an error, not a panic, under Fill too.
-        let e = take_along_dim_bounded(
-            &array![[1.0f32, 2.0, 3.0]],
-            (2, 3),
-            &array![[0], [9]],
-            Some(1),
-            OutOfBounds::Fill(0.0),
-        )
-        .unwrap_err();
+        let e = crate::Options::new()
+            .bounds(OutOfBounds::Fill(0.0))
+            .grad()
+            .take_along_dim(
+                &array![[1.0f32, 2.0, 3.0]],
+                (2, 3),
+                &array![[0], [9]],
+                Some(1),
+            )
+            .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::ShapeMismatch);
     }
 }

@@ -55,7 +55,7 @@ fn broadcast_failed(op: &str, from: &[usize], to: &[usize]) -> Error {
 /// let table = array![[1.0f64, 2.0, 3.0]]; // [1, 3], shared by the index's two rows
 /// let idx = array![[2i64], [2]];
 /// let out = gather::Options::new().broadcast(true).gather(&table, 1, &idx)?; // [[3], [3]]
-/// let dx = gather::grad::gather_broadcast(&array![[1.0f64], [2.0]], table.raw_dim(), 1, &idx)?;
+/// let dx = gather::Options::new().broadcast(true).grad().gather(&array![[1.0f64], [2.0]], table.raw_dim(), 1, &idx)?;
 /// assert_eq!(dx, array![[0.0, 0.0, 3.0]]);
 /// # Ok::<(), gather::Error>(())
 /// ```
@@ -154,13 +154,13 @@ where
     Ok(narrow_to::<T, _>(&w, src_shape))
 }
 
-/// The gradients of [`scatter_add_broadcast()`](crate::Options::new().broadcast(true).scatter_add()):
+/// The gradients of [`Options::scatter_add`](crate::Options::scatter_add) with broadcasting:
 /// `input = g`, `src = g.gather(dim, index.expand(E))` summed over src's broadcast axes.
 ///
 /// ```
 /// use ndarray::array;
 /// // src [1, 2] was broadcast over both index rows; both landed on row 1.
-/// let g = gather::grad::scatter_add_broadcast(&array![[1.0f32, 2.0], [3.0, 4.0]], 0, &array![[1i64], [1]], (1, 2))?;
+/// let g = gather::Options::new().broadcast(true).grad().scatter_add(&array![[1.0f32, 2.0], [3.0, 4.0]], 0, &array![[1i64], [1]], (1, 2))?;
 /// assert_eq!(g.input, array![[1.0, 2.0], [3.0, 4.0]]);
 /// assert_eq!(g.src, array![[6.0, 8.0]]);
 /// # Ok::<(), gather::Error>(())
@@ -189,7 +189,7 @@ where
     Ok(ScatterGrad { input, src })
 }
 
-/// The gradients of [`scatter_broadcast()`](crate::Options::new().broadcast(true).scatter()):
+/// The gradients of [`Options::scatter`](crate::Options::scatter) with broadcasting:
 /// `input = g.scatter(dim, index.expand(E), 0)`, `src = g.gather(dim, index.expand(E))` summed
 /// over src's broadcast axes. As in PyTorch, every duplicate writer gets the gradient of the
 /// element it targeted, although only the last write survived.
@@ -197,7 +197,7 @@ where
 /// ```
 /// use ndarray::array;
 /// // One value (src [1, 1]) written at [0][1] and [1][0].
-/// let g = gather::grad::scatter_broadcast(&array![[1.0f64, 2.0], [3.0, 4.0]], 1, &array![[1i64], [0]], (1, 1))?;
+/// let g = gather::Options::new().broadcast(true).grad().scatter(&array![[1.0f64, 2.0], [3.0, 4.0]], 1, &array![[1i64], [0]], (1, 1))?;
 /// assert_eq!(g.input, array![[1.0, 0.0], [0.0, 4.0]]);
 /// assert_eq!(g.src, array![[5.0]]);
 /// # Ok::<(), gather::Error>(())
@@ -237,7 +237,7 @@ where
     Ok(ScatterGrad { input, src })
 }
 
-/// The gradients of [`scatter_reduce_broadcast()`](crate::Options::new().broadcast(true).scatter_reduce()) with
+/// The gradients of [`Options::scatter_reduce`](crate::Options::scatter_reduce) with broadcasting, with
 /// respect to `input` and `src`; `result` is the forward's output. Those of
 /// [`grad::scatter_reduce`](crate::grad::scatter_reduce()) on the expanded index and src, with the
 /// src gradient summed over src's broadcast axes (the same rules for ties, zeros and means).
@@ -249,7 +249,7 @@ where
 /// let (x, idx, src) = (array![[2.0f64, 3.0]], array![[0i64], [0]], array![[5.0f64, 7.0]]);
 /// let out = gather::Options::new().broadcast(true).scatter_reduce(&x, 0, &idx, &src, Reduce::Prod, true)?;
 /// assert_eq!(out, array![[50.0, 147.0]]);
-/// let g = gather::grad::scatter_reduce_broadcast(&array![[1.0, 1.0]], &x, 0, &idx, &src, Reduce::Prod, true, &out)?;
+/// let g = gather::Options::new().broadcast(true).grad().scatter_reduce(&array![[1.0, 1.0]], &x, 0, &idx, &src, Reduce::Prod, true)?;
 /// assert_eq!(g.input, array![[25.0, 49.0]]);
 /// assert_eq!(g.src, array![[20.0, 42.0]]); // d(2 s²)/ds = 4 s, d(3 s²)/ds = 6 s
 /// # Ok::<(), gather::Error>(())

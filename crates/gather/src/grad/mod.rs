@@ -20,8 +20,8 @@
 //! index_fill(x, d, i, v)        g.index_fill(d, i, 0)                (v: sum of g over the slices)
 //! index_reduce                  as scatter_reduce, slice by slice
 //! select_batched(x, a, i, b)    gather's, index seen with stride 0   -
-//! gather_broadcast(x, d, i)     gather's on x expanded, summed       -
-//! scatter*_broadcast(x, d, i, s) as scatter*, index expanded          as scatter*, summed
+//! broadcasting gather(x, d, i)  gather's on x expanded, summed       -
+//! broadcasting scatter*         as scatter*, index expanded          as scatter*, summed
 //! take(x, i)                    zeros(x).put(i, g, accumulate)       -
 //! take_along_dim(x, i, d)       gather's, summed over broadcast axes -
 //! put(x, i, s, acc)             acc ? g : g.put(i, 0)                g.take(i)
@@ -34,6 +34,21 @@
 //! ```
 //!
 //! "Summed" means summed over the axes along which the input was broadcast.
+//!
+//! The gradients of the ops under [`Options`](crate::Options) (a bounds policy, broadcasting)
+//! are the methods of [`GradOptions`], made by [`Options::grad`](crate::Options::grad): the
+//! gradient goes where the forward under the same options read or wrote.
+//!
+//! ```text
+//! forward  gather(x=[a, b, c], 0, index=[-1, 1, 5]) under policy
+//! backward d x for g = [g0, g1, g2]
+//!
+//!  Wrap     error (5)
+//!  Clip     [g0, g1, g2]      -1 read x[0], 5 read x[2]
+//!  Fill(v)  [0,  g1, 0 ]      filled positions read no element: their gradient goes nowhere
+//!
+//! scatter_add under Drop: a dropped source wrote nothing, so its gradient is 0.
+//! ```
 //!
 //! The group reductions of [`ops::reduce`](crate::ops::reduce) and
 //! [`ops::segment`](crate::ops::segment) ([`scatter_groups`], [`segment_reduce`],
@@ -101,7 +116,7 @@ use crate::error::{Error, Result, fmt_shape};
 use crate::index::{Bounds, IndexElem, check_bounds};
 use crate::ops::{check_index_fits, check_index_rank, try_vec};
 
-pub mod bounds;
+mod bounds;
 mod broadcast;
 mod gather;
 mod index;
@@ -115,14 +130,7 @@ mod select;
 mod sort;
 mod take;
 
-pub use bounds::{
-    gather_bounded, index_add_bounded, index_copy_bounded, index_fill_bounded,
-    index_reduce_bounded, index_select_bounded, put_bounded, scatter_add_bounded, scatter_bounded,
-    scatter_reduce_bounded, select_batched_bounded, take_along_dim_bounded, take_bounded,
-};
-pub use broadcast::{
-    gather_broadcast, scatter_add_broadcast, scatter_broadcast, scatter_reduce_broadcast,
-};
+pub use bounds::GradOptions;
 pub use gather::gather;
 pub use index::{
     index_add, index_copy, index_fill, index_fill_value, index_reduce, index_reduce_with,

@@ -1,5 +1,5 @@
 //! Bounds policies: what an op does with an index value outside the dimension it indexes, chosen
-//! per call and the same for the forward and its gradient ([`crate::grad::bounds`]).
+//! per call and the same for the forward and its gradient ([`crate::grad::GradOptions`]).
 //!
 //! ```text
 //! gather_bounded(input=[10, 20, 30], dim=0, index=[-1, 1, 5], policy)

@@ -111,7 +111,7 @@ impl<T> Options<T> {
     }
 
     /// An error for an op that has no broadcasting form.
-    fn no_broadcast(&self, op: &str) -> Result<()> {
+    pub(crate) fn no_broadcast(&self, op: &str) -> Result<()> {
         if !self.broadcast {
             return Ok(());
         }
