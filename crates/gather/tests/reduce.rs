@@ -426,6 +426,11 @@ proptest! {
         check_exact::<f16>(&c, true)?;
         check_exact::<bf16>(&c, true)?;
         check_exact::<bool>(&c, false)?;
+        check_exact::<i8>(&c, false)?;
+        check_exact::<i16>(&c, false)?;
+        check_exact::<u16>(&c, false)?;
+        check_exact::<u32>(&c, false)?;
+        check_exact::<u64>(&c, false)?;
     }
 
     #[test]
@@ -941,6 +946,44 @@ fn softmax_is_stable_and_handles_non_finite_groups_like_torch() {
     assert_eq!(lse[1], -1000.0);
     assert_eq!(lse[2], f32::INFINITY);
     assert_eq!(lse[3], f32::NEG_INFINITY);
+}
+
+/// The narrow types reduce in a wider carrier (i64, u64, f32) or as their bits (first/last): the
+/// results must still be those of the type's own arithmetic, wrapping and rounding included.
+#[test]
+fn carried_reductions_keep_the_arithmetic_and_the_bits_of_the_type() {
+    let index = array![0i64, 0, 0, 1];
+    let run =
+        |src: &ArrayD<i8>, r| scatter_groups(src, 0, &index, r, GroupOptions::default()).unwrap();
+    let src = array![100i8, 100, 27, -128].into_dyn();
+    assert_eq!(run(&src, GroupReduce::Sum), array![-29i8, -128].into_dyn()); // 227 wraps
+    assert_eq!(
+        run(&src, GroupReduce::Prod),
+        array![(100i8).wrapping_mul(100).wrapping_mul(27), -128].into_dyn()
+    );
+    assert_eq!(run(&src, GroupReduce::Mean), array![-10i8, -128].into_dyn()); // floor(-29 / 3)
+    assert_eq!(run(&src, GroupReduce::Amax), array![100i8, -128].into_dyn());
+    let src = array![250u8, 10, 1, 0].into_dyn();
+    let out = scatter_groups(&src, 0, &index, GroupReduce::Sum, GroupOptions::default()).unwrap();
+    assert_eq!(out, array![5u8, 0].into_dyn()); // 261 wraps
+    let out = scatter_groups(&src, 0, &index, GroupReduce::Amin, GroupOptions::default()).unwrap();
+    assert_eq!(out, array![1u8, 0].into_dyn());
+    // f16 sums round once, from f32: 2048 + 1 + 1 is 2050 in f32, while f16 steps would stay 2048.
+    let src = array![f16::from_f32(2048.0), f16::ONE, f16::ONE, f16::ZERO].into_dyn();
+    let out = scatter_groups(&src, 0, &index, GroupReduce::Sum, GroupOptions::default()).unwrap();
+    assert_eq!(out[0], f16::from_f32(2050.0));
+    // first/last move bits: a signalling NaN's payload and -0.0 come through untouched.
+    let snan = f16::from_bits(0x7c01);
+    let src = array![snan, f16::ONE, f16::NEG_ZERO, f16::NEG_ZERO].into_dyn();
+    let first =
+        scatter_groups(&src, 0, &index, GroupReduce::First, GroupOptions::default()).unwrap();
+    let last = scatter_groups(&src, 0, &index, GroupReduce::Last, GroupOptions::default()).unwrap();
+    assert_eq!(first[0].to_bits(), 0x7c01);
+    assert_eq!(last[0].to_bits(), f16::NEG_ZERO.to_bits());
+    let src = array![f64::from_bits(0x7ff0_0000_0000_0001), 1.0, 2.0, 3.0].into_dyn();
+    let first =
+        scatter_groups(&src, 0, &index, GroupReduce::First, GroupOptions::default()).unwrap();
+    assert_eq!(first[0].to_bits(), 0x7ff0_0000_0000_0001);
 }
 
 #[test]

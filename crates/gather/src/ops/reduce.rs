@@ -81,6 +81,126 @@ pub trait ReduceElement: Element {
         index: ArrayView<'_, I, IxDyn>,
         out: ArrayViewMut<'_, Self, IxDyn>,
     ) -> Option<()>;
+    /// Runs `reduce` over the groups in a wider or same-width type that gives bitwise the same
+    /// result, and returns true; false, having run nothing, where the type folds itself.
+    #[doc(hidden)]
+    fn carried_groups<I: IndexElem>(
+        reduce: GroupReduce,
+        dim: usize,
+        src: ArrayView<'_, Self, IxDyn>,
+        index: ArrayView<'_, I, IxDyn>,
+        out: &mut ArrayViewMut<'_, Self, IxDyn>,
+    ) -> bool;
+}
+
+/// The group folds are compiled for a few carrier types only, so that each is not compiled once
+/// per element type: every reduction of `u64`, `i64`, `f32`, `f64` and `bool` (the carriers),
+/// plus `Mean` of the narrow integers (floor division of the sum wrapped in the type itself) and
+/// the float-only reductions of `f16`/`bf16` (whose wide type differs from `f32`'s). The rest is
+/// carried:
+///
+/// ```text
+/// i8, i16, i32   sum prod amax amin → i64 (wrapping sums and products truncate back exactly)
+/// u8, u16, u32   sum prod amax amin → u64
+/// f16, bf16      sum prod mean amax amin → f32 (their own accumulator: rounded once, as before)
+/// every type     first last → the unsigned integer of its width (its bits)
+/// ```
+macro_rules! carry {
+    ($($t:ty: $arith:ty [$($red:ident),*] $to:expr, $from:expr; $bits:ty: $to_bits:expr, $from_bits:expr;)*) => {$(
+        impl CarriedGroups for $t {
+            fn carried<I: IndexElem>(
+                r: GroupReduce,
+                dim: usize,
+                src: ArrayView<'_, $t, IxDyn>,
+                index: ArrayView<'_, I, IxDyn>,
+                out: &mut ArrayViewMut<'_, $t, IxDyn>,
+            ) -> bool {
+                let arith = [$(GroupReduce::$red),*];
+                if arith.contains(&r) {
+                    return via::<$t, $arith, I>(r, dim, src, index, out, $to, $from);
+                }
+                if matches!(r, GroupReduce::First | GroupReduce::Last) {
+                    return via::<$t, $bits, I>(r, dim, src, index, out, $to_bits, $from_bits);
+                }
+                false
+            }
+        }
+    )*};
+}
+
+/// The carrier routing of [`ReduceElement::carried_groups`] (see [`carry!`]).
+trait CarriedGroups: Sized {
+    fn carried<I: IndexElem>(
+        reduce: GroupReduce,
+        dim: usize,
+        src: ArrayView<'_, Self, IxDyn>,
+        index: ArrayView<'_, I, IxDyn>,
+        out: &mut ArrayViewMut<'_, Self, IxDyn>,
+    ) -> bool;
+}
+
+carry! {
+    i8: i64 [Sum, Prod, Amax, Amin] |x| x as i64, |c| c as i8; u8: |x| x as u8, |c| c as i8;
+    i16: i64 [Sum, Prod, Amax, Amin] |x| x as i64, |c| c as i16; u16: |x| x as u16, |c| c as i16;
+    i32: i64 [Sum, Prod, Amax, Amin] |x| x as i64, |c| c as i32; u32: |x| x as u32, |c| c as i32;
+    i64: i64 [] |x| x, |c| c; u64: |x| x as u64, |c| c as i64;
+    f32: f32 [] |x| x, |c| c; u32: f32::to_bits, f32::from_bits;
+    f64: f64 [] |x| x, |c| c; u64: f64::to_bits, f64::from_bits;
+    half::f16: f32 [Sum, Prod, Mean, Amax, Amin] half::f16::to_acc, half::f16::from_acc;
+        u16: half::f16::to_bits, half::f16::from_bits;
+    half::bf16: f32 [Sum, Prod, Mean, Amax, Amin] half::bf16::to_acc, half::bf16::from_acc;
+        u16: half::bf16::to_bits, half::bf16::from_bits;
+    bool: bool [] |x| x, |c| c; u8: |x| x as u8, |c| c != 0;
+}
+
+/// The unsigned types are the carriers of first/last; u8, u16 and u32 carry their arithmetic to
+/// u64.
+macro_rules! carry_unsigned {
+    ($($t:ty),*) => {$(
+        impl CarriedGroups for $t {
+            fn carried<I: IndexElem>(
+                r: GroupReduce,
+                dim: usize,
+                src: ArrayView<'_, $t, IxDyn>,
+                index: ArrayView<'_, I, IxDyn>,
+                out: &mut ArrayViewMut<'_, $t, IxDyn>,
+            ) -> bool {
+                let arith = [GroupReduce::Sum, GroupReduce::Prod, GroupReduce::Amax, GroupReduce::Amin];
+                arith.contains(&r) && via::<$t, u64, I>(r, dim, src, index, out, |x| x as u64, |c| c as $t)
+            }
+        }
+    )*};
+}
+carry_unsigned!(u8, u16, u32);
+
+impl CarriedGroups for u64 {
+    fn carried<I: IndexElem>(
+        _: GroupReduce,
+        _: usize,
+        _: ArrayView<'_, u64, IxDyn>,
+        _: ArrayView<'_, I, IxDyn>,
+        _: &mut ArrayViewMut<'_, u64, IxDyn>,
+    ) -> bool {
+        false
+    }
+}
+
+/// Runs `reduce` on `src` and `out` converted to `C`, then writes the result back (see
+/// [`carry!`]). The conversions cost a copy of `src` and two passes over `out`.
+fn via<T: Copy, C: ReduceElement, I: IndexElem>(
+    reduce: GroupReduce,
+    dim: usize,
+    src: ArrayView<'_, T, IxDyn>,
+    index: ArrayView<'_, I, IxDyn>,
+    out: &mut ArrayViewMut<'_, T, IxDyn>,
+    to: fn(T) -> C,
+    from: fn(C) -> T,
+) -> bool {
+    let src = src.mapv(to);
+    let mut acc = out.mapv(to);
+    reduce_groups(reduce, dim, src.view(), index, acc.view_mut());
+    out.zip_mut_with(&acc, |o, &c| *o = from(c));
+    true
 }
 
 macro_rules! reduce_other {
@@ -97,6 +217,15 @@ macro_rules! reduce_other {
                 _: ArrayViewMut<'_, $t, IxDyn>,
             ) -> Option<()> {
                 None
+            }
+            fn carried_groups<I: IndexElem>(
+                reduce: GroupReduce,
+                dim: usize,
+                src: ArrayView<'_, $t, IxDyn>,
+                index: ArrayView<'_, I, IxDyn>,
+                out: &mut ArrayViewMut<'_, $t, IxDyn>,
+            ) -> bool {
+                <$t as CarriedGroups>::carried(reduce, dim, src, index, out)
             }
         }
     )*};
@@ -118,6 +247,15 @@ macro_rules! reduce_float {
             ) -> Option<()> {
                 float_groups(reduce, dim, src, index, out);
                 Some(())
+            }
+            fn carried_groups<I: IndexElem>(
+                reduce: GroupReduce,
+                dim: usize,
+                src: ArrayView<'_, $t, IxDyn>,
+                index: ArrayView<'_, I, IxDyn>,
+                out: &mut ArrayViewMut<'_, $t, IxDyn>,
+            ) -> bool {
+                <$t as CarriedGroups>::carried(reduce, dim, src, index, out)
             }
         }
     )*};
@@ -920,8 +1058,11 @@ pub(crate) fn reduce_groups<T: ReduceElement, I: IndexElem>(
     dim: usize,
     src: ArrayView<'_, T, IxDyn>,
     index: ArrayView<'_, I, IxDyn>,
-    out: ArrayViewMut<'_, T, IxDyn>,
+    mut out: ArrayViewMut<'_, T, IxDyn>,
 ) {
+    if T::carried_groups(reduce, dim, src.view(), index.view(), &mut out) {
+        return;
+    }
     match reduce {
         GroupReduce::Sum => fold_groups(&SumF, dim, src, index, out),
         GroupReduce::Prod => fold_groups(&ProdF, dim, src, index, out),

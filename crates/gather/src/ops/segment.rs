@@ -148,11 +148,13 @@ impl<'a, I: IndexElem> Segments<'a, I> {
 }
 
 /// Segments checked against an axis of length `n`: the covered range `start..end` of the axis,
-/// the segment of every covered position, and the number of segments.
+/// the segment of every covered position, and the number of segments. The ids are `i64`, the
+/// index type the group folds are compiled for anyway (the dtype-dispatched ops widen every
+/// index to it), so that segments add no instance of them.
 pub(crate) struct Resolved {
     pub(crate) start: usize,
     pub(crate) end: usize,
-    pub(crate) ids: Vec<usize>,
+    pub(crate) ids: Vec<i64>,
     pub(crate) num: usize,
 }
 
@@ -207,7 +209,10 @@ pub(crate) fn resolve<I: IndexElem>(
             let end = *vals.last().expect("non-empty") as usize;
             let mut ids = Vec::with_capacity(end - start);
             for s in 0..vals.len() - 1 {
-                ids.extend(std::iter::repeat_n(s, (vals[s + 1] - vals[s]) as usize));
+                ids.extend(std::iter::repeat_n(
+                    s as i64,
+                    (vals[s + 1] - vals[s]) as usize,
+                ));
             }
             Ok(Resolved {
                 start,
@@ -232,7 +237,7 @@ pub(crate) fn resolve<I: IndexElem>(
             }
             let mut ids = Vec::with_capacity(n);
             for (k, v) in len.iter().enumerate() {
-                ids.extend(std::iter::repeat_n(k, v.to_i64() as usize));
+                ids.extend(std::iter::repeat_n(k as i64, v.to_i64() as usize));
             }
             Ok(Resolved {
                 start: 0,
@@ -275,9 +280,9 @@ pub(crate) fn resolve<I: IndexElem>(
                     .with_hint("sort src along the axis by id first (argsort the ids, then index_select), or use scatter_groups, which takes ids in any order"));
                 }
                 prev = v;
-                out.push(v as usize);
+                out.push(v);
             }
-            let num = num_segments.unwrap_or_else(|| out.last().map_or(0, |&m| m + 1));
+            let num = num_segments.unwrap_or_else(|| out.last().map_or(0, |&m| m as usize + 1));
             Ok(Resolved {
                 start: 0,
                 end: n,
