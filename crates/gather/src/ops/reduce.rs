@@ -81,16 +81,24 @@ pub trait ReduceElement: Element {
         index: ArrayView<'_, I, IxDyn>,
         out: ArrayViewMut<'_, Self, IxDyn>,
     ) -> Option<()>;
-    /// Runs `reduce` over the groups in a wider or same-width type that gives bitwise the same
-    /// result, and returns true; false, having run nothing, where the type folds itself.
+    /// Whether sum, prod, amax and amin run in a carrier type (see [`CarriedGroups`]).
+    #[doc(hidden)]
+    const CARRY_ARITH: bool;
+    /// Whether mean runs in a carrier type.
+    #[doc(hidden)]
+    const CARRY_MEAN: bool;
+    /// Whether first and last run on the type's bits.
+    #[doc(hidden)]
+    const CARRY_BITS: bool;
+    /// Runs `reduce` over the groups in the carrier type (see [`CarriedGroups`]).
     #[doc(hidden)]
     fn carried_groups<I: IndexElem>(
         reduce: GroupReduce,
         dim: usize,
         src: ArrayView<'_, Self, IxDyn>,
         index: ArrayView<'_, I, IxDyn>,
-        out: &mut ArrayViewMut<'_, Self, IxDyn>,
-    ) -> bool;
+        out: ArrayViewMut<'_, Self, IxDyn>,
+    );
 }
 
 /// The group folds are compiled for a few carrier types only, so that each is not compiled once
@@ -103,86 +111,65 @@ pub trait ReduceElement: Element {
 /// i8, i16, i32   sum prod amax amin → i64 (wrapping sums and products truncate back exactly)
 /// u8, u16, u32   sum prod amax amin → u64
 /// f16, bf16      sum prod mean amax amin → f32 (their own accumulator: rounded once, as before)
-/// every type     first last → the unsigned integer of its width (its bits)
+/// i*, f*, bool   first last → the unsigned integer of the type's width (its bits)
 /// ```
-macro_rules! carry {
-    ($($t:ty: $arith:ty [$($red:ident),*] $to:expr, $from:expr; $bits:ty: $to_bits:expr, $from_bits:expr;)*) => {$(
-        impl CarriedGroups for $t {
-            fn carried<I: IndexElem>(
-                r: GroupReduce,
-                dim: usize,
-                src: ArrayView<'_, $t, IxDyn>,
-                index: ArrayView<'_, I, IxDyn>,
-                out: &mut ArrayViewMut<'_, $t, IxDyn>,
-            ) -> bool {
-                let arith = [$(GroupReduce::$red),*];
-                if arith.contains(&r) {
-                    return via::<$t, $arith, I>(r, dim, src, index, out, $to, $from);
-                }
-                if matches!(r, GroupReduce::First | GroupReduce::Last) {
-                    return via::<$t, $bits, I>(r, dim, src, index, out, $to_bits, $from_bits);
-                }
-                false
-            }
-        }
-    )*};
-}
-
-/// The carrier routing of [`ReduceElement::carried_groups`] (see [`carry!`]).
+///
+/// The flags are constants so that [`reduce_groups`] does not compile the folds a type carries.
 trait CarriedGroups: Sized {
+    /// sum, prod, amax and amin are carried.
+    const ARITH: bool;
+    /// mean is carried.
+    const MEAN: bool;
+    /// first and last are carried.
+    const BITS: bool;
     fn carried<I: IndexElem>(
         reduce: GroupReduce,
         dim: usize,
         src: ArrayView<'_, Self, IxDyn>,
         index: ArrayView<'_, I, IxDyn>,
-        out: &mut ArrayViewMut<'_, Self, IxDyn>,
-    ) -> bool;
+        out: ArrayViewMut<'_, Self, IxDyn>,
+    );
 }
 
-carry! {
-    i8: i64 [Sum, Prod, Amax, Amin] |x| x as i64, |c| c as i8; u8: |x| x as u8, |c| c as i8;
-    i16: i64 [Sum, Prod, Amax, Amin] |x| x as i64, |c| c as i16; u16: |x| x as u16, |c| c as i16;
-    i32: i64 [Sum, Prod, Amax, Amin] |x| x as i64, |c| c as i32; u32: |x| x as u32, |c| c as i32;
-    i64: i64 [] |x| x, |c| c; u64: |x| x as u64, |c| c as i64;
-    f32: f32 [] |x| x, |c| c; u32: f32::to_bits, f32::from_bits;
-    f64: f64 [] |x| x, |c| c; u64: f64::to_bits, f64::from_bits;
-    half::f16: f32 [Sum, Prod, Mean, Amax, Amin] half::f16::to_acc, half::f16::from_acc;
-        u16: half::f16::to_bits, half::f16::from_bits;
-    half::bf16: f32 [Sum, Prod, Mean, Amax, Amin] half::bf16::to_acc, half::bf16::from_acc;
-        u16: half::bf16::to_bits, half::bf16::from_bits;
-    bool: bool [] |x| x, |c| c; u8: |x| x as u8, |c| c != 0;
-}
-
-/// The unsigned types are the carriers of first/last; u8, u16 and u32 carry their arithmetic to
-/// u64.
-macro_rules! carry_unsigned {
-    ($($t:ty),*) => {$(
+macro_rules! carry {
+    ($($t:ty: [$arith_on:expr, $mean_on:expr] $arith:ty, $to:expr, $from:expr; [$bits_on:expr] $bits:ty, $to_bits:expr, $from_bits:expr;)*) => {$(
         impl CarriedGroups for $t {
+            const ARITH: bool = $arith_on;
+            const MEAN: bool = $mean_on;
+            const BITS: bool = $bits_on;
             fn carried<I: IndexElem>(
                 r: GroupReduce,
                 dim: usize,
                 src: ArrayView<'_, $t, IxDyn>,
                 index: ArrayView<'_, I, IxDyn>,
-                out: &mut ArrayViewMut<'_, $t, IxDyn>,
-            ) -> bool {
-                let arith = [GroupReduce::Sum, GroupReduce::Prod, GroupReduce::Amax, GroupReduce::Amin];
-                arith.contains(&r) && via::<$t, u64, I>(r, dim, src, index, out, |x| x as u64, |c| c as $t)
+                out: ArrayViewMut<'_, $t, IxDyn>,
+            ) {
+                if matches!(r, GroupReduce::First | GroupReduce::Last) {
+                    via::<$t, $bits, I>(r, dim, src, index, out, $to_bits, $from_bits)
+                } else {
+                    via::<$t, $arith, I>(r, dim, src, index, out, $to, $from)
+                }
             }
         }
     )*};
 }
-carry_unsigned!(u8, u16, u32);
 
-impl CarriedGroups for u64 {
-    fn carried<I: IndexElem>(
-        _: GroupReduce,
-        _: usize,
-        _: ArrayView<'_, u64, IxDyn>,
-        _: ArrayView<'_, I, IxDyn>,
-        _: &mut ArrayViewMut<'_, u64, IxDyn>,
-    ) -> bool {
-        false
-    }
+carry! {
+    i8: [true, false] i64, |x| x as i64, |c| c as i8; [true] u8, |x| x as u8, |c| c as i8;
+    i16: [true, false] i64, |x| x as i64, |c| c as i16; [true] u16, |x| x as u16, |c| c as i16;
+    i32: [true, false] i64, |x| x as i64, |c| c as i32; [true] u32, |x| x as u32, |c| c as i32;
+    u8: [true, false] u64, |x| x as u64, |c| c as u8; [false] u8, |x| x, |c| c;
+    u16: [true, false] u64, |x| x as u64, |c| c as u16; [false] u16, |x| x, |c| c;
+    u32: [true, false] u64, |x| x as u64, |c| c as u32; [false] u32, |x| x, |c| c;
+    u64: [false, false] u64, |x| x, |c| c; [false] u64, |x| x, |c| c;
+    i64: [false, false] i64, |x| x, |c| c; [true] u64, |x| x as u64, |c| c as i64;
+    f32: [false, false] f32, |x| x, |c| c; [true] u32, f32::to_bits, f32::from_bits;
+    f64: [false, false] f64, |x| x, |c| c; [true] u64, f64::to_bits, f64::from_bits;
+    half::f16: [true, true] f32, half::f16::to_acc, half::f16::from_acc;
+        [true] u16, half::f16::to_bits, half::f16::from_bits;
+    half::bf16: [true, true] f32, half::bf16::to_acc, half::bf16::from_acc;
+        [true] u16, half::bf16::to_bits, half::bf16::from_bits;
+    bool: [false, false] bool, |x| x, |c| c; [true] u8, |x| x as u8, |c| c != 0;
 }
 
 /// Runs `reduce` on `src` and `out` converted to `C`, then writes the result back (see
@@ -192,15 +179,14 @@ fn via<T: Copy, C: ReduceElement, I: IndexElem>(
     dim: usize,
     src: ArrayView<'_, T, IxDyn>,
     index: ArrayView<'_, I, IxDyn>,
-    out: &mut ArrayViewMut<'_, T, IxDyn>,
+    mut out: ArrayViewMut<'_, T, IxDyn>,
     to: fn(T) -> C,
     from: fn(C) -> T,
-) -> bool {
+) {
     let src = src.mapv(to);
     let mut acc = out.mapv(to);
     reduce_groups(reduce, dim, src.view(), index, acc.view_mut());
     out.zip_mut_with(&acc, |o, &c| *o = from(c));
-    true
 }
 
 macro_rules! reduce_other {
@@ -218,13 +204,16 @@ macro_rules! reduce_other {
             ) -> Option<()> {
                 None
             }
+            const CARRY_ARITH: bool = <$t as CarriedGroups>::ARITH;
+            const CARRY_MEAN: bool = <$t as CarriedGroups>::MEAN;
+            const CARRY_BITS: bool = <$t as CarriedGroups>::BITS;
             fn carried_groups<I: IndexElem>(
                 reduce: GroupReduce,
                 dim: usize,
                 src: ArrayView<'_, $t, IxDyn>,
                 index: ArrayView<'_, I, IxDyn>,
-                out: &mut ArrayViewMut<'_, $t, IxDyn>,
-            ) -> bool {
+                out: ArrayViewMut<'_, $t, IxDyn>,
+            ) {
                 <$t as CarriedGroups>::carried(reduce, dim, src, index, out)
             }
         }
@@ -248,13 +237,16 @@ macro_rules! reduce_float {
                 float_groups(reduce, dim, src, index, out);
                 Some(())
             }
+            const CARRY_ARITH: bool = <$t as CarriedGroups>::ARITH;
+            const CARRY_MEAN: bool = <$t as CarriedGroups>::MEAN;
+            const CARRY_BITS: bool = <$t as CarriedGroups>::BITS;
             fn carried_groups<I: IndexElem>(
                 reduce: GroupReduce,
                 dim: usize,
                 src: ArrayView<'_, $t, IxDyn>,
                 index: ArrayView<'_, I, IxDyn>,
-                out: &mut ArrayViewMut<'_, $t, IxDyn>,
-            ) -> bool {
+                out: ArrayViewMut<'_, $t, IxDyn>,
+            ) {
                 <$t as CarriedGroups>::carried(reduce, dim, src, index, out)
             }
         }
@@ -1058,19 +1050,45 @@ pub(crate) fn reduce_groups<T: ReduceElement, I: IndexElem>(
     dim: usize,
     src: ArrayView<'_, T, IxDyn>,
     index: ArrayView<'_, I, IxDyn>,
-    mut out: ArrayViewMut<'_, T, IxDyn>,
+    out: ArrayViewMut<'_, T, IxDyn>,
 ) {
-    if T::carried_groups(reduce, dim, src.view(), index.view(), &mut out) {
-        return;
+    // `if` on the constants (not a match guard), so that a carried type's own folds are not
+    // compiled at all.
+    let carried = match reduce {
+        GroupReduce::Sum | GroupReduce::Prod | GroupReduce::Amax | GroupReduce::Amin => {
+            T::CARRY_ARITH
+        }
+        GroupReduce::Mean => T::CARRY_MEAN,
+        GroupReduce::First | GroupReduce::Last => T::CARRY_BITS,
+        _ => false,
+    };
+    if carried {
+        return T::carried_groups(reduce, dim, src, index, out);
     }
     match reduce {
-        GroupReduce::Sum => fold_groups(&SumF, dim, src, index, out),
-        GroupReduce::Prod => fold_groups(&ProdF, dim, src, index, out),
-        GroupReduce::Mean => fold_groups(&MeanF, dim, src, index, out),
-        GroupReduce::Amax => fold_groups(&MaxF, dim, src, index, out),
-        GroupReduce::Amin => fold_groups(&MinF, dim, src, index, out),
-        GroupReduce::First => fold_groups(&FirstF, dim, src, index, out),
-        GroupReduce::Last => fold_groups(&LastF, dim, src, index, out),
+        GroupReduce::Sum | GroupReduce::Prod | GroupReduce::Amax | GroupReduce::Amin => {
+            if !T::CARRY_ARITH {
+                match reduce {
+                    GroupReduce::Sum => fold_groups(&SumF, dim, src, index, out),
+                    GroupReduce::Prod => fold_groups(&ProdF, dim, src, index, out),
+                    GroupReduce::Amax => fold_groups(&MaxF, dim, src, index, out),
+                    _ => fold_groups(&MinF, dim, src, index, out),
+                }
+            }
+        }
+        GroupReduce::Mean => {
+            if !T::CARRY_MEAN {
+                fold_groups(&MeanF, dim, src, index, out)
+            }
+        }
+        GroupReduce::First | GroupReduce::Last => {
+            if !T::CARRY_BITS {
+                match reduce {
+                    GroupReduce::First => fold_groups(&FirstF, dim, src, index, out),
+                    _ => fold_groups(&LastF, dim, src, index, out),
+                }
+            }
+        }
         GroupReduce::LogSumExp | GroupReduce::Var { .. } | GroupReduce::Std { .. } => {
             T::float_groups(reduce, dim, src, index, out)
                 .expect("the dtype check lets only floats reach a float-only reduction")
