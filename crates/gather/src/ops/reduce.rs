@@ -189,6 +189,24 @@ fn via<T: Copy, C: ReduceElement, I: IndexElem>(
     out.zip_mut_with(&acc, |o, &c| *o = from(c));
 }
 
+/// The carrier items of [`ReduceElement`], from [`CarriedGroups`].
+macro_rules! carried_items {
+    ($t:ty) => {
+        const CARRY_ARITH: bool = <$t as CarriedGroups>::ARITH;
+        const CARRY_MEAN: bool = <$t as CarriedGroups>::MEAN;
+        const CARRY_BITS: bool = <$t as CarriedGroups>::BITS;
+        fn carried_groups<I: IndexElem>(
+            reduce: GroupReduce,
+            dim: usize,
+            src: ArrayView<'_, $t, IxDyn>,
+            index: ArrayView<'_, I, IxDyn>,
+            out: ArrayViewMut<'_, $t, IxDyn>,
+        ) {
+            <$t as CarriedGroups>::carried(reduce, dim, src, index, out)
+        }
+    };
+}
+
 macro_rules! reduce_other {
     ($($t:ty),*) => {$(
         impl ReduceElement for $t {
@@ -204,18 +222,7 @@ macro_rules! reduce_other {
             ) -> Option<()> {
                 None
             }
-            const CARRY_ARITH: bool = <$t as CarriedGroups>::ARITH;
-            const CARRY_MEAN: bool = <$t as CarriedGroups>::MEAN;
-            const CARRY_BITS: bool = <$t as CarriedGroups>::BITS;
-            fn carried_groups<I: IndexElem>(
-                reduce: GroupReduce,
-                dim: usize,
-                src: ArrayView<'_, $t, IxDyn>,
-                index: ArrayView<'_, I, IxDyn>,
-                out: ArrayViewMut<'_, $t, IxDyn>,
-            ) {
-                <$t as CarriedGroups>::carried(reduce, dim, src, index, out)
-            }
+            carried_items!($t);
         }
     )*};
 }
@@ -237,18 +244,7 @@ macro_rules! reduce_float {
                 float_groups(reduce, dim, src, index, out);
                 Some(())
             }
-            const CARRY_ARITH: bool = <$t as CarriedGroups>::ARITH;
-            const CARRY_MEAN: bool = <$t as CarriedGroups>::MEAN;
-            const CARRY_BITS: bool = <$t as CarriedGroups>::BITS;
-            fn carried_groups<I: IndexElem>(
-                reduce: GroupReduce,
-                dim: usize,
-                src: ArrayView<'_, $t, IxDyn>,
-                index: ArrayView<'_, I, IxDyn>,
-                out: ArrayViewMut<'_, $t, IxDyn>,
-            ) {
-                <$t as CarriedGroups>::carried(reduce, dim, src, index, out)
-            }
+            carried_items!($t);
         }
     )*};
 }
