@@ -3,7 +3,8 @@
 //! [`crate::ops::broadcast`]).
 
 use ndarray::{
-    Array, ArrayBase, ArrayD, ArrayView, Axis, Data, Dimension, IntoDimension, IxDyn, Slice,
+    Array, ArrayBase, ArrayD, ArrayView, Axis, CowArray, Data, Dimension, IntoDimension, IxDyn,
+    Slice,
 };
 
 use super::{GradFloat, ScatterGrad, SourceGrad};
@@ -30,6 +31,32 @@ fn zero_filled<'a, T: GradFloat>(
         }
         _ => grad_out.into(),
     }
+}
+
+/// `a` with one more slice of zeros along `d` (a 0-d `a` seen as 1-d): the scratch slice that
+/// the writes dropped under Drop go to.
+fn with_scratch<T: GradFloat>(a: &ArrayView<'_, T, IxDyn>, d: usize) -> Result<ArrayD<T>> {
+    let a1 = if a.ndim() == 0 {
+        a.view().insert_axis(Axis(0))
+    } else {
+        a.view()
+    };
+    extend_axis(&a1, d, T::default())
+}
+
+/// The input as a gradient of shape `g_shape` sees it: itself, or under Drop with the scratch
+/// slice too (its value does not matter: the scratch slice's gradient is zero).
+fn input_like<'a, T: GradFloat>(
+    op: &str,
+    x: &ArrayView<'a, T, IxDyn>,
+    g_shape: &[usize],
+    dim: isize,
+) -> Result<CowArray<'a, T, IxDyn>> {
+    if g_shape == x.shape() {
+        return Ok(x.clone().into());
+    }
+    let d = dim_size(op, x.shape(), dim)?.0;
+    Ok(with_scratch(x, d)?.into())
 }
 
 /// Runs the write gradient `f` with the index mapped under `policy` (not `Error`). Under Drop with
@@ -60,12 +87,7 @@ where
     }
     match axis {
         Some(_) => {
-            let g1 = if grad_out.ndim() == 0 {
-                grad_out.view().insert_axis(Axis(0))
-            } else {
-                grad_out.view()
-            };
-            let ext = extend_axis(&g1, d, T::default())?;
+            let ext = with_scratch(&grad_out, d)?;
             let (gi, rest) = f(&ext.view(), &r.index())?;
             let gi = gi.slice_axis(Axis(d), Slice::from(0..n)).to_owned();
             let gi = gi
@@ -527,19 +549,7 @@ impl<T: GradFloat> GradOptions<T> {
             index.view().into_dyn(),
             &policy,
             |g, i| {
-                // Under Drop `g` has the scratch slice: give the input one too (its value does not
-                // matter, the scratch slice's gradient is zero).
-                let xe = if g.shape() == x.shape() {
-                    x.to_owned()
-                } else {
-                    let d = dim_size(op, x.shape(), dim)?.0;
-                    let x1 = if x.ndim() == 0 {
-                        x.clone().insert_axis(Axis(0))
-                    } else {
-                        x.clone()
-                    };
-                    extend_axis(&x1, d, T::default())?
-                };
+                let xe = input_like(op, &x, g.shape(), dim)?;
                 let r = self.scatter_reduce_strict(g, &xe, dim, i, src, reduce, include_self)?;
                 Ok((r.input, r.src))
             },
@@ -615,17 +625,7 @@ impl<T: GradFloat> GradOptions<T> {
             index.view().into_dyn(),
             &policy,
             |g, i| {
-                let xe = if g.shape() == x.shape() {
-                    x.to_owned()
-                } else {
-                    let d = dim_size(op, x.shape(), dim)?.0;
-                    let x1 = if x.ndim() == 0 {
-                        x.clone().insert_axis(Axis(0))
-                    } else {
-                        x.clone()
-                    };
-                    extend_axis(&x1, d, T::default())?
-                };
+                let xe = input_like(op, &x, g.shape(), dim)?;
                 let out = crate::index_reduce(&xe, dim, i, source, reduce, include_self)?;
                 let r = super::index_reduce(g, &xe, dim, i, source, reduce, include_self, &out)?;
                 Ok((r.input, r.source))
