@@ -173,7 +173,7 @@ carry! {
 }
 
 /// Runs `reduce` on `src` and `out` converted to `C`, then writes the result back (see
-/// [`carry!`]). The conversions cost a copy of `src` and two passes over `out`.
+/// [`CarriedGroups`]). The conversions cost a copy of `src` and two passes over `out`.
 fn via<T: Copy, C: ReduceElement, I: IndexElem>(
     reduce: GroupReduce,
     dim: usize,
@@ -1050,20 +1050,11 @@ pub(crate) fn reduce_groups<T: ReduceElement, I: IndexElem>(
 ) {
     // `if` on the constants (not a match guard), so that a carried type's own folds are not
     // compiled at all.
-    let carried = match reduce {
-        GroupReduce::Sum | GroupReduce::Prod | GroupReduce::Amax | GroupReduce::Amin => {
-            T::CARRY_ARITH
-        }
-        GroupReduce::Mean => T::CARRY_MEAN,
-        GroupReduce::First | GroupReduce::Last => T::CARRY_BITS,
-        _ => false,
-    };
-    if carried {
-        return T::carried_groups(reduce, dim, src, index, out);
-    }
     match reduce {
         GroupReduce::Sum | GroupReduce::Prod | GroupReduce::Amax | GroupReduce::Amin => {
-            if !T::CARRY_ARITH {
+            if T::CARRY_ARITH {
+                T::carried_groups(reduce, dim, src, index, out)
+            } else {
                 match reduce {
                     GroupReduce::Sum => fold_groups(&SumF, dim, src, index, out),
                     GroupReduce::Prod => fold_groups(&ProdF, dim, src, index, out),
@@ -1073,16 +1064,19 @@ pub(crate) fn reduce_groups<T: ReduceElement, I: IndexElem>(
             }
         }
         GroupReduce::Mean => {
-            if !T::CARRY_MEAN {
+            if T::CARRY_MEAN {
+                T::carried_groups(reduce, dim, src, index, out)
+            } else {
                 fold_groups(&MeanF, dim, src, index, out)
             }
         }
         GroupReduce::First | GroupReduce::Last => {
-            if !T::CARRY_BITS {
-                match reduce {
-                    GroupReduce::First => fold_groups(&FirstF, dim, src, index, out),
-                    _ => fold_groups(&LastF, dim, src, index, out),
-                }
+            if T::CARRY_BITS {
+                T::carried_groups(reduce, dim, src, index, out)
+            } else if reduce == GroupReduce::First {
+                fold_groups(&FirstF, dim, src, index, out)
+            } else {
+                fold_groups(&LastF, dim, src, index, out)
             }
         }
         GroupReduce::LogSumExp | GroupReduce::Var { .. } | GroupReduce::Std { .. } => {
