@@ -82,28 +82,26 @@ impl CudaTensor {
             dev.stream()
                 .memcpy_htod(bytes, &mut buf.slice_mut(..bytes.len()))?;
         }
-        Ok(CudaTensor {
-            buf: Arc::new(buf),
-            offset: 0,
-            shape: shape.to_vec(),
-            strides: row_major(shape),
-            dtype,
-            dev: dev.clone(),
-        })
+        Ok(Self::over_buffer(dev, buf, shape, dtype))
     }
 
     /// A new row-major tensor whose elements the caller will write in full.
     pub(crate) fn empty(dev: &Cuda, shape: &[usize], dtype: DType) -> Result<CudaTensor> {
         let n: usize = shape.iter().product();
         let buf = dev.alloc(n * width(dtype))?;
-        Ok(CudaTensor {
+        Ok(Self::over_buffer(dev, buf, shape, dtype))
+    }
+
+    /// The row-major tensor of `shape` over the whole of `buf`.
+    fn over_buffer(dev: &Cuda, buf: Buffer, shape: &[usize], dtype: DType) -> CudaTensor {
+        CudaTensor {
             buf: Arc::new(buf),
             offset: 0,
             shape: shape.to_vec(),
             strides: row_major(shape),
             dtype,
             dev: dev.clone(),
-        })
+        }
     }
 
     /// Copies the tensor to the host as a row-major array; `T` must be its dtype.

@@ -285,12 +285,7 @@ fn check_scatter<T: Element>(g: &Cuda, rng: &mut Rng, f: impl Fn(i64) -> T + Cop
             "case {case}: {} {shape:?} dim {d} index {ishape:?} lanes {lanes}",
             T::DTYPE
         );
-        let want = gather::scatter(&x, d as isize, &i, &src).unwrap();
-        let got = gather_cuda::scatter(&xg, d as isize, &iv, &sg)
-            .unwrap()
-            .to_host::<T>()
-            .unwrap();
-        assert!(as_f64(&got) == as_f64(&want), "{what}: scatter");
+        check_scatter_reduces((&x, &i, &src), (&xg, &iv, &sg), d, exact, &what);
         let want = gather::scatter_add(&x, d as isize, &i, &src).unwrap();
         let got = gather_cuda::scatter_add(&xg, d as isize, &iv, &sg)
             .unwrap()
@@ -302,26 +297,43 @@ fn check_scatter<T: Element>(g: &Cuda, rng: &mut Rng, f: impl Fn(i64) -> T + Cop
             if exact { 0.0 } else { 1e-2 },
             &format!("{what}: scatter_add"),
         );
-        for r in REDUCES {
-            for include_self in [true, false] {
-                let want =
-                    gather::scatter_reduce(&x, d as isize, &i, &src, r, include_self).unwrap();
-                let got = gather_cuda::scatter_reduce(&xg, d as isize, &iv, &sg, r, include_self)
-                    .unwrap()
-                    .to_host::<T>()
-                    .unwrap();
-                let tol = if exact || matches!(r, Reduce::Amax | Reduce::Amin) {
-                    0.0
-                } else {
-                    1e-2
-                };
-                close(
-                    &as_f64(&got),
-                    &as_f64(&want),
-                    tol,
-                    &format!("{what}: {r:?} include_self {include_self}"),
-                );
-            }
+    }
+}
+
+/// `scatter` bit for bit and every reduction, with and without self, against the CPU library:
+/// integers and amax/amin exactly, float sums, products and means within 1e-2.
+fn check_scatter_reduces<T: Element>(
+    (x, i, src): (&ArrayD<T>, &ArrayD<i64>, &ArrayD<T>),
+    (xg, iv, sg): (&CudaTensor, &CudaTensor, &CudaTensor),
+    d: usize,
+    exact: bool,
+    what: &str,
+) {
+    let dim = d as isize;
+    let want = gather::scatter(x, dim, i, src).unwrap();
+    let got = gather_cuda::scatter(xg, dim, iv, sg)
+        .unwrap()
+        .to_host::<T>()
+        .unwrap();
+    assert!(as_f64(&got) == as_f64(&want), "{what}: scatter");
+    for r in REDUCES {
+        for include_self in [true, false] {
+            let want = gather::scatter_reduce(x, dim, i, src, r, include_self).unwrap();
+            let got = gather_cuda::scatter_reduce(xg, dim, iv, sg, r, include_self)
+                .unwrap()
+                .to_host::<T>()
+                .unwrap();
+            let tol = if exact || matches!(r, Reduce::Amax | Reduce::Amin) {
+                0.0
+            } else {
+                1e-2
+            };
+            close(
+                &as_f64(&got),
+                &as_f64(&want),
+                tol,
+                &format!("{what}: {r:?} include_self {include_self}"),
+            );
         }
     }
 }
@@ -369,32 +381,7 @@ fn check_long_fibers<T: Element>(
             "{} m {m} cols {cols} targets {targets} lanes {lanes}",
             T::DTYPE
         );
-        let want = gather::scatter(&x, 0, &i, &src).unwrap();
-        let got = gather_cuda::scatter(&xg, 0, &iv, &sg)
-            .unwrap()
-            .to_host::<T>()
-            .unwrap();
-        assert!(as_f64(&got) == as_f64(&want), "{what}: scatter");
-        for r in REDUCES {
-            for include_self in [true, false] {
-                let want = gather::scatter_reduce(&x, 0, &i, &src, r, include_self).unwrap();
-                let got = gather_cuda::scatter_reduce(&xg, 0, &iv, &sg, r, include_self)
-                    .unwrap()
-                    .to_host::<T>()
-                    .unwrap();
-                let tol = if exact || matches!(r, Reduce::Amax | Reduce::Amin) {
-                    0.0
-                } else {
-                    1e-2
-                };
-                close(
-                    &as_f64(&got),
-                    &as_f64(&want),
-                    tol,
-                    &format!("{what}: {r:?} include_self {include_self}"),
-                );
-            }
-        }
+        check_scatter_reduces((&x, &i, &src), (&xg, &iv, &sg), 0, exact, &what);
     }
 }
 
