@@ -276,6 +276,20 @@ pub trait Element:
     /// the types it does not apply to.
     #[doc(hidden)]
     const WIDE_ACC: bool = false;
+    /// The type of this one's width whose kernels run some of its scatter reductions on its bits,
+    /// so that they are compiled once per width: the unsigned integer for the integers and `bool`,
+    /// `Self` for the floats.
+    #[doc(hidden)]
+    type Bits: Element
+        + crate::kernels::words::Plain<Word = <Self as crate::kernels::words::Plain>::Word>;
+    /// Whether sums and products run in [`Element::Bits`]: the signed integers, whose wrapping
+    /// arithmetic has the bits of the unsigned one's, and `bool` (or and and are max and min of
+    /// the bytes 0 and 1). A constant, so that the type's own instances are not compiled.
+    #[doc(hidden)]
+    const SUM_ON_BITS: bool = false;
+    /// Whether `amax`/`amin` run in [`Element::Bits`]: `bool` alone.
+    #[doc(hidden)]
+    const ORDER_ON_BITS: bool = false;
 
     /// Widens to the accumulation type.
     fn to_acc(self) -> Self::Acc;
@@ -310,10 +324,12 @@ pub trait Element:
 }
 
 macro_rules! int_element {
-    ($t:ty, $dt:expr) => {
+    ($t:ty, $dt:expr, $bits:ty) => {
         impl Element for $t {
             const DTYPE: DType = $dt;
             type Acc = $t;
+            type Bits = $bits;
+            const SUM_ON_BITS: bool = <$t>::MIN != 0;
             #[inline(always)]
             fn to_acc(self) -> $t {
                 self
@@ -408,14 +424,14 @@ macro_rules! int_element {
     };
 }
 
-int_element!(u8, DType::U8);
-int_element!(i8, DType::I8);
-int_element!(i16, DType::I16);
-int_element!(i32, DType::I32);
-int_element!(i64, DType::I64);
-int_element!(u16, DType::U16);
-int_element!(u32, DType::U32);
-int_element!(u64, DType::U64);
+int_element!(u8, DType::U8, u8);
+int_element!(i8, DType::I8, u8);
+int_element!(i16, DType::I16, u16);
+int_element!(i32, DType::I32, u32);
+int_element!(i64, DType::I64, u64);
+int_element!(u16, DType::U16, u16);
+int_element!(u32, DType::U32, u32);
+int_element!(u64, DType::U64, u64);
 
 #[inline(always)]
 fn float_sort_cmp(a: f64, b: f64) -> Ordering {
@@ -445,6 +461,7 @@ macro_rules! float_element {
         impl Element for $t {
             const DTYPE: DType = $dt;
             type Acc = $acc;
+            type Bits = $t;
             const WIDE_ACC: bool = matches!($dt, DType::F16 | DType::BF16);
             #[inline(always)]
             fn to_acc(self) -> $acc {
@@ -553,6 +570,9 @@ float_element!(
 impl Element for bool {
     const DTYPE: DType = DType::Bool;
     type Acc = bool;
+    type Bits = u8;
+    const SUM_ON_BITS: bool = true;
+    const ORDER_ON_BITS: bool = true;
     #[inline(always)]
     fn to_acc(self) -> bool {
         self

@@ -15,33 +15,17 @@ use ndarray::{ArrayView, ArrayViewMut, IxDyn};
 use super::segment::Segments;
 use super::words::{self, Plain};
 use super::{SharedPtr, checked_position, position};
+use crate::element::{DType, Element};
 use crate::index::{Bounds, CheckedIndex, IndexElem};
 use crate::plan::Nest;
 
-/// Applies `update(dst_elem, src_elem)` for every position of the index; updates that reach the
-/// same destination element run in index order.
+/// A reduction: every destination element the index reaches is first set to `init` (when given:
+/// `include_self = false`), then `update(dst_elem, src_elem)` runs for every position of the index,
+/// in index order per destination element.
 ///
 /// Preconditions (asserted, O(rank)): `dst`, `index` and `src` have the same rank; `dim` is one of
 /// its axes; `index.shape[d] <= src.shape[d]` for every `d`; `index.shape[d] <= dst.shape[d]` for
 /// every `d != dim`; the index was checked against `dst.shape[dim]`.
-pub(crate) fn scatter<A, T, I, F>(
-    dst: &mut ArrayViewMut<'_, A, IxDyn>,
-    dim: usize,
-    index: &CheckedIndex<'_, I>,
-    src: &ArrayView<'_, T, IxDyn>,
-    update: F,
-) where
-    A: Copy + Send + Sync,
-    T: Copy + Send + Sync,
-    I: IndexElem,
-    F: Fn(&mut A, T) + Sync + Send,
-{
-    scatter_impl(dst, dim, index, src, None, false, update)
-}
-
-/// A reduction: every destination element the index reaches is first set to `init` (when given:
-/// `include_self = false`), then `update(dst_elem, src_elem)` runs for every position of the index,
-/// in index order per destination element. Preconditions as [`scatter`].
 pub(crate) fn scatter_reduce<A, T, I, F>(
     dst: &mut ArrayViewMut<'_, A, IxDyn>,
     dim: usize,
@@ -124,7 +108,7 @@ impl<I: IndexElem> Target<'_, '_, I> {
 /// row index, whose grouped loops the checked kernels pick, so callers offer it only for indices
 /// that are not ([`is_row_index`]).
 ///
-/// Preconditions as [`scatter`], but for the index check; and `size == dst.shape[dim] > 0`.
+/// Preconditions as [`scatter_reduce`], but for the index check; and `size == dst.shape[dim] > 0`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn scatter_checking<A, T, I, F>(
     dst: &mut ArrayViewMut<'_, A, IxDyn>,
@@ -299,8 +283,184 @@ pub(crate) fn set<A: Copy>(a: &mut A, s: A) {
     *a = s;
 }
 
+/// The element update of a reduction, for [`Target::reduce_as`] and [`scatter_checking_fresh_as`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Update {
+    /// `a + s` (wrapping for integers, or for bool).
+    Add,
+    /// `a * s` (wrapping for integers, and for bool).
+    Mul,
+    /// PyTorch's NaN-propagating max.
+    Max,
+    /// PyTorch's NaN-propagating min.
+    Min,
+}
+
+impl Update {
+    /// The update that does the same on the bytes 0 and 1 of a `bool` (or and and are max and
+    /// min), or `self` for every other type.
+    fn on_bits_of<T: Element>(self) -> Update {
+        match self {
+            Update::Add if T::DTYPE == DType::Bool => Update::Max,
+            Update::Mul if T::DTYPE == DType::Bool => Update::Min,
+            u => u,
+        }
+    }
+}
+
+// The updates are function items generic over the accumulator alone: each is compiled once per
+// type it runs in, whoever calls it (a closure would be a type of its own in every generic
+// function that writes it).
+fn add<A: Element>(a: &mut A, s: A) {
+    *a = A::from_acc(A::acc_add(a.to_acc(), s.to_acc()));
+}
+fn mul<A: Element>(a: &mut A, s: A) {
+    *a = A::from_acc(A::acc_mul(a.to_acc(), s.to_acc()));
+}
+fn max<A: Element>(a: &mut A, s: A) {
+    *a = A::from_acc(A::acc_max(a.to_acc(), s.to_acc()));
+}
+fn min<A: Element>(a: &mut A, s: A) {
+    *a = A::from_acc(A::acc_min(a.to_acc(), s.to_acc()));
+}
+
+/// The sum of a `T` into its wider accumulator (`f16`/`bf16` into `f32`, rounded once at the end).
+pub(crate) fn add_wide<T: Element>(a: &mut T::Acc, s: T) {
+    *a = T::acc_add(*a, s.to_acc());
+}
+/// The product of a `T` into its wider accumulator.
+pub(crate) fn mul_wide<T: Element>(a: &mut T::Acc, s: T) {
+    *a = T::acc_mul(*a, s.to_acc());
+}
+
+impl<I: IndexElem> Target<'_, '_, I> {
+    /// [`Target::reduce`] with `update` in `T`: on the bits of [`Element::Bits`] where `T` says so
+    /// (the signed integers' sums and products, every reduction of `bool`), so that the kernels
+    /// are compiled once per width for them.
+    pub(crate) fn reduce_as<T: Element>(
+        &self,
+        dst: &mut ArrayViewMut<'_, T, IxDyn>,
+        src: &ArrayView<'_, T, IxDyn>,
+        init: Option<T>,
+        update: Update,
+    ) {
+        // `if` on the type's constants alone, so that what a type runs on bits is not compiled
+        // for it.
+        match update {
+            Update::Add | Update::Mul => {
+                if T::SUM_ON_BITS {
+                    self.reduce_on_bits(dst, src, init, update)
+                } else if update == Update::Add {
+                    self.reduce(dst, src, init, add::<T>)
+                } else {
+                    self.reduce(dst, src, init, mul::<T>)
+                }
+            }
+            Update::Max | Update::Min => {
+                if T::ORDER_ON_BITS {
+                    self.reduce_on_bits(dst, src, init, update)
+                } else if update == Update::Max {
+                    self.reduce(dst, src, init, max::<T>)
+                } else {
+                    self.reduce(dst, src, init, min::<T>)
+                }
+            }
+        }
+    }
+
+    fn reduce_on_bits<T: Element>(
+        &self,
+        dst: &mut ArrayViewMut<'_, T, IxDyn>,
+        src: &ArrayView<'_, T, IxDyn>,
+        init: Option<T>,
+        update: Update,
+    ) {
+        // SAFETY: the updates write sums and products of integers, whose every bit pattern is a
+        // value of the signed type too, or (`bool`: its sums and products are max and min here)
+        // the max or min of bytes that are each 0 or 1, being `dst`'s, `src`'s or `init`'s bools.
+        let mut dst = unsafe { words::bits_mut(dst) };
+        let src = words::bits(src);
+        let init = init.map(words::bits_of);
+        match update.on_bits_of::<T>() {
+            Update::Add => self.reduce(&mut dst, &src, init, add::<T::Bits>),
+            Update::Mul => self.reduce(&mut dst, &src, init, mul::<T::Bits>),
+            Update::Max => self.reduce(&mut dst, &src, init, max::<T::Bits>),
+            Update::Min => self.reduce(&mut dst, &src, init, min::<T::Bits>),
+        }
+    }
+
+    /// A plain write (`init = None`, the last update in index order wins), on words of `T`'s
+    /// width.
+    pub(crate) fn set<T: Plain>(
+        &self,
+        dst: &mut ArrayViewMut<'_, T, IxDyn>,
+        src: &ArrayView<'_, T, IxDyn>,
+    ) {
+        // SAFETY: the plain write stores only words of `src`, i.e. elements of `T`.
+        let mut dst = unsafe { words::view_mut(dst) };
+        self.reduce(&mut dst, &words::view(src), None, set::<T::Word>)
+    }
+}
+
+/// [`scatter_checking_fresh`] with `update` in `T`, on bits where `T` says so (see
+/// [`Target::reduce_as`]).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn scatter_checking_fresh_as<T: Element, I: IndexElem>(
+    from: &ArrayView<'_, T, IxDyn>,
+    out: Vec<T>,
+    dim: usize,
+    index: &ArrayView<'_, I, IxDyn>,
+    src: &ArrayView<'_, T, IxDyn>,
+    bad: &AtomicBool,
+    update: Update,
+) -> Vec<T> {
+    match update {
+        Update::Add | Update::Mul => {
+            if T::SUM_ON_BITS {
+                fresh_on_bits(from, out, dim, index, src, bad, update)
+            } else if update == Update::Add {
+                scatter_checking_fresh(from, out, dim, index, src, bad, add::<T>)
+            } else {
+                scatter_checking_fresh(from, out, dim, index, src, bad, mul::<T>)
+            }
+        }
+        Update::Max | Update::Min => {
+            if T::ORDER_ON_BITS {
+                fresh_on_bits(from, out, dim, index, src, bad, update)
+            } else if update == Update::Max {
+                scatter_checking_fresh(from, out, dim, index, src, bad, max::<T>)
+            } else {
+                scatter_checking_fresh(from, out, dim, index, src, bad, min::<T>)
+            }
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn fresh_on_bits<T: Element, I: IndexElem>(
+    from: &ArrayView<'_, T, IxDyn>,
+    out: Vec<T>,
+    dim: usize,
+    index: &ArrayView<'_, I, IxDyn>,
+    src: &ArrayView<'_, T, IxDyn>,
+    bad: &AtomicBool,
+    update: Update,
+) -> Vec<T> {
+    let (from, src, out) = (words::bits(from), words::bits(src), words::bits_vec(out));
+    let (from, src) = (&from, &src);
+    let out = match update.on_bits_of::<T>() {
+        Update::Add => scatter_checking_fresh(from, out, dim, index, src, bad, add::<T::Bits>),
+        Update::Mul => scatter_checking_fresh(from, out, dim, index, src, bad, mul::<T::Bits>),
+        Update::Max => scatter_checking_fresh(from, out, dim, index, src, bad, max::<T::Bits>),
+        Update::Min => scatter_checking_fresh(from, out, dim, index, src, bad, min::<T::Bits>),
+    };
+    // SAFETY: the copy of `from` and the updates store values of `T` only (see
+    // `Target::reduce_on_bits`).
+    unsafe { words::unbits_vec(out) }
+}
+
 /// A plain write, `dst_elem = src_elem`: with duplicates the last position in index order wins.
-/// Preconditions as [`scatter`].
+/// Preconditions as [`scatter_reduce`].
 pub(crate) fn scatter_set<T, I>(
     dst: &mut ArrayViewMut<'_, T, IxDyn>,
     dim: usize,

@@ -111,6 +111,65 @@ pub(crate) unsafe fn unvec<T: Plain>(v: Vec<T::Word>) -> Vec<T> {
 /// An element type as the dynamic layer moves it: as its word (every bit pattern of these types is
 /// a value, so any word read back is one), or as itself for `bool` (not every byte is a bool).
 /// The ops that only move elements then compile once per width, not once per dtype.
+/// `a` as a view of [`Element::Bits`](crate::Element::Bits), the type of `T`'s width whose
+/// kernels run some of `T`'s reductions.
+pub(crate) fn bits<'a, T: crate::Element>(
+    a: &ArrayView<'a, T, IxDyn>,
+) -> ArrayView<'a, T::Bits, IxDyn> {
+    const { same_bits::<T>() };
+    // SAFETY: `T::Bits` has `T`'s size and alignment (asserted above), and it is `T` itself or an
+    // unsigned integer, every bit pattern of which is a value.
+    unsafe { a.raw_view().cast::<T::Bits>().deref_into_view() }
+}
+
+/// [`bits`] for a mutable view.
+///
+/// # Safety
+///
+/// What is written through the view must be a value of `T` (any bits, for the integer types;
+/// 0 or 1 for `bool`).
+pub(crate) unsafe fn bits_mut<'a, 'b, T: crate::Element>(
+    a: &'b mut ArrayViewMut<'a, T, IxDyn>,
+) -> ArrayViewMut<'b, T::Bits, IxDyn> {
+    const { same_bits::<T>() };
+    // SAFETY: the layouts agree (asserted above), the values read are values of `T::Bits` (see
+    // `bits`), and the caller writes values of `T` only.
+    unsafe { a.raw_view_mut().cast::<T::Bits>().deref_into_view_mut() }
+}
+
+/// One value as its [`bits`].
+pub(crate) fn bits_of<T: crate::Element>(x: T) -> T::Bits {
+    const { same_bits::<T>() };
+    // SAFETY: as in `bits`.
+    unsafe { std::mem::transmute_copy(&x) }
+}
+
+/// A buffer as its [`bits`].
+pub(crate) fn bits_vec<T: crate::Element>(v: Vec<T>) -> Vec<T::Bits> {
+    const { same_bits::<T>() };
+    let mut v = ManuallyDrop::new(v);
+    // SAFETY: the layouts agree (asserted above), so the allocation is one of `T::Bits` too, and
+    // the values are values of `T::Bits` (see `bits`).
+    unsafe { Vec::from_raw_parts(v.as_mut_ptr().cast::<T::Bits>(), v.len(), v.capacity()) }
+}
+
+/// The inverse of [`bits_vec`].
+///
+/// # Safety
+///
+/// Every element of `v` must be a value of `T` (see [`bits_mut`]).
+pub(crate) unsafe fn unbits_vec<T: crate::Element>(v: Vec<T::Bits>) -> Vec<T> {
+    const { same_bits::<T>() };
+    let mut v = ManuallyDrop::new(v);
+    // SAFETY: the layouts agree (asserted above), and the caller vouches for the values.
+    unsafe { Vec::from_raw_parts(v.as_mut_ptr().cast::<T>(), v.len(), v.capacity()) }
+}
+
+const fn same_bits<T: crate::Element>() {
+    let (t, b) = (size_of::<T>(), size_of::<T::Bits>());
+    assert!(t == b && align_of::<T>() == align_of::<T::Bits>());
+}
+
 #[cfg(feature = "dynamic")]
 pub(crate) trait Moved: crate::Element {
     /// The element type the op runs on.

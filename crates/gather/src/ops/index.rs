@@ -50,6 +50,7 @@ use crate::element::{DType, Element};
 use crate::error::{Error, ErrorKind, Result, fmt_shape};
 use crate::index::{Bounds, CheckedIndex, IndexElem, check_bounds};
 use crate::kernels;
+use crate::kernels::scatter::Update;
 use crate::ops::scatter::Reduce;
 
 // ---------------------------------------------------------------------------------------------
@@ -412,23 +413,34 @@ fn add_dyn<T: Element, I: IndexElem>(
         source.shape(),
         Bounds::Strict,
         |checked| {
+            let target = kernels::scatter::Target::Index {
+                dim: d,
+                index: checked,
+            };
+            // With `alpha = 1` (the default) this is scatter_add's computation, and runs on its
+            // kernels.
+            let one = a == T::acc_one();
             if T::WIDE_ACC {
                 // One rounding per element: the sums run in f32.
                 let mut acc: ArrayD<T::Acc> = dst.map(|x| x.to_acc());
-                kernels::scatter::scatter(
-                    &mut acc.view_mut(),
-                    d,
-                    checked,
-                    &source,
-                    |x: &mut T::Acc, s: T| *x = T::acc_add(*x, T::acc_mul(a, s.to_acc())),
-                );
+                let mut view = acc.view_mut();
+                if one {
+                    target.reduce(&mut view, &source, None, kernels::scatter::add_wide::<T>);
+                } else {
+                    target.reduce(&mut view, &source, None, |x: &mut T::Acc, s: T| {
+                        *x = T::acc_add(*x, T::acc_mul(a, s.to_acc()))
+                    });
+                }
                 Zip::from(&mut dst)
                     .and(&acc)
                     .for_each(|x, &v| *x = T::from_acc(v));
+            } else if one {
+                target.reduce_as(&mut dst, &source, None, Update::Add);
             } else {
-                kernels::scatter::scatter(&mut dst, d, checked, &source, |x: &mut T, s: T| {
-                    *x = T::from_acc(T::acc_add(x.to_acc(), T::acc_mul(a, s.to_acc())))
-                });
+                // `alpha * s` rounds in the type (its own accumulator) before the sum, as in the
+                // update `x + alpha * s`.
+                let scaled = source.mapv(|s| T::from_acc(T::acc_mul(a, s.to_acc())));
+                target.reduce_as(&mut dst, &scaled.view(), None, Update::Add);
             }
         },
     )

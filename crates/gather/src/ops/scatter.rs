@@ -37,6 +37,7 @@ use crate::element::{DType, Element};
 use crate::error::{Error, Result};
 use crate::index::{Bounds, CheckedIndex, IndexElem};
 use crate::kernels;
+use crate::kernels::scatter::Update;
 
 /// The reductions of `scatter_reduce` (and `index_reduce`, which has no `Sum`).
 ///
@@ -361,24 +362,17 @@ where
     let from = input.view().into_dyn();
     let bad = AtomicBool::new(false);
     let out = super::try_vec(op, input.len())?;
-    let fresh = Fresh {
-        from: &from,
-        out,
-        dim: d,
-        index: &index,
-        src: &src,
-        bad: &bad,
-    };
     let out = match reduce {
-        Some(r) => with_update(r, |a: &T| a.to_acc(), T::from_acc, fresh),
-        None => kernels::scatter::scatter_checking_fresh_set(
-            fresh.from,
-            fresh.out,
-            fresh.dim,
-            fresh.index,
-            fresh.src,
-            fresh.bad,
+        Some(r) => kernels::scatter::scatter_checking_fresh_as(
+            &from,
+            out,
+            d,
+            &index,
+            &src,
+            &bad,
+            update_of(r),
         ),
+        None => kernels::scatter::scatter_checking_fresh_set(&from, out, d, &index, &src, &bad),
     };
     if bad.load(Ordering::Relaxed) {
         return Err(first_bad_value(op, &index, d, size));
@@ -388,73 +382,19 @@ where
     ))
 }
 
-/// The arguments of [`kernels::scatter::scatter_checking_fresh`] but the update.
-struct Fresh<'f, 'a, T, I> {
-    from: &'f ArrayView<'a, T, IxDyn>,
-    out: Vec<T>,
-    dim: usize,
-    index: &'f ArrayView<'a, I, IxDyn>,
-    src: &'f ArrayView<'a, T, IxDyn>,
-    bad: &'f AtomicBool,
-}
-
-impl<T: Element, I: IndexElem> RunUpdate<T, T> for Fresh<'_, '_, T, I> {
-    type Out = Vec<T>;
-    fn run<F: Fn(&mut T, T) + Sync + Send>(self, update: F) -> Vec<T> {
-        kernels::scatter::scatter_checking_fresh(
-            self.from, self.out, self.dim, self.index, self.src, self.bad, update,
-        )
-    }
-}
-
 /// Whether a reduction of `T` runs through an `f32` buffer (`f16`/`bf16` sums, products and
 /// means, so that they round once).
 fn wide<T: Element>(r: Reduce) -> bool {
     T::WIDE_ACC && !matches!(r, Reduce::Amax | Reduce::Amin)
 }
 
-/// Something to run with the element update of a reduction: each reduction's update is a closure
-/// of its own type, so [`with_update`] hands it to `run` instead of returning it.
-trait RunUpdate<A, T> {
-    type Out;
-    fn run<F: Fn(&mut A, T) + Sync + Send>(self, update: F) -> Self::Out;
-}
-
-/// Runs `k` with the update of `r` on an accumulator `A` (read with `load`, written with `store`):
-/// `a = a + s`, `a * s`, or PyTorch's NaN-propagating max or min (`mean` sums, and divides later).
-fn with_update<T: Element, A, K: RunUpdate<A, T>>(
-    r: Reduce,
-    load: impl Fn(&A) -> T::Acc + Sync + Send,
-    store: impl Fn(T::Acc) -> A + Sync + Send,
-    k: K,
-) -> K::Out {
+/// The element update of `r` (`mean` sums, and divides later).
+fn update_of(r: Reduce) -> Update {
     match r {
-        Reduce::Sum | Reduce::Mean => {
-            k.run(move |a: &mut A, s: T| *a = store(T::acc_add(load(a), s.to_acc())))
-        }
-        Reduce::Prod => k.run(move |a: &mut A, s: T| *a = store(T::acc_mul(load(a), s.to_acc()))),
-        Reduce::Amax => k.run(move |a: &mut A, s: T| *a = store(T::acc_max(load(a), s.to_acc()))),
-        Reduce::Amin => k.run(move |a: &mut A, s: T| *a = store(T::acc_min(load(a), s.to_acc()))),
-    }
-}
-
-/// [`kernels::scatter::Target::reduce`] into `dst`, as a [`RunUpdate`].
-struct ReduceAt<'r, 'd, 'v, 's, 'a, A, T, I: IndexElem> {
-    dst: &'r mut ArrayViewMut<'d, A, IxDyn>,
-    target: &'r kernels::scatter::Target<'s, 'a, I>,
-    src: &'r ArrayView<'v, T, IxDyn>,
-    init: Option<A>,
-}
-
-impl<A, T, I> RunUpdate<A, T> for ReduceAt<'_, '_, '_, '_, '_, A, T, I>
-where
-    A: Copy + Send + Sync,
-    T: Copy + Send + Sync,
-    I: IndexElem,
-{
-    type Out = ();
-    fn run<F: Fn(&mut A, T) + Sync + Send>(self, update: F) {
-        self.target.reduce(self.dst, self.src, self.init, update)
+        Reduce::Sum | Reduce::Mean => Update::Add,
+        Reduce::Prod => Update::Mul,
+        Reduce::Amax => Update::Max,
+        Reduce::Amin => Update::Min,
     }
 }
 
@@ -466,7 +406,7 @@ fn apply<T: Element, I: IndexElem>(
     mode: Mode,
 ) {
     match mode {
-        Mode::Set => target.reduce(dst, src, None, kernels::scatter::set::<T>),
+        Mode::Set => target.set(dst, src),
         Mode::Reduce(r, include_self) => reduce_into(dst, target, src, r, include_self),
     }
 }
@@ -625,57 +565,28 @@ pub(crate) fn reduce_into<T: Element, I: IndexElem>(
         target.reduce(&mut c.view_mut(), &ones, None, count_one);
         c
     });
+    // Without self, every element the index reaches starts from the reduction's identity.
+    let identity = || match r {
+        Reduce::Sum | Reduce::Mean => T::acc_zero(),
+        Reduce::Prod => T::acc_one(),
+        Reduce::Amax => T::max_identity().to_acc(),
+        Reduce::Amin => T::min_identity().to_acc(),
+    };
     if T::WIDE_ACC && wide::<T>(r) {
         let mut acc: ArrayD<T::Acc> = dst.map(|x| x.to_acc());
-        reduce_acc::<T, I, T::Acc>(
-            &mut acc.view_mut(),
-            target,
-            src,
-            r,
-            include_self,
-            |a| *a,
-            |a| a,
-        );
+        let init = (!include_self).then(identity);
+        let mut a = acc.view_mut();
+        if r == Reduce::Prod {
+            target.reduce(&mut a, src, init, kernels::scatter::mul_wide::<T>);
+        } else {
+            target.reduce(&mut a, src, init, kernels::scatter::add_wide::<T>);
+        }
         finish(dst, Some(&acc), counts.as_ref(), r, include_self);
     } else {
-        reduce_acc::<T, I, T>(
-            dst,
-            target,
-            src,
-            r,
-            include_self,
-            |a| a.to_acc(),
-            T::from_acc,
-        );
+        let init = (!include_self).then(|| T::from_acc(identity()));
+        target.reduce_as(dst, src, init, update_of(r));
         finish::<T>(dst, None, counts.as_ref(), r, include_self);
     }
-}
-
-fn reduce_acc<T: Element, I: IndexElem, A: Copy + Send + Sync>(
-    dst: &mut ArrayViewMut<'_, A, IxDyn>,
-    target: &kernels::scatter::Target<'_, '_, I>,
-    src: &ArrayView<'_, T, IxDyn>,
-    r: Reduce,
-    include_self: bool,
-    load: impl Fn(&A) -> T::Acc + Sync + Send,
-    store: impl Fn(T::Acc) -> A + Sync + Send,
-) {
-    // Without self, every element the index reaches starts from the reduction's identity.
-    let init = (!include_self).then(|| {
-        store(match r {
-            Reduce::Sum | Reduce::Mean => T::acc_zero(),
-            Reduce::Prod => T::acc_one(),
-            Reduce::Amax => T::max_identity().to_acc(),
-            Reduce::Amin => T::min_identity().to_acc(),
-        })
-    });
-    let at = ReduceAt {
-        dst,
-        target,
-        src,
-        init,
-    };
-    with_update(r, load, store, at)
 }
 
 /// The update that counts a mean's contributors: a function item, so that its kernels are
@@ -1221,6 +1132,107 @@ mod tests {
             scatter_add(&xb, 0, &idx, &srcb).unwrap()[0],
             bf16::from_f32(3008.0)
         );
+    }
+
+    /// The reductions of the signed integers' sums and products and of `bool` run on the bits of
+    /// the unsigned type of their width (`Element::Bits`): each kernel path (checked index, fresh
+    /// copy with the check in the loop, grouped row index, broadcast row index) must still give
+    /// the type's own wrapping, floor-division and logical results.
+    #[test]
+    fn reductions_on_bits_keep_the_arithmetic_of_the_type() {
+        fn reference<T: Element>(
+            x: &Array2<T>,
+            dim: usize,
+            idx: &ArrayView<'_, i64, ndarray::Ix2>,
+            src: &Array2<T>,
+            r: Reduce,
+            include_self: bool,
+        ) -> Array2<T> {
+            let mut acc = x.mapv(|v| v.to_acc());
+            let mut n = Array2::<usize>::zeros(x.raw_dim());
+            for ((i, j), &k) in idx.indexed_iter() {
+                let at = if dim == 0 {
+                    (k as usize, j)
+                } else {
+                    (i, k as usize)
+                };
+                let s = src[(i, j)].to_acc();
+                if !include_self && n[at] == 0 {
+                    acc[at] = s;
+                } else {
+                    acc[at] = match r {
+                        Reduce::Sum | Reduce::Mean => T::acc_add(acc[at], s),
+                        Reduce::Prod => T::acc_mul(acc[at], s),
+                        Reduce::Amax => T::acc_max(acc[at], s),
+                        Reduce::Amin => T::acc_min(acc[at], s),
+                    };
+                }
+                n[at] += 1;
+            }
+            let mut out = acc.mapv(T::from_acc);
+            if r == Reduce::Mean {
+                for ((o, &a), &c) in out.iter_mut().zip(&acc).zip(&n) {
+                    if c > 0 {
+                        *o = T::from_acc(T::acc_div_count(a, c + include_self as usize));
+                    }
+                }
+            }
+            out
+        }
+        fn case<T: Element>(to: impl Fn(i64) -> T) {
+            let mut s = 5u64;
+            let mut next = |hi: usize| {
+                s = s.wrapping_mul(6364136223846793005).wrapping_add(1);
+                ((s >> 33) % hi as u64) as usize
+            };
+            let x =
+                Array2::from_shape_fn((300, 400), |(i, j)| to((i * 7 + j * 13) as i64 % 251 - 125));
+            let random = Array2::from_shape_simple_fn((300, 9), || next(400) as i64);
+            // One destination row per position along dim 0, the same across the row: the grouped
+            // row loops.
+            let rows = Array2::from_shape_simple_fn((150, 1), || next(300) as i64);
+            let rows = rows.broadcast((150, 400)).unwrap();
+            let src = Array2::from_shape_simple_fn((300, 400), || to(next(251) as i64 - 125));
+            for (dim, idx) in [(1, random.view()), (0, rows.view())] {
+                let src = src
+                    .slice(ndarray::s![..idx.nrows(), ..idx.ncols()])
+                    .to_owned();
+                for r in [
+                    Reduce::Sum,
+                    Reduce::Prod,
+                    Reduce::Amax,
+                    Reduce::Amin,
+                    Reduce::Mean,
+                ] {
+                    if T::DTYPE == DType::Bool && r == Reduce::Mean {
+                        continue;
+                    }
+                    for include_self in [true, false] {
+                        let want = reference(&x, dim, &idx, &src, r, include_self);
+                        let d = dim as isize;
+                        let got = scatter_reduce(&x, d, &idx, &src, r, include_self).unwrap();
+                        let what =
+                            format!("{:?} {r:?} include_self {include_self} dim {dim}", T::DTYPE);
+                        assert!(got == want, "out of place: {what}");
+                        let mut got = x.clone();
+                        scatter_reduce_inplace(&mut got, d, &idx, &src, r, include_self).unwrap();
+                        assert!(got == want, "in place: {what}");
+                        if dim == 0 {
+                            let plan = crate::ScatterPlan::new(&idx.column(0), 300).unwrap();
+                            let got = plan.scatter_reduce(&x, &src, r, include_self).unwrap();
+                            assert!(got == want, "plan: {what}");
+                        }
+                    }
+                }
+            }
+        }
+        case(|v| v as i8);
+        case(|v| (v * 300) as i16);
+        case(|v| (v * 20_000_000) as i32);
+        case(|v| v.wrapping_mul(0x0123_4567_89ab_cdef));
+        case(|v| v as u8);
+        case(|v| v > 0);
+        case(|v| v as f32 / 8.0);
     }
 
     #[test]
