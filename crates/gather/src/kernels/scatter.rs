@@ -279,6 +279,7 @@ pub(crate) fn is_row_index<I: IndexElem>(index: &ArrayView<'_, I, IxDyn>, dim: u
 /// The update of a plain write. A function item, not a closure: a closure written inside a
 /// generic function is a type of its own for each instance of that function, and so would be
 /// every kernel instance it is passed to.
+#[inline(always)]
 pub(crate) fn set<A: Copy>(a: &mut A, s: A) {
     *a = s;
 }
@@ -311,24 +312,30 @@ impl Update {
 // The updates are function items generic over the accumulator alone: each is compiled once per
 // type it runs in, whoever calls it (a closure would be a type of its own in every generic
 // function that writes it).
+#[inline(always)]
 fn add<A: Element>(a: &mut A, s: A) {
     *a = A::from_acc(A::acc_add(a.to_acc(), s.to_acc()));
 }
+#[inline(always)]
 fn mul<A: Element>(a: &mut A, s: A) {
     *a = A::from_acc(A::acc_mul(a.to_acc(), s.to_acc()));
 }
+#[inline(always)]
 fn max<A: Element>(a: &mut A, s: A) {
     *a = A::from_acc(A::acc_max(a.to_acc(), s.to_acc()));
 }
+#[inline(always)]
 fn min<A: Element>(a: &mut A, s: A) {
     *a = A::from_acc(A::acc_min(a.to_acc(), s.to_acc()));
 }
 
 /// The sum of a `T` into its wider accumulator (`f16`/`bf16` into `f32`, rounded once at the end).
+#[inline(always)]
 pub(crate) fn add_wide<T: Element>(a: &mut T::Acc, s: T) {
     *a = T::acc_add(*a, s.to_acc());
 }
 /// The product of a `T` into its wider accumulator.
+#[inline(always)]
 pub(crate) fn mul_wide<T: Element>(a: &mut T::Acc, s: T) {
     *a = T::acc_mul(*a, s.to_acc());
 }
@@ -1277,7 +1284,7 @@ mod tests {
     use super::*;
     use crate::ops::scatter::Reduce;
     use half::{bf16, f16};
-    use ndarray::{Array, ArrayD, Axis, Dimension, IxDyn, s};
+    use ndarray::{Array, Array2, ArrayD, Axis, Dimension, IxDyn, s};
 
     fn lcg(seed: &mut u64) -> u64 {
         *seed = seed
@@ -1704,6 +1711,112 @@ mod tests {
             &empty.view(),
             &values(&[0, 4], 18).view(),
         );
+    }
+
+    /// The reductions of the signed integers' sums and products and of `bool` run on the bits of
+    /// the unsigned type of their width (`Element::Bits`): each kernel path (checked index, fresh
+    /// copy with the check in the loop, grouped row index, broadcast row index) must still give
+    /// the type's own wrapping, floor-division and logical results.
+    #[test]
+    fn reductions_on_bits_keep_the_arithmetic_of_the_type() {
+        fn reference<T: Element>(
+            x: &Array2<T>,
+            dim: usize,
+            idx: &ArrayView<'_, i64, ndarray::Ix2>,
+            src: &Array2<T>,
+            r: Reduce,
+            include_self: bool,
+        ) -> Array2<T> {
+            let mut acc = x.mapv(|v| v.to_acc());
+            let mut n = Array2::<usize>::zeros(x.raw_dim());
+            for ((i, j), &k) in idx.indexed_iter() {
+                let at = if dim == 0 {
+                    (k as usize, j)
+                } else {
+                    (i, k as usize)
+                };
+                let s = src[(i, j)].to_acc();
+                if !include_self && n[at] == 0 {
+                    acc[at] = s;
+                } else {
+                    acc[at] = match r {
+                        Reduce::Sum | Reduce::Mean => T::acc_add(acc[at], s),
+                        Reduce::Prod => T::acc_mul(acc[at], s),
+                        Reduce::Amax => T::acc_max(acc[at], s),
+                        Reduce::Amin => T::acc_min(acc[at], s),
+                    };
+                }
+                n[at] += 1;
+            }
+            let mut out = acc.mapv(T::from_acc);
+            if r == Reduce::Mean {
+                for ((o, &a), &c) in out.iter_mut().zip(&acc).zip(&n) {
+                    if c > 0 {
+                        *o = T::from_acc(T::acc_div_count(a, c + include_self as usize));
+                    }
+                }
+            }
+            out
+        }
+        fn case<T: Element>(to: impl Fn(i64) -> T) {
+            let mut s = 5u64;
+            let mut next = |hi: usize| {
+                s = s.wrapping_mul(6364136223846793005).wrapping_add(1);
+                ((s >> 33) % hi as u64) as usize
+            };
+            let (rows, cols) = (sized(300, 24), sized(400, 16));
+            let x = Array2::from_shape_fn((rows, cols), |(i, j)| {
+                to((i * 7 + j * 13) as i64 % 251 - 125)
+            });
+            let random = Array2::from_shape_simple_fn((rows, sized(9, 5)), || next(cols) as i64);
+            // One destination row per position along dim 0, the same across the row: the grouped
+            // row loops.
+            let e = sized(150, 20);
+            let by_row = Array2::from_shape_simple_fn((e, 1), || next(rows) as i64);
+            let by_row = by_row.broadcast((e, cols)).unwrap();
+            let src = Array2::from_shape_simple_fn((rows, cols), || to(next(251) as i64 - 125));
+            for (dim, idx) in [(1, random.view()), (0, by_row.view())] {
+                let src = src
+                    .slice(ndarray::s![..idx.nrows(), ..idx.ncols()])
+                    .to_owned();
+                for r in [
+                    Reduce::Sum,
+                    Reduce::Prod,
+                    Reduce::Amax,
+                    Reduce::Amin,
+                    Reduce::Mean,
+                ] {
+                    if T::DTYPE == DType::Bool && r == Reduce::Mean {
+                        continue;
+                    }
+                    for include_self in [true, false] {
+                        let want = reference(&x, dim, &idx, &src, r, include_self);
+                        let d = dim as isize;
+                        let got =
+                            crate::scatter_reduce(&x, d, &idx, &src, r, include_self).unwrap();
+                        let what =
+                            format!("{:?} {r:?} include_self {include_self} dim {dim}", T::DTYPE);
+                        assert!(got == want, "out of place: {what}");
+                        let mut got = x.clone();
+                        crate::scatter_reduce_inplace(&mut got, d, &idx, &src, r, include_self)
+                            .unwrap();
+                        assert!(got == want, "in place: {what}");
+                        if dim == 0 {
+                            let plan = crate::ScatterPlan::new(&idx.column(0), rows).unwrap();
+                            let got = plan.scatter_reduce(&x, &src, r, include_self).unwrap();
+                            assert!(got == want, "plan: {what}");
+                        }
+                    }
+                }
+            }
+        }
+        case(|v| v as i8);
+        case(|v| (v * 300) as i16);
+        case(|v| (v * 20_000_000) as i32);
+        case(|v| v.wrapping_mul(0x0123_4567_89ab_cdef));
+        case(|v| v as u8);
+        case(|v| v > 0);
+        case(|v| v as f32 / 8.0);
     }
 
     /// Every reduction and both `include_self`, through the op, on a stride-0 row index (the

@@ -538,7 +538,7 @@ where
 /// writes; `dst` gets the rest only when `f` succeeds.
 pub(crate) fn write_bounded<T, I, F>(
     op: &str,
-    mut dst: ArrayViewMut<'_, T, IxDyn>,
+    dst: ArrayViewMut<'_, T, IxDyn>,
     axis: Option<isize>,
     index: ArrayView<'_, I, IxDyn>,
     policy: &OutOfBounds<T>,
@@ -549,6 +549,23 @@ where
     I: IndexElem,
     F: FnOnce(&mut ArrayViewMut<'_, T, IxDyn>, &ArrayView<'_, i64, IxDyn>) -> Result<()>,
 {
+    // The body is compiled once per element and index type, not once per op: it takes the op as
+    // a trait object.
+    let mut f = Some(f);
+    write_bounded_dyn(op, dst, axis, index, policy, &mut |d, i| {
+        f.take().expect("the write runs once")(d, i)
+    })
+}
+
+#[allow(clippy::type_complexity)]
+fn write_bounded_dyn<T: Element, I: IndexElem>(
+    op: &str,
+    mut dst: ArrayViewMut<'_, T, IxDyn>,
+    axis: Option<isize>,
+    index: ArrayView<'_, I, IxDyn>,
+    policy: &OutOfBounds<T>,
+    f: &mut dyn FnMut(&mut ArrayViewMut<'_, T, IxDyn>, &ArrayView<'_, i64, IxDyn>) -> Result<()>,
+) -> Result<()> {
     writes_only(op, policy)?;
     let (d, n) = match axis {
         Some(a) => dim_size(op, dst.shape(), a)?,
