@@ -102,7 +102,7 @@ pub trait ReduceElement: Element {
 }
 
 /// The group folds are compiled for a few carrier types only, so that each is not compiled once
-/// per element type: every reduction of `u64`, `i64`, `f32`, `f64` and `bool` (the carriers),
+/// per element type: every reduction of `u64`, `i64`, `f32` and `f64` (the carriers),
 /// plus `Mean` of the narrow integers (floor division of the sum wrapped in the type itself) and
 /// the float-only reductions of `f16`/`bf16` (whose wide type differs from `f32`'s). The rest is
 /// carried:
@@ -111,6 +111,8 @@ pub trait ReduceElement: Element {
 /// i8, i16, i32   sum prod amax amin → i64 (wrapping sums and products truncate back exactly)
 /// u8, u16, u32   sum prod amax amin → u64
 /// f16, bf16      sum prod mean amax amin → f32 (their own accumulator: rounded once, as before)
+/// bool           sum prod amax amin → u64 (or and and: a sum or product of 0s and 1s is 0 or not;
+///                mean, an error for bool before any fold, is carried so as not to be compiled)
 /// i*, f*, bool   first last → the unsigned integer of the type's width (its bits)
 /// ```
 ///
@@ -169,7 +171,7 @@ carry! {
         [true] u16, half::f16::to_bits, half::f16::from_bits;
     half::bf16: [true, true] f32, half::bf16::to_acc, half::bf16::from_acc;
         [true] u16, half::bf16::to_bits, half::bf16::from_bits;
-    bool: [false, false] bool, |x| x, |c| c; [true] u8, |x| x as u8, |c| c != 0;
+    bool: [true, true] u64, |x| x as u64, |c| c != 0; [true] u8, |x| x as u8, |c| c != 0;
 }
 
 /// Runs `reduce` on `src` and `out` converted to `C`, then writes the result back (see
