@@ -144,9 +144,33 @@ pub(crate) fn strict_positions<I: IndexElem>(
     dim: usize,
     size: usize,
     bounds: Bounds,
-) -> Result<ndarray::ArrayD<i64>> {
+) -> Result<StrictPositions> {
     check_bounds(op, index, dim, size, bounds)?;
-    Ok(index.mapv(|v| crate::kernels::position(bounds, v.to_i64(), size) as i64))
+    let positions = index.mapv(|v| crate::kernels::position(bounds, v.to_i64(), size) as i64);
+    Ok(StrictPositions { positions, size })
+}
+
+/// The result of [`strict_positions`]: positions in `0..size` by construction, so that the
+/// kernels take them without a second pass over them.
+pub(crate) struct StrictPositions {
+    positions: ndarray::ArrayD<i64>,
+    size: usize,
+}
+
+impl StrictPositions {
+    /// The positions.
+    pub(crate) fn view(&self) -> ArrayView<'_, i64, IxDyn> {
+        self.positions.view()
+    }
+
+    /// The positions as a [`CheckedIndex`] (strict, against the size they were mapped into).
+    pub(crate) fn checked(&self) -> CheckedIndex<'_, i64> {
+        CheckedIndex {
+            view: self.positions.view(),
+            size: self.size,
+            bounds: Bounds::Strict,
+        }
+    }
 }
 
 /// Finds the first index value (in row-major order of `index`) that `bounds` rejects for a

@@ -259,18 +259,21 @@ impl<const N: usize> Nest<N> {
         let Some(sp) = self.split(grain, tile) else {
             return;
         };
+        let (f, sp) = (&f, &sp);
+        // One item loop, with `f` inlined into it, for the serial and the parallel path alike.
+        let task = move |state: &mut S, items: Range<usize>| {
+            self.run_items(items, sp, &mut |b, r| f(state, b, r))
+        };
         if sp.tasks == 1 {
-            let mut state = init();
-            self.run_items(0..sp.items, &sp, &mut |b, r| f(&mut state, b, r));
+            task(&mut init(), 0..sp.items);
             return;
         }
-        let (f, sp) = (&f, &sp);
         let runner = || -> Box<dyn FnMut(usize) + '_> {
             let mut state = init();
             Box::new(move |t| {
                 let lo = t * sp.items_per_task;
                 let hi = (lo + sp.items_per_task).min(sp.items);
-                self.run_items(lo..hi, sp, &mut |b, r| f(&mut state, b, r));
+                task(&mut state, lo..hi);
             })
         };
         par_for_with(sp.tasks, &runner);
@@ -326,26 +329,35 @@ impl<const N: usize> Nest<N> {
 
     /// Runs the items `range` serially, in batches that the shared odometer ([`Items::fill`])
     /// writes: only this loop is compiled per closure.
+    #[inline(never)]
     fn run_items<F>(&self, range: Range<usize>, sp: &Split, f: &mut F)
     where
         F: FnMut([isize; N], Range<usize>),
     {
-        if self.outer.is_empty() {
-            // One outer position (a row scatter runs one such nest per destination row): the
-            // items are the chunks of the inner axis, with no odometer to share.
-            for c in range {
-                let lo = c * sp.chunk;
-                let hi = (lo + sp.chunk).min(self.inner.len);
-                if lo < hi {
-                    f([0; N], lo..hi);
-                }
-            }
-            return;
-        }
-        let mut items = Items::new(self, range, sp);
+        // With one outer position (a row scatter runs one such nest per destination row) the
+        // items are the chunks of the inner axis, with no odometer to share. Either way they
+        // reach the one call of `f` below: it is inlined there, so a second call would be a
+        // second copy of the kernel.
+        let (mut next, end) = (range.start, range.end);
+        let mut items = (!self.outer.is_empty()).then(|| Items::new(self, range, sp));
         let mut buf = [([0isize; N], 0usize, 0usize); ITEM_BATCH];
         loop {
-            let n = items.fill(&mut buf);
+            let n = match &mut items {
+                Some(items) => items.fill(&mut buf),
+                None => {
+                    let mut n = 0;
+                    while next < end && n < ITEM_BATCH {
+                        let lo = next * sp.chunk;
+                        let hi = (lo + sp.chunk).min(self.inner.len);
+                        next += 1;
+                        if lo < hi {
+                            buf[n] = ([0; N], lo, hi);
+                            n += 1;
+                        }
+                    }
+                    n
+                }
+            };
             for &(b, lo, hi) in &buf[..n] {
                 f(b, lo..hi);
             }
@@ -533,6 +545,20 @@ pub(crate) fn par_each<T: Send>(items: Vec<T>, f: impl Fn(T) + Sync) {
             .expect("par_for visits each task once");
         f(item)
     });
+}
+
+/// Hands each item of `items` to `f` once: in parallel ([`par_each`]) or in order on this thread.
+/// `f`'s body is compiled once for both (a call that is not inlined), not once per loop.
+pub(crate) fn each<T: Send>(items: Vec<T>, parallel: bool, f: impl Fn(T) + Sync) {
+    #[inline(never)]
+    fn one<T, F: Fn(T)>(f: &F, item: T) {
+        f(item)
+    }
+    if parallel {
+        par_each(items, |item| one(&f, item));
+    } else {
+        items.into_iter().for_each(|item| one(&f, item));
+    }
 }
 
 #[cfg(test)]

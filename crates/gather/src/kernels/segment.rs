@@ -164,11 +164,8 @@ impl Segments {
                 unsafe { *o.0.add(slot) = e as u32 };
             }
         };
-        if chunks > 1 {
-            crate::plan::par_each(ranges.iter().zip(hists.iter_mut()).collect(), place);
-        } else {
-            ranges.iter().zip(hists.iter_mut()).for_each(place);
-        }
+        let work = ranges.iter().zip(hists.iter_mut()).collect();
+        crate::plan::each(work, chunks > 1, place);
         // SAFETY: the histograms counted `len` positions in all, and each was placed in its own
         // slot below `len`, so every slot of `0..len` was written exactly once.
         unsafe { order.set_len(len) };

@@ -553,7 +553,7 @@ pub(crate) fn for_each_lane<O1, O2, A, B, W>(
         .filter(|&ax| ax != dim)
         .max_by_key(|&ax| (o1.shape()[ax], usize::MAX - ax));
     let threads = rayon::current_num_threads();
-    match split {
+    let (parallel, parts) = match split {
         Some(ax) if work >= PAR_MIN_WORK && threads > 1 && o1.shape()[ax] > 1 => {
             let len = o1.shape()[ax];
             let chunk = len.div_ceil(threads * 4).max(1);
@@ -563,16 +563,14 @@ pub(crate) fn for_each_lane<O1, O2, A, B, W>(
                 .zip(a.axis_chunks_iter(Axis(ax), chunk))
                 .zip(b.axis_chunks_iter(Axis(ax), chunk))
                 .collect();
-            crate::plan::par_each(parts, |(((p1, p2), pa), pb)| {
-                let mut w = scratch();
-                run(&mut w, p1, p2, pa, pb);
-            });
+            (true, parts)
         }
-        _ => {
-            let mut w = scratch();
-            run(&mut w, o1, o2, a, b);
-        }
-    }
+        _ => (false, vec![(((o1, o2), a.view()), b.view())]),
+    };
+    crate::plan::each(parts, parallel, |(((p1, p2), pa), pb)| {
+        let mut w = scratch();
+        run(&mut w, p1, p2, pa, pb);
+    });
 }
 
 /// An empty array whose lanes along `dim` match `like`'s (a placeholder second output).
@@ -1035,11 +1033,7 @@ fn fold_groups_csr<T, F>(
             }
         }
     };
-    if parallel {
-        crate::plan::par_each(parts, body);
-    } else {
-        parts.into_iter().for_each(body);
-    }
+    crate::plan::each(parts, parallel, body);
 }
 
 /// Runs `reduce` over the groups (see [`fold_groups`]).
@@ -1160,11 +1154,7 @@ pub(crate) fn softmax_groups<T: GradFloat, I: IndexElem>(
                         .for_each(|o, &x, st| *o = apply(st, x));
                 }
             };
-            if parallel {
-                crate::plan::par_each(parts, body);
-            } else {
-                parts.into_iter().for_each(body);
-            }
+            crate::plan::each(parts, parallel, body);
             return;
         }
     }
@@ -1830,11 +1820,7 @@ fn arg_fold_csr<T: Element>(
             }
         }
     };
-    if parallel {
-        crate::plan::par_each(parts, body);
-    } else {
-        parts.into_iter().for_each(body);
-    }
+    crate::plan::each(parts, parallel, body);
 }
 
 /// `self.scatter_reduce_(dim, index, src, "amax"|"amin", include_self)` that also returns, for

@@ -521,32 +521,32 @@ where
         // The positions the values select, mapped once (ONNX's wrapped scatter, the gradients of
         // wrapping reads): the kernels are compiled for strict positions only.
         let strict = crate::index::strict_positions(op, &index, d, size, bounds)?;
-        return apply_checked(op, dst, d, strict.view(), src, mode);
+        apply_checked(dst, d, &strict.checked(), src, mode);
+        return Ok(());
     }
-    apply_checked(op, dst, d, index, src, mode)
+    let checked = CheckedIndex::new(op, index, d, size, Bounds::Strict)?;
+    apply_checked(dst, d, &checked, src, mode);
+    Ok(())
 }
 
-/// Checks `index` (strict positions) and runs `mode` into `dst` along `d`.
+/// Runs `mode` into `dst` along `d` at a checked index.
 fn apply_checked<T: Element, I: IndexElem>(
-    op: &str,
     mut dst: ArrayViewMut<'_, T, IxDyn>,
     d: usize,
-    index: ArrayView<'_, I, IxDyn>,
+    checked: &CheckedIndex<'_, I>,
     src: ArrayView<'_, T, IxDyn>,
     mode: Mode,
-) -> Result<()> {
-    let checked = CheckedIndex::new(op, index, d, dst.shape()[d], Bounds::Strict)?;
+) {
     match mode {
-        Mode::Set => kernels::scatter::scatter_set(&mut dst, d, &checked, &src),
+        Mode::Set => kernels::scatter::scatter_set(&mut dst, d, checked, &src),
         Mode::Reduce(r, include_self) => {
             let target = kernels::scatter::Target::Index {
                 dim: d,
-                index: &checked,
+                index: checked,
             };
             reduce_into(&mut dst, &target, &src, r, include_self)
         }
     }
-    Ok(())
 }
 
 /// Runs a checked reduction into `dst` at `target` (a checked index, or a plan's segments).
