@@ -260,22 +260,20 @@ impl<const N: usize> Nest<N> {
             return;
         };
         let (f, sp) = (&f, &sp);
-        // One item loop, with `f` inlined into it, for the serial and the parallel path alike.
-        let task = move |state: &mut S, items: Range<usize>| {
-            self.run_items(items, sp, &mut |b, r| f(state, b, r))
-        };
-        if sp.tasks == 1 {
-            task(&mut init(), 0..sp.items);
-            return;
-        }
         let runner = || -> Box<dyn FnMut(usize) + '_> {
             let mut state = init();
             Box::new(move |t| {
                 let lo = t * sp.items_per_task;
                 let hi = (lo + sp.items_per_task).min(sp.items);
-                task(&mut state, lo..hi);
+                self.run_items(lo..hi, sp, &mut |b, r| f(&mut state, b, r));
             })
         };
+        if sp.tasks == 1 {
+            // The runner's loop on this thread (one task holds every item): one copy of the
+            // kernel for both paths, for the price of one allocation.
+            runner()(0);
+            return;
+        }
         par_for_with(sp.tasks, &runner);
     }
 
@@ -329,7 +327,6 @@ impl<const N: usize> Nest<N> {
 
     /// Runs the items `range` serially, in batches that the shared odometer ([`Items::fill`])
     /// writes: only this loop is compiled per closure.
-    #[inline(never)]
     fn run_items<F>(&self, range: Range<usize>, sp: &Split, f: &mut F)
     where
         F: FnMut([isize; N], Range<usize>),

@@ -908,7 +908,7 @@ pub(crate) fn scatter_rows<A, T, F>(
             &update,
         );
     } else {
-        let segs = segs.get_or_init(|| Segments::new(ids.len(), size, |e| ids[e] as usize));
+        let segs = segs.get_or_init(|| Segments::of_ids(ids, size));
         scatter_segments(dst, dim, segs, src, init, false, update)
     }
 }

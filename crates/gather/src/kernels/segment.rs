@@ -67,6 +67,12 @@ impl Segments {
         }
     }
 
+    /// Groups the positions of `ids` by their value, each below `rows`. Not generic, so that the
+    /// scatter kernels that call it (once per update type) share one instance.
+    pub(crate) fn of_ids(ids: &[u32], rows: usize) -> Segments {
+        Self::new(ids.len(), rows, |e| ids[e] as usize)
+    }
+
     /// Groups positions `0..len` by `value(e)`, each value below `rows`. `len` must fit in `u32`.
     pub(crate) fn new<V>(len: usize, rows: usize, value: V) -> Segments
     where

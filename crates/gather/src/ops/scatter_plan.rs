@@ -150,7 +150,7 @@ impl ScatterPlan {
 
     fn segments(&self) -> &Segments {
         self.segs
-            .get_or_init(|| Segments::new(self.ids.len(), self.size, |e| self.ids[e] as usize))
+            .get_or_init(|| Segments::of_ids(&self.ids, self.size))
     }
 
     /// `dst[ids[e], ..] += src[e, ..]` for every position `e`, in place, adding in index order per
