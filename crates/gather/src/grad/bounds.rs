@@ -59,6 +59,45 @@ fn input_like<'a, T: GradFloat>(
     Ok(with_scratch(x, d)?.into())
 }
 
+/// [`write_grad`] for a reduction's gradient, which also reads the forward's input: `grad_out`
+/// must have the input's shape, and `f` gets the input with the scratch slice of Drop when
+/// `grad_out` has one (see [`input_like`]).
+fn reduce_grad<T, S, D, I, SI, DI, R, F>(
+    op: &str,
+    grad_out: &ArrayBase<S, D>,
+    x: &ArrayView<'_, T, IxDyn>,
+    dim: isize,
+    index: &ArrayBase<SI, DI>,
+    policy: &OutOfBounds<T>,
+    f: F,
+) -> Result<(ArrayD<T>, R)>
+where
+    T: GradFloat,
+    S: Data<Elem = T>,
+    D: Dimension,
+    I: IndexElem,
+    SI: Data<Elem = I>,
+    DI: Dimension,
+    F: FnOnce(
+        &ArrayView<'_, T, IxDyn>,
+        &ArrayView<'_, T, IxDyn>,
+        &ArrayView<'_, i64, IxDyn>,
+    ) -> Result<(ArrayD<T>, R)>,
+{
+    super::check_shape(op, "grad_output", grad_out.shape(), "the input", x.shape())?;
+    write_grad(
+        op,
+        grad_out.view().into_dyn(),
+        Some(dim),
+        index.view().into_dyn(),
+        policy,
+        |g, i| {
+            let xe = input_like(op, x, g.shape(), dim)?;
+            f(g, &xe.view(), i)
+        },
+    )
+}
+
 /// Runs the write gradient `f` with the index mapped under `policy` (not `Error`). Under Drop with
 /// some value out of range, `f` gets `grad_out` with one more zero slice along the axis (`None`:
 /// flattened with one more zero), where the dropped writes went in the forward; the input
@@ -534,26 +573,11 @@ impl<T: GradFloat> GradOptions<T> {
             let x = input.view();
             return self.scatter_reduce_strict(grad_out, &x, dim, index, src, reduce, include_self);
         }
-        super::check_shape(
-            op,
-            "grad_output",
-            grad_out.shape(),
-            "the input",
-            input.shape(),
-        )?;
         let x = input.view().into_dyn();
-        let (gi, gs) = write_grad(
-            op,
-            grad_out.view().into_dyn(),
-            Some(dim),
-            index.view().into_dyn(),
-            &policy,
-            |g, i| {
-                let xe = input_like(op, &x, g.shape(), dim)?;
-                let r = self.scatter_reduce_strict(g, &xe, dim, i, src, reduce, include_self)?;
-                Ok((r.input, r.src))
-            },
-        )?;
+        let (gi, gs) = reduce_grad(op, grad_out, &x, dim, index, &policy, |g, xe, i| {
+            let r = self.scatter_reduce_strict(g, xe, dim, i, src, reduce, include_self)?;
+            Ok((r.input, r.src))
+        })?;
         Ok(ScatterGrad {
             input: into_dim(gi),
             src: gs,
@@ -610,27 +634,12 @@ impl<T: GradFloat> GradOptions<T> {
                 &out,
             );
         }
-        super::check_shape(
-            op,
-            "grad_output",
-            grad_out.shape(),
-            "the input",
-            input.shape(),
-        )?;
         let x = input.view().into_dyn();
-        let (gi, gs) = write_grad(
-            op,
-            grad_out.view().into_dyn(),
-            Some(dim),
-            index.view().into_dyn(),
-            &policy,
-            |g, i| {
-                let xe = input_like(op, &x, g.shape(), dim)?;
-                let out = crate::index_reduce(&xe, dim, i, source, reduce, include_self)?;
-                let r = super::index_reduce(g, &xe, dim, i, source, reduce, include_self, &out)?;
-                Ok((r.input, r.source))
-            },
-        )?;
+        let (gi, gs) = reduce_grad(op, grad_out, &x, dim, index, &policy, |g, xe, i| {
+            let out = crate::index_reduce(xe, dim, i, source, reduce, include_self)?;
+            let r = super::index_reduce(g, xe, dim, i, source, reduce, include_self, &out)?;
+            Ok((r.input, r.source))
+        })?;
         Ok(SourceGrad {
             input: into_dim(gi),
             source: gs,
