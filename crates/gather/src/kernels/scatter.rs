@@ -34,7 +34,7 @@ pub(crate) fn scatter_reduce<A, T, I, F>(
     init: Option<A>,
     update: F,
 ) where
-    A: Copy + Send + Sync,
+    A: Plain,
     T: Copy + Send + Sync,
     I: IndexElem,
     F: Fn(&mut A, T) + Sync + Send,
@@ -78,7 +78,7 @@ impl<I: IndexElem> Target<'_, '_, I> {
         init: Option<A>,
         update: F,
     ) where
-        A: Copy + Send + Sync,
+        A: Plain,
         T: Copy + Send + Sync,
         F: Fn(&mut A, T) + Sync + Send,
     {
@@ -120,7 +120,7 @@ pub(crate) fn scatter_checking<A, T, I, F>(
     bad: &AtomicBool,
     update: F,
 ) where
-    A: Copy + Send + Sync,
+    A: Plain,
     T: Copy + Send + Sync,
     I: IndexElem,
     F: Fn(&mut A, T) + Sync + Send,
@@ -130,13 +130,14 @@ pub(crate) fn scatter_checking<A, T, I, F>(
     if index.is_empty() {
         return;
     }
-    // A value out of range updates row 0 (there is one) and sets the task's flag.
-    let map = move |v: i64, flag: &mut bool| checked_position::<false>(v, size, flag) as isize;
     if let Some(v) = init {
         let ones = crate::dims::splat(&v, index.shape());
-        general_mapped(dst, dim, index, &ones, map, Some(size), bad, set::<A>);
+        // SAFETY: the plain write stores only copies of `v`, an `A`.
+        let mut words = unsafe { words::view_mut(dst) };
+        let ones = words::view(&ones);
+        general_mapped(&mut words, dim, index, &ones, size, bad, set::<A::Word>);
     }
-    general_mapped(dst, dim, index, src, map, Some(size), bad, update);
+    general_mapped(dst, dim, index, src, size, bad, update);
 }
 
 /// [`scatter_checking`] into a fresh destination: `out` (empty, with room for `from.len()`
@@ -193,7 +194,6 @@ where
         return out;
     }
     check_preconditions(from.shape(), dim, index, size, src);
-    let map = move |v: i64, flag: &mut bool| checked_position::<false>(v, size, flag) as isize;
     let strides = crate::dims::row_major_strides(from.shape());
     general_raw(
         SharedPtr(out.as_mut_ptr()),
@@ -202,8 +202,7 @@ where
         dim,
         index,
         src,
-        map,
-        Some(size),
+        size,
         bad,
         update,
     );
@@ -498,7 +497,7 @@ fn scatter_impl<A, T, I, F>(
     last_only: bool,
     update: F,
 ) where
-    A: Copy + Send + Sync,
+    A: Plain,
     T: Copy + Send + Sync,
     I: IndexElem,
     F: Fn(&mut A, T) + Sync + Send,
@@ -513,29 +512,21 @@ fn scatter_impl<A, T, I, F>(
         let e_len = idx.shape()[dim];
         let marks = init.is_some() || last_only;
         if direct_fits(e_len, &slice_shape, dst.shape()[dim], marks) {
-            let iptr = SharedPtr(idx.as_ptr() as *mut I);
-            let istride = idx.strides()[dim];
+            // The destination row of each position along `dim` (a row index is constant off
+            // `dim`): one pass over `e_len` values, so that the walk is compiled for a list of
+            // rows alone, as plans and segment ids use it.
             let (bounds, size) = (index.bounds(), index.size());
-            let row_of = move |e: usize| -> usize {
-                let p = iptr;
-                assert!(e < e_len, "scatter kernel: position out of range");
-                // SAFETY: `e < index.shape[dim]` and every other coordinate is 0: the offset is
-                // that of an element of the index view.
-                let v = unsafe { *p.0.offset(e as isize * istride) }.to_i64();
-                // A checked value maps into `0..size` under its bounds.
-                position(bounds, v, size) as usize
-            };
-            direct(
-                dst,
-                dim,
-                &slice_shape,
-                src,
-                e_len,
-                row_of,
-                init,
-                last_only,
-                &update,
-            );
+            let ids: Vec<u32> = idx
+                .lanes(ndarray::Axis(dim))
+                .into_iter()
+                .next()
+                .map(|lane| {
+                    lane.iter()
+                        .map(|v| position(bounds, v.to_i64(), size) as u32)
+                        .collect()
+                })
+                .unwrap_or_default();
+            direct(dst, dim, &slice_shape, src, &ids, init, last_only, &update);
         } else {
             let segs = Segments::of_row_index(index, dim);
             rows(dst, dim, &slice_shape, src, &segs, init, last_only, &update);
@@ -544,7 +535,9 @@ fn scatter_impl<A, T, I, F>(
     }
     if let Some(v) = init {
         let ones = crate::dims::splat(&v, idx.shape());
-        general(dst, dim, index, &ones, set::<A>);
+        // SAFETY: the plain write stores only copies of `v`, an `A`.
+        let mut words = unsafe { words::view_mut(dst) };
+        general(&mut words, dim, index, &words::view(&ones), set::<A::Word>);
     }
     general(dst, dim, index, src, update);
 }
@@ -598,48 +591,34 @@ fn general<A, T, I, F>(
         "scatter kernel: the general loop takes strict positions"
     );
     let size = index.size();
-    // Checked values: the map never sets the flag.
+    // Checked values: the in-loop check never sets the flag.
     let never = AtomicBool::new(false);
-    general_mapped(
-        dst,
-        dim,
-        index.view(),
-        src,
-        |v, _| v as isize,
-        Some(size),
-        &never,
-        update,
-    );
+    general_mapped(dst, dim, index.view(), src, size, &never, update);
 }
 
-/// The element loop over the index's shape, `map` taking each index value to its row along `dim`.
-/// `map` must return a row in `0..dst.shape[dim]` for every value of `idx` (a checked value under
-/// its policy, or any value under a checking map that sends the bad ones to row 0 and sets the
-/// task's flag; a task that saw a set flag sets `bad`). `direct = Some(size)` says that `map` is
-/// the identity on `0..size` and flags every other value (the strict policy): the element loop
-/// may then check four values at once (see [`run`]).
+/// The element loop over the index's shape, each index value checked against `size` (the length
+/// of `dst` along `dim`) in the loop: a value out of range updates row 0 instead and sets the
+/// task's flag, and a task that saw a set flag sets `bad`. For a checked index the check never
+/// fails: one compare and a branch always predicted, which costs less than compiling the loop a
+/// second time without it.
 #[allow(clippy::too_many_arguments)]
-fn general_mapped<A, T, I, M, F>(
+fn general_mapped<A, T, I, F>(
     dst: &mut ArrayViewMut<'_, A, IxDyn>,
     dim: usize,
     idx: &ArrayView<'_, I, IxDyn>,
     src: &ArrayView<'_, T, IxDyn>,
-    map: M,
-    direct: Option<usize>,
+    size: usize,
     bad: &AtomicBool,
     update: F,
 ) where
     A: Send + Sync,
     T: Copy + Send + Sync,
     I: IndexElem,
-    M: Fn(i64, &mut bool) -> isize + Copy + Sync + Send,
     F: Fn(&mut A, T) + Sync + Send,
 {
     let strides = dst.strides().to_vec();
     let dptr = SharedPtr(dst.as_mut_ptr());
-    general_raw(
-        dptr, &strides, None, dim, idx, src, map, direct, bad, update,
-    );
+    general_raw(dptr, &strides, None, dim, idx, src, size, bad, update);
 }
 
 /// [`general_mapped`] on a destination given by its pointer and strides (its shape is the index's
@@ -647,22 +626,20 @@ fn general_mapped<A, T, I, M, F>(
 /// part of the destination from there (the caller has checked that the index spans the
 /// destination off `dim`).
 #[allow(clippy::too_many_arguments)]
-fn general_raw<A, T, I, M, F>(
+fn general_raw<A, T, I, F>(
     dst: SharedPtr<A>,
     dst_strides: &[isize],
     fill: Option<&ArrayView<'_, A, IxDyn>>,
     dim: usize,
     idx: &ArrayView<'_, I, IxDyn>,
     src: &ArrayView<'_, T, IxDyn>,
-    map: M,
-    direct: Option<usize>,
+    size: usize,
     bad: &AtomicBool,
     update: F,
 ) where
     A: Send + Sync,
     T: Copy + Send + Sync,
     I: IndexElem,
-    M: Fn(i64, &mut bool) -> isize + Copy + Sync + Send,
     F: Fn(&mut A, T) + Sync + Send,
 {
     let shape = idx.shape().to_vec();
@@ -690,30 +667,29 @@ fn general_raw<A, T, I, M, F>(
     );
     let iptr = SharedPtr(idx.as_ptr() as *mut I);
     let sptr = SharedPtr(src.as_ptr() as *mut T);
-    run(
-        &nest, dst, iptr, sptr, dstride, copy, map, direct, bad, &update,
-    );
+    run(&nest, dst, iptr, sptr, dstride, copy, size, bad, &update);
 }
 
 #[allow(clippy::too_many_arguments)]
-fn run<A, T, I, M, F>(
+fn run<A, T, I, F>(
     nest: &Nest<4>,
     dst: SharedPtr<A>,
     idx: SharedPtr<I>,
     src: SharedPtr<T>,
     dstride: isize,
     fill: Option<FillAlong<A>>,
-    map: M,
-    direct: Option<usize>,
+    size: usize,
     bad: &AtomicBool,
     update: &F,
 ) where
     A: Send + Sync,
     T: Copy + Send + Sync,
     I: IndexElem,
-    M: Fn(i64, &mut bool) -> isize + Copy + Sync + Send,
     F: Fn(&mut A, T) + Sync + Send,
 {
+    // A value out of range updates row 0 (there is one: `size > 0` wherever a value is read) and
+    // sets the task's flag.
+    let map = move |v: i64, flag: &mut bool| checked_position::<false>(v, size, flag) as isize;
     let [ds, is, ss, fs] = nest.inner.strides;
     let (mid_len, [mds, mis, mss, _]) = nest.mid.map_or((1, [0; 4]), |m| (m.len, m.strides));
     // The inner axis is `dim` itself (a task's range then covers only index positions along it).
@@ -724,8 +700,7 @@ fn run<A, T, I, M, F>(
     // per stride that strides read at run time would cost (see docs/performance.md,
     // "kernels/scatter.rs: run").
     let unit = is == 1 && ds == 0 && ss == 1 && dstride == 1;
-    // `move`: the strides become the closure's own values, and `map` (Copy) is copied into each
-    // task. Captured by reference, they were reloaded from memory after every store through
+    // `move`: the strides become the closure's own values, and `map` is copied into each task. Captured by reference, they were reloaded from memory after every store through
     // `dst` (which might alias them, as far as the compiler knows).
     nest.for_each(move |base, r| {
         let (d, i, s, map) = (dst, idx, src, map);
@@ -763,10 +738,9 @@ fn run<A, T, I, M, F>(
         // SAFETY: offsets are those of positions inside the index's shape. For the index they are
         // in bounds of its own view; for src, whose every size is at least the index's (asserted),
         // too. For dst, each non-dim coordinate is below the index's size there (at most dst's,
-        // asserted) and the dim coordinate is `map` of an index value, in `0..dst.shape[dim]` by
-        // `general_mapped`'s contract (a checked value, or a checking map's row 0 for a bad one),
-        // or in the grouped loop a value below `direct`'s size, which every entry point asserts
-        // is `dst.shape[dim]`, and which `map` would return unchanged; with a fill, this task has
+        // asserted) and the dim coordinate is `map` of an index value, in `0..size` (the value
+        // itself, or row 0 for a bad one), or in the grouped loop a value checked below `size`;
+        // every entry point asserts that `size` is `dst.shape[dim]`. With a fill, this task has
         // just written every element it updates. Writes never race: distinct coordinates of dst
         // are distinct memory (a `ArrayViewMut`, or a fresh row-major buffer); positions whose
         // destinations can coincide share every non-dim coordinate, and the planner keeps those
@@ -784,24 +758,22 @@ fn run<A, T, I, M, F>(
                     }
                 } else if unit {
                     let mut r = r.clone();
-                    if let Some(size) = direct {
-                        // Four values at a time, checked at once, then the four updates in order
-                        // (equal values: the later one last, as ever).
-                        while r.len() >= 4 {
-                            let j = r.start;
-                            let (v, in_range) = super::four_values(ip.add(j), size);
-                            let s = [*sp.add(j), *sp.add(j + 1), *sp.add(j + 2), *sp.add(j + 3)];
-                            if in_range {
-                                for (v, s) in v.into_iter().zip(s) {
-                                    update(&mut *dp.offset(v as isize), s);
-                                }
-                            } else {
-                                for (v, s) in v.into_iter().zip(s) {
-                                    update(&mut *dp.offset(map(v, &mut flag)), s);
-                                }
+                    // Four values at a time, checked at once, then the four updates in order
+                    // (equal values: the later one last, as ever).
+                    while r.len() >= 4 {
+                        let j = r.start;
+                        let (v, in_range) = super::four_values(ip.add(j), size);
+                        let s = [*sp.add(j), *sp.add(j + 1), *sp.add(j + 2), *sp.add(j + 3)];
+                        if in_range {
+                            for (v, s) in v.into_iter().zip(s) {
+                                update(&mut *dp.offset(v as isize), s);
                             }
-                            r.start += 4;
+                        } else {
+                            for (v, s) in v.into_iter().zip(s) {
+                                update(&mut *dp.offset(map(v, &mut flag)), s);
+                            }
                         }
+                        r.start += 4;
                     }
                     for j in r {
                         let t = dp.offset(map((*ip.add(j)).to_i64(), &mut flag));
@@ -882,7 +854,7 @@ pub(crate) fn scatter_rows<A, T, F>(
     init: Option<A>,
     update: F,
 ) where
-    A: Copy + Send + Sync,
+    A: Plain,
     T: Copy + Send + Sync,
     F: Fn(&mut A, T) + Sync + Send,
 {
@@ -896,17 +868,7 @@ pub(crate) fn scatter_rows<A, T, F>(
         return;
     }
     if direct_fits(ids.len(), &slice_shape, size, init.is_some()) {
-        direct(
-            dst,
-            dim,
-            &slice_shape,
-            src,
-            ids.len(),
-            |e| ids[e] as usize,
-            init,
-            false,
-            &update,
-        );
+        direct(dst, dim, &slice_shape, src, ids, init, false, &update);
     } else {
         let segs = segs.get_or_init(|| Segments::of_ids(ids, size));
         scatter_segments(dst, dim, segs, src, init, false, update)
@@ -933,30 +895,28 @@ const DIRECT_AHEAD: usize = 16;
 /// row is set to it at its first update; with `last_only`, positions are walked backwards and
 /// only the first seen (the last in index order) is written.
 ///
-/// `row_of(e)` is the destination row of position `e < e_len`; a row outside `dst` is a bug
-/// (asserted per position, before any access). Other preconditions (asserted, O(rank)): as
-/// [`rows`].
+/// `ids[e]` is the destination row of position `e`; a row outside `dst` is a bug (asserted per
+/// position, before any access). Other preconditions (asserted, O(rank)): as [`rows`].
 #[allow(clippy::too_many_arguments)]
-fn direct<A, T, R, F>(
+fn direct<A, T, F>(
     dst: &mut ArrayViewMut<'_, A, IxDyn>,
     dim: usize,
     slice_shape: &[usize],
     src: &ArrayView<'_, T, IxDyn>,
-    e_len: usize,
-    row_of: R,
+    ids: &[u32],
     init: Option<A>,
     last_only: bool,
     update: &F,
 ) where
-    A: Copy + Send + Sync,
+    A: Plain,
     T: Copy + Send + Sync,
-    R: Fn(usize) -> usize,
     F: Fn(&mut A, T) + Sync + Send,
 {
+    let e_len = ids.len();
     let (at, slice) = Rows::new(dst, dim, slice_shape, src, e_len, init, last_only);
     let rows_n = dst.shape()[dim];
     let row_of = |e: usize| -> usize {
-        let row = row_of(e);
+        let row = ids[e] as usize;
         assert!(row < rows_n, "scatter kernel: destination row out of range");
         row
     };
@@ -1027,7 +987,7 @@ pub(crate) fn scatter_segments<A, T, F>(
     last_only: bool,
     update: F,
 ) where
-    A: Copy + Send + Sync,
+    A: Plain,
     T: Copy + Send + Sync,
     F: Fn(&mut A, T) + Sync + Send,
 {
@@ -1067,7 +1027,7 @@ fn rows<A, T, F>(
     last_only: bool,
     update: &F,
 ) where
-    A: Copy + Send + Sync,
+    A: Plain,
     T: Copy + Send + Sync,
     F: Fn(&mut A, T) + Sync + Send,
 {
