@@ -526,10 +526,12 @@ fn scatter_impl<A, T, I, F>(
                         .collect()
                 })
                 .unwrap_or_default();
-            direct(dst, dim, &slice_shape, src, &ids, init, last_only, &update);
+            let walk = Walk::Direct(&ids);
+            row_scatter(dst, dim, &slice_shape, src, walk, init, last_only, &update);
         } else {
             let segs = Segments::of_row_index(index, dim);
-            rows(dst, dim, &slice_shape, src, &segs, init, last_only, &update);
+            let walk = Walk::Grouped(&segs);
+            row_scatter(dst, dim, &slice_shape, src, walk, init, last_only, &update);
         }
         return;
     }
@@ -868,7 +870,8 @@ pub(crate) fn scatter_rows<A, T, F>(
         return;
     }
     if direct_fits(ids.len(), &slice_shape, size, init.is_some()) {
-        direct(dst, dim, &slice_shape, src, ids, init, false, &update);
+        let walk = Walk::Direct(ids);
+        row_scatter(dst, dim, &slice_shape, src, walk, init, false, &update);
     } else {
         let segs = segs.get_or_init(|| Segments::of_ids(ids, size));
         scatter_segments(dst, dim, segs, src, init, false, update)
@@ -895,26 +898,10 @@ const DIRECT_AHEAD: usize = 16;
 /// row is set to it at its first update; with `last_only`, positions are walked backwards and
 /// only the first seen (the last in index order) is written.
 ///
-/// `ids[e]` is the destination row of position `e`; a row outside `dst` is a bug (asserted per
-/// position, before any access). Other preconditions (asserted, O(rank)): as [`rows`].
-#[allow(clippy::too_many_arguments)]
-fn direct<A, T, F>(
-    dst: &mut ArrayViewMut<'_, A, IxDyn>,
-    dim: usize,
-    slice_shape: &[usize],
-    src: &ArrayView<'_, T, IxDyn>,
-    ids: &[u32],
-    init: Option<A>,
-    last_only: bool,
-    update: &F,
-) where
-    A: Plain,
-    T: Copy + Send + Sync,
-    F: Fn(&mut A, T) + Sync + Send,
-{
+/// `ids[e]` is the destination row of position `e`; a row outside `dst` (`rows_n` rows) is a bug
+/// (asserted per position, before any access).
+fn direct(at: &Rows, slice: &Nest<2>, rows_n: usize, ids: &[u32], upd: &dyn RowUpdate) {
     let e_len = ids.len();
-    let (at, slice) = Rows::new(dst, dim, slice_shape, src, e_len, init, last_only);
-    let rows_n = dst.shape()[dim];
     let row_of = |e: usize| -> usize {
         let row = ids[e] as usize;
         assert!(row < rows_n, "scatter kernel: destination row out of range");
@@ -925,7 +912,7 @@ fn direct<A, T, F>(
     let Some(&(base0, ref r0)) = mine.first() else {
         return;
     };
-    let mut seen = if init.is_some() || last_only {
+    let mut seen = if at.init || at.last_only {
         vec![0u64; rows_n.div_ceil(64)]
     } else {
         Vec::new()
@@ -936,12 +923,12 @@ fn direct<A, T, F>(
         seen[w] |= b;
         new
     };
-    if last_only {
+    if at.last_only {
         for e in (0..e_len).rev() {
             let row = row_of(e);
             if first(row) {
                 for (base, r) in &mine {
-                    at.apply_at(row, *base, r.clone(), e, false, update);
+                    upd.apply_at(row, *base, r.clone(), e, false);
                 }
             }
         }
@@ -952,9 +939,9 @@ fn direct<A, T, F>(
         if let Some(n) = next {
             at.prefetch_row(row_of(n), base0, r0.clone());
         }
-        let fresh = init.is_some() && first(row);
+        let fresh = at.init && first(row);
         for (base, r) in &mine {
-            at.apply_at(row, *base, r.clone(), e, fresh, update);
+            upd.apply_at(row, *base, r.clone(), e, fresh);
         }
     });
 }
@@ -1004,37 +991,19 @@ pub(crate) fn scatter_segments<A, T, F>(
     if src.is_empty() || segs.len() == 0 {
         return;
     }
-    rows(dst, dim, &slice_shape, src, segs, init, last_only, &update);
+    let walk = Walk::Grouped(segs);
+    row_scatter(dst, dim, &slice_shape, src, walk, init, last_only, &update);
 }
 
 /// A scatter with a row index (see [`row_index`]): the positions along `dim` are grouped by
 /// destination row ([`Segments`]), and each destination row is reduced over its sources in index
 /// order, in parallel over rows. No two tasks touch the same row, and each row sees its updates
 /// in the serial order, so the result is bitwise that of the serial loop for any number of
-/// threads.
-///
-/// `slice_shape` is the shape of the positions of one source row (the index's shape without
-/// `dim`); it must be no larger than `src` and `dst` there (asserted), and `segs` must group
-/// `src.shape[dim]` or fewer positions.
-#[allow(clippy::too_many_arguments)]
-fn rows<A, T, F>(
-    dst: &mut ArrayViewMut<'_, A, IxDyn>,
-    dim: usize,
-    slice_shape: &[usize],
-    src: &ArrayView<'_, T, IxDyn>,
-    segs: &Segments,
-    init: Option<A>,
-    last_only: bool,
-    update: &F,
-) where
-    A: Plain,
-    T: Copy + Send + Sync,
-    F: Fn(&mut A, T) + Sync + Send,
-{
+/// threads. The segments' rows must be below `rows_n` (asserted).
+fn rows(at: &Rows, slice: &Nest<2>, rows_n: usize, segs: &Segments, upd: &dyn RowUpdate) {
     let e_len = segs.order().len();
-    let (at, slice) = Rows::new(dst, dim, slice_shape, src, e_len, init, last_only);
     assert!(
-        segs.rows().last().is_none_or(|&r| r < dst.shape()[dim]),
+        segs.rows().last().is_none_or(|&r| r < rows_n),
         "scatter kernel: segment row out of range"
     );
     let threads = rayon::current_num_threads();
@@ -1046,7 +1015,7 @@ fn rows<A, T, F>(
             for k in 0..segs.len() {
                 let ahead = &segs.order()[segs.starts()[k]..];
                 let n = segs.starts()[k + 1] - segs.starts()[k];
-                at.apply(segs.rows()[k], base, r.clone(), ahead, n, update);
+                at.apply(upd, segs.rows()[k], base, r.clone(), ahead, n);
             }
         });
         return;
@@ -1058,7 +1027,7 @@ fn rows<A, T, F>(
             let ahead = &segs.order()[segs.starts()[k]..end];
             let n = segs.starts()[k + 1] - segs.starts()[k];
             slice.for_each_serial(|base, r| {
-                at.apply(segs.rows()[k], base, r, ahead, n, update);
+                at.apply(upd, segs.rows()[k], base, r, ahead, n);
             });
         }
     };
@@ -1069,27 +1038,89 @@ fn rows<A, T, F>(
     }
 }
 
-/// The destination and source of a row-index scatter, and what to do at each destination row.
-struct Rows<A, T> {
-    dst: SharedPtr<A>,
-    src: SharedPtr<T>,
-    /// Strides along `dim`.
+/// How a row scatter visits its positions: in source order ([`direct`]), or grouped by
+/// destination row ([`rows`]).
+#[derive(Clone, Copy)]
+enum Walk<'a> {
+    Direct(&'a [u32]),
+    Grouped(&'a Segments),
+}
+
+/// A row scatter of `slice_shape` slices along `dim` (see [`direct`] and [`rows`]). Only the
+/// update of one slice piece ([`RowUpdate`]) is compiled per type and update; the walks are
+/// compiled once.
+#[allow(clippy::too_many_arguments)]
+fn row_scatter<A, T, F>(
+    dst: &mut ArrayViewMut<'_, A, IxDyn>,
+    dim: usize,
+    slice_shape: &[usize],
+    src: &ArrayView<'_, T, IxDyn>,
+    walk: Walk<'_>,
+    init: Option<A>,
+    last_only: bool,
+    update: &F,
+) where
+    A: Plain,
+    T: Copy + Send + Sync,
+    F: Fn(&mut A, T) + Sync + Send,
+{
+    let e_len = match walk {
+        Walk::Direct(ids) => ids.len(),
+        Walk::Grouped(segs) => segs.order().len(),
+    };
+    let (at, slice, upd) = Rows::new(dst, dim, slice_shape, src, e_len, init, last_only, update);
+    let rows_n = dst.shape()[dim];
+    match walk {
+        Walk::Direct(ids) => direct(&at, &slice, rows_n, ids, &upd),
+        Walk::Grouped(segs) => rows(&at, &slice, rows_n, segs, &upd),
+    }
+}
+
+/// The destination and source of a row-index scatter as addresses, for the walks' prefetches,
+/// and what the walk does (the typed update is a [`RowUpdate`]).
+struct Rows {
+    dst: SharedPtr<u8>,
+    src: SharedPtr<u8>,
+    /// Element sizes in bytes (dst, src).
+    sizes: [usize; 2],
+    /// Strides along `dim`, in elements.
     dstride: isize,
     sstride: isize,
-    /// Inner strides of the slice nest (dst, src).
+    /// Inner strides of the slice nest (dst, src), in elements.
     strides: [isize; 2],
-    init: Option<A>,
+    /// Each destination row is set to an initial value at its first update.
+    init: bool,
+    /// Only the last update of each row counts (a plain write).
     last_only: bool,
 }
 
-impl<A: Copy, T: Copy> Rows<A, T> {
-    /// The pointers and strides of a row-index scatter of `e_len` positions along `dim`, over
-    /// slices of `slice_shape`, and the nest of one slice (dst, src). Asserts (O(rank)) what
+/// The update of one slice piece of a row scatter, compiled per accumulator, source type and
+/// update: the one part of a row scatter that is.
+trait RowUpdate: Sync {
+    /// `update(dst[.., row, ..], src[.., e, ..])` over the slice piece `base + r`; with `fresh`,
+    /// the piece of the destination row is first set to `init` (if any).
+    fn apply_at(&self, row: usize, base: [isize; 2], r: Range<usize>, e: usize, fresh: bool);
+}
+
+/// The typed pointers of a row scatter and its update (see [`Rows::new`]).
+struct RowsOf<'f, A, T, F> {
+    dst: SharedPtr<A>,
+    src: SharedPtr<T>,
+    dstride: isize,
+    sstride: isize,
+    strides: [isize; 2],
+    init: Option<A>,
+    update: &'f F,
+}
+
+impl Rows {
+    /// The walk and the typed update of a row-index scatter of `e_len` positions along `dim`,
+    /// over slices of `slice_shape`, and the nest of one slice (dst, src). Asserts (O(rank)) what
     /// every access through them relies on: equal ranks, `dim` an axis, `slice_shape` the shape
     /// off `dim`, no larger than dst's or src's there, and `e_len` no more than src's length
     /// along `dim`. The destination rows are the caller's to check.
-    #[allow(clippy::too_many_arguments)]
-    fn new(
+    #[allow(clippy::too_many_arguments, clippy::new_ret_no_self)]
+    fn new<'f, A, T, F>(
         dst: &mut ArrayViewMut<'_, A, IxDyn>,
         dim: usize,
         slice_shape: &[usize],
@@ -1097,7 +1128,8 @@ impl<A: Copy, T: Copy> Rows<A, T> {
         e_len: usize,
         init: Option<A>,
         last_only: bool,
-    ) -> (Self, Nest<2>) {
+        update: &'f F,
+    ) -> (Rows, Nest<2>, RowsOf<'f, A, T, F>) {
         let nd = dst.ndim();
         assert!(
             src.ndim() == nd && dim < nd && slice_shape.len() + 1 == nd,
@@ -1117,16 +1149,28 @@ impl<A: Copy, T: Copy> Rows<A, T> {
             [&without(dst.strides(), dim), &without(src.strides(), dim)],
             None,
         );
+        let (dstride, sstride) = (dst.strides()[dim], src.strides()[dim]);
+        let (dptr, sptr) = (dst.as_mut_ptr(), src.as_ptr() as *mut T);
         let at = Rows {
-            dst: SharedPtr(dst.as_mut_ptr()),
-            src: SharedPtr(src.as_ptr() as *mut T),
-            dstride: dst.strides()[dim],
-            sstride: src.strides()[dim],
+            dst: SharedPtr(dptr.cast()),
+            src: SharedPtr(sptr.cast()),
+            sizes: [std::mem::size_of::<A>(), std::mem::size_of::<T>()],
+            dstride,
+            sstride,
             strides: slice.inner.strides,
-            init,
+            init: init.is_some(),
             last_only,
         };
-        (at, slice)
+        let typed = RowsOf {
+            dst: SharedPtr(dptr),
+            src: SharedPtr(sptr),
+            dstride,
+            sstride,
+            strides: slice.inner.strides,
+            init,
+            update,
+        };
+        (at, slice, typed)
     }
 
     /// The source this many positions ahead (in the grouped order) is prefetched. Sources are
@@ -1139,32 +1183,33 @@ impl<A: Copy, T: Copy> Rows<A, T> {
     /// `ahead[..n]` (positions along `dim`, in index order); `ahead[n..]` are the sources that
     /// come next in the same task, whose first lines are prefetched.
     #[inline(always)]
-    fn apply<F: Fn(&mut A, T)>(
+    fn apply(
         &self,
+        upd: &dyn RowUpdate,
         row: usize,
         base: [isize; 2],
         r: Range<usize>,
         ahead: &[u32],
         n: usize,
-        update: &F,
     ) {
         let mine = if self.last_only { n - 1..n } else { 0..n };
         let [_, ss] = self.strides;
-        let line = (64 / std::mem::size_of::<T>().max(1)).max(1);
+        let size = self.sizes[1].max(1);
+        let line = (64 / size).max(1);
         let fetch_lines = if ss == 1 {
             r.len().div_ceil(line).min(4)
         } else {
             1
         };
-        let sp = self.src.0.wrapping_offset(base[1]).cast_const();
         for (i, q) in mine.enumerate() {
             if let Some(&next) = ahead.get(q + Self::AHEAD) {
-                let np = sp.wrapping_offset(next as isize * self.sstride + r.start as isize * ss);
+                let at = next as isize * self.sstride + base[1] + r.start as isize * ss;
                 for l in 0..fetch_lines {
-                    super::prefetch(np.wrapping_add(l * line));
+                    let e = at + (l * line) as isize;
+                    super::prefetch(self.src.0.wrapping_offset(e * size as isize).cast_const());
                 }
             }
-            self.apply_at(row, base, r.clone(), ahead[q] as usize, i == 0, update);
+            upd.apply_at(row, base, r.clone(), ahead[q] as usize, i == 0);
         }
     }
 
@@ -1173,33 +1218,28 @@ impl<A: Copy, T: Copy> Rows<A, T> {
     #[inline(always)]
     fn prefetch_row(&self, row: usize, base: [isize; 2], r: Range<usize>) {
         let [ds, _] = self.strides;
-        let line = (64 / std::mem::size_of::<A>().max(1)).max(1) as isize;
-        let dp = self
-            .dst
-            .0
-            .wrapping_offset(row as isize * self.dstride + base[0] + r.start as isize * ds);
+        let size = self.sizes[0].max(1);
+        let line = (64 / size).max(1);
+        let at = row as isize * self.dstride + base[0] + r.start as isize * ds;
         let lines = if ds == 1 {
-            r.len().div_ceil(line as usize).min(4)
+            r.len().div_ceil(line).min(4)
         } else {
             1
         };
-        for l in 0..lines as isize {
-            super::prefetch(dp.wrapping_offset(l * line).cast_const());
+        for l in 0..lines {
+            let e = at + (l * line) as isize;
+            super::prefetch(self.dst.0.wrapping_offset(e * size as isize).cast_const());
         }
     }
+}
 
-    /// `update(dst[.., row, ..], src[.., e, ..])` over the slice piece `base + r`; with `fresh`,
-    /// the piece of the destination row is first set to `init` (if any).
-    #[inline(always)]
-    fn apply_at<F: Fn(&mut A, T)>(
-        &self,
-        row: usize,
-        base: [isize; 2],
-        r: Range<usize>,
-        e: usize,
-        fresh: bool,
-        update: &F,
-    ) {
+impl<A, T, F> RowUpdate for RowsOf<'_, A, T, F>
+where
+    A: Plain,
+    T: Copy + Send + Sync,
+    F: Fn(&mut A, T) + Sync,
+{
+    fn apply_at(&self, row: usize, base: [isize; 2], r: Range<usize>, e: usize, fresh: bool) {
         let [ds, ss] = self.strides;
         // SAFETY: `row` is a checked index value below `dst.shape[dim]`, and `base + j * ds`
         // (`j` in `r`) are offsets of positions of the slice shape, which is the index's shape
@@ -1226,12 +1266,12 @@ impl<A: Copy, T: Copy> Rows<A, T> {
                 let d = std::slice::from_raw_parts_mut(dp.add(r.start), r.len());
                 let s = std::slice::from_raw_parts(s.add(r.start), r.len());
                 for (a, b) in d.iter_mut().zip(s) {
-                    update(a, *b);
+                    (self.update)(a, *b);
                 }
             } else {
                 for j in r.clone() {
                     let j = j as isize;
-                    update(&mut *dp.offset(j * ds), *s.offset(j * ss));
+                    (self.update)(&mut *dp.offset(j * ds), *s.offset(j * ss));
                 }
             }
         }
