@@ -531,17 +531,21 @@ pub(crate) fn par_map<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T
 }
 
 /// Hands each item of `items` to `f` once, in parallel. Only the slot lookup is generic; the
-/// parallel loop is [`par_for`]'s.
+/// parallel loop is [`par_for`]'s, and the slots are made per item type, not per `f`.
 pub(crate) fn par_each<T: Send>(items: Vec<T>, f: impl Fn(T) + Sync) {
-    let slots: Vec<Mutex<Option<T>>> = items.into_iter().map(|x| Mutex::new(Some(x))).collect();
-    par_for(slots.len(), &|i| {
-        let item = slots[i]
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-            .expect("par_for visits each task once");
-        f(item)
-    });
+    let slots = slots(items);
+    par_for(slots.len(), &|i| f(take(&slots[i])));
+}
+
+fn slots<T>(items: Vec<T>) -> Vec<Mutex<Option<T>>> {
+    items.into_iter().map(|x| Mutex::new(Some(x))).collect()
+}
+
+fn take<T>(slot: &Mutex<Option<T>>) -> T {
+    slot.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take()
+        .expect("par_for visits each task once")
 }
 
 /// Hands each item of `items` to `f` once: in parallel ([`par_each`]) or in order on this thread.

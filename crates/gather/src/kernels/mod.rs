@@ -7,6 +7,7 @@
 //! block states the invariant it relies on in a `// SAFETY:` comment.
 
 pub(crate) mod copy;
+pub(crate) mod fold;
 pub(crate) mod gather;
 pub(crate) mod scatter;
 pub(crate) mod segment;

@@ -51,6 +51,8 @@ use crate::element::{DType, Element};
 use crate::error::{Error, Result, fmt_shape};
 use crate::grad::GradFloat;
 use crate::index::{Bounds, CheckedIndex, IndexElem};
+pub(crate) use crate::kernels::fold::Fold;
+use crate::kernels::fold::{self, PAR_MIN_WORK, csr_order, group_chunks};
 
 /// The element types of the grouped reductions: every [`Element`].
 ///
@@ -487,9 +489,6 @@ pub const NO_ARG: i64 = -1;
 // ---------------------------------------------------------------------------------------------
 // The lane driver: every op of this file and of `segment` runs through it.
 
-/// Work below which a call stays on the calling thread.
-const PAR_MIN_WORK: usize = 1 << 15;
-
 /// Runs `f` over the lanes along `dim` of two outputs and two inputs whose shapes agree on every
 /// axis but `dim` (an input may have size 1 there: it is broadcast), in row-major lane order. Lanes are independent, so chunks of lanes run in
 /// parallel; each lane is handled by one thread, start to end, so results do not depend on the
@@ -578,16 +577,6 @@ pub(crate) fn no_output(like: &[usize], dim: usize) -> ArrayD<u8> {
     let mut s = like.to_vec();
     s[dim] = 0;
     ArrayD::zeros(IxDyn(&s))
-}
-
-/// One reduction, as a fold over a group in index order.
-pub(crate) trait Fold<T>: Sync {
-    type State: Copy + Send + Sync;
-    type Out: Copy + Send + Sync;
-    fn init(&self) -> Self::State;
-    fn push(&self, s: &mut Self::State, x: T);
-    /// The result of a group of `n >= 1` elements.
-    fn finish(&self, s: Self::State, n: usize) -> Self::Out;
 }
 
 pub(crate) struct SumF;
@@ -903,7 +892,7 @@ pub(crate) fn fold_groups<T, I, F>(
     dim: usize,
     src: ArrayView<'_, T, IxDyn>,
     index: ArrayView<'_, I, IxDyn>,
-    out: ArrayViewMut<'_, F::Out, IxDyn>,
+    mut out: ArrayViewMut<'_, F::Out, IxDyn>,
 ) where
     T: Element,
     I: IndexElem,
@@ -911,37 +900,12 @@ pub(crate) fn fold_groups<T, I, F>(
 {
     if src.ndim() > 1 && src.strides()[dim].unsigned_abs() != 1 {
         if let Some(ids) = lane_invariant(&index, dim) {
-            fold_groups_csr(fold, dim, src, &ids, out);
+            fold::fold_rows(fold, dim, &src, &ids, &mut out);
             return;
         }
     }
-    let mut none = no_output(out.shape(), dim);
-    for_each_lane(
-        dim,
-        out,
-        none.view_mut(),
-        index,
-        src,
-        || (Vec::<F::State>::new(), Vec::<usize>::new()),
-        |w, mut o, _, idx, s| {
-            let n = o.len();
-            let (states, counts) = w;
-            states.clear();
-            states.resize(n, fold.init());
-            counts.clear();
-            counts.resize(n, 0);
-            for (i, &x) in idx.iter().zip(s.iter()) {
-                let g = i.to_i64() as usize;
-                fold.push(&mut states[g], x);
-                counts[g] += 1;
-            }
-            for (g, o) in o.iter_mut().enumerate() {
-                if counts[g] > 0 {
-                    *o = fold.finish(states[g], counts[g]);
-                }
-            }
-        },
-    );
+    let parallel = src.len() + out.len() >= PAR_MIN_WORK;
+    fold::fold_lanes(fold, dim, &src, &index, &mut out, parallel);
 }
 
 /// The group of each position along `dim` when `index` is the same for every lane (a spread 1-D
@@ -954,86 +918,6 @@ fn lane_invariant<I: IndexElem>(index: &ArrayView<'_, I, IxDyn>, dim: usize) -> 
     }
     let lane = index.lanes(Axis(dim)).into_iter().next()?;
     Some(lane.iter().map(|i| i.to_i64() as usize).collect())
-}
-
-/// Whether a grouped loop over `groups` groups and `work` elements runs in parallel, and how many
-/// groups each task takes (four tasks per thread, for balance).
-fn group_chunks(groups: usize, work: usize) -> (bool, usize) {
-    let threads = rayon::current_num_threads();
-    let parallel = work >= PAR_MIN_WORK && threads > 1;
-    let chunk = if parallel {
-        groups.div_ceil(threads * 4).max(1)
-    } else {
-        groups
-    };
-    (parallel, chunk)
-}
-
-/// A stable counting sort of `ids` (each below `groups`): the CSR offsets of every group and the
-/// positions of its members in ascending order.
-fn csr_order(ids: &[usize], groups: usize) -> (Vec<usize>, Vec<usize>) {
-    let mut off = vec![0usize; groups + 1];
-    for &g in ids {
-        off[g + 1] += 1;
-    }
-    for g in 0..groups {
-        off[g + 1] += off[g];
-    }
-    let mut next = off.clone();
-    let mut perm = vec![0usize; ids.len()];
-    for (j, &g) in ids.iter().enumerate() {
-        perm[next[g]] = j;
-        next[g] += 1;
-    }
-    (off, perm)
-}
-
-/// [`fold_groups`] for an index shared by every lane: a stable counting sort of `ids` into CSR
-/// offsets, then each group folds its rows `src[.., j, ..]` in ascending `j`, over all lanes at
-/// once. Parallel over chunks of groups; every group is folded by one thread.
-fn fold_groups_csr<T, F>(
-    fold: &F,
-    dim: usize,
-    src: ArrayView<'_, T, IxDyn>,
-    ids: &[usize],
-    mut out: ArrayViewMut<'_, F::Out, IxDyn>,
-) where
-    T: Element,
-    F: Fold<T>,
-{
-    let groups = out.shape()[dim];
-    if groups == 0 || out.is_empty() {
-        return;
-    }
-    let lanes = out.len() / groups;
-    let (off, perm) = csr_order(ids, groups);
-    let (parallel, chunk) = group_chunks(groups, src.len() + out.len());
-    let parts: Vec<(usize, ArrayViewMut<'_, F::Out, IxDyn>)> = out
-        .axis_chunks_iter_mut(Axis(dim), chunk)
-        .enumerate()
-        .map(|(c, v)| (c * chunk, v))
-        .collect();
-    let body = |(g0, mut part): (usize, ArrayViewMut<'_, F::Out, IxDyn>)| {
-        let mut states: Vec<F::State> = Vec::with_capacity(lanes);
-        for (k, mut og) in part.axis_iter_mut(Axis(dim)).enumerate() {
-            let rows = &perm[off[g0 + k]..off[g0 + k + 1]];
-            if rows.is_empty() {
-                continue;
-            }
-            states.clear();
-            states.resize(lanes, fold.init());
-            for &j in rows {
-                let row = src.index_axis(Axis(dim), j);
-                for (st, &x) in states.iter_mut().zip(row.iter()) {
-                    fold.push(st, x);
-                }
-            }
-            for (o, st) in og.iter_mut().zip(states.iter()) {
-                *o = fold.finish(*st, rows.len());
-            }
-        }
-    };
-    crate::plan::each(parts, parallel, body);
 }
 
 /// Runs `reduce` over the groups (see [`fold_groups`]).
@@ -1127,7 +1011,7 @@ pub(crate) fn softmax_groups<T: GradFloat, I: IndexElem>(
             let mut shape = src.shape().to_vec();
             shape[dim] = dim_size;
             let mut states = ArrayD::from_elem(IxDyn(&shape), Lse::new());
-            fold_groups_csr(&LseStateF, dim, src.view(), &ids, states.view_mut());
+            fold::fold_rows(&LseStateF, dim, &src, &ids, &mut states.view_mut());
             let rows = out.shape()[dim];
             let threads = rayon::current_num_threads();
             let parallel = src.len() >= PAR_MIN_WORK && threads > 1;
@@ -1758,7 +1642,7 @@ type ArgStep<'a, T> = dyn Fn(&mut ArgState<<T as Element>::Acc>, &mut i64, T, i6
 
 /// [`arg_fold`] for an index shared by every lane (a 1-D index spread along `dim`, or a broadcast
 /// view): each group meets its rows in ascending position, over all lanes at once (a counting
-/// sort of `ids`, as [`fold_groups_csr`] does), instead of every lane walking the whole index.
+/// sort of `ids`, as [`fold::fold_rows`] does), instead of every lane walking the whole index.
 /// The rule per element and the order per group are those of the lane loop, so the results are
 /// the same. Parallel over chunks of groups.
 #[allow(clippy::too_many_arguments)]
