@@ -19,6 +19,7 @@ use std::ops::Range;
 use ndarray::{ArrayView, ArrayViewMut, IxDyn};
 
 use super::SharedPtr;
+use super::words::{self, Plain};
 use crate::index::IndexElem;
 use crate::plan::Nest;
 
@@ -361,6 +362,51 @@ pub(crate) fn fold_rows<T, F>(
         }
     };
     crate::plan::each(chunks, parallel, body);
+}
+
+/// The first (`last = false`) or the last element of each group, in index order. It moves
+/// elements and computes nothing.
+struct Pick {
+    last: bool,
+}
+
+impl<T: Copy + Send + Sync> Fold<T> for Pick {
+    type State = Option<T>;
+    type Out = T;
+    fn init(&self) -> Option<T> {
+        None
+    }
+    #[inline(always)]
+    fn push(&self, s: &mut Option<T>, x: T) {
+        if self.last || s.is_none() {
+            *s = Some(x);
+        }
+    }
+    fn finish(&self, s: Option<T>, _n: usize) -> T {
+        s.expect("a group of at least one element")
+    }
+}
+
+/// The first or the last element of each group into `out`, on words of `T`'s width, so that it
+/// is compiled once per width: by the row walk with `ids` ([`fold_rows`]), else by the lane walk
+/// ([`fold_lanes`], parallel when `parallel`). Preconditions as theirs.
+pub(crate) fn pick<T: Plain, I: IndexElem>(
+    last: bool,
+    dim: usize,
+    src: &ArrayView<'_, T, IxDyn>,
+    index: &ArrayView<'_, I, IxDyn>,
+    mut out: ArrayViewMut<'_, T, IxDyn>,
+    ids: Option<&[usize]>,
+    parallel: bool,
+) {
+    let src = words::view(src);
+    // SAFETY: `Pick` writes only words it read from `src`, each the bits of a `T`.
+    let mut out = unsafe { words::view_mut(&mut out) };
+    let fold = Pick { last };
+    match ids {
+        Some(ids) => fold_rows(&fold, dim, &src, ids, &mut out),
+        None => fold_lanes(&fold, dim, &src, index, &mut out, parallel),
+    }
 }
 
 #[cfg(test)]

@@ -89,9 +89,6 @@ pub trait ReduceElement: Element {
     /// Whether mean runs in a carrier type.
     #[doc(hidden)]
     const CARRY_MEAN: bool;
-    /// Whether first and last run on the type's bits.
-    #[doc(hidden)]
-    const CARRY_BITS: bool;
     /// Runs `reduce` over the groups in the carrier type (see [`CarriedGroups`]).
     #[doc(hidden)]
     fn carried_groups<I: IndexElem>(
@@ -115,8 +112,10 @@ pub trait ReduceElement: Element {
 /// f16, bf16      sum prod mean amax amin → f32 (their own accumulator: rounded once, as before)
 /// bool           sum prod amax amin → u64 (or and and: a sum or product of 0s and 1s is 0 or not;
 ///                mean, an error for bool before any fold, is carried so as not to be compiled)
-/// i*, f*, bool   first last → the unsigned integer of the type's width (its bits)
 /// ```
+///
+/// First and last, which move elements and compute nothing, run on words of the type's width
+/// (`kernels::fold::pick`).
 ///
 /// The flags are constants so that [`reduce_groups`] does not compile the folds a type carries.
 trait CarriedGroups: Sized {
@@ -124,8 +123,6 @@ trait CarriedGroups: Sized {
     const ARITH: bool;
     /// mean is carried.
     const MEAN: bool;
-    /// first and last are carried.
-    const BITS: bool;
     fn carried<I: IndexElem>(
         reduce: GroupReduce,
         dim: usize,
@@ -136,11 +133,10 @@ trait CarriedGroups: Sized {
 }
 
 macro_rules! carry {
-    ($($t:ty: [$arith_on:expr, $mean_on:expr] $arith:ty, $to:expr, $from:expr; [$bits_on:expr] $bits:ty, $to_bits:expr, $from_bits:expr;)*) => {$(
+    ($($t:ty: [$arith_on:expr, $mean_on:expr] $arith:ty, $to:expr, $from:expr;)*) => {$(
         impl CarriedGroups for $t {
             const ARITH: bool = $arith_on;
             const MEAN: bool = $mean_on;
-            const BITS: bool = $bits_on;
             fn carried<I: IndexElem>(
                 r: GroupReduce,
                 dim: usize,
@@ -148,32 +144,26 @@ macro_rules! carry {
                 index: ArrayView<'_, I, IxDyn>,
                 out: ArrayViewMut<'_, $t, IxDyn>,
             ) {
-                if matches!(r, GroupReduce::First | GroupReduce::Last) {
-                    via::<$t, $bits, I>(r, dim, src, index, out, $to_bits, $from_bits)
-                } else {
-                    via::<$t, $arith, I>(r, dim, src, index, out, $to, $from)
-                }
+                via::<$t, $arith, I>(r, dim, src, index, out, $to, $from)
             }
         }
     )*};
 }
 
 carry! {
-    i8: [true, false] i64, |x| x as i64, |c| c as i8; [true] u8, |x| x as u8, |c| c as i8;
-    i16: [true, false] i64, |x| x as i64, |c| c as i16; [true] u16, |x| x as u16, |c| c as i16;
-    i32: [true, false] i64, |x| x as i64, |c| c as i32; [true] u32, |x| x as u32, |c| c as i32;
-    u8: [true, false] u64, |x| x as u64, |c| c as u8; [false] u8, |x| x, |c| c;
-    u16: [true, false] u64, |x| x as u64, |c| c as u16; [false] u16, |x| x, |c| c;
-    u32: [true, false] u64, |x| x as u64, |c| c as u32; [false] u32, |x| x, |c| c;
-    u64: [false, false] u64, |x| x, |c| c; [false] u64, |x| x, |c| c;
-    i64: [false, false] i64, |x| x, |c| c; [true] u64, |x| x as u64, |c| c as i64;
-    f32: [false, false] f32, |x| x, |c| c; [true] u32, f32::to_bits, f32::from_bits;
-    f64: [false, false] f64, |x| x, |c| c; [true] u64, f64::to_bits, f64::from_bits;
+    i8: [true, false] i64, |x| x as i64, |c| c as i8;
+    i16: [true, false] i64, |x| x as i64, |c| c as i16;
+    i32: [true, false] i64, |x| x as i64, |c| c as i32;
+    u8: [true, false] u64, |x| x as u64, |c| c as u8;
+    u16: [true, false] u64, |x| x as u64, |c| c as u16;
+    u32: [true, false] u64, |x| x as u64, |c| c as u32;
+    u64: [false, false] u64, |x| x, |c| c;
+    i64: [false, false] i64, |x| x, |c| c;
+    f32: [false, false] f32, |x| x, |c| c;
+    f64: [false, false] f64, |x| x, |c| c;
     half::f16: [true, true] f32, half::f16::to_acc, half::f16::from_acc;
-        [true] u16, half::f16::to_bits, half::f16::from_bits;
     half::bf16: [true, true] f32, half::bf16::to_acc, half::bf16::from_acc;
-        [true] u16, half::bf16::to_bits, half::bf16::from_bits;
-    bool: [true, true] u64, |x| x as u64, |c| c != 0; [true] u8, |x| x as u8, |c| c != 0;
+    bool: [true, true] u64, |x| x as u64, |c| c != 0;
 }
 
 /// Runs `reduce` on `src` and `out` converted to `C`, then writes the result back (see
@@ -198,7 +188,6 @@ macro_rules! carried_items {
     ($t:ty) => {
         const CARRY_ARITH: bool = <$t as CarriedGroups>::ARITH;
         const CARRY_MEAN: bool = <$t as CarriedGroups>::MEAN;
-        const CARRY_BITS: bool = <$t as CarriedGroups>::BITS;
         fn carried_groups<I: IndexElem>(
             reduce: GroupReduce,
             dim: usize,
@@ -898,14 +887,28 @@ pub(crate) fn fold_groups<T, I, F>(
     I: IndexElem,
     F: Fold<T>,
 {
-    if src.ndim() > 1 && src.strides()[dim].unsigned_abs() != 1 {
-        if let Some(ids) = lane_invariant(&index, dim) {
-            fold::fold_rows(fold, dim, &src, &ids, &mut out);
-            return;
-        }
+    match walk_of(dim, &src, &index, &out) {
+        (Some(ids), _) => fold::fold_rows(fold, dim, &src, &ids, &mut out),
+        (None, parallel) => fold::fold_lanes(fold, dim, &src, &index, &mut out, parallel),
     }
-    let parallel = src.len() + out.len() >= PAR_MIN_WORK;
-    fold::fold_lanes(fold, dim, &src, &index, &mut out, parallel);
+}
+
+/// Which walk [`fold_groups`] takes: the group of each position along `dim` when the index is the
+/// same for every lane and `dim` is not `src`'s contiguous axis (the row walk), else `None` (the
+/// lane walk); and whether the lane walk runs in parallel.
+fn walk_of<T, I: IndexElem, O>(
+    dim: usize,
+    src: &ArrayView<'_, T, IxDyn>,
+    index: &ArrayView<'_, I, IxDyn>,
+    out: &ArrayViewMut<'_, O, IxDyn>,
+) -> (Option<Vec<usize>>, bool) {
+    let rows = src.ndim() > 1 && src.strides()[dim].unsigned_abs() != 1;
+    let ids = if rows {
+        lane_invariant(index, dim)
+    } else {
+        None
+    };
+    (ids, src.len() + out.len() >= PAR_MIN_WORK)
 }
 
 /// The group of each position along `dim` when `index` is the same for every lane (a spread 1-D
@@ -951,13 +954,9 @@ pub(crate) fn reduce_groups<T: ReduceElement, I: IndexElem>(
             }
         }
         GroupReduce::First | GroupReduce::Last => {
-            if T::CARRY_BITS {
-                T::carried_groups(reduce, dim, src, index, out)
-            } else if reduce == GroupReduce::First {
-                fold_groups(&FirstF, dim, src, index, out)
-            } else {
-                fold_groups(&LastF, dim, src, index, out)
-            }
+            let last = reduce == GroupReduce::Last;
+            let (ids, parallel) = walk_of(dim, &src, &index, &out);
+            fold::pick(last, dim, &src, &index, out, ids.as_deref(), parallel)
         }
         GroupReduce::LogSumExp | GroupReduce::Var { .. } | GroupReduce::Std { .. } => {
             T::float_groups(reduce, dim, src, index, out)
