@@ -9,6 +9,7 @@
 pub(crate) mod copy;
 pub(crate) mod fold;
 pub(crate) mod gather;
+pub(crate) mod order;
 pub(crate) mod scatter;
 pub(crate) mod segment;
 pub(crate) mod take;

@@ -39,152 +39,13 @@
 //! with a parallel sort); `topk` selects the best `k` with a linear-time selection
 //! (`select_nth_unstable`) and sorts only those.
 
-use std::any::Any;
-
-use ndarray::{
-    Array, ArrayBase, ArrayView, ArrayView1, ArrayViewMut, Axis, Data, Dimension, IxDyn, Zip,
-};
-use rayon::prelude::*;
+use ndarray::{Array, ArrayBase, ArrayViewMut, Axis, Data, Dimension, IxDyn};
 
 use super::{try_vec, view_1d_if_scalar};
 use crate::dims::normalize_dim;
 use crate::element::{DType, Element};
 use crate::error::{Error, Result, fmt_shape};
-use crate::plan::GRAIN;
-
-/// Lanes at least this long are sorted with rayon's parallel sort.
-const PAR_SORT_MIN: usize = 32 * 1024;
-
-/// An element as a `u64` whose unsigned order is [`Element::sort_cmp`]'s order: NaN (any payload)
-/// maps to `u64::MAX`, `-0.0` and `0.0` to the same key.
-#[inline(always)]
-fn sort_key<T: Element>(x: T) -> u64 {
-    // The two 64-bit integer types do not convert to f64 exactly; the type test is resolved at
-    // compile time for each `T`.
-    let any = &x as &dyn Any;
-    if let Some(&v) = any.downcast_ref::<i64>() {
-        return (v as u64) ^ (1 << 63);
-    }
-    if let Some(&v) = any.downcast_ref::<u64>() {
-        return v;
-    }
-    // Every other element type converts to f64 exactly (bool as 0/1).
-    let v = x.to_f64();
-    if v.is_nan() {
-        return u64::MAX;
-    }
-    // `-0.0 + 0.0` is `+0.0`: signed zeros get one key.
-    let bits = (v + 0.0).to_bits();
-    if bits >> 63 == 1 {
-        !bits
-    } else {
-        bits | (1 << 63)
-    }
-}
-
-/// Fills `pairs` with the `k` best `(key, index)` pairs of `lane`, best first: ascending keys, or
-/// descending keys when `flip` (ties in ascending index order either way).
-fn order_lane<T: Element>(
-    lane: &ArrayView1<'_, T>,
-    k: usize,
-    flip: bool,
-    pairs: &mut Vec<(u64, usize)>,
-) {
-    let mask = if flip { u64::MAX } else { 0 };
-    pairs.clear();
-    pairs.extend(
-        lane.iter()
-            .enumerate()
-            .map(|(i, &v)| (sort_key(v) ^ mask, i)),
-    );
-    let n = pairs.len();
-    // The pairs are distinct, so every order below is fully determined.
-    if k < n {
-        if k == 0 {
-            pairs.clear();
-            return;
-        }
-        pairs.select_nth_unstable(k - 1);
-        pairs.truncate(k);
-    }
-    if pairs.len() >= PAR_SORT_MIN {
-        pairs.par_sort_unstable();
-    } else {
-        pairs.sort_unstable();
-    }
-}
-
-/// Runs [`order_lane`] over every lane along `dim` of `x` (serially) and writes the results.
-fn lanes_serial<T: Element>(
-    x: ArrayView<'_, T, IxDyn>,
-    dim: usize,
-    k: usize,
-    flip: bool,
-    values: Option<ArrayViewMut<'_, T, IxDyn>>,
-    mut indices: ArrayViewMut<'_, i64, IxDyn>,
-) {
-    let ax = Axis(dim);
-    let mut pairs = Vec::with_capacity(x.shape()[dim]);
-    match values {
-        Some(mut values) => Zip::from(x.lanes(ax))
-            .and(values.lanes_mut(ax))
-            .and(indices.lanes_mut(ax))
-            .for_each(|xl, mut vl, mut il| {
-                order_lane(&xl, k, flip, &mut pairs);
-                for ((&(_, i), v), o) in pairs.iter().zip(vl.iter_mut()).zip(il.iter_mut()) {
-                    *v = xl[i];
-                    *o = i as i64;
-                }
-            }),
-        None => Zip::from(x.lanes(ax))
-            .and(indices.lanes_mut(ax))
-            .for_each(|xl, mut il| {
-                order_lane(&xl, k, flip, &mut pairs);
-                for (&(_, i), o) in pairs.iter().zip(il.iter_mut()) {
-                    *o = i as i64;
-                }
-            }),
-    }
-}
-
-/// Orders every lane of `x` along `dim`, keeping the `k` best of each, into `values` (optional)
-/// and `indices`, whose shape is `x`'s with `dim` replaced by `k`. Big inputs are split into
-/// chunks of whole lanes along the longest other axis and run on rayon's pool; every lane is
-/// computed the same way whichever thread runs it, so the result does not depend on threads.
-fn order_lanes<T: Element>(
-    x: ArrayView<'_, T, IxDyn>,
-    dim: usize,
-    k: usize,
-    flip: bool,
-    mut values: Option<ArrayViewMut<'_, T, IxDyn>>,
-    mut indices: ArrayViewMut<'_, i64, IxDyn>,
-) {
-    if indices.is_empty() {
-        return;
-    }
-    let split = (0..x.ndim())
-        .filter(|&a| a != dim && x.shape()[a] > 1)
-        .max_by_key(|&a| x.shape()[a]);
-    let split = match split {
-        Some(a) if x.len() >= 2 * GRAIN => a,
-        _ => return lanes_serial(x, dim, k, flip, values, indices),
-    };
-    let per_step = x.len() / x.shape()[split];
-    let chunk = GRAIN.div_ceil(per_step.max(1)).max(1);
-    let xs: Vec<_> = x.axis_chunks_iter(Axis(split), chunk).collect();
-    let is: Vec<_> = indices.axis_chunks_iter_mut(Axis(split), chunk).collect();
-    let vs: Vec<Option<ArrayViewMut<'_, T, IxDyn>>> = match values.as_mut() {
-        Some(v) => v
-            .axis_chunks_iter_mut(Axis(split), chunk)
-            .map(Some)
-            .collect(),
-        None => (0..xs.len()).map(|_| None).collect(),
-    };
-    let work: Vec<_> = xs.into_iter().zip(is).zip(vs).collect();
-    crate::plan::par_each(work, |((xc, ic), vc)| {
-        lanes_serial(xc, dim, k, flip, vc, ic)
-    });
-}
+use crate::kernels::order::order_lanes;
 
 /// The output shape: `input`'s with `dim` replaced by `len` (a 0-d shape stays 0-d).
 fn out_dim<D: Dimension>(input: &D, dim: usize, len: usize) -> D {
@@ -231,13 +92,14 @@ fn order_into<T, S, D>(
 {
     let x = view_1d_if_scalar(input);
     let lane_k = if input.ndim() == 0 { 1 } else { k };
+    let mut values = values.map(view_mut_1d_if_scalar);
     order_lanes(
-        x,
+        &x,
         dim,
         lane_k,
         flip,
-        values.map(view_mut_1d_if_scalar),
-        view_mut_1d_if_scalar(indices),
+        values.as_mut(),
+        &mut view_mut_1d_if_scalar(indices),
     );
 }
 
@@ -486,6 +348,7 @@ impl<T: Element, S: Data<Elem = T>, D: Dimension> SortExt<T, D> for ArrayBase<S,
 mod tests {
     use super::*;
     use crate::error::ErrorKind;
+    use crate::kernels::order::{PAR_SORT_MIN, sort_key};
     use half::{bf16, f16};
     use ndarray::{Array1, ArrayD, ArrayViewD, Slice, arr0, array, s};
     use proptest::prelude::*;

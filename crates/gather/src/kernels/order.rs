@@ -1,0 +1,239 @@
+//! The lane walk of sort, argsort and topk: every lane along `dim` becomes `(key, position)` pairs
+//! whose integer order is the elements' order, the `k` best are selected and sorted, and their
+//! positions (and values) are written to the lanes of the outputs.
+//!
+//! ```text
+//! lane  3 NaN 1 3    keys  k3 kNaN k1 k3    sorted pairs (k1,2) (k3,0) (k3,3) (kNaN,1)
+//!                                           indices 2 0 3 1    values 1 3 3 NaN
+//! ```
+//!
+//! The walk is compiled once: it reaches the elements through two functions chosen per call, the
+//! keys of a lane (per element type) and the copy of the values (per byte width).
+
+use std::any::Any;
+use std::ops::Range;
+
+use ndarray::{ArrayView, ArrayViewMut, IxDyn};
+use rayon::prelude::*;
+
+use super::SharedPtr;
+use super::words::Plain;
+use crate::element::Element;
+use crate::plan::{GRAIN, Nest};
+
+/// Lanes at least this long are sorted with rayon's parallel sort.
+pub(crate) const PAR_SORT_MIN: usize = 32 * 1024;
+
+/// An element as a `u64` whose unsigned order is [`Element::sort_cmp`]'s order: NaN (any payload)
+/// maps to `u64::MAX`, `-0.0` and `0.0` to the same key.
+#[inline(always)]
+pub(crate) fn sort_key<T: Element>(x: T) -> u64 {
+    // The two 64-bit integer types do not convert to f64 exactly; the type test is resolved at
+    // compile time for each `T`.
+    let any = &x as &dyn Any;
+    if let Some(&v) = any.downcast_ref::<i64>() {
+        return (v as u64) ^ (1 << 63);
+    }
+    if let Some(&v) = any.downcast_ref::<u64>() {
+        return v;
+    }
+    // Every other element type converts to f64 exactly (bool as 0/1).
+    let v = x.to_f64();
+    if v.is_nan() {
+        return u64::MAX;
+    }
+    // `-0.0 + 0.0` is `+0.0`: signed zeros get one key.
+    let bits = (v + 0.0).to_bits();
+    if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | (1 << 63)
+    }
+}
+
+/// Fills `pairs` with `(key ^ mask, position)` for the `len` elements of a lane of `T`s at `p`,
+/// `stride` elements apart.
+///
+/// # Safety
+/// `p + i * stride` (`i < len`) must be elements of `T` that are not written meanwhile.
+unsafe fn keys<T: Element>(
+    p: *const u8,
+    stride: isize,
+    len: usize,
+    mask: u64,
+    pairs: &mut Vec<(u64, usize)>,
+) {
+    let p = p.cast::<T>();
+    pairs.clear();
+    // SAFETY: the caller's contract.
+    pairs.extend((0..len).map(|i| {
+        (
+            sort_key(unsafe { *p.offset(i as isize * stride) }) ^ mask,
+            i,
+        )
+    }));
+}
+
+/// `to[j * ts] = from[p_j * fs]` for the positions `p_j` of `pairs`, on words of width `W`.
+///
+/// # Safety
+/// Every such offset must be inside its buffer, holding elements of `W`'s width; `to` is written by
+/// no one else meanwhile and does not overlap `from`.
+unsafe fn copy_values<W: Copy>(
+    from: *const u8,
+    fs: isize,
+    to: *mut u8,
+    ts: isize,
+    pairs: &[(u64, usize)],
+) {
+    let (from, to) = (from.cast::<W>(), to.cast::<W>());
+    for (j, &(_, i)) in pairs.iter().enumerate() {
+        // SAFETY: the caller's contract.
+        unsafe { *to.offset(j as isize * ts) = *from.offset(i as isize * fs) };
+    }
+}
+
+type Keys = unsafe fn(*const u8, isize, usize, u64, &mut Vec<(u64, usize)>);
+type Values = unsafe fn(*const u8, isize, *mut u8, isize, &[(u64, usize)]);
+
+/// Orders the pairs of one lane, keeping the `k` best (lowest keys) first; ties cannot occur
+/// (the positions differ), so every order below is fully determined and stable.
+fn order(pairs: &mut Vec<(u64, usize)>, k: usize) {
+    if k < pairs.len() {
+        if k == 0 {
+            pairs.clear();
+            return;
+        }
+        pairs.select_nth_unstable(k - 1);
+        pairs.truncate(k);
+    }
+    if pairs.len() >= PAR_SORT_MIN {
+        pairs.par_sort_unstable();
+    } else {
+        pairs.sort_unstable();
+    }
+}
+
+/// Orders every lane of `x` along `dim`, keeping the `k` best of each (ascending, or descending
+/// when `flip`), into `indices` and `values` (if given), whose shapes are `x`'s with `dim`'s
+/// length `k`. Big inputs are split between threads by lanes; each lane is ordered the same way
+/// whichever thread runs it.
+///
+/// Preconditions (asserted): equal ranks, `dim` an axis, `k` no more than the lane length, and
+/// the outputs' shapes as said.
+pub(crate) fn order_lanes<T: Element>(
+    x: &ArrayView<'_, T, IxDyn>,
+    dim: usize,
+    k: usize,
+    flip: bool,
+    values: Option<&mut ArrayViewMut<'_, T, IxDyn>>,
+    indices: &mut ArrayViewMut<'_, i64, IxDyn>,
+) {
+    let vals = values.map(|v| {
+        assert_eq!(v.shape(), indices.shape(), "order kernel: values shape");
+        (SharedPtr(v.as_mut_ptr().cast::<u8>()), v.strides().to_vec())
+    });
+    let walk = Walk {
+        shape: x.shape(),
+        x: (SharedPtr(x.as_ptr() as *mut u8), x.strides()),
+        size: std::mem::size_of::<T>() as isize,
+        values: vals.as_ref().map(|(p, s)| (*p, &s[..])),
+        indices: (
+            SharedPtr(indices.as_mut_ptr()),
+            indices.strides(),
+            indices.shape(),
+        ),
+        dim,
+        k,
+        mask: if flip { u64::MAX } else { 0 },
+    };
+    walk.run(keys::<T>, copy_values::<<T as Plain>::Word>);
+}
+
+/// The operands of [`order_lanes`] as addresses and strides (in elements).
+struct Walk<'a> {
+    shape: &'a [usize],
+    x: (SharedPtr<u8>, &'a [isize]),
+    /// The size of an element of x and of values, in bytes.
+    size: isize,
+    values: Option<(SharedPtr<u8>, &'a [isize])>,
+    indices: (SharedPtr<i64>, &'a [isize], &'a [usize]),
+    dim: usize,
+    k: usize,
+    mask: u64,
+}
+
+impl Walk<'_> {
+    fn run(&self, keys: Keys, values: Values) {
+        let (dim, k) = (self.dim, self.k);
+        let nd = self.shape.len();
+        let (ip, istrides, ishape) = self.indices;
+        assert!(
+            dim < nd && ishape.len() == nd && self.x.1.len() == nd && k <= self.shape[dim],
+            "order kernel: rank, dim or k"
+        );
+        assert!(
+            (0..nd).all(|d| ishape[d] == if d == dim { k } else { self.shape[d] }),
+            "order kernel: output shape"
+        );
+        let vstrides = self.values.map_or(vec![0; nd], |(_, s)| s.to_vec());
+        assert_eq!(vstrides.len(), nd, "order kernel: values rank");
+        let without =
+            |s: &[isize]| -> Vec<isize> { (0..nd).filter(|&d| d != dim).map(|d| s[d]).collect() };
+        let lanes_shape: Vec<usize> = (0..nd)
+            .filter(|&d| d != dim)
+            .map(|d| self.shape[d])
+            .collect();
+        let lanes = Nest::<3>::new(
+            &lanes_shape,
+            [&without(self.x.1), &without(istrides), &without(&vstrides)],
+            None,
+        );
+        let len = self.shape[dim];
+        if lanes.total == 0 || k == 0 {
+            return;
+        }
+        let parallel = lanes.total.saturating_mul(len) >= 2 * GRAIN
+            && lanes.total > 1
+            && rayon::current_num_threads() > 1;
+        let tasks = if parallel {
+            rayon::current_num_threads() * 4
+        } else {
+            1
+        };
+        let parts = lanes.pieces(tasks, 1);
+        let [xi, ii, vi] = lanes.inner.strides;
+        let (xd, id, vd) = (self.x.1[dim], istrides[dim], vstrides[dim]);
+        let (xp, vp, size, mask) = (self.x.0, self.values.map(|(p, _)| p), self.size, self.mask);
+        let body = |pieces: Vec<([isize; 3], Range<usize>)>| {
+            let (xp, ip, vp) = (xp, ip, vp);
+            let mut pairs = Vec::with_capacity(len);
+            for (base, r) in pieces {
+                for l in r {
+                    let l = l as isize;
+                    // SAFETY: `base + l * inner` is the offset (in elements) of a position of the
+                    // lanes' shape, x's without `dim`, which the outputs share (asserted); along `dim`, x has `len` positions
+                    // and the outputs `k` (asserted), and `order` keeps at most `k` pairs, each
+                    // with a position below `len`. x's and the values' offsets are scaled by the
+                    // size of their elements, which `keys` and `copy_values` read and write as `T`
+                    // and as words of its width. Pieces cover each lane once, so no two tasks
+                    // write one element of the outputs (`&mut` views, not x); x is only read.
+                    unsafe {
+                        let xl = xp.0.offset((base[0] + l * xi) * size).cast_const();
+                        keys(xl, xd, len, mask, &mut pairs);
+                        order(&mut pairs, k);
+                        let il = ip.0.offset(base[1] + l * ii);
+                        for (j, &(_, p)) in pairs.iter().enumerate() {
+                            *il.offset(j as isize * id) = p as i64;
+                        }
+                        if let Some(vp) = vp {
+                            let vl = vp.0.offset((base[2] + l * vi) * size);
+                            values(xl, xd, vl, vd, &pairs);
+                        }
+                    }
+                }
+            }
+        };
+        crate::plan::each(parts, parallel, body);
+    }
+}
