@@ -69,7 +69,7 @@ pub(crate) enum Target<'s, 'a, I: IndexElem> {
 }
 
 impl<I: IndexElem> Target<'_, '_, I> {
-    /// Runs the reduction (see [`scatter_reduce`] and [`scatter_segments`], whose preconditions
+    /// Runs the reduction (see [`scatter_reduce`] and [`scatter_rows`], whose preconditions
     /// are asserted).
     pub(crate) fn reduce<A, T, F>(
         &self,
@@ -125,7 +125,7 @@ pub(crate) fn scatter_checking<A, T, I, F>(
     I: IndexElem,
     F: Fn(&mut A, T) + Sync + Send,
 {
-    check_preconditions(dst.shape(), dim, index, size, src);
+    check_preconditions(dst.shape(), dim, index.shape(), size, src.shape());
     assert!(size > 0, "scatter kernel: checking against an empty dim");
     if index.is_empty() {
         return;
@@ -193,7 +193,7 @@ where
         }
         return out;
     }
-    check_preconditions(from.shape(), dim, index, size, src);
+    check_preconditions(from.shape(), dim, index.shape(), size, src.shape());
     let strides = crate::dims::row_major_strides(from.shape());
     general_raw(
         SharedPtr(out.as_mut_ptr()),
@@ -502,61 +502,101 @@ fn scatter_impl<A, T, I, F>(
     I: IndexElem,
     F: Fn(&mut A, T) + Sync + Send,
 {
-    let idx = index.view();
-    check_preconditions(dst.shape(), dim, idx, index.size(), src);
-    if idx.is_empty() {
-        return;
-    }
-    if row_index(index, dim) {
-        let slice_shape = without(idx.shape(), dim);
-        let e_len = idx.shape()[dim];
-        let marks = init.is_some() || last_only;
-        if direct_fits(e_len, &slice_shape, dst.shape()[dim], marks) {
-            // The destination row of each position along `dim` (a row index is constant off
-            // `dim`): one pass over `e_len` values, so that the walk is compiled for a list of
-            // rows alone, as plans and segment ids use it.
-            let (bounds, size) = (index.bounds(), index.size());
-            let ids: Vec<u32> = idx
-                .lanes(ndarray::Axis(dim))
-                .into_iter()
-                .next()
-                .map(|lane| {
-                    lane.iter()
-                        .map(|v| position(bounds, v.to_i64(), size) as u32)
-                        .collect()
-                })
-                .unwrap_or_default();
+    let marks = init.is_some() || last_only;
+    match route(dst.shape(), dim, index, src.shape(), marks) {
+        Route::Nothing => {}
+        Route::Rows(slice_shape, RowsBy::Ids(ids)) => {
             let walk = Walk::Direct(&ids);
             row_scatter(dst, dim, &slice_shape, src, walk, init, last_only, &update);
-        } else {
-            let segs = Segments::of_row_index(index, dim);
+        }
+        Route::Rows(slice_shape, RowsBy::Segments(segs)) => {
             let walk = Walk::Grouped(&segs);
             row_scatter(dst, dim, &slice_shape, src, walk, init, last_only, &update);
         }
-        return;
+        Route::General => {
+            if let Some(v) = init {
+                let ones = crate::dims::splat(&v, index.view().shape());
+                // SAFETY: the plain write stores only copies of `v`, an `A`.
+                let mut words = unsafe { words::view_mut(dst) };
+                general(&mut words, dim, index, &words::view(&ones), set::<A::Word>);
+            }
+            general(dst, dim, index, src, update);
+        }
     }
-    if let Some(v) = init {
-        let ones = crate::dims::splat(&v, idx.shape());
-        // SAFETY: the plain write stores only copies of `v`, an `A`.
-        let mut words = unsafe { words::view_mut(dst) };
-        general(&mut words, dim, index, &words::view(&ones), set::<A::Word>);
+}
+
+/// Which loop a scatter with a checked index takes (see [`scatter_impl`]), decided from the
+/// shapes and the index alone: compiled per index type, not per element type and update.
+enum Route {
+    /// An empty index: nothing to do.
+    Nothing,
+    /// A row index (see [`row_index`]) over slices of this shape, walked in source order through
+    /// the destination row of each position, or grouped by destination row.
+    Rows(Vec<usize>, RowsBy),
+    /// The element loop.
+    General,
+}
+
+enum RowsBy {
+    Ids(Vec<u32>),
+    Segments(Segments),
+}
+
+/// The route of a scatter of `index` from `src` into `dst` along `dim`; `marks`: the rows reached
+/// must be marked (an `init`, or a plain write). Asserts the preconditions of [`scatter_reduce`].
+#[inline(never)]
+fn route<I: IndexElem>(
+    dst_shape: &[usize],
+    dim: usize,
+    index: &CheckedIndex<'_, I>,
+    src_shape: &[usize],
+    marks: bool,
+) -> Route {
+    let idx = index.view();
+    check_preconditions(dst_shape, dim, idx.shape(), index.size(), src_shape);
+    if idx.is_empty() {
+        return Route::Nothing;
     }
-    general(dst, dim, index, src, update);
+    if !row_index(index, dim) {
+        return Route::General;
+    }
+    let slice_shape = without(idx.shape(), dim);
+    let e_len = idx.shape()[dim];
+    if direct_fits(e_len, &slice_shape, dst_shape[dim], marks) {
+        // The destination row of each position along `dim` (a row index is constant off `dim`):
+        // one pass over `e_len` values, so that the walk is compiled for a list of rows alone,
+        // as plans and segment ids use it.
+        let (bounds, size) = (index.bounds(), index.size());
+        let ids: Vec<u32> = idx
+            .lanes(ndarray::Axis(dim))
+            .into_iter()
+            .next()
+            .map(|lane| {
+                lane.iter()
+                    .map(|v| position(bounds, v.to_i64(), size) as u32)
+                    .collect()
+            })
+            .unwrap_or_default();
+        Route::Rows(slice_shape, RowsBy::Ids(ids))
+    } else {
+        let segs = Segments::of_row_index(index, dim);
+        Route::Rows(slice_shape, RowsBy::Segments(segs))
+    }
 }
 
 /// The asserted preconditions of every entry point (O(rank)): equal ranks, `dim` an axis, the
 /// index no larger than `src` on any axis nor than `dst` off `dim`, and `size` (what the index
 /// values are, or will be, checked against) the length of `dst` along `dim`.
-fn check_preconditions<T, I>(
+fn check_preconditions(
     dst_shape: &[usize],
     dim: usize,
-    idx: &ArrayView<'_, I, IxDyn>,
+    idx_shape: &[usize],
     size: usize,
-    src: &ArrayView<'_, T, IxDyn>,
+    src_shape: &[usize],
 ) {
     let nd = dst_shape.len();
-    assert_eq!(idx.ndim(), nd, "scatter kernel: rank mismatch (index)");
-    assert_eq!(src.ndim(), nd, "scatter kernel: rank mismatch (src)");
+    assert_eq!(idx_shape.len(), nd, "scatter kernel: rank mismatch (index)");
+    assert_eq!(src_shape.len(), nd, "scatter kernel: rank mismatch (src)");
     assert!(dim < nd, "scatter kernel: dim out of range");
     assert_eq!(
         size, dst_shape[dim],
@@ -564,11 +604,11 @@ fn check_preconditions<T, I>(
     );
     for (d, &len) in dst_shape.iter().enumerate() {
         assert!(
-            idx.shape()[d] <= src.shape()[d],
+            idx_shape[d] <= src_shape[d],
             "scatter kernel: index larger than src"
         );
         assert!(
-            d == dim || idx.shape()[d] <= len,
+            d == dim || idx_shape[d] <= len,
             "scatter kernel: index larger than dst"
         );
     }
@@ -644,32 +684,40 @@ fn general_raw<A, T, I, F>(
     I: IndexElem,
     F: Fn(&mut A, T) + Sync + Send,
 {
-    let shape = idx.shape().to_vec();
-    let mut dst_strides = dst_strides.to_vec();
-    let dstride = dst_strides[dim];
-    dst_strides[dim] = 0;
-    // The source of the copy is a fourth operand, with its stride along `dim` taken out as the
-    // destination's is (all zero without a fill: a zero stride never keeps axes from merging).
-    let (copy, mut fill_strides) = match fill {
-        Some(f) => (
-            Some(FillAlong {
-                from: SharedPtr(f.as_ptr() as *mut A),
-                stride: f.strides()[dim],
-                len: f.shape()[dim],
-            }),
-            f.strides().to_vec(),
-        ),
-        None => (None, vec![0; shape.len()]),
-    };
-    fill_strides[dim] = 0;
-    let nest = Nest::<4>::new(
-        &shape,
-        [&dst_strides, idx.strides(), src.strides(), &fill_strides],
-        Some(dim),
+    let copy = fill.map(|f| FillAlong {
+        from: SharedPtr(f.as_ptr() as *mut A),
+        stride: f.strides()[dim],
+        len: f.shape()[dim],
+    });
+    let (nest, dstride) = plan_general(
+        dim,
+        idx.shape(),
+        [dst_strides, idx.strides(), src.strides()],
+        fill.map(|f| f.strides()),
     );
     let iptr = SharedPtr(idx.as_ptr() as *mut I);
     let sptr = SharedPtr(src.as_ptr() as *mut T);
     run(&nest, dst, iptr, sptr, dstride, copy, size, bad, &update);
+}
+
+/// The nest of the element loop over the index's shape (see [`general_raw`]), `dim` serial, with
+/// the operands dst, index, src and the fill's source (zero strides without one), and dst's
+/// stride along `dim`, which the loop applies to the index values (it is taken out of the nest's
+/// strides, as the fill's is: each task copies whole lines along `dim`).
+fn plan_general(
+    dim: usize,
+    shape: &[usize],
+    [dst, idx, src]: [&[isize]; 3],
+    fill: Option<&[isize]>,
+) -> (Nest<4>, isize) {
+    let mut dst = dst.to_vec();
+    let dstride = dst[dim];
+    dst[dim] = 0;
+    // A zero stride never keeps axes from merging.
+    let mut fill = fill.map_or_else(|| vec![0; shape.len()], <[isize]>::to_vec);
+    fill[dim] = 0;
+    let nest = Nest::<4>::new(shape, [&dst, idx, src, &fill], Some(dim));
+    (nest, dstride)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -844,7 +892,7 @@ fn direct_fits(e_len: usize, slice_shape: &[usize], rows: usize, marks: bool) ->
 
 /// A reduction along `dim` with the destination row of each source position given (`ids`, one
 /// per position, each below `size == dst.shape[dim]`, asserted): [`direct`] or, grouped into
-/// `segs` (built on first use and kept), [`rows`]. Preconditions as [`scatter_segments`].
+/// `segs` (built on first use and kept), [`rows`]. Preconditions as [`check_segments`].
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn scatter_rows<A, T, F>(
     dst: &mut ArrayViewMut<'_, A, IxDyn>,
@@ -860,22 +908,61 @@ pub(crate) fn scatter_rows<A, T, F>(
     T: Copy + Send + Sync,
     F: Fn(&mut A, T) + Sync + Send,
 {
-    let nd = dst.ndim();
+    if let Some((slice_shape, walk)) = route_rows(
+        dst.shape(),
+        dim,
+        ids,
+        size,
+        segs,
+        src.shape(),
+        init.is_some(),
+    ) {
+        row_scatter(dst, dim, &slice_shape, src, walk, init, false, &update);
+    }
+}
+
+/// The walk of [`scatter_rows`] and the shape of its slices (`None`: nothing to do), decided
+/// from the shapes alone. Asserts its preconditions.
+fn route_rows<'a>(
+    dst_shape: &[usize],
+    dim: usize,
+    ids: &'a [u32],
+    size: usize,
+    segs: &'a std::sync::OnceLock<Segments>,
+    src_shape: &[usize],
+    marks: bool,
+) -> Option<(Vec<usize>, Walk<'a>)> {
+    let nd = dst_shape.len();
     assert!(
-        src.ndim() == nd && dim < nd && dst.shape()[dim] == size,
+        src_shape.len() == nd && dim < nd && dst_shape[dim] == size,
         "scatter kernel: rank mismatch, or rows checked against another size"
     );
-    let slice_shape = without(src.shape(), dim);
-    if src.is_empty() || ids.is_empty() {
-        return;
+    let slice_shape = without(src_shape, dim);
+    if src_shape.contains(&0) || ids.is_empty() {
+        return None;
     }
-    if direct_fits(ids.len(), &slice_shape, size, init.is_some()) {
-        let walk = Walk::Direct(ids);
-        row_scatter(dst, dim, &slice_shape, src, walk, init, false, &update);
-    } else {
-        let segs = segs.get_or_init(|| Segments::of_ids(ids, size));
-        scatter_segments(dst, dim, segs, src, init, false, update)
+    if direct_fits(ids.len(), &slice_shape, size, marks) {
+        return Some((slice_shape, Walk::Direct(ids)));
     }
+    let segs = segs.get_or_init(|| Segments::of_ids(ids, size));
+    check_segments(dst_shape, dim, segs, src_shape).then_some((slice_shape, Walk::Grouped(segs)))
+}
+
+/// The preconditions of a row scatter with segments (asserted): `dst` and `src` have the same
+/// rank; `dim` is one of its axes; `src.shape[d] <= dst.shape[d]` for every `d != dim`. (The
+/// segments' rows are checked against `dst.shape[dim]` by [`rows`].) `false` when there is
+/// nothing to do.
+fn check_segments(dst_shape: &[usize], dim: usize, segs: &Segments, src_shape: &[usize]) -> bool {
+    let nd = dst_shape.len();
+    assert_eq!(src_shape.len(), nd, "scatter kernel: rank mismatch (src)");
+    assert!(dim < nd, "scatter kernel: dim out of range");
+    for d in 0..nd {
+        assert!(
+            d == dim || src_shape[d] <= dst_shape[d],
+            "scatter kernel: src larger than dst"
+        );
+    }
+    !src_shape.contains(&0) && segs.len() > 0
 }
 
 /// How many positions ahead [`direct`] requests the destination row: the rows are random in a
@@ -952,47 +1039,6 @@ fn without<X: Copy>(shape: &[X], dim: usize) -> Vec<X> {
         .filter(|&d| d != dim)
         .map(|d| shape[d])
         .collect()
-}
-
-/// A row scatter with segments built beforehand (a reusable [`ScatterPlan`]): for every segment
-/// `k` and every source position `e` of it, in order, `update(dst[.., rows[k], ..],
-/// src[.., e, ..])` over the whole slice (every axis but `dim`). With `init`, each destination
-/// row a segment reaches is first set to it.
-///
-/// Preconditions (asserted, O(rank)): `dst` and `src` have the same rank; `dim` is one of its
-/// axes; the segments group exactly `src.shape[dim]` positions; their rows are below
-/// `dst.shape[dim]`; `src.shape[d] <= dst.shape[d]` for every `d != dim`.
-///
-/// [`ScatterPlan`]: crate::ops::scatter_plan::ScatterPlan
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn scatter_segments<A, T, F>(
-    dst: &mut ArrayViewMut<'_, A, IxDyn>,
-    dim: usize,
-    segs: &Segments,
-    src: &ArrayView<'_, T, IxDyn>,
-    init: Option<A>,
-    last_only: bool,
-    update: F,
-) where
-    A: Plain,
-    T: Copy + Send + Sync,
-    F: Fn(&mut A, T) + Sync + Send,
-{
-    let nd = dst.ndim();
-    assert_eq!(src.ndim(), nd, "scatter kernel: rank mismatch (src)");
-    assert!(dim < nd, "scatter kernel: dim out of range");
-    for d in 0..nd {
-        assert!(
-            d == dim || src.shape()[d] <= dst.shape()[d],
-            "scatter kernel: src larger than dst"
-        );
-    }
-    let slice_shape = without(src.shape(), dim);
-    if src.is_empty() || segs.len() == 0 {
-        return;
-    }
-    let walk = Walk::Grouped(segs);
-    row_scatter(dst, dim, &slice_shape, src, walk, init, last_only, &update);
 }
 
 /// A scatter with a row index (see [`row_index`]): the positions along `dim` are grouped by
