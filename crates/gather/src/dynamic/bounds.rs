@@ -96,6 +96,19 @@ fn scalar_or(args: &Args, name: &str, default: Scalar) -> Result<Scalar> {
     }
 }
 
+/// The ops that only move elements: they run on the moved type (see `Moved`), compiled for it
+/// alone (5 types) in [`moving`].
+const MOVING_OPS: &[&str] = &[
+    "gather",
+    "take_along_dim",
+    "index_select",
+    "take",
+    "select_batched",
+    "scatter",
+    "index_copy",
+    "index_fill",
+];
+
 fn typed<T: TensorElem + Moved, I: IndexElem>(
     op: &str,
     args: &Args,
@@ -104,91 +117,82 @@ fn typed<T: TensorElem + Moved, I: IndexElem>(
     i: &ArrayViewD<'_, I>,
 ) -> Result<Tensor> {
     let p = policy::<T>(op, args)?;
-    let (read, xm) = (
-        crate::Options::new().bounds(p.map(T::to_moved)),
-        T::moved(&x.view()),
-    );
     let src = |name: &str| same_dtype::<T>(op, name, &input(inputs, name)?);
+    let plain_put = op == "put" && !args.bool_or("accumulate", false)?;
+    if MOVING_OPS.contains(&op) || plain_put {
+        if op == "scatter"
+            && (!matches!(args.get("reduce"), None | Some(Arg::None))
+                || inputs.tensor("src").is_none())
+        {
+            return Err(Error::invalid(
+                "scatter: a bounds policy applies to the src form without reduce",
+            )
+            .with_hint("for a reduction use scatter_reduce (or scatter_add) with the policy; for a scalar use index_fill"));
+        }
+        // The second operand of the writes, and index_fill's value, as the moved type.
+        let other = match op {
+            "scatter" => Some(src("src")?),
+            "index_copy" | "put" => Some(src("source")?),
+            _ => None,
+        };
+        let value = match op {
+            "index_fill" => Some(T::from_scalar(args.scalar("value")?)?.to_moved()),
+            _ => None,
+        };
+        let other = other.as_ref().map(|o| T::moved(&o.view()));
+        let read = crate::Options::new().bounds(p.map(T::to_moved));
+        let out = moving(op, args, read, &T::moved(&x.view()), i, other, value)?;
+        return Ok(super::moved_back::<T>(out));
+    }
     let include_self = || args.bool_or("include_self", true);
+    let opts = crate::Options::new().bounds(p);
     let out = match op {
-        // The reads and the plain writes only move elements: they run on the moved type (see
-        // `Moved`).
-        "gather" => T::from_moved(read.gather(&xm, args.dim()?, i)?),
-        "take_along_dim" => {
-            let dim = args.opt_int("dim")?.map(|d| d as isize);
-            T::from_moved(read.take_along_dim(&xm, i, dim)?)
-        }
-        "index_select" => T::from_moved(read.index_select(&xm, args.dim()?, i)?),
-        "take" => T::from_moved(read.take(&xm, i)?),
-        "select_batched" => T::from_moved(read.select_batched(
-            &xm,
-            args.dim()?,
-            i,
-            super::take::batch_dims(args)?,
-        )?),
-        "scatter" => {
-            if !matches!(args.get("reduce"), None | Some(Arg::None))
-                || inputs.tensor("src").is_none()
-            {
-                return Err(Error::invalid(
-                    "scatter: a bounds policy applies to the src form without reduce",
-                )
-                .with_hint("for a reduction use scatter_reduce (or scatter_add) with the policy; for a scalar use index_fill"));
-            }
-            let src = src("src")?;
-            T::from_moved(read.scatter(&xm, args.dim()?, i, &T::moved(&src.view()))?)
-        }
-        "scatter_add" => {
-            crate::Options::new()
-                .bounds(p)
-                .scatter_add(x, args.dim()?, i, &src("src")?)?
-        }
+        "scatter_add" => opts.scatter_add(x, args.dim()?, i, &src("src")?)?,
         "scatter_reduce" => {
             let reduce: Reduce = args.str("reduce")?.parse()?;
-            crate::Options::new().bounds(p).scatter_reduce(
-                x,
-                args.dim()?,
-                i,
-                &src("src")?,
-                reduce,
-                include_self()?,
-            )?
+            opts.scatter_reduce(x, args.dim()?, i, &src("src")?, reduce, include_self()?)?
         }
         "index_add" => {
             let alpha = T::from_scalar(scalar_or(args, "alpha", Scalar::Int(1))?)?;
-            crate::Options::new()
-                .bounds(p)
-                .index_add(x, args.dim()?, i, &src("source")?, alpha)?
-        }
-        "index_copy" => {
-            let source = src("source")?;
-            T::from_moved(read.index_copy(&xm, args.dim()?, i, &T::moved(&source.view()))?)
-        }
-        "index_fill" => {
-            let value = T::from_scalar(args.scalar("value")?)?.to_moved();
-            T::from_moved(read.index_fill(&xm, args.dim()?, i, value)?)
+            opts.index_add(x, args.dim()?, i, &src("source")?, alpha)?
         }
         "index_reduce" => {
             let reduce = parse_index_reduce(args.str("reduce")?)?;
-            crate::Options::new().bounds(p).index_reduce(
-                x,
-                args.dim()?,
-                i,
-                &src("source")?,
-                reduce,
-                include_self()?,
-            )?
+            opts.index_reduce(x, args.dim()?, i, &src("source")?, reduce, include_self()?)?
         }
-        "put" if !args.bool_or("accumulate", false)? => {
-            let source = src("source")?;
-            T::from_moved(read.put(&xm, i, &T::moved(&source), false)?)
-        }
-        "put" => crate::Options::new()
-            .bounds(p)
-            .put(x, i, &src("source")?, true)?,
+        "put" => opts.put(x, i, &src("source")?, true)?,
         _ => return Err(no_policy(op)),
     };
     Ok(T::wrap(out))
+}
+
+/// The ops of [`MOVING_OPS`] (and `put` without accumulation) on the moved type `M`: `other` is
+/// the second operand of the writes, `value` index_fill's.
+fn moving<M: Element, I: IndexElem>(
+    op: &str,
+    args: &Args,
+    read: crate::Options<M>,
+    xm: &ArrayViewD<'_, M>,
+    i: &ArrayViewD<'_, I>,
+    other: Option<ArrayViewD<'_, M>>,
+    value: Option<M>,
+) -> Result<ArrayD<M>> {
+    let other = || other.clone().ok_or_else(|| no_policy(op));
+    match op {
+        "gather" => read.gather(xm, args.dim()?, i),
+        "take_along_dim" => {
+            let dim = args.opt_int("dim")?.map(|d| d as isize);
+            read.take_along_dim(xm, i, dim)
+        }
+        "index_select" => read.index_select(xm, args.dim()?, i),
+        "take" => read.take(xm, i),
+        "select_batched" => read.select_batched(xm, args.dim()?, i, super::take::batch_dims(args)?),
+        "scatter" => read.scatter(xm, args.dim()?, i, &other()?),
+        "index_copy" => read.index_copy(xm, args.dim()?, i, &other()?),
+        "index_fill" => read.index_fill(xm, args.dim()?, i, value.ok_or_else(|| no_policy(op))?),
+        "put" => read.put(xm, i, &other()?, false),
+        _ => Err(no_policy(op)),
+    }
 }
 
 fn named<T: TensorElem>(name: &str, a: ArrayD<T>) -> (String, Tensor) {

@@ -227,7 +227,13 @@ pub(crate) fn moved_op<T: TensorElem + Moved>(
     x: &ArrayViewD<'_, T>,
     f: impl FnOnce(ArrayView<'_, T::As, IxDyn>) -> Result<ArrayD<T::As>>,
 ) -> Result<Tensor> {
-    Ok(T::wrap(T::from_moved(f(T::moved(&x.view()))?)))
+    Ok(moved_back::<T>(f(T::moved(&x.view()))?))
+}
+
+/// The result of a [`moved_op`] as a tensor of `T`: compiled once per type, not per op.
+#[inline(never)]
+pub(crate) fn moved_back<T: TensorElem + Moved>(a: ArrayD<T::As>) -> Tensor {
+    T::wrap(T::from_moved(a))
 }
 
 /// Element types that can live in a [`Tensor`].
