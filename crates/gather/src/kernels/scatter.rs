@@ -1061,7 +1061,7 @@ fn rows(at: &Rows, slice: &Nest<2>, rows_n: usize, segs: &Segments, upd: &dyn Ro
             for k in 0..segs.len() {
                 let ahead = &segs.order()[segs.starts()[k]..];
                 let n = segs.starts()[k + 1] - segs.starts()[k];
-                at.apply(upd, segs.rows()[k], base, r.clone(), ahead, n);
+                upd.apply_segment(segs.rows()[k], base, r.clone(), ahead, n, at.last_only);
             }
         });
         return;
@@ -1073,7 +1073,7 @@ fn rows(at: &Rows, slice: &Nest<2>, rows_n: usize, segs: &Segments, upd: &dyn Ro
             let ahead = &segs.order()[segs.starts()[k]..end];
             let n = segs.starts()[k + 1] - segs.starts()[k];
             slice.for_each_serial(|base, r| {
-                at.apply(upd, segs.rows()[k], base, r, ahead, n);
+                upd.apply_segment(segs.rows()[k], base, r, ahead, n, at.last_only);
             });
         }
     };
@@ -1122,16 +1122,14 @@ fn row_scatter<A, T, F>(
     }
 }
 
-/// The destination and source of a row-index scatter as addresses, for the walks' prefetches,
-/// and what the walk does (the typed update is a [`RowUpdate`]).
+/// The destination of a row-index scatter as an address, for the walks' prefetches, and what the
+/// walk does (the typed update is a [`RowUpdate`]).
 struct Rows {
     dst: SharedPtr<u8>,
-    src: SharedPtr<u8>,
-    /// Element sizes in bytes (dst, src).
-    sizes: [usize; 2],
-    /// Strides along `dim`, in elements.
+    /// The size of dst's elements in bytes.
+    size: usize,
+    /// dst's stride along `dim`, in elements.
     dstride: isize,
-    sstride: isize,
     /// Inner strides of the slice nest (dst, src), in elements.
     strides: [isize; 2],
     /// Each destination row is set to an initial value at its first update.
@@ -1146,6 +1144,20 @@ trait RowUpdate: Sync {
     /// `update(dst[.., row, ..], src[.., e, ..])` over the slice piece `base + r`; with `fresh`,
     /// the piece of the destination row is first set to `init` (if any).
     fn apply_at(&self, row: usize, base: [isize; 2], r: Range<usize>, e: usize, fresh: bool);
+    /// Reduces, into the slice piece `base + r` of destination row `row`, the sources
+    /// `ahead[..n]` (positions along `dim`, in index order; only the last with `last_only`);
+    /// `ahead[n..]` are the sources that come next in the same task, whose first lines are
+    /// prefetched. One call per segment: the loop over its sources is the update's own.
+    #[allow(clippy::too_many_arguments)]
+    fn apply_segment(
+        &self,
+        row: usize,
+        base: [isize; 2],
+        r: Range<usize>,
+        ahead: &[u32],
+        n: usize,
+        last_only: bool,
+    );
 }
 
 /// The typed pointers of a row scatter and its update (see [`Rows::new`]).
@@ -1199,10 +1211,8 @@ impl Rows {
         let (dptr, sptr) = (dst.as_mut_ptr(), src.as_ptr() as *mut T);
         let at = Rows {
             dst: SharedPtr(dptr.cast()),
-            src: SharedPtr(sptr.cast()),
-            sizes: [std::mem::size_of::<A>(), std::mem::size_of::<T>()],
+            size: std::mem::size_of::<A>(),
             dstride,
-            sstride,
             strides: slice.inner.strides,
             init: init.is_some(),
             last_only,
@@ -1219,52 +1229,12 @@ impl Rows {
         (at, slice, typed)
     }
 
-    /// The source this many positions ahead (in the grouped order) is prefetched. Sources are
-    /// rows at random places of a large `src`, so each one is a miss to memory: 16 in flight per
-    /// thread hide most of their latency, and more gain little (see docs/performance.md,
-    /// "kernels/scatter.rs: Rows::AHEAD").
-    const AHEAD: usize = 16;
-
-    /// Reduces, into the slice piece `base + r` of destination row `row`, the sources
-    /// `ahead[..n]` (positions along `dim`, in index order); `ahead[n..]` are the sources that
-    /// come next in the same task, whose first lines are prefetched.
-    #[inline(always)]
-    fn apply(
-        &self,
-        upd: &dyn RowUpdate,
-        row: usize,
-        base: [isize; 2],
-        r: Range<usize>,
-        ahead: &[u32],
-        n: usize,
-    ) {
-        let mine = if self.last_only { n - 1..n } else { 0..n };
-        let [_, ss] = self.strides;
-        let size = self.sizes[1].max(1);
-        let line = (64 / size).max(1);
-        let fetch_lines = if ss == 1 {
-            r.len().div_ceil(line).min(4)
-        } else {
-            1
-        };
-        for (i, q) in mine.enumerate() {
-            if let Some(&next) = ahead.get(q + Self::AHEAD) {
-                let at = next as isize * self.sstride + base[1] + r.start as isize * ss;
-                for l in 0..fetch_lines {
-                    let e = at + (l * line) as isize;
-                    super::prefetch(self.src.0.wrapping_offset(e * size as isize).cast_const());
-                }
-            }
-            upd.apply_at(row, base, r.clone(), ahead[q] as usize, i == 0);
-        }
-    }
-
     /// Starts loading the first lines of the slice piece `base + r` of destination row `row`.
     /// A hint: the address is computed with `wrapping_offset` and never dereferenced.
     #[inline(always)]
     fn prefetch_row(&self, row: usize, base: [isize; 2], r: Range<usize>) {
         let [ds, _] = self.strides;
-        let size = self.sizes[0].max(1);
+        let size = self.size.max(1);
         let line = (64 / size).max(1);
         let at = row as isize * self.dstride + base[0] + r.start as isize * ds;
         let lines = if ds == 1 {
@@ -1286,6 +1256,54 @@ where
     F: Fn(&mut A, T) + Sync,
 {
     fn apply_at(&self, row: usize, base: [isize; 2], r: Range<usize>, e: usize, fresh: bool) {
+        self.at(row, base, r, e, fresh)
+    }
+
+    fn apply_segment(
+        &self,
+        row: usize,
+        base: [isize; 2],
+        r: Range<usize>,
+        ahead: &[u32],
+        n: usize,
+        last_only: bool,
+    ) {
+        let mine = if last_only { n - 1..n } else { 0..n };
+        let [_, ss] = self.strides;
+        let line = (64 / std::mem::size_of::<T>().max(1)).max(1);
+        let fetch_lines = if ss == 1 {
+            r.len().div_ceil(line).min(4)
+        } else {
+            1
+        };
+        let sp = self.src.0.wrapping_offset(base[1]).cast_const();
+        for (i, q) in mine.enumerate() {
+            if let Some(&next) = ahead.get(q + AHEAD) {
+                let np = sp.wrapping_offset(next as isize * self.sstride + r.start as isize * ss);
+                for l in 0..fetch_lines {
+                    super::prefetch(np.wrapping_add(l * line));
+                }
+            }
+            self.at(row, base, r.clone(), ahead[q] as usize, i == 0);
+        }
+    }
+}
+
+/// The source this many positions ahead (in the grouped order) is prefetched. Sources are
+/// rows at random places of a large `src`, so each one is a miss to memory: 16 in flight per
+/// thread hide most of their latency, and more gain little (see docs/performance.md,
+/// "kernels/scatter.rs: Rows::AHEAD", now `AHEAD`).
+const AHEAD: usize = 16;
+
+impl<A, T, F> RowsOf<'_, A, T, F>
+where
+    A: Plain,
+    T: Copy + Send + Sync,
+    F: Fn(&mut A, T) + Sync,
+{
+    /// See [`RowUpdate::apply_at`].
+    #[inline(always)]
+    fn at(&self, row: usize, base: [isize; 2], r: Range<usize>, e: usize, fresh: bool) {
         let [ds, ss] = self.strides;
         // SAFETY: `row` is a checked index value below `dst.shape[dim]`, and `base + j * ds`
         // (`j` in `r`) are offsets of positions of the slice shape, which is the index's shape
