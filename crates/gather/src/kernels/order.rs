@@ -237,3 +237,84 @@ impl Walk<'_> {
         crate::plan::each(parts, parallel, body);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::sized;
+    use super::*;
+    use ndarray::{ArrayD, Axis};
+
+    /// The definition: each lane's positions sorted by (key, position), the first `k` kept.
+    fn reference(x: &ArrayD<i16>, dim: usize, k: usize, flip: bool) -> (ArrayD<i16>, ArrayD<i64>) {
+        let mut shape = x.shape().to_vec();
+        shape[dim] = k;
+        let mut values = ArrayD::from_elem(shape.clone(), 0i16);
+        let mut indices = ArrayD::from_elem(shape, 0i64);
+        for ((lane, mut v), mut i) in x
+            .lanes(Axis(dim))
+            .into_iter()
+            .zip(values.lanes_mut(Axis(dim)))
+            .zip(indices.lanes_mut(Axis(dim)))
+        {
+            let mut p: Vec<(i16, usize)> = lane.iter().copied().zip(0..).collect();
+            p.sort_by_key(|&(x, j)| (if flip { -i32::from(x) } else { i32::from(x) }, j));
+            for (j, &(x, at)) in p.iter().take(k).enumerate() {
+                v[j] = x;
+                i[j] = at as i64;
+            }
+        }
+        (values, indices)
+    }
+
+    #[test]
+    fn every_lane_keeps_its_k_best_in_stable_order_whatever_the_layout() {
+        let (a, len, b) = (sized(40, 3), sized(300, 9), sized(30, 4));
+        let mut seed = 5u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((seed >> 40) % 7) as i16 - 3
+        };
+        for dim in 0..3 {
+            let mut shape = vec![a, b];
+            shape.insert(dim, len);
+            let x = ArrayD::from_shape_fn(shape.clone(), |_| next());
+            // The same values, transposed in memory.
+            let xt = x.t().as_standard_layout().into_owned();
+            let xt = xt.t();
+            for (k, flip) in [
+                (len, false),
+                (len, true),
+                (len / 3, true),
+                (1, false),
+                (0, true),
+            ] {
+                let (want_v, want_i) = reference(&x, dim, k, flip);
+                for view in [x.view(), xt.view()] {
+                    let mut oshape = shape.clone();
+                    oshape[dim] = k;
+                    let mut values = ArrayD::from_elem(oshape.clone(), 9i16);
+                    let mut indices = ArrayD::from_elem(oshape.clone(), -1i64);
+                    order_lanes(
+                        &view,
+                        dim,
+                        k,
+                        flip,
+                        Some(&mut values.view_mut()),
+                        &mut indices.view_mut(),
+                    );
+                    assert_eq!(values, want_v, "dim {dim}, k {k}, flip {flip}");
+                    assert_eq!(indices, want_i, "dim {dim}, k {k}, flip {flip}");
+                    // Indices alone, into a transposed output.
+                    let mut it = ArrayD::from_elem(oshape.clone(), -1i64);
+                    let mut it_view = it.view_mut();
+                    it_view.invert_axis(Axis(0));
+                    order_lanes(&view, dim, k, flip, None, &mut it_view);
+                    it.invert_axis(Axis(0));
+                    assert_eq!(it, want_i, "indices alone, dim {dim}, k {k}");
+                }
+            }
+        }
+    }
+}
