@@ -1289,10 +1289,10 @@ where
     }
 }
 
-/// The source this many positions ahead (in the grouped order) is prefetched. Sources are
-/// rows at random places of a large `src`, so each one is a miss to memory: 16 in flight per
-/// thread hide most of their latency, and more gain little (see docs/performance.md,
-/// "kernels/scatter.rs: Rows::AHEAD", now `AHEAD`).
+/// How many sources ahead (in the grouped order) the grouped walk prefetches. Sources are rows
+/// at random places of a large `src`, so each one is a miss to memory: 16 in flight per thread
+/// hide most of their latency, and more gain little (see docs/performance.md,
+/// "kernels/scatter.rs: AHEAD").
 const AHEAD: usize = 16;
 
 impl<A, T, F> RowsOf<'_, A, T, F>
