@@ -59,26 +59,19 @@ fn no_policy(op: &str) -> Error {
     )
 }
 
-/// The ops that take a bounds policy.
-const POLICY_OPS: &[&str] = &[
-    "gather",
-    "take_along_dim",
-    "index_select",
-    "take",
-    "select_batched",
-    "scatter",
+/// The ops that take a bounds policy and compute (the others, [`MOVING_OPS`], only move
+/// elements).
+const ARITH_OPS: &[&str] = &[
     "scatter_add",
     "scatter_reduce",
     "index_add",
-    "index_copy",
-    "index_fill",
     "index_reduce",
     "put",
 ];
 
 /// Runs `op` out of place under the policy of `args`.
 pub(crate) fn call(op: &str, args: &Args, inputs: &dyn Inputs) -> Result<Tensor> {
-    if !POLICY_OPS.contains(&op) {
+    if !MOVING_OPS.contains(&op) && !ARITH_OPS.contains(&op) {
         return Err(no_policy(op));
     }
     let x = input(inputs, "input")?;

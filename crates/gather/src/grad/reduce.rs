@@ -37,8 +37,9 @@ use crate::dims::normalize_dim;
 use crate::element::Element;
 use crate::error::{Error, Result, fmt_shape};
 use crate::index::{Bounds, CheckedIndex, IndexElem};
+use crate::kernels::fold::Pick;
 use crate::ops::reduce::{
-    FirstF, Fold, GroupReduce, LastF, MeanF, ProdF, SumF, check_grouped, fold_groups, spread,
+    Fold, GroupReduce, MeanF, ProdF, SumF, check_grouped, fold_groups, spread,
 };
 use crate::ops::segment::{Segments, resolve};
 
@@ -126,9 +127,23 @@ where
         GroupReduce::First | GroupReduce::Last => {
             let pos = ArrayD::from_shape_fn(IxDyn(&block), |p| p[dim] as i64);
             let win = if reduce == GroupReduce::First {
-                group_fold(&FirstF, dim, pos.view(), index.view(), groups, -1)
+                group_fold(
+                    &Pick { last: false },
+                    dim,
+                    pos.view(),
+                    index.view(),
+                    groups,
+                    -1,
+                )
             } else {
-                group_fold(&LastF, dim, pos.view(), index.view(), groups, -1)
+                group_fold(
+                    &Pick { last: true },
+                    dim,
+                    pos.view(),
+                    index.view(),
+                    groups,
+                    -1,
+                )
             };
             let wg = pick(&win, dim, &index, &block)?;
             Zip::from(&pos)

@@ -366,8 +366,8 @@ pub(crate) fn fold_rows<T, F>(
 
 /// The first (`last = false`) or the last element of each group, in index order. It moves
 /// elements and computes nothing.
-struct Pick {
-    last: bool,
+pub(crate) struct Pick {
+    pub(crate) last: bool,
 }
 
 impl<T: Copy + Send + Sync> Fold<T> for Pick {

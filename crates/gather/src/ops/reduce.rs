@@ -648,40 +648,6 @@ impl<T: Element> Fold<T> for MinF {
     }
 }
 
-pub(crate) struct FirstF;
-impl<T: Element> Fold<T> for FirstF {
-    type State = Option<T>;
-    type Out = T;
-    fn init(&self) -> Option<T> {
-        None
-    }
-    #[inline(always)]
-    fn push(&self, s: &mut Option<T>, x: T) {
-        if s.is_none() {
-            *s = Some(x);
-        }
-    }
-    fn finish(&self, s: Option<T>, _n: usize) -> T {
-        s.unwrap_or_default()
-    }
-}
-
-pub(crate) struct LastF;
-impl<T: Element> Fold<T> for LastF {
-    type State = Option<T>;
-    type Out = T;
-    fn init(&self) -> Option<T> {
-        None
-    }
-    #[inline(always)]
-    fn push(&self, s: &mut Option<T>, x: T) {
-        *s = Some(x);
-    }
-    fn finish(&self, s: Option<T>, _n: usize) -> T {
-        s.unwrap_or_default()
-    }
-}
-
 /// The shift of the running log-sum-exp: the running maximum when finite, else 0 (so that an
 /// infinite maximum never meets `inf - inf`).
 #[inline(always)]
