@@ -770,7 +770,7 @@ impl Report {
     ///
     /// # Errors
     /// When `w` fails.
-    pub fn print(&self, w: &mut impl Write) -> std::io::Result<()> {
+    pub fn print(&self, w: &mut dyn Write) -> std::io::Result<()> {
         let bw = &self.bandwidth;
         if bw.pages_4k_gbps.is_some() {
             let huge = bw

@@ -533,7 +533,7 @@ fn batched_select_fix(
 
 /// Checks the call, prints the verdict and, for an invalid call, the fixes. Returns whether the
 /// call is valid.
-pub fn check(req: &CheckRequest, out: &mut impl Write) -> CliResult<bool> {
+pub fn check(req: &CheckRequest, out: &mut dyn Write) -> CliResult<bool> {
     let spec = opargs::spec(&req.op)?;
     let names: Vec<&str> = req.shapes.iter().map(|(n, _)| n.as_str()).collect();
     opargs::check_tensors(spec, &names)?;

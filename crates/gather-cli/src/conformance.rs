@@ -196,7 +196,7 @@ impl Report {
     /// gather_cli::conformance::Report::default().print(&mut out, false).unwrap();
     /// assert_eq!(String::from_utf8(out).unwrap(), "0 passed, 0 failed\n");
     /// ```
-    pub fn print(&self, out: &mut impl Write, verbose: bool) -> io::Result<()> {
+    pub fn print(&self, out: &mut dyn Write, verbose: bool) -> io::Result<()> {
         for r in &self.results {
             match &r.outcome {
                 Ok(()) if verbose => writeln!(out, "ok   {}", r.name)?,

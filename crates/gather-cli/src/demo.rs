@@ -24,7 +24,7 @@ type DemoResult = Result<(), String>;
 /// gather_cli::demo::run(&mut out).unwrap();
 /// assert!(String::from_utf8(out).unwrap().contains("hint: "));
 /// ```
-pub fn run(out: &mut impl Write) -> DemoResult {
+pub fn run(out: &mut dyn Write) -> DemoResult {
     seed(out)?;
     topk_patches(out)?;
     mae_masking(out)?;
@@ -43,17 +43,17 @@ fn err(e: gather::Error) -> String {
     format!("the demo failed (a bug): {e}")
 }
 
-fn title(out: &mut impl Write, n: usize, text: &str) -> DemoResult {
+fn title(out: &mut dyn Write, n: usize, text: &str) -> DemoResult {
     writeln!(out, "\n== {n}. {text} ==").map_err(io)
 }
 
-fn say(out: &mut impl Write, text: &str) -> DemoResult {
+fn say(out: &mut dyn Write, text: &str) -> DemoResult {
     writeln!(out, "{text}").map_err(io)
 }
 
 /// `name [shape] = ...`: on one line when short, else ndarray's layout indented below.
 fn show<A: Display, S: Data<Elem = A>, D: Dimension>(
-    out: &mut impl Write,
+    out: &mut dyn Write,
     name: &str,
     a: &ArrayBase<S, D>,
 ) -> DemoResult {
@@ -73,7 +73,7 @@ fn show<A: Display, S: Data<Elem = A>, D: Dimension>(
 }
 
 /// Prints the call, as Rust code, indented under `call:`.
-fn code(out: &mut impl Write, lines: &[&str]) -> DemoResult {
+fn code(out: &mut dyn Write, lines: &[&str]) -> DemoResult {
     say(out, "call:")?;
     for l in lines {
         writeln!(out, "    {l}").map_err(io)?;
@@ -117,7 +117,7 @@ fn argsort_rows<T: Copy + PartialOrd>(a: &Array2<T>) -> Array2<i64> {
     idx
 }
 
-fn seed(out: &mut impl Write) -> DemoResult {
+fn seed(out: &mut dyn Write) -> DemoResult {
     title(out, 1, "Basic 2-D gather: out[i][j] = x[i][index[i][j]]")?;
     let x = array![[10, 20, 30], [40, 50, 60]];
     let index = array![[0i64, 2], [1, 0]];
@@ -128,7 +128,7 @@ fn seed(out: &mut impl Write) -> DemoResult {
     show(out, "output", &y)
 }
 
-fn topk_patches(out: &mut impl Write) -> DemoResult {
+fn topk_patches(out: &mut dyn Write) -> DemoResult {
     title(
         out,
         2,
@@ -164,7 +164,7 @@ fn topk_patches(out: &mut impl Write) -> DemoResult {
     show(out, "output", &picked)
 }
 
-fn mae_masking(out: &mut impl Write) -> DemoResult {
+fn mae_masking(out: &mut dyn Write) -> DemoResult {
     title(
         out,
         3,
@@ -215,7 +215,7 @@ fn mae_masking(out: &mut impl Write) -> DemoResult {
     show(out, "mask", &mask)
 }
 
-fn token_logits(out: &mut impl Write) -> DemoResult {
+fn token_logits(out: &mut dyn Write) -> DemoResult {
     title(
         out,
         4,
@@ -252,7 +252,7 @@ fn roi_data() -> (Array3<f32>, Array1<i64>) {
     (roi, array![7i64, 0, 20])
 }
 
-fn roi_labels(out: &mut impl Write) -> DemoResult {
+fn roi_labels(out: &mut dyn Write) -> DemoResult {
     title(
         out,
         5,
@@ -280,7 +280,7 @@ fn roi_labels(out: &mut impl Write) -> DemoResult {
     show(out, "output", &boxes)
 }
 
-fn head_selection(out: &mut impl Write) -> DemoResult {
+fn head_selection(out: &mut dyn Write) -> DemoResult {
     title(
         out,
         6,
@@ -313,7 +313,7 @@ fn head_selection(out: &mut impl Write) -> DemoResult {
     show(out, "output", &picked)
 }
 
-fn gather_gradient(out: &mut impl Write) -> DemoResult {
+fn gather_gradient(out: &mut dyn Write) -> DemoResult {
     title(
         out,
         7,
@@ -337,7 +337,7 @@ fn gather_gradient(out: &mut impl Write) -> DemoResult {
     show(out, "output", &grad_x)
 }
 
-fn roi_mistake(out: &mut impl Write) -> DemoResult {
+fn roi_mistake(out: &mut dyn Write) -> DemoResult {
     title(
         out,
         8,

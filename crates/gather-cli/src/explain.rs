@@ -90,7 +90,7 @@ impl Explanation {
     }
 
     /// Prints the explanation; each section shows at most `max_lines` lines (`None`: all).
-    pub fn print(&self, out: &mut impl Write, max_lines: Option<usize>) -> std::io::Result<()> {
+    pub fn print(&self, out: &mut dyn Write, max_lines: Option<usize>) -> std::io::Result<()> {
         writeln!(out, "{}", self.header)?;
         for (name, f) in &self.inputs {
             writeln!(out, "{}", show_named(name, f))?;

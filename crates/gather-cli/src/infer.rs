@@ -81,7 +81,7 @@ impl Inference {
     }
 
     /// Prints the report.
-    pub fn print(&self, out: &mut impl Write) -> std::io::Result<()> {
+    pub fn print(&self, out: &mut dyn Write) -> std::io::Result<()> {
         if let Some(g) = &self.global {
             writeln!(out, "no dim works: {g}")?;
             return Ok(());

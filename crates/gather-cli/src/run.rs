@@ -99,7 +99,7 @@ fn target_name(t: &Source) -> String {
 }
 
 /// Runs the op and writes its outputs; prints one line per file written to `log`.
-pub fn run(req: &RunRequest, log: &mut impl Write) -> CliResult<()> {
+pub fn run(req: &RunRequest, log: &mut dyn Write) -> CliResult<()> {
     let spec = opargs::spec(&req.op)?;
     let plan = plan_outputs(&req.op, spec.outputs, &req.outputs)?;
     let inputs = load_inputs(&req.op, &req.tensors, &req.opts, req.progress)?;
