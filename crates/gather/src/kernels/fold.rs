@@ -28,7 +28,8 @@ pub(crate) trait Fold<T>: Sync {
     type State: Copy + Send + Sync;
     type Out: Copy + Send + Sync;
     fn init(&self) -> Self::State;
-    fn push(&self, s: &mut Self::State, x: T);
+    /// Folds `x`, at position `j` along `dim`, into its group's state.
+    fn push(&self, s: &mut Self::State, x: T, j: usize);
     /// The result of a group of `n >= 1` elements.
     fn finish(&self, s: Self::State, n: usize) -> Self::Out;
 }
@@ -43,7 +44,7 @@ fn without<X: Copy>(shape: &[X], dim: usize) -> Vec<X> {
 
 /// A stable counting sort of `ids` (each below `groups`, else a panic): the CSR offsets of every
 /// group and the positions of its members in ascending order.
-pub(crate) fn csr_order(ids: &[usize], groups: usize) -> (Vec<usize>, Vec<usize>) {
+fn csr_order(ids: &[usize], groups: usize) -> (Vec<usize>, Vec<usize>) {
     let mut off = vec![0usize; groups + 1];
     for &g in ids {
         off[g + 1] += 1;
@@ -65,7 +66,7 @@ pub(crate) const PAR_MIN_WORK: usize = 1 << 15;
 
 /// Whether a grouped loop over `groups` groups and `work` elements runs in parallel, and how many
 /// groups each task takes (four tasks per thread, for balance).
-pub(crate) fn group_chunks(groups: usize, work: usize) -> (bool, usize) {
+fn group_chunks(groups: usize, work: usize) -> (bool, usize) {
     let threads = rayon::current_num_threads();
     let parallel = work >= PAR_MIN_WORK && threads > 1;
     let chunk = if parallel {
@@ -203,7 +204,7 @@ pub(crate) fn fold_lanes<T, I, F>(
                     for e in 0..len as isize {
                         let g = (*i.offset(e * id)).to_i64() as usize;
                         counts[g] += 1;
-                        fold.push(&mut states[g], *s.offset(e * sd));
+                        fold.push(&mut states[g], *s.offset(e * sd), e as usize);
                     }
                     for (g, (&n, &st)) in counts.iter().zip(&states).enumerate() {
                         if n > 0 {
@@ -341,11 +342,11 @@ pub(crate) fn fold_rows<T, F>(
                         if si == 1 {
                             let s = std::slice::from_raw_parts(at.add(r.start), r.len());
                             for (st, &x) in st.iter_mut().zip(s) {
-                                fold.push(st, x);
+                                fold.push(st, x, j);
                             }
                         } else {
                             for (st, p) in st.iter_mut().zip(r.clone()) {
-                                fold.push(st, *at.offset(p as isize * si));
+                                fold.push(st, *at.offset(p as isize * si), j);
                             }
                         }
                     }
@@ -377,7 +378,7 @@ impl<T: Copy + Send + Sync> Fold<T> for Pick {
         None
     }
     #[inline(always)]
-    fn push(&self, s: &mut Option<T>, x: T) {
+    fn push(&self, s: &mut Option<T>, x: T, _j: usize) {
         if self.last || s.is_none() {
             *s = Some(x);
         }
@@ -415,7 +416,7 @@ mod tests {
     use super::*;
     use ndarray::{ArrayD, Axis};
 
-    /// A fold whose result depends on the order and the number of its elements.
+    /// A fold whose result depends on the order, the positions and the number of its elements.
     struct Trace;
     impl Fold<u32> for Trace {
         type State = u64;
@@ -423,8 +424,8 @@ mod tests {
         fn init(&self) -> u64 {
             7
         }
-        fn push(&self, s: &mut u64, x: u32) {
-            *s = s.wrapping_mul(1_000_003).wrapping_add(u64::from(x));
+        fn push(&self, s: &mut u64, x: u32, j: usize) {
+            *s = s.wrapping_mul(1_000_003).wrapping_add(u64::from(x)) ^ ((j as u64) << 40);
         }
         fn finish(&self, s: u64, n: usize) -> u64 {
             s ^ ((n as u64) << 56)
@@ -442,9 +443,9 @@ mod tests {
             .zip(src.lanes(Axis(dim)).into_iter().zip(index.lanes(Axis(dim))))
         {
             let mut st = vec![None::<(u64, usize)>; groups];
-            for (&x, &g) in s.iter().zip(i.iter()) {
+            for (j, (&x, &g)) in s.iter().zip(i.iter()).enumerate() {
                 let (mut v, n) = st[g as usize].unwrap_or((Trace.init(), 0));
-                Trace.push(&mut v, x);
+                Trace.push(&mut v, x, j);
                 st[g as usize] = Some((v, n + 1));
             }
             for (o, st) in o.iter_mut().zip(st) {

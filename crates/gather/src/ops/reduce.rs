@@ -52,7 +52,7 @@ use crate::error::{Error, Result, fmt_shape};
 use crate::grad::GradFloat;
 use crate::index::{Bounds, CheckedIndex, IndexElem};
 pub(crate) use crate::kernels::fold::Fold;
-use crate::kernels::fold::{self, PAR_MIN_WORK, csr_order, group_chunks};
+use crate::kernels::fold::{self, PAR_MIN_WORK};
 
 /// The element types of the grouped reductions: every [`Element`].
 ///
@@ -576,7 +576,7 @@ impl<T: Element> Fold<T> for SumF {
         T::acc_zero()
     }
     #[inline(always)]
-    fn push(&self, s: &mut T::Acc, x: T) {
+    fn push(&self, s: &mut T::Acc, x: T, _j: usize) {
         *s = T::acc_add(*s, x.to_acc());
     }
     fn finish(&self, s: T::Acc, _n: usize) -> T {
@@ -592,7 +592,7 @@ impl<T: Element> Fold<T> for ProdF {
         T::acc_one()
     }
     #[inline(always)]
-    fn push(&self, s: &mut T::Acc, x: T) {
+    fn push(&self, s: &mut T::Acc, x: T, _j: usize) {
         *s = T::acc_mul(*s, x.to_acc());
     }
     fn finish(&self, s: T::Acc, _n: usize) -> T {
@@ -608,7 +608,7 @@ impl<T: Element> Fold<T> for MeanF {
         T::acc_zero()
     }
     #[inline(always)]
-    fn push(&self, s: &mut T::Acc, x: T) {
+    fn push(&self, s: &mut T::Acc, x: T, _j: usize) {
         *s = T::acc_add(*s, x.to_acc());
     }
     fn finish(&self, s: T::Acc, n: usize) -> T {
@@ -624,7 +624,7 @@ impl<T: Element> Fold<T> for MaxF {
         T::max_identity().to_acc()
     }
     #[inline(always)]
-    fn push(&self, s: &mut T::Acc, x: T) {
+    fn push(&self, s: &mut T::Acc, x: T, _j: usize) {
         *s = T::acc_max(*s, x.to_acc());
     }
     fn finish(&self, s: T::Acc, _n: usize) -> T {
@@ -640,7 +640,7 @@ impl<T: Element> Fold<T> for MinF {
         T::min_identity().to_acc()
     }
     #[inline(always)]
-    fn push(&self, s: &mut T::Acc, x: T) {
+    fn push(&self, s: &mut T::Acc, x: T, _j: usize) {
         *s = T::acc_min(*s, x.to_acc());
     }
     fn finish(&self, s: T::Acc, _n: usize) -> T {
@@ -723,7 +723,7 @@ impl<T: GradFloat> Fold<T> for LseF {
         Lse::new()
     }
     #[inline(always)]
-    fn push(&self, s: &mut Lse<T::Wide>, x: T) {
+    fn push(&self, s: &mut Lse<T::Wide>, x: T, _j: usize) {
         s.push(x.widen());
     }
     fn finish(&self, s: Lse<T::Wide>, _n: usize) -> T {
@@ -740,7 +740,7 @@ impl<T: GradFloat> Fold<T> for LseStateF {
         Lse::new()
     }
     #[inline(always)]
-    fn push(&self, s: &mut Lse<T::Wide>, x: T) {
+    fn push(&self, s: &mut Lse<T::Wide>, x: T, _j: usize) {
         s.push(x.widen());
     }
     fn finish(&self, s: Lse<T::Wide>, _n: usize) -> Lse<T::Wide> {
@@ -761,7 +761,7 @@ impl<T: GradFloat> Fold<T> for VarF {
         (z, z, z)
     }
     #[inline(always)]
-    fn push(&self, s: &mut Self::State, x: T) {
+    fn push(&self, s: &mut Self::State, x: T, _j: usize) {
         let x = x.widen();
         let (k, mean, m2) = *s;
         let k = k + T::Wide::one();
@@ -786,7 +786,7 @@ impl<T: Element> Fold<T> for AnyF {
         false
     }
     #[inline(always)]
-    fn push(&self, s: &mut bool, x: T) {
+    fn push(&self, s: &mut bool, x: T, _j: usize) {
         *s |= x != T::default();
     }
     fn finish(&self, s: bool, _n: usize) -> bool {
@@ -802,7 +802,7 @@ impl<T: Element> Fold<T> for AllF {
         true
     }
     #[inline(always)]
-    fn push(&self, s: &mut bool, x: T) {
+    fn push(&self, s: &mut bool, x: T, _j: usize) {
         *s &= x != T::default();
     }
     fn finish(&self, s: bool, _n: usize) -> bool {
@@ -1517,159 +1517,114 @@ where
     Ok(into_dim(out))
 }
 
-/// Per-group state of an arg-reduction: the running value, whether a NaN source was seen, and
-/// whether any source reached the group.
+/// An arg-reduction over the sources alone (no `self`), in index order: the running value, the
+/// position along `dim` of the source that set it, and whether a NaN source was seen.
 #[derive(Clone, Copy)]
 struct ArgState<A> {
     v: A,
+    arg: usize,
     nan: bool,
     touched: bool,
+}
+
+/// The fold of [`arg_fold`]: `amax` (`max`) or `amin`. The first source of a group takes it; a
+/// later one takes the position when it is the first NaN, or when it changes a value that is not
+/// NaN (so among equal values the first wins).
+struct ArgF {
+    max: bool,
+}
+
+impl<T: Element> Fold<T> for ArgF {
+    type State = ArgState<T::Acc>;
+    type Out = ArgState<T::Acc>;
+    fn init(&self) -> Self::State {
+        let identity = if self.max {
+            T::max_identity()
+        } else {
+            T::min_identity()
+        };
+        ArgState {
+            v: identity.to_acc(),
+            arg: 0,
+            nan: false,
+            touched: false,
+        }
+    }
+    #[inline(always)]
+    fn push(&self, st: &mut Self::State, x: T, j: usize) {
+        let nv = if self.max {
+            T::acc_max(st.v, x.to_acc())
+        } else {
+            T::acc_min(st.v, x.to_acc())
+        };
+        if !st.touched {
+            st.arg = j;
+            st.nan = x.is_nan();
+        } else if x.is_nan() {
+            if !st.nan {
+                st.arg = j;
+                st.nan = true;
+            }
+        } else if !T::from_acc(st.v).is_nan() && nv != st.v {
+            st.arg = j;
+        }
+        st.v = nv;
+        st.touched = true;
+    }
+    fn finish(&self, s: Self::State, _n: usize) -> Self::State {
+        s
+    }
 }
 
 /// The arg-reduction over every group of every lane: `out` holds `self` (or the fill) and is
 /// updated where a source arrives; `arg` (all `NO_ARG` on entry) gets the winning position
 /// along `dim`, plus `shift`.
+///
+/// The sources are folded alone (by the group walks of [`fold_groups`]), then each group meets
+/// its `self`, which comes before every source: a NaN source wins over it (the first NaN's
+/// position), a NaN `self` over every other source, and otherwise the sources' value only if it
+/// differs from `self`'s (so `self` wins ties). This is the sequential rule with `self` first,
+/// since a running max or min changes value (and position) only where it changes.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn arg_fold<T: Element, I: IndexElem>(
     reduce: ArgReduce,
     include_self: bool,
     dim: usize,
-    out: ArrayViewMut<'_, T, IxDyn>,
-    arg: ArrayViewMut<'_, i64, IxDyn>,
+    mut out: ArrayViewMut<'_, T, IxDyn>,
+    mut arg: ArrayViewMut<'_, i64, IxDyn>,
     index: ArrayView<'_, I, IxDyn>,
     src: ArrayView<'_, T, IxDyn>,
     shift: i64,
 ) {
-    let combine: fn(T::Acc, T::Acc) -> T::Acc = match reduce {
-        ArgReduce::Amax => T::acc_max,
-        ArgReduce::Amin => T::acc_min,
+    let fold = ArgF {
+        max: reduce == ArgReduce::Amax,
     };
-    let identity = match reduce {
-        ArgReduce::Amax => T::max_identity(),
-        ArgReduce::Amin => T::min_identity(),
-    }
-    .to_acc();
-    let acc_nan = |a: T::Acc| T::from_acc(a).is_nan();
-    // One source element `x` at position `j` meets its group's state: the rule both loops share.
-    let step = |st: &mut ArgState<T::Acc>, a: &mut i64, x: T, j: i64| {
-        let xa = x.to_acc();
-        let nv = combine(st.v, xa);
-        if !include_self && !st.touched {
-            *a = j;
-            st.nan = x.is_nan();
-        } else if x.is_nan() {
-            if !st.nan {
-                *a = j;
-                st.nan = true;
+    let mut states = ArrayD::from_elem(out.raw_dim(), <ArgF as Fold<T>>::init(&fold));
+    fold_groups(&fold, dim, src, index, states.view_mut());
+    let max = fold.max;
+    ndarray::Zip::from(&mut out)
+        .and(&mut arg)
+        .and(&states)
+        .for_each(|o, a, st| {
+            if !st.touched {
+                return;
             }
-        } else if !acc_nan(st.v) && nv != st.v {
-            *a = j;
-        }
-        st.v = nv;
-        st.touched = true;
-    };
-    let start = |v: T| ArgState {
-        v: if include_self { v.to_acc() } else { identity },
-        nan: false,
-        touched: false,
-    };
-    if src.ndim() > 1 && src.strides()[dim].unsigned_abs() != 1 {
-        if let Some(ids) = lane_invariant(&index, dim) {
-            arg_fold_csr(dim, out, arg, src, &ids, shift, &start, &step);
-            return;
-        }
-    }
-    for_each_lane(
-        dim,
-        out,
-        arg,
-        index,
-        src,
-        Vec::<ArgState<T::Acc>>::new,
-        |states, mut o, mut a, idx, s| {
-            states.clear();
-            states.extend(o.iter().map(|&v| start(v)));
-            for (j, (i, &x)) in idx.iter().zip(s.iter()).enumerate() {
-                let g = i.to_i64() as usize;
-                step(&mut states[g], &mut a[g], x, j as i64 + shift);
-            }
-            for (o, st) in o.iter_mut().zip(states.iter()) {
-                if st.touched {
-                    *o = T::from_acc(st.v);
+            if include_self && !st.nan {
+                let sv = o.to_acc();
+                let nv = if max {
+                    T::acc_max(sv, st.v)
+                } else {
+                    T::acc_min(sv, st.v)
+                };
+                if o.is_nan() || nv == sv {
+                    // What the sequential fold leaves: `self` through the accumulator.
+                    *o = T::from_acc(sv);
+                    return;
                 }
             }
-        },
-    );
-}
-
-/// The rule of [`arg_fold`] for one source element: state, arg, element, position.
-type ArgStep<'a, T> = dyn Fn(&mut ArgState<<T as Element>::Acc>, &mut i64, T, i64) + Sync + 'a;
-
-/// [`arg_fold`] for an index shared by every lane (a 1-D index spread along `dim`, or a broadcast
-/// view): each group meets its rows in ascending position, over all lanes at once (a counting
-/// sort of `ids`, as [`fold::fold_rows`] does), instead of every lane walking the whole index.
-/// The rule per element and the order per group are those of the lane loop, so the results are
-/// the same. Parallel over chunks of groups.
-#[allow(clippy::too_many_arguments)]
-fn arg_fold_csr<T: Element>(
-    dim: usize,
-    mut out: ArrayViewMut<'_, T, IxDyn>,
-    mut arg: ArrayViewMut<'_, i64, IxDyn>,
-    src: ArrayView<'_, T, IxDyn>,
-    ids: &[usize],
-    shift: i64,
-    start: &(dyn Fn(T) -> ArgState<T::Acc> + Sync),
-    step: &ArgStep<'_, T>,
-) {
-    let groups = out.shape()[dim];
-    if groups == 0 || out.is_empty() {
-        return;
-    }
-    let (off, perm) = csr_order(ids, groups);
-    let (parallel, chunk) = group_chunks(groups, src.len() + out.len());
-    type Part<'a, T> = (
-        usize,
-        (ArrayViewMut<'a, T, IxDyn>, ArrayViewMut<'a, i64, IxDyn>),
-    );
-    let parts: Vec<Part<'_, T>> = out
-        .axis_chunks_iter_mut(Axis(dim), chunk)
-        .zip(arg.axis_chunks_iter_mut(Axis(dim), chunk))
-        .enumerate()
-        .map(|(c, v)| (c * chunk, v))
-        .collect();
-    let body = |(g0, (mut po, mut pa)): Part<'_, T>| {
-        let mut states: Vec<ArgState<T::Acc>> = Vec::new();
-        let mut args: Vec<i64> = Vec::new();
-        for k in 0..po.shape()[dim] {
-            let rows = &perm[off[g0 + k]..off[g0 + k + 1]];
-            if rows.is_empty() {
-                continue;
-            }
-            let mut og = po.index_axis_mut(Axis(dim), k);
-            let mut ag = pa.index_axis_mut(Axis(dim), k);
-            states.clear();
-            states.extend(og.iter().map(|&v| start(v)));
-            args.clear();
-            args.extend(ag.iter().copied());
-            for &j in rows {
-                let row = src.index_axis(Axis(dim), j);
-                for ((st, a), &x) in states.iter_mut().zip(args.iter_mut()).zip(row.iter()) {
-                    step(st, a, x, j as i64 + shift);
-                }
-            }
-            for ((o, a), (st, &w)) in og
-                .iter_mut()
-                .zip(ag.iter_mut())
-                .zip(states.iter().zip(args.iter()))
-            {
-                if st.touched {
-                    *o = T::from_acc(st.v);
-                }
-                *a = w;
-            }
-        }
-    };
-    crate::plan::each(parts, parallel, body);
+            *o = T::from_acc(st.v);
+            *a = st.arg as i64 + shift;
+        });
 }
 
 /// `self.scatter_reduce_(dim, index, src, "amax"|"amin", include_self)` that also returns, for
