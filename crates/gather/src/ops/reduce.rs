@@ -1517,15 +1517,16 @@ where
     Ok(into_dim(out))
 }
 
-/// An arg-reduction over the sources alone (no `self`), in index order: the running value, the
-/// position along `dim` of the source that set it, and whether a NaN source was seen.
+/// An arg-reduction over the sources alone (no `self`), in index order: the running value and
+/// the position along `dim` of the source that set it (`UNTOUCHED` before the first source).
+/// A NaN source was seen exactly when the value is NaN: a NaN is never replaced by a number.
 #[derive(Clone, Copy)]
 struct ArgState<A> {
     v: A,
     arg: usize,
-    nan: bool,
-    touched: bool,
 }
+
+const UNTOUCHED: usize = usize::MAX;
 
 /// The fold of [`arg_fold`]: `amax` (`max`) or `amin`. The first source of a group takes it; a
 /// later one takes the position when it is the first NaN, or when it changes a value that is not
@@ -1545,9 +1546,7 @@ impl<T: Element> Fold<T> for ArgF {
         };
         ArgState {
             v: identity.to_acc(),
-            arg: 0,
-            nan: false,
-            touched: false,
+            arg: UNTOUCHED,
         }
     }
     #[inline(always)]
@@ -1557,19 +1556,11 @@ impl<T: Element> Fold<T> for ArgF {
         } else {
             T::acc_min(st.v, x.to_acc())
         };
-        if !st.touched {
-            st.arg = j;
-            st.nan = x.is_nan();
-        } else if x.is_nan() {
-            if !st.nan {
-                st.arg = j;
-                st.nan = true;
-            }
-        } else if !T::from_acc(st.v).is_nan() && nv != st.v {
+        let was_nan = T::from_acc(st.v).is_nan();
+        if st.arg == UNTOUCHED || (x.is_nan() && !was_nan) || (!was_nan && nv != st.v) {
             st.arg = j;
         }
         st.v = nv;
-        st.touched = true;
     }
     fn finish(&self, s: Self::State, _n: usize) -> Self::State {
         s
@@ -1606,10 +1597,10 @@ pub(crate) fn arg_fold<T: Element, I: IndexElem>(
         .and(&mut arg)
         .and(&states)
         .for_each(|o, a, st| {
-            if !st.touched {
+            if st.arg == UNTOUCHED {
                 return;
             }
-            if include_self && !st.nan {
+            if include_self && !T::from_acc(st.v).is_nan() {
                 let sv = o.to_acc();
                 let nv = if max {
                     T::acc_max(sv, st.v)
