@@ -363,14 +363,28 @@ impl<I: IndexElem> Target<'_, '_, I> {
                 }
             }
             Update::Max | Update::Min => {
-                if T::ORDER_ON_BITS {
-                    self.reduce_on_bits(dst, src, init, update)
-                } else if update == Update::Max {
-                    self.reduce(dst, src, init, max::<T>)
-                } else {
-                    self.reduce(dst, src, init, min::<T>)
-                }
+                self.reduce_order_as(dst, src, init, update == Update::Max)
             }
+        }
+    }
+
+    /// [`Target::reduce_as`] for `amax` (`is_max`) or `amin` alone: what `f16`/`bf16` run in their
+    /// own type (their sums and products run in `f32`), so that their in-type sums are not
+    /// compiled.
+    pub(crate) fn reduce_order_as<T: Element>(
+        &self,
+        dst: &mut ArrayViewMut<'_, T, IxDyn>,
+        src: &ArrayView<'_, T, IxDyn>,
+        init: Option<T>,
+        is_max: bool,
+    ) {
+        let update = if is_max { Update::Max } else { Update::Min };
+        if T::ORDER_ON_BITS {
+            self.reduce_on_bits(dst, src, init, update)
+        } else if is_max {
+            self.reduce(dst, src, init, max::<T>)
+        } else {
+            self.reduce(dst, src, init, min::<T>)
         }
     }
 
@@ -431,14 +445,30 @@ pub(crate) fn scatter_checking_fresh_as<T: Element, I: IndexElem>(
             }
         }
         Update::Max | Update::Min => {
-            if T::ORDER_ON_BITS {
-                fresh_on_bits(from, out, dim, index, src, bad, update)
-            } else if update == Update::Max {
-                scatter_checking_fresh(from, out, dim, index, src, bad, max::<T>)
-            } else {
-                scatter_checking_fresh(from, out, dim, index, src, bad, min::<T>)
-            }
+            fresh_order_as(from, out, dim, index, src, bad, update == Update::Max)
         }
+    }
+}
+
+/// [`scatter_checking_fresh_as`] for `amax` (`is_max`) or `amin` alone (see
+/// [`Target::reduce_order_as`]).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn fresh_order_as<T: Element, I: IndexElem>(
+    from: &ArrayView<'_, T, IxDyn>,
+    out: Vec<T>,
+    dim: usize,
+    index: &ArrayView<'_, I, IxDyn>,
+    src: &ArrayView<'_, T, IxDyn>,
+    bad: &AtomicBool,
+    is_max: bool,
+) -> Vec<T> {
+    if T::ORDER_ON_BITS {
+        let update = if is_max { Update::Max } else { Update::Min };
+        fresh_on_bits(from, out, dim, index, src, bad, update)
+    } else if is_max {
+        scatter_checking_fresh(from, out, dim, index, src, bad, max::<T>)
+    } else {
+        scatter_checking_fresh(from, out, dim, index, src, bad, min::<T>)
     }
 }
 

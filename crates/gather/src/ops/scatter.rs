@@ -363,6 +363,10 @@ where
     let bad = AtomicBool::new(false);
     let out = super::try_vec(op, input.len())?;
     let out = match reduce {
+        // `f16`/`bf16` come here with `amax`/`amin` alone (`wide` above).
+        Some(r) if T::WIDE_ACC => {
+            kernels::scatter::fresh_order_as(&from, out, d, &index, &src, &bad, r == Reduce::Amax)
+        }
         Some(r) => kernels::scatter::scatter_checking_fresh_as(
             &from,
             out,
@@ -584,7 +588,12 @@ pub(crate) fn reduce_into<T: Element, I: IndexElem>(
         finish(dst, Some(&acc), counts.as_ref(), r, include_self);
     } else {
         let init = (!include_self).then(|| T::from_acc(identity()));
-        target.reduce_as(dst, src, init, update_of(r));
+        if T::WIDE_ACC {
+            // `amax`/`amin` alone come here for `f16`/`bf16` (`wide`).
+            target.reduce_order_as(dst, src, init, r == Reduce::Amax);
+        } else {
+            target.reduce_as(dst, src, init, update_of(r));
+        }
         finish::<T>(dst, None, counts.as_ref(), r, include_self);
     }
 }
