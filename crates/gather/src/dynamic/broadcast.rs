@@ -7,7 +7,7 @@
 //! the target unchanged.
 
 use super::{Args, Inputs, Tensor, TensorViewMut, index_dtype_error, input, same_dtype};
-use super::{with_index_tensor, with_view, with_view_mut};
+use super::{with_index_tensor, with_view_mut};
 use crate::error::{Error, Result};
 use crate::ops::scatter::Reduce;
 
@@ -18,10 +18,8 @@ pub(crate) fn gather_broadcast(args: &Args, inputs: &dyn Inputs) -> Result<Tenso
     let x = input(inputs, "input")?;
     let index = input(inputs, "index")?;
     let dim = args.dim()?;
-    with_view!(x, x => {
-        with_index_tensor!(index, i => super::moved_op(x, |x| crate::ops::broadcast::gather_broadcast(&x, dim, i)),
-            _ => Err(index_dtype_error(OP, "index", &index)))
-    })
+    with_index_tensor!(index, i => super::Read::GatherBroadcast(dim, i).on(&x),
+        _ => Err(index_dtype_error(OP, "index", &index)))
 }
 
 /// `scatter_broadcast`, `scatter_add_broadcast`, `scatter_reduce_broadcast` into `target`.

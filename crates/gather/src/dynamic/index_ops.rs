@@ -9,11 +9,11 @@
 
 use ndarray::{ArrayViewD, ArrayViewMutD};
 
-use super::moved_op;
+use super::Read;
 use super::{
     Args, Inputs, Tensor, TensorElem, TensorViewMut, index_dtype_error, input, same_dtype,
 };
-use super::{with_index_tensor, with_view, with_view_mut};
+use super::{with_index_tensor, with_view_mut};
 use crate::dims::normalize_dim;
 use crate::element::Scalar;
 use crate::error::Result;
@@ -25,13 +25,11 @@ pub(crate) fn index_select(args: &Args, inputs: &dyn Inputs) -> Result<Tensor> {
     let x = input(inputs, "input")?;
     let index = input(inputs, "index")?;
     let dim = args.dim()?;
-    with_view!(x, x => {
-        with_index_tensor!(index, i => moved_op(x, |x| crate::ops::index::index_select(&x, dim, i)),
-            _ => {
-                // PyTorch checks the dtype after the shapes, and also for an empty index.
-                check_select_shapes(x.shape(), dim, index.shape(), index.dtype())?;
-                Err(index_dtype_error("index_select", "index", &index))
-            })
+    with_index_tensor!(index, i => Read::IndexSelect(dim, i).on(&x),
+    _ => {
+        // PyTorch checks the dtype after the shapes, and also for an empty index.
+        check_select_shapes(x.shape(), dim, index.shape(), index.dtype())?;
+        Err(index_dtype_error("index_select", "index", &index))
     })
 }
 

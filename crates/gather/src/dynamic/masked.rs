@@ -28,7 +28,7 @@ pub(crate) fn masked_select(_args: &Args, inputs: &dyn Inputs) -> Result<Tensor>
     let x = input(inputs, "input")?;
     let mask = bool_mask("masked_select", inputs)?;
     // The masked ops only move elements: they run on the moved type (see `Moved`).
-    with_view!(x, x => moved_op(x, |x| Ok(typed::masked_select(&x, &mask)?.into_dyn())))
+    super::Read::MaskedSelect(&mask).on(&x)
 }
 
 pub(crate) fn masked_scatter(_args: &Args, inputs: &dyn Inputs) -> Result<Tensor> {

@@ -230,6 +230,56 @@ pub(crate) fn moved_op<T: TensorElem + Moved>(
     Ok(moved_back::<T>(f(T::moved(&x.view()))?))
 }
 
+/// The ops that read `input` where an index (or a mask) says, with their arguments: run by
+/// [`Read::on`] on the moved type of the input (see [`Moved`]). One `match` compiled once per
+/// moved type serves them all, where a closure per op and element type would be compiled
+/// 13 times per op.
+pub(crate) enum Read<'a> {
+    Gather(isize, &'a ArrayViewD<'a, i64>),
+    IndexSelect(isize, &'a ArrayViewD<'a, i64>),
+    Take(&'a ArrayViewD<'a, i64>),
+    TakeAlongDim(Option<isize>, &'a ArrayViewD<'a, i64>),
+    SelectBatched(isize, &'a ArrayViewD<'a, i64>, usize),
+    GatherBroadcast(isize, &'a ArrayViewD<'a, i64>),
+    MaskedSelect(&'a ArrayViewD<'a, bool>),
+    RepeatInterleave(&'a ArrayViewD<'a, i64>, Option<isize>, Option<usize>),
+    RepeatInterleaveScalar(usize, Option<isize>, Option<usize>),
+    OnnxGatherElements(isize, &'a ArrayViewD<'a, i64>),
+    OnnxGather(isize, &'a ArrayViewD<'a, i64>),
+    OnnxGatherNd(usize, &'a ArrayViewD<'a, i64>),
+}
+
+impl Read<'_> {
+    /// The read on `x`, whatever its dtype; the result has `x`'s dtype.
+    pub(crate) fn on(&self, x: &TensorView<'_>) -> Result<Tensor> {
+        with_view!(x, x => self.typed(x))
+    }
+
+    fn typed<T: TensorElem + Moved>(&self, x: &ArrayViewD<'_, T>) -> Result<Tensor> {
+        Ok(moved_back::<T>(self.run(T::moved(x))?))
+    }
+
+    fn run<M: Element>(&self, x: ArrayViewD<'_, M>) -> Result<ArrayD<M>> {
+        use crate::ops::{broadcast, masked, onnx, repeat, take};
+        match *self {
+            Read::Gather(dim, i) => crate::gather(&x, dim, i),
+            Read::IndexSelect(dim, i) => crate::ops::index::index_select(&x, dim, i),
+            Read::Take(i) => Ok(take::take(&x, i)?.into_dyn()),
+            Read::TakeAlongDim(dim, i) => take::take_along_dim(&x, i, dim),
+            Read::SelectBatched(dim, i, b) => crate::select_batched(&x, dim, i, b),
+            Read::GatherBroadcast(dim, i) => broadcast::gather_broadcast(&x, dim, i),
+            Read::MaskedSelect(mask) => Ok(masked::masked_select(&x, mask)?.into_dyn()),
+            Read::RepeatInterleave(r, dim, n) => repeat::repeat_interleave(&x, r, dim, n),
+            Read::RepeatInterleaveScalar(r, dim, n) => {
+                repeat::repeat_interleave_scalar(&x, r, dim, n)
+            }
+            Read::OnnxGatherElements(axis, i) => onnx::onnx_gather_elements(&x, i, axis),
+            Read::OnnxGather(axis, i) => onnx::onnx_gather(&x, i, axis),
+            Read::OnnxGatherNd(b, i) => onnx::onnx_gather_nd(&x, i, b),
+        }
+    }
+}
+
 /// The result of a [`moved_op`] as a tensor of `T`: compiled once per type, not per op.
 #[inline(never)]
 pub(crate) fn moved_back<T: TensorElem + Moved>(a: ArrayD<T::As>) -> Tensor {

@@ -5,9 +5,8 @@ use ndarray::ArrayViewD;
 
 use ndarray::ArrayD;
 
-use super::{
-    Args, Inputs, Tensor, TensorElem, TensorView, index_dtype_error, input, moved_op, same_dtype,
-};
+use super::Read;
+use super::{Args, Inputs, Tensor, TensorElem, TensorView, index_dtype_error, input, same_dtype};
 use super::{with_index_tensor, with_view};
 use crate::error::{Error, Result};
 use crate::index::IndexElem;
@@ -47,6 +46,20 @@ fn batch_dims(op: &str, args: &Args) -> Result<usize> {
 pub(crate) fn call(op: &str, args: &Args, inputs: &dyn Inputs) -> Result<Tensor> {
     let data = input(inputs, "data")?;
     let indices = input(inputs, "indices")?;
+    // The reads only move elements: they run on the moved type (see `Read`).
+    if matches!(
+        op,
+        "onnx_gather_elements" | "onnx_gather" | "onnx_gather_nd"
+    ) {
+        return with_index_tensor!(indices, i => {
+            let read = match op {
+                "onnx_gather_elements" => Read::OnnxGatherElements(axis(args)?, i),
+                "onnx_gather" => Read::OnnxGather(axis(args)?, i),
+                _ => Read::OnnxGatherNd(batch_dims(op, args)?, i),
+            };
+            read.on(&data)
+        }, _ => Err(index_dtype_error(op, "indices", &indices)));
+    }
     with_view!(data, x => {
         with_index_tensor!(indices, i => typed_call(op, args, inputs, x, i),
             _ => Err(index_dtype_error(op, "indices", &indices)))
@@ -62,11 +75,6 @@ fn typed_call<T: TensorElem + Moved, I: IndexElem>(
 ) -> Result<Tensor> {
     let updates = || same_dtype::<T>(op, "updates", &input(inputs, "updates")?);
     Ok(match op {
-        // The reads only move elements: they run on the moved type (see `Moved`).
-        "onnx_gather_elements" => {
-            let axis = axis(args)?;
-            moved_op(x, |x| typed::onnx_gather_elements(&x, i, axis))?
-        }
         "onnx_scatter_elements" => T::wrap(typed::onnx_scatter_elements(
             x,
             i,
@@ -74,14 +82,6 @@ fn typed_call<T: TensorElem + Moved, I: IndexElem>(
             axis(args)?,
             reduction(args)?,
         )?),
-        "onnx_gather" => {
-            let axis = axis(args)?;
-            moved_op(x, |x| typed::onnx_gather(&x, i, axis))?
-        }
-        "onnx_gather_nd" => {
-            let b = batch_dims(op, args)?;
-            moved_op(x, |x| typed::onnx_gather_nd(&x, i, b))?
-        }
         "onnx_scatter_nd" => T::wrap(typed::onnx_scatter_nd(x, i, &updates()?, reduction(args)?)?),
         _ => return Err(super::unknown_op(op)),
     })

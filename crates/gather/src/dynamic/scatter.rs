@@ -4,9 +4,10 @@ use ndarray::{ArrayViewD, ArrayViewMutD};
 
 use ndarray::ArrayD;
 
+use super::Read;
 use super::{
     Arg, Args, Inputs, Tensor, TensorElem, TensorView, TensorViewMut, index_dtype_error, input,
-    moved_op, same_dtype,
+    same_dtype,
 };
 use super::{with_index_tensor, with_view, with_view_mut};
 use crate::dims::normalize_dim;
@@ -35,12 +36,10 @@ pub(crate) fn gather(args: &Args, inputs: &dyn Inputs) -> Result<Tensor> {
     let x = input(inputs, "input")?;
     let index = input(inputs, "index")?;
     let dim = args.dim()?;
-    with_view!(x, x => {
-        with_index_tensor!(index, i => moved_op(x, |x| crate::gather(&x, dim, i)),
-            _ => {
-                let i = empty_index_or_error("gather", &index, x.ndim(), dim)?;
-                moved_op(x, |x| crate::gather(&x, dim, &i.view()))
-            })
+    with_index_tensor!(index, i => Read::Gather(dim, i).on(&x),
+    _ => {
+        let i = empty_index_or_error("gather", &index, x.shape().len(), dim)?;
+        Read::Gather(dim, &i.view()).on(&x)
     })
 }
 

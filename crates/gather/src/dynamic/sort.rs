@@ -9,7 +9,8 @@
 //!   Without an `input` tensor it is the repeats-only form, whose output has the dtype of
 //!   `repeats` for `int32`/`int64` repeats (as PyTorch) and `int64` for the other integer dtypes.
 
-use super::{Arg, Args, Inputs, Tensor, TensorView, index_dtype_error, input, moved_op};
+use super::Read;
+use super::{Arg, Args, Inputs, Tensor, TensorView, index_dtype_error, input};
 use super::{with_index_tensor, with_view};
 use crate::dims::normalize_dim;
 use crate::error::{Error, Result};
@@ -106,11 +107,11 @@ pub(crate) fn repeat_interleave(args: &Args, inputs: &dyn Inputs) -> Result<Tens
         (None, None) => Err(Error::invalid(format!(
             "{OP}: missing input tensor `input` (or `repeats` for the repeats-only form)"
         ))),
-        (Some(x), Some(r)) => with_view!(x, a => {
-            // Repeating only moves elements: it runs on the moved type (see `Moved`).
-            with_index_tensor!(r, ri => moved_op(a, |a| repeat::repeat_interleave(&a, ri, dim, output_size)),
-                _ => Err(index_dtype_error(OP, "repeats", &r)))
-        }),
+        // Repeating only moves elements: it runs on the moved type (see `Moved`).
+        (Some(x), Some(r)) => {
+            with_index_tensor!(r, ri => Read::RepeatInterleave(ri, dim, output_size).on(&x),
+            _ => Err(index_dtype_error(OP, "repeats", &r)))
+        }
         (Some(x), None) => {
             let r = args.int("repeats")?;
             // PyTorch wraps dim before it looks at the count.
@@ -121,7 +122,7 @@ pub(crate) fn repeat_interleave(args: &Args, inputs: &dyn Inputs) -> Result<Tens
                 Error::invalid(format!("{OP}: Repeats must be non-negative (repeats = {r})"))
                     .with_hint("repeats counts the copies of every slice, so it must be >= 0; use 0 for an empty result")
             })?;
-            with_view!(x, a => moved_op(a, |a| repeat::repeat_interleave_scalar(&a, r, dim, output_size)))
+            Read::RepeatInterleaveScalar(r, dim, output_size).on(&x)
         }
     }
 }

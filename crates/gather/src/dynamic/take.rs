@@ -5,33 +5,29 @@
 
 use ndarray::{ArrayViewD, ArrayViewMutD};
 
+use super::Read;
 use super::{
     Args, Inputs, Tensor, TensorElem, TensorView, TensorViewMut, index_dtype_error, input,
-    moved_op, same_dtype,
+    same_dtype,
 };
-use super::{with_index_tensor, with_view, with_view_mut};
+use super::{with_index_tensor, with_view_mut};
 use crate::error::Result;
 use crate::index::IndexElem;
 use crate::ops::put::put_inplace;
-use crate::ops::take as typed;
 
 pub(crate) fn take(_args: &Args, inputs: &dyn Inputs) -> Result<Tensor> {
     let x = input(inputs, "input")?;
     let index = input(inputs, "index")?;
-    with_view!(x, x => {
-        with_index_tensor!(index, i => moved_op(x, |x| Ok(typed::take(&x, i)?.into_dyn())),
-            _ => Err(index_dtype_error("take", "index", &index)))
-    })
+    with_index_tensor!(index, i => Read::Take(i).on(&x),
+        _ => Err(index_dtype_error("take", "index", &index)))
 }
 
 pub(crate) fn take_along_dim(args: &Args, inputs: &dyn Inputs) -> Result<Tensor> {
     let x = input(inputs, "input")?;
     let index = input(inputs, "index")?;
     let dim = args.opt_int("dim")?.map(|d| d as isize);
-    with_view!(x, x => {
-        with_index_tensor!(index, i => moved_op(x, |x| typed::take_along_dim(&x, i, dim)),
-            _ => Err(index_dtype_error("take_along_dim", "indices", &index)))
-    })
+    with_index_tensor!(index, i => Read::TakeAlongDim(dim, i).on(&x),
+        _ => Err(index_dtype_error("take_along_dim", "indices", &index)))
 }
 
 /// `select_batched`: arguments `dim` (the selected axis) and `batch_dims` (default 0).
@@ -40,10 +36,8 @@ pub(crate) fn select_batched(args: &Args, inputs: &dyn Inputs) -> Result<Tensor>
     let index = input(inputs, "index")?;
     let dim = args.dim()?;
     let batch_dims = batch_dims(args)?;
-    with_view!(x, x => {
-        with_index_tensor!(index, i => moved_op(x, |x| crate::select_batched(&x, dim, i, batch_dims)),
-            _ => Err(index_dtype_error("select_batched", "index", &index)))
-    })
+    with_index_tensor!(index, i => Read::SelectBatched(dim, i, batch_dims).on(&x),
+        _ => Err(index_dtype_error("select_batched", "index", &index)))
 }
 
 /// The `batch_dims` argument: a non-negative integer, 0 when absent or null.
