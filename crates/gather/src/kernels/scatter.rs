@@ -1909,6 +1909,10 @@ mod tests {
         case(|v| (v * 20_000_000) as i32);
         case(|v| v.wrapping_mul(0x0123_4567_89ab_cdef));
         case(|v| v as u8);
+        // Unsigned values on both sides of the top bit: ordered as they are, without a flip.
+        case(|v| (v * 300) as u16);
+        case(|v| (v * 20_000_000) as u32);
+        case(|v| (v as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
         case(|v| v > 0);
         case(|v| v as f32 / 8.0);
     }
