@@ -922,7 +922,7 @@ pub fn call_inplace(
 fn assign<T: TensorElem>(dst: &mut ArrayViewMutD<'_, T>, src: &Tensor) {
     let src = T::unwrap_ref(src)
         .unwrap_or_else(|| unreachable!("a bounded in-place call returns its target's dtype"));
-    dst.assign(src);
+    crate::kernels::copy::assign(dst, &src.view());
 }
 
 fn unknown_op(op: &str) -> Error {

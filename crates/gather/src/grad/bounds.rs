@@ -25,7 +25,7 @@ fn zero_filled<'a, T: GradFloat>(
 ) -> ndarray::CowArray<'a, T, IxDyn> {
     match (policy, missing) {
         (OutOfBounds::Fill(_), Some(m)) => {
-            let mut g = grad_out.to_owned();
+            let mut g = crate::kernels::copy::owned(&grad_out);
             fill_missing(&mut g.view_mut(), &m, layout, T::default());
             g.into()
         }
@@ -128,7 +128,7 @@ where
         Some(_) => {
             let ext = with_scratch(&grad_out, d)?;
             let (gi, rest) = f(&ext.view(), &r.index())?;
-            let gi = gi.slice_axis(Axis(d), Slice::from(0..n)).to_owned();
+            let gi = crate::kernels::copy::owned(&gi.slice_axis(Axis(d), Slice::from(0..n)));
             let gi = gi
                 .into_shape_with_order(grad_out.raw_dim())
                 .expect("the input's shape");

@@ -366,8 +366,8 @@ pub(crate) fn embed_leading<T: Element, D: Dimension>(
         if o.ndim() == 0 {
             o = o.insert_axis(Axis(0));
         }
-        o.slice_each_axis_mut(|ax| Slice::from(0..block.shape()[ax.axis.index()]))
-            .assign(&block);
+        let mut o = o.slice_each_axis_mut(|ax| Slice::from(0..block.shape()[ax.axis.index()]));
+        crate::kernels::copy::assign(&mut o, &block.view().into_dyn());
     }
     Ok(out)
 }

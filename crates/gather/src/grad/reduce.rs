@@ -445,8 +445,10 @@ fn embed_axis<W: Element>(
     }
     let mut full = ArrayD::from_elem(IxDyn(shape), W::default());
     let len = block.shape()[axis];
-    full.slice_axis_mut(Axis(axis), Slice::from(start..start + len))
-        .assign(&block);
+    crate::kernels::copy::assign(
+        &mut full.slice_axis_mut(Axis(axis), Slice::from(start..start + len)),
+        &block.view(),
+    );
     full
 }
 

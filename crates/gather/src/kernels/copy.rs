@@ -4,7 +4,7 @@
 //! its input. For a large input the copy is split over the thread pool, row by row as the planner
 //! merges them (one `memcpy` per contiguous run).
 
-use ndarray::{ArrayView, IxDyn};
+use ndarray::{ArrayView, ArrayViewMut, IxDyn};
 
 use super::SharedPtr;
 use super::words::{self, Plain, Word};
@@ -58,6 +58,55 @@ fn copy_words<T: Word>(src: &ArrayView<'_, T, IxDyn>, mut out: Vec<T>) -> Vec<T>
     out
 }
 
+/// A row-major copy of `a` (ndarray's `to_owned`), on words: see [`copy_into`].
+pub(crate) fn owned<T: Plain>(a: &ArrayView<'_, T, IxDyn>) -> ndarray::ArrayD<T> {
+    let v = copy_into(a, Vec::with_capacity(a.len()));
+    ndarray::ArrayD::from_shape_vec(a.raw_dim(), v).expect("a buffer of the view's length")
+}
+
+/// `dst[p] = src[p]` for every position `p` (ndarray's `assign` for equal shapes), on words of
+/// `T`'s width: compiled once per width, not once per element type. Panics if the shapes differ.
+pub(crate) fn assign<T: Plain>(
+    dst: &mut ArrayViewMut<'_, T, IxDyn>,
+    src: &ArrayView<'_, T, IxDyn>,
+) {
+    // SAFETY: the kernel stores only words of `src`, i.e. elements of `T`.
+    let mut d = unsafe { words::view_mut(dst) };
+    assign_words(&mut d, &words::view(src));
+}
+
+fn assign_words<T: Word>(dst: &mut ArrayViewMut<'_, T, IxDyn>, src: &ArrayView<'_, T, IxDyn>) {
+    assert_eq!(dst.shape(), src.shape(), "assign kernel: shapes differ");
+    if dst.is_empty() {
+        return;
+    }
+    let shape = dst.shape().to_vec();
+    let nest = Nest::<2>::new(&shape, [dst.strides(), src.strides()], None);
+    let [ds, ss] = nest.inner.strides;
+    let dptr = SharedPtr(dst.as_mut_ptr());
+    let sptr = SharedPtr(src.as_ptr() as *mut T);
+    nest.for_each(move |base, r| {
+        let (d, s) = (dptr, sptr);
+        // SAFETY: `base + j * stride` for `j` in the inner range are offsets of positions of the
+        // common shape: inside both views (ndarray vouches for their strides). Distinct positions
+        // of `dst`, a `&mut` view, are distinct memory, and the planner hands every position to
+        // one task, so writes never overlap; `src` is only read, and being borrowed while `dst`
+        // is borrowed mutably, it is not `dst`'s memory.
+        unsafe {
+            let dp = d.0.offset(base[0]);
+            let sp = s.0.offset(base[1]).cast_const();
+            if ds == 1 && ss == 1 {
+                std::ptr::copy_nonoverlapping(sp.add(r.start), dp.add(r.start), r.len());
+            } else {
+                for j in r {
+                    let j = j as isize;
+                    *dp.offset(j * ds) = *sp.offset(j * ss);
+                }
+            }
+        }
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::sized;
@@ -78,6 +127,31 @@ mod tests {
             let got = copy_into(&v, Vec::with_capacity(v.len()));
             let want: Vec<i32> = v.iter().copied().collect();
             assert_eq!(got, want, "shape {:?} strides {:?}", v.shape(), v.strides());
+        }
+    }
+
+    #[test]
+    fn assign_writes_every_position_whatever_both_layouts() {
+        let shape = (sized(40, 6), sized(30, 8), sized(70, 20));
+        let x = Array3::from_shape_fn(shape, |(a, b, c)| (a * 10000 + b * 100 + c) as i64);
+        let (p, q, r) = shape;
+        let mut big = Array3::<i64>::zeros((2 * p, q, 2 * r));
+        // The same values with the axes reversed in memory.
+        let xt = x.t().as_standard_layout().into_owned();
+        let srcs = [
+            x.view().into_dyn(),
+            x.slice(s![..;-1, .., ..]).into_dyn(),
+            xt.t().into_dyn(),
+        ];
+        for src in srcs {
+            big.fill(-1);
+            let mut dst = big.slice_mut(s![..;2, .., ..;-2]);
+            assert_eq!(dst.shape(), src.shape());
+            assign(&mut dst.view_mut().into_dyn(), &src);
+            assert_eq!(dst.into_dyn(), src);
+            // The positions outside the view are untouched.
+            assert!(big.slice(s![1..;2, .., ..]).iter().all(|&v| v == -1));
+            assert!(big.slice(s![.., .., ..;2]).iter().all(|&v| v == -1));
         }
     }
 }

@@ -584,7 +584,7 @@ fn write_bounded_dyn<T: Element, I: IndexElem>(
             };
             let mut ext = extend_axis(&dst1.view(), d, T::default())?;
             f(&mut ext.view_mut(), &r.index())?;
-            dst1.assign(&ext.slice_axis(Axis(d), Slice::from(0..n)));
+            crate::kernels::copy::assign(&mut dst1, &ext.slice_axis(Axis(d), Slice::from(0..n)));
         }
         None => {
             let mut flat = super::try_vec(op, n + 1)?;
@@ -601,7 +601,7 @@ fn write_bounded_dyn<T: Element, I: IndexElem>(
 }
 
 /// `a` with one more slice of `fill` at the end of axis `d`.
-pub(crate) fn extend_axis<T: Copy>(
+pub(crate) fn extend_axis<T: crate::kernels::words::Plain>(
     a: &ArrayView<'_, T, IxDyn>,
     d: usize,
     fill: T,
@@ -611,8 +611,10 @@ pub(crate) fn extend_axis<T: Copy>(
     let n = shape.iter().product::<usize>();
     super::try_vec::<T>("bounds", n)?;
     let mut ext = ArrayD::from_elem(IxDyn(&shape), fill);
-    ext.slice_axis_mut(Axis(d), Slice::from(0..a.shape()[d]))
-        .assign(a);
+    crate::kernels::copy::assign(
+        &mut ext.slice_axis_mut(Axis(d), Slice::from(0..a.shape()[d])),
+        a,
+    );
     Ok(ext)
 }
 

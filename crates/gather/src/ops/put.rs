@@ -195,7 +195,7 @@ where
     SS: Data<Elem = T>,
     DS: Dimension,
 {
-    let mut out = input.as_standard_layout().into_owned();
+    let mut out = super::try_to_owned("put", input)?;
     put_inplace(&mut out, index, source, accumulate)?;
     Ok(out)
 }
