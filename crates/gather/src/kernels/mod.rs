@@ -14,6 +14,7 @@ pub(crate) mod scatter;
 pub(crate) mod segment;
 pub(crate) mod take;
 pub(crate) mod words;
+pub(crate) mod zip;
 
 use crate::index::{Bounds, IndexElem};
 

@@ -34,8 +34,7 @@
 //! of range, and nothing extra when none is.
 
 use ndarray::{
-    Array, ArrayBase, ArrayD, ArrayView, ArrayViewMut, Axis, Data, DataMut, Dimension, IxDyn,
-    Slice, Zip,
+    Array, ArrayBase, ArrayD, ArrayView, ArrayViewMut, Axis, Data, DataMut, Dimension, IxDyn, Slice,
 };
 
 use crate::dims::normalize_dim;
@@ -260,7 +259,7 @@ pub(crate) fn fill_missing<T: Copy>(
             let Some(m) = missing.broadcast(out.raw_dim()) else {
                 return;
             };
-            Zip::from(out).and(&m).for_each(|o, &m| {
+            crate::kernels::zip::zip2(out, &m, |o, &m| {
                 if m {
                     *o = value;
                 }

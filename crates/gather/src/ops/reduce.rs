@@ -180,7 +180,7 @@ fn via<T: Copy, C: ReduceElement, I: IndexElem>(
     let src = src.mapv(to);
     let mut acc = out.mapv(to);
     reduce_groups(reduce, dim, src.view(), index, acc.view_mut());
-    out.zip_mut_with(&acc, |o, &c| *o = from(c));
+    crate::kernels::zip::zip2(&mut out, &acc.view(), |o, &c| *o = from(c));
 }
 
 /// The carrier items of [`ReduceElement`], from [`CarriedGroups`].
@@ -1593,29 +1593,26 @@ pub(crate) fn arg_fold<T: Element, I: IndexElem>(
     let mut states = ArrayD::from_elem(out.raw_dim(), <ArgF as Fold<T>>::init(&fold));
     fold_groups(&fold, dim, src, index, states.view_mut());
     let max = fold.max;
-    ndarray::Zip::from(&mut out)
-        .and(&mut arg)
-        .and(&states)
-        .for_each(|o, a, st| {
-            if st.arg == UNTOUCHED {
+    crate::kernels::zip::zip3(&mut out, &mut arg, &states.view(), |o, a, st| {
+        if st.arg == UNTOUCHED {
+            return;
+        }
+        if include_self && !T::from_acc(st.v).is_nan() {
+            let sv = o.to_acc();
+            let nv = if max {
+                T::acc_max(sv, st.v)
+            } else {
+                T::acc_min(sv, st.v)
+            };
+            if o.is_nan() || nv == sv {
+                // What the sequential fold leaves: `self` through the accumulator.
+                *o = T::from_acc(sv);
                 return;
             }
-            if include_self && !T::from_acc(st.v).is_nan() {
-                let sv = o.to_acc();
-                let nv = if max {
-                    T::acc_max(sv, st.v)
-                } else {
-                    T::acc_min(sv, st.v)
-                };
-                if o.is_nan() || nv == sv {
-                    // What the sequential fold leaves: `self` through the accumulator.
-                    *o = T::from_acc(sv);
-                    return;
-                }
-            }
-            *o = T::from_acc(st.v);
-            *a = st.arg as i64 + shift;
-        });
+        }
+        *o = T::from_acc(st.v);
+        *a = st.arg as i64 + shift;
+    });
 }
 
 /// `self.scatter_reduce_(dim, index, src, "amax"|"amin", include_self)` that also returns, for

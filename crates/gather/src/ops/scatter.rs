@@ -27,9 +27,7 @@
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use ndarray::{
-    Array, ArrayBase, ArrayD, ArrayView, ArrayViewMut, Data, DataMut, Dimension, IxDyn, Zip,
-};
+use ndarray::{Array, ArrayBase, ArrayD, ArrayView, ArrayViewMut, Data, DataMut, Dimension, IxDyn};
 
 use super::{check_index_fits, check_index_rank};
 use crate::dims::normalize_dim;
@@ -38,6 +36,7 @@ use crate::error::{Error, Result};
 use crate::index::{Bounds, CheckedIndex, IndexElem};
 use crate::kernels;
 use crate::kernels::scatter::Update;
+use crate::kernels::zip::zip2;
 
 /// The reductions of `scatter_reduce` (and `index_reduce`, which has no `Sum`).
 ///
@@ -585,7 +584,7 @@ pub(crate) fn reduce_into<T: Element, I: IndexElem>(
         } else {
             target.reduce(&mut a, src, init, kernels::scatter::add_wide::<T>);
         }
-        finish(dst, Some(&acc), counts.as_ref(), r, include_self);
+        finish(dst, Some(&mut acc), counts.as_ref(), r, include_self);
     } else {
         let init = (!include_self).then(|| T::from_acc(identity()));
         if T::WIDE_ACC {
@@ -604,32 +603,38 @@ fn count_one(c: &mut u64, _: u8) {
     *c += 1;
 }
 
-/// Writes the accumulator back (if any) and divides means by their contributor counts.
+/// Divides means by their contributor counts (in the accumulator, if any) and writes the
+/// accumulator back.
 fn finish<T: Element>(
     dst: &mut ArrayViewMut<'_, T, IxDyn>,
-    acc: Option<&ArrayD<T::Acc>>,
+    acc: Option<&mut ArrayD<T::Acc>>,
     counts: Option<&ArrayD<u64>>,
     _r: Reduce,
     include_self: bool,
 ) {
     let extra = include_self as u64;
-    match (acc, counts) {
-        (Some(acc), Some(c)) => Zip::from(dst).and(acc).and(c).for_each(|d, &a, &n| {
-            *d = T::from_acc(if n > 0 {
-                T::acc_div_count(a, (n + extra) as usize)
-            } else {
-                a
-            })
-        }),
-        (Some(acc), None) => Zip::from(dst)
-            .and(acc)
-            .for_each(|d, &a| *d = T::from_acc(a)),
-        (None, Some(c)) => Zip::from(dst).and(c).for_each(|d, &n| {
-            if n > 0 {
-                *d = T::from_acc(T::acc_div_count(d.to_acc(), (n + extra) as usize))
+    let c = counts.map(|c| c.view());
+    match acc {
+        Some(acc) => {
+            let mut acc = acc.view_mut();
+            if let Some(c) = &c {
+                zip2(&mut acc, c, |a, &n| {
+                    if n > 0 {
+                        *a = T::acc_div_count(*a, (n + extra) as usize);
+                    }
+                });
             }
-        }),
-        (None, None) => {}
+            zip2(dst, &acc.view(), |d, &a| *d = T::from_acc(a));
+        }
+        None => {
+            if let Some(c) = &c {
+                zip2(dst, c, |d, &n| {
+                    if n > 0 {
+                        *d = T::from_acc(T::acc_div_count(d.to_acc(), (n + extra) as usize))
+                    }
+                });
+            }
+        }
     }
 }
 
