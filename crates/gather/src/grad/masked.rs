@@ -63,7 +63,7 @@ where
     if b == shape.slice() {
         return reshape_to(op, full, shape);
     }
-    let wide: ArrayD<T::Wide> = full.mapv(|v| v.widen());
+    let wide: ArrayD<T::Wide> = crate::kernels::zip::map(&full.view(), |v| v.widen());
     Ok(narrow_to::<T, _>(&sum_to(wide, shape.slice()), shape))
 }
 

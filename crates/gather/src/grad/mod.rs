@@ -331,12 +331,14 @@ pub(crate) fn try_zeros<T: Element, D: Dimension>(op: &str, shape: D) -> Result<
 pub(crate) fn widen<T: GradFloat, S: Data<Elem = T>, D: Dimension>(
     a: &ArrayBase<S, D>,
 ) -> ArrayD<T::Wide> {
-    view_nonempty(a).map(|v| v.widen())
+    crate::kernels::zip::map(&view_nonempty(a), |v| v.widen())
 }
 
 /// Rounds `a` (in logical order) into an array of `shape`, which has `a`'s number of elements.
 pub(crate) fn narrow_to<T: GradFloat, D: Dimension>(a: &ArrayD<T::Wide>, shape: D) -> Array<T, D> {
-    let v: Vec<T> = a.iter().map(|&w| T::narrow(w)).collect();
+    let v = crate::kernels::zip::map(&a.view(), |&w| T::narrow(w))
+        .into_raw_vec_and_offset()
+        .0;
     Array::from_shape_vec(shape, v).expect("same number of elements")
 }
 

@@ -70,8 +70,8 @@ where
         }
     });
     let mut out = zeros;
-    let wide = grad_out.view().into_dyn().mapv(|v| v.widen());
-    let mut acc = out.mapv(|v| v.widen());
+    let wide = crate::kernels::zip::map(&grad_out.view().into_dyn(), |v| v.widen());
+    let mut acc = crate::kernels::zip::map(&out.view(), |v| v.widen());
     scatter_nd_bounded(
         op,
         acc.view_mut(),
@@ -80,7 +80,7 @@ where
         Reduction::Add,
         Bounds::Strict,
     )?;
-    out.zip_mut_with(&acc, |o, &a| *o = T::narrow(a));
+    crate::kernels::zip::zip2(&mut out.view_mut(), &acc.view(), |o, &a| *o = T::narrow(a));
     Ok(out)
 }
 

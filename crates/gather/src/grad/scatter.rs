@@ -462,7 +462,10 @@ where
         None => (unreferenced_grad(&g, &x, &r, reduce, parity), None),
         Some(d) => {
             let idx = view_nonempty(&idx);
-            let s = leading_block(view_nonempty(src), idx.shape()).map(|v| v.widen());
+            let s =
+                crate::kernels::zip::map(&leading_block(view_nonempty(src), idx.shape()), |v| {
+                    v.widen()
+                });
             let (gi, gs) = reduce_core(&g, &x, d, &idx, &s, &r, reduce, include_self, parity)?;
             (gi, Some(gs))
         }
@@ -471,7 +474,7 @@ where
     let src_grad = match gs {
         None => super::try_zeros(op, src.raw_dim())?,
         Some(gs) => {
-            let gs: ArrayD<T> = gs.mapv(T::narrow);
+            let gs: ArrayD<T> = crate::kernels::zip::map(&gs.view(), |&w| T::narrow(w));
             embed_leading(op, gs.view(), src.raw_dim())?
         }
     };

@@ -8,7 +8,7 @@
 //! b  [b00 b01 b02]      (b may be a broadcast view: stride 0)
 //! ```
 
-use ndarray::{ArrayView, ArrayViewMut, IxDyn};
+use ndarray::{ArrayD, ArrayView, ArrayViewMut, IxDyn};
 
 use crate::plan::Nest;
 
@@ -67,6 +67,23 @@ pub(crate) fn zip3<A, B, C>(
             }
         }
     });
+}
+
+/// `f(&a[p])` for every position `p`, into a new array of `a`'s shape (row-major).
+pub(crate) fn map<A, B>(a: &ArrayView<'_, A, IxDyn>, mut f: impl FnMut(&A) -> B) -> ArrayD<B> {
+    let mut out = Vec::with_capacity(a.len());
+    let nest = Nest::<1>::new(a.shape(), [a.strides()], None);
+    let [sa] = nest.inner.strides;
+    let pa = a.as_ptr();
+    // Row-major order: the nest keeps the axes in order (it only merges contiguous ones).
+    nest.for_each_serial(|base, r| {
+        for j in r {
+            // SAFETY: `base + j * stride` is the offset of a position of `a`'s shape, inside
+            // the view (ndarray vouches for its strides); it is only read.
+            out.push(f(unsafe { &*pa.offset(base[0] + j as isize * sa) }));
+        }
+    });
+    ArrayD::from_shape_vec(a.raw_dim(), out).expect("one value per position")
 }
 
 #[cfg(test)]

@@ -196,20 +196,23 @@ fn resolve_index<I: IndexElem>(
         OutOfBounds::Error | OutOfBounds::Wrap => {
             check_bounds(op, &v, dim, size, Bounds::Wrap)?;
             (
-                v.mapv(|x| {
+                crate::kernels::zip::map(&v, |x| {
                     let x = x.to_i64();
                     if x < 0 { x + n } else { x }
                 }),
                 None,
             )
         }
-        OutOfBounds::Clip => (v.mapv(|x| x.to_i64().clamp(0, (n - 1).max(0))), None),
+        OutOfBounds::Clip => (
+            crate::kernels::zip::map(&v, |x| x.to_i64().clamp(0, (n - 1).max(0))),
+            None,
+        ),
         OutOfBounds::Fill(_) | OutOfBounds::Drop => {
             let inside = |x: i64| x >= 0 && x < n;
-            let missing = v.mapv(|x| !inside(x.to_i64()));
+            let missing = crate::kernels::zip::map(&v, |x| !inside(x.to_i64()));
             let any = missing.iter().any(|&m| m);
             (
-                v.mapv(|x| {
+                crate::kernels::zip::map(&v, |x| {
                     let x = x.to_i64();
                     if inside(x) { x } else { placeholder }
                 }),

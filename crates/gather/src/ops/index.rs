@@ -422,7 +422,7 @@ fn add_dyn<T: Element, I: IndexElem>(
             let one = a == T::acc_one();
             if T::WIDE_ACC {
                 // One rounding per element: the sums run in f32.
-                let mut acc: ArrayD<T::Acc> = dst.map(|x| x.to_acc());
+                let mut acc: ArrayD<T::Acc> = crate::kernels::zip::map(&dst.view(), |x| x.to_acc());
                 let mut view = acc.view_mut();
                 if one {
                     target.reduce(&mut view, &source, None, kernels::scatter::add_wide::<T>);

@@ -177,8 +177,8 @@ fn via<T: Copy, C: ReduceElement, I: IndexElem>(
     to: fn(T) -> C,
     from: fn(C) -> T,
 ) {
-    let src = src.mapv(to);
-    let mut acc = out.mapv(to);
+    let src = crate::kernels::zip::map(&src, |&x| to(x));
+    let mut acc = crate::kernels::zip::map(&out.view(), |&x| to(x));
     reduce_groups(reduce, dim, src.view(), index, acc.view_mut());
     crate::kernels::zip::zip2(&mut out, &acc.view(), |o, &c| *o = from(c));
 }
@@ -827,7 +827,7 @@ pub(crate) fn fold_any_all<T: Element, I: IndexElem>(
 ) {
     // The folds see each element's truth only: one bool array, so that the group walks are
     // compiled once (for bool) instead of once per element type.
-    let truthy = src.map(|&x| x != T::default());
+    let truthy = crate::kernels::zip::map(&src, |&x| x != T::default());
     match which {
         AnyAll::Any => fold_groups(&AnyF, dim, truthy.view(), index, out),
         AnyAll::All => fold_groups(&AllF, dim, truthy.view(), index, out),

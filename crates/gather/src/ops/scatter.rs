@@ -576,7 +576,7 @@ pub(crate) fn reduce_into<T: Element, I: IndexElem>(
         Reduce::Amin => T::min_identity().to_acc(),
     };
     if T::WIDE_ACC && wide::<T>(r) {
-        let mut acc: ArrayD<T::Acc> = dst.map(|x| x.to_acc());
+        let mut acc: ArrayD<T::Acc> = crate::kernels::zip::map(&dst.view(), |x| x.to_acc());
         let init = (!include_self).then(identity);
         let mut a = acc.view_mut();
         if r == Reduce::Prod {
