@@ -19,6 +19,7 @@
 //! only its leading index-shaped block), and the rest of it gets zero. PyTorch's backward fails
 //! with "returned an invalid gradient" there.
 
+use crate::kernels::zip::{map, map2, map3};
 use ndarray::{Array, ArrayBase, ArrayD, ArrayView, Data, Dimension, IxDyn, Zip};
 use num_traits::{Float, Zero};
 
@@ -495,12 +496,12 @@ fn unreferenced_grad<W: GradFloat<Wide = W> + Float>(
     match (parity, reduce) {
         (Parity::Correct, _) | (_, Reduce::Sum | Reduce::Mean) => g.clone(),
         (Parity::PyTorch, Reduce::Amax | Reduce::Amin) => {
-            Zip::from(g).and(x).and(r).map_collect(|&g, &x, &r| {
+            map3(&g.view(), &x.view(), &r.view(), |&g, &x, &r| {
                 let e = if x == r { W::one() } else { W::zero() };
                 e * (g / e)
             })
         }
-        (Parity::PyTorch, Reduce::Prod) => Zip::from(g).and(x).map_collect(|&g, &x| {
+        (Parity::PyTorch, Reduce::Prod) => map2(&g.view(), &x.view(), |&g, &x| {
             let m = if x == W::zero() { W::one() } else { x };
             g * m / m
         }),
@@ -531,47 +532,44 @@ pub(super) fn reduce_core<W: GradFloat<Wide = W> + Float, I: IndexElem>(
         Reduce::Sum => (g.clone(), crate::gather(g, dim, idx)?),
         Reduce::Mean => {
             let n = counts(x.raw_dim(), dim, idx, include_self)?;
-            let gi = Zip::from(g)
-                .and(&n)
-                .map_collect(|&g, &n| g / W::from(n.max(1)).expect("count fits a float"));
+            let gi = map2(&g.view(), &n.view(), |&g, &n| {
+                g / W::from(n.max(1)).expect("count fits a float")
+            });
             let gs = crate::gather(&gi, dim, idx)?;
             (gi, gs)
         }
         Reduce::Amax | Reduce::Amin => {
             let value = crate::gather(r, dim, idx)?;
-            let mut self_is = Zip::from(x).and(r).map_collect(|&x, &r| mask::<W>(x == r));
+            let mut self_is = map2(&x.view(), &r.view(), |&x, &r| mask::<W>(x == r));
             if !include_self && parity == Parity::Correct {
                 // An excluded self did not contribute: it takes no share of the gradient.
                 crate::scatter_inplace(&mut self_is, dim, idx, W::zero())?;
             }
-            let src_is = Zip::from(s)
-                .and(&value)
-                .map_collect(|&s, &v| mask::<W>(s == v));
+            let src_is = map2(&s.view(), &value.view(), |&s, &v| mask::<W>(s == v));
             let n = crate::scatter_add(&self_is, dim, idx, &src_is)?;
-            let share = Zip::from(g).and(&n).map_collect(|&g, &n| g / n);
-            let gi = Zip::from(&self_is)
-                .and(&share)
-                .map_collect(|&e, &sh| e * sh);
+            let share = map2(&g.view(), &n.view(), |&g, &n| g / n);
+            let gi = map2(&self_is.view(), &share.view(), |&e, &sh| e * sh);
             let gs = crate::gather(&share, dim, idx)? * &src_is;
             (gi, gs)
         }
         Reduce::Prod => {
-            let masked_self = x.mapv(|v| if v == W::zero() { W::one() } else { v });
+            let masked_self = map(&x.view(), |&v| if v == W::zero() { W::one() } else { v });
             let msr = crate::scatter_reduce(&masked_self, dim, idx, s, Reduce::Prod, include_self)?;
-            let gi = Zip::from(g)
-                .and(&msr)
-                .and(&masked_self)
-                .map_collect(|&g, &p, &m| g * p / m);
+            let gi = map3(&g.view(), &msr.view(), &masked_self.view(), |&g, &p, &m| {
+                g * p / m
+            });
             // How many src zeros land on each output element, seen from each src position.
-            let zero_f = s.mapv(|v| mask::<W>(v == W::zero()));
+            let zero_f = map(&s.view(), |&v| mask::<W>(v == W::zero()));
             let zeros_at = crate::scatter_add(&Array::zeros(x.raw_dim()), dim, idx, &zero_f)?;
             let zeros_seen = crate::gather(&zeros_at, dim, idx)?;
-            let single = Zip::from(s)
-                .and(&zeros_seen)
-                .map_collect(|&v, &z| v == W::zero() && z == W::one());
-            let masked_src = Zip::from(s)
-                .and(&single)
-                .map_collect(|&v, &one| if one { W::one() } else { v });
+            let single = map2(&s.view(), &zeros_seen.view(), |&v, &z| {
+                v == W::zero() && z == W::one()
+            });
+            let masked_src = map2(
+                &s.view(),
+                &single.view(),
+                |&v, &one| if one { W::one() } else { v },
+            );
             let msrc = crate::scatter_reduce(x, dim, idx, &masked_src, Reduce::Prod, include_self)?;
             let with_zero = crate::gather(&(g * &msrc), dim, idx)?;
             let plain = crate::gather(&(g * r), dim, idx)?;

@@ -86,6 +86,60 @@ pub(crate) fn map<A, B>(a: &ArrayView<'_, A, IxDyn>, mut f: impl FnMut(&A) -> B)
     ArrayD::from_shape_vec(a.raw_dim(), out).expect("one value per position")
 }
 
+/// `f(&a[p], &b[p])` for every position `p`, into a new array of their shape (row-major).
+/// Panics if the shapes differ.
+pub(crate) fn map2<A, B, C>(
+    a: &ArrayView<'_, A, IxDyn>,
+    b: &ArrayView<'_, B, IxDyn>,
+    mut f: impl FnMut(&A, &B) -> C,
+) -> ArrayD<C> {
+    assert_eq!(a.shape(), b.shape(), "zip kernel: shapes differ");
+    let mut out = Vec::with_capacity(a.len());
+    let nest = Nest::<2>::new(a.shape(), [a.strides(), b.strides()], None);
+    let [sa, sb] = nest.inner.strides;
+    let (pa, pb) = (a.as_ptr(), b.as_ptr());
+    nest.for_each_serial(|base, r| {
+        for j in r {
+            let j = j as isize;
+            // SAFETY: offsets of one position of the common shape in each view, only read.
+            out.push(unsafe { f(&*pa.offset(base[0] + j * sa), &*pb.offset(base[1] + j * sb)) });
+        }
+    });
+    ArrayD::from_shape_vec(a.raw_dim(), out).expect("one value per position")
+}
+
+/// `f(&a[p], &b[p], &c[p])` for every position `p`, into a new array of their shape
+/// (row-major). Panics if the shapes differ.
+pub(crate) fn map3<A, B, C, E>(
+    a: &ArrayView<'_, A, IxDyn>,
+    b: &ArrayView<'_, B, IxDyn>,
+    c: &ArrayView<'_, C, IxDyn>,
+    mut f: impl FnMut(&A, &B, &C) -> E,
+) -> ArrayD<E> {
+    assert!(
+        a.shape() == b.shape() && a.shape() == c.shape(),
+        "zip kernel: shapes differ"
+    );
+    let mut out = Vec::with_capacity(a.len());
+    let nest = Nest::<3>::new(a.shape(), [a.strides(), b.strides(), c.strides()], None);
+    let [sa, sb, sc] = nest.inner.strides;
+    let (pa, pb, pc) = (a.as_ptr(), b.as_ptr(), c.as_ptr());
+    nest.for_each_serial(|base, r| {
+        for j in r {
+            let j = j as isize;
+            // SAFETY: offsets of one position of the common shape in each view, only read.
+            out.push(unsafe {
+                f(
+                    &*pa.offset(base[0] + j * sa),
+                    &*pb.offset(base[1] + j * sb),
+                    &*pc.offset(base[2] + j * sc),
+                )
+            });
+        }
+    });
+    ArrayD::from_shape_vec(a.raw_dim(), out).expect("one value per position")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -41,7 +41,7 @@
 //! bounds included, before the first write: a failed call leaves `self` exactly as it was.
 
 use ndarray::{
-    Array, ArrayBase, ArrayD, ArrayView, ArrayViewMut, Axis, Data, DataMut, Dimension, IxDyn, Zip,
+    Array, ArrayBase, ArrayD, ArrayView, ArrayViewMut, Axis, Data, DataMut, Dimension, IxDyn,
 };
 
 use super::{try_to_owned, try_vec, view_1d_if_scalar};
@@ -431,15 +431,14 @@ fn add_dyn<T: Element, I: IndexElem>(
                         *x = T::acc_add(*x, T::acc_mul(a, s.to_acc()))
                     });
                 }
-                Zip::from(&mut dst)
-                    .and(&acc)
-                    .for_each(|x, &v| *x = T::from_acc(v));
+                kernels::zip::zip2(&mut dst, &acc.view(), |x, &v| *x = T::from_acc(v));
             } else if one {
                 target.reduce_as(&mut dst, &source, None, Update::Add);
             } else {
                 // `alpha * s` rounds in the type (its own accumulator) before the sum, as in the
                 // update `x + alpha * s`.
-                let scaled = source.mapv(|s| T::from_acc(T::acc_mul(a, s.to_acc())));
+                let scaled =
+                    kernels::zip::map(&source, |&s| T::from_acc(T::acc_mul(a, s.to_acc())));
                 target.reduce_as(&mut dst, &scaled.view(), None, Update::Add);
             }
         },
