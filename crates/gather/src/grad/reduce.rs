@@ -29,6 +29,7 @@
 //! Sources outside the groups (beyond the index's block, or outside the segments' offsets) get
 //! zero; empty groups pass no gradient anywhere. `f16`/`bf16` gradients are computed in `f32`.
 
+use crate::kernels::zip::{map, map2, map3};
 use ndarray::{Array, ArrayBase, ArrayD, ArrayView, Axis, Data, Dimension, IxDyn, Slice, Zip};
 use num_traits::{Float, NumCast};
 
@@ -110,7 +111,7 @@ where
         }
         GroupReduce::Amax | GroupReduce::Amin => {
             let og = pick(out, dim, &index, &block)?;
-            let eq = Zip::from(&x).and(&og).map_collect(|&x, &o| {
+            let eq = map2(&x.view(), &og.view(), |&x, &o| {
                 if x == o || (Float::is_nan(x) && Float::is_nan(o)) {
                     W::one()
                 } else {
@@ -119,10 +120,9 @@ where
             });
             let t = group_fold(&SumF, dim, eq.view(), index.view(), groups, W::zero());
             let tg = pick(&t, dim, &index, &block)?;
-            Zip::from(&eq)
-                .and(&gg)
-                .and(&tg)
-                .map_collect(|&e, &g, &t| if e == W::zero() { W::zero() } else { g / t })
+            map3(&eq.view(), &gg.view(), &tg.view(), |&e, &g, &t| {
+                if e == W::zero() { W::zero() } else { g / t }
+            })
         }
         GroupReduce::First | GroupReduce::Last => {
             let pos = ArrayD::from_shape_fn(IxDyn(&block), |p| p[dim] as i64);
@@ -146,15 +146,17 @@ where
                 )
             };
             let wg = pick(&win, dim, &index, &block)?;
-            Zip::from(&pos)
-                .and(&wg)
-                .and(&gg)
-                .map_collect(|&p, &w, &g| if p == w { g } else { W::zero() })
+            map3(&pos.view(), &wg.view(), &gg.view(), |&p, &w, &g| {
+                if p == w { g } else { W::zero() }
+            })
         }
         GroupReduce::Prod => {
-            let zero = x.mapv(|v| if v == W::zero() { W::one() } else { W::zero() });
+            let zero = map(
+                &x.view(),
+                |&v| if v == W::zero() { W::one() } else { W::zero() },
+            );
             let nz = group_fold(&SumF, dim, zero.view(), index.view(), groups, W::zero());
-            let masked = x.mapv(|v| if v == W::zero() { W::one() } else { v });
+            let masked = map(&x.view(), |&v| if v == W::zero() { W::one() } else { v });
             let others = group_fold(&ProdF, dim, masked.view(), index.view(), groups, W::one());
             let nzg = pick(&nz, dim, &index, &block)?;
             let og = pick(&others, dim, &index, &block)?;
@@ -227,18 +229,16 @@ where
     if log {
         let s = group_fold(&SumF, dim, g.view(), index.view(), groups, W::zero());
         let sg = pick(&s, dim, &index, &block)?;
-        Ok(Zip::from(g)
-            .and(y)
-            .and(&sg)
-            .map_collect(|&g, &y, &s| g - y.exp() * s))
+        Ok(map3(&g.view(), &y.view(), &sg.view(), |&g, &y, &s| {
+            g - y.exp() * s
+        }))
     } else {
         let gy = g * y;
         let s = group_fold(&SumF, dim, gy.view(), index.view(), groups, W::zero());
         let sg = pick(&s, dim, &index, &block)?;
-        Ok(Zip::from(g)
-            .and(y)
-            .and(&sg)
-            .map_collect(|&g, &y, &s| y * (g - s)))
+        Ok(map3(&g.view(), &y.view(), &sg.view(), |&g, &y, &s| {
+            y * (g - s)
+        }))
     }
 }
 
