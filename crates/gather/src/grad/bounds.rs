@@ -135,11 +135,12 @@ where
             Ok((gi, rest))
         }
         None => {
-            let mut flat: Vec<T> = grad_out.iter().copied().collect();
+            let mut flat = crate::kernels::copy::copy_into(&grad_out, Vec::with_capacity(n + 1));
             flat.push(T::default());
             let ext = ArrayD::from_shape_vec(IxDyn(&[n + 1]), flat).expect("n + 1");
             let (gi, rest) = f(&ext.view(), &r.index())?;
-            let gi: Vec<T> = gi.iter().copied().take(n).collect();
+            let mut gi = crate::kernels::copy::copy_into(&gi.view(), Vec::with_capacity(gi.len()));
+            gi.truncate(n);
             Ok((
                 ArrayD::from_shape_vec(grad_out.raw_dim(), gi).expect("n elements"),
                 rest,

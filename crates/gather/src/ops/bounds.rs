@@ -589,14 +589,14 @@ fn write_bounded_dyn<T: Element, I: IndexElem>(
             crate::kernels::copy::assign(&mut dst1, &ext.slice_axis(Axis(d), Slice::from(0..n)));
         }
         None => {
-            let mut flat = super::try_vec(op, n + 1)?;
-            flat.extend(dst.iter().copied());
+            let mut flat = crate::kernels::copy::copy_into(&dst.view(), super::try_vec(op, n + 1)?);
             flat.push(T::default());
             let mut ext = ArrayD::from_shape_vec(IxDyn(&[n + 1]), flat).expect("n + 1 elements");
             f(&mut ext.view_mut(), &r.index())?;
-            for (o, e) in dst.iter_mut().zip(ext.iter()) {
-                *o = *e;
-            }
+            let back =
+                ArrayView::from_shape(dst.raw_dim(), &ext.as_slice().expect("contiguous")[..n])
+                    .expect("n elements");
+            crate::kernels::copy::assign(&mut dst, &back);
         }
     }
     Ok(())
