@@ -98,6 +98,19 @@ pub trait ReduceElement: Element {
         index: ArrayView<'_, I, IxDyn>,
         out: ArrayViewMut<'_, Self, IxDyn>,
     );
+    /// Runs an arg-reduction in the carrier type (where `CARRY_ARITH`; see [`arg_fold`]).
+    #[doc(hidden)]
+    #[allow(clippy::too_many_arguments)]
+    fn carried_arg<I: IndexElem>(
+        reduce: ArgReduce,
+        include_self: bool,
+        dim: usize,
+        out: ArrayViewMut<'_, Self, IxDyn>,
+        arg: ArrayViewMut<'_, i64, IxDyn>,
+        index: ArrayView<'_, I, IxDyn>,
+        src: ArrayView<'_, Self, IxDyn>,
+        shift: i64,
+    );
 }
 
 /// The group folds are compiled for a few carrier types only, so that each is not compiled once
@@ -130,6 +143,19 @@ trait CarriedGroups: Sized {
         index: ArrayView<'_, I, IxDyn>,
         out: ArrayViewMut<'_, Self, IxDyn>,
     );
+    /// An arg-reduction in the carrier of sum, prod, amax and amin: the conversions keep the
+    /// order, the equalities and the NaNs, so the values and the args are those of the type.
+    #[allow(clippy::too_many_arguments)]
+    fn carried_arg<I: IndexElem>(
+        reduce: ArgReduce,
+        include_self: bool,
+        dim: usize,
+        out: ArrayViewMut<'_, Self, IxDyn>,
+        arg: ArrayViewMut<'_, i64, IxDyn>,
+        index: ArrayView<'_, I, IxDyn>,
+        src: ArrayView<'_, Self, IxDyn>,
+        shift: i64,
+    );
 }
 
 macro_rules! carry {
@@ -145,6 +171,23 @@ macro_rules! carry {
                 out: ArrayViewMut<'_, $t, IxDyn>,
             ) {
                 via::<$t, $arith, I>(r, dim, src, index, out, $to, $from)
+            }
+            fn carried_arg<I: IndexElem>(
+                reduce: ArgReduce,
+                include_self: bool,
+                dim: usize,
+                mut out: ArrayViewMut<'_, $t, IxDyn>,
+                arg: ArrayViewMut<'_, i64, IxDyn>,
+                index: ArrayView<'_, I, IxDyn>,
+                src: ArrayView<'_, $t, IxDyn>,
+                shift: i64,
+            ) {
+                let to: fn($t) -> $arith = $to;
+                let from: fn($arith) -> $t = $from;
+                let src = crate::kernels::zip::map(&src, |&x| to(x));
+                let mut acc = crate::kernels::zip::map(&out.view(), |&x| to(x));
+                arg_fold(reduce, include_self, dim, acc.view_mut(), arg, index, src.view(), shift);
+                crate::kernels::zip::zip2(&mut out, &acc.view(), |o, &c| *o = from(c));
             }
         }
     )*};
@@ -196,6 +239,27 @@ macro_rules! carried_items {
             out: ArrayViewMut<'_, $t, IxDyn>,
         ) {
             <$t as CarriedGroups>::carried(reduce, dim, src, index, out)
+        }
+        fn carried_arg<I: IndexElem>(
+            reduce: ArgReduce,
+            include_self: bool,
+            dim: usize,
+            out: ArrayViewMut<'_, $t, IxDyn>,
+            arg: ArrayViewMut<'_, i64, IxDyn>,
+            index: ArrayView<'_, I, IxDyn>,
+            src: ArrayView<'_, $t, IxDyn>,
+            shift: i64,
+        ) {
+            <$t as CarriedGroups>::carried_arg(
+                reduce,
+                include_self,
+                dim,
+                out,
+                arg,
+                index,
+                src,
+                shift,
+            )
         }
     };
 }
@@ -1577,7 +1641,7 @@ impl<T: Element> Fold<T> for ArgF {
 /// differs from `self`'s (so `self` wins ties). This is the sequential rule with `self` first,
 /// since a running max or min changes value (and position) only where it changes.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn arg_fold<T: Element, I: IndexElem>(
+pub(crate) fn arg_fold<T: ReduceElement, I: IndexElem>(
     reduce: ArgReduce,
     include_self: bool,
     dim: usize,
@@ -1587,6 +1651,10 @@ pub(crate) fn arg_fold<T: Element, I: IndexElem>(
     src: ArrayView<'_, T, IxDyn>,
     shift: i64,
 ) {
+    // A constant `if`: the carried types' own folds are not compiled.
+    if T::CARRY_ARITH {
+        return T::carried_arg(reduce, include_self, dim, out, arg, index, src, shift);
+    }
     let fold = ArgF {
         max: reduce == ArgReduce::Amax,
     };
@@ -1651,7 +1719,7 @@ pub fn scatter_reduce_arg_inplace<T, S, D, I, SI, DI, SS, DS>(
     include_self: bool,
 ) -> Result<Array<i64, D>>
 where
-    T: Element,
+    T: ReduceElement,
     S: DataMut<Elem = T>,
     D: Dimension,
     I: IndexElem,
@@ -1721,7 +1789,7 @@ pub fn scatter_reduce_arg<T, S, D, I, SI, DI, SS, DS>(
     include_self: bool,
 ) -> Result<(Array<T, D>, Array<i64, D>)>
 where
-    T: Element,
+    T: ReduceElement,
     S: Data<Elem = T>,
     D: Dimension,
     I: IndexElem,
