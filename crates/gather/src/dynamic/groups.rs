@@ -255,16 +255,15 @@ fn segment_tensor<'a>(op: &str, inputs: &'a dyn Inputs) -> Result<(SegKind, Tens
     }
 }
 
-/// Runs `f` with the segments of `t` (1-D) as the typed [`Segments`].
-fn with_segments<I: IndexElem, R>(
+/// The segments of `t` (1-D) as the typed [`Segments`].
+fn segments_of<'a, I: IndexElem>(
     op: &str,
     kind: SegKind,
-    t: &ArrayViewD<'_, I>,
+    t: &ArrayViewD<'a, I>,
     num_segments: Option<usize>,
-    f: impl FnOnce(Segments<'_, I>) -> Result<R>,
-) -> Result<R> {
+) -> Result<Segments<'a, I>> {
     let name = kind.name();
-    let v = t.view().into_dimensionality::<Ix1>().map_err(|_| {
+    let v = t.clone().into_dimensionality::<Ix1>().map_err(|_| {
         Error::rank(format!(
             "{op}: {name} must be 1-D, but got {} dims {}",
             t.ndim(),
@@ -290,7 +289,7 @@ fn with_segments<I: IndexElem, R>(
         (SegKind::Offsets, None) => Segments::Offsets(v),
         (SegKind::Lengths, None) => Segments::Lengths(v),
     };
-    f(segments)
+    Ok(segments)
 }
 
 /// Every segment op (`segment_reduce`, `segment_arg_reduce`, `segment_any`, `segment_all`,
@@ -306,7 +305,7 @@ pub(crate) fn segment(op: &str, args: &Args, inputs: &dyn Inputs) -> Result<Vec<
             let reduce = group_reduce(op, args)?;
             let fill = fill_arg(op, args)?;
             with_view!(src, s => {
-                with_index_tensor!(segt, ix => with_segments(op, kind, ix, num_segments, |sg| {
+                with_index_tensor!(segt, ix => segments_of(op, kind, ix, num_segments).and_then(|sg| {
                     let fill = empty_fill(op, fill)?;
                     Ok(out(Tensor::from(seg::segment_reduce(s, dim, sg, reduce, fill)?)))
                 }), _ => Err(index_dtype_error(op, kind.name(), &segt)))
@@ -316,7 +315,7 @@ pub(crate) fn segment(op: &str, args: &Args, inputs: &dyn Inputs) -> Result<Vec<
             let reduce = arg_reduce(op, args)?;
             let fill = fill_arg(op, args)?;
             with_view!(src, s => {
-                with_index_tensor!(segt, ix => with_segments(op, kind, ix, num_segments, |sg| {
+                with_index_tensor!(segt, ix => segments_of(op, kind, ix, num_segments).and_then(|sg| {
                     let fill = empty_fill(op, fill)?;
                     let (v, a) = seg::segment_arg_reduce(s, dim, sg, reduce, fill)?;
                     Ok(two(Tensor::from(v), a))
@@ -327,7 +326,7 @@ pub(crate) fn segment(op: &str, args: &Args, inputs: &dyn Inputs) -> Result<Vec<
             let fill = empty_fill::<bool>(op, fill_arg(op, args)?)?;
             let all = op == "segment_all";
             with_view!(src, s => {
-                with_index_tensor!(segt, ix => with_segments(op, kind, ix, num_segments, |sg| {
+                with_index_tensor!(segt, ix => segments_of(op, kind, ix, num_segments).and_then(|sg| {
                     Ok(out(Tensor::from(if all {
                         seg::segment_all(s, dim, sg, fill)?
                     } else {
@@ -339,7 +338,7 @@ pub(crate) fn segment(op: &str, args: &Args, inputs: &dyn Inputs) -> Result<Vec<
         "segment_softmax" | "segment_log_softmax" => {
             let log = op == "segment_log_softmax";
             with_float!(src, s => {
-                with_index_tensor!(segt, ix => with_segments(op, kind, ix, num_segments, |sg| {
+                with_index_tensor!(segt, ix => segments_of(op, kind, ix, num_segments).and_then(|sg| {
                     Ok(out(Tensor::from(if log {
                         seg::segment_log_softmax(&s, dim, sg)?
                     } else {
