@@ -1194,41 +1194,62 @@ pub(crate) fn check_grouped<'a, T, I: IndexElem>(
     index: ArrayView<'a, I, IxDyn>,
     dim_size: Option<usize>,
 ) -> Result<Grouped<'a, T, I>> {
-    if src.ndim() == 0 {
+    let (d, index, shape, dim_size) = plan_grouped(op, src.shape(), dim, index, dim_size)?;
+    let mut src = src;
+    src.slice_each_axis_inplace(|ax| Slice::from(0..shape[ax.axis.index()]));
+    Ok(Grouped {
+        dim: d,
+        src,
+        index,
+        dim_size,
+    })
+}
+
+/// The checks of [`check_grouped`], which need only src's shape: compiled per index type, not
+/// per element type. Returns the dim, the index (spread if 1-D), its shape and `dim_size`.
+#[allow(clippy::type_complexity)]
+fn plan_grouped<'a, I: IndexElem>(
+    op: &str,
+    src_shape: &[usize],
+    dim: isize,
+    index: ArrayView<'a, I, IxDyn>,
+    dim_size: Option<usize>,
+) -> Result<(usize, ArrayView<'a, I, IxDyn>, Vec<usize>, usize)> {
+    if src_shape.is_empty() {
         return Err(Error::rank(format!(
             "{op}: src is 0-d; a group reduction needs at least one dim to reduce along"
         ))
         .with_hint("give src an axis first: `src.insert_axis(Axis(0))`"));
     }
-    let d = normalize_dim(op, dim, src.ndim())?;
+    let d = normalize_dim(op, dim, src_shape.len())?;
     let given = index.clone();
-    let (index, shape) = if index.ndim() == src.ndim() {
+    let (index, shape) = if index.ndim() == src_shape.len() {
         let shape = index.shape().to_vec();
         (index, shape)
     } else if index.ndim() == 1 {
-        let mut shape = src.shape().to_vec();
+        let mut shape = src_shape.to_vec();
         shape[d] = index.len();
-        (spread(index, d, src.ndim()), shape)
+        (spread(index, d, src_shape.len()), shape)
     } else {
         return Err(Error::rank(format!(
             "{op}: index has {} dims {} but src has {} dims {} (dim {d})",
             index.ndim(),
             fmt_shape(index.shape()),
-            src.ndim(),
-            fmt_shape(src.shape())
+            src_shape.len(),
+            fmt_shape(src_shape)
         ))
         .with_hint(format!(
             "give the index src's {} dims, or make it 1-D: one group id per position along dim {d}, shared by every other axis",
-            src.ndim()
+            src_shape.len()
         )));
     };
-    if let Some(a) = (0..src.ndim()).find(|&a| shape[a] > src.shape()[a]) {
+    if let Some(a) = (0..src_shape.len()).find(|&a| shape[a] > src_shape[a]) {
         return Err(Error::shape(format!(
             "{op}: index {} is larger than src {} at dimension {a} ({} > {})",
             fmt_shape(&shape),
-            fmt_shape(src.shape()),
+            fmt_shape(src_shape),
             shape[a],
-            src.shape()[a]
+            src_shape[a]
         ))
         .with_hint(
             "every source element needs one group id: the index may not be larger than src on any dim (a smaller index reads src's leading block)",
@@ -1251,14 +1272,7 @@ pub(crate) fn check_grouped<'a, T, I: IndexElem>(
     };
     // Checked as given, so that an error names the position in the caller's index.
     CheckedIndex::new(op, given, d, dim_size, Bounds::Strict)?;
-    let mut src = src;
-    src.slice_each_axis_inplace(|ax| Slice::from(0..shape[ax.axis.index()]));
-    Ok(Grouped {
-        dim: d,
-        src,
-        index,
-        dim_size,
-    })
+    Ok((d, index, shape, dim_size))
 }
 
 /// An array of `shape` filled with `value`, or an error when it does not fit in memory.
