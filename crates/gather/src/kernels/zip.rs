@@ -12,6 +12,20 @@ use ndarray::{ArrayD, ArrayView, ArrayViewMut, IxDyn};
 
 use crate::plan::Nest;
 
+/// Calls `f` with the offsets (in elements) of every position of `shape` in each of `N`
+/// operands of the given strides, in row-major order: the one loop of this module.
+fn walk<const N: usize>(shape: &[usize], strides: [&[isize]; N], mut f: impl FnMut([isize; N])) {
+    let nest = Nest::<N>::new(shape, strides, None);
+    let inner = nest.inner.strides;
+    // Row-major order: the nest keeps the axes in order (it only merges contiguous ones).
+    nest.for_each_serial(|base, r| {
+        for j in r {
+            let j = j as isize;
+            f(std::array::from_fn(|k| base[k] + j * inner[k]));
+        }
+    });
+}
+
 /// `f(&mut a[p], &b[p])` for every position `p`. Panics if the shapes differ.
 pub(crate) fn zip2<A, B>(
     a: &mut ArrayViewMut<'_, A, IxDyn>,
@@ -19,23 +33,13 @@ pub(crate) fn zip2<A, B>(
     mut f: impl FnMut(&mut A, &B),
 ) {
     assert_eq!(a.shape(), b.shape(), "zip kernel: shapes differ");
-    let nest = Nest::<2>::new(a.shape(), [a.strides(), b.strides()], None);
-    let [sa, sb] = nest.inner.strides;
     let (pa, pb) = (a.as_mut_ptr(), b.as_ptr());
-    nest.for_each_serial(|base, r| {
-        for j in r {
-            let j = j as isize;
-            // SAFETY: `base + j * stride` is the offset of a position of the common shape in
-            // each view (ndarray vouches for their strides). Distinct positions of `a`, a `&mut`
-            // view, are distinct memory, and each position is visited once; `b` is only read and
-            // is not `a`'s memory (it is borrowed while `a` is borrowed mutably).
-            unsafe {
-                f(
-                    &mut *pa.offset(base[0] + j * sa),
-                    &*pb.offset(base[1] + j * sb),
-                )
-            }
-        }
+    walk(a.shape(), [a.strides(), b.strides()], |[oa, ob]| {
+        // SAFETY: `walk` gives the offsets of one position of the common shape in each view
+        // (ndarray vouches for their strides). Distinct positions of `a`, a `&mut` view, are
+        // distinct memory, and each position is visited once; `b` is only read and is not `a`'s
+        // memory (it is borrowed while `a` is borrowed mutably).
+        unsafe { f(&mut *pa.offset(oa), &*pb.offset(ob)) }
     });
 }
 
@@ -50,38 +54,25 @@ pub(crate) fn zip3<A, B, C>(
         a.shape() == b.shape() && a.shape() == c.shape(),
         "zip kernel: shapes differ"
     );
-    let nest = Nest::<3>::new(a.shape(), [a.strides(), b.strides(), c.strides()], None);
-    let [sa, sb, sc] = nest.inner.strides;
     let (pa, pb, pc) = (a.as_mut_ptr(), b.as_mut_ptr(), c.as_ptr());
-    nest.for_each_serial(|base, r| {
-        for j in r {
-            let j = j as isize;
+    walk(
+        a.shape(),
+        [a.strides(), b.strides(), c.strides()],
+        |[oa, ob, oc]| {
             // SAFETY: as in `zip2`; `a` and `b` are both borrowed mutably, so they are distinct
             // memory, and neither is `c`'s.
-            unsafe {
-                f(
-                    &mut *pa.offset(base[0] + j * sa),
-                    &mut *pb.offset(base[1] + j * sb),
-                    &*pc.offset(base[2] + j * sc),
-                )
-            }
-        }
-    });
+            unsafe { f(&mut *pa.offset(oa), &mut *pb.offset(ob), &*pc.offset(oc)) }
+        },
+    );
 }
 
 /// `f(&a[p])` for every position `p`, into a new array of `a`'s shape (row-major).
 pub(crate) fn map<A, B>(a: &ArrayView<'_, A, IxDyn>, mut f: impl FnMut(&A) -> B) -> ArrayD<B> {
     let mut out = Vec::with_capacity(a.len());
-    let nest = Nest::<1>::new(a.shape(), [a.strides()], None);
-    let [sa] = nest.inner.strides;
     let pa = a.as_ptr();
-    // Row-major order: the nest keeps the axes in order (it only merges contiguous ones).
-    nest.for_each_serial(|base, r| {
-        for j in r {
-            // SAFETY: `base + j * stride` is the offset of a position of `a`'s shape, inside
-            // the view (ndarray vouches for its strides); it is only read.
-            out.push(f(unsafe { &*pa.offset(base[0] + j as isize * sa) }));
-        }
+    // SAFETY: `walk` gives the offset of a position of `a`'s shape, inside the view; only read.
+    walk(a.shape(), [a.strides()], |[oa]| {
+        out.push(f(unsafe { &*pa.offset(oa) }))
     });
     ArrayD::from_shape_vec(a.raw_dim(), out).expect("one value per position")
 }
@@ -95,15 +86,10 @@ pub(crate) fn map2<A, B, C>(
 ) -> ArrayD<C> {
     assert_eq!(a.shape(), b.shape(), "zip kernel: shapes differ");
     let mut out = Vec::with_capacity(a.len());
-    let nest = Nest::<2>::new(a.shape(), [a.strides(), b.strides()], None);
-    let [sa, sb] = nest.inner.strides;
     let (pa, pb) = (a.as_ptr(), b.as_ptr());
-    nest.for_each_serial(|base, r| {
-        for j in r {
-            let j = j as isize;
-            // SAFETY: offsets of one position of the common shape in each view, only read.
-            out.push(unsafe { f(&*pa.offset(base[0] + j * sa), &*pb.offset(base[1] + j * sb)) });
-        }
+    walk(a.shape(), [a.strides(), b.strides()], |[oa, ob]| {
+        // SAFETY: offsets of one position of the common shape in each view, only read.
+        out.push(unsafe { f(&*pa.offset(oa), &*pb.offset(ob)) });
     });
     ArrayD::from_shape_vec(a.raw_dim(), out).expect("one value per position")
 }
@@ -121,22 +107,15 @@ pub(crate) fn map3<A, B, C, E>(
         "zip kernel: shapes differ"
     );
     let mut out = Vec::with_capacity(a.len());
-    let nest = Nest::<3>::new(a.shape(), [a.strides(), b.strides(), c.strides()], None);
-    let [sa, sb, sc] = nest.inner.strides;
     let (pa, pb, pc) = (a.as_ptr(), b.as_ptr(), c.as_ptr());
-    nest.for_each_serial(|base, r| {
-        for j in r {
-            let j = j as isize;
+    walk(
+        a.shape(),
+        [a.strides(), b.strides(), c.strides()],
+        |[oa, ob, oc]| {
             // SAFETY: offsets of one position of the common shape in each view, only read.
-            out.push(unsafe {
-                f(
-                    &*pa.offset(base[0] + j * sa),
-                    &*pb.offset(base[1] + j * sb),
-                    &*pc.offset(base[2] + j * sc),
-                )
-            });
-        }
-    });
+            out.push(unsafe { f(&*pa.offset(oa), &*pb.offset(ob), &*pc.offset(oc)) });
+        },
+    );
     ArrayD::from_shape_vec(a.raw_dim(), out).expect("one value per position")
 }
 
