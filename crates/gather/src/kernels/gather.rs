@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use ndarray::{ArrayView, IxDyn};
 
 use super::words::{self, Plain};
-use super::{SharedPtr, checked_position, position};
+use super::{SharedPtr, checked_position};
 use crate::index::{Bounds, CheckedIndex, IndexElem};
 use crate::plan::Nest;
 
@@ -118,6 +118,14 @@ where
         );
         return None;
     }
+    if let Mode::Checked(bounds @ (Bounds::Wrap | Bounds::Modulo)) = mode {
+        let positions = super::positions(idx, bounds, size);
+        let positions = positions
+            .broadcast(idx.raw_dim())
+            .expect("positions broadcast to the index's shape");
+        let strict = Mode::Checked(Bounds::Strict);
+        return gather_impl(input, dim, &positions, size, strict, out);
+    }
     let shape = idx.shape().to_vec();
     let out_strides = crate::dims::row_major_strides(&shape);
     let mut in_strides = input.strides().to_vec();
@@ -129,24 +137,14 @@ where
         idx: SharedPtr(idx.as_ptr() as *mut I),
         x: SharedPtr(input.as_ptr() as *mut T),
     };
-    let direct = matches!(mode, Mode::Checked(Bounds::Strict) | Mode::Checking);
-    let how = How::new::<T>(&nest, input.len(), size, direct);
+    let how = How::new::<T>(&nest, input.len(), size);
     let bad = AtomicBool::new(false);
-    let flag = &bad;
-    match mode {
-        Mode::Checked(Bounds::Strict) => run(&nest, ptrs, dstride, how, flag, |v, _| v as isize),
-        Mode::Checked(Bounds::Wrap) => run(&nest, ptrs, dstride, how, flag, move |v, _| {
-            position(Bounds::Wrap, v, size)
-        }),
-        Mode::Checked(Bounds::Modulo) => run(&nest, ptrs, dstride, how, flag, move |v, _| {
-            position(Bounds::Modulo, v, size)
-        }),
-        // An out-of-range value reads row 0 instead and is remembered in the task's flag; the
-        // output is then dropped.
-        Mode::Checking => run(&nest, ptrs, dstride, how, flag, move |v, bad| {
-            checked_position::<false>(v, size, bad) as isize
-        }),
-    }
+    // One loop for every mode: checked positions pass the check (one compare, always predicted);
+    // an unchecked value out of range reads row 0 instead and is remembered in the task's flag,
+    // and the output is then dropped.
+    run(&nest, ptrs, dstride, how, &bad, move |v, bad| {
+        checked_position::<false>(v, size, bad) as isize
+    });
     if bad.into_inner() {
         return None;
     }
@@ -190,13 +188,10 @@ struct How {
     staged_tile: usize,
     /// The size of `dim` in the input.
     size: usize,
-    /// Whether `map` is the identity on `0..size` and flags every other value (the strict policy,
-    /// checked before the kernel or by it): the lookup loop then checks four values at once.
-    direct: bool,
 }
 
 impl How {
-    fn new<T>(nest: &Nest<3>, input_len: usize, size: usize, direct: bool) -> How {
+    fn new<T>(nest: &Nest<3>, input_len: usize, size: usize) -> How {
         let elem = std::mem::size_of::<T>().max(1);
         let random = input_len.saturating_mul(elem) >= super::RANDOM_BYTES;
         let [os, is, xs] = nest.inner.strides;
@@ -217,7 +212,6 @@ impl How {
             tile: tiled.then_some(tile),
             staged_tile: tile_of(STAGE_BYTES),
             size,
-            direct,
         }
     }
 }
@@ -343,8 +337,8 @@ where
 /// Steps `(0, 1)` are a lookup along one contiguous row of the input (the inner axis is `dim`,
 /// W1): each task then runs the `UNIT` instance of [`lookup_row`], whose steps are constants, so
 /// that the loop does not pay a multiply and an add per element for steps read at run time (see
-/// docs/performance.md, "kernels/gather.rs: lookup"). Under the strict policy, and over an input
-/// small enough not to be prefetched, that instance checks four elements at a time.
+/// docs/performance.md, "kernels/gather.rs: lookup"). Over an input small enough not to be
+/// prefetched, that instance checks four elements at a time.
 fn lookup<T, I, M, R>(
     nest: &Nest<3>,
     p: Ptrs<T, I>,
@@ -371,7 +365,7 @@ fn lookup<T, I, M, R>(
         let xp = x.0.offset(base[2]).cast_const();
         row.fetch_next(xp);
         let flag = if steps == (0, 1) {
-            let direct = (how.direct && ahead.is_none()).then_some(how.size);
+            let direct = ahead.is_none().then_some(how.size);
             lookup_row::<true, T, I, M>(op, ip, xp, r, steps, ahead, direct, map)
         } else {
             lookup_row::<false, T, I, M>(op, ip, xp, r, steps, ahead, None, map)
@@ -1077,6 +1071,22 @@ mod tests {
         let modulo =
             Array::from_shape_simple_fn(IxDyn(&[r, k]), || (lcg(&mut s) % 5000) as i64 - 2500);
         check("modulo", &x.view(), 1, &modulo.view(), Bounds::Modulo);
+        // Under a policy each stored value is mapped once and broadcast again: an index
+        // broadcast along the other axis and along dim itself, and a reversed one.
+        let one_row = wrap.slice(s![0..1, ..]);
+        let one_row = one_row.broadcast(IxDyn(&[r, k])).unwrap();
+        check("wrap, broadcast rows", &x.view(), 1, &one_row, Bounds::Wrap);
+        let one_col = modulo.slice(s![.., 0..1]);
+        let one_col = one_col.broadcast(IxDyn(&[r, k])).unwrap();
+        check(
+            "modulo, broadcast along dim",
+            &x.view(),
+            1,
+            &one_col,
+            Bounds::Modulo,
+        );
+        let modulo_rev = modulo.slice(s![..;-1, ..;-1]).into_dyn();
+        check("modulo, reversed", &rev, 1, &modulo_rev, Bounds::Modulo);
     }
 
     #[test]

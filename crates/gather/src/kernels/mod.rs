@@ -16,6 +16,8 @@ pub(crate) mod take;
 pub(crate) mod words;
 pub(crate) mod zip;
 
+use ndarray::{ArrayD, ArrayView, IxDyn, Slice};
+
 use crate::index::{Bounds, IndexElem};
 
 /// A test size: `native` in ordinary test runs, `miri` under Miri (`scripts/miri.sh`). Miri
@@ -61,6 +63,23 @@ pub(crate) fn position(bounds: Bounds, value: i64, size: usize) -> isize {
         }
         Bounds::Modulo => value.rem_euclid(size as i64) as isize,
     }
+}
+
+/// The positions that the values of a checked index select under `bounds` in a dimension of
+/// `size`, with the index's shape but for the axes it is broadcast along (stride 0), which keep
+/// one element: broadcast the result back to the index's shape, and each stored value is mapped
+/// once. The kernels then run one loop, for positions of `0..size`, instead of one per policy: a
+/// pass over the index costs less than the machine code of a loop per policy and element width.
+pub(crate) fn positions<I: IndexElem>(
+    index: &ArrayView<'_, I, IxDyn>,
+    bounds: Bounds,
+    size: usize,
+) -> ArrayD<i64> {
+    let stored = index.slice_each_axis(|ax| match ax.stride {
+        0 => Slice::from(0..ax.len.min(1)),
+        _ => Slice::from(..),
+    });
+    zip::map(&stored, |v| position(bounds, v.to_i64(), size) as i64)
 }
 
 /// The four index values at `ip..ip + 4`, and whether all four are positions of `0..size`: one

@@ -86,10 +86,14 @@ where
         input.len(),
         "take kernel: index checked against another size"
     );
-    let (bounds, size) = (index.bounds(), index.size());
-    let map = move |v: i64, _: &mut bool| position(bounds, v, size) as usize;
-    let (input, out) = (words::view(input), words::vec(out));
-    let out = take_impl(&input, index.view(), map, out);
+    let out = words::vec(out);
+    let out = match index.bounds() {
+        Bounds::Strict => take_policy(&words::view(input), index.view(), Bounds::Strict, out),
+        bounds => {
+            let positions = super::positions(index.view(), bounds, index.size());
+            take_policy(&words::view(input), &positions.view(), Bounds::Strict, out)
+        }
+    };
     let out = out.expect("checked values are never out of range");
     // SAFETY: the kernel only copies words of `input`, i.e. elements of `T`, into `out`.
     unsafe { words::unvec(out) }
@@ -120,7 +124,8 @@ where
     out.map(|out| unsafe { words::unvec(out) })
 }
 
-/// [`take_checking`] on words, one loop per policy.
+/// [`take_checking`] on words: one loop for values of `0..size` and one for `-size..size`, each
+/// checking the values it reads. The modulo policy, which cannot fail, maps the values first.
 fn take_policy<W: Word, I: IndexElem>(
     input: &ArrayView<'_, W, IxDyn>,
     index: &ArrayView<'_, I, IxDyn>,
@@ -142,12 +147,10 @@ fn take_policy<W: Word, I: IndexElem>(
             move |v: i64, bad: &mut bool| checked_position::<true>(v, size, bad),
             out,
         ),
-        Bounds::Modulo => take_impl(
-            input,
-            index,
-            move |v: i64, _: &mut bool| position(bounds, v, size) as usize,
-            out,
-        ),
+        Bounds::Modulo => {
+            let positions = super::positions(index, bounds, size);
+            take_policy(input, &positions.view(), Bounds::Strict, out)
+        }
     }
 }
 
@@ -460,6 +463,26 @@ mod tests {
                     assert!(got == want, "strides {:?} threads {threads}", v.strides());
                 }
             }
+        }
+    }
+
+    #[test]
+    fn modular_take_maps_any_value_onto_the_flat_read() {
+        use crate::index::Bounds;
+        let x = ndarray::Array2::from_shape_fn((7, 5), |(a, b)| (a * 5 + b) as i32);
+        let n = x.len() as i64;
+        let flat: Vec<i32> = x.t().iter().copied().collect();
+        let idx = ndarray::Array2::from_shape_fn((9, 4), |(a, b)| (a as i64 - 4) * 13 + b as i64);
+        for index in [idx.view().into_dyn(), idx.t().into_dyn()] {
+            let want: Vec<i32> = index
+                .iter()
+                .map(|&i| flat[i.rem_euclid(n) as usize])
+                .collect();
+            let x = x.t().into_dyn();
+            let got = take_checking(&x, &index, Bounds::Modulo, Vec::with_capacity(36));
+            assert_eq!(got.as_ref(), Some(&want), "checking");
+            let checked = CheckedIndex::new("take", index.clone(), 0, 35, Bounds::Modulo).unwrap();
+            assert_eq!(take(&x, &checked, Vec::with_capacity(36)), want, "checked");
         }
     }
 }
