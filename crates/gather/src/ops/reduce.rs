@@ -881,21 +881,48 @@ pub(crate) enum AnyAll {
     All,
 }
 
-/// Runs `any`/`all` over the groups (see [`fold_groups`]).
-pub(crate) fn fold_any_all<T: Element, I: IndexElem>(
+/// Each element's truth (nonzero; NaN counts as nonzero): `any`/`all` see nothing else, so
+/// everything after this map (checks, fills, group walks) is compiled once, for bool, instead of
+/// once per element type.
+pub(crate) fn truth<T: Element>(src: &ArrayView<'_, T, IxDyn>) -> ArrayD<bool> {
+    crate::kernels::zip::map(src, |&x| x != T::default())
+}
+
+/// Runs `any`/`all` over the groups of the truths `src` (see [`truth`], [`fold_groups`]).
+pub(crate) fn fold_any_all<I: IndexElem>(
     which: AnyAll,
     dim: usize,
-    src: ArrayView<'_, T, IxDyn>,
+    src: ArrayView<'_, bool, IxDyn>,
     index: ArrayView<'_, I, IxDyn>,
     out: ArrayViewMut<'_, bool, IxDyn>,
 ) {
-    // The folds see each element's truth only: one bool array, so that the group walks are
-    // compiled once (for bool) instead of once per element type.
-    let truthy = crate::kernels::zip::map(&src, |&x| x != T::default());
     match which {
-        AnyAll::Any => fold_groups(&AnyF, dim, truthy.view(), index, out),
-        AnyAll::All => fold_groups(&AllF, dim, truthy.view(), index, out),
+        AnyAll::Any => fold_groups(&AnyF, dim, src, index, out),
+        AnyAll::All => fold_groups(&AllF, dim, src, index, out),
     }
+}
+
+/// scatter_any / scatter_all on the truths of src.
+fn any_all_groups<I: IndexElem>(
+    which: AnyAll,
+    src: ArrayView<'_, bool, IxDyn>,
+    dim: isize,
+    index: ArrayView<'_, I, IxDyn>,
+    opts: GroupOptions<bool>,
+) -> Result<ArrayD<bool>> {
+    let (op, identity) = match which {
+        AnyAll::Any => ("scatter_any", false),
+        AnyAll::All => ("scatter_all", true),
+    };
+    grouped_call(
+        op,
+        src,
+        dim,
+        index,
+        opts.dim_size,
+        || bool_fill(op, opts.fill, identity),
+        |d, s, i, o| fold_any_all(which, d, s, i, o),
+    )
 }
 
 /// Folds every group of every lane: `out` (already holding the fill) gets the result of each
@@ -1427,15 +1454,13 @@ where
     SI: Data<Elem = I>,
     DI: Dimension,
 {
-    let op = "scatter_any";
-    let out = grouped_call(
-        op,
-        src.view().into_dyn(),
+    let truths = truth(&src.view().into_dyn());
+    let out = any_all_groups(
+        AnyAll::Any,
+        truths.view(),
         dim,
         index.view().into_dyn(),
-        opts.dim_size,
-        || bool_fill(op, opts.fill, false),
-        |d, s, i, o| fold_any_all(AnyAll::Any, d, s, i, o),
+        opts,
     )?;
     Ok(into_dim(out))
 }
@@ -1464,15 +1489,13 @@ where
     SI: Data<Elem = I>,
     DI: Dimension,
 {
-    let op = "scatter_all";
-    let out = grouped_call(
-        op,
-        src.view().into_dyn(),
+    let truths = truth(&src.view().into_dyn());
+    let out = any_all_groups(
+        AnyAll::All,
+        truths.view(),
         dim,
         index.view().into_dyn(),
-        opts.dim_size,
-        || bool_fill(op, opts.fill, true),
-        |d, s, i, o| fold_any_all(AnyAll::All, d, s, i, o),
+        opts,
     )?;
     Ok(into_dim(out))
 }

@@ -43,7 +43,7 @@ use ndarray::{
 use super::reduce::{
     AnyAll, ArgReduce, EmptyFill, GroupReduce, NO_ARG, ReduceElement, arg_fold, bool_fill,
     check_grouped, check_reduce_dtype, fill_value, fold_any_all, into_dim, reduce_groups,
-    softmax_groups, spread, try_full,
+    softmax_groups, spread, truth, try_full,
 };
 use crate::dims::normalize_dim;
 use crate::element::Element;
@@ -421,10 +421,11 @@ where
     Ok((into_dim(out), into_dim(arg)))
 }
 
-fn segment_bool<T: Element, I: IndexElem>(
+/// segment_any / segment_all on the truths of src (see [`truth`]).
+fn segment_bool<I: IndexElem>(
     op: &str,
     which: AnyAll,
-    src: ArrayView<'_, T, IxDyn>,
+    src: ArrayView<'_, bool, IxDyn>,
     axis: isize,
     segments: &Segments<'_, I>,
     fill: EmptyFill<bool>,
@@ -467,7 +468,7 @@ where
     let out = segment_bool(
         "segment_any",
         AnyAll::Any,
-        src.view().into_dyn(),
+        truth(&src.view().into_dyn()).view(),
         axis,
         &segments,
         fill,
@@ -501,7 +502,7 @@ where
     let out = segment_bool(
         "segment_all",
         AnyAll::All,
-        src.view().into_dyn(),
+        truth(&src.view().into_dyn()).view(),
         axis,
         &segments,
         fill,
