@@ -27,6 +27,12 @@ pub(crate) fn requested(args: &Args) -> bool {
 
 /// The policy `args` ask for.
 pub(crate) fn policy<T: Element>(op: &str, args: &Args) -> Result<OutOfBounds<T>> {
+    typed_policy(policy_of(op, args)?)
+}
+
+/// [`policy`] with the fill value still a scalar: the names and their errors are compiled once,
+/// not per element type.
+fn policy_of(op: &str, args: &Args) -> Result<OutOfBounds<Scalar>> {
     let name = match args.get("bounds") {
         None | Some(Arg::None) => "error",
         _ => args.str("bounds")?,
@@ -43,13 +49,21 @@ pub(crate) fn policy<T: Element>(op: &str, args: &Args) -> Result<OutOfBounds<T>
         "wrap" => OutOfBounds::Wrap,
         "clip" => OutOfBounds::Clip,
         "drop" => OutOfBounds::Drop,
-        "fill" => OutOfBounds::Fill(T::from_scalar(args.scalar("fill_value")?)?),
+        "fill" => OutOfBounds::Fill(args.scalar("fill_value")?),
         other => {
             return Err(Error::invalid(format!(
                 "{op}: unknown bounds policy `{other}`"
             ))
             .with_hint("the policies are error (PyTorch's), wrap, clip, fill (reads, with fill_value) and drop (writes)"));
         }
+    })
+}
+
+/// The policy for the element type: its fill value converted.
+fn typed_policy<T: Element>(p: OutOfBounds<Scalar>) -> Result<OutOfBounds<T>> {
+    Ok(match p {
+        OutOfBounds::Fill(v) => OutOfBounds::Fill(T::from_scalar(v)?),
+        other => other.map(|_| unreachable!("only Fill holds a value")),
     })
 }
 
@@ -77,7 +91,10 @@ pub(crate) fn call(op: &str, args: &Args, inputs: &dyn Inputs) -> Result<Tensor>
     let x = input(inputs, "input")?;
     let index = input(inputs, "index")?;
     with_view!(x, x => {
-        with_index_tensor!(index, i => typed(op, args, inputs, x, i),
+        with_index_tensor!(index, i => {
+            let (p, write) = parse(op, args, inputs)?;
+            typed(op, args, p, &write, inputs, x, i)
+        },
             _ => Err(index_dtype_error(op, "index", &index)))
     })
 }
@@ -87,6 +104,67 @@ fn scalar_or(args: &Args, name: &str, default: Scalar) -> Result<Scalar> {
         None | Some(Arg::None) => Ok(default),
         _ => args.scalar(name),
     }
+}
+
+/// What a call under a policy does, read from its arguments before the element type is known, so
+/// that the reading and its errors are compiled once.
+enum Write {
+    /// An op of [`MOVING_OPS`] (or `put` without accumulation), on the moved type: the name of
+    /// its second operand, and index_fill's value.
+    Moving {
+        other: Option<&'static str>,
+        value: Option<Scalar>,
+    },
+    ScatterAdd(isize),
+    ScatterReduce(isize, Reduce, bool),
+    IndexAdd(isize, Scalar),
+    IndexReduce(isize, Reduce, bool),
+    Put,
+}
+
+/// The policy and the [`Write`] of `op` (one of [`MOVING_OPS`] or [`ARITH_OPS`]).
+#[inline(never)]
+fn parse(op: &str, args: &Args, inputs: &dyn Inputs) -> Result<(OutOfBounds<Scalar>, Write)> {
+    let p = policy_of(op, args)?;
+    let include_self = || args.bool_or("include_self", true);
+    let plain_put = op == "put" && !args.bool_or("accumulate", false)?;
+    let write = if MOVING_OPS.contains(&op) || plain_put {
+        if op == "scatter"
+            && (!matches!(args.get("reduce"), None | Some(Arg::None))
+                || inputs.tensor("src").is_none())
+        {
+            return Err(Error::invalid(
+                "scatter: a bounds policy applies to the src form without reduce",
+            )
+            .with_hint("for a reduction use scatter_reduce (or scatter_add) with the policy; for a scalar use index_fill"));
+        }
+        let other = match op {
+            "scatter" => Some("src"),
+            "index_copy" | "put" => Some("source"),
+            _ => None,
+        };
+        let value = match op {
+            "index_fill" => Some(args.scalar("value")?),
+            _ => None,
+        };
+        Write::Moving { other, value }
+    } else {
+        match op {
+            "scatter_add" => Write::ScatterAdd(args.dim()?),
+            "scatter_reduce" => {
+                let reduce: Reduce = args.str("reduce")?.parse()?;
+                Write::ScatterReduce(args.dim()?, reduce, include_self()?)
+            }
+            "index_add" => Write::IndexAdd(args.dim()?, scalar_or(args, "alpha", Scalar::Int(1))?),
+            "index_reduce" => {
+                let reduce = parse_index_reduce(args.str("reduce")?)?;
+                Write::IndexReduce(args.dim()?, reduce, include_self()?)
+            }
+            "put" => Write::Put,
+            _ => return Err(no_policy(op)),
+        }
+    };
+    Ok((p, write))
 }
 
 /// The ops that only move elements: they run on the moved type (see `Moved`), compiled for it
@@ -105,56 +183,35 @@ const MOVING_OPS: &[&str] = &[
 fn typed<T: TensorElem + Moved, I: IndexElem>(
     op: &str,
     args: &Args,
+    p: OutOfBounds<Scalar>,
+    write: &Write,
     inputs: &dyn Inputs,
     x: &ArrayViewD<'_, T>,
     i: &ArrayViewD<'_, I>,
 ) -> Result<Tensor> {
-    let p = policy::<T>(op, args)?;
+    let p = typed_policy::<T>(p)?;
     let src = |name: &str| same_dtype::<T>(op, name, &input(inputs, name)?);
-    let plain_put = op == "put" && !args.bool_or("accumulate", false)?;
-    if MOVING_OPS.contains(&op) || plain_put {
-        if op == "scatter"
-            && (!matches!(args.get("reduce"), None | Some(Arg::None))
-                || inputs.tensor("src").is_none())
-        {
-            return Err(Error::invalid(
-                "scatter: a bounds policy applies to the src form without reduce",
-            )
-            .with_hint("for a reduction use scatter_reduce (or scatter_add) with the policy; for a scalar use index_fill"));
-        }
-        // The second operand of the writes, and index_fill's value, as the moved type.
-        let other = match op {
-            "scatter" => Some(src("src")?),
-            "index_copy" | "put" => Some(src("source")?),
-            _ => None,
-        };
-        let value = match op {
-            "index_fill" => Some(T::from_scalar(args.scalar("value")?)?.to_moved()),
-            _ => None,
-        };
-        let other = other.as_ref().map(|o| T::moved(&o.view()));
-        let read = crate::Options::new().bounds(p.map(T::to_moved));
-        let out = moving(op, args, read, &T::moved(&x.view()), i, other, value)?;
-        return Ok(super::moved_back::<T>(out));
-    }
-    let include_self = || args.bool_or("include_self", true);
     let opts = crate::Options::new().bounds(p);
-    let out = match op {
-        "scatter_add" => opts.scatter_add(x, args.dim()?, i, &src("src")?)?,
-        "scatter_reduce" => {
-            let reduce: Reduce = args.str("reduce")?.parse()?;
-            opts.scatter_reduce(x, args.dim()?, i, &src("src")?, reduce, include_self()?)?
+    let out = match *write {
+        Write::Moving { other, value } => {
+            let other = other.map(src).transpose()?;
+            let other = other.as_ref().map(|o| T::moved(&o.view()));
+            let value = value.map(T::from_scalar).transpose()?.map(T::to_moved);
+            let read = crate::Options::new().bounds(p.map(T::to_moved));
+            let out = moving(op, args, read, &T::moved(&x.view()), i, other, value)?;
+            return Ok(super::moved_back::<T>(out));
         }
-        "index_add" => {
-            let alpha = T::from_scalar(scalar_or(args, "alpha", Scalar::Int(1))?)?;
-            opts.index_add(x, args.dim()?, i, &src("source")?, alpha)?
+        Write::ScatterAdd(dim) => opts.scatter_add(x, dim, i, &src("src")?)?,
+        Write::ScatterReduce(dim, reduce, incl) => {
+            opts.scatter_reduce(x, dim, i, &src("src")?, reduce, incl)?
         }
-        "index_reduce" => {
-            let reduce = parse_index_reduce(args.str("reduce")?)?;
-            opts.index_reduce(x, args.dim()?, i, &src("source")?, reduce, include_self()?)?
+        Write::IndexAdd(dim, alpha) => {
+            opts.index_add(x, dim, i, &src("source")?, T::from_scalar(alpha)?)?
         }
-        "put" => opts.put(x, i, &src("source")?, true)?,
-        _ => return Err(no_policy(op)),
+        Write::IndexReduce(dim, reduce, incl) => {
+            opts.index_reduce(x, dim, i, &src("source")?, reduce, incl)?
+        }
+        Write::Put => opts.put(x, i, &src("source")?, true)?,
     };
     Ok(T::wrap(out))
 }
