@@ -230,7 +230,7 @@ impl<T: GradFloat> GradOptions<T> {
                 r.missing(),
                 Layout::Broadcast,
             );
-            return super::broadcast::gather_broadcast(&g, shape, dim, &r.index());
+            return super::broadcast::gather_broadcast(&g.view(), shape, dim, &r.index());
         }
         let g = zero_filled(
             grad_out.view().into_dyn(),
@@ -238,7 +238,7 @@ impl<T: GradFloat> GradOptions<T> {
             r.missing(),
             Layout::Same,
         );
-        super::gather(&g, shape, dim, &r.index())
+        super::gather(&g.view(), shape, dim, &r.index())
     }
 
     /// The gradient of the forward under the same options with respect to
@@ -283,7 +283,7 @@ impl<T: GradFloat> GradOptions<T> {
             r.missing(),
             Layout::Lanes(d),
         );
-        super::index_select(&g, shape, dim, &r.index())
+        super::index_select(&g.view(), shape, dim, &r.index())
     }
 
     /// The gradient of the forward under the same options with respect to `input`.
@@ -325,7 +325,7 @@ impl<T: GradFloat> GradOptions<T> {
             r.missing(),
             Layout::Same,
         );
-        super::take(&g, shape, &r.index())
+        super::take(&g.view(), shape, &r.index())
     }
 
     /// The gradient of the forward under the same options with respect to
@@ -371,7 +371,7 @@ impl<T: GradFloat> GradOptions<T> {
         };
         let r = resolve(op, &index.view().into_dyn(), d, n, &policy, 0)?;
         let g = zero_filled(grad_out.view().into_dyn(), &policy, r.missing(), layout);
-        super::take_along_dim(&g, shape, &r.index(), dim)
+        super::take_along_dim(&g.view(), shape, &r.index(), dim)
     }
 
     /// The gradient of the forward under the same options with respect to
@@ -418,7 +418,7 @@ impl<T: GradFloat> GradOptions<T> {
             b: batch_dims,
         };
         let g = zero_filled(grad_out.view().into_dyn(), &policy, r.missing(), layout);
-        super::select_batched(&g, shape, axis, &r.index(), batch_dims)
+        super::select_batched(&g.view(), shape, axis, &r.index(), batch_dims)
     }
 
     /// The gradients of the forward under the same options: `grad.input` is

@@ -16,7 +16,7 @@
 //! wrap modulo the size of `dim`, as in the forward). With `dim = None` it is `take` on the
 //! flattened input, without wrapping.
 
-use ndarray::{Array, ArrayBase, ArrayD, Data, Dimension, IntoDimension, IxDyn};
+use ndarray::{Array, ArrayBase, ArrayD, ArrayView, Data, Dimension, IntoDimension, IxDyn};
 
 use super::{GradFloat, check_shape, narrow_to, sum_to, try_zeros, widen};
 use crate::dims::{broadcast_shapes, normalize_dim};
@@ -27,22 +27,13 @@ use crate::ops::take::flat_index_error;
 
 /// `zeros(shape).put(index, g, accumulate = true)`, after checking `index` against the flat size
 /// under `bounds`.
-fn put_back<T, S, DG, I, SI, DI, D>(
+fn put_back<T: GradFloat, I: IndexElem>(
     op: &str,
-    grad_out: &ArrayBase<S, DG>,
-    shape: D,
-    index: &ArrayBase<SI, DI>,
+    grad_out: &ArrayView<'_, T, IxDyn>,
+    shape: IxDyn,
+    index: &ArrayView<'_, I, IxDyn>,
     bounds: Bounds,
-) -> Result<Array<T, D>>
-where
-    T: GradFloat,
-    S: Data<Elem = T>,
-    DG: Dimension,
-    I: IndexElem,
-    SI: Data<Elem = I>,
-    DI: Dimension,
-    D: Dimension,
-{
+) -> Result<ArrayD<T>> {
     let dims = shape.slice().to_vec();
     let n = shape.size();
     if n == 0 && !index.is_empty() {
@@ -53,9 +44,8 @@ where
         ))
         .with_hint("an empty input has no element to take; only an empty index is valid for it"));
     }
-    check_bounds(op, &index.view().into_dyn(), 0, n, bounds)
-        .map_err(|e| flat_index_error(op, e, &dims))?;
-    let mut dx = try_zeros::<T, D>(op, shape)?;
+    check_bounds(op, index, 0, n, bounds).map_err(|e| flat_index_error(op, e, &dims))?;
+    let mut dx = try_zeros::<T, IxDyn>(op, shape)?;
     if !index.is_empty() {
         crate::put_inplace(&mut dx, index, grad_out, true)?;
     }
@@ -94,13 +84,15 @@ where
         "the output of take (the index)",
         index.shape(),
     )?;
-    put_back(
+    let shape = input_shape.into_dimension();
+    let dx = put_back(
         op,
-        grad_out,
-        input_shape.into_dimension(),
-        index,
+        &grad_out.view().into_dyn(),
+        IxDyn(shape.slice()),
+        &index.view().into_dyn(),
         Bounds::Wrap,
-    )
+    )?;
+    Ok(dx.into_dimensionality().expect("the input's rank"))
 }
 
 /// The gradient of [`take_along_dim()`](crate::take_along_dim()) with respect to `input`.
@@ -137,8 +129,25 @@ where
     DI: Dimension,
     Sh: IntoDimension,
 {
-    let op = "grad::take_along_dim";
     let shape = input_shape.into_dimension();
+    let dx = take_along_dim_dyn(
+        &grad_out.view().into_dyn(),
+        IxDyn(shape.slice()),
+        &index.view().into_dyn(),
+        dim,
+    )?;
+    Ok(dx.into_dimensionality().expect("the input's rank"))
+}
+
+/// [`take_along_dim`] on dynamic-rank views: compiled per element and index type, not per storage
+/// and rank of each operand.
+fn take_along_dim_dyn<T: GradFloat, I: IndexElem>(
+    grad_out: &ArrayView<'_, T, IxDyn>,
+    shape: IxDyn,
+    index: &ArrayView<'_, I, IxDyn>,
+    dim: Option<isize>,
+) -> Result<ArrayD<T>> {
+    let op = "grad::take_along_dim";
     let Some(dim) = dim else {
         check_shape(
             op,
@@ -179,8 +188,7 @@ where
         "the output of take_along_dim",
         &out_shape,
     )?;
-    let idx = index.view().into_dyn();
-    let ib = idx
+    let ib = index
         .broadcast(IxDyn(&out_shape))
         .ok_or_else(|| Error::shape(format!("{op}: the index does not broadcast")))?;
     let g = widen(grad_out);

@@ -18,7 +18,7 @@
 //!
 //! An index with no elements skips every check but `dim`'s and gives an empty output.
 
-use ndarray::{Array, ArrayBase, Data, Dimension};
+use ndarray::{Array, ArrayBase, ArrayView, Data, Dimension, IxDyn};
 
 use super::{check_index_fits, check_index_rank, view_1d_if_scalar};
 use crate::dims::normalize_dim;
@@ -77,9 +77,28 @@ where
     SI: Data<Elem = I>,
     DI: Dimension,
 {
+    let data = gather_flat(
+        op,
+        &input.view().into_dyn(),
+        dim,
+        &index.view().into_dyn(),
+        bounds,
+    )?;
+    Ok(Array::from_shape_vec(index.raw_dim(), data).expect("output has the index's shape"))
+}
+
+/// [`gather_mapped`] on dynamic-rank views, into the row-major data of the index's shape:
+/// compiled per element and index type, not per storage and rank of each operand.
+fn gather_flat<T: Element, I: IndexElem>(
+    op: &str,
+    input: &ArrayView<'_, T, IxDyn>,
+    dim: isize,
+    index: &ArrayView<'_, I, IxDyn>,
+    bounds: Bounds,
+) -> Result<Vec<T>> {
     let dim = normalize_dim(op, dim, input.ndim())?;
     if index.is_empty() {
-        return Ok(Array::from_shape_vec(index.raw_dim(), Vec::new()).expect("empty shape"));
+        return Ok(Vec::new());
     }
     check_index_rank(op, "input", input.shape(), index.shape(), dim)?;
     let x = view_1d_if_scalar(input);
@@ -102,7 +121,7 @@ where
             kernels::gather::gather(&x, dim, &checked, out)
         }
     };
-    Ok(Array::from_shape_vec(index.raw_dim(), data).expect("output has the index's shape"))
+    Ok(data)
 }
 
 /// Method form of [`gather()`], on any ndarray array.

@@ -78,12 +78,28 @@ where
     SS: Data<Elem = T>,
     DS: Dimension,
 {
-    if source.len() != index.len() {
+    put_dyn(
+        dst.view_mut().into_dyn(),
+        index.view().into_dyn(),
+        source.view().into_dyn(),
+        accumulate,
+    )
+}
+
+/// [`put_inplace`] on dynamic-rank views: compiled per element and index type, not per storage
+/// and rank of each operand.
+fn put_dyn<T: Element, I: IndexElem>(
+    mut dst: ArrayViewMut<'_, T, IxDyn>,
+    index: ArrayView<'_, I, IxDyn>,
+    src: ArrayView<'_, T, IxDyn>,
+    accumulate: bool,
+) -> Result<()> {
+    if src.len() != index.len() {
         return Err(Error::shape(format!(
             "put_(): Expected source and index to have the same number of elements, but got source.numel() = {}, index.numel() = {} (source {}, index {})",
-            source.len(),
+            src.len(),
             index.len(),
-            fmt_shape(source.shape()),
+            fmt_shape(src.shape()),
             fmt_shape(index.shape())
         ))
         .with_hint("put pairs index and source element by element in row-major order: their shapes may differ, but their sizes must match"));
@@ -102,11 +118,8 @@ where
         ));
     }
     let shape = dst.shape().to_vec();
-    let idx = index.view().into_dyn();
-    let checked = CheckedIndex::new("put", idx, 0, dst.len(), Bounds::Wrap)
+    let checked = CheckedIndex::new("put", index, 0, dst.len(), Bounds::Wrap)
         .map_err(|e| flat_index_error("put", e, &shape))?;
-    let src = source.view().into_dyn();
-    let mut dst = dst.view_mut().into_dyn();
     if !accumulate {
         kernels::take::put(&mut dst, &checked, &src, kernels::scatter::set::<T>);
     } else if T::WIDE_ACC {
