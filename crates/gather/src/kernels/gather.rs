@@ -760,16 +760,38 @@ fn staged<T, I, M, R>(
                 super::prefetch(oa.cast::<u8>().wrapping_add(k).cast_const());
             }
         }
-        let mut flag = false;
         let op = out.0.offset(base[0]);
         let ip = idx.0.offset(base[1]).cast_const();
-        let buf = &st.buf;
-        for j in r.clone() {
-            let v = map((*ip.add(j)).to_i64(), &mut flag) as usize;
-            *op.add(j) = *buf.get_unchecked(v * w + (j - r.start));
-        }
-        report(flag);
+        report(staged_row(op, ip, st.buf.as_ptr(), r, map));
     });
+}
+
+/// One piece `r` of a staged lookup: `op[j] = buf[map(ip[j]) * r.len() + (j - r.start)]`.
+/// Returns whether `map` set its flag. Not inlined, as [`lookup_row`] is not, so that the loop
+/// keeps its pointers and `size` in registers (inlined into the planner's item loop, it reloaded
+/// three of them from the stack at every element).
+///
+/// # Safety
+/// `op.add(j)` writable and `ip.add(j)` readable for every `j` in `r`; `buf` holds `k * r.len()`
+/// readable elements for every position `k` that `map` can return.
+#[inline(never)]
+unsafe fn staged_row<T: Copy, I: IndexElem, M: Fn(i64, &mut bool) -> isize>(
+    op: *mut T,
+    ip: *const I,
+    buf: *const T,
+    r: Range<usize>,
+    map: M,
+) -> bool {
+    let w = r.len();
+    let mut flag = false;
+    for j in r.clone() {
+        // SAFETY: the function's contract.
+        unsafe {
+            let v = map((*ip.add(j)).to_i64(), &mut flag) as usize;
+            *op.add(j) = *buf.add(v * w + (j - r.start));
+        }
+    }
+    flag
 }
 
 /// How many outer positions ahead [`staged`] prefetches the index and output lines.
