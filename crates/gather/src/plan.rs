@@ -259,22 +259,29 @@ impl<const N: usize> Nest<N> {
         let Some(sp) = self.split(grain, tile) else {
             return;
         };
+        if sp.tasks == 1 {
+            // One task holds every item: on this thread, with no boxed runner to allocate.
+            self.task(&sp, &f, &mut init(), 0);
+            return;
+        }
         let (f, sp) = (&f, &sp);
         let runner = || -> Box<dyn FnMut(usize) + '_> {
             let mut state = init();
-            Box::new(move |t| {
-                let lo = t * sp.items_per_task;
-                let hi = (lo + sp.items_per_task).min(sp.items);
-                self.run_items(lo..hi, sp, &mut |b, r| f(&mut state, b, r));
-            })
+            Box::new(move |t| self.task(sp, f, &mut state, t))
         };
-        if sp.tasks == 1 {
-            // The runner's loop on this thread (one task holds every item): one copy of the
-            // kernel for both paths, for the price of one allocation.
-            runner()(0);
-            return;
-        }
         par_for_with(sp.tasks, &runner);
+    }
+
+    /// Task `t` of a split: its items, with `state`. Not inlined: the serial and the parallel
+    /// path of [`Nest::split_with`] call this one copy of the kernel.
+    #[inline(never)]
+    fn task<S, F>(&self, sp: &Split, f: &F, state: &mut S, t: usize)
+    where
+        F: Fn(&mut S, [isize; N], Range<usize>),
+    {
+        let lo = t * sp.items_per_task;
+        let hi = (lo + sp.items_per_task).min(sp.items);
+        self.run_items(lo..hi, sp, &mut |b, r| f(state, b, r));
     }
 
     /// How [`Nest::split_with`] cuts the work into items and tasks; `None` for an empty nest.
@@ -394,13 +401,49 @@ impl Split {
     }
 }
 
+/// The odometer's position along each outer axis: on the stack for up to 8 axes, so that a small
+/// call (W0) does not pay an allocation for it.
+enum Pos {
+    Stack([usize; 8], usize),
+    Heap(Vec<usize>),
+}
+
+impl Pos {
+    fn zeros(n: usize) -> Pos {
+        if n <= 8 {
+            Pos::Stack([0; 8], n)
+        } else {
+            Pos::Heap(vec![0; n])
+        }
+    }
+}
+
+impl std::ops::Deref for Pos {
+    type Target = [usize];
+    fn deref(&self) -> &[usize] {
+        match self {
+            Pos::Stack(a, n) => &a[..*n],
+            Pos::Heap(v) => v,
+        }
+    }
+}
+
+impl std::ops::DerefMut for Pos {
+    fn deref_mut(&mut self) -> &mut [usize] {
+        match self {
+            Pos::Stack(a, n) => &mut a[..*n],
+            Pos::Heap(v) => v,
+        }
+    }
+}
+
 /// The odometer over a range of items: their base offsets and inner ranges, a batch at a time.
 /// Generic over `N` only, so every kernel closure shares it.
 struct Items<'n, const N: usize> {
     nest: &'n Nest<N>,
     sp: &'n Split,
     left: usize,
-    pos: Vec<usize>,
+    pos: Pos,
     base: [isize; N],
     row: usize,
     c: usize,
@@ -410,7 +453,7 @@ impl<'n, const N: usize> Items<'n, N> {
     fn new(nest: &'n Nest<N>, range: Range<usize>, sp: &'n Split) -> Self {
         let nd = nest.outer.len();
         let outer_len = nest.outer_len();
-        let mut pos = vec![0usize; nd];
+        let mut pos = Pos::zeros(nd);
         let (row, c) = if range.is_empty() {
             (0, 0)
         } else if sp.tiled {
