@@ -1096,15 +1096,17 @@ fn rows(at: &Rows, slice: &Nest<2>, rows_n: usize, segs: &Segments, upd: &dyn Ro
         });
         return;
     }
+    // The slice's pieces (one, for a contiguous slice), listed once, not walked per segment.
+    let pieces = slice.pieces(1, 1).pop().unwrap_or_default();
     let ranges = segs.split(if parallel { threads * 8 } else { 1 });
     let task = |ks: &Range<usize>| {
         let end = segs.starts()[ks.end];
         for k in ks.clone() {
             let ahead = &segs.order()[segs.starts()[k]..end];
             let n = segs.starts()[k + 1] - segs.starts()[k];
-            slice.for_each_serial(|base, r| {
-                upd.apply_segment(segs.rows()[k], base, r, ahead, n, at.last_only);
-            });
+            for (base, r) in &pieces {
+                upd.apply_segment(segs.rows()[k], *base, r.clone(), ahead, n, at.last_only);
+            }
         }
     };
     if ranges.len() > 1 {
