@@ -145,6 +145,63 @@ pub fn row_major_strides(shape: &[usize]) -> Vec<isize> {
     strides
 }
 
+/// A short list of per-axis numbers (positions, strides): on the stack up to 8 axes, so that
+/// a small call pays no allocation for it.
+pub(crate) enum Small<T> {
+    Stack([T; 8], usize),
+    Heap(Vec<T>),
+}
+
+impl<T: Copy + Default> Small<T> {
+    /// `n` copies of `T::default()`.
+    pub(crate) fn zeros(n: usize) -> Small<T> {
+        if n <= 8 {
+            Small::Stack([T::default(); 8], n)
+        } else {
+            Small::Heap(vec![T::default(); n])
+        }
+    }
+
+    /// A copy of `v`.
+    pub(crate) fn from_slice(v: &[T]) -> Small<T> {
+        let mut s = Small::zeros(v.len());
+        s.copy_from_slice(v);
+        s
+    }
+}
+
+impl Small<isize> {
+    /// [`row_major_strides`] of `shape`.
+    pub(crate) fn row_major(shape: &[usize]) -> Small<isize> {
+        let mut strides = Small::zeros(shape.len());
+        let mut acc = 1isize;
+        for i in (0..shape.len()).rev() {
+            strides[i] = acc;
+            acc = acc.wrapping_mul(shape[i].max(1) as isize);
+        }
+        strides
+    }
+}
+
+impl<T> std::ops::Deref for Small<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        match self {
+            Small::Stack(a, n) => &a[..*n],
+            Small::Heap(v) => v,
+        }
+    }
+}
+
+impl<T> std::ops::DerefMut for Small<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        match self {
+            Small::Stack(a, n) => &mut a[..*n],
+            Small::Heap(v) => v,
+        }
+    }
+}
+
 /// `value` over `shape` without copying it: a read-only view whose strides are all 0 (the
 /// element of an op's scalar form, or the one that every position of an index counts).
 pub(crate) fn splat<'a, T>(

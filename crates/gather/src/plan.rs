@@ -26,6 +26,8 @@ use std::sync::Mutex;
 
 use rayon::prelude::*;
 
+use crate::dims::Small;
+
 /// Minimum number of elements per parallel task; calls smaller than this run on the calling thread.
 /// Under Miri (`scripts/miri.sh`) it is 256, so that the small shapes Miri can afford still run the
 /// parallel loops.
@@ -61,7 +63,10 @@ impl<const N: usize> Nest<N> {
     /// visited in ascending order by one thread for any fixed position of the other axes.
     pub fn new(shape: &[usize], strides: [&[isize]; N], serial: Option<usize>) -> Self {
         let total = shape.iter().product::<usize>();
-        let mut axes: Vec<(Axis<N>, bool)> = Vec::with_capacity(shape.len());
+        // Axes longer than 1, neighbours that are contiguous in every operand merged (never the
+        // serial axis, whose place among them is `serial_at`).
+        let mut axes: Vec<Axis<N>> = Vec::with_capacity(shape.len());
+        let mut serial_at = None;
         for (a, &len) in shape.iter().enumerate() {
             if len == 1 {
                 continue;
@@ -70,45 +75,41 @@ impl<const N: usize> Nest<N> {
             for k in 0..N {
                 s[k] = strides[k][a];
             }
-            axes.push((Axis { len, strides: s }, serial == Some(a)));
-        }
-        // Merge neighbours that are contiguous in every operand (never the serial axis).
-        let mut merged: Vec<(Axis<N>, bool)> = Vec::with_capacity(axes.len());
-        for (ax, is_serial) in axes {
-            if let Some((last, last_serial)) = merged.last_mut() {
-                if !*last_serial
-                    && !is_serial
-                    && (0..N)
-                        .all(|k| last.strides[k] == ax.strides[k].wrapping_mul(ax.len as isize))
+            let is_serial = serial == Some(a);
+            let last_serial = serial_at.is_some() && serial_at == axes.len().checked_sub(1);
+            if let Some(last) = axes.last_mut() {
+                if !is_serial
+                    && !last_serial
+                    && (0..N).all(|k| last.strides[k] == s[k].wrapping_mul(len as isize))
                 {
-                    last.len *= ax.len;
-                    last.strides = ax.strides;
+                    last.len *= len;
+                    last.strides = s;
                     continue;
                 }
             }
-            merged.push((ax, is_serial));
+            if is_serial {
+                serial_at = Some(axes.len());
+            }
+            axes.push(Axis { len, strides: s });
         }
         let unit = Axis {
             len: 1,
             strides: [0; N],
         };
         let mut mid = None;
-        let inner;
         let mut inner_splittable = true;
-        match merged.pop() {
-            None => inner = unit,
-            Some((ax, true)) => {
-                inner = ax;
+        let inner = match axes.pop() {
+            None => unit,
+            Some(ax) if serial_at == Some(axes.len()) => {
                 inner_splittable = false;
+                ax
             }
-            Some((ax, false)) => {
-                inner = ax;
-                if let Some(p) = merged.iter().position(|(_, s)| *s) {
-                    mid = Some(merged.remove(p).0);
-                }
+            Some(ax) => {
+                mid = serial_at.map(|p| axes.remove(p));
+                ax
             }
-        }
-        let outer = merged.into_iter().map(|(a, _)| a).collect();
+        };
+        let outer = axes;
         Nest {
             outer,
             mid,
@@ -401,49 +402,13 @@ impl Split {
     }
 }
 
-/// The odometer's position along each outer axis: on the stack for up to 8 axes, so that a small
-/// call (W0) does not pay an allocation for it.
-enum Pos {
-    Stack([usize; 8], usize),
-    Heap(Vec<usize>),
-}
-
-impl Pos {
-    fn zeros(n: usize) -> Pos {
-        if n <= 8 {
-            Pos::Stack([0; 8], n)
-        } else {
-            Pos::Heap(vec![0; n])
-        }
-    }
-}
-
-impl std::ops::Deref for Pos {
-    type Target = [usize];
-    fn deref(&self) -> &[usize] {
-        match self {
-            Pos::Stack(a, n) => &a[..*n],
-            Pos::Heap(v) => v,
-        }
-    }
-}
-
-impl std::ops::DerefMut for Pos {
-    fn deref_mut(&mut self) -> &mut [usize] {
-        match self {
-            Pos::Stack(a, n) => &mut a[..*n],
-            Pos::Heap(v) => v,
-        }
-    }
-}
-
 /// The odometer over a range of items: their base offsets and inner ranges, a batch at a time.
 /// Generic over `N` only, so every kernel closure shares it.
 struct Items<'n, const N: usize> {
     nest: &'n Nest<N>,
     sp: &'n Split,
     left: usize,
-    pos: Pos,
+    pos: Small<usize>,
     base: [isize; N],
     row: usize,
     c: usize,
@@ -453,7 +418,7 @@ impl<'n, const N: usize> Items<'n, N> {
     fn new(nest: &'n Nest<N>, range: Range<usize>, sp: &'n Split) -> Self {
         let nd = nest.outer.len();
         let outer_len = nest.outer_len();
-        let mut pos = Pos::zeros(nd);
+        let mut pos = Small::zeros(nd);
         let (row, c) = if range.is_empty() {
             (0, 0)
         } else if sp.tiled {
@@ -721,6 +686,11 @@ mod tests {
         let last = Nest::<2>::new(&[10, 3], [&[3, 1], &[3, 1]], Some(1));
         assert!(!last.inner_splittable);
         assert!(last.mid.is_none());
+        // The axes after a serial first axis still merge with each other.
+        let first = Nest::<2>::new(&[3, 4, 5], [&[20, 5, 1], &[20, 5, 1]], Some(0));
+        assert_eq!(first.mid.unwrap().len, 3);
+        assert_eq!(first.inner.len, 20);
+        assert!(first.outer.is_empty());
     }
 
     #[test]

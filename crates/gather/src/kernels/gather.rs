@@ -18,6 +18,7 @@ use ndarray::{ArrayView, IxDyn};
 
 use super::words::{self, Plain};
 use super::{SharedPtr, checked_position};
+use crate::dims::Small;
 use crate::index::{Bounds, CheckedIndex, IndexElem};
 use crate::plan::Nest;
 
@@ -126,12 +127,12 @@ where
         let strict = Mode::Checked(Bounds::Strict);
         return gather_impl(input, dim, &positions, size, strict, out);
     }
-    let shape = idx.shape().to_vec();
-    let out_strides = crate::dims::row_major_strides(&shape);
-    let mut in_strides = input.strides().to_vec();
+    let shape = idx.shape();
+    let out_strides = Small::row_major(shape);
+    let mut in_strides = Small::from_slice(input.strides());
     let dstride = in_strides[dim];
     in_strides[dim] = 0;
-    let nest = Nest::<3>::new(&shape, [&out_strides, idx.strides(), &in_strides], None);
+    let nest = Nest::<3>::new(shape, [&out_strides, idx.strides(), &in_strides], None);
     let ptrs = Ptrs {
         out: SharedPtr(out.as_mut_ptr()),
         idx: SharedPtr(idx.as_ptr() as *mut I),

@@ -101,8 +101,19 @@ fn gather_flat<T: Element, I: IndexElem>(
         return Ok(Vec::new());
     }
     check_index_rank(op, "input", input.shape(), index.shape(), dim)?;
-    let x = view_1d_if_scalar(input);
-    let idx = view_1d_if_scalar(index);
+    let (x1, idx1);
+    let x = if input.ndim() == 0 {
+        x1 = view_1d_if_scalar(input);
+        &x1
+    } else {
+        input
+    };
+    let idx = if index.ndim() == 0 {
+        idx1 = view_1d_if_scalar(index);
+        &idx1
+    } else {
+        index
+    };
     check_index_fits(op, x.shape(), idx.shape(), None, dim)?;
     // Under the default policy the kernel checks each value as it reads it (no separate pass over
     // the index); if one is out of range (or the output cannot be allocated), the full check
@@ -110,15 +121,15 @@ fn gather_flat<T: Element, I: IndexElem>(
     let data = match bounds {
         Bounds::Strict => super::try_vec(op, idx.len())
             .ok()
-            .and_then(|out| kernels::gather::gather_checking(&x, dim, &idx, out)),
+            .and_then(|out| kernels::gather::gather_checking(x, dim, idx, out)),
         _ => None,
     };
     let data = match data {
         Some(data) => data,
         None => {
-            let checked = CheckedIndex::new(op, idx, dim, x.shape()[dim], bounds)?;
+            let checked = CheckedIndex::new(op, idx.view(), dim, x.shape()[dim], bounds)?;
             let out = super::try_vec(op, checked.view().len())?;
-            kernels::gather::gather(&x, dim, &checked, out)
+            kernels::gather::gather(x, dim, &checked, out)
         }
     };
     Ok(data)
