@@ -71,6 +71,39 @@ pub fn check_index_select(
     crate::ops::index::check_select_shapes(input_shape, dim, index_shape, index_dtype)
 }
 
+/// The checks of `take_along_dim(input, index, dim)` with an integer `dim`: the normalised dim,
+/// then the shapes that input and index broadcast to (equal but along `dim`); the output has the
+/// index's.
+///
+/// ```
+/// let (d, x, i) = gather::backend::check_take_along_dim(&[4, 1], &[2, 3], 0).unwrap();
+/// assert_eq!((d, x, i), (0, vec![4, 3], vec![2, 3]));
+/// assert!(gather::backend::check_take_along_dim(&[4, 2], &[2, 3], 0).is_err());
+/// ```
+pub fn check_take_along_dim(
+    input_shape: &[usize],
+    index_shape: &[usize],
+    dim: isize,
+) -> Result<(usize, Vec<usize>, Vec<usize>)> {
+    crate::ops::take::along_dim_shapes(input_shape, index_shape, dim)
+}
+
+/// The checks of `put(self, index, source)` before the index's values are read: `false` when
+/// the index is empty (the result is then `self`).
+///
+/// ```
+/// assert!(gather::backend::check_put(&[2, 3], &[4], &[2, 2]).unwrap());
+/// assert!(gather::backend::check_put(&[2, 3], &[4], &[3]).is_err());
+/// assert!(!gather::backend::check_put(&[0], &[0], &[0]).unwrap());
+/// ```
+pub fn check_put(
+    self_shape: &[usize],
+    index_shape: &[usize],
+    source_shape: &[usize],
+) -> Result<bool> {
+    crate::ops::put::check_put_shapes(self_shape, index_shape, source_shape)
+}
+
 /// The error for an index `value` at `coord` (its position in the index) that `bounds` rejects
 /// for a dimension `dim` of `size`, worded as this crate's ops word it.
 ///

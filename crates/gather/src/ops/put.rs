@@ -94,28 +94,8 @@ fn put_dyn<T: Element, I: IndexElem>(
     src: ArrayView<'_, T, IxDyn>,
     accumulate: bool,
 ) -> Result<()> {
-    if src.len() != index.len() {
-        return Err(Error::shape(format!(
-            "put_(): Expected source and index to have the same number of elements, but got source.numel() = {}, index.numel() = {} (source {}, index {})",
-            src.len(),
-            index.len(),
-            fmt_shape(src.shape()),
-            fmt_shape(index.shape())
-        ))
-        .with_hint("put pairs index and source element by element in row-major order: their shapes may differ, but their sizes must match"));
-    }
-    if index.is_empty() {
+    if !check_put_shapes(dst.shape(), index.shape(), src.shape())? {
         return Ok(());
-    }
-    if dst.is_empty() {
-        return Err(Error::bounds(format!(
-            "put_(): Tried to put elements into an empty tensor (self {}, index {})",
-            fmt_shape(dst.shape()),
-            fmt_shape(index.shape())
-        ))
-        .with_hint(
-            "an empty array has no position to write to; only an empty index is valid for it",
-        ));
     }
     let shape = dst.shape().to_vec();
     let checked = CheckedIndex::new("put", index, 0, dst.len(), Bounds::Wrap)
@@ -130,6 +110,43 @@ fn put_dyn<T: Element, I: IndexElem>(
         });
     }
     Ok(())
+}
+
+/// The checks of `put(self, index, source)` from the shapes, before the index's values are read:
+/// `false` when there is nothing to do (an empty index).
+pub(crate) fn check_put_shapes(
+    self_shape: &[usize],
+    index_shape: &[usize],
+    source_shape: &[usize],
+) -> Result<bool> {
+    let (src_len, index_len) = (
+        source_shape.iter().product::<usize>(),
+        index_shape.iter().product::<usize>(),
+    );
+    if src_len != index_len {
+        return Err(Error::shape(format!(
+            "put_(): Expected source and index to have the same number of elements, but got source.numel() = {}, index.numel() = {} (source {}, index {})",
+            src_len,
+            index_len,
+            fmt_shape(source_shape),
+            fmt_shape(index_shape)
+        ))
+        .with_hint("put pairs index and source element by element in row-major order: their shapes may differ, but their sizes must match"));
+    }
+    if index_len == 0 {
+        return Ok(false);
+    }
+    if self_shape.contains(&0) {
+        return Err(Error::bounds(format!(
+            "put_(): Tried to put elements into an empty tensor (self {}, index {})",
+            fmt_shape(self_shape),
+            fmt_shape(index_shape)
+        ))
+        .with_hint(
+            "an empty array has no position to write to; only an empty index is valid for it",
+        ));
+    }
+    Ok(true)
 }
 
 /// Accumulation for types whose `Acc` is wider than themselves (`f16`, `bf16`): every target

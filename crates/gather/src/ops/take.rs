@@ -207,37 +207,7 @@ where
         let data = take_flat(OP, input, index, Bounds::Strict)?;
         return Ok(ArrayD::from_shape_vec(IxDyn(&[data.len()]), data).expect("1-d output"));
     };
-    let nd = input.ndim();
-    if index.ndim() != nd {
-        return Err(Error::rank(format!(
-            "{OP}: input and indices should have the same number of dimensions, but got {nd} dimensions for input, and {} dimensions for indices (input {}, indices {}, dim {dim})",
-            index.ndim(),
-            fmt_shape(input.shape()),
-            fmt_shape(index.shape())
-        ))
-        .with_hint(rank_hint(input.shape(), index.shape())));
-    }
-    if nd == 0 {
-        return Err(Error::new(
-            ErrorKind::DimOutOfRange,
-            format!("{OP}: Dimension specified as {dim} but tensor has no dimensions"),
-        )
-        .with_hint("a 0-d input has no dim to take along: pass dim None to index its single element, or give it an axis with `insert_axis(Axis(0))`"));
-    }
-    let d = normalize_dim(OP, dim, nd)?;
-    let bcast_hint = |e: Error| {
-        e.with_hint(format!(
-            "{OP} broadcasts input and index on every dim but {d}: there, each pair of sizes must be equal or one of them 1 (input {}, index {})",
-            fmt_shape(input.shape()),
-            fmt_shape(index.shape())
-        ))
-    };
-    let mut self_sizes = input.shape().to_vec();
-    self_sizes[d] = index.shape()[d];
-    let idx_shape = broadcast_shapes(&self_sizes, index.shape()).map_err(bcast_hint)?;
-    let mut idx_sizes = index.shape().to_vec();
-    idx_sizes[d] = input.shape()[d];
-    let x_shape = broadcast_shapes(&idx_sizes, input.shape()).map_err(bcast_hint)?;
+    let (d, x_shape, idx_shape) = along_dim_shapes(input.shape(), index.shape(), dim)?;
     let x = input.view().into_dyn();
     let idx = index.view().into_dyn();
     let internal = || {
@@ -264,6 +234,49 @@ where
         }
     };
     Ok(ArrayD::from_shape_vec(IxDyn(&idx_shape), data).expect("output has the broadcast shape"))
+}
+
+/// The checks of `take_along_dim(input, index, dim)` with an integer `dim`, from the shapes: the
+/// normalised dim and the shapes that input and index broadcast to (they differ along `dim`
+/// only).
+pub(crate) fn along_dim_shapes(
+    input_shape: &[usize],
+    index_shape: &[usize],
+    dim: isize,
+) -> Result<(usize, Vec<usize>, Vec<usize>)> {
+    const OP: &str = "take_along_dim";
+    let nd = input_shape.len();
+    if index_shape.len() != nd {
+        return Err(Error::rank(format!(
+            "{OP}: input and indices should have the same number of dimensions, but got {nd} dimensions for input, and {} dimensions for indices (input {}, indices {}, dim {dim})",
+            index_shape.len(),
+            fmt_shape(input_shape),
+            fmt_shape(index_shape)
+        ))
+        .with_hint(rank_hint(input_shape, index_shape)));
+    }
+    if nd == 0 {
+        return Err(Error::new(
+            ErrorKind::DimOutOfRange,
+            format!("{OP}: Dimension specified as {dim} but tensor has no dimensions"),
+        )
+        .with_hint("a 0-d input has no dim to take along: pass dim None to index its single element, or give it an axis with `insert_axis(Axis(0))`"));
+    }
+    let d = normalize_dim(OP, dim, nd)?;
+    let bcast_hint = |e: Error| {
+        e.with_hint(format!(
+            "{OP} broadcasts input and index on every dim but {d}: there, each pair of sizes must be equal or one of them 1 (input {}, index {})",
+            fmt_shape(input_shape),
+            fmt_shape(index_shape)
+        ))
+    };
+    let mut self_sizes = input_shape.to_vec();
+    self_sizes[d] = index_shape[d];
+    let idx_shape = broadcast_shapes(&self_sizes, index_shape).map_err(bcast_hint)?;
+    let mut idx_sizes = index_shape.to_vec();
+    idx_sizes[d] = input_shape[d];
+    let x_shape = broadcast_shapes(&idx_sizes, input_shape).map_err(bcast_hint)?;
+    Ok((d, x_shape, idx_shape))
 }
 
 /// The hint for an index of the wrong rank: which axes to add.
