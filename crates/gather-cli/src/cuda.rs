@@ -10,6 +10,8 @@ pub const OPS: &[&str] = &[
     "gather",
     "index_select",
     "take",
+    "take_along_dim",
+    "put",
     "scatter",
     "scatter_add",
     "scatter_reduce",
@@ -107,6 +109,17 @@ pub fn call(
         "gather" => gather_cuda::gather(&x, args.dim()?, &index),
         "index_select" => gather_cuda::index_select(&x, args.dim()?, &index),
         "take" => gather_cuda::take(&x, &index),
+        "take_along_dim" => {
+            let dim = match args.get("dim") {
+                None | Some(Arg::None) => None,
+                Some(_) => Some(args.dim()?),
+            };
+            gather_cuda::take_along_dim(&x, &index, dim)
+        }
+        "put" => {
+            let accumulate = args.bool_or("accumulate", false)?;
+            gather_cuda::put(&x, &index, &get("source")?, accumulate)
+        }
         "scatter_add" => gather_cuda::scatter_add(&x, args.dim()?, &index, &get("src")?),
         "scatter_reduce" => {
             let reduce: Reduce = args.str("reduce")?.parse()?;

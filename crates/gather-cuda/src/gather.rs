@@ -131,12 +131,93 @@ pub fn index_select(input: &CudaTensor, dim: isize, index: &CudaTensor) -> Resul
 pub fn take(input: &CudaTensor, index: &CudaTensor) -> Result<CudaTensor> {
     let op = "take";
     let index = index_operand(op, "index", index)?;
-    let out = CudaTensor::empty(input.device(), index.shape(), input.dtype())?;
+    take_flat(op, input, &index, index.shape(), Bounds::Wrap)
+}
+
+/// `torch.take_along_dim(input, index, dim)`. With a `dim`, input and index broadcast against
+/// each other on every other axis, and `out[p] = input[p with p[dim] := index[p] mod n]`
+/// (Python's modulo of the dim's size `n`, so any value is in range; only an empty dim with a
+/// non-empty index fails); the output has the broadcast index's shape. Without one (`None`),
+/// `out[q] = input.flatten()[index.flatten()[q]]`, 1-d, values in `0..input.len()`.
+///
+/// ```text
+/// take_along_dim(x, idx, dim=1)        take_along_dim(x, idx, None)
+///   x   = [[a b c]     idx = [[2]         x.flat = [a b c d e f]
+///          [d e f]]           [-1]]       idx    = [[5, 0]]
+///   out = [[c]                            out    = [f a]
+///          [f]]        (-1 mod 3 = 2)
+/// ```
+///
+/// ```no_run
+/// use gather_cuda::{Cuda, CudaTensor};
+/// use ndarray::array;
+/// let gpu = Cuda::new(0)?;
+/// let x = CudaTensor::from_host(&gpu, &array![[1, 2, 3], [4, 5, 6]])?;
+/// let i = CudaTensor::from_host(&gpu, &array![[2i64], [-1]])?;
+/// let out = gather_cuda::take_along_dim(&x, &i, Some(1))?;
+/// assert_eq!(out.to_host::<i32>()?, array![[3], [6]].into_dyn());
+/// # Ok::<(), gather_cuda::Error>(())
+/// ```
+pub fn take_along_dim(
+    input: &CudaTensor,
+    index: &CudaTensor,
+    dim: Option<isize>,
+) -> Result<CudaTensor> {
+    let op = "take_along_dim";
+    let index = index_operand(op, "index", index)?;
+    let Some(dim) = dim else {
+        return take_flat(op, input, &index, &[index.len()], Bounds::Strict);
+    };
+    let (d, x_shape, idx_shape) = backend::check_take_along_dim(input.shape(), index.shape(), dim)?;
+    let out = CudaTensor::empty(input.device(), &idx_shape, input.dtype())?;
+    if out.is_empty() {
+        return Ok(out);
+    }
+    let xb = input.broadcast(&x_shape)?;
+    let ib = index.broadcast(&idx_shape)?;
+    let size = x_shape[d];
+    let error = |pos: u64| -> Result<crate::Error> {
+        let coord = unravel(pos, &idx_shape);
+        let value = read_index(&ib, &coord)?;
+        Ok(backend::out_of_bounds(op, value, coord, d, size, Bounds::Modulo).into())
+    };
+    if size == 0 {
+        // No position to read: every value is out of range, the first one reported.
+        return Err(error(0)?);
+    }
+    match gather_into(&xb, d, &ib, &out, Bounds::Modulo)? {
+        Some(pos) => Err(error(pos)?),
+        None => Ok(out),
+    }
+}
+
+/// `input.flatten()[index]` into a new tensor of `shape` (the index's elements, row-major), the
+/// values mapped under `bounds` (`Wrap`: `take`; `Strict`: `take_along_dim` without a dim).
+fn take_flat(
+    op: &str,
+    input: &CudaTensor,
+    index: &CudaTensor,
+    shape: &[usize],
+    bounds: Bounds,
+) -> Result<CudaTensor> {
+    let out = CudaTensor::empty(input.device(), shape, input.dtype())?;
     if index.is_empty() {
         return Ok(out);
     }
+    let error = |pos: u64| -> Result<crate::Error> {
+        let coord = unravel(pos, index.shape());
+        let value = read_index(index, &coord)?;
+        Ok(match bounds {
+            Bounds::Wrap => backend::flat_out_of_bounds(op, value, coord, input.shape()),
+            _ => backend::out_of_bounds(op, value, coord, 0, input.len(), bounds),
+        }
+        .into())
+    };
     if input.is_empty() {
-        return Err(backend::take_from_empty(input.shape(), index.shape()).into());
+        return Err(match bounds {
+            Bounds::Wrap => backend::take_from_empty(input.shape(), index.shape()).into(),
+            _ => error(0)?,
+        });
     }
     let xl = input.layout()?;
     let il = index.layout()?;
@@ -145,7 +226,7 @@ pub fn take(input: &CudaTensor, index: &CudaTensor) -> Result<CudaTensor> {
     let dev = input.device();
     let f = dev.function(Source::Gather, name)?;
     let (xp, ip, op_) = (input.ptr(), index.ptr(), out.ptr());
-    let (size, rule, n64) = (input.len() as i64, 1i32, n as i64);
+    let (size, code, n64) = (input.len() as i64, rule(bounds), n as i64);
     let bad = dev.with_flag(|flag| {
         launch!(
             dev,
@@ -158,17 +239,15 @@ pub fn take(input: &CudaTensor, index: &CudaTensor) -> Result<CudaTensor> {
             &ip,
             &il,
             &size,
-            &rule,
+            &code,
             &n64,
             &flag
         )
     })?;
-    if let Some(pos) = bad {
-        let coord = unravel(pos, index.shape());
-        let value = read_index(&index, &coord)?;
-        return Err(backend::flat_out_of_bounds(op, value, coord, input.shape()).into());
+    match bad {
+        Some(pos) => Err(error(pos)?),
+        None => Ok(out),
     }
-    Ok(out)
 }
 
 /// Writes `gather(x, d, idx)` into the row-major `out` (idx's shape); the smallest row-major

@@ -4,7 +4,8 @@
 //! - [`Cuda`] is a GPU; [`CudaTensor`] an array on it (any dtype of the CPU library, any
 //!   strides, views that share the buffer).
 //! - The ops take PyTorch's names and arguments: [`gather()`], [`index_select()`], [`take()`],
-//!   [`scatter()`], [`scatter_add()`], [`scatter_reduce()`], [`index_add()`], [`index_copy()`],
+//!   [`take_along_dim()`], [`put()`], [`scatter()`], [`scatter_add()`], [`scatter_reduce()`],
+//!   [`index_add()`], [`index_copy()`],
 //!   [`index_fill()`], [`index_reduce()`].
 //! - A bad index value is reported with its value and coordinate, worded as the CPU library
 //!   words it; no kernel touches memory out of bounds. The check is one flag on the GPU, read
@@ -39,9 +40,9 @@ mod tensor;
 
 pub use crate::device::{Cuda, compile_all};
 pub use crate::error::{Error, Result};
-pub use crate::gather::{gather, index_select, take};
+pub use crate::gather::{gather, index_select, take, take_along_dim};
 pub use crate::scatter::{
-    Src, index_add, index_copy, index_fill, index_reduce, scatter, scatter_add, scatter_reduce,
+    Src, index_add, index_copy, index_fill, index_reduce, put, scatter, scatter_add, scatter_reduce,
 };
 pub use crate::tensor::CudaTensor;
 pub use ::gather::{Reduce, Scalar};

@@ -404,6 +404,65 @@ fn index_family(
     Ok(reshape_like(out, input))
 }
 
+/// `torch.put(input, index, source, accumulate)`: a copy of `input` with
+/// `out.flatten()[index[q]] = source[q]` for every position `q` of the index (index and source
+/// paired element by element in row-major order), or `+=` with `accumulate`. Values in `-n..n`
+/// (negative ones count from the end). With duplicate targets the last write in index order
+/// wins; accumulated contributions are added in index order, so every run gives the same bits.
+///
+/// ```text
+/// input = [[a b c]      index  = [5, -6, 5]     out = [[y b c]
+///          [d e f]]     source = [x, y, z]             [d e z]]    (accumulate: f+x+z at 5)
+/// ```
+///
+/// ```no_run
+/// use gather_cuda::{Cuda, CudaTensor};
+/// use ndarray::array;
+/// let gpu = Cuda::new(0)?;
+/// let x = CudaTensor::from_host(&gpu, &array![[0, 0, 0], [0, 0, 0]])?;
+/// let i = CudaTensor::from_host(&gpu, &array![5i64, -6, 5])?;
+/// let s = CudaTensor::from_host(&gpu, &array![1, 2, 3])?;
+/// let out = gather_cuda::put(&x, &i, &s, true)?;
+/// assert_eq!(out.to_host::<i32>()?, array![[2, 0, 0], [0, 0, 4]].into_dyn());
+/// # Ok::<(), gather_cuda::Error>(())
+/// ```
+pub fn put(
+    input: &CudaTensor,
+    index: &CudaTensor,
+    source: &CudaTensor,
+    accumulate: bool,
+) -> Result<CudaTensor> {
+    let op = "put";
+    let index = index_operand(op, "index", index)?;
+    same_dtype(op, "source", input, source)?;
+    if !backend::check_put(input.shape(), index.shape(), source.shape())? {
+        return copy_of(input);
+    }
+    let (n, k) = (input.len(), index.len());
+    let x = input.reshape(&[n])?;
+    let flat_index = index.reshape(&[k])?;
+    let flat_source = source.reshape(&[k])?;
+    let reduce = if accumulate { R_SUM } else { R_SET };
+    let out = run(
+        op,
+        &x,
+        0,
+        &flat_index,
+        Some(&flat_source),
+        0,
+        reduce,
+        true,
+        None,
+        Bounds::Wrap,
+        |pos| {
+            let coord = unravel(pos, index.shape());
+            let v = read_index(&index, &coord)?;
+            Ok(backend::flat_out_of_bounds(op, v, coord, input.shape()).into())
+        },
+    )?;
+    out.reshape(input.shape())
+}
+
 fn scatter_op(
     op: &str,
     input: &CudaTensor,

@@ -240,6 +240,89 @@ fn bad_indices_give_the_cpu_librarys_error_and_touch_nothing() {
     assert_eq!(gpu.op().unwrap(), &cpu);
 }
 
+#[test]
+fn take_along_dim_and_put_equal_the_cpu_library() {
+    let Some(g) = gpu() else { return };
+    let mut rng = Rng(11);
+    for case in 0..40 {
+        let nd = 1 + rng.below(3);
+        let shape: Vec<usize> = (0..nd).map(|_| 1 + rng.below(6)).collect();
+        let d = rng.below(nd);
+        let x = values(&mut rng, &shape, |v| v as f32);
+        // The index broadcasts against the input: size 1 on some other axes, any length on d,
+        // values beyond the dim in both directions (take_along_dim maps them modulo).
+        let ishape: Vec<usize> = (0..nd)
+            .map(|a| match (a == d, rng.below(3)) {
+                (true, _) => 1 + rng.below(5),
+                (false, 0) => 1,
+                _ => shape[a],
+            })
+            .collect();
+        let n = shape[d] as i64;
+        let idx = index(&mut rng, &ishape, 4 * shape[d]).mapv(|v| v - 2 * n);
+        let want = gather::take_along_dim(&x, &idx, Some(d as isize)).unwrap();
+        let got = gather_cuda::take_along_dim(&up(&g, &x), &up(&g, &idx), Some(d as isize));
+        assert_eq!(got.unwrap().to_host::<f32>().unwrap(), want, "case {case}");
+        let m = 1 + rng.below(7);
+        let flat = index(&mut rng, &[m], x.len());
+        let want = gather::take_along_dim(&x, &flat, None).unwrap();
+        let got = gather_cuda::take_along_dim(&up(&g, &x), &up(&g, &flat), None).unwrap();
+        assert_eq!(got.to_host::<f32>().unwrap(), want, "case {case}: no dim");
+
+        // put: duplicates and negative positions, plain and accumulated (f16 rounds once).
+        let k = 1 + rng.below(10);
+        let total = x.len() as i64;
+        let pos = index(&mut rng, &[k], 2 * x.len()).mapv(|v| v - total);
+        let src = values(&mut rng, &[k], |v| v as f32 / 8.0);
+        for accumulate in [false, true] {
+            let want = gather::put(&x, &pos, &src, accumulate).unwrap();
+            let got = gather_cuda::put(&up(&g, &x), &up(&g, &pos), &up(&g, &src), accumulate);
+            assert_eq!(got.unwrap().to_host::<f32>().unwrap(), want, "case {case}");
+            let (xh, sh) = (x.mapv(f16::from_f32), src.mapv(f16::from_f32));
+            let want = gather::put(&xh, &pos, &sh, accumulate).unwrap();
+            let got = gather_cuda::put(&up(&g, &xh), &up(&g, &pos), &up(&g, &sh), accumulate);
+            assert_eq!(
+                got.unwrap().to_host::<f16>().unwrap(),
+                want,
+                "case {case}: f16"
+            );
+        }
+    }
+    // A transposed input is flattened in its logical order.
+    let x = values(&mut rng, &[3, 4], |v| v as i32);
+    let xt = up(&g, &x).permuted_axes(&[1, 0]).unwrap();
+    let pos = ndarray::arr1(&[1i64, 11, -1, 5]).into_dyn();
+    let src = ndarray::arr1(&[7, 8, 9, 10]).into_dyn();
+    let want = gather::put(&x.t(), &pos, &src, true).unwrap();
+    let got = gather_cuda::put(&xt, &up(&g, &pos), &up(&g, &src), true).unwrap();
+    assert_eq!(got.to_host::<i32>().unwrap(), want);
+    let want = gather::take_along_dim(&x.t(), &pos, None).unwrap();
+    let got = gather_cuda::take_along_dim(&xt, &up(&g, &pos), None).unwrap();
+    assert_eq!(got.to_host::<i32>().unwrap(), want);
+
+    // Errors: the CPU library's, and an input that stays as it was.
+    let x = ndarray::arr2(&[[1.0f32, 2.0, 3.0], [4.0, 5.0, 6.0]]).into_dyn();
+    let bad = ndarray::arr1(&[0i64, 6, 2]).into_dyn();
+    let cpu = gather::take_along_dim(&x, &bad, None).unwrap_err();
+    let gpu = gather_cuda::take_along_dim(&up(&g, &x), &up(&g, &bad), None).unwrap_err();
+    assert_eq!(gpu.op().unwrap(), &cpu);
+    let wide = ndarray::Array2::<i64>::zeros((3, 1)).into_dyn();
+    let cpu = gather::take_along_dim(&x, &wide, Some(1)).unwrap_err();
+    let gpu = gather_cuda::take_along_dim(&up(&g, &x), &up(&g, &wide), Some(1)).unwrap_err();
+    assert_eq!(gpu.op().unwrap(), &cpu);
+    let src = ndarray::arr1(&[1.0f32, 2.0, 3.0]).into_dyn();
+    let input = up(&g, &x);
+    let far = ndarray::arr1(&[0i64, -7, 2]).into_dyn();
+    let cpu = gather::put(&x, &far, &src, true).unwrap_err();
+    let gpu = gather_cuda::put(&input, &up(&g, &far), &up(&g, &src), true).unwrap_err();
+    assert_eq!(gpu.op().unwrap(), &cpu);
+    assert_eq!(input.to_host::<f32>().unwrap(), x, "the input is unchanged");
+    let short = ndarray::arr1(&[1.0f32]).into_dyn();
+    let cpu = gather::put(&x, &bad, &short, false).unwrap_err();
+    let gpu = gather_cuda::put(&input, &up(&g, &bad), &up(&g, &short), false).unwrap_err();
+    assert_eq!(gpu.op().unwrap(), &cpu);
+}
+
 // ---- the scatter family ----
 
 const REDUCES: [Reduce; 5] = [
