@@ -220,38 +220,28 @@ fn run_take<T, I, M, O>(
     let [os, is] = nest.inner.strides;
     let ahead = random.then_some(super::PREFETCH_DISTANCE);
     let body = |base: [isize; 2], r: std::ops::Range<usize>| {
-        // Local copies: read through the closure, the strides and `map`'s and `offset`'s
-        // captures would be reloaded after every store to the output (the compiler cannot rule
-        // out aliasing; see docs/performance.md, "kernels/take.rs: run_take").
-        let (o, i, x, map, offset, os, is) = (out, idx, x, map, offset, os, is);
-        let mut flag = false;
+        // Whole copies (a closure that names `out.0` would capture the raw pointer alone).
+        let (o, i, x) = (out, idx, x);
         // SAFETY: `base` plus `j * stride` for `j` in the inner range are the offsets of positions
         // inside the index's shape: in bounds for the index (its own view) and for the output (a
         // row-major buffer of that shape). `map` turns each index value into a flat position
         // `p < input.len()` (a checked value, or one it checks itself, mapping a value out of
-        // range to 0 of a non-empty input); `offset`
-        // decomposes `p` into a coordinate below the input's shape and sums coordinate × stride,
-        // which is how ndarray itself addresses that element. Output positions are disjoint
-        // between tasks (the planner splits positions, never duplicates them); the input and the
-        // index are only read. A prefetch names the input element of the position
-        // `j + PREFETCH_DISTANCE` that `walk_ahead` names only while it is inside the inner range
-        // (so its address is in bounds too), and never faults.
-        unsafe {
-            let op = o.0.offset(base[0]);
-            let ip = i.0.offset(base[1]);
-            let mut at = |j: usize| {
-                x.0.offset(offset(map(
-                    (*ip.offset(j as isize * is)).to_i64(),
-                    &mut flag,
-                )))
-            };
-            super::walk_ahead!(r, ahead, |j, next| {
-                if let Some(n) = next {
-                    super::prefetch(at(n).cast_const());
-                }
-                *op.offset(j as isize * os) = *at(j);
-            });
-        }
+        // range to 0 of a non-empty input); `offset` decomposes `p` into a coordinate below the
+        // input's shape and sums coordinate × stride, which is how ndarray itself addresses that
+        // element. Output positions are disjoint between tasks (the planner splits positions,
+        // never duplicates them); the input and the index are only read.
+        let flag = unsafe {
+            take_row(
+                o.0.offset(base[0]),
+                i.0.offset(base[1]).cast_const(),
+                x.0.cast_const(),
+                [os, is],
+                r,
+                ahead,
+                map,
+                offset,
+            )
+        };
         if flag {
             bad.store(true, Ordering::Relaxed);
         }
@@ -261,6 +251,51 @@ fn run_take<T, I, M, O>(
     } else {
         nest.for_each(body);
     }
+}
+
+/// One piece `r` of a take: `op[j * os] = x[offset(map(ip[j * is]))]`, the input element of the
+/// position `ahead` further on prefetched. Returns whether `map` set its flag. Not inlined, so
+/// that the loop keeps its pointers, strides and `map`'s and `offset`'s captures in registers
+/// (inlined into the planner's item loop, it reloaded them from the stack at every element).
+///
+/// # Safety
+/// `op.offset(j * os)` writable and `ip.offset(j * is)` readable for every `j` in `r`;
+/// `x.offset(offset(p))` readable for every `p` that `map` can return.
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+unsafe fn take_row<T: Copy, I: IndexElem, M, O>(
+    op: *mut T,
+    ip: *const I,
+    x: *const T,
+    [os, is]: [isize; 2],
+    r: std::ops::Range<usize>,
+    ahead: Option<usize>,
+    map: M,
+    offset: O,
+) -> bool
+where
+    M: Fn(i64, &mut bool) -> usize,
+    O: Fn(usize) -> isize,
+{
+    let mut flag = false;
+    // SAFETY: the function's contract; a prefetch names the input element of the position
+    // `j + ahead` that `walk_ahead` names only while it is inside `r` (so its address is in
+    // bounds too), and never faults.
+    unsafe {
+        let mut at = |j: usize| {
+            x.offset(offset(map(
+                (*ip.offset(j as isize * is)).to_i64(),
+                &mut flag,
+            )))
+        };
+        super::walk_ahead!(r, ahead, |j, next| {
+            if let Some(n) = next {
+                super::prefetch(at(n));
+            }
+            *op.offset(j as isize * os) = *at(j);
+        });
+    }
+    flag
 }
 
 /// `update(&mut dst.flatten()[index[q]], src.flatten()[q])` for every `q`, serially in row-major
