@@ -104,6 +104,38 @@ pub fn check_put(
     crate::ops::put::check_put_shapes(self_shape, index_shape, source_shape)
 }
 
+/// The shape that input and mask broadcast to, for `masked_select` and `masked_scatter`.
+///
+/// ```
+/// let s = gather::backend::check_masked("masked_select", &[2, 3], &[3]).unwrap();
+/// assert_eq!(s, vec![2, 3]);
+/// assert!(gather::backend::check_masked("masked_select", &[2, 3], &[2]).is_err());
+/// ```
+pub fn check_masked(op: &str, input_shape: &[usize], mask_shape: &[usize]) -> Result<Vec<usize>> {
+    crate::ops::masked::broadcast_shape(op, input_shape, mask_shape)
+}
+
+/// The error for a mask of a dtype other than bool.
+///
+/// ```
+/// let e = gather::backend::mask_dtype("masked_select", gather::DType::U8);
+/// assert_eq!(e.kind(), gather::ErrorKind::InvalidArgument);
+/// ```
+pub fn mask_dtype(op: &str, dtype: DType) -> Error {
+    crate::error::mask_dtype(op, dtype)
+}
+
+/// `masked_scatter`'s error for a source of `source_shape` with fewer elements than the `ones`
+/// true positions of the mask over self's `self_shape`.
+///
+/// ```
+/// let e = gather::backend::masked_source_short(&[2], 3, &[4]);
+/// assert_eq!(e.kind(), gather::ErrorKind::ShapeMismatch);
+/// ```
+pub fn masked_source_short(source_shape: &[usize], ones: usize, self_shape: &[usize]) -> Error {
+    crate::ops::masked::source_short(source_shape, ones, self_shape)
+}
+
 /// The error for an index `value` at `coord` (its position in the index) that `bounds` rejects
 /// for a dimension `dim` of `size`, worded as this crate's ops word it.
 ///

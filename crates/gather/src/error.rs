@@ -208,6 +208,15 @@ pub(crate) fn index_dtype(op: &str, what: &str, dtype: crate::DType) -> Error {
         .with_hint(format!("{what} values select positions, so they must be integers: convert with `mapv(|v| v as i64)`"))
 }
 
+/// The error for a mask of a dtype other than bool (PyTorch rejects `uint8` masks too).
+#[cfg(any(feature = "dynamic", feature = "backend"))]
+pub(crate) fn mask_dtype(op: &str, dtype: crate::DType) -> Error {
+    Error::invalid(format!(
+        "{op}: expected a bool mask, but got mask with dtype {dtype} (PyTorch: `{op} only supports boolean masks`)"
+    ))
+    .with_hint("convert the mask first, e.g. `mask.mapv(|v| v != 0)`")
+}
+
 /// The error PyTorch gives when `what` (src, source) has another dtype than self.
 #[cfg(any(feature = "dynamic", feature = "backend"))]
 pub(crate) fn dtype_mismatch(

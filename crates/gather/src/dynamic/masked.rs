@@ -8,7 +8,7 @@ use super::{
     Args, Inputs, Tensor, TensorElem, TensorView, TensorViewMut, input, moved_op, same_dtype,
     with_view, with_view_mut,
 };
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::kernels::words::Moved;
 use crate::ops::masked as typed;
 
@@ -16,11 +16,7 @@ use crate::ops::masked as typed;
 fn bool_mask<'a>(op: &str, inputs: &'a dyn Inputs) -> Result<ArrayViewD<'a, bool>> {
     match input(inputs, "mask")? {
         TensorView::Bool(m) => Ok(m),
-        other => Err(Error::invalid(format!(
-            "{op}: expected a bool mask, but got mask with dtype {} (PyTorch: `{op} only supports boolean masks`)",
-            other.dtype()
-        ))
-        .with_hint("convert the mask first, e.g. `mask.mapv(|v| v != 0)`")),
+        other => Err(crate::error::mask_dtype(op, other.dtype())),
     }
 }
 

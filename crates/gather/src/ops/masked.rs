@@ -132,9 +132,7 @@ where
     SM: Data<Elem = bool>,
     DM: Dimension,
 {
-    // PyTorch broadcasts (mask, input), so "tensor a" in the message is the mask.
-    let shape = broadcast_shapes(mask.shape(), input.shape())
-        .map_err(|e| broadcast_hint("masked_select", e))?;
+    let shape = broadcast_shape("masked_select", input.shape(), mask.shape())?;
     let x = input.view().into_dyn();
     let m = mask.view().into_dyn();
     let (xb, mb) = match (x.broadcast(IxDyn(&shape)), m.broadcast(IxDyn(&shape))) {
@@ -216,15 +214,7 @@ where
     }
     let src = source.view().into_dyn();
     let self_shape = dst.shape().to_vec();
-    let short = |ones: usize| {
-        Error::shape(format!(
-            "masked_scatter_: Number of elements of source < number of ones in mask (source has {} elements, shape {}; the mask has {ones} true positions over self {})",
-            src.len(),
-            fmt_shape(src.shape()),
-            fmt_shape(&self_shape)
-        ))
-        .with_hint("source is read in row-major order, one element per true position of the mask: pass a source with at least that many elements")
-    };
+    let short = |ones: usize| source_short(src.shape(), ones, &self_shape);
     let d = dst.view_mut().into_dyn();
     match (parallel_leaf(d.len()), src.as_slice()) {
         (Some(leaf), Some(sv)) => {
@@ -298,9 +288,7 @@ where
     SS: Data<Elem = T>,
     DS: Dimension,
 {
-    // PyTorch broadcasts (mask, self), so "tensor a" in the message is the mask.
-    let shape = broadcast_shapes(mask.shape(), input.shape())
-        .map_err(|e| broadcast_hint("masked_scatter", e))?;
+    let shape = broadcast_shape("masked_scatter", input.shape(), mask.shape())?;
     let x = input.view().into_dyn();
     let Some(xb) = x.broadcast(IxDyn(&shape)) else {
         return Err(internal_broadcast(
@@ -315,10 +303,31 @@ where
     Ok(out)
 }
 
-fn broadcast_hint(op: &str, e: Error) -> Error {
-    e.with_hint(format!(
-        "{op} broadcasts input and mask: aligned at their last dims, each pair of sizes must be equal or one of them 1"
+/// The shape that input and mask broadcast to (`masked_select`, the out-of-place
+/// `masked_scatter`), or the error that says why they do not.
+pub(crate) fn broadcast_shape(
+    op: &str,
+    input_shape: &[usize],
+    mask_shape: &[usize],
+) -> Result<Vec<usize>> {
+    // PyTorch broadcasts (mask, input), so "tensor a" in the message is the mask.
+    broadcast_shapes(mask_shape, input_shape).map_err(|e| {
+        e.with_hint(format!(
+            "{op} broadcasts input and mask: aligned at their last dims, each pair of sizes must be equal or one of them 1"
+        ))
+    })
+}
+
+/// `masked_scatter`'s error for a source of `source_shape` with fewer elements than the mask's
+/// `ones` true positions over self's `self_shape`.
+pub(crate) fn source_short(source_shape: &[usize], ones: usize, self_shape: &[usize]) -> Error {
+    Error::shape(format!(
+        "masked_scatter_: Number of elements of source < number of ones in mask (source has {} elements, shape {}; the mask has {ones} true positions over self {})",
+        source_shape.iter().product::<usize>(),
+        fmt_shape(source_shape),
+        fmt_shape(self_shape)
     ))
+    .with_hint("source is read in row-major order, one element per true position of the mask: pass a source with at least that many elements")
 }
 
 fn internal_broadcast(op: &str, a: &[usize], b: &[usize]) -> Error {
