@@ -12,6 +12,8 @@ pub const OPS: &[&str] = &[
     "take",
     "take_along_dim",
     "put",
+    "masked_select",
+    "masked_scatter",
     "scatter",
     "scatter_add",
     "scatter_reduce",
@@ -98,6 +100,21 @@ pub fn call(
         up(gpu, t)
     };
     let x = get("input")?;
+    let masked = match op {
+        "masked_select" => Some(gather_cuda::masked_select(&x, &get("mask")?)),
+        "masked_scatter" => Some(gather_cuda::masked_scatter(
+            &x,
+            &get("mask")?,
+            &get("source")?,
+        )),
+        _ => None,
+    };
+    if let Some(out) = masked {
+        return Ok(vec![(
+            "output".to_string(),
+            down(&out.map_err(device_error)?)?,
+        )]);
+    }
     let index = get("index")?;
     let scalar_or = |name: &str, default: Scalar| -> gather::Result<Scalar> {
         match args.get(name) {

@@ -18,12 +18,18 @@ pub(crate) enum Source {
     Gather,
     Scatter,
     Fiber,
+    Masked,
 }
 
 const COMMON: &str = include_str!("kernels/common.cuh");
 
 impl Source {
-    const ALL: [Source; 3] = [Source::Gather, Source::Scatter, Source::Fiber];
+    const ALL: [Source; 4] = [
+        Source::Gather,
+        Source::Scatter,
+        Source::Fiber,
+        Source::Masked,
+    ];
 
     fn text(self) -> String {
         const REDUCE: &str = include_str!("kernels/reduce.cuh");
@@ -33,6 +39,7 @@ impl Source {
                 format!("{COMMON}\n{REDUCE}\n{}", include_str!("kernels/scatter.cu"))
             }
             Source::Fiber => format!("{COMMON}\n{REDUCE}\n{}", include_str!("kernels/fiber.cu")),
+            Source::Masked => format!("{COMMON}\n{}", include_str!("kernels/masked.cu")),
         }
     }
 }
@@ -406,6 +413,21 @@ impl Cuda {
         // SAFETY: sets the 8 bytes of the live flag back to 0xff (u64::MAX), in stream order.
         unsafe { cudarc::driver::result::memset_d8_async(ptr, 0xff, 8, stream.cu_stream()) }?;
         Ok(Some(got))
+    }
+
+    /// The u32 at device address `addr`, after everything queued before it on the stream (for
+    /// the counts that size an output).
+    pub(crate) fn read_u32(&self, addr: u64) -> Result<u32> {
+        let stream = &self.inner.stream;
+        let mut word = [0u32; 1];
+        // SAFETY: copies 4 bytes from `addr`, a u32 of a live buffer of the caller's, into the
+        // local word, in stream order; the synchronize waits for the copy before it is read.
+        unsafe {
+            cudarc::driver::result::memcpy_dtoh_async(&mut word, addr, stream.cu_stream())?;
+        }
+        stream.synchronize()?;
+        self.mark("count read-back");
+        Ok(word[0])
     }
 
     /// With `GATHER_CUDA_PROFILE=1`: waits for the GPU and books the time since the last mark

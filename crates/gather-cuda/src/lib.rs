@@ -5,8 +5,8 @@
 //!   strides, views that share the buffer).
 //! - The ops take PyTorch's names and arguments: [`gather()`], [`index_select()`], [`take()`],
 //!   [`take_along_dim()`], [`put()`], [`scatter()`], [`scatter_add()`], [`scatter_reduce()`],
-//!   [`index_add()`], [`index_copy()`],
-//!   [`index_fill()`], [`index_reduce()`].
+//!   [`index_add()`], [`index_copy()`], [`index_fill()`], [`index_reduce()`],
+//!   [`masked_select()`], [`masked_scatter()`].
 //! - A bad index value is reported with its value and coordinate, worded as the CPU library
 //!   words it; no kernel touches memory out of bounds. The check is one flag on the GPU, read
 //!   once per call.
@@ -33,6 +33,7 @@
 mod device;
 mod error;
 mod gather;
+mod masked;
 mod memory;
 mod scatter;
 mod sort;
@@ -41,6 +42,7 @@ mod tensor;
 pub use crate::device::{Cuda, compile_all};
 pub use crate::error::{Error, Result};
 pub use crate::gather::{gather, index_select, take, take_along_dim};
+pub use crate::masked::{masked_scatter, masked_select};
 pub use crate::scatter::{
     Src, index_add, index_copy, index_fill, index_reduce, put, scatter, scatter_add, scatter_reduce,
 };

@@ -323,6 +323,66 @@ fn take_along_dim_and_put_equal_the_cpu_library() {
     assert_eq!(gpu.op().unwrap(), &cpu);
 }
 
+#[test]
+fn masked_select_and_scatter_equal_the_cpu_library() {
+    let Some(g) = gpu() else { return };
+    let mut rng = Rng(13);
+    for case in 0..40 {
+        let nd = 1 + rng.below(3);
+        let shape: Vec<usize> = (0..nd).map(|_| 1 + rng.below(6)).collect();
+        // Input and mask broadcast against each other: either may have size 1 on an axis.
+        let (mut xs, mut ms) = (shape.clone(), shape.clone());
+        for a in 0..nd {
+            match rng.below(4) {
+                0 => xs[a] = 1,
+                1 => ms[a] = 1,
+                _ => {}
+            }
+        }
+        let x = values(&mut rng, &xs, |v| v as f64);
+        let m = values(&mut rng, &ms, |v| v % 3 == 0);
+        let want = gather::masked_select(&x, &m).unwrap().into_dyn();
+        let got = gather_cuda::masked_select(&up(&g, &x), &up(&g, &m)).unwrap();
+        assert_eq!(got.to_host::<f64>().unwrap(), want, "case {case}");
+        let ones = want.len();
+        let extra = rng.below(3);
+        let src = values(&mut rng, &[ones + extra], |v| v as f64);
+        let want = gather::masked_scatter(&x, &m, &src).unwrap();
+        let got = gather_cuda::masked_scatter(&up(&g, &x), &up(&g, &m), &up(&g, &src)).unwrap();
+        assert_eq!(got.to_host::<f64>().unwrap(), want, "case {case}: scatter");
+        // Every width: the same positions, moved as bytes.
+        let xb = x.mapv(|v| v as i8);
+        let want = gather::masked_select(&xb, &m).unwrap().into_dyn();
+        let got = gather_cuda::masked_select(&up(&g, &xb), &up(&g, &m)).unwrap();
+        assert_eq!(got.to_host::<i8>().unwrap(), want, "case {case}: i8");
+        let xh = x.mapv(bf16::from_f64);
+        let sh = src.mapv(bf16::from_f64);
+        let want = gather::masked_scatter(&xh, &m, &sh).unwrap();
+        let got = gather_cuda::masked_scatter(&up(&g, &xh), &up(&g, &m), &up(&g, &sh)).unwrap();
+        assert_eq!(got.to_host::<bf16>().unwrap(), want, "case {case}: bf16");
+    }
+    // A transposed source is read in its logical order.
+    let x = ndarray::Array2::<i32>::zeros((2, 3)).into_dyn();
+    let m = ndarray::arr2(&[[true, false, true], [true, true, false]]).into_dyn();
+    let s = values(&mut rng, &[2, 2], |v| v as i32);
+    let want = gather::masked_scatter(&x, &m, &s.t()).unwrap();
+    let st = up(&g, &s).permuted_axes(&[1, 0]).unwrap();
+    let got = gather_cuda::masked_scatter(&up(&g, &x), &up(&g, &m), &st).unwrap();
+    assert_eq!(got.to_host::<i32>().unwrap(), want);
+    // Errors: the CPU library's.
+    let short = ndarray::arr1(&[1i32, 2]).into_dyn();
+    let cpu = gather::masked_scatter(&x, &m, &short).unwrap_err();
+    let gpu = gather_cuda::masked_scatter(&up(&g, &x), &up(&g, &m), &up(&g, &short)).unwrap_err();
+    assert_eq!(gpu.op().unwrap(), &cpu);
+    let wide = ndarray::arr1(&[true, false]).into_dyn();
+    let cpu = gather::masked_select(&x, &wide).unwrap_err();
+    let gpu = gather_cuda::masked_select(&up(&g, &x), &up(&g, &wide)).unwrap_err();
+    assert_eq!(gpu.op().unwrap(), &cpu);
+    let bytes = ndarray::arr1(&[1u8, 0, 1]).into_dyn();
+    let e = gather_cuda::masked_select(&up(&g, &x), &up(&g, &bytes)).unwrap_err();
+    assert_eq!(e.op().unwrap().kind(), gather::ErrorKind::InvalidArgument);
+}
+
 // ---- the scatter family ----
 
 const REDUCES: [Reduce; 5] = [
