@@ -136,6 +136,66 @@ pub fn masked_source_short(source_shape: &[usize], ones: usize, self_shape: &[us
     crate::ops::masked::source_short(source_shape, ones, self_shape)
 }
 
+/// The checks of `repeat_interleave(input, repeats, dim, output_size)` with a repeats tensor,
+/// from the input's shape and the repeats' shape and values: the dim (`None`: the input
+/// flattened), one count per slice along it, and their sum.
+///
+/// ```
+/// use gather::backend::repeat_plan;
+/// let (d, counts, total) = repeat_plan(&[3, 2], &[3], &[1, 0, 2], Some(0), None).unwrap();
+/// assert_eq!((d, counts, total), (Some(0), vec![1, 0, 2], 3));
+/// assert!(repeat_plan(&[3, 2], &[3], &[1, -1, 2], Some(0), None).is_err());
+/// assert!(repeat_plan(&[3, 2], &[3], &[1, 0, 2], Some(0), Some(4)).is_err());
+/// ```
+pub fn repeat_plan(
+    input_shape: &[usize],
+    repeats_shape: &[usize],
+    repeats: &[i64],
+    dim: Option<isize>,
+    output_size: Option<usize>,
+) -> Result<(Option<usize>, Vec<usize>, usize)> {
+    crate::ops::repeat::plan_tensor(
+        input_shape,
+        repeats_shape,
+        repeats.iter().copied(),
+        dim,
+        output_size,
+    )
+}
+
+/// The checks of `repeat_interleave(input, repeats, dim, output_size)` with one count: the dim
+/// (`None`: the input flattened), the number of slices along it, and the output's length there.
+///
+/// ```
+/// let plan = gather::backend::repeat_plan_scalar(&[3, 2], 2, Some(1), None).unwrap();
+/// assert_eq!(plan, (Some(1), 2, 4));
+/// assert!(gather::backend::repeat_plan_scalar(&[], 2, Some(0), None).is_err());
+/// ```
+pub fn repeat_plan_scalar(
+    input_shape: &[usize],
+    repeats: usize,
+    dim: Option<isize>,
+    output_size: Option<usize>,
+) -> Result<(Option<usize>, usize, usize)> {
+    crate::ops::repeat::plan_scalar(input_shape, repeats, dim, output_size)
+}
+
+/// The checks of `repeat_interleave(repeats, output_size)` (the positions form): one count per
+/// position and their sum.
+///
+/// ```
+/// let plan = gather::backend::repeat_plan_repeats(&[3], &[2, 0, 1], None).unwrap();
+/// assert_eq!(plan, (vec![2, 0, 1], 3));
+/// assert!(gather::backend::repeat_plan_repeats(&[], &[2], None).is_err());
+/// ```
+pub fn repeat_plan_repeats(
+    repeats_shape: &[usize],
+    repeats: &[i64],
+    output_size: Option<usize>,
+) -> Result<(Vec<usize>, usize)> {
+    crate::ops::repeat::plan_repeats_only(repeats_shape, repeats.iter().copied(), output_size)
+}
+
 /// The error for an index `value` at `coord` (its position in the index) that `bounds` rejects
 /// for a dimension `dim` of `size`, worded as this crate's ops word it.
 ///

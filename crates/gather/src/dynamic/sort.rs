@@ -77,7 +77,18 @@ pub(crate) fn argsort(args: &Args, inputs: &dyn Inputs) -> Result<Tensor> {
     with_view!(x, a => Ok(Tensor::from(sort::argsort(a, dim, descending, stable)?)))
 }
 
-pub(crate) fn repeat_interleave(args: &Args, inputs: &dyn Inputs) -> Result<Tensor> {
+/// `repeat_interleave`'s `dim` and `output_size` arguments (either may be absent or null), checked:
+/// `output_size` must be non-negative. For other devices that run the op (the CLI's GPU path).
+///
+/// ```
+/// use gather::dynamic::{Arg, Args, repeat_interleave_args};
+/// let mut a = Args::default();
+/// a.set("dim", Arg::Int(-1));
+/// assert_eq!(repeat_interleave_args(&a).unwrap(), (Some(-1), None));
+/// a.set("output_size", Arg::Int(-2));
+/// assert!(repeat_interleave_args(&a).is_err());
+/// ```
+pub fn repeat_interleave_args(args: &Args) -> Result<(Option<isize>, Option<usize>)> {
     const OP: &str = "repeat_interleave";
     let output_size = match args.opt_int("output_size")? {
         None => None,
@@ -86,7 +97,36 @@ pub(crate) fn repeat_interleave(args: &Args, inputs: &dyn Inputs) -> Result<Tens
                 .with_hint("output_size is the length of the output along dim; leave it out (null) to have it computed")
         })?),
     };
-    let dim = args.opt_int("dim")?.map(|d| d as isize);
+    Ok((args.opt_int("dim")?.map(|d| d as isize), output_size))
+}
+
+/// The one count of `repeat_interleave` without a repeats tensor (the `repeats` argument), for an
+/// input of `ndim` dims: PyTorch wraps `dim` first, then requires the count to be non-negative.
+///
+/// ```
+/// use gather::dynamic::{Arg, Args, repeat_interleave_count};
+/// let mut a = Args::default();
+/// a.set("repeats", Arg::Int(3));
+/// assert_eq!(repeat_interleave_count(&a, 2, Some(1)).unwrap(), 3);
+/// assert!(repeat_interleave_count(&a, 2, Some(2)).is_err());
+/// a.set("repeats", Arg::Int(-1));
+/// assert!(repeat_interleave_count(&a, 2, None).is_err());
+/// ```
+pub fn repeat_interleave_count(args: &Args, ndim: usize, dim: Option<isize>) -> Result<usize> {
+    const OP: &str = "repeat_interleave";
+    let r = args.int("repeats")?;
+    if let Some(d) = dim {
+        normalize_dim(OP, d, ndim)?;
+    }
+    usize::try_from(r).map_err(|_| {
+        Error::invalid(format!("{OP}: Repeats must be non-negative (repeats = {r})"))
+            .with_hint("repeats counts the copies of every slice, so it must be >= 0; use 0 for an empty result")
+    })
+}
+
+pub(crate) fn repeat_interleave(args: &Args, inputs: &dyn Inputs) -> Result<Tensor> {
+    const OP: &str = "repeat_interleave";
+    let (dim, output_size) = repeat_interleave_args(args)?;
     match (inputs.tensor("input"), inputs.tensor("repeats")) {
         (None, Some(r)) => {
             let positions = with_index_tensor!(r, a => repeat::repeat_interleave_repeats(a, output_size)?,
@@ -113,15 +153,7 @@ pub(crate) fn repeat_interleave(args: &Args, inputs: &dyn Inputs) -> Result<Tens
             _ => Err(index_dtype_error(OP, "repeats", &r)))
         }
         (Some(x), None) => {
-            let r = args.int("repeats")?;
-            // PyTorch wraps dim before it looks at the count.
-            if let Some(d) = dim {
-                normalize_dim(OP, d, x.shape().len())?;
-            }
-            let r = usize::try_from(r).map_err(|_| {
-                Error::invalid(format!("{OP}: Repeats must be non-negative (repeats = {r})"))
-                    .with_hint("repeats counts the copies of every slice, so it must be >= 0; use 0 for an empty result")
-            })?;
+            let r = repeat_interleave_count(args, x.shape().len(), dim)?;
             Read::RepeatInterleaveScalar(r, dim, output_size).on(&x)
         }
     }

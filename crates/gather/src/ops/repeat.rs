@@ -123,35 +123,115 @@ where
     S: Data<Elem = I>,
     D: Dimension,
 {
-    if repeats.ndim() != 1 {
-        let hint = if repeats.ndim() == 0 {
+    let (counts, total) = plan_repeats_only(
+        repeats.shape(),
+        repeats.iter().map(|v| v.to_i64()),
+        output_size,
+    )?;
+    Ok(Array1::from(positions(&counts, total)?))
+}
+
+/// The checks of the repeats-only form from the repeats' shape and values: one count per
+/// position and their sum.
+pub(crate) fn plan_repeats_only(
+    repeats_shape: &[usize],
+    values: impl IntoIterator<Item = i64>,
+    output_size: Option<usize>,
+) -> Result<(Vec<usize>, usize)> {
+    if repeats_shape.len() != 1 {
+        let hint = if repeats_shape.is_empty() {
             "wrap the single count in a 1-d array: `repeats.insert_axis(Axis(0))`".to_string()
         } else {
             format!(
                 "flatten the repeats first (e.g. `repeats.flatten()`, {} counts)",
-                repeats.len()
+                repeats_shape.iter().product::<usize>()
             )
         };
         return Err(Error::rank(format!(
             "{OP}: repeat_interleave only accept 1D vector as repeat (repeats has {} dims, shape {})",
-            repeats.ndim(),
-            fmt_shape(repeats.shape())
+            repeats_shape.len(),
+            fmt_shape(repeats_shape)
         ))
         .with_hint(hint));
     }
-    let (counts, total) = counts_of(repeats.iter().map(|v| v.to_i64()))?;
+    let (counts, total) = counts_of(values)?;
     check_output_size_tensor(output_size, total)?;
-    Ok(Array1::from(positions(&counts, total)?))
+    Ok((counts, total))
+}
+
+/// The checks of the form with a repeats array, from the input's shape and the repeats' shape
+/// and values: the dim (`None`: flattened), one count per slice, and their sum.
+pub(crate) fn plan_tensor(
+    input_shape: &[usize],
+    repeats_shape: &[usize],
+    values: impl IntoIterator<Item = i64>,
+    dim: Option<isize>,
+    output_size: Option<usize>,
+) -> Result<(Option<usize>, Vec<usize>, usize)> {
+    let (d, size) = resolve_dim(input_shape, dim)?;
+    let shown = d.unwrap_or(0);
+    let (counts, total) = if repeats_shape.is_empty() || repeats_shape == [1] {
+        // One count for every slice (PyTorch expands it, so it is not checked when there are none).
+        let r = values.into_iter().next().unwrap_or(0);
+        if size == 0 {
+            (Vec::new(), 0)
+        } else {
+            let (c, _) = counts_of([r])?;
+            let total = c[0].checked_mul(size).ok_or_else(too_large)?;
+            (vec![c[0]; size], total)
+        }
+    } else if repeats_shape.len() == 1 {
+        if repeats_shape[0] != size {
+            return Err(Error::shape(format!(
+                "{OP}: repeats must have the same size as input along dim, but got repeats.size(0) = {} and input.size({shown}) = {size} (input {})",
+                repeats_shape[0],
+                fmt_shape(input_shape)
+            ))
+            .with_hint(format!(
+                "give one count per slice along dim {shown} ({size} counts), or a single count (0-d or one element) for all of them"
+            )));
+        }
+        counts_of(values)?
+    } else {
+        return Err(Error::rank(format!(
+            "{OP}: repeats must be 0-dim or 1-dim tensor (repeats has {} dims, shape {})",
+            repeats_shape.len(),
+            fmt_shape(repeats_shape)
+        ))
+        .with_hint(format!("give one count per slice along dim {shown} as a 1-d array ({size} counts), or a single count")));
+    };
+    check_output_size_tensor(output_size, total)?;
+    Ok((d, counts, total))
+}
+
+/// The checks of the form with one count, from the input's shape: the dim (`None`:
+/// flattened), the number of slices along it, and the output's length there.
+pub(crate) fn plan_scalar(
+    input_shape: &[usize],
+    repeats: usize,
+    dim: Option<isize>,
+    output_size: Option<usize>,
+) -> Result<(Option<usize>, usize, usize)> {
+    let (d, size) = resolve_dim(input_shape, dim)?;
+    let total = size.checked_mul(repeats).ok_or_else(too_large)?;
+    if let Some(o) = output_size {
+        if o != total {
+            return Err(Error::invalid(format!(
+                "{OP}: Invalid output_size, expected {total} but got {o}"
+            ))
+            .with_hint(format!(
+                "output_size must be {size} slices × {repeats} repeats = {total}, or None"
+            )));
+        }
+    }
+    Ok((d, size, total))
 }
 
 /// The dim to repeat along (`None`: flatten), checked; and the number of slices along it.
-fn resolve_dim<S: Data, D: Dimension>(
-    input: &ArrayBase<S, D>,
-    dim: Option<isize>,
-) -> Result<(Option<usize>, usize)> {
+fn resolve_dim(input_shape: &[usize], dim: Option<isize>) -> Result<(Option<usize>, usize)> {
     match dim {
-        None => Ok((None, input.len())),
-        Some(d) if input.ndim() == 0 => {
+        None => Ok((None, input_shape.iter().product())),
+        Some(d) if input_shape.is_empty() => {
             // PyTorch wraps dim against 0 dims (only 0 and -1 pass), then unsqueezes at dim + 1 = 1.
             let got = if d == 0 || d == -1 { 1 } else { d };
             Err(Error::new(
@@ -161,8 +241,8 @@ fn resolve_dim<S: Data, D: Dimension>(
             .with_hint("PyTorch rejects every dim for a 0-d input here (it unsqueezes at dim + 1): pass dim = None to repeat the single element into a 1-d array, or give the input an axis first with `insert_axis(Axis(0))`"))
         }
         Some(d) => {
-            let d = normalize_dim(OP, d, input.ndim())?;
-            Ok((Some(d), input.shape()[d]))
+            let d = normalize_dim(OP, d, input_shape.len())?;
+            Ok((Some(d), input_shape[d]))
         }
     }
 }
@@ -265,39 +345,13 @@ where
     SI: Data<Elem = I>,
     DI: Dimension,
 {
-    let (d, size) = resolve_dim(input, dim)?;
-    let shown = d.unwrap_or(0);
-    let (counts, total) = if repeats.ndim() == 0 || (repeats.ndim() == 1 && repeats.len() == 1) {
-        // One count for every slice (PyTorch expands it, so it is not checked when there are none).
-        let r = repeats.iter().next().map_or(0, |v| v.to_i64());
-        if size == 0 {
-            (Vec::new(), 0)
-        } else {
-            let (c, _) = counts_of([r])?;
-            let total = c[0].checked_mul(size).ok_or_else(too_large)?;
-            (vec![c[0]; size], total)
-        }
-    } else if repeats.ndim() == 1 {
-        if repeats.len() != size {
-            return Err(Error::shape(format!(
-                "{OP}: repeats must have the same size as input along dim, but got repeats.size(0) = {} and input.size({shown}) = {size} (input {})",
-                repeats.len(),
-                fmt_shape(input.shape())
-            ))
-            .with_hint(format!(
-                "give one count per slice along dim {shown} ({size} counts), or a single count (0-d or one element) for all of them"
-            )));
-        }
-        counts_of(repeats.iter().map(|v| v.to_i64()))?
-    } else {
-        return Err(Error::rank(format!(
-            "{OP}: repeats must be 0-dim or 1-dim tensor (repeats has {} dims, shape {})",
-            repeats.ndim(),
-            fmt_shape(repeats.shape())
-        ))
-        .with_hint(format!("give one count per slice along dim {shown} as a 1-d array ({size} counts), or a single count")));
-    };
-    check_output_size_tensor(output_size, total)?;
+    let (d, counts, total) = plan_tensor(
+        input.shape(),
+        repeats.shape(),
+        repeats.iter().map(|v| v.to_i64()),
+        dim,
+        output_size,
+    )?;
     expand(input, d, &counts, total)
 }
 
@@ -332,18 +386,7 @@ where
     S: Data<Elem = T>,
     D: Dimension,
 {
-    let (d, size) = resolve_dim(input, dim)?;
-    let total = size.checked_mul(repeats).ok_or_else(too_large)?;
-    if let Some(o) = output_size {
-        if o != total {
-            return Err(Error::invalid(format!(
-                "{OP}: Invalid output_size, expected {total} but got {o}"
-            ))
-            .with_hint(format!(
-                "output_size must be {size} slices × {repeats} repeats = {total}, or None"
-            )));
-        }
-    }
+    let (d, size, total) = plan_scalar(input.shape(), repeats, dim, output_size)?;
     expand(input, d, &vec![repeats; size], total)
 }
 
