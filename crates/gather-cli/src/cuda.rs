@@ -14,6 +14,7 @@ pub const OPS: &[&str] = &[
     "put",
     "masked_select",
     "masked_scatter",
+    "repeat_interleave",
     "scatter",
     "scatter_add",
     "scatter_reduce",
@@ -99,6 +100,24 @@ pub fn call(
         })?;
         up(gpu, t)
     };
+    if op == "repeat_interleave" {
+        let (dim, output_size) = gather::dynamic::repeat_interleave_args(args)?;
+        let out = match (inputs.get("input"), inputs.get("repeats")) {
+            (None, Some(r)) => gather_cuda::repeat_interleave_repeats(&up(gpu, r)?, output_size),
+            (Some(x), Some(r)) => {
+                gather_cuda::repeat_interleave(&up(gpu, x)?, &up(gpu, r)?, dim, output_size)
+            }
+            _ => {
+                let x = get("input")?;
+                let r = gather::dynamic::repeat_interleave_count(args, x.ndim(), dim)?;
+                gather_cuda::repeat_interleave_scalar(&x, r, dim, output_size)
+            }
+        };
+        return Ok(vec![(
+            "output".to_string(),
+            down(&out.map_err(device_error)?)?,
+        )]);
+    }
     let x = get("input")?;
     let masked = match op {
         "masked_select" => Some(gather_cuda::masked_select(&x, &get("mask")?)),

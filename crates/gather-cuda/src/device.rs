@@ -19,16 +19,18 @@ pub(crate) enum Source {
     Scatter,
     Fiber,
     Masked,
+    Repeat,
 }
 
 const COMMON: &str = include_str!("kernels/common.cuh");
 
 impl Source {
-    const ALL: [Source; 4] = [
+    const ALL: [Source; 5] = [
         Source::Gather,
         Source::Scatter,
         Source::Fiber,
         Source::Masked,
+        Source::Repeat,
     ];
 
     fn text(self) -> String {
@@ -40,6 +42,7 @@ impl Source {
             }
             Source::Fiber => format!("{COMMON}\n{REDUCE}\n{}", include_str!("kernels/fiber.cu")),
             Source::Masked => format!("{COMMON}\n{}", include_str!("kernels/masked.cu")),
+            Source::Repeat => format!("{COMMON}\n{}", include_str!("kernels/repeat.cu")),
         }
     }
 }

@@ -6,7 +6,9 @@
 //! - The ops take PyTorch's names and arguments: [`gather()`], [`index_select()`], [`take()`],
 //!   [`take_along_dim()`], [`put()`], [`scatter()`], [`scatter_add()`], [`scatter_reduce()`],
 //!   [`index_add()`], [`index_copy()`], [`index_fill()`], [`index_reduce()`],
-//!   [`masked_select()`], [`masked_scatter()`].
+//!   [`masked_select()`], [`masked_scatter()`], [`repeat_interleave()`] (and its
+//!   [`repeat_interleave_scalar()`] and [`repeat_interleave_repeats()`] forms, as in the CPU
+//!   library).
 //! - A bad index value is reported with its value and coordinate, worded as the CPU library
 //!   words it; no kernel touches memory out of bounds. The check is one flag on the GPU, read
 //!   once per call.
@@ -35,6 +37,7 @@ mod error;
 mod gather;
 mod masked;
 mod memory;
+mod repeat;
 mod scatter;
 mod sort;
 mod tensor;
@@ -43,6 +46,7 @@ pub use crate::device::{Cuda, compile_all};
 pub use crate::error::{Error, Result};
 pub use crate::gather::{gather, index_select, take, take_along_dim};
 pub use crate::masked::{masked_scatter, masked_select};
+pub use crate::repeat::{repeat_interleave, repeat_interleave_repeats, repeat_interleave_scalar};
 pub use crate::scatter::{
     Src, index_add, index_copy, index_fill, index_reduce, put, scatter, scatter_add, scatter_reduce,
 };

@@ -383,6 +383,73 @@ fn masked_select_and_scatter_equal_the_cpu_library() {
     assert_eq!(e.op().unwrap().kind(), gather::ErrorKind::InvalidArgument);
 }
 
+#[test]
+fn repeat_interleave_equals_the_cpu_library_in_every_form() {
+    let Some(g) = gpu() else { return };
+    let mut rng = Rng(17);
+    for case in 0..40 {
+        let nd = 1 + rng.below(3);
+        let shape: Vec<usize> = (0..nd).map(|_| 1 + rng.below(5)).collect();
+        let d = rng.below(nd);
+        let x = values(&mut rng, &shape, |v| v as i16);
+        let counts = index(&mut rng, &[shape[d]], 4);
+        let want = gather::repeat_interleave(&x, &counts, Some(d as isize), None).unwrap();
+        let got =
+            gather_cuda::repeat_interleave(&up(&g, &x), &up(&g, &counts), Some(d as isize), None);
+        assert_eq!(got.unwrap().to_host::<i16>().unwrap(), want, "case {case}");
+        let flat_counts = index(&mut rng, &[x.len()], 3);
+        let want = gather::repeat_interleave(&x, &flat_counts, None, None).unwrap();
+        let got = gather_cuda::repeat_interleave(&up(&g, &x), &up(&g, &flat_counts), None, None);
+        assert_eq!(
+            got.unwrap().to_host::<i16>().unwrap(),
+            want,
+            "case {case}: no dim"
+        );
+        let r = rng.below(4);
+        let want = gather::ops::repeat::repeat_interleave_scalar(&x, r, Some(d as isize), None);
+        let got = gather_cuda::repeat_interleave_scalar(&up(&g, &x), r, Some(d as isize), None);
+        assert_eq!(
+            got.unwrap().to_host::<i16>().unwrap(),
+            want.unwrap(),
+            "case {case}: scalar"
+        );
+        let want = gather::ops::repeat::repeat_interleave_repeats(&counts, None).unwrap();
+        let got = gather_cuda::repeat_interleave_repeats(&up(&g, &counts), None).unwrap();
+        assert_eq!(
+            got.to_host::<i64>().unwrap(),
+            want.into_dyn(),
+            "case {case}: positions"
+        );
+    }
+    // int32 repeats give int32 positions; a 0-d count applies to every slice.
+    let r32 = ndarray::arr1(&[2i32, 0, 1]).into_dyn();
+    let got = gather_cuda::repeat_interleave_repeats(&up(&g, &r32), Some(3)).unwrap();
+    assert_eq!(
+        got.to_host::<i32>().unwrap(),
+        ndarray::arr1(&[0, 0, 2]).into_dyn()
+    );
+    let x = ndarray::arr2(&[[1.0f32, 2.0], [3.0, 4.0]]).into_dyn();
+    let one = ndarray::arr0(3i64).into_dyn();
+    let want = gather::repeat_interleave(&x, &one, Some(1), None).unwrap();
+    let got = gather_cuda::repeat_interleave(&up(&g, &x), &up(&g, &one), Some(1), None).unwrap();
+    assert_eq!(got.to_host::<f32>().unwrap(), want);
+    // Errors: the CPU library's.
+    for (counts, dim, size) in [
+        (ndarray::arr1(&[1i64, -1]).into_dyn(), Some(0), None),
+        (ndarray::arr1(&[1i64, 2, 3]).into_dyn(), Some(0), None),
+        (ndarray::arr1(&[1i64, 2]).into_dyn(), Some(1), Some(4)),
+        (
+            ndarray::Array2::<i64>::ones((2, 2)).into_dyn(),
+            Some(0),
+            None,
+        ),
+    ] {
+        let cpu = gather::repeat_interleave(&x, &counts, dim, size).unwrap_err();
+        let gpu = gather_cuda::repeat_interleave(&up(&g, &x), &up(&g, &counts), dim, size);
+        assert_eq!(gpu.unwrap_err().op().unwrap(), &cpu, "{counts:?}");
+    }
+}
+
 // ---- the scatter family ----
 
 const REDUCES: [Reduce; 5] = [
