@@ -196,6 +196,19 @@ pub fn repeat_plan_repeats(
     crate::ops::repeat::plan_repeats_only(repeats_shape, repeats.iter().copied(), output_size)
 }
 
+/// The checks of `topk(input, k, dim)`: the normalised dim; `k` must be in
+/// `0..=input.shape[dim]` (a 0-d input has one element), and a bool input is refused.
+///
+/// ```
+/// use gather::DType;
+/// assert_eq!(gather::backend::check_topk(&[2, 5], 3, -1, DType::F32).unwrap(), 1);
+/// assert!(gather::backend::check_topk(&[2, 5], 6, -1, DType::F32).is_err());
+/// assert!(gather::backend::check_topk(&[2, 5], 1, -1, DType::Bool).is_err());
+/// ```
+pub fn check_topk(shape: &[usize], k: i64, dim: isize, dtype: DType) -> Result<usize> {
+    crate::ops::sort::check_topk(shape, k, dim, dtype)
+}
+
 /// The error for an index `value` at `coord` (its position in the index) that `bounds` rejects
 /// for a dimension `dim` of `size`, worded as this crate's ops word it.
 ///

@@ -35,7 +35,7 @@ pub(crate) mod test_util;
 
 pub use grad::{GRAD_OPS, call_grad, call_grad_with};
 pub use onnx::ONNX_OPS;
-pub use sort::{repeat_interleave_args, repeat_interleave_count};
+pub use sort::{order_args, repeat_interleave_args, repeat_interleave_count};
 
 use std::collections::BTreeMap;
 

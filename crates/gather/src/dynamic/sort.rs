@@ -29,35 +29,51 @@ fn opt_bool(args: &Args, name: &str, default: bool) -> Result<bool> {
     }
 }
 
+/// The arguments of `sort`, `argsort` and `topk` that every device reads alike: `dim` (default
+/// -1) and whether the order is flipped (`descending`, default false; topk's `largest`, default
+/// true). `stable` and topk's `sorted` are read too (bool or null) but change nothing: every
+/// order is the stable one, best first.
+///
+/// ```
+/// use gather::dynamic::{Arg, Args, order_args};
+/// let mut a = Args::default();
+/// assert_eq!(order_args("topk", &a).unwrap(), (-1, true));
+/// a.set("descending", Arg::Bool(true));
+/// a.set("dim", Arg::Int(0));
+/// assert_eq!(order_args("sort", &a).unwrap(), (0, true));
+/// ```
+pub fn order_args(op: &str, args: &Args) -> Result<(isize, bool)> {
+    let dim = dim_or(args, -1)?;
+    let flip = if op == "topk" {
+        opt_bool(args, "sorted", true)?;
+        opt_bool(args, "largest", true)?
+    } else {
+        opt_bool(args, "stable", false)?;
+        opt_bool(args, "descending", false)?
+    };
+    Ok((dim, flip))
+}
+
 pub(crate) fn sort_like(
     op: &str,
     args: &Args,
     inputs: &dyn Inputs,
 ) -> Result<Vec<(String, Tensor)>> {
     let x = input(inputs, "input")?;
-    let dim = dim_or(args, -1)?;
+    // `stable` and `sorted` change nothing: every order here is the stable one, best first.
+    let (dim, flip) = order_args(op, args)?;
     let (values, indices) = match op {
-        "sort" => {
-            let descending = opt_bool(args, "descending", false)?;
-            let stable = opt_bool(args, "stable", false)?;
-            with_view!(x, a => {
-                let (v, i) = sort::sort(a, dim, descending, stable)?;
-                (Tensor::from(v), i)
-            })
-        }
+        "sort" => with_view!(x, a => {
+            let (v, i) = sort::sort(a, dim, flip, true)?;
+            (Tensor::from(v), i)
+        }),
         "topk" => {
             let k = args.int("k")?;
-            let largest = opt_bool(args, "largest", true)?;
-            let sorted = opt_bool(args, "sorted", true)?;
-            let k = match usize::try_from(k) {
-                Ok(k) => k,
-                Err(_) => {
-                    let d = normalize_dim(op, dim, x.shape().len())?;
-                    return Err(sort::k_out_of_range(k, x.shape(), d));
-                }
-            };
+            // The same checks as the typed topk, which cannot see a negative k.
+            sort::check_topk(x.shape(), k, dim, x.dtype())?;
+            let k = k as usize;
             with_view!(x, a => {
-                let (v, i) = sort::topk(a, k, dim, largest, sorted)?;
+                let (v, i) = sort::topk(a, k, dim, flip, true)?;
                 (Tensor::from(v), i)
             })
         }
@@ -71,10 +87,8 @@ pub(crate) fn sort_like(
 
 pub(crate) fn argsort(args: &Args, inputs: &dyn Inputs) -> Result<Tensor> {
     let x = input(inputs, "input")?;
-    let dim = dim_or(args, -1)?;
-    let descending = opt_bool(args, "descending", false)?;
-    let stable = opt_bool(args, "stable", false)?;
-    with_view!(x, a => Ok(Tensor::from(sort::argsort(a, dim, descending, stable)?)))
+    let (dim, descending) = order_args("argsort", args)?;
+    with_view!(x, a => Ok(Tensor::from(sort::argsort(a, dim, descending, true)?)))
 }
 
 /// `repeat_interleave`'s `dim` and `output_size` arguments (either may be absent or null), checked:

@@ -268,24 +268,24 @@ where
 {
     // The results are always sorted; `sorted = false` allows any order, so this is one of them.
     let _ = sorted;
-    let d = normalize_dim("topk", dim, input.ndim())?;
-    let size = if input.ndim() == 0 {
-        1
-    } else {
-        input.shape()[d]
-    };
-    if k > size {
-        return Err(k_out_of_range(
-            i64::try_from(k).unwrap_or(i64::MAX),
-            input.shape(),
-            d,
-        ));
+    let k64 = i64::try_from(k).unwrap_or(i64::MAX);
+    let d = check_topk(input.shape(), k64, dim, T::DTYPE)?;
+    values_and_indices("topk", input, d, k, largest)
+}
+
+/// The checks of `topk(input, k, dim)` from the input's shape and dtype: the normalised dim.
+/// `k` must be in `0..=input.shape[dim]` (a 0-d input has one element), and bool is refused.
+pub(crate) fn check_topk(shape: &[usize], k: i64, dim: isize, dtype: DType) -> Result<usize> {
+    let d = normalize_dim("topk", dim, shape.len())?;
+    let size = if shape.is_empty() { 1 } else { shape[d] };
+    if k < 0 || k as u64 > size as u64 {
+        return Err(k_out_of_range(k, shape, d));
     }
-    if T::DTYPE == DType::Bool {
+    if dtype == DType::Bool {
         return Err(Error::invalid("topk does not support bool dtypes (as PyTorch on the CPU)")
             .with_hint("convert to an integer type first, e.g. `x.mapv(|b| b as u8)`; `sort` and `argsort` do take bool"));
     }
-    values_and_indices("topk", input, d, k, largest)
+    Ok(d)
 }
 
 /// Method forms of [`sort()`], [`argsort()`] and [`topk()`], on any ndarray array.
