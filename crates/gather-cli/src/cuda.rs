@@ -15,6 +15,9 @@ pub const OPS: &[&str] = &[
     "masked_select",
     "masked_scatter",
     "repeat_interleave",
+    "sort",
+    "argsort",
+    "topk",
     "scatter",
     "scatter_add",
     "scatter_reduce",
@@ -119,6 +122,27 @@ pub fn call(
         )]);
     }
     let x = get("input")?;
+    if matches!(op, "sort" | "argsort" | "topk") {
+        let (dim, flip) = gather::dynamic::order_args(op, args)?;
+        let named = |(v, i): (CudaTensor, CudaTensor)| -> gather::Result<Vec<(String, Tensor)>> {
+            Ok(vec![
+                ("values".to_string(), down(&v)?),
+                ("indices".to_string(), down(&i)?),
+            ])
+        };
+        return match op {
+            "sort" => named(gather_cuda::sort(&x, dim, flip, true).map_err(device_error)?),
+            "argsort" => {
+                let i = gather_cuda::argsort(&x, dim, flip, true).map_err(device_error)?;
+                Ok(vec![("output".to_string(), down(&i)?)])
+            }
+            _ => {
+                let k = args.int("k")?;
+                gather::backend::check_topk(x.shape(), k, dim, x.dtype())?;
+                named(gather_cuda::topk(&x, k as usize, dim, flip, true).map_err(device_error)?)
+            }
+        };
+    }
     let masked = match op {
         "masked_select" => Some(gather_cuda::masked_select(&x, &get("mask")?)),
         "masked_scatter" => Some(gather_cuda::masked_scatter(

@@ -20,17 +20,19 @@ pub(crate) enum Source {
     Fiber,
     Masked,
     Repeat,
+    Sort,
 }
 
 const COMMON: &str = include_str!("kernels/common.cuh");
 
 impl Source {
-    const ALL: [Source; 5] = [
+    const ALL: [Source; 6] = [
         Source::Gather,
         Source::Scatter,
         Source::Fiber,
         Source::Masked,
         Source::Repeat,
+        Source::Sort,
     ];
 
     fn text(self) -> String {
@@ -43,6 +45,7 @@ impl Source {
             Source::Fiber => format!("{COMMON}\n{REDUCE}\n{}", include_str!("kernels/fiber.cu")),
             Source::Masked => format!("{COMMON}\n{}", include_str!("kernels/masked.cu")),
             Source::Repeat => format!("{COMMON}\n{}", include_str!("kernels/repeat.cu")),
+            Source::Sort => format!("{COMMON}\n{}", include_str!("kernels/sorting.cu")),
         }
     }
 }

@@ -8,7 +8,7 @@
 //!   [`index_add()`], [`index_copy()`], [`index_fill()`], [`index_reduce()`],
 //!   [`masked_select()`], [`masked_scatter()`], [`repeat_interleave()`] (and its
 //!   [`repeat_interleave_scalar()`] and [`repeat_interleave_repeats()`] forms, as in the CPU
-//!   library).
+//!   library), [`sort()`], [`argsort()`], [`topk()`].
 //! - A bad index value is reported with its value and coordinate, worded as the CPU library
 //!   words it; no kernel touches memory out of bounds. The check is one flag on the GPU, read
 //!   once per call.
@@ -40,6 +40,7 @@ mod memory;
 mod repeat;
 mod scatter;
 mod sort;
+mod sorting;
 mod tensor;
 
 pub use crate::device::{Cuda, compile_all};
@@ -50,5 +51,6 @@ pub use crate::repeat::{repeat_interleave, repeat_interleave_repeats, repeat_int
 pub use crate::scatter::{
     Src, index_add, index_copy, index_fill, index_reduce, put, scatter, scatter_add, scatter_reduce,
 };
+pub use crate::sorting::{argsort, sort, topk};
 pub use crate::tensor::CudaTensor;
 pub use ::gather::{Reduce, Scalar};

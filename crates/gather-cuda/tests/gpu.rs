@@ -450,6 +450,99 @@ fn repeat_interleave_equals_the_cpu_library_in_every_form() {
     }
 }
 
+fn check_sorts<T: Element + PartialEq>(g: &Cuda, rng: &mut Rng, f: impl Fn(i64) -> T + Copy) {
+    for case in 0..30 {
+        let nd = 1 + rng.below(3);
+        let shape: Vec<usize> = (0..nd).map(|_| 1 + rng.below(9)).collect();
+        let d = rng.below(nd) as isize;
+        // Few distinct values, so that ties are common and their order is checked.
+        let x = values(rng, &shape, |v| f(v % 5));
+        let gx = up(g, &x);
+        for flip in [false, true] {
+            let (v, i) = gather::sort(&x, d, flip, false).unwrap();
+            let (gv, gi) = gather_cuda::sort(&gx, d, flip, false).unwrap();
+            assert_eq!(gi.to_host::<i64>().unwrap(), i, "case {case}: sort indices");
+            assert_eq!(
+                as_f64(&gv.to_host::<T>().unwrap()),
+                as_f64(&v),
+                "case {case}"
+            );
+            let a = gather::argsort(&x, d, flip, true).unwrap();
+            let ga = gather_cuda::argsort(&gx, d, flip, true).unwrap();
+            assert_eq!(ga.to_host::<i64>().unwrap(), a, "case {case}: argsort");
+            if T::DTYPE != gather::DType::Bool {
+                let k = rng.below(shape[d as usize] + 1);
+                let (v, i) = gather::topk(&x, k, d, flip, true).unwrap();
+                let (gv, gi) = gather_cuda::topk(&gx, k, d, flip, true).unwrap();
+                assert_eq!(gi.to_host::<i64>().unwrap(), i, "case {case}: topk k={k}");
+                assert_eq!(
+                    as_f64(&gv.to_host::<T>().unwrap()),
+                    as_f64(&v),
+                    "case {case}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn sort_argsort_and_topk_equal_the_cpu_library_for_every_dtype() {
+    let Some(g) = gpu() else { return };
+    let mut rng = Rng(19);
+    check_sorts(&g, &mut rng, |v| v as f32);
+    check_sorts(&g, &mut rng, |v| v as f64);
+    check_sorts(&g, &mut rng, |v| f16::from_f32(v as f32));
+    check_sorts(&g, &mut rng, |v| bf16::from_f32(v as f32));
+    check_sorts(&g, &mut rng, |v| v as i8);
+    check_sorts(&g, &mut rng, |v| v as i16);
+    check_sorts(&g, &mut rng, |v| v as i32);
+    check_sorts(&g, &mut rng, |v| v);
+    check_sorts(&g, &mut rng, |v| v as u8);
+    check_sorts(&g, &mut rng, |v| v as u16);
+    check_sorts(&g, &mut rng, |v| v as u32);
+    check_sorts(&g, &mut rng, |v| v as u64);
+    check_sorts(&g, &mut rng, |v| v > 0);
+    // NaN is the largest, -0.0 equals 0.0, infinities at the ends; a transposed input; 0-d.
+    let x = ndarray::arr2(&[
+        [3.0f32, f32::NAN, 1.0, 3.0],
+        [0.0, 5.0, -0.0, f32::NEG_INFINITY],
+    ])
+    .into_dyn();
+    for gx in [
+        up(&g, &x),
+        up(&g, &x.t().to_owned()).permuted_axes(&[1, 0]).unwrap(),
+    ] {
+        for flip in [false, true] {
+            let (v, i) = gather::sort(&x, 1, flip, true).unwrap();
+            let (gv, gi) = gather_cuda::sort(&gx, 1, flip, true).unwrap();
+            assert_eq!(gi.to_host::<i64>().unwrap(), i);
+            close(
+                &as_f64(&gv.to_host::<f32>().unwrap()),
+                &as_f64(&v),
+                0.0,
+                "specials",
+            );
+            let (_, i) = gather::topk(&x, 2, 1, flip, true).unwrap();
+            let (_, gi) = gather_cuda::topk(&gx, 2, 1, flip, true).unwrap();
+            assert_eq!(gi.to_host::<i64>().unwrap(), i);
+        }
+    }
+    let s = ndarray::arr0(7i32).into_dyn();
+    let (v, i) = gather_cuda::topk(&up(&g, &s), 0, 0, true, true).unwrap();
+    assert_eq!(
+        (v.shape(), i.to_host::<i64>().unwrap()),
+        (&[][..], ndarray::arr0(0i64).into_dyn())
+    );
+    // Errors: the CPU library's.
+    let cpu = gather::topk(&x, 5, 1, true, true).unwrap_err();
+    let gpu = gather_cuda::topk(&up(&g, &x), 5, 1, true, true).unwrap_err();
+    assert_eq!(gpu.op().unwrap(), &cpu);
+    let b = ndarray::arr1(&[true, false]).into_dyn();
+    let cpu = gather::topk(&b, 1, 0, true, true).unwrap_err();
+    let gpu = gather_cuda::topk(&up(&g, &b), 1, 0, true, true).unwrap_err();
+    assert_eq!(gpu.op().unwrap(), &cpu);
+}
+
 // ---- the scatter family ----
 
 const REDUCES: [Reduce; 5] = [
