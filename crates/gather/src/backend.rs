@@ -209,6 +209,28 @@ pub fn check_topk(shape: &[usize], k: i64, dim: isize, dtype: DType) -> Result<u
     crate::ops::sort::check_topk(shape, k, dim, dtype)
 }
 
+/// The checks of `select_batched(input, axis, index, batch_dims)` from the shapes: the
+/// normalised axis, the shape of the `gather` it runs as (`input[..axis] + [M] +
+/// input[axis+1..]`, `M` the number of the index's own positions) and the output's shape
+/// (`input[..axis] + index[batch_dims..] + input[axis+1..]`).
+///
+/// ```
+/// let (a, g, out) = gather::backend::check_select_batched("select_batched", &[2, 5, 3], 1, &[2, 4], 1).unwrap();
+/// assert_eq!((a, g, out), (1, vec![2, 4, 3], vec![2, 4, 3]));
+/// assert!(gather::backend::check_select_batched("select_batched", &[2, 5, 3], 1, &[3, 4], 1).is_err());
+/// ```
+pub fn check_select_batched(
+    op: &str,
+    input_shape: &[usize],
+    axis: isize,
+    index_shape: &[usize],
+    batch_dims: usize,
+) -> Result<(usize, Vec<usize>, Vec<usize>)> {
+    let plan = crate::ops::select::plan(op, input_shape, axis, index_shape, batch_dims)?;
+    crate::ops::output_len(op, &plan.gather_shape)?;
+    Ok((plan.axis, plan.gather_shape, plan.out_shape))
+}
+
 /// The error for an index `value` at `coord` (its position in the index) that `bounds` rejects
 /// for a dimension `dim` of `size`, worded as this crate's ops word it.
 ///

@@ -36,6 +36,7 @@ pub(crate) mod test_util;
 pub use grad::{GRAD_OPS, call_grad, call_grad_with};
 pub use onnx::ONNX_OPS;
 pub use sort::{order_args, repeat_interleave_args, repeat_interleave_count};
+pub use take::batch_dims;
 
 use std::collections::BTreeMap;
 

@@ -41,7 +41,16 @@ pub(crate) fn select_batched(args: &Args, inputs: &dyn Inputs) -> Result<Tensor>
 }
 
 /// The `batch_dims` argument: a non-negative integer, 0 when absent or null.
-pub(crate) fn batch_dims(args: &Args) -> Result<usize> {
+/// `select_batched`'s `batch_dims` argument (absent: 0), which must be non-negative.
+///
+/// ```
+/// use gather::dynamic::{Arg, Args, batch_dims};
+/// let mut a = Args::default();
+/// assert_eq!(batch_dims(&a).unwrap(), 0);
+/// a.set("batch_dims", Arg::Int(-1));
+/// assert!(batch_dims(&a).is_err());
+/// ```
+pub fn batch_dims(args: &Args) -> Result<usize> {
     let b = args.opt_int("batch_dims")?.unwrap_or(0);
     usize::try_from(b).map_err(|_| {
         crate::Error::invalid(format!(
