@@ -18,6 +18,7 @@ pub const OPS: &[&str] = &[
     "sort",
     "argsort",
     "topk",
+    "select_batched",
     "scatter",
     "scatter_add",
     "scatter_reduce",
@@ -169,6 +170,10 @@ pub fn call(
         "gather" => gather_cuda::gather(&x, args.dim()?, &index),
         "index_select" => gather_cuda::index_select(&x, args.dim()?, &index),
         "take" => gather_cuda::take(&x, &index),
+        "select_batched" => {
+            let b = gather::dynamic::batch_dims(args)?;
+            gather_cuda::select_batched(&x, args.dim()?, &index, b)
+        }
         "take_along_dim" => {
             let dim = match args.get("dim") {
                 None | Some(Arg::None) => None,

@@ -191,6 +191,74 @@ pub fn take_along_dim(
     }
 }
 
+/// Batched select, as `tf.gather(input, index, axis, batch_dims)`:
+/// `out[b.., k.., t..] = input[b.., p.., index[b.., k..], t..]`, where `b` runs over the first
+/// `batch_dims` axes (shared by input and index), `p` over the input's other axes before `axis`,
+/// `k` over the index's own axes and `t` over the input's axes after `axis`. The output shape is
+/// `input.shape[..axis] + index.shape[batch_dims..] + input.shape[axis+1..]`; values must be in
+/// `0..input.shape[axis]`. It runs as `gather` over the index seen through stride-0 axes.
+///
+/// ```text
+/// select_batched(input[2,3,2], axis=1, index[2,2] = [[2 0] [1 1]], batch_dims=1)
+///   out[b][k][:] = input[b][index[b][k]][:]      out[0] = [input[0][2], input[0][0]]
+/// ```
+///
+/// ```no_run
+/// use gather_cuda::{Cuda, CudaTensor};
+/// use ndarray::array;
+/// let gpu = Cuda::new(0)?;
+/// let logits = CudaTensor::from_host(&gpu, &array![[[0.1f32, 0.9], [0.6, 0.4]]])?;
+/// let labels = CudaTensor::from_host(&gpu, &array![[1i64, 0]])?;
+/// let picked = gather_cuda::select_batched(&logits, -1, &labels, 2)?;
+/// assert_eq!(picked.to_host::<f32>()?, array![[0.9f32, 0.6]].into_dyn());
+/// # Ok::<(), gather_cuda::Error>(())
+/// ```
+pub fn select_batched(
+    input: &CudaTensor,
+    axis: isize,
+    index: &CudaTensor,
+    batch_dims: usize,
+) -> Result<CudaTensor> {
+    let op = "select_batched";
+    let index = index_operand(op, "index", index)?;
+    let (a, gather_shape, out_shape) =
+        backend::check_select_batched(op, input.shape(), axis, index.shape(), batch_dims)?;
+    let size = input.shape()[a];
+    // Every value is checked first, against the index's own coordinates (as the CPU library).
+    if !index.is_empty() {
+        let flat = index.reshape(&[index.len()])?;
+        if let Some(pos) = check_values(&flat, size, Bounds::Strict)? {
+            let coord = unravel(pos, index.shape());
+            let value = read_index(&index, &coord)?;
+            return Err(backend::out_of_bounds(op, value, coord, a, size, Bounds::Strict).into());
+        }
+    }
+    let out = CudaTensor::empty(input.device(), &out_shape, input.dtype())?;
+    if out.is_empty() {
+        return Ok(out);
+    }
+    // The index as `index[..batch_dims] + [M]`, then stride 0 on the input's other axes.
+    let own: usize = index.shape()[batch_dims..].iter().product();
+    let mut flat_shape = index.shape()[..batch_dims].to_vec();
+    flat_shape.push(own);
+    let flat = index.reshape(&flat_shape)?;
+    let mut spread = flat.clone();
+    spread.shape = gather_shape.clone();
+    spread.strides = vec![0; gather_shape.len()];
+    spread.strides[..batch_dims].copy_from_slice(&flat.strides()[..batch_dims]);
+    spread.strides[a] = flat.strides()[batch_dims];
+    let mut out1 = out.clone();
+    out1.shape = gather_shape.clone();
+    out1.strides = gather::dims::row_major_strides(&gather_shape);
+    match gather_into(input, a, &spread, &out1, Bounds::Strict)? {
+        // Unreachable: every value was checked above.
+        Some(pos) => Err(crate::tensor::invalid(format!(
+            "{op}: a checked index value was out of range at position {pos} (a bug of gather-cuda)"
+        ))),
+        None => Ok(out),
+    }
+}
+
 /// `input.flatten()[index]` into a new tensor of `shape` (the index's elements, row-major), the
 /// values mapped under `bounds` (`Wrap`: `take`; `Strict`: `take_along_dim` without a dim).
 fn take_flat(

@@ -8,7 +8,7 @@
 //!   [`index_add()`], [`index_copy()`], [`index_fill()`], [`index_reduce()`],
 //!   [`masked_select()`], [`masked_scatter()`], [`repeat_interleave()`] (and its
 //!   [`repeat_interleave_scalar()`] and [`repeat_interleave_repeats()`] forms, as in the CPU
-//!   library), [`sort()`], [`argsort()`], [`topk()`].
+//!   library), [`sort()`], [`argsort()`], [`topk()`], [`select_batched()`].
 //! - A bad index value is reported with its value and coordinate, worded as the CPU library
 //!   words it; no kernel touches memory out of bounds. The check is one flag on the GPU, read
 //!   once per call.
@@ -45,7 +45,7 @@ mod tensor;
 
 pub use crate::device::{Cuda, compile_all};
 pub use crate::error::{Error, Result};
-pub use crate::gather::{gather, index_select, take, take_along_dim};
+pub use crate::gather::{gather, index_select, select_batched, take, take_along_dim};
 pub use crate::masked::{masked_scatter, masked_select};
 pub use crate::repeat::{repeat_interleave, repeat_interleave_repeats, repeat_interleave_scalar};
 pub use crate::scatter::{

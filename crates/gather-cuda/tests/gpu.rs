@@ -543,6 +543,33 @@ fn sort_argsort_and_topk_equal_the_cpu_library_for_every_dtype() {
     assert_eq!(gpu.op().unwrap(), &cpu);
 }
 
+#[test]
+fn select_batched_equals_the_cpu_library() {
+    let Some(g) = gpu() else { return };
+    let mut rng = Rng(23);
+    for case in 0..40 {
+        let nd = 1 + rng.below(4);
+        let shape: Vec<usize> = (0..nd).map(|_| 1 + rng.below(5)).collect();
+        let axis = rng.below(nd);
+        let batch_dims = rng.below(axis + 1);
+        let mut ishape = shape[..batch_dims].to_vec();
+        for _ in 0..rng.below(3) {
+            ishape.push(1 + rng.below(4));
+        }
+        let x = values(&mut rng, &shape, |v| v as f32);
+        let idx = index(&mut rng, &ishape, shape[axis]);
+        let want = gather::select_batched(&x, axis as isize, &idx, batch_dims).unwrap();
+        let got =
+            gather_cuda::select_batched(&up(&g, &x), axis as isize, &up(&g, &idx), batch_dims);
+        assert_eq!(got.unwrap().to_host::<f32>().unwrap(), want, "case {case}");
+    }
+    let x = values(&mut rng, &[2, 3, 2], |v| v as f32);
+    let bad = ndarray::arr2(&[[0i64, 2], [3, 1]]).into_dyn();
+    let cpu = gather::select_batched(&x, 1, &bad, 1).unwrap_err();
+    let gpu = gather_cuda::select_batched(&up(&g, &x), 1, &up(&g, &bad), 1).unwrap_err();
+    assert_eq!(gpu.op().unwrap(), &cpu);
+}
+
 // ---- the scatter family ----
 
 const REDUCES: [Reduce; 5] = [
