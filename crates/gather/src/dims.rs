@@ -136,13 +136,7 @@ pub(crate) fn numel(shape: &[usize]) -> Option<usize> {
 /// assert_eq!(gather::dims::row_major_strides(&[2, 3, 4]), vec![12, 4, 1]);
 /// ```
 pub fn row_major_strides(shape: &[usize]) -> Vec<isize> {
-    let mut strides = vec![0isize; shape.len()];
-    let mut acc = 1isize;
-    for i in (0..shape.len()).rev() {
-        strides[i] = acc;
-        acc = acc.wrapping_mul(shape[i].max(1) as isize);
-    }
-    strides
+    Small::row_major(shape).to_vec()
 }
 
 /// A short list of per-axis numbers (positions, strides): on the stack up to 8 axes, so that
@@ -171,7 +165,8 @@ impl<T: Copy + Default> Small<T> {
 }
 
 impl Small<isize> {
-    /// [`row_major_strides`] of `shape`.
+    /// Row-major (C-order) strides of `shape`, in elements ([`row_major_strides`] on the
+    /// stack).
     pub(crate) fn row_major(shape: &[usize]) -> Small<isize> {
         let mut strides = Small::zeros(shape.len());
         let mut acc = 1isize;

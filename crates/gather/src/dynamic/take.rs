@@ -40,7 +40,6 @@ pub(crate) fn select_batched(args: &Args, inputs: &dyn Inputs) -> Result<Tensor>
         _ => Err(index_dtype_error("select_batched", "index", &index)))
 }
 
-/// The `batch_dims` argument: a non-negative integer, 0 when absent or null.
 /// `select_batched`'s `batch_dims` argument (absent: 0), which must be non-negative.
 ///
 /// ```

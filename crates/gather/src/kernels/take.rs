@@ -172,9 +172,8 @@ where
     if n == 0 {
         return Some(out);
     }
-    let shape = idx.shape().to_vec();
-    let out_strides = crate::dims::row_major_strides(&shape);
-    let nest = Nest::<2>::new(&shape, [&out_strides, idx.strides()], None);
+    let out_strides = crate::dims::Small::row_major(idx.shape());
+    let nest = Nest::<2>::new(idx.shape(), [&out_strides, idx.strides()], None);
     let optr = SharedPtr(out.as_mut_ptr());
     let iptr = SharedPtr(idx.as_ptr() as *mut I);
     let xptr = SharedPtr(input.as_ptr() as *mut T);
