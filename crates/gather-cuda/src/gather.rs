@@ -225,8 +225,8 @@ pub fn select_batched(
         backend::check_select_batched(op, input.shape(), axis, index.shape(), batch_dims)?;
     let size = input.shape()[a];
     // Every value is checked first, against the index's own coordinates (as the CPU library).
+    let flat = index.reshape(&[index.len()])?;
     if !index.is_empty() {
-        let flat = index.reshape(&[index.len()])?;
         if let Some(pos) = check_values(&flat, size, Bounds::Strict)? {
             let coord = unravel(pos, index.shape());
             let value = read_index(&index, &coord)?;
@@ -241,16 +241,19 @@ pub fn select_batched(
     let own: usize = index.shape()[batch_dims..].iter().product();
     let mut flat_shape = index.shape()[..batch_dims].to_vec();
     flat_shape.push(own);
-    let flat = index.reshape(&flat_shape)?;
+    let flat = flat.reshape(&flat_shape)?;
     let mut spread = flat.clone();
     spread.shape = gather_shape.clone();
     spread.strides = vec![0; gather_shape.len()];
     spread.strides[..batch_dims].copy_from_slice(&flat.strides()[..batch_dims]);
     spread.strides[a] = flat.strides()[batch_dims];
-    let mut out1 = out.clone();
-    out1.shape = gather_shape.clone();
-    out1.strides = gather::dims::row_major_strides(&gather_shape);
-    match gather_into(input, a, &spread, &out1, Bounds::Strict)? {
+    match gather_into(
+        input,
+        a,
+        &spread,
+        &out.reshape(&gather_shape)?,
+        Bounds::Strict,
+    )? {
         // Unreachable: every value was checked above.
         Some(pos) => Err(crate::tensor::invalid(format!(
             "{op}: a checked index value was out of range at position {pos} (a bug of gather-cuda)"
@@ -538,12 +541,7 @@ pub(crate) fn copy_into(x: &CudaTensor, out: &CudaTensor) -> Result<()> {
         return Ok(());
     }
     let dev = x.device();
-    let name = match width(x.dtype()) {
-        1 => "copy_u8",
-        2 => "copy_u16",
-        4 => "copy_u32",
-        _ => "copy_u64",
-    };
+    let name = width_name("copy", x.dtype());
     let f = dev.function(Source::Gather, name)?;
     let xl = x.layout()?;
     let (op_, xp, n64) = (out.ptr(), x.ptr(), n as i64);
@@ -647,16 +645,22 @@ pub(crate) fn rule(b: Bounds) -> i32 {
     }
 }
 
-/// `gather_u32_i64` and the like: the kernel for an element width and an index type.
-pub(crate) fn kernel_name(family: &str, dtype: DType, index: DType) -> &'static str {
+/// `copy_u32` and the like: the kernel of `family` for an element width (the kernels move
+/// words of the element's byte width).
+pub(crate) fn width_name(family: &str, dtype: DType) -> &'static str {
     let w = match width(dtype) {
         1 => "u8",
         2 => "u16",
         4 => "u32",
         _ => "u64",
     };
+    intern(format!("{family}_{w}"))
+}
+
+/// `gather_u32_i64` and the like: the kernel for an element width and an index type.
+pub(crate) fn kernel_name(family: &str, dtype: DType, index: DType) -> &'static str {
     let i = if index == DType::I32 { "i32" } else { "i64" };
-    intern(format!("{family}_{w}_{i}"))
+    intern(format!("{}_{i}", width_name(family, dtype)))
 }
 
 /// A kernel's name as a `&'static str`: the names are a small fixed set (families, widths,

@@ -14,8 +14,10 @@ use gather::backend;
 
 use crate::device::{Source, launch};
 use crate::error::Result;
+use crate::gather::width_name;
+use crate::scatter::same_dtype;
 use crate::sort::{self, Scratch};
-use crate::tensor::{CudaTensor, width};
+use crate::tensor::CudaTensor;
 
 /// `torch.masked_select(input, mask)`: the elements of `input` where the bool `mask` is true, as
 /// a 1-d tensor in the row-major order of the shape that input and mask broadcast to.
@@ -43,7 +45,7 @@ pub fn masked_select(input: &CudaTensor, mask: &CudaTensor) -> Result<CudaTensor
     let (_scratch, pos, count) = positions(&mask.broadcast(&shape)?, n)?;
     let out = CudaTensor::empty(dev, &[count as usize], input.dtype())?;
     if count > 0 {
-        let name = move_name("masked_select", input.dtype());
+        let name = width_name("masked_select", input.dtype());
         let f = dev.function(Source::Masked, name)?;
         let (op_, xp, xl, n64) = (out.ptr(), xb.ptr(), xb.layout()?, n as i64);
         launch!(dev, &f, name, dev.grid(n, 256), &op_, &xp, &xl, &pos, &n64)?;
@@ -73,9 +75,7 @@ pub fn masked_scatter(
     source: &CudaTensor,
 ) -> Result<CudaTensor> {
     let op = "masked_scatter";
-    if input.dtype() != source.dtype() {
-        return Err(backend::dtype_mismatch(op, "source", input.dtype(), source.dtype()).into());
-    }
+    same_dtype(op, "source", input, source)?;
     bool_mask(op, mask)?;
     let shape = backend::check_masked(op, input.shape(), mask.shape())?;
     let n: usize = shape.iter().product();
@@ -90,7 +90,7 @@ pub fn masked_scatter(
         return Err(backend::masked_source_short(source.shape(), count as usize, &shape).into());
     }
     if count > 0 {
-        let name = move_name("masked_scatter", input.dtype());
+        let name = width_name("masked_scatter", input.dtype());
         let f = dev.function(Source::Masked, name)?;
         let (op_, sp, sl, n64) = (out.ptr(), source.ptr(), source.layout()?, n as i64);
         launch!(dev, &f, name, dev.grid(n, 256), &op_, &sp, &sl, &pos, &n64)?;
@@ -135,17 +135,6 @@ fn positions(mask: &CudaTensor, n: usize) -> Result<(Scratch, u64, u32)> {
     Ok((scratch, flags, count))
 }
 
-/// `masked_select_u32` and the like: the kernel for an element width.
-fn move_name(family: &str, dtype: DType) -> &'static str {
-    let w = match width(dtype) {
-        1 => "u8",
-        2 => "u16",
-        4 => "u32",
-        _ => "u64",
-    };
-    crate::gather::intern(format!("{family}_{w}"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -159,7 +148,7 @@ mod tests {
         assert_eq!(entries.get("mask_flags"), Some(&4));
         for d in [DType::Bool, DType::I16, DType::F32, DType::F64] {
             for family in ["masked_select", "masked_scatter"] {
-                let name = move_name(family, d);
+                let name = width_name(family, d);
                 assert_eq!(entries.get(name), Some(&5), "{name}");
             }
         }

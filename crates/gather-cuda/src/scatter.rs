@@ -525,7 +525,12 @@ fn reshape_like(mut out: CudaTensor, like: &CudaTensor) -> CudaTensor {
     out
 }
 
-fn same_dtype(op: &str, what: &str, input: &CudaTensor, other: &CudaTensor) -> Result<()> {
+pub(crate) fn same_dtype(
+    op: &str,
+    what: &str,
+    input: &CudaTensor,
+    other: &CudaTensor,
+) -> Result<()> {
     if input.dtype() == other.dtype() {
         return Ok(());
     }

@@ -13,9 +13,9 @@ use gather::{DType, backend};
 
 use crate::device::{Source, launch};
 use crate::error::Result;
-use crate::gather::as_1d;
+use crate::gather::{as_1d, width_name};
 use crate::sort::{self, Scratch};
-use crate::tensor::{CudaTensor, width};
+use crate::tensor::CudaTensor;
 
 /// `torch.sort(input, dim, descending, stable)`: every lane along `dim` sorted, with the
 /// position each value came from (i64). Ascending puts NaNs last, descending first; `-0.0` and
@@ -141,7 +141,7 @@ fn order(
             None => None,
         };
         let (_scratch, perm) = sorted_positions(&xp, n, len, flip)?;
-        let name = take_name(x.dtype());
+        let name = width_name("sort_take", x.dtype());
         let f = dev.function(Source::Sort, name)?;
         let il = ip.layout()?;
         let (vptr, vl) = match &vp {
@@ -256,16 +256,6 @@ fn keys_name(dtype: DType) -> Result<(&'static str, u32)> {
     })
 }
 
-/// `sort_take_u32` and the like: the kernel that writes the results of a byte width.
-fn take_name(dtype: DType) -> &'static str {
-    match width(dtype) {
-        1 => "sort_take_u8",
-        2 => "sort_take_u16",
-        4 => "sort_take_u32",
-        _ => "sort_take_u64",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -295,7 +285,7 @@ mod tests {
         ] {
             let (name, _) = keys_name(d).unwrap();
             assert_eq!(entries.get(name), Some(&7), "{name}");
-            assert_eq!(entries.get(take_name(d)), Some(&10), "{d}");
+            assert_eq!(entries.get(width_name("sort_take", d)), Some(&10), "{d}");
         }
     }
 }
