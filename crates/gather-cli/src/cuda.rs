@@ -3,7 +3,7 @@
 
 use gather::dynamic::{Arg, Args, Tensor, Tensors};
 use gather::{DType, Error, Reduce, Scalar, with_tensor};
-use gather_cuda::{Cuda, CudaTensor, Src};
+use gather_cuda::{Cuda, CudaTensor, Options, OutOfBounds, Src};
 
 /// The ops `call` runs on the GPU; the others fail with an error that says so.
 pub const OPS: &[&str] = &[
@@ -26,6 +26,10 @@ pub const OPS: &[&str] = &[
     "index_copy",
     "index_fill",
     "index_reduce",
+    "gather_broadcast",
+    "scatter_broadcast",
+    "scatter_add_broadcast",
+    "scatter_reduce_broadcast",
 ];
 
 fn device_error(e: gather_cuda::Error) -> Error {
@@ -87,14 +91,11 @@ pub fn call(
             ),
         ));
     }
-    let policy = !matches!(args.get("bounds"), None | Some(Arg::None))
-        && !matches!(args.get("bounds"), Some(Arg::Str(s)) if s == "error");
-    if policy || !matches!(args.get("fill_value"), None | Some(Arg::None)) {
-        return Err(Error::new(
-            gather::ErrorKind::InvalidArgument,
-            format!("{op}: bounds policies do not run on the GPU yet"),
-        ));
-    }
+    let policy = gather::dynamic::bounds_policy(op, args, inputs)?;
+    let opts = Options::new()
+        .bounds(policy.unwrap_or(OutOfBounds::Error))
+        .broadcast(op.ends_with("_broadcast"));
+    let op = op.strip_suffix("_broadcast").unwrap_or(op);
     let get = |name: &str| -> gather::Result<CudaTensor> {
         let t = inputs.get(name).ok_or_else(|| {
             Error::new(
@@ -167,36 +168,36 @@ pub fn call(
         }
     };
     let out = match op {
-        "gather" => gather_cuda::gather(&x, args.dim()?, &index),
-        "index_select" => gather_cuda::index_select(&x, args.dim()?, &index),
-        "take" => gather_cuda::take(&x, &index),
+        "gather" => opts.gather(&x, args.dim()?, &index),
+        "index_select" => opts.index_select(&x, args.dim()?, &index),
+        "take" => opts.take(&x, &index),
         "select_batched" => {
             let b = gather::dynamic::batch_dims(args)?;
-            gather_cuda::select_batched(&x, args.dim()?, &index, b)
+            opts.select_batched(&x, args.dim()?, &index, b)
         }
         "take_along_dim" => {
             let dim = match args.get("dim") {
                 None | Some(Arg::None) => None,
                 Some(_) => Some(args.dim()?),
             };
-            gather_cuda::take_along_dim(&x, &index, dim)
+            opts.take_along_dim(&x, &index, dim)
         }
         "put" => {
             let accumulate = args.bool_or("accumulate", false)?;
-            gather_cuda::put(&x, &index, &get("source")?, accumulate)
+            opts.put(&x, &index, &get("source")?, accumulate)
         }
-        "scatter_add" => gather_cuda::scatter_add(&x, args.dim()?, &index, &get("src")?),
+        "scatter_add" => opts.scatter_add(&x, args.dim()?, &index, &get("src")?),
         "scatter_reduce" => {
             let reduce: Reduce = args.str("reduce")?.parse()?;
             let include_self = args.bool_or("include_self", true)?;
-            gather_cuda::scatter_reduce(&x, args.dim()?, &index, &get("src")?, reduce, include_self)
+            opts.scatter_reduce(&x, args.dim()?, &index, &get("src")?, reduce, include_self)
         }
         "index_add" => {
             let alpha = scalar_or("alpha", Scalar::Int(1))?;
-            gather_cuda::index_add(&x, args.dim()?, &index, &get("source")?, alpha)
+            opts.index_add(&x, args.dim()?, &index, &get("source")?, alpha)
         }
-        "index_copy" => gather_cuda::index_copy(&x, args.dim()?, &index, &get("source")?),
-        "index_fill" => gather_cuda::index_fill(&x, args.dim()?, &index, args.scalar("value")?),
+        "index_copy" => opts.index_copy(&x, args.dim()?, &index, &get("source")?),
+        "index_fill" => opts.index_fill(&x, args.dim()?, &index, args.scalar("value")?),
         "index_reduce" => {
             let reduce = match args.str("reduce")? {
                 r @ ("prod" | "mean" | "amax" | "amin") => r.parse::<Reduce>()?,
@@ -208,7 +209,7 @@ pub fn call(
                 }
             };
             let include_self = args.bool_or("include_self", true)?;
-            gather_cuda::index_reduce(&x, args.dim()?, &index, &get("source")?, reduce, include_self)
+            opts.index_reduce(&x, args.dim()?, &index, &get("source")?, reduce, include_self)
         }
         _ => {
             // scatter: src or value, with PyTorch's legacy reduce="add"|"multiply".
@@ -221,7 +222,7 @@ pub fn call(
                 None => Src::Value(args.scalar("value")?),
             };
             match args.get("reduce") {
-                None | Some(Arg::None) => gather_cuda::scatter(&x, args.dim()?, &index, s),
+                None | Some(Arg::None) => opts.scatter(&x, args.dim()?, &index, s),
                 Some(Arg::Str(r)) => {
                     let reduce = match r.as_str() {
                         "add" => Reduce::Sum,
@@ -233,7 +234,7 @@ pub fn call(
                             ));
                         }
                     };
-                    gather_cuda::scatter_reduce(&x, args.dim()?, &index, s, reduce, true)
+                    opts.scatter_reduce(&x, args.dim()?, &index, s, reduce, true)
                 }
                 Some(other) => {
                     return Err(Error::new(

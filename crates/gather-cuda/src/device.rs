@@ -21,18 +21,20 @@ pub(crate) enum Source {
     Masked,
     Repeat,
     Sort,
+    Bounds,
 }
 
 const COMMON: &str = include_str!("kernels/common.cuh");
 
 impl Source {
-    const ALL: [Source; 6] = [
+    const ALL: [Source; 7] = [
         Source::Gather,
         Source::Scatter,
         Source::Fiber,
         Source::Masked,
         Source::Repeat,
         Source::Sort,
+        Source::Bounds,
     ];
 
     fn text(self) -> String {
@@ -46,6 +48,7 @@ impl Source {
             Source::Masked => format!("{COMMON}\n{}", include_str!("kernels/masked.cu")),
             Source::Repeat => format!("{COMMON}\n{}", include_str!("kernels/repeat.cu")),
             Source::Sort => format!("{COMMON}\n{}", include_str!("kernels/sorting.cu")),
+            Source::Bounds => format!("{COMMON}\n{}", include_str!("kernels/bounds.cu")),
         }
     }
 }

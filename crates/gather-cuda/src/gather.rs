@@ -34,7 +34,16 @@ use crate::tensor::{CudaTensor, Layout, width};
 /// # Ok::<(), gather_cuda::Error>(())
 /// ```
 pub fn gather(input: &CudaTensor, dim: isize, index: &CudaTensor) -> Result<CudaTensor> {
-    let op = "gather";
+    gather_op("gather", input, dim, index)
+}
+
+/// [`gather()`] with `op` naming the op in errors (`gather_broadcast` runs it on broadcast views).
+pub(crate) fn gather_op(
+    op: &str,
+    input: &CudaTensor,
+    dim: isize,
+    index: &CudaTensor,
+) -> Result<CudaTensor> {
     gather::dims::normalize_dim(op, dim, input.ndim())?;
     let index = index_operand(op, "index", index)?;
     let Some(d) = backend::check_gather(op, input.shape(), dim, index.shape())? else {

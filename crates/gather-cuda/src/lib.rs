@@ -9,6 +9,8 @@
 //!   [`masked_select()`], [`masked_scatter()`], [`repeat_interleave()`] (and its
 //!   [`repeat_interleave_scalar()`] and [`repeat_interleave_repeats()`] forms, as in the CPU
 //!   library), [`sort()`], [`argsort()`], [`topk()`], [`select_batched()`].
+//! - [`Options`] is the CPU library's options value: a bounds policy per call on every indexing
+//!   op ([`OutOfBounds`]: Error, Wrap, Clip, Fill, Drop) and broadcasting gather and scatters.
 //! - A bad index value is reported with its value and coordinate, worded as the CPU library
 //!   words it; no kernel touches memory out of bounds. The check is one flag on the GPU, read
 //!   once per call.
@@ -37,6 +39,7 @@ mod error;
 mod gather;
 mod masked;
 mod memory;
+mod options;
 mod repeat;
 mod scatter;
 mod sort;
@@ -47,10 +50,11 @@ pub use crate::device::{Cuda, compile_all};
 pub use crate::error::{Error, Result};
 pub use crate::gather::{gather, index_select, select_batched, take, take_along_dim};
 pub use crate::masked::{masked_scatter, masked_select};
+pub use crate::options::Options;
 pub use crate::repeat::{repeat_interleave, repeat_interleave_repeats, repeat_interleave_scalar};
 pub use crate::scatter::{
     Src, index_add, index_copy, index_fill, index_reduce, put, scatter, scatter_add, scatter_reduce,
 };
 pub use crate::sorting::{argsort, sort, topk};
 pub use crate::tensor::CudaTensor;
-pub use ::gather::{Reduce, Scalar};
+pub use ::gather::{OutOfBounds, Reduce, Scalar};

@@ -48,10 +48,10 @@ impl From<Scalar> for Src<'_> {
 }
 
 // The reduction codes of the kernels (`R_SUM` ... in scatter.cu).
-const R_SUM: i32 = 0;
-const R_SET: i32 = 5;
+pub(crate) const R_SUM: i32 = 0;
+pub(crate) const R_SET: i32 = 5;
 
-fn code(r: Reduce) -> i32 {
+pub(crate) fn code(r: Reduce) -> i32 {
     match r {
         Reduce::Sum => 0,
         Reduce::Prod => 1,
@@ -463,7 +463,7 @@ pub fn put(
     out.reshape(input.shape())
 }
 
-fn scatter_op(
+pub(crate) fn scatter_op(
     op: &str,
     input: &CudaTensor,
     dim: isize,
@@ -517,7 +517,7 @@ fn scatter_op(
 }
 
 /// `out` with `like`'s shape (they differ only for a 0-d `like`).
-fn reshape_like(mut out: CudaTensor, like: &CudaTensor) -> CudaTensor {
+pub(crate) fn reshape_like(mut out: CudaTensor, like: &CudaTensor) -> CudaTensor {
     if like.ndim() == 0 {
         out.shape.clear();
         out.strides.clear();
@@ -538,14 +538,14 @@ pub(crate) fn same_dtype(
 }
 
 /// A row-major copy of `t`.
-fn copy_of(t: &CudaTensor) -> Result<CudaTensor> {
+pub(crate) fn copy_of(t: &CudaTensor) -> Result<CudaTensor> {
     let out = CudaTensor::empty(t.device(), t.shape(), t.dtype())?;
     copy_into(t, &out)?;
     Ok(out)
 }
 
 /// The value's bits in `dtype`, as the kernels take it (a u64 whose low bytes are the value).
-fn scalar_bits(op: &str, v: Scalar, dtype: DType) -> Result<u64> {
+pub(crate) fn scalar_bits(op: &str, v: Scalar, dtype: DType) -> Result<u64> {
     fn bits<T: Element>(v: Scalar) -> gather::Result<u64> {
         let t = T::from_scalar(v)?;
         let mut b = [0u8; 8];

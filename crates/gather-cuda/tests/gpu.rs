@@ -946,6 +946,294 @@ fn empty_and_zero_d_operands_follow_the_cpu_library() {
     assert_eq!(got.to_host::<f32>().unwrap(), want);
 }
 
+// ---- bounds policies and broadcasting (Options) ----
+
+/// An index of `shape` with values in `-size - 2..size + 2`: in range, wrapped and out of range.
+fn wild_index(rng: &mut Rng, shape: &[usize], size: usize) -> ArrayD<i64> {
+    let n: usize = shape.iter().product();
+    let v = (0..n).map(|_| rng.below(2 * size + 4) as i64 - size as i64 - 2);
+    Array::from_shape_vec(IxDyn(shape), v.collect()).unwrap()
+}
+
+/// The same outcome on both sides: equal values (within `tol`), or the same error.
+fn same_outcome<T: Element>(
+    got: gather_cuda::Result<CudaTensor>,
+    want: gather::Result<ArrayD<T>>,
+    tol: f64,
+    what: &str,
+) {
+    match (got, want) {
+        (Ok(g), Ok(w)) => close(&as_f64(&g.to_host::<T>().unwrap()), &as_f64(&w), tol, what),
+        (Err(g), Err(w)) => {
+            let g = g.op().unwrap_or_else(|| panic!("{what}: device error {g}"));
+            assert_eq!((g.kind(), g.message()), (w.kind(), w.message()), "{what}");
+        }
+        (g, w) => panic!(
+            "{what}: GPU {:?} but CPU {:?}",
+            g.map(|_| ()),
+            w.map(|_| ())
+        ),
+    }
+}
+
+fn check_options<T: Element>(g: &Cuda, rng: &mut Rng, f: impl Fn(i64) -> T + Copy, exact: bool) {
+    use gather::OutOfBounds::{Clip, Drop, Fill, Wrap};
+    let tol = if exact { 0.0 } else { 1e-2 };
+    let policies = [Wrap, Clip, Fill(Scalar::Int(7)), Drop];
+    for case in 0..24 {
+        let nd = 1 + rng.below(3);
+        let shape: Vec<usize> = (0..nd).map(|_| 1 + rng.below(5)).collect();
+        let d = rng.below(nd);
+        let dim = d as isize;
+        let ishape: Vec<usize> = (0..nd)
+            .map(|a| {
+                if a == d {
+                    1 + rng.below(6)
+                } else {
+                    1 + rng.below(shape[a])
+                }
+            })
+            .collect();
+        let x = values(rng, &shape, f);
+        let i = wild_index(rng, &ishape, shape[d]);
+        let src = values(rng, &ishape, f);
+        let k = 1 + rng.below(5);
+        let ids = wild_index(rng, &[k], shape[d]);
+        let rows: Vec<usize> = shape
+            .iter()
+            .enumerate()
+            .map(|(a, &n)| if a == d { ids.len() } else { n })
+            .collect();
+        let source = values(rng, &rows, f);
+        let (xg, ig, sg, idg, sog) = (
+            up(g, &x),
+            up(g, &i),
+            up(g, &src),
+            up(g, &ids),
+            up(g, &source),
+        );
+        for p in policies {
+            let cpu = gather::Options::new().bounds(p.map(|v| T::from_scalar(v).unwrap()));
+            let gpu = gather_cuda::Options::new().bounds(p);
+            let what = |op: &str| {
+                format!(
+                    "case {case}: {op} {} {shape:?} dim {d} index {i} policy {}",
+                    T::DTYPE,
+                    p.name()
+                )
+            };
+            same_outcome(
+                gpu.gather(&xg, dim, &ig),
+                cpu.gather(&x, dim, &i),
+                0.0,
+                &what("gather"),
+            );
+            same_outcome(gpu.take(&xg, &ig), cpu.take(&x, &i), 0.0, &what("take"));
+            for td in [Some(dim), None] {
+                let w = what(&format!("take_along_dim {td:?}"));
+                same_outcome(
+                    gpu.take_along_dim(&xg, &ig, td),
+                    cpu.take_along_dim(&x, &i, td),
+                    0.0,
+                    &w,
+                );
+            }
+            same_outcome(
+                gpu.index_select(&xg, dim, &idg),
+                cpu.index_select(&x, dim, &ids),
+                0.0,
+                &what("index_select"),
+            );
+            let b = rng.below(d + 1);
+            let bshape: Vec<usize> = shape[..b]
+                .iter()
+                .copied()
+                .chain([1 + rng.below(3)])
+                .collect();
+            let bi = wild_index(rng, &bshape, shape[d]);
+            same_outcome(
+                gpu.select_batched(&xg, dim, &up(g, &bi), b),
+                cpu.select_batched(&x, dim, &bi, b),
+                0.0,
+                &what(&format!("select_batched {bi}")),
+            );
+            same_outcome(
+                gpu.scatter(&xg, dim, &ig, &sg),
+                cpu.scatter(&x, dim, &i, &src),
+                0.0,
+                &what("scatter"),
+            );
+            same_outcome(
+                gpu.scatter_add(&xg, dim, &ig, &sg),
+                cpu.scatter_add(&x, dim, &i, &src),
+                tol,
+                &what("scatter_add"),
+            );
+            for r in REDUCES {
+                for incl in [true, false] {
+                    let t = if matches!(r, Reduce::Amax | Reduce::Amin) {
+                        0.0
+                    } else {
+                        tol
+                    };
+                    same_outcome(
+                        gpu.scatter_reduce(&xg, dim, &ig, &sg, r, incl),
+                        cpu.scatter_reduce(&x, dim, &i, &src, r, incl),
+                        t,
+                        &what(&format!("scatter_reduce {r:?} {incl}")),
+                    );
+                }
+            }
+            let alpha = T::from_scalar(Scalar::Int(2)).unwrap();
+            same_outcome(
+                gpu.index_add(&xg, dim, &idg, &sog, Scalar::Int(2)),
+                cpu.index_add(&x, dim, &ids, &source, alpha),
+                tol,
+                &what("index_add"),
+            );
+            same_outcome(
+                gpu.index_copy(&xg, dim, &idg, &sog),
+                cpu.index_copy(&x, dim, &ids, &source),
+                0.0,
+                &what("index_copy"),
+            );
+            let v = T::from_scalar(Scalar::Int(5)).unwrap();
+            same_outcome(
+                gpu.index_fill(&xg, dim, &idg, Scalar::Int(5)),
+                cpu.index_fill(&x, dim, &ids, v),
+                0.0,
+                &what("index_fill"),
+            );
+            for r in [Reduce::Prod, Reduce::Mean, Reduce::Amax, Reduce::Amin] {
+                let t = if matches!(r, Reduce::Amax | Reduce::Amin) {
+                    0.0
+                } else {
+                    tol
+                };
+                same_outcome(
+                    gpu.index_reduce(&xg, dim, &idg, &sog, r, true),
+                    cpu.index_reduce(&x, dim, &ids, &source, r, true),
+                    t,
+                    &what(&format!("index_reduce {r:?}")),
+                );
+            }
+            let k = 1 + rng.below(6);
+            let flat = wild_index(rng, &[k], x.len());
+            let fsrc = values(rng, flat.shape(), f);
+            for acc in [false, true] {
+                same_outcome(
+                    gpu.put(&xg, &up(g, &flat), &up(g, &fsrc), acc),
+                    cpu.put(&x, &flat, &fsrc, acc),
+                    tol,
+                    &what(&format!("put {flat} accumulate {acc}")),
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn bounds_policies_give_the_cpu_librarys_results_and_errors() {
+    let Some(g) = gpu() else { return };
+    let mut rng = Rng(31);
+    check_options::<f32>(&g, &mut rng, |v| v as f32 / 64.0, false);
+    check_options::<i64>(&g, &mut rng, |v| v, true);
+    check_options::<f16>(&g, &mut rng, |v| f16::from_f32(v as f32 / 256.0), false);
+    check_options::<u8>(&g, &mut rng, |v| v as u8, true);
+}
+
+#[test]
+fn broadcasting_gather_and_scatters_equal_the_cpu_library() {
+    let Some(g) = gpu() else { return };
+    let mut rng = Rng(37);
+    for case in 0..40 {
+        // [B, N, D] with [B, K, 1] row ids (gather), [E, 1] edge targets into [M, D] (scatter).
+        let (b, n, dd, k) = (
+            1 + rng.below(3),
+            1 + rng.below(6),
+            1 + rng.below(5),
+            1 + rng.below(6),
+        );
+        let x = values(&mut rng, &[b, n, dd], |v| v as f32);
+        let ids = index(&mut rng, &[b, k, 1], n);
+        let policy = [
+            gather::OutOfBounds::Error,
+            gather::OutOfBounds::Fill(Scalar::Int(-1)),
+        ][case % 2];
+        let cpu = gather::Options::new()
+            .broadcast(true)
+            .bounds(policy.map(|v| f32::from_scalar(v).unwrap()));
+        let gpu = gather_cuda::Options::new().broadcast(true).bounds(policy);
+        let ids = if case % 2 == 1 {
+            wild_index(&mut rng, &[b, k, 1], n)
+        } else {
+            ids
+        };
+        let what = format!("case {case}: gather_broadcast {ids}");
+        same_outcome(
+            gpu.gather(&up(&g, &x), 1, &up(&g, &ids)),
+            cpu.gather(&x, 1, &ids),
+            0.0,
+            &what,
+        );
+        let (m, e) = (1 + rng.below(5), 1 + rng.below(9));
+        let dst = values(&mut rng, &[m, dd], |v| v as f32);
+        let msgs = values(&mut rng, &[e, dd], |v| v as f32);
+        let to = index(&mut rng, &[e, 1], m);
+        let wp = [gather::OutOfBounds::Error, gather::OutOfBounds::Drop][case % 2];
+        let to = if case % 2 == 1 {
+            wild_index(&mut rng, &[e, 1], m)
+        } else {
+            to
+        };
+        let cpu = gather::Options::new()
+            .broadcast(true)
+            .bounds(wp.map(|_: Scalar| 0.0f32));
+        let gpu = gather_cuda::Options::new().broadcast(true).bounds(wp);
+        let (dg, tg, mg) = (up(&g, &dst), up(&g, &to), up(&g, &msgs));
+        let what = format!("case {case}: scatter broadcast {to}");
+        same_outcome(
+            gpu.scatter_add(&dg, 0, &tg, &mg),
+            cpu.scatter_add(&dst, 0, &to, &msgs),
+            0.0,
+            &what,
+        );
+        same_outcome(
+            gpu.scatter(&dg, 0, &tg, &mg),
+            cpu.scatter(&dst, 0, &to, &msgs),
+            0.0,
+            &what,
+        );
+        for r in REDUCES {
+            same_outcome(
+                gpu.scatter_reduce(&dg, 0, &tg, &mg, r, false),
+                cpu.scatter_reduce(&dst, 0, &to, &msgs, r, false),
+                1e-5,
+                &format!("{what} {r:?}"),
+            );
+        }
+        // One value everywhere the index points (src of all-1 axes on the CPU).
+        let one = ndarray::arr2(&[[3.0f32]]).into_dyn();
+        same_outcome(
+            gpu.scatter(&dg, 0, &tg, Scalar::Float(3.0)),
+            cpu.scatter(&dst, 0, &to, &one),
+            0.0,
+            &what,
+        );
+    }
+    // Sizes that neither match nor are 1: the CPU library's error.
+    let x = values(&mut rng, &[2, 4, 3], |v| v as f32);
+    let bad = index(&mut rng, &[3, 2, 1], 4);
+    same_outcome(
+        gather_cuda::Options::new()
+            .broadcast(true)
+            .gather(&up(&g, &x), 1, &up(&g, &bad)),
+        gather::Options::new().broadcast(true).gather(&x, 1, &bad),
+        0.0,
+        "mismatched broadcast",
+    );
+}
+
 #[test]
 fn ten_thousand_calls_leave_device_memory_where_it_started() {
     let Some(g) = gpu() else { return };

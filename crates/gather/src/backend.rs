@@ -11,6 +11,7 @@
 
 use crate::element::DType;
 use crate::error::{Error, Result};
+use crate::ops::bounds::OutOfBounds;
 use crate::ops::{check_index_fits, check_index_rank};
 
 pub use crate::index::Bounds;
@@ -392,4 +393,84 @@ pub fn index_dtype(op: &str, what: &str, dtype: DType) -> Error {
 /// ```
 pub fn dtype_mismatch(op: &str, what: &str, self_dtype: DType, other: DType) -> Error {
     crate::error::dtype_mismatch(op, what, self_dtype, other)
+}
+
+/// Under a bounds `policy`, the error of a read (`gather`, `take` ...) that is given `Drop`.
+///
+/// ```
+/// use gather::OutOfBounds;
+/// assert!(gather::backend::reads_only("gather", &OutOfBounds::<f32>::Drop).is_err());
+/// assert!(gather::backend::reads_only("gather", &OutOfBounds::Fill(0.0)).is_ok());
+/// ```
+pub fn reads_only<T>(op: &str, policy: &OutOfBounds<T>) -> Result<()> {
+    crate::ops::bounds::reads_only(op, policy)
+}
+
+/// Under a bounds `policy`, the error of a write (`scatter`, `index_add` ...) that is given
+/// `Fill`.
+///
+/// ```
+/// use gather::OutOfBounds;
+/// assert!(gather::backend::writes_only("scatter_add", &OutOfBounds::Fill(0)).is_err());
+/// assert!(gather::backend::writes_only("scatter_add", &OutOfBounds::<i32>::Drop).is_ok());
+/// ```
+pub fn writes_only<T>(op: &str, policy: &OutOfBounds<T>) -> Result<()> {
+    crate::ops::bounds::writes_only(op, policy)
+}
+
+/// The error for a non-empty index (its first `value`, at `coord`) into a dimension `dim` of size
+/// 0 under Wrap, Clip or Fill: there is no element to map a value to.
+///
+/// ```
+/// let e = gather::backend::bounds_empty_dim("gather", 3, vec![0, 0], 1);
+/// assert!(e.hint().unwrap().contains("dimension 1 is empty"));
+/// ```
+pub fn bounds_empty_dim(op: &str, value: i64, coord: Vec<usize>, dim: usize) -> Error {
+    crate::ops::bounds::empty_dim_error(op, value, coord, dim)
+}
+
+/// The error for `broadcast(true)` on an op without a broadcasting form (all but gather and the
+/// scatters).
+///
+/// ```
+/// let e = gather::backend::no_broadcast_form("take");
+/// assert!(e.message().contains("not of take"));
+/// ```
+pub fn no_broadcast_form(op: &str) -> Error {
+    crate::ops::options::no_broadcast_form(op)
+}
+
+/// The shapes of a broadcasting gather (`Options::broadcast`) of an input of shape `x` by an
+/// index of shape `idx` (both 0-d seen as `[1]`) along the normalised `dim`: the output's shape
+/// and the shape the input is viewed as (the output's, with `x[dim]` on `dim`).
+///
+/// ```
+/// let (out, xs) = gather::backend::broadcast_gather_shapes("gather_broadcast", &[2, 5, 3], &[2, 4, 1], 1).unwrap();
+/// assert_eq!((out, xs), (vec![2, 4, 3], vec![2, 5, 3]));
+/// ```
+pub fn broadcast_gather_shapes(
+    op: &str,
+    x: &[usize],
+    idx: &[usize],
+    dim: usize,
+) -> Result<(Vec<usize>, Vec<usize>)> {
+    crate::ops::broadcast::gather_shapes(op, x, idx, dim)
+}
+
+/// The extent of a broadcasting scatter (`Options::broadcast`) into `dst` by an index of shape
+/// `idx` and a `src` (shapes with 0-d seen as `[1]`) along the normalised `dim`: `dst`'s shape
+/// with `idx[dim]` on `dim`, after checking that the index and src expand to it.
+///
+/// ```
+/// let e = gather::backend::broadcast_scatter_extent("scatter_add_broadcast", &[3, 2], &[4, 1], Some(&[4, 2]), 0);
+/// assert_eq!(e.unwrap(), vec![4, 2]);
+/// ```
+pub fn broadcast_scatter_extent(
+    op: &str,
+    dst: &[usize],
+    idx: &[usize],
+    src: Option<&[usize]>,
+    dim: usize,
+) -> Result<Vec<usize>> {
+    crate::ops::broadcast::scatter_extent(op, dst, idx, src, dim)
 }

@@ -99,6 +99,33 @@ pub(crate) fn call(op: &str, args: &Args, inputs: &dyn Inputs) -> Result<Tensor>
     })
 }
 
+/// The bounds policy a call asks for (arguments `bounds` and `fill_value`), checked against the
+/// op as [`call`](super::call) checks it; `None` when it asks for PyTorch's rule. For backends
+/// that run the ops elsewhere (`gather conformance --device cuda`).
+///
+/// ```
+/// use gather::dynamic::{Arg, Args, Tensors, bounds_policy};
+/// let mut args = Args::default();
+/// assert_eq!(bounds_policy("gather", &args, &Tensors::new())?, None);
+/// args.set("bounds", Arg::Str("clip".into()));
+/// assert_eq!(bounds_policy("gather", &args, &Tensors::new())?, Some(gather::OutOfBounds::Clip));
+/// assert!(bounds_policy("sort", &args, &Tensors::new()).is_err());
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub fn bounds_policy(
+    op: &str,
+    args: &Args,
+    inputs: &dyn Inputs,
+) -> Result<Option<OutOfBounds<Scalar>>> {
+    if !requested(args) {
+        return Ok(None);
+    }
+    if !MOVING_OPS.contains(&op) && !ARITH_OPS.contains(&op) {
+        return Err(no_policy(op));
+    }
+    parse(op, args, inputs).map(|(p, _)| Some(p))
+}
+
 fn scalar_or(args: &Args, name: &str, default: Scalar) -> Result<Scalar> {
     match args.get(name) {
         None | Some(Arg::None) => Ok(default),

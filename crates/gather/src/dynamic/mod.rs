@@ -33,6 +33,7 @@ mod take;
 #[cfg(test)]
 pub(crate) mod test_util;
 
+pub use bounds::bounds_policy;
 pub use grad::{GRAD_OPS, call_grad, call_grad_with};
 pub use onnx::ONNX_OPS;
 pub use sort::{order_args, repeat_interleave_args, repeat_interleave_count};

@@ -186,11 +186,7 @@ fn resolve_index<I: IndexElem>(
             .next()
             .map(|(c, x)| (x.to_i64(), c.slice().to_vec()))
             .expect("non-empty");
-        return Err(out_of_bounds_error(op, value, coord, dim, size, Bounds::Strict).with_hint(
-            format!(
-                "dimension {dim} is empty: there is no element to read, wrap or clip to, under any policy but Drop"
-            ),
-        ));
+        return Err(empty_dim_error(op, value, coord, dim));
     }
     let (compact, missing) = match policy {
         OutOfBounds::Error | OutOfBounds::Wrap => {
@@ -225,6 +221,13 @@ fn resolve_index<I: IndexElem>(
         missing,
         shape: index.shape().to_vec(),
     })
+}
+
+/// The error for a non-empty index into an empty dimension under a policy other than Drop.
+pub(crate) fn empty_dim_error(op: &str, value: i64, coord: Vec<usize>, dim: usize) -> Error {
+    out_of_bounds_error(op, value, coord, dim, 0, Bounds::Strict).with_hint(format!(
+        "dimension {dim} is empty: there is no element to read, wrap or clip to, under any policy but Drop"
+    ))
 }
 
 /// How the positions of an index map onto the positions of a read's output.

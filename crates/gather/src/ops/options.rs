@@ -115,12 +115,7 @@ impl<T> Options<T> {
         if !self.broadcast {
             return Ok(());
         }
-        Err(Error::invalid(format!(
-            "{op}: broadcasting is an option of gather, scatter, scatter_add and scatter_reduce, not of {op}"
-        ))
-        .with_hint(format!(
-            "call {op} with `.broadcast(false)`; its index already selects whole slices where that makes sense"
-        )))
+        Err(no_broadcast_form(op))
     }
 }
 
@@ -149,6 +144,16 @@ impl<T: Element> Options<T> {
         let (dst, index) = (dst.view_mut().into_dyn(), index.view().into_dyn());
         bounds::write_bounded(op, dst, Some(dim), index, &self.bounds, mapped)
     }
+}
+
+/// The error for `broadcast(true)` on an op that has no broadcasting form.
+pub(crate) fn no_broadcast_form(op: &str) -> Error {
+    Error::invalid(format!(
+        "{op}: broadcasting is an option of gather, scatter, scatter_add and scatter_reduce, not of {op}"
+    ))
+    .with_hint(format!(
+        "call {op} with `.broadcast(false)`; its index already selects whole slices where that makes sense"
+    ))
 }
 
 /// A broadcast gather's output with the index's array type (a 0-d index reads one element).
