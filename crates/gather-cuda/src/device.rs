@@ -22,12 +22,14 @@ pub(crate) enum Source {
     Repeat,
     Sort,
     Bounds,
+    Arg,
+    Segment,
 }
 
 const COMMON: &str = include_str!("kernels/common.cuh");
 
 impl Source {
-    const ALL: [Source; 7] = [
+    const ALL: [Source; 9] = [
         Source::Gather,
         Source::Scatter,
         Source::Fiber,
@@ -35,6 +37,8 @@ impl Source {
         Source::Repeat,
         Source::Sort,
         Source::Bounds,
+        Source::Arg,
+        Source::Segment,
     ];
 
     fn text(self) -> String {
@@ -49,6 +53,8 @@ impl Source {
             Source::Repeat => format!("{COMMON}\n{}", include_str!("kernels/repeat.cu")),
             Source::Sort => format!("{COMMON}\n{}", include_str!("kernels/sorting.cu")),
             Source::Bounds => format!("{COMMON}\n{}", include_str!("kernels/bounds.cu")),
+            Source::Arg => format!("{COMMON}\n{REDUCE}\n{}", include_str!("kernels/arg.cu")),
+            Source::Segment => format!("{COMMON}\n{}", include_str!("kernels/segment.cu")),
         }
     }
 }
@@ -422,6 +428,25 @@ impl Cuda {
         // SAFETY: sets the 8 bytes of the live flag back to 0xff (u64::MAX), in stream order.
         unsafe { cudarc::driver::result::memset_d8_async(ptr, 0xff, 8, stream.cu_stream()) }?;
         Ok(Some(got))
+    }
+
+    /// Sets the `bytes` bytes at device address `addr` (of a live buffer of the caller's) to
+    /// `byte`, in stream order (`0xff` makes every i64 `-1`).
+    pub(crate) fn memset(&self, addr: u64, byte: u8, bytes: usize) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        // SAFETY: the caller owns the `bytes` bytes at `addr`; the write is queued on this
+        // stream, before every later kernel that reads them.
+        unsafe {
+            cudarc::driver::result::memset_d8_async(
+                addr,
+                byte,
+                bytes,
+                self.inner.stream.cu_stream(),
+            )
+        }?;
+        Ok(())
     }
 
     /// The u32 at device address `addr`, after everything queued before it on the stream (for

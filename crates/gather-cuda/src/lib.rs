@@ -40,8 +40,10 @@ mod gather;
 mod masked;
 mod memory;
 mod options;
+mod reduce;
 mod repeat;
 mod scatter;
+mod segment;
 mod sort;
 mod sorting;
 mod tensor;
@@ -51,10 +53,13 @@ pub use crate::error::{Error, Result};
 pub use crate::gather::{gather, index_select, select_batched, take, take_along_dim};
 pub use crate::masked::{masked_scatter, masked_select};
 pub use crate::options::Options;
+pub use crate::reduce::scatter_reduce_arg;
 pub use crate::repeat::{repeat_interleave, repeat_interleave_repeats, repeat_interleave_scalar};
 pub use crate::scatter::{
     Src, index_add, index_copy, index_fill, index_reduce, put, scatter, scatter_add, scatter_reduce,
 };
+pub use crate::segment::{Segments, segment_arg_reduce, segment_reduce};
 pub use crate::sorting::{argsort, sort, topk};
 pub use crate::tensor::CudaTensor;
+pub use ::gather::ops::reduce::ArgReduce;
 pub use ::gather::{OutOfBounds, Reduce, Scalar};

@@ -197,12 +197,14 @@ impl Options {
                 shape[0] += 1;
                 let ext = CudaTensor::empty(dev, &shape, input.dtype())?;
                 copy_into(&xf, &ext.slice_axis(0, 0, n, 1)?)?;
+                zero_from(&ext, xf.len())?;
                 let out = run(&ext.permuted_axes(&back)?, &m.index)?;
                 copy_of(&out.slice_axis(d, 0, n, 1)?)?
             }
             None => {
                 let ext = CudaTensor::empty(dev, &[n + 1], input.dtype())?;
                 copy_into(&input.reshape(&[n])?, &ext.slice_axis(0, 0, n, 1)?)?;
+                zero_from(&ext, n)?;
                 let out = run(&ext, &m.index)?;
                 out.slice_axis(0, 0, n, 1)?.reshape(input.shape())?
             }
@@ -660,6 +662,15 @@ impl Options {
     }
 }
 
+/// Zeroes the elements of the row-major `t` from element `start` on (the scratch slice of a Drop
+/// copy: the dropped writes land there, and every element of a new tensor is written before it
+/// is read).
+fn zero_from(t: &CudaTensor, start: usize) -> Result<()> {
+    let w = width(t.dtype());
+    t.device()
+        .memset(t.ptr() + (start * w) as u64, 0, (t.len() - start) * w)
+}
+
 /// The dim an axis-wise op indexes and its size (a 0-d input counts as 1-d).
 fn dim_size(op: &str, input: &CudaTensor, dim: isize) -> Result<(usize, usize)> {
     let x = as_1d(input);
@@ -775,6 +786,26 @@ fn fill_where(out: &CudaTensor, missing: &CudaTensor, bits: u64) -> Result<()> {
         4 => go!(u32),
         _ => go!(u64),
     }
+}
+
+/// A new row-major tensor of `shape` with every element `bits` (the value's bytes in `dtype`).
+pub(crate) fn full(
+    dev: &crate::Cuda,
+    shape: &[usize],
+    dtype: DType,
+    bits: u64,
+) -> Result<CudaTensor> {
+    let out = CudaTensor::empty(dev, shape, dtype)?;
+    if out.is_empty() {
+        return Ok(out);
+    }
+    // fill_where with one true mark seen everywhere (stride 0).
+    let mut all = CudaTensor::empty(dev, &[1], DType::Bool)?;
+    dev.memset(all.ptr(), 1, 1)?;
+    all.shape = shape.to_vec();
+    all.strides = vec![0; shape.len()];
+    fill_where(&out, &all, bits)?;
+    Ok(out)
 }
 
 /// `torch.gather(input.expand(..), dim, index.expand(..))` on broadcast views (stride 0, never

@@ -50,6 +50,7 @@ impl From<Scalar> for Src<'_> {
 // The reduction codes of the kernels (`R_SUM` ... in scatter.cu).
 pub(crate) const R_SUM: i32 = 0;
 pub(crate) const R_SET: i32 = 5;
+const R_AMAX: i32 = 3;
 
 pub(crate) fn code(r: Reduce) -> i32 {
     match r {
@@ -400,6 +401,7 @@ fn index_family(
         alpha,
         rule,
         |pos| error(unravel(pos, &region)[d]),
+        None,
     )?;
     Ok(reshape_like(out, input))
 }
@@ -459,6 +461,7 @@ pub fn put(
             let v = read_index(&index, &coord)?;
             Ok(backend::flat_out_of_bounds(op, v, coord, input.shape()).into())
         },
+        None,
     )?;
     out.reshape(input.shape())
 }
@@ -512,6 +515,7 @@ pub(crate) fn scatter_op(
             let coord = if index.ndim() == 0 { Vec::new() } else { coord };
             Ok(backend::out_of_bounds(op, v, coord, d, size, Bounds::Strict).into())
         },
+        None,
     )?;
     Ok(reshape_like(out, input))
 }
@@ -597,7 +601,7 @@ unsafe impl cudarc::driver::DeviceRepr for RowMap {}
 /// (same rank as x; `src` at least as large) names the targets. `bad` turns the first bad
 /// index position into the op's error.
 #[allow(clippy::too_many_arguments)]
-fn run(
+pub(crate) fn run(
     op: &str,
     x: &CudaTensor,
     d: usize,
@@ -609,6 +613,7 @@ fn run(
     alpha: Option<u64>,
     rule: Bounds,
     bad: impl FnOnce(u64) -> Result<Error>,
+    arg: Option<&CudaTensor>,
 ) -> Result<CudaTensor> {
     let dev = x.device();
     let out = copy_of(x)?;
@@ -622,7 +627,7 @@ fn run(
         )));
     }
     let m = idx.shape[d];
-    if m <= FIBER_MAX {
+    if m <= FIBER_MAX && arg.is_none() {
         return run_fibers(
             x,
             d,
@@ -727,6 +732,44 @@ fn run(
     let bits = usize::BITS - (n_keys.max(2) - 1).leading_zeros();
     let (kp, rp) = sort::sort_pairs(dev, &mut scratch, kp, rp, n_rows, bits)?;
     let (stp, np) = sort::runs(dev, &mut scratch, kp, n_rows)?;
+    if let Some(arg) = arg {
+        // Before the values are folded: the arg kernel reads self from `out`.
+        let name = intern(format!("arg_{}", dtype_suffix(x.dtype())));
+        let f = dev.function(Source::Arg, name)?;
+        let at = rows_axes
+            .iter()
+            .position(|&a| a == d)
+            .expect("dim is a row axis");
+        let jdiv: i64 = rows_axes[at + 1..]
+            .iter()
+            .map(|&a| idx.shape[a] as i64)
+            .product();
+        let jmod = idx.shape[d] as i64;
+        let (ap, op_) = (arg.ptr(), out.ptr());
+        let (l64, is_max, incl) = (lanes as i64, (reduce == R_AMAX) as i32, include_self as i32);
+        launch!(
+            dev,
+            &f,
+            name,
+            dev.grid(n_rows.saturating_mul(lanes), 256),
+            &ap,
+            &op_,
+            &sp,
+            &kp,
+            &rp,
+            &stp,
+            &np,
+            &kmap,
+            &lout,
+            &lsrc,
+            &rmap,
+            &l64,
+            &jdiv,
+            &jmod,
+            &is_max,
+            &incl
+        )?;
+    }
 
     let (alpha_bits, use_alpha) = (alpha.unwrap_or(0), alpha.is_some() as i32);
     // Row scatters (plain row keys and rows, contiguous columns as lanes) take a kernel that

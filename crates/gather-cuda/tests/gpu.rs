@@ -1234,6 +1234,229 @@ fn broadcasting_gather_and_scatters_equal_the_cpu_library() {
     );
 }
 
+// ---- arg-reductions and segment reductions ----
+
+/// Values with many ties, and (for floats) NaNs and signed zeros.
+fn tied<T: Element>(rng: &mut Rng, shape: &[usize], f: impl Fn(f64) -> T) -> ArrayD<T> {
+    let n: usize = shape.iter().product();
+    let v = (0..n).map(|_| match rng.below(12) {
+        0 => f(f64::NAN),
+        1 => f(-0.0),
+        k => f(k as f64 - 6.0),
+    });
+    Array::from_shape_vec(IxDyn(shape), v.collect()).unwrap()
+}
+
+/// Bitwise-equal values (NaN equals NaN) and equal args.
+fn same_arg<T: Element>(got: (CudaTensor, CudaTensor), want: (ArrayD<T>, ArrayD<i64>), what: &str) {
+    let gv = as_f64(&got.0.to_host::<T>().unwrap());
+    let wv = as_f64(&want.0);
+    assert_eq!(gv.shape(), wv.shape(), "{what}");
+    for (a, b) in gv.iter().zip(&wv) {
+        assert!(
+            (a.is_nan() && b.is_nan()) || a.to_bits() == b.to_bits(),
+            "{what}: {gv} vs {wv}"
+        );
+    }
+    assert_eq!(got.1.to_host::<i64>().unwrap(), want.1, "{what}: args");
+}
+
+fn check_scatter_arg<T: gather::ops::reduce::ReduceElement>(
+    g: &Cuda,
+    rng: &mut Rng,
+    f: impl Fn(f64) -> T + Copy,
+) {
+    use gather::ops::reduce::{ArgReduce, scatter_reduce_arg};
+    for case in 0..30 {
+        let nd = 1 + rng.below(3);
+        let shape: Vec<usize> = (0..nd).map(|_| 1 + rng.below(5)).collect();
+        let d = rng.below(nd);
+        let ishape: Vec<usize> = (0..nd)
+            .map(|a| {
+                if a == d {
+                    1 + rng.below(10)
+                } else {
+                    1 + rng.below(shape[a])
+                }
+            })
+            .collect();
+        let x = tied(rng, &shape, f);
+        let src = tied(rng, &ishape, f);
+        let i = index(rng, &ishape, shape[d]);
+        let (xg, ig, sg) = (up(g, &x), up(g, &i), up(g, &src));
+        for r in [ArgReduce::Amax, ArgReduce::Amin] {
+            for incl in [true, false] {
+                let what = format!(
+                    "case {case}: {} {shape:?} dim {d} index {i} {r:?} {incl}",
+                    T::DTYPE
+                );
+                let want = scatter_reduce_arg(&x, d as isize, &i, &src, r, incl).unwrap();
+                let got =
+                    gather_cuda::scatter_reduce_arg(&xg, d as isize, &ig, &sg, r, incl).unwrap();
+                same_arg(got, want, &what);
+            }
+        }
+    }
+}
+
+#[test]
+fn scatter_reduce_arg_equals_the_cpu_library_on_ties_and_nans() {
+    let Some(g) = gpu() else { return };
+    let mut rng = Rng(41);
+    check_scatter_arg::<f32>(&g, &mut rng, |v| v as f32);
+    check_scatter_arg::<f64>(&g, &mut rng, |v| v);
+    check_scatter_arg::<bf16>(&g, &mut rng, bf16::from_f64);
+    check_scatter_arg::<i32>(&g, &mut rng, |v| if v.is_nan() { 7 } else { v as i32 });
+    check_scatter_arg::<u8>(
+        &g,
+        &mut rng,
+        |v| if v.is_nan() { 7 } else { (v + 6.0) as u8 },
+    );
+}
+
+/// Random segments of an axis of length n, in the three forms: offsets (possibly starting after
+/// 0 and ending before n), and the ids and lengths of all n positions.
+fn random_segments(
+    rng: &mut Rng,
+    n: usize,
+) -> (
+    ndarray::Array1<i64>,
+    ndarray::Array1<i64>,
+    ndarray::Array1<i64>,
+) {
+    let s = rng.below(5);
+    let mut cuts: Vec<i64> = (0..s + 1).map(|_| rng.below(n + 1) as i64).collect();
+    cuts.sort();
+    let mut ids = Vec::with_capacity(n);
+    let mut lengths = Vec::new();
+    let mut id = 0i64;
+    let mut left = n;
+    while left > 0 {
+        let l = rng.below(left.min(4) + 1);
+        let l = if lengths.len() > 6 { left } else { l };
+        lengths.push(l as i64);
+        ids.extend(std::iter::repeat_n(id, l));
+        id += 1;
+        left -= l;
+    }
+    (cuts.into(), ids.into(), lengths.into())
+}
+
+#[test]
+fn segment_reductions_equal_the_cpu_library_in_every_form() {
+    use gather::ops::reduce::{ArgReduce, EmptyFill, GroupReduce};
+    use gather::ops::segment::{segment_arg_reduce, segment_reduce};
+    use gather_cuda::Segments;
+    let Some(g) = gpu() else { return };
+    let mut rng = Rng(43);
+    let reduces = [
+        GroupReduce::Sum,
+        GroupReduce::Prod,
+        GroupReduce::Mean,
+        GroupReduce::Amax,
+        GroupReduce::Amin,
+        GroupReduce::Last,
+    ];
+    for case in 0..30 {
+        let nd = 1 + rng.below(3);
+        let shape: Vec<usize> = (0..nd).map(|_| 1 + rng.below(6)).collect();
+        let axis = rng.below(nd);
+        let n = shape[axis];
+        let x = tied(&mut rng, &shape, |v| v as f32);
+        let xi = tied(&mut rng, &shape, |v| if v.is_nan() { 9 } else { v as i64 });
+        let (off, ids, len) = random_segments(&mut rng, n);
+        let (og, idg, lg) = (
+            up(&g, &off.clone().into_dyn()),
+            up(&g, &ids.clone().into_dyn()),
+            up(&g, &len.clone().into_dyn()),
+        );
+        let forms: [(&str, gather::Segments<'_, i64>, Segments<'_>); 4] = [
+            (
+                "offsets",
+                gather::Segments::offsets(&off),
+                Segments::Offsets(&og),
+            ),
+            ("ids", gather::Segments::ids(&ids), Segments::ids(&idg)),
+            (
+                "ids_with",
+                gather::Segments::ids_with(&ids, 9),
+                Segments::ids_with(&idg, 9),
+            ),
+            (
+                "lengths",
+                gather::Segments::lengths(&len),
+                Segments::Lengths(&lg),
+            ),
+        ];
+        let (xg, xig) = (up(&g, &x), up(&g, &xi));
+        for (form, cpu_seg, gpu_seg) in forms {
+            let what = format!("case {case}: {shape:?} axis {axis} {form} {off} {ids} {len}");
+            for r in reduces {
+                for (fc, fg) in [
+                    (EmptyFill::Identity, EmptyFill::Identity),
+                    (
+                        EmptyFill::Value(3.5f32),
+                        EmptyFill::Value(Scalar::Float(3.5)),
+                    ),
+                ] {
+                    let want = segment_reduce(&x, axis as isize, cpu_seg.clone(), r, fc);
+                    let got = gather_cuda::segment_reduce(&xg, axis as isize, gpu_seg, r, fg);
+                    same_outcome(got, want, 1e-5, &format!("{what} {r:?} f32"));
+                }
+                let want = segment_reduce(&xi, axis as isize, cpu_seg.clone(), r, EmptyFill::Zero);
+                let got =
+                    gather_cuda::segment_reduce(&xig, axis as isize, gpu_seg, r, EmptyFill::Zero);
+                same_outcome(got, want, 0.0, &format!("{what} {r:?} i64"));
+            }
+            for r in [ArgReduce::Amax, ArgReduce::Amin] {
+                let want =
+                    segment_arg_reduce(&x, axis as isize, cpu_seg.clone(), r, EmptyFill::Nan)
+                        .unwrap();
+                let got =
+                    gather_cuda::segment_arg_reduce(&xg, axis as isize, gpu_seg, r, EmptyFill::Nan)
+                        .unwrap();
+                same_arg(got, want, &format!("{what} {r:?}"));
+            }
+        }
+    }
+    // Bad segments: the CPU library's error, found on the GPU and worded on the host.
+    let x = values(&mut rng, &[2, 6], |v| v as f32);
+    let xg = up(&g, &x);
+    let bad: [(&str, Vec<i64>); 5] = [
+        ("offsets", vec![0, 3, 2]),
+        ("offsets", vec![0, 7]),
+        ("ids", vec![0, 1, 1, 0, 2, 2]),
+        ("ids", vec![0, 0, -1, 1, 1, 1]),
+        ("lengths", vec![2, 2, 1]),
+    ];
+    for (form, v) in bad {
+        let host = ndarray::Array1::from(v.clone());
+        let dev = up(&g, &host.clone().into_dyn());
+        let (cpu_seg, gpu_seg) = match form {
+            "offsets" => (gather::Segments::offsets(&host), Segments::Offsets(&dev)),
+            "ids" => (gather::Segments::ids(&host), Segments::ids(&dev)),
+            _ => (gather::Segments::lengths(&host), Segments::Lengths(&dev)),
+        };
+        let want = segment_reduce(&x, 1, cpu_seg, GroupReduce::Sum, EmptyFill::Identity);
+        let got =
+            gather_cuda::segment_reduce(&xg, 1, gpu_seg, GroupReduce::Sum, EmptyFill::Identity);
+        same_outcome(got, want, 0.0, &format!("bad {form} {v:?}"));
+    }
+    let off = up(&g, &ndarray::arr1(&[0i64, 6]).into_dyn());
+    let e = gather_cuda::segment_reduce(
+        &xg,
+        1,
+        Segments::Offsets(&off),
+        GroupReduce::LogSumExp,
+        EmptyFill::Identity,
+    );
+    assert!(
+        e.unwrap_err()
+            .to_string()
+            .contains("does not run on the GPU yet")
+    );
+}
+
 #[test]
 fn ten_thousand_calls_leave_device_memory_where_it_started() {
     let Some(g) = gpu() else { return };

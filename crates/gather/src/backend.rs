@@ -474,3 +474,98 @@ pub fn broadcast_scatter_extent(
 ) -> Result<Vec<usize>> {
     crate::ops::broadcast::scatter_extent(op, dst, idx, src, dim)
 }
+
+/// The checks of a segment op's `src` (of `shape`, not 0-d) and `axis`: the normalised axis.
+///
+/// ```
+/// assert_eq!(gather::backend::segment_axis("segment_reduce", &[2, 6], -1).unwrap(), 1);
+/// assert!(gather::backend::segment_axis("segment_reduce", &[], 0).is_err());
+/// ```
+pub fn segment_axis(op: &str, shape: &[usize], axis: isize) -> Result<usize> {
+    crate::ops::segment::segment_axis(op, shape, axis)
+}
+
+/// The error for a segments tensor `name` (`offsets`, `ids`, `lengths`) that is not 1-D.
+///
+/// ```
+/// let e = gather::backend::segments_rank("segment_reduce", "offsets", &[2, 2]);
+/// assert!(e.message().contains("offsets must be 1-D"));
+/// ```
+pub fn segments_rank(op: &str, name: &str, shape: &[usize]) -> Error {
+    crate::ops::segment::segments_rank_error(op, name, shape)
+}
+
+/// Checks `segments` (values read to the host) against an axis `axis` of length `n` as the
+/// segment ops do: the number of segments, or the error that names the first bad value.
+///
+/// ```
+/// use gather::Segments;
+/// use ndarray::array;
+/// let ok = gather::backend::check_segments("segment_reduce", &Segments::offsets(&array![0i64, 2, 6]), 1, 6);
+/// assert_eq!(ok.unwrap(), 2);
+/// let bad = gather::backend::check_segments("segment_reduce", &Segments::offsets(&array![0i64, 3, 2]), 1, 6);
+/// assert!(bad.unwrap_err().message().contains("non-decreasing"));
+/// ```
+pub fn check_segments(
+    op: &str,
+    segments: &crate::Segments<'_, i64>,
+    axis: usize,
+    n: usize,
+) -> Result<usize> {
+    crate::ops::segment::resolve(op, segments, axis, n).map(|r| r.num)
+}
+
+/// The fill of empty groups and segments for a group `reduce` on a `dtype` (its value, for
+/// `EmptyFill::Value`, a [`Scalar`](crate::Scalar)), as the value's little-endian bytes in the low
+/// bytes of a `u64`; first the checks of the reduction's dtype.
+///
+/// ```
+/// use gather::DType;
+/// use gather::ops::reduce::{EmptyFill, GroupReduce};
+/// let b = gather::backend::group_fill_bits("segment_reduce", GroupReduce::Amax, EmptyFill::Identity, DType::F32);
+/// assert_eq!(b.unwrap(), f32::NEG_INFINITY.to_bits() as u64);
+/// let e = gather::backend::group_fill_bits("segment_reduce", GroupReduce::Sum, EmptyFill::Nan, DType::I32);
+/// assert!(e.is_err());
+/// ```
+pub fn group_fill_bits(
+    op: &str,
+    reduce: crate::ops::reduce::GroupReduce,
+    fill: crate::ops::reduce::EmptyFill<crate::Scalar>,
+    dtype: DType,
+) -> Result<u64> {
+    use crate::ops::reduce::{EmptyFill, ReduceElement, check_reduce_dtype, fill_value};
+    fn value<T: ReduceElement>(
+        op: &str,
+        reduce: crate::ops::reduce::GroupReduce,
+        fill: EmptyFill<crate::Scalar>,
+    ) -> Result<T> {
+        check_reduce_dtype::<T>(op, reduce)?;
+        let fill = match fill {
+            EmptyFill::Value(v) => EmptyFill::Value(T::from_scalar(v)?),
+            EmptyFill::Zero => EmptyFill::Zero,
+            EmptyFill::Nan => EmptyFill::Nan,
+            _ => EmptyFill::Identity,
+        };
+        fill_value(op, reduce, fill)
+    }
+    fn le<const N: usize>(b: [u8; N]) -> u64 {
+        let mut a = [0u8; 8];
+        a[..N].copy_from_slice(&b);
+        u64::from_le_bytes(a)
+    }
+    Ok(match dtype {
+        DType::Bool => value::<bool>(op, reduce, fill)? as u64,
+        DType::U8 => le(value::<u8>(op, reduce, fill)?.to_le_bytes()),
+        DType::I8 => le(value::<i8>(op, reduce, fill)?.to_le_bytes()),
+        DType::I16 => le(value::<i16>(op, reduce, fill)?.to_le_bytes()),
+        DType::U16 => le(value::<u16>(op, reduce, fill)?.to_le_bytes()),
+        DType::I32 => le(value::<i32>(op, reduce, fill)?.to_le_bytes()),
+        DType::U32 => le(value::<u32>(op, reduce, fill)?.to_le_bytes()),
+        DType::I64 => le(value::<i64>(op, reduce, fill)?.to_le_bytes()),
+        DType::U64 => le(value::<u64>(op, reduce, fill)?.to_le_bytes()),
+        DType::F16 => le(value::<half::f16>(op, reduce, fill)?.to_le_bytes()),
+        DType::BF16 => le(value::<half::bf16>(op, reduce, fill)?.to_le_bytes()),
+        DType::F32 => le(value::<f32>(op, reduce, fill)?.to_le_bytes()),
+        DType::F64 => le(value::<f64>(op, reduce, fill)?.to_le_bytes()),
+    })
+}

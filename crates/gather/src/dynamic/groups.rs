@@ -263,16 +263,10 @@ fn segments_of<'a, I: IndexElem>(
     num_segments: Option<usize>,
 ) -> Result<Segments<'a, I>> {
     let name = kind.name();
-    let v = t.clone().into_dimensionality::<Ix1>().map_err(|_| {
-        Error::rank(format!(
-            "{op}: {name} must be 1-D, but got {} dims {}",
-            t.ndim(),
-            fmt_shape(t.shape())
-        ))
-        .with_hint(format!(
-            "{name} describes the positions along dim, the same for every lane: flatten it (`.into_shape_with_order(n)`)"
-        ))
-    })?;
+    let v = t
+        .clone()
+        .into_dimensionality::<Ix1>()
+        .map_err(|_| crate::ops::segment::segments_rank_error(op, name, t.shape()))?;
     let segments = match (kind, num_segments) {
         (SegKind::Ids, n) => Segments::Ids {
             ids: v,

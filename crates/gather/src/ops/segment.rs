@@ -293,6 +293,29 @@ pub(crate) fn resolve<I: IndexElem>(
     }
 }
 
+/// The axis of a segment op on a `src` of `shape` (not 0-d).
+pub(crate) fn segment_axis(op: &str, shape: &[usize], axis: isize) -> Result<usize> {
+    if shape.is_empty() {
+        return Err(Error::rank(format!(
+            "{op}: src is 0-d; a segment reduction needs at least one axis"
+        ))
+        .with_hint("give src an axis first: `src.insert_axis(Axis(0))`"));
+    }
+    normalize_dim(op, axis, shape.len())
+}
+
+/// The error for a segments tensor `name` (offsets, ids, lengths) that is not 1-D.
+pub(crate) fn segments_rank_error(op: &str, name: &str, shape: &[usize]) -> Error {
+    Error::rank(format!(
+        "{op}: {name} must be 1-D, but got {} dims {}",
+        shape.len(),
+        fmt_shape(shape)
+    ))
+    .with_hint(format!(
+        "{name} describes the positions along dim, the same for every lane: flatten it (`.into_shape_with_order(n)`)"
+    ))
+}
+
 /// The checked segment call: the axis, the resolved segments, and the covered part of `src`.
 fn check_segment<'a, T, I: IndexElem>(
     op: &str,
@@ -300,13 +323,7 @@ fn check_segment<'a, T, I: IndexElem>(
     axis: isize,
     segments: &Segments<'_, I>,
 ) -> Result<(usize, Resolved, ArrayView<'a, T, IxDyn>)> {
-    if src.ndim() == 0 {
-        return Err(Error::rank(format!(
-            "{op}: src is 0-d; a segment reduction needs at least one axis"
-        ))
-        .with_hint("give src an axis first: `src.insert_axis(Axis(0))`"));
-    }
-    let d = normalize_dim(op, axis, src.ndim())?;
+    let d = segment_axis(op, src.shape(), axis)?;
     let r = resolve(op, segments, d, src.shape()[d])?;
     let mut s = src;
     s.slice_axis_inplace(Axis(d), Slice::from(r.start..r.end));

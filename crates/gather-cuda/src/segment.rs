@@ -1,0 +1,414 @@
+//! Segment reductions along any axis: the CPU library's `segment_reduce` and
+//! `segment_arg_reduce`, with the segments (CSR offsets, sorted ids or lengths) on the GPU.
+//!
+//! ```text
+//! segment_reduce(src, axis=1, segments, Sum)          src [2, 6] → out [2, S=3]
+//!
+//!   position along axis   0   1   2   3   4   5
+//!   offsets  [0, 2, 2, 6]   ├─s0──┤├──────s2──────┤     (s1 = 2..2 is empty)
+//!   ids      [0, 0, 2, 2, 2, 2]                         (the same segments, COO)
+//!   lengths  [2, 0, 4]                                  (the same segments, torch.segment_reduce)
+//!
+//!   src row 0:  1   2   3   4   5   6     →  out row 0:  3   fill   18
+//!   src row 1:  1   1   1   1   1   1     →  out row 1:  2   fill    4
+//! ```
+//!
+//! A segment op is a scatter with a sorted 1-D index, spread over the other axes with stride 0,
+//! into an output that holds the fill: the deterministic scatter's kernels reduce it, so the
+//! results are those of the CPU library (bitwise for integers and amax/amin). Offsets and ids
+//! are checked on the GPU (one flag read per call); only a bad value brings them to the host,
+//! where the CPU library words the error. Lengths are read to the host (their sum is checked
+//! there, as PyTorch does), then run as offsets.
+
+use gather::DType;
+use gather::backend::{self, Bounds};
+use gather::ops::reduce::{ArgReduce, EmptyFill, GroupReduce};
+use ndarray::Array1;
+
+use crate::Scalar;
+use crate::device::{Source, launch};
+use crate::error::Result;
+use crate::gather::{index_operand, read_index};
+use crate::options::full;
+use crate::reduce::{no_args, reduce_code};
+use crate::scatter::{copy_of, run};
+use crate::tensor::{CudaTensor, invalid};
+
+/// How the positions along the axis split into segments (the CPU library's
+/// [`gather::Segments`], with the segments on the GPU). Any integer dtype; 1-D.
+///
+/// ```no_run
+/// use gather_cuda::{Cuda, CudaTensor, Segments};
+/// use ndarray::array;
+/// let gpu = Cuda::new(0)?;
+/// let offsets = CudaTensor::from_host(&gpu, &array![0i64, 2, 2, 6])?;
+/// let ids = CudaTensor::from_host(&gpu, &array![0i32, 0, 2, 2, 2, 2])?;
+/// let lengths = CudaTensor::from_host(&gpu, &array![2i64, 0, 4])?;
+/// // Three ways to say the same thing.
+/// let (a, b, c) = (Segments::Offsets(&offsets), Segments::ids(&ids), Segments::Lengths(&lengths));
+/// # let _ = (a, b, c);
+/// # Ok::<(), gather_cuda::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub enum Segments<'a> {
+    /// CSR offsets (`indptr`): `S + 1` non-decreasing positions; segment `s` is
+    /// `offsets[s]..offsets[s + 1]`; positions outside `offsets[0]..offsets[S]` are ignored.
+    Offsets(&'a CudaTensor),
+    /// Sorted segment ids (COO), one per position along the axis.
+    Ids {
+        /// The id of each position; non-decreasing and non-negative.
+        ids: &'a CudaTensor,
+        /// The number of segments; `None`: the largest id + 1.
+        num_segments: Option<usize>,
+    },
+    /// The length of each segment, in order; they sum to the axis length.
+    Lengths(&'a CudaTensor),
+}
+
+impl<'a> Segments<'a> {
+    /// Sorted ids; the number of segments is the largest id + 1.
+    ///
+    /// ```no_run
+    /// let gpu = gather_cuda::Cuda::new(0)?;
+    /// let ids = gather_cuda::CudaTensor::from_host(&gpu, &ndarray::array![0i64, 0, 1])?;
+    /// let s = gather_cuda::Segments::ids(&ids);
+    /// # let _ = s;
+    /// # Ok::<(), gather_cuda::Error>(())
+    /// ```
+    pub fn ids(ids: &'a CudaTensor) -> Self {
+        Segments::Ids {
+            ids,
+            num_segments: None,
+        }
+    }
+
+    /// Sorted ids with a given number of segments (JAX's `num_segments`).
+    ///
+    /// ```no_run
+    /// let gpu = gather_cuda::Cuda::new(0)?;
+    /// let ids = gather_cuda::CudaTensor::from_host(&gpu, &ndarray::array![0i64, 0])?;
+    /// let s = gather_cuda::Segments::ids_with(&ids, 3);
+    /// # let _ = s;
+    /// # Ok::<(), gather_cuda::Error>(())
+    /// ```
+    pub fn ids_with(ids: &'a CudaTensor, num_segments: usize) -> Self {
+        Segments::Ids {
+            ids,
+            num_segments: Some(num_segments),
+        }
+    }
+
+    fn parts(&self) -> (&'static str, &'a CudaTensor) {
+        match *self {
+            Segments::Offsets(t) => ("offsets", t),
+            Segments::Ids { ids, .. } => ("ids", ids),
+            Segments::Lengths(t) => ("lengths", t),
+        }
+    }
+}
+
+/// Reduces each segment of `src` along `axis` (pytorch_scatter's `segment_csr`/`segment_coo`,
+/// `torch.segment_reduce`), for every lane of an N-D tensor: the output has `src`'s shape with
+/// `axis` replaced by the number of segments, and empty segments hold `fill`. On the GPU the
+/// reductions are sum, prod, mean, amax, amin and last; the others are an error that says so.
+///
+/// ```no_run
+/// use gather_cuda::{Cuda, CudaTensor, Segments};
+/// use gather::ops::reduce::{EmptyFill, GroupReduce};
+/// use ndarray::array;
+/// let gpu = Cuda::new(0)?;
+/// let src = CudaTensor::from_host(&gpu, &array![[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], [7.0, 8.0, 9.0, 10.0, 11.0, 12.0]])?;
+/// let indptr = CudaTensor::from_host(&gpu, &array![0i64, 2, 5, 6])?;
+/// let out = gather_cuda::segment_reduce(&src, -1, Segments::Offsets(&indptr), GroupReduce::Sum, EmptyFill::Identity)?;
+/// assert_eq!(out.to_host::<f32>()?, array![[3.0f32, 12.0, 6.0], [15.0, 30.0, 12.0]].into_dyn());
+/// # Ok::<(), gather_cuda::Error>(())
+/// ```
+pub fn segment_reduce(
+    src: &CudaTensor,
+    axis: isize,
+    segments: Segments<'_>,
+    reduce: GroupReduce,
+    fill: EmptyFill<Scalar>,
+) -> Result<CudaTensor> {
+    let op = "segment_reduce";
+    let code = || group_code(op, reduce);
+    let (out, _) = segment_op(op, src, axis, segments, reduce, fill, code, false)?;
+    Ok(out)
+}
+
+/// The maximum (or minimum) of each segment and the position along `axis` of the source that
+/// holds it: the first one, or the first NaN for a NaN result; `-1` for an empty segment, which
+/// holds `fill`. The values are bitwise those of [`segment_reduce()`] with amax/amin.
+///
+/// ```no_run
+/// use gather_cuda::{ArgReduce, Cuda, CudaTensor, Segments};
+/// use gather::ops::reduce::EmptyFill;
+/// use ndarray::array;
+/// let gpu = Cuda::new(0)?;
+/// let src = CudaTensor::from_host(&gpu, &array![[3.0f32, 9.0, 9.0, 1.0, 4.0]])?;
+/// let off = CudaTensor::from_host(&gpu, &array![1i64, 3, 3, 5])?;
+/// let (out, arg) = gather_cuda::segment_arg_reduce(&src, 1, Segments::Offsets(&off), ArgReduce::Amax, EmptyFill::Zero)?;
+/// assert_eq!(out.to_host::<f32>()?, array![[9.0f32, 0.0, 4.0]].into_dyn());
+/// assert_eq!(arg.to_host::<i64>()?, array![[1i64, -1, 4]].into_dyn());
+/// # Ok::<(), gather_cuda::Error>(())
+/// ```
+pub fn segment_arg_reduce(
+    src: &CudaTensor,
+    axis: isize,
+    segments: Segments<'_>,
+    reduce: ArgReduce,
+    fill: EmptyFill<Scalar>,
+) -> Result<(CudaTensor, CudaTensor)> {
+    let op = "segment_arg_reduce";
+    let group = match reduce {
+        ArgReduce::Amax => GroupReduce::Amax,
+        _ => GroupReduce::Amin,
+    };
+    let code = || Ok(reduce_code(reduce));
+    let (out, arg) = segment_op(op, src, axis, segments, group, fill, code, true)?;
+    Ok((out, arg.expect("asked for")))
+}
+
+/// The kernels' code of a group reduction, or the error for one that does not run on the GPU.
+fn group_code(op: &str, reduce: GroupReduce) -> Result<i32> {
+    Ok(match reduce {
+        GroupReduce::Sum => 0,
+        GroupReduce::Prod => 1,
+        GroupReduce::Mean => 2,
+        GroupReduce::Amax => 3,
+        GroupReduce::Amin => 4,
+        GroupReduce::Last => 5,
+        other => {
+            return Err(invalid(format!(
+                "{op}: reduce=\"{}\" does not run on the GPU yet (sum, prod, mean, amax, amin and last do)",
+                other.name()
+            )));
+        }
+    })
+}
+
+/// The segment op: segments checked, then the fill (and the reduction's dtype), then `code` (the
+/// reduction's kernel code, or its error), then the scatter of `src` by the segment ids into the
+/// filled output (and the args, if `with_arg`).
+#[allow(clippy::too_many_arguments)]
+fn segment_op(
+    op: &str,
+    src: &CudaTensor,
+    axis: isize,
+    segments: Segments<'_>,
+    reduce: GroupReduce,
+    fill: EmptyFill<Scalar>,
+    code: impl FnOnce() -> Result<i32>,
+    with_arg: bool,
+) -> Result<(CudaTensor, Option<CudaTensor>)> {
+    let d = backend::segment_axis(op, src.shape(), axis)?;
+    let n = src.shape()[d];
+    let r = resolve(op, segments, d, n)?;
+    let bits = backend::group_fill_bits(op, reduce, fill, src.dtype())?;
+    let code = code()?;
+    let mut shape = src.shape().to_vec();
+    shape[d] = r.num + r.scratch as usize;
+    let dev = src.device();
+    let filled = full(dev, &shape, src.dtype(), bits)?;
+    let arg = if with_arg {
+        Some(no_args(&filled)?)
+    } else {
+        None
+    };
+    let out = if n == 0 || filled.is_empty() {
+        filled
+    } else {
+        // The ids spread over src's shape: stride 0 on every other axis, never copied.
+        let mut idx = r.ids.clone();
+        idx.shape = src.shape().to_vec();
+        idx.strides = vec![0; src.ndim()];
+        idx.strides[d] = r.ids.strides()[0];
+        let unreachable = |pos: u64| -> Result<crate::Error> {
+            Ok(invalid(format!(
+                "{op}: a checked segment id was out of range at position {pos} (a bug of gather-cuda)"
+            )))
+        };
+        let (x, s) = (&filled, Some(src));
+        run(
+            op,
+            x,
+            d,
+            &idx,
+            s,
+            0,
+            code,
+            false,
+            None,
+            Bounds::Strict,
+            unreachable,
+            arg.as_ref(),
+        )?
+    };
+    if !r.scratch {
+        return Ok((out, arg));
+    }
+    let cut = |t: &CudaTensor| copy_of(&t.slice_axis(d, 0, r.num, 1)?);
+    Ok((cut(&out)?, arg.as_ref().map(cut).transpose()?))
+}
+
+/// Checked segments: the segment of every position along the axis (i64 or i32, `[n]`), the
+/// number of segments, and whether some positions belong to none (they then hold `num`, a
+/// scratch segment).
+struct Resolved {
+    ids: CudaTensor,
+    num: usize,
+    scratch: bool,
+}
+
+fn resolve(op: &str, segments: Segments<'_>, axis: usize, n: usize) -> Result<Resolved> {
+    let (name, t) = segments.parts();
+    let t = index_operand(op, name, t)?;
+    if t.ndim() != 1 {
+        return Err(backend::segments_rank(op, name, t.shape()).into());
+    }
+    let dev = t.device();
+    let count = t.len();
+    let suffix = if t.dtype() == DType::I32 {
+        "i32"
+    } else {
+        "i64"
+    };
+    let host_error = |num_segments: Option<usize>| -> Result<crate::Error> {
+        let v: Vec<i64> = match t.dtype() {
+            DType::I32 => t.to_host::<i32>()?.iter().map(|&v| v as i64).collect(),
+            _ => t.to_host::<i64>()?.iter().copied().collect(),
+        };
+        let v = Array1::from(v);
+        let host = match segments {
+            Segments::Offsets(_) => gather::Segments::offsets(&v),
+            Segments::Lengths(_) => gather::Segments::lengths(&v),
+            Segments::Ids { .. } => match num_segments {
+                Some(m) => gather::Segments::ids_with(&v, m),
+                None => gather::Segments::ids(&v),
+            },
+        };
+        Ok(match backend::check_segments(op, &host, axis, n) {
+            Err(e) => e.into(),
+            Ok(_) => invalid(format!(
+                "{op}: the GPU flagged {name} that the CPU library accepts (a bug of gather-cuda)"
+            )),
+        })
+    };
+    match segments {
+        Segments::Offsets(_) => {
+            if count == 0 {
+                return Err(host_error(None)?);
+            }
+            let name_k = crate::gather::intern(format!("check_offsets_{suffix}"));
+            let f = dev.function(Source::Segment, name_k)?;
+            let (tp, tl, c64, n64) = (t.ptr(), t.layout()?, count as i64, n as i64);
+            let cfg = dev.grid(count, 256);
+            let flagged =
+                dev.with_flag(|flag| launch!(dev, &f, name_k, cfg, &tp, &tl, &c64, &n64, &flag))?;
+            if flagged.is_some() {
+                return Err(host_error(None)?);
+            }
+            segment_ids(&t, count - 1, n)
+        }
+        Segments::Ids { num_segments, .. } => {
+            if count != n {
+                return Err(host_error(num_segments)?);
+            }
+            let name_k = crate::gather::intern(format!("check_ids_{suffix}"));
+            let f = dev.function(Source::Segment, name_k)?;
+            let num = num_segments.map_or(-1, |m| m as i64);
+            let (tp, tl, c64) = (t.ptr(), t.layout()?, count as i64);
+            let flagged = if count == 0 {
+                None
+            } else {
+                let cfg = dev.grid(count, 256);
+                dev.with_flag(|flag| launch!(dev, &f, name_k, cfg, &tp, &tl, &c64, &num, &flag))?
+            };
+            if flagged.is_some() {
+                return Err(host_error(num_segments)?);
+            }
+            let num = match num_segments {
+                Some(m) => m,
+                None if count == 0 => 0,
+                // Sorted: the last id is the largest.
+                None => read_index(&t, &[count - 1])? as usize + 1,
+            };
+            Ok(Resolved {
+                ids: t,
+                num,
+                scratch: false,
+            })
+        }
+        Segments::Lengths(_) => {
+            // The lengths size nothing on the GPU but their sum must be the axis length: they
+            // are checked on the host (as PyTorch does) and run as offsets.
+            let v: Vec<i64> = match t.dtype() {
+                DType::I32 => t.to_host::<i32>()?.iter().map(|&v| v as i64).collect(),
+                _ => t.to_host::<i64>()?.iter().copied().collect(),
+            };
+            let host = Array1::from(v);
+            backend::check_segments(op, &gather::Segments::lengths(&host), axis, n)?;
+            let mut off = Vec::with_capacity(count + 1);
+            off.push(0i64);
+            for &l in &host {
+                off.push(off.last().copied().unwrap_or(0) + l);
+            }
+            let off = CudaTensor::from_host(dev, &Array1::from(off))?;
+            let mut r = segment_ids(&off, count, n)?;
+            r.scratch = false;
+            Ok(r)
+        }
+    }
+}
+
+/// The segment of every position from checked offsets (`s + 1` of them).
+fn segment_ids(off: &CudaTensor, s: usize, n: usize) -> Result<Resolved> {
+    let dev = off.device();
+    let ids = CudaTensor::empty(dev, &[n], DType::I64)?;
+    if n > 0 {
+        let suffix = if off.dtype() == DType::I32 {
+            "i32"
+        } else {
+            "i64"
+        };
+        let name = crate::gather::intern(format!("segment_ids_{suffix}"));
+        let f = dev.function(Source::Segment, name)?;
+        let (op_, ol, s64, n64, ip) = (off.ptr(), off.layout()?, s as i64, n as i64, ids.ptr());
+        launch!(dev, &f, name, dev.grid(n, 256), &op_, &ol, &s64, &n64, &ip)?;
+    }
+    Ok(Resolved {
+        ids,
+        num: s,
+        scratch: true,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::compiled_entries;
+
+    #[test]
+    fn every_segment_kernel_is_compiled() {
+        let Some(entries) = compiled_entries(Source::Segment) else {
+            return;
+        };
+        for t in ["i64", "i32"] {
+            assert_eq!(entries.get(&format!("check_offsets_{t}")), Some(&5));
+            assert_eq!(entries.get(&format!("check_ids_{t}")), Some(&5));
+            assert_eq!(entries.get(&format!("segment_ids_{t}")), Some(&5));
+        }
+    }
+
+    #[test]
+    fn only_the_folds_of_the_scatter_run_on_the_gpu() {
+        assert_eq!(group_code("segment_reduce", GroupReduce::Last).unwrap(), 5);
+        let e = group_code("segment_reduce", GroupReduce::LogSumExp).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("logsumexp\" does not run on the GPU yet"),
+            "{e}"
+        );
+    }
+}
