@@ -1,36 +1,12 @@
 //! The command on a GPU (`--device cuda`): the conformance calls run by `gather-cuda`, and the
 //! benchmark workloads timed with CUDA events beside their CPU results.
 
-use gather::dynamic::{Arg, Args, Tensor, Tensors};
-use gather::{DType, Error, Reduce, Scalar, with_tensor};
-use gather_cuda::{Cuda, CudaTensor, Options, OutOfBounds, Src};
+use gather::dynamic::{Args, Tensor, Tensors};
+use gather::{DType, Error, Reduce, with_tensor};
+use gather_cuda::{Cuda, CudaTensor};
 
-/// The ops `call` runs on the GPU; the others fail with an error that says so.
-pub const OPS: &[&str] = &[
-    "gather",
-    "index_select",
-    "take",
-    "take_along_dim",
-    "put",
-    "masked_select",
-    "masked_scatter",
-    "repeat_interleave",
-    "sort",
-    "argsort",
-    "topk",
-    "select_batched",
-    "scatter",
-    "scatter_add",
-    "scatter_reduce",
-    "index_add",
-    "index_copy",
-    "index_fill",
-    "index_reduce",
-    "gather_broadcast",
-    "scatter_broadcast",
-    "scatter_add_broadcast",
-    "scatter_reduce_broadcast",
-];
+/// The ops [`call`] runs on the GPU; the others fail with an error that says so.
+pub use gather_cuda::dynamic::OPS;
 
 fn device_error(e: gather_cuda::Error) -> Error {
     match e {
@@ -62,8 +38,8 @@ fn down(t: &CudaTensor) -> gather::Result<Tensor> {
     r.map_err(device_error)
 }
 
-/// `gather::dynamic::call` on the GPU: uploads the inputs, runs the op with `gather-cuda`, and
-/// brings the output back.
+/// `gather::dynamic::call` on the GPU: uploads the inputs, runs the op with
+/// [`gather_cuda::dynamic::call`], and brings the outputs back.
 ///
 /// ```no_run
 /// use gather::dynamic::{Arg, Args, Tensor, Tensors};
@@ -83,170 +59,17 @@ pub fn call(
     inputs: &Tensors,
 ) -> gather::Result<Vec<(String, Tensor)>> {
     if !OPS.contains(&op) {
-        return Err(Error::new(
-            gather::ErrorKind::InvalidArgument,
-            format!(
-                "{op}: does not run on the GPU yet (gather-cuda has {})",
-                OPS.join(", ")
-            ),
-        ));
+        // Before any upload: the op's own error.
+        return gather_cuda::dynamic::call(op, args, &Default::default()).map(|_| Vec::new());
     }
-    let policy = gather::dynamic::bounds_policy(op, args, inputs)?;
-    let opts = Options::new()
-        .bounds(policy.unwrap_or(OutOfBounds::Error))
-        .broadcast(op.ends_with("_broadcast"));
-    let op = op.strip_suffix("_broadcast").unwrap_or(op);
-    let get = |name: &str| -> gather::Result<CudaTensor> {
-        let t = inputs.get(name).ok_or_else(|| {
-            Error::new(
-                gather::ErrorKind::InvalidArgument,
-                format!("missing input tensor `{name}`"),
-            )
-        })?;
-        up(gpu, t)
-    };
-    if op == "repeat_interleave" {
-        let (dim, output_size) = gather::dynamic::repeat_interleave_args(args)?;
-        let out = match (inputs.get("input"), inputs.get("repeats")) {
-            (None, Some(r)) => gather_cuda::repeat_interleave_repeats(&up(gpu, r)?, output_size),
-            (Some(x), Some(r)) => {
-                gather_cuda::repeat_interleave(&up(gpu, x)?, &up(gpu, r)?, dim, output_size)
-            }
-            _ => {
-                let x = get("input")?;
-                let r = gather::dynamic::repeat_interleave_count(args, x.ndim(), dim)?;
-                gather_cuda::repeat_interleave_scalar(&x, r, dim, output_size)
-            }
-        };
-        return Ok(vec![(
-            "output".to_string(),
-            down(&out.map_err(device_error)?)?,
-        )]);
+    let mut on_gpu = gather_cuda::dynamic::CudaTensors::new();
+    for (name, t) in inputs {
+        on_gpu.insert(name.clone(), up(gpu, t)?);
     }
-    let x = get("input")?;
-    if matches!(op, "sort" | "argsort" | "topk") {
-        let (dim, flip) = gather::dynamic::order_args(op, args)?;
-        let named = |(v, i): (CudaTensor, CudaTensor)| -> gather::Result<Vec<(String, Tensor)>> {
-            Ok(vec![
-                ("values".to_string(), down(&v)?),
-                ("indices".to_string(), down(&i)?),
-            ])
-        };
-        return match op {
-            "sort" => named(gather_cuda::sort(&x, dim, flip, true).map_err(device_error)?),
-            "argsort" => {
-                let i = gather_cuda::argsort(&x, dim, flip, true).map_err(device_error)?;
-                Ok(vec![("output".to_string(), down(&i)?)])
-            }
-            _ => {
-                let k = args.int("k")?;
-                gather::backend::check_topk(x.shape(), k, dim, x.dtype())?;
-                named(gather_cuda::topk(&x, k as usize, dim, flip, true).map_err(device_error)?)
-            }
-        };
-    }
-    let masked = match op {
-        "masked_select" => Some(gather_cuda::masked_select(&x, &get("mask")?)),
-        "masked_scatter" => Some(gather_cuda::masked_scatter(
-            &x,
-            &get("mask")?,
-            &get("source")?,
-        )),
-        _ => None,
-    };
-    if let Some(out) = masked {
-        return Ok(vec![(
-            "output".to_string(),
-            down(&out.map_err(device_error)?)?,
-        )]);
-    }
-    let index = get("index")?;
-    let scalar_or = |name: &str, default: Scalar| -> gather::Result<Scalar> {
-        match args.get(name) {
-            None | Some(Arg::None) => Ok(default),
-            Some(_) => args.scalar(name),
-        }
-    };
-    let out = match op {
-        "gather" => opts.gather(&x, args.dim()?, &index),
-        "index_select" => opts.index_select(&x, args.dim()?, &index),
-        "take" => opts.take(&x, &index),
-        "select_batched" => {
-            let b = gather::dynamic::batch_dims(args)?;
-            opts.select_batched(&x, args.dim()?, &index, b)
-        }
-        "take_along_dim" => {
-            let dim = match args.get("dim") {
-                None | Some(Arg::None) => None,
-                Some(_) => Some(args.dim()?),
-            };
-            opts.take_along_dim(&x, &index, dim)
-        }
-        "put" => {
-            let accumulate = args.bool_or("accumulate", false)?;
-            opts.put(&x, &index, &get("source")?, accumulate)
-        }
-        "scatter_add" => opts.scatter_add(&x, args.dim()?, &index, &get("src")?),
-        "scatter_reduce" => {
-            let reduce: Reduce = args.str("reduce")?.parse()?;
-            let include_self = args.bool_or("include_self", true)?;
-            opts.scatter_reduce(&x, args.dim()?, &index, &get("src")?, reduce, include_self)
-        }
-        "index_add" => {
-            let alpha = scalar_or("alpha", Scalar::Int(1))?;
-            opts.index_add(&x, args.dim()?, &index, &get("source")?, alpha)
-        }
-        "index_copy" => opts.index_copy(&x, args.dim()?, &index, &get("source")?),
-        "index_fill" => opts.index_fill(&x, args.dim()?, &index, args.scalar("value")?),
-        "index_reduce" => {
-            let reduce = match args.str("reduce")? {
-                r @ ("prod" | "mean" | "amax" | "amin") => r.parse::<Reduce>()?,
-                other => {
-                    return Err(Error::new(
-                        gather::ErrorKind::InvalidArgument,
-                        format!("index_reduce: Expected reduce to be one of prod, mean, amax or amin but got {other}."),
-                    ));
-                }
-            };
-            let include_self = args.bool_or("include_self", true)?;
-            opts.index_reduce(&x, args.dim()?, &index, &get("source")?, reduce, include_self)
-        }
-        _ => {
-            // scatter: src or value, with PyTorch's legacy reduce="add"|"multiply".
-            let src = match inputs.get("src") {
-                Some(t) => Some(up(gpu, t)?),
-                None => None,
-            };
-            let s = match &src {
-                Some(t) => Src::Tensor(t),
-                None => Src::Value(args.scalar("value")?),
-            };
-            match args.get("reduce") {
-                None | Some(Arg::None) => opts.scatter(&x, args.dim()?, &index, s),
-                Some(Arg::Str(r)) => {
-                    let reduce = match r.as_str() {
-                        "add" => Reduce::Sum,
-                        "multiply" => Reduce::Prod,
-                        other => {
-                            return Err(Error::new(
-                                gather::ErrorKind::InvalidArgument,
-                                format!("scatter: reduce argument must be either add or multiply, got {other}"),
-                            ));
-                        }
-                    };
-                    opts.scatter_reduce(&x, args.dim()?, &index, s, reduce, true)
-                }
-                Some(other) => {
-                    return Err(Error::new(
-                        gather::ErrorKind::InvalidArgument,
-                        format!("scatter: reduce must be a string, got {other:?}"),
-                    ));
-                }
-            }
-        }
-    }
-    .map_err(device_error)?;
-    Ok(vec![("output".to_string(), down(&out)?)])
+    let out = gather_cuda::dynamic::call(op, args, &on_gpu)?;
+    out.iter()
+        .map(|(name, t)| Ok((name.clone(), down(t)?)))
+        .collect()
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -161,7 +161,7 @@ pub(crate) struct Inner {
     arch: String,
     modules: Mutex<HashMap<Source, Arc<CudaModule>>>,
     /// Freed buffers kept for reuse.
-    cache: Arc<Cache>,
+    pub(crate) cache: Arc<Cache>,
     /// Each compiled kernel's number of parameters, read off its PTX: a launch with another
     /// number of arguments is refused instead of letting the driver read past them.
     params: Mutex<HashMap<String, usize>>,
@@ -446,6 +446,84 @@ impl Cuda {
                 self.inner.stream.cu_stream(),
             )
         }?;
+        Ok(())
+    }
+
+    /// The `n` bytes at device address `addr` (of a live buffer), after everything queued before
+    /// them on the stream.
+    pub(crate) fn read_bytes(&self, addr: u64, n: usize) -> Result<Vec<u8>> {
+        let stream = &self.inner.stream;
+        let mut out = vec![0u8; n];
+        if n > 0 {
+            // SAFETY: copies n bytes from `addr`, inside a live buffer of the caller's, into the
+            // vector of n bytes, in stream order; the synchronize waits for the copy before the
+            // vector is read.
+            unsafe {
+                cudarc::driver::result::memcpy_dtoh_async(&mut out, addr, stream.cu_stream())?;
+            }
+        }
+        stream.synchronize()?;
+        Ok(out)
+    }
+
+    /// The GPU's number (its CUDA ordinal).
+    ///
+    /// ```no_run
+    /// assert_eq!(gather_cuda::Cuda::new(0)?.ordinal(), 0);
+    /// # Ok::<(), gather_cuda::Error>(())
+    /// ```
+    pub fn ordinal(&self) -> usize {
+        self.inner.ctx.ordinal()
+    }
+
+    /// The CUDA stream every op of this GPU runs on (a `CUstream`, as an address): what a
+    /// consumer passes to a DLPack producer's `__dlpack__(stream=...)`, so that the producer
+    /// orders its pending work before ours.
+    ///
+    /// ```no_run
+    /// let gpu = gather_cuda::Cuda::new(0)?;
+    /// assert_ne!(gpu.stream_handle(), 0);
+    /// # Ok::<(), gather_cuda::Error>(())
+    /// ```
+    pub fn stream_handle(&self) -> u64 {
+        self.inner.stream.cu_stream() as u64
+    }
+
+    /// Makes `stream` (a `CUstream` of this GPU's context, or the sentinels `1` for the legacy
+    /// default stream and `2` for the per-thread default stream) wait for everything queued on
+    /// this GPU's stream so far, without blocking the host: how a DLPack producer hands a result
+    /// to a consumer's stream.
+    ///
+    /// # Safety
+    ///
+    /// `stream` must be a live stream of this GPU's (primary) context, or one of the sentinels.
+    ///
+    /// ```no_run
+    /// let gpu = gather_cuda::Cuda::new(0)?;
+    /// // SAFETY: 1 is CUDA's legacy default stream.
+    /// unsafe { gpu.order_before(1)? };
+    /// # Ok::<(), gather_cuda::Error>(())
+    /// ```
+    pub unsafe fn order_before(&self, stream: u64) -> Result<()> {
+        use cudarc::driver::sys;
+        let ours = self.inner.stream.cu_stream();
+        if stream == ours as u64 {
+            return Ok(());
+        }
+        self.inner.ctx.bind_to_thread()?;
+        // SAFETY: a fresh event, recorded on our live stream; the caller vouches for `stream`;
+        // destroying an event that a stream still waits on is allowed (the driver releases it
+        // when the wait completes).
+        unsafe {
+            let mut ev: sys::CUevent = std::ptr::null_mut();
+            sys::cuEventCreate(&mut ev, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32)
+                .result()?;
+            let r = sys::cuEventRecord(ev, ours)
+                .result()
+                .and_then(|()| sys::cuStreamWaitEvent(stream as sys::CUstream, ev, 0).result());
+            sys::cuEventDestroy_v2(ev).result()?;
+            r?;
+        }
         Ok(())
     }
 

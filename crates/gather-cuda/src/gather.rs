@@ -620,18 +620,14 @@ pub(crate) fn unravel(mut pos: u64, shape: &[usize]) -> Vec<usize> {
 
 /// The index value at `coord`, read from the GPU (only for error messages).
 pub(crate) fn read_index(t: &CudaTensor, coord: &[usize]) -> Result<i64> {
-    let off: isize = t.offset
-        + coord
-            .iter()
-            .zip(&t.strides)
-            .map(|(&c, &s)| c as isize * s)
-            .sum::<isize>();
+    let off: isize = coord
+        .iter()
+        .zip(&t.strides)
+        .map(|(&c, &s)| c as isize * s)
+        .sum::<isize>();
     let w = width(t.dtype());
-    let start = off as usize * w;
-    let b = t
-        .device()
-        .stream()
-        .clone_dtoh(&t.buf.slice(start..start + w))?;
+    let addr = t.ptr().wrapping_add((off * w as isize) as u64);
+    let b = t.device().read_bytes(addr, w)?;
     let mut a = [0u8; 8];
     a[..w].copy_from_slice(&b);
     Ok(match t.dtype() {

@@ -35,6 +35,8 @@
 #![warn(missing_docs)]
 
 mod device;
+#[cfg(feature = "dynamic")]
+pub mod dynamic;
 mod error;
 mod gather;
 mod masked;

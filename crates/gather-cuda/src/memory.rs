@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::ops::RangeBounds;
 use std::sync::{Arc, Mutex};
 
-use cudarc::driver::{CudaSlice, CudaView, CudaViewMut};
+use cudarc::driver::{CudaSlice, CudaViewMut};
 
 /// The free lists, by size class.
 #[derive(Default)]
@@ -45,10 +45,14 @@ impl Cache {
 }
 
 /// A device buffer that returns to its device's cache when dropped.
+/// Device memory a tensor views: a buffer of the cache (returned to it on drop), or memory of
+/// another library (a DLPack import), kept alive by its owner until the last view drops.
 pub(crate) struct Buffer {
     slice: Option<CudaSlice<u8>>,
     class: usize,
     cache: Arc<Cache>,
+    /// What keeps borrowed memory alive (`None` for a buffer of the cache).
+    _owner: Option<Box<dyn Send + Sync>>,
     /// The device address of byte 0.
     pub(crate) base: u64,
 }
@@ -59,22 +63,26 @@ impl Buffer {
             slice: Some(slice),
             class,
             cache,
+            _owner: None,
             base,
         }
     }
 
-    fn inner(&self) -> &CudaSlice<u8> {
-        self.slice.as_ref().expect("a live buffer holds its slice")
-    }
-
-    pub(crate) fn slice(&self, r: impl RangeBounds<usize>) -> CudaView<'_, u8> {
-        self.inner().slice(r)
+    /// Memory at `base` that `owner` keeps alive.
+    pub(crate) fn borrowed(base: u64, owner: Box<dyn Send + Sync>, cache: Arc<Cache>) -> Self {
+        Buffer {
+            slice: None,
+            class: 0,
+            cache,
+            _owner: Some(owner),
+            base,
+        }
     }
 
     pub(crate) fn slice_mut(&mut self, r: impl RangeBounds<usize>) -> CudaViewMut<'_, u8> {
         self.slice
             .as_mut()
-            .expect("a live buffer holds its slice")
+            .expect("only new buffers are uploaded into")
             .slice_mut(r)
     }
 }

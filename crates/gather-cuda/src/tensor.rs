@@ -85,6 +85,65 @@ impl CudaTensor {
         Ok(Self::over_buffer(dev, buf, shape, dtype))
     }
 
+    /// A tensor over device memory of another library (a DLPack import, a PyTorch or CuPy
+    /// tensor): no copy. `ptr` is the address of the element at offset 0, `strides` are in
+    /// elements (any, as the shape's views), and `owner` keeps the memory alive: it is dropped
+    /// with the last view of the tensor, from any thread.
+    ///
+    /// # Safety
+    ///
+    /// The memory must be on this GPU (in its primary context), hold valid elements of `dtype`
+    /// (bools 0 or 1) at every position the shape and strides reach from `ptr`, stay allocated
+    /// while `owner` lives, and not be written by anyone else while the ops run, except in an
+    /// order the caller arranges with the GPU's stream ([`Cuda::stream_handle`]).
+    ///
+    /// ```no_run
+    /// let gpu = gather_cuda::Cuda::new(0)?;
+    /// let x = gather_cuda::CudaTensor::from_host(&gpu, &ndarray::arr1(&[1.0f32, 2.0]))?;
+    /// // SAFETY: a view of x's own memory, kept alive by a clone of x.
+    /// let v = unsafe {
+    ///     gather_cuda::CudaTensor::from_device_ptr(&gpu, x.device_ptr(), &[2], &[1], gather::DType::F32, Box::new(x.clone()))?
+    /// };
+    /// assert_eq!(v.to_host::<f32>()?, ndarray::arr1(&[1.0f32, 2.0]).into_dyn());
+    /// # Ok::<(), gather_cuda::Error>(())
+    /// ```
+    pub unsafe fn from_device_ptr(
+        dev: &Cuda,
+        ptr: u64,
+        shape: &[usize],
+        strides: &[isize],
+        dtype: DType,
+        owner: Box<dyn Send + Sync>,
+    ) -> Result<CudaTensor> {
+        if shape.len() != strides.len() || shape.len() > MAX_DIMS {
+            return Err(invalid(format!(
+                "from_device_ptr: shape {shape:?} and strides {strides:?} must have one entry per axis, at most {MAX_DIMS}"
+            )));
+        }
+        let buf = Buffer::borrowed(ptr, owner, dev.inner.cache.clone());
+        Ok(CudaTensor {
+            buf: Arc::new(buf),
+            offset: 0,
+            shape: shape.to_vec(),
+            strides: strides.to_vec(),
+            dtype,
+            dev: dev.clone(),
+        })
+    }
+
+    /// The device address of the element at offset 0 (the first element of a view whose
+    /// strides are not negative): what a DLPack export hands out.
+    ///
+    /// ```no_run
+    /// let gpu = gather_cuda::Cuda::new(0)?;
+    /// let x = gather_cuda::CudaTensor::from_host(&gpu, &ndarray::arr1(&[1u8, 2]))?;
+    /// assert_ne!(x.device_ptr(), 0);
+    /// # Ok::<(), gather_cuda::Error>(())
+    /// ```
+    pub fn device_ptr(&self) -> u64 {
+        self.ptr()
+    }
+
     /// A new row-major tensor whose elements the caller will write in full.
     pub(crate) fn empty(dev: &Cuda, shape: &[usize], dtype: DType) -> Result<CudaTensor> {
         let n: usize = shape.iter().product();
@@ -140,11 +199,7 @@ impl CudaTensor {
         if n == 0 {
             return Ok(Vec::new());
         }
-        let start = (c.offset as usize) * width(c.dtype);
-        Ok(self
-            .dev
-            .stream()
-            .clone_dtoh(&c.buf.slice(start..start + n))?)
+        self.dev.read_bytes(c.ptr(), n)
     }
 
     /// The shape.

@@ -92,7 +92,7 @@ pub(crate) fn call(op: &str, args: &Args, inputs: &dyn Inputs) -> Result<Tensor>
     let index = input(inputs, "index")?;
     with_view!(x, x => {
         with_index_tensor!(index, i => {
-            let (p, write) = parse(op, args, inputs)?;
+            let (p, write) = parse(op, args, inputs.tensor("src").is_some())?;
             typed(op, args, p, &write, inputs, x, i)
         },
             _ => Err(index_dtype_error(op, "index", &index)))
@@ -100,22 +100,22 @@ pub(crate) fn call(op: &str, args: &Args, inputs: &dyn Inputs) -> Result<Tensor>
 }
 
 /// The bounds policy a call asks for (arguments `bounds` and `fill_value`), checked against the
-/// op as [`call`](super::call) checks it; `None` when it asks for PyTorch's rule. For backends
-/// that run the ops elsewhere (`gather conformance --device cuda`).
+/// op as [`call`](super::call) checks it; `None` when it asks for PyTorch's rule. `inputs` names
+/// the tensors the call is given. For backends that run the ops elsewhere (`gather-cuda`).
 ///
 /// ```
-/// use gather::dynamic::{Arg, Args, Tensors, bounds_policy};
+/// use gather::dynamic::{Arg, Args, bounds_policy};
 /// let mut args = Args::default();
-/// assert_eq!(bounds_policy("gather", &args, &Tensors::new())?, None);
+/// assert_eq!(bounds_policy("gather", &args, &["input", "index"])?, None);
 /// args.set("bounds", Arg::Str("clip".into()));
-/// assert_eq!(bounds_policy("gather", &args, &Tensors::new())?, Some(gather::OutOfBounds::Clip));
-/// assert!(bounds_policy("sort", &args, &Tensors::new()).is_err());
+/// assert_eq!(bounds_policy("gather", &args, &["input", "index"])?, Some(gather::OutOfBounds::Clip));
+/// assert!(bounds_policy("sort", &args, &["input"]).is_err());
 /// # Ok::<(), gather::Error>(())
 /// ```
 pub fn bounds_policy(
     op: &str,
     args: &Args,
-    inputs: &dyn Inputs,
+    inputs: &[&str],
 ) -> Result<Option<OutOfBounds<Scalar>>> {
     if !requested(args) {
         return Ok(None);
@@ -123,7 +123,7 @@ pub fn bounds_policy(
     if !MOVING_OPS.contains(&op) && !ARITH_OPS.contains(&op) {
         return Err(no_policy(op));
     }
-    parse(op, args, inputs).map(|(p, _)| Some(p))
+    parse(op, args, inputs.contains(&"src")).map(|(p, _)| Some(p))
 }
 
 fn scalar_or(args: &Args, name: &str, default: Scalar) -> Result<Scalar> {
@@ -151,15 +151,12 @@ enum Write {
 
 /// The policy and the [`Write`] of `op` (one of [`MOVING_OPS`] or [`ARITH_OPS`]).
 #[inline(never)]
-fn parse(op: &str, args: &Args, inputs: &dyn Inputs) -> Result<(OutOfBounds<Scalar>, Write)> {
+fn parse(op: &str, args: &Args, has_src: bool) -> Result<(OutOfBounds<Scalar>, Write)> {
     let p = policy_of(op, args)?;
     let include_self = || args.bool_or("include_self", true);
     let plain_put = op == "put" && !args.bool_or("accumulate", false)?;
     let write = if MOVING_OPS.contains(&op) || plain_put {
-        if op == "scatter"
-            && (!matches!(args.get("reduce"), None | Some(Arg::None))
-                || inputs.tensor("src").is_none())
-        {
+        if op == "scatter" && (!matches!(args.get("reduce"), None | Some(Arg::None)) || !has_src) {
             return Err(Error::invalid(
                 "scatter: a bounds policy applies to the src form without reduce",
             )
