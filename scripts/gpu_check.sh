@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The GPU visit, as one prepared run on a lent GPU (the device tool; no Rust toolchain there):
-# the GPU unit tests, the conformance suite on CUDA, the workloads against PyTorch in the same
-# run, and compute-sanitizer's memcheck over the tests and the suite's error cases. Results go
-# to $OUT; the table comes last.
+# the GPU unit tests, the conformance suite on CUDA, the Python package on torch/CuPy/JAX CUDA
+# arrays, the workloads against PyTorch in the same run, and compute-sanitizer's memcheck over
+# the tests and the suite's error cases. Results go to $OUT; the table comes last.
 #
 # Prepare here, then carry `gpu/` (ignored through .git/info/exclude):
 #   scripts/gpu_check.sh --prepare
@@ -14,11 +14,17 @@ cd "$(dirname "$0")/.."
 if [ "${1:-}" = "--prepare" ]; then
     set -e
     rm -rf gpu && mkdir -p gpu
+    cargo build --release -p gather-cli 2>&1 | tail -1
     cargo test -p gather-cuda --test gpu --no-run 2>&1 | tail -1
     bin=$(ls -t "${CARGO_TARGET_DIR:-target}"/debug/deps/gpu-* | grep -v '\.d$' | head -1)
     cp "$bin" gpu/gpu-tests
     cp "${CARGO_TARGET_DIR:-target}/release/gather" gpu/gather
     strip gpu/gather gpu/gpu-tests
+    # The Python package (abi3 wheel, dev profile: it reuses what cargo test built) for the
+    # CUDA-array tests; pytest, torch, cupy and jax are on the GPU machine.
+    venv="${GATHER_PY_VENV:-target/py-venv}"
+    maturin=$( [ -x "$venv/bin/maturin" ] && echo "$venv/bin/maturin" || echo maturin )
+    "$maturin" build --quiet --manifest-path crates/gather-py/Cargo.toml --out gpu 2>&1 | tail -1
     tar -C ../shared -czf gpu/conformance.tgz conformance
     du -sh gpu/*
     exit 0
@@ -39,15 +45,20 @@ log "conformance on CUDA"
 timeout 45 gpu/gather --no-progress conformance --device cuda /tmp/suite/conformance > "$OUT/conformance.log" 2>&1
 echo "conformance exit $?"; tail -4 "$OUT/conformance.log"
 
+log "Python: torch, CuPy and JAX CUDA arrays through DLPack"
+rm -rf /tmp/pyg && python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/pyg gpu/gather-*.whl
+PYTHONPATH=/tmp/pyg timeout 90 python3 -m pytest -q -p no:cacheprovider -rs crates/gather-py/tests/test_cuda.py > "$OUT/python_cuda.log" 2>&1
+echo "python exit $?"; tail -15 "$OUT/python_cuda.log"
+
 log "bench, ours"
 timeout 120 gpu/gather bench --device cuda --large --json "$OUT/ours.json" 2>&1 | tee "$OUT/bench_ours.log"
 
 log "bench, PyTorch"
-timeout 90 python3 scripts/bench_cuda_torch.py --large --json "$OUT/torch.json" > "$OUT/bench_torch.log" 2>&1
+timeout 80 python3 scripts/bench_cuda_torch.py --large --json "$OUT/torch.json" > "$OUT/bench_torch.log" 2>&1
 echo "torch exit $?"
 
 log "where the time goes (GATHER_CUDA_PROFILE=1 waits after every step)"
-GATHER_CUDA_PROFILE=1 timeout 60 gpu/gather bench --device cuda --only W1,W5,W6,W7,W9,W11 --repeat 10 > "$OUT/profile.log" 2>&1
+GATHER_CUDA_PROFILE=1 timeout 30 gpu/gather bench --device cuda --only W1,W5,W6,W7,W9,W11 --repeat 10 > "$OUT/profile.log" 2>&1
 cut -c1-110 "$OUT/profile.log"
 
 log "table"

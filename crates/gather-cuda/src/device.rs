@@ -505,22 +505,52 @@ impl Cuda {
     /// # Ok::<(), gather_cuda::Error>(())
     /// ```
     pub unsafe fn order_before(&self, stream: u64) -> Result<()> {
+        let ours = self.inner.stream.cu_stream() as u64;
+        // SAFETY: both are live streams of this context (the caller vouches for `stream`).
+        unsafe { self.link(ours, stream) }
+    }
+
+    /// Makes this GPU's stream wait for everything queued on `stream` so far (a `CUstream` of
+    /// this GPU's context, or the sentinels `1` and `2`), without blocking the host: how a DLPack
+    /// consumer orders its work after a producer's stream.
+    ///
+    /// # Safety
+    ///
+    /// `stream` must be a live stream of this GPU's (primary) context, or one of the sentinels.
+    ///
+    /// ```no_run
+    /// let gpu = gather_cuda::Cuda::new(0)?;
+    /// // SAFETY: 2 is CUDA's per-thread default stream.
+    /// unsafe { gpu.wait_for(2)? };
+    /// # Ok::<(), gather_cuda::Error>(())
+    /// ```
+    pub unsafe fn wait_for(&self, stream: u64) -> Result<()> {
+        let ours = self.inner.stream.cu_stream() as u64;
+        // SAFETY: both are live streams of this context (the caller vouches for `stream`).
+        unsafe { self.link(stream, ours) }
+    }
+
+    /// `later` waits for the work queued on `earlier` so far (an event recorded on `earlier`).
+    ///
+    /// # Safety
+    ///
+    /// Both must be live streams of this context, or the sentinels `1` and `2`.
+    unsafe fn link(&self, earlier: u64, later: u64) -> Result<()> {
         use cudarc::driver::sys;
-        let ours = self.inner.stream.cu_stream();
-        if stream == ours as u64 {
+        if earlier == later {
             return Ok(());
         }
         self.inner.ctx.bind_to_thread()?;
-        // SAFETY: a fresh event, recorded on our live stream; the caller vouches for `stream`;
-        // destroying an event that a stream still waits on is allowed (the driver releases it
-        // when the wait completes).
+        // SAFETY: a fresh event, recorded on `earlier` and waited on by `later` (live streams,
+        // the caller's contract); destroying an event that a stream still waits on is allowed
+        // (the driver releases it when the wait completes).
         unsafe {
             let mut ev: sys::CUevent = std::ptr::null_mut();
             sys::cuEventCreate(&mut ev, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32)
                 .result()?;
-            let r = sys::cuEventRecord(ev, ours)
+            let r = sys::cuEventRecord(ev, earlier as sys::CUstream)
                 .result()
-                .and_then(|()| sys::cuStreamWaitEvent(stream as sys::CUstream, ev, 0).result());
+                .and_then(|()| sys::cuStreamWaitEvent(later as sys::CUstream, ev, 0).result());
             sys::cuEventDestroy_v2(ev).result()?;
             r?;
         }

@@ -718,6 +718,10 @@ mod tests {
         ] {
             assert!(k.contains_key(name), "{name}");
         }
+        for d in [DType::Bool, DType::F16, DType::F32, DType::I64] {
+            let name = width_name("assign", d);
+            assert_eq!(k.get(name), Some(&5), "{name}");
+        }
         // The arity the launches rely on, for the one that once went wrong.
         assert_eq!(k["rows_w4_i64"], 15);
     }

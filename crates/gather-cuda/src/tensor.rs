@@ -131,6 +131,47 @@ impl CudaTensor {
         })
     }
 
+    /// Writes the elements of `src` (same shape and dtype, any strides) into this tensor's
+    /// memory, in stream order: the in-place form of an op is the op, then this. The tensor must
+    /// not repeat an element (a stride-0 axis of more than one element).
+    ///
+    /// ```no_run
+    /// let gpu = gather_cuda::Cuda::new(0)?;
+    /// let x = gather_cuda::CudaTensor::from_host(&gpu, &ndarray::arr1(&[0i32, 0]))?;
+    /// x.assign(&gather_cuda::CudaTensor::from_host(&gpu, &ndarray::arr1(&[3i32, 4]))?)?;
+    /// assert_eq!(x.to_host::<i32>()?, ndarray::arr1(&[3, 4]).into_dyn());
+    /// # Ok::<(), gather_cuda::Error>(())
+    /// ```
+    pub fn assign(&self, src: &CudaTensor) -> Result<()> {
+        if src.shape != self.shape || src.dtype != self.dtype {
+            return Err(invalid(format!(
+                "assign: {} {:?} into {} {:?}: shapes and dtypes must be equal",
+                src.dtype, src.shape, self.dtype, self.shape
+            )));
+        }
+        if (0..self.ndim()).any(|a| self.strides[a] == 0 && self.shape[a] > 1) {
+            return Err(invalid(format!(
+                "assign: the target repeats elements (strides {:?}); write into a tensor that owns each element once",
+                self.strides
+            )));
+        }
+        let n = self.len();
+        if n == 0 {
+            return Ok(());
+        }
+        let dev = &self.dev;
+        let name = crate::gather::width_name("assign", self.dtype);
+        let f = dev.function(crate::device::Source::Gather, name)?;
+        let (op_, ol, xp, xl, n64) = (
+            self.ptr(),
+            self.layout()?,
+            src.ptr(),
+            src.layout()?,
+            n as i64,
+        );
+        crate::device::launch!(dev, &f, name, dev.grid(n, 256), &op_, &ol, &xp, &xl, &n64)
+    }
+
     /// The device address of the element at offset 0 (the first element of a view whose
     /// strides are not negative): what a DLPack export hands out.
     ///

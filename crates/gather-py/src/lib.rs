@@ -25,6 +25,8 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+mod cuda;
+
 use ::gather as lib;
 use ::gather::dynamic::{self, Arg, Args, Tensor, TensorView, TensorViewMut, TensorViews};
 use ::gather::grad::Parity;
@@ -88,6 +90,12 @@ fn map_owned<T: Copy, U>(v: &ArrayViewD<T>, f: impl Fn(T) -> U) -> ArrayD<U> {
 
 type Outputs = Vec<(String, Tensor)>;
 
+/// An output of a call: in host memory (NumPy's), or on the GPU of its CUDA inputs.
+enum Out {
+    Host(Tensor),
+    Gpu(gather_cuda::CudaTensor),
+}
+
 /// The Python exception for a library error: the class of `gather._errors` for its kind, with
 /// the message and hint as text and `category`, `hint`, `index_value` and `coordinate` attributes.
 fn to_pyerr(py: Python<'_>, e: &lib::Error) -> PyErr {
@@ -139,6 +147,9 @@ struct Call<'py> {
     /// A data argument was a bfloat16 tensor of that framework: bfloat16 results go back as
     /// its bfloat16 too (NumPy has no bfloat16, so they travel as uint16 bit patterns).
     like_bf16: bool,
+    /// The CUDA arrays (DLPack producers on a GPU), imported without a copy, and whether each
+    /// is read-only. A call with any runs on their GPU, and then every array must be there.
+    gpu: Vec<(&'static str, gather_cuda::CudaTensor, bool)>,
 }
 
 impl<'py> Call<'py> {
@@ -167,6 +178,7 @@ impl<'py> Call<'py> {
             args: Args::default(),
             like: None,
             like_bf16: false,
+            gpu: Vec::new(),
         })
     }
 
@@ -180,6 +192,9 @@ impl<'py> Call<'py> {
     fn data(&mut self, name: &'static str, obj: &Bound<'py, PyAny>) -> PyResult<&mut Self> {
         if self.like.is_none() {
             self.like = framework(self.py, obj)?;
+        }
+        if self.cuda_input(name, obj)? {
+            return Ok(self);
         }
         let arr = if let Some(bits) = framework_bf16_bits(self.py, obj)? {
             self.like_bf16 = true;
@@ -195,9 +210,78 @@ impl<'py> Call<'py> {
 
     /// An index, mask or repeats array (never bfloat16).
     fn plain(&mut self, name: &'static str, obj: &Bound<'py, PyAny>) -> PyResult<&mut Self> {
+        if self.cuda_input(name, obj)? {
+            return Ok(self);
+        }
         let arr = borrow(self.py, self.op, name, obj)?;
         self.arrays.push((name, arr));
         Ok(self)
+    }
+
+    /// Imports `obj` when it is a CUDA array (no copy): true when it was.
+    fn cuda_input(&mut self, name: &'static str, obj: &Bound<'py, PyAny>) -> PyResult<bool> {
+        let Some(ordinal) = cuda::device_of(obj)? else {
+            return Ok(false);
+        };
+        let invalid = |m: String| py_error(self.py, "InvalidArgumentError", "invalid_argument", m);
+        if self.bf16 {
+            return Err(invalid(format!(
+                "{}: dtype=\"bfloat16\" reads NumPy uint16 arrays as bfloat16, but `{name}` is a CUDA array\nhint: CUDA bfloat16 tensors are taken as they are: leave dtype out",
+                self.op
+            )));
+        }
+        let gpu = match self.gpu.first() {
+            Some((first, t, _)) if t.device().ordinal() != ordinal => {
+                return Err(invalid(format!(
+                    "{}: `{first}` is on cuda:{} but `{name}` on cuda:{ordinal}\nhint: move them to one GPU first",
+                    self.op,
+                    t.device().ordinal()
+                )));
+            }
+            Some((_, t, _)) => t.device().clone(),
+            None => cuda::gpu(ordinal)?,
+        };
+        let (t, read_only) = cuda::import(self.op, name, &gpu, obj)?;
+        self.gpu.push((name, t, read_only));
+        Ok(true)
+    }
+
+    /// Runs the op on the GPU of the CUDA arrays; the outputs stay there.
+    fn run_gpu(&self) -> PyResult<Vec<(String, Out)>> {
+        if let (Some((host, _)), Some((dev, t, _))) = (self.arrays.first(), self.gpu.first()) {
+            return Err(py_error(
+                self.py,
+                "InvalidArgumentError",
+                "invalid_argument",
+                format!(
+                    "{}: `{dev}` is on cuda:{} but `{host}` is in host memory\nhint: move them to one device first (e.g. torch's `.cuda()` or `.cpu()`)",
+                    self.op,
+                    t.device().ordinal()
+                ),
+            ));
+        }
+        let inputs: gather_cuda::dynamic::CudaTensors = self
+            .gpu
+            .iter()
+            .map(|(n, t, _)| (n.to_string(), t.clone()))
+            .collect();
+        let gpu = self.gpu.first().map(|(_, t, _)| t.device().clone());
+        let (op, args) = (self.op, &self.args);
+        let result = self.py.detach(|| {
+            catch_unwind(AssertUnwindSafe(|| {
+                let out = gather_cuda::dynamic::call(op, args, &inputs)?;
+                // The borrowed inputs may be freed (and their memory reused by their framework)
+                // once the call returns: their last reader finishes first.
+                if let Some(g) = &gpu {
+                    g.synchronize().map_err(|e| {
+                        lib::Error::new(ErrorKind::InvalidArgument, format!("{op}: {e}"))
+                    })?;
+                }
+                Ok(out)
+            }))
+        });
+        let out = self.finish(result)?;
+        Ok(out.into_iter().map(|(n, t)| (n, Out::Gpu(t))).collect())
     }
 
     fn views(&self) -> TensorViews<'_> {
@@ -207,16 +291,31 @@ impl<'py> Call<'py> {
             .collect()
     }
 
-    fn run(&self) -> PyResult<Outputs> {
+    fn run(&self) -> PyResult<Vec<(String, Out)>> {
+        if !self.gpu.is_empty() {
+            return self.run_gpu();
+        }
         let views = self.views();
         let (op, args) = (self.op, &self.args);
         let result = self
             .py
             .detach(|| catch_unwind(AssertUnwindSafe(|| dynamic::call(op, args, &views))));
-        self.finish(result)
+        let out = self.finish(result)?;
+        Ok(out.into_iter().map(|(n, t)| (n, Out::Host(t))).collect())
     }
 
     fn run_grad(&self, grad_output: &Bound<'py, PyAny>, parity: &str) -> PyResult<Outputs> {
+        if !self.gpu.is_empty() || cuda::device_of(grad_output)?.is_some() {
+            return Err(py_error(
+                self.py,
+                "InvalidArgumentError",
+                "invalid_argument",
+                format!(
+                    "{}: the gradients do not run on the GPU yet\nhint: compute them on the CPU (`.cpu()`), or use the framework's autograd",
+                    self.op
+                ),
+            ));
+        }
         let parity = match parity {
             "correct" => Parity::Correct,
             "pytorch" => Parity::PyTorch,
@@ -248,7 +347,7 @@ impl<'py> Call<'py> {
         self.finish(result)
     }
 
-    fn finish(&self, result: std::thread::Result<lib::Result<Outputs>>) -> PyResult<Outputs> {
+    fn finish<T>(&self, result: std::thread::Result<lib::Result<T>>) -> PyResult<T> {
         match result {
             Ok(Ok(out)) => Ok(out),
             Ok(Err(e)) => Err(to_pyerr(self.py, &e)),
@@ -262,6 +361,9 @@ impl<'py> Call<'py> {
 
     /// Runs the in-place form of the op on `input`, the caller's own array, and returns it.
     fn into_input(mut self, input: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+        if !self.gpu.is_empty() {
+            return self.into_gpu_input(input);
+        }
         // The read-only borrow of `input` ends here: the target is borrowed for writing.
         self.arrays.retain(|(n, _)| *n != "input");
         let mut target = borrow_mut(self.py, self.op, input, self.bf16)?;
@@ -270,7 +372,7 @@ impl<'py> Call<'py> {
         let tv = target.view_mut();
         let result = self.py.detach(|| {
             catch_unwind(AssertUnwindSafe(|| {
-                dynamic::call_inplace(op, args, tv, &views).map(|()| Vec::new())
+                dynamic::call_inplace(op, args, tv, &views)
             }))
         });
         self.finish(result)?;
@@ -278,9 +380,53 @@ impl<'py> Call<'py> {
         Ok(input.clone().unbind())
     }
 
+    /// The in-place form on the GPU: the op out of place, then its result written into the
+    /// caller's CUDA array (so a failed call changes nothing), waited for before returning.
+    fn into_gpu_input(self, input: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+        let target = self.gpu.iter().find(|(n, _, _)| *n == "input");
+        let Some((_, target, read_only)) = target.cloned() else {
+            // `input` is in host memory but another array is not: the mixed-device error.
+            self.run_gpu()?;
+            return Err(PyRuntimeError::new_err("unreachable: mixed devices"));
+        };
+        if read_only {
+            return Err(py_error(
+                self.py,
+                "InvalidArgumentError",
+                "invalid_argument",
+                format!(
+                    "{}_: `input` is read-only (its DLPack export says so; JAX arrays are immutable)\nhint: call the out-of-place {}",
+                    self.op, self.op
+                ),
+            ));
+        }
+        let out = self.run_gpu()?;
+        let Some((_, Out::Gpu(result))) = out.into_iter().next() else {
+            return Err(PyRuntimeError::new_err("no output"));
+        };
+        let op = self.op;
+        let done = self.py.detach(|| {
+            target.assign(&result)?;
+            target.device().synchronize()
+        });
+        done.map_err(|e| PyValueError::new_err(format!("{op}_: {e}")))?;
+        Ok(input.clone().unbind())
+    }
+
     /// A result as a new array of the caller's framework: NumPy, or the type of the first data
-    /// argument that came through DLPack (moved, not copied).
-    fn result(&self, t: Tensor) -> PyResult<Py<PyAny>> {
+    /// argument that came through DLPack (moved, not copied); a GPU result goes to that
+    /// framework's `from_dlpack` as it is.
+    fn result(&self, out: Out) -> PyResult<Py<PyAny>> {
+        let t = match out {
+            Out::Host(t) => t,
+            Out::Gpu(t) => {
+                let arr = Py::new(self.py, cuda::CudaArray::new(t))?;
+                return match &self.like {
+                    Some(module) => Ok(module.call_method1("from_dlpack", (arr,))?.unbind()),
+                    None => Ok(arr.into_any()),
+                };
+            }
+        };
         let bf16 = t.dtype() == lib::DType::BF16;
         let arr = to_numpy(self.py, t);
         let Some(module) = &self.like else {
@@ -322,7 +468,7 @@ impl<'py> Call<'py> {
         let out = self.run_grad(grad_output, parity)?;
         let mut items: Vec<Py<PyAny>> = out
             .into_iter()
-            .map(|(_, t)| self.result(t))
+            .map(|(_, t)| self.result(Out::Host(t)))
             .collect::<PyResult<_>>()?;
         if items.len() == 1 {
             return Ok(items.remove(0));
@@ -596,6 +742,7 @@ fn framework<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Option<B
     let root = module.split('.').next().unwrap_or_default();
     let name = match root {
         "torch" => "torch",
+        "cupy" => "cupy",
         "jax" | "jaxlib" => "jax.numpy",
         _ => return Ok(None),
     };
@@ -2018,6 +2165,7 @@ fn _call<'py>(
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<cuda::CudaArray>()?;
     m.add_function(wrap_pyfunction!(crate::gather, m)?)?;
     m.add_function(wrap_pyfunction!(scatter, m)?)?;
     m.add_function(wrap_pyfunction!(scatter_add, m)?)?;

@@ -148,6 +148,16 @@ ROWS(V16, w16, i64) ROWS(V16, w16, i32)
     }
 COPY(u8) COPY(u16) COPY(u32) COPY(u64)
 
+// out[p] = x[p] for the n row-major positions of two views of one shape, any strides (the
+// write of an in-place op into the caller's own array).
+#define ASSIGN(W)                                                                               \
+    extern "C" __global__ void assign_##W(W* out, Layout ol, const W* x, Layout xl, i64 n) {   \
+        const i64 step = (i64)gridDim.x * blockDim.x;                                           \
+        for (i64 p = (i64)blockIdx.x * blockDim.x + threadIdx.x; p < n; p += step)              \
+            out[offset_of(ol, p)] = x[offset_of(xl, p)];                                        \
+    }
+ASSIGN(u8) ASSIGN(u16) ASSIGN(u32) ASSIGN(u64)
+
 #define WIDEN(S)                                                                                \
     extern "C" __global__ void widen_##S(i64* out, const S* x, Layout xl, i64 n) {             \
         widen_impl<S>(out, x, xl, n);                                                           \

@@ -6,7 +6,11 @@ releases the GIL while it runs, and returns new arrays. Gradients are in :mod:`g
 
 Tensors of other frameworks on the CPU (PyTorch, JAX: anything with ``__dlpack__``) are read
 through DLPack without a copy, and results come back as the type of the first data argument
-(``input``, ``src``): torch in, torch out. The in-place forms have PyTorch's trailing underscore
+(``input``, ``src``): torch in, torch out. CUDA tensors (PyTorch, CuPy, JAX on an NVIDIA GPU)
+run on their GPU: read through DLPack without a copy, on a stream the producer's pending work is
+ordered before, and handed back to the same framework through DLPack (a :class:`CudaArray` when
+the framework is not known). Every array of a call is then on that GPU; gradients run on the
+CPU only. The in-place forms have PyTorch's trailing underscore
 (``scatter_``, ``scatter_add_``, ``scatter_reduce_``, ``index_add_``, ``index_copy_``,
 ``index_fill_``, ``index_reduce_``, ``put_``, ``masked_scatter_``): they write into the caller's
 own array or tensor, return it, and leave it unchanged when they fail.
@@ -40,6 +44,7 @@ from ._errors import (
     ShapeMismatchError,
 )
 from ._native import (
+    CudaArray,
     argsort,
     gather,
     index_add,
@@ -110,4 +115,5 @@ __all__ = [
     "ShapeMismatchError",
     "InvalidArgumentError",
     "DTypeError",
+    "CudaArray",
 ]

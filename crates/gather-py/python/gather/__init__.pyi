@@ -33,6 +33,23 @@ IndexReduce = Literal["prod", "mean", "amax", "amin"]
 # through DLPack (a PyTorch CPU tensor); it is returned.
 Target = TypeVar("Target")
 
+class CudaArray:
+    """A result on the GPU (when the caller's framework is not known): a DLPack producer."""
+
+    @property
+    def shape(self) -> list[int]: ...
+    @property
+    def dtype(self) -> str: ...
+    def __dlpack__(
+        self,
+        *,
+        stream: Any = None,
+        max_version: Optional[Tuple[int, int]] = None,
+        dl_device: Optional[Tuple[int, int]] = None,
+        copy: Optional[bool] = None,
+    ) -> Any: ...
+    def __dlpack_device__(self) -> Tuple[int, int]: ...
+
 def gather(input: Array, dim: int, index: Array, *, dtype: DType = None) -> Out: ...
 def scatter(
     input: Array,
