@@ -137,8 +137,8 @@ impl Options {
         fill: Option<u64>,
         index: &CudaTensor,
         (dim, size): (usize, usize),
-        run: impl FnOnce(&CudaTensor) -> Result<CudaTensor>,
-        spread: impl FnOnce(&CudaTensor, &CudaTensor) -> Result<CudaTensor>,
+        run: &dyn Fn(&CudaTensor) -> Result<CudaTensor>,
+        spread: &dyn Fn(&CudaTensor, &CudaTensor) -> Result<CudaTensor>,
     ) -> Result<CudaTensor> {
         let index = index_operand(op, "index", index)?;
         let m = resolve(op, &index, dim, size, &self.bounds, 0)?;
@@ -159,7 +159,7 @@ impl Options {
         input: &CudaTensor,
         axis: Option<isize>,
         index: &CudaTensor,
-        run: impl FnOnce(&CudaTensor, &CudaTensor) -> Result<CudaTensor>,
+        run: &dyn Fn(&CudaTensor, &CudaTensor) -> Result<CudaTensor>,
     ) -> Result<CudaTensor> {
         if self.bounds == OutOfBounds::Error {
             return run(input, index);
@@ -251,7 +251,7 @@ impl Options {
             true => m.broadcast(out.shape()),
             false => Ok(m.clone()),
         };
-        self.read(op, fill, index, ds, plain, spread)
+        self.read(op, fill, index, ds, &plain, &spread)
     }
 
     /// [`take_along_dim()`](crate::take_along_dim()) under a bounds policy (Error, Wrap, Clip or
@@ -289,7 +289,7 @@ impl Options {
             None => Ok(m.clone()),
         };
         let run = |i: &CudaTensor| crate::take_along_dim(input, i, dim);
-        self.read(op, fill, index, ds, run, spread)
+        self.read(op, fill, index, ds, &run, &spread)
     }
 
     /// [`index_select()`](crate::index_select()) under a bounds policy (Error, Wrap, Clip or
@@ -331,7 +331,7 @@ impl Options {
             Ok(v)
         };
         let run = |i: &CudaTensor| crate::index_select(input, dim, i);
-        self.read(op, fill, index, (d, n), run, spread)
+        self.read(op, fill, index, (d, n), &run, &spread)
     }
 
     /// [`take()`](crate::take()) under a bounds policy (Error: PyTorch's `-n..n`; Wrap, Clip or
@@ -356,7 +356,7 @@ impl Options {
         let fill = self.read_policy(op, input.dtype())?;
         let run = |i: &CudaTensor| crate::take(input, i);
         let same = |m: &CudaTensor, _: &CudaTensor| Ok(m.clone());
-        self.read(op, fill, index, (0, input.len()), run, same)
+        self.read(op, fill, index, (0, input.len()), &run, &same)
     }
 
     /// [`select_batched()`](crate::select_batched()) under a bounds policy (Error, Wrap, Clip
@@ -399,7 +399,7 @@ impl Options {
             Ok(v)
         };
         let run = |i: &CudaTensor| crate::select_batched(input, axis, i, batch_dims);
-        self.read(op, fill, index, (a, input.shape()[a]), run, spread)
+        self.read(op, fill, index, (a, input.shape()[a]), &run, &spread)
     }
 }
 
@@ -520,7 +520,7 @@ impl Options {
             _ => "scatter_reduce_broadcast",
         };
         let broadcast = self.broadcast;
-        self.write(op, input, Some(dim), index, |x, i| match broadcast {
+        self.write(op, input, Some(dim), index, &|x, i| match broadcast {
             true => scatter_broadcast(op, x, dim, i, src, reduce, include_self),
             false => scatter_op(op, x, dim, i, src, reduce, include_self),
         })
@@ -548,7 +548,7 @@ impl Options {
         alpha: Scalar,
     ) -> Result<CudaTensor> {
         self.no_broadcast("index_add")?;
-        self.write("index_add", input, Some(dim), index, |x, i| {
+        self.write("index_add", input, Some(dim), index, &|x, i| {
             crate::index_add(x, dim, i, source, alpha)
         })
     }
@@ -574,7 +574,7 @@ impl Options {
         source: &CudaTensor,
     ) -> Result<CudaTensor> {
         self.no_broadcast("index_copy")?;
-        self.write("index_copy", input, Some(dim), index, |x, i| {
+        self.write("index_copy", input, Some(dim), index, &|x, i| {
             crate::index_copy(x, dim, i, source)
         })
     }
@@ -600,7 +600,7 @@ impl Options {
         value: Scalar,
     ) -> Result<CudaTensor> {
         self.no_broadcast("index_fill")?;
-        self.write("index_fill", input, Some(dim), index, |x, i| {
+        self.write("index_fill", input, Some(dim), index, &|x, i| {
             crate::index_fill(x, dim, i, value)
         })
     }
@@ -629,7 +629,7 @@ impl Options {
         include_self: bool,
     ) -> Result<CudaTensor> {
         self.no_broadcast("index_reduce")?;
-        self.write("index_reduce", input, Some(dim), index, |x, i| {
+        self.write("index_reduce", input, Some(dim), index, &|x, i| {
             crate::index_reduce(x, dim, i, source, reduce, include_self)
         })
     }
@@ -656,7 +656,7 @@ impl Options {
         accumulate: bool,
     ) -> Result<CudaTensor> {
         self.no_broadcast("put")?;
-        self.write("put", input, None, index, |x, i| {
+        self.write("put", input, None, index, &|x, i| {
             crate::put(x, i, source, accumulate)
         })
     }

@@ -66,7 +66,7 @@ pub fn scatter_reduce_arg(
         include_self,
         None,
         Bounds::Strict,
-        |pos| {
+        &|pos| {
             let coord = unravel(pos, idx.shape());
             let v = read_index(&idx, &coord)?;
             let coord = if index.ndim() == 0 { Vec::new() } else { coord };

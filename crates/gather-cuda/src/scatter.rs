@@ -400,7 +400,7 @@ fn index_family(
         include_self,
         alpha,
         rule,
-        |pos| error(unravel(pos, &region)[d]),
+        &|pos| error(unravel(pos, &region)[d]),
         None,
     )?;
     Ok(reshape_like(out, input))
@@ -456,7 +456,7 @@ pub fn put(
         true,
         None,
         Bounds::Wrap,
-        |pos| {
+        &|pos| {
             let coord = unravel(pos, index.shape());
             let v = read_index(&index, &coord)?;
             Ok(backend::flat_out_of_bounds(op, v, coord, input.shape()).into())
@@ -509,7 +509,7 @@ pub(crate) fn scatter_op(
         include_self,
         None,
         Bounds::Strict,
-        |pos| {
+        &|pos| {
             let coord = unravel(pos, idx.shape());
             let v = read_index(&idx, &coord)?;
             let coord = if index.ndim() == 0 { Vec::new() } else { coord };
@@ -612,7 +612,7 @@ pub(crate) fn run(
     include_self: bool,
     alpha: Option<u64>,
     rule: Bounds,
-    bad: impl FnOnce(u64) -> Result<Error>,
+    bad: &dyn Fn(u64) -> Result<Error>,
     arg: Option<&CudaTensor>,
 ) -> Result<CudaTensor> {
     let dev = x.device();
@@ -857,7 +857,7 @@ fn run_fibers(
     alpha: Option<u64>,
     rule: Bounds,
     out: CudaTensor,
-    bad: impl FnOnce(u64) -> Result<Error>,
+    bad: &dyn Fn(u64) -> Result<Error>,
 ) -> Result<CudaTensor> {
     let dev = x.device();
     let nd = x.ndim();

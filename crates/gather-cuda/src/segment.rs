@@ -241,7 +241,7 @@ fn segment_op(
             false,
             None,
             Bounds::Strict,
-            unreachable,
+            &unreachable,
             arg.as_ref(),
         )?
     };
