@@ -24,12 +24,13 @@ pub(crate) enum Source {
     Bounds,
     Arg,
     Segment,
+    Groups,
 }
 
 const COMMON: &str = include_str!("kernels/common.cuh");
 
 impl Source {
-    const ALL: [Source; 9] = [
+    const ALL: [Source; 10] = [
         Source::Gather,
         Source::Scatter,
         Source::Fiber,
@@ -39,6 +40,7 @@ impl Source {
         Source::Bounds,
         Source::Arg,
         Source::Segment,
+        Source::Groups,
     ];
 
     fn text(self) -> String {
@@ -55,6 +57,7 @@ impl Source {
             Source::Bounds => format!("{COMMON}\n{}", include_str!("kernels/bounds.cu")),
             Source::Arg => format!("{COMMON}\n{REDUCE}\n{}", include_str!("kernels/arg.cu")),
             Source::Segment => format!("{COMMON}\n{}", include_str!("kernels/segment.cu")),
+            Source::Groups => format!("{COMMON}\n{REDUCE}\n{}", include_str!("kernels/groups.cu")),
         }
     }
 }

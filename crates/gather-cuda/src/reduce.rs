@@ -15,7 +15,7 @@ use gather::ops::reduce::ArgReduce;
 
 use crate::error::Result;
 use crate::gather::{as_1d, index_operand, read_index, unravel};
-use crate::scatter::{copy_of, reshape_like, run, same_dtype};
+use crate::scatter::{Fold, copy_of, reshape_like, run, same_dtype};
 use crate::tensor::CudaTensor;
 
 /// `scatter_reduce(input, dim, index, src, "amax"|"amin", include_self)` and, for each element
@@ -72,7 +72,7 @@ pub fn scatter_reduce_arg(
             let coord = if index.ndim() == 0 { Vec::new() } else { coord };
             Ok(backend::out_of_bounds(op, v, coord, d, size, Bounds::Strict).into())
         },
-        Some(&arg),
+        Fold::Arg(&arg),
     )?;
     Ok((reshape_like(out, input), arg))
 }

@@ -401,7 +401,7 @@ fn index_family(
         alpha,
         rule,
         &|pos| error(unravel(pos, &region)[d]),
-        None,
+        Fold::Apply,
     )?;
     Ok(reshape_like(out, input))
 }
@@ -461,7 +461,7 @@ pub fn put(
             let v = read_index(&index, &coord)?;
             Ok(backend::flat_out_of_bounds(op, v, coord, input.shape()).into())
         },
-        None,
+        Fold::Apply,
     )?;
     out.reshape(input.shape())
 }
@@ -515,7 +515,7 @@ pub(crate) fn scatter_op(
             let coord = if index.ndim() == 0 { Vec::new() } else { coord };
             Ok(backend::out_of_bounds(op, v, coord, d, size, Bounds::Strict).into())
         },
-        None,
+        Fold::Apply,
     )?;
     Ok(reshape_like(out, input))
 }
@@ -583,6 +583,22 @@ pub(crate) fn scalar_bits(op: &str, v: Scalar, dtype: DType) -> Result<u64> {
     r.map_err(Error::Op)
 }
 
+/// What the scatter does with each sorted run of contributions: the apply kernels' reduction
+/// (`reduce`), that and the winners' positions, or one of the group folds the apply kernels
+/// have not (`src` is then a tensor and `include_self` false).
+#[derive(Clone, Copy)]
+pub(crate) enum Fold<'a> {
+    /// The reduction `reduce` (or the last write, `R_SET`).
+    Apply,
+    /// `reduce` (amax or amin), and each target's winning position along dim into the i64
+    /// tensor of the output's shape (all -1 on entry).
+    Arg(&'a CudaTensor),
+    /// The first contribution in index order.
+    First,
+    /// logsumexp (0), var (1) or std (2, with the correction), floats only.
+    Float(i32, i64),
+}
+
 /// Builds the kernels' RowMap (`struct RowMap` in scatter.cu).
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
@@ -613,7 +629,7 @@ pub(crate) fn run(
     alpha: Option<u64>,
     rule: Bounds,
     bad: &dyn Fn(u64) -> Result<Error>,
-    arg: Option<&CudaTensor>,
+    fold: Fold<'_>,
 ) -> Result<CudaTensor> {
     let dev = x.device();
     let out = copy_of(x)?;
@@ -627,7 +643,7 @@ pub(crate) fn run(
         )));
     }
     let m = idx.shape[d];
-    if m <= FIBER_MAX && arg.is_none() {
+    if m <= FIBER_MAX && matches!(fold, Fold::Apply) {
         return run_fibers(
             x,
             d,
@@ -732,7 +748,47 @@ pub(crate) fn run(
     let bits = usize::BITS - (n_keys.max(2) - 1).leading_zeros();
     let (kp, rp) = sort::sort_pairs(dev, &mut scratch, kp, rp, n_rows, bits)?;
     let (stp, np) = sort::runs(dev, &mut scratch, kp, n_rows)?;
-    if let Some(arg) = arg {
+    let cfg = dev.grid(n_rows.saturating_mul(lanes), 256);
+    let l64 = lanes as i64;
+    match fold {
+        Fold::First => {
+            let name = crate::gather::width_name("first", x.dtype());
+            let f = dev.function(Source::Groups, name)?;
+            let op_ = out.ptr();
+            launch!(
+                dev, &f, name, cfg, &op_, &sp, &kp, &rp, &stp, &np, &kmap, &lout, &lsrc, &rmap,
+                &l64
+            )?;
+            return Ok(out);
+        }
+        Fold::Float(kind, correction) => {
+            let name = intern(format!("float_group_{}", dtype_suffix(x.dtype())));
+            let f = dev.function(Source::Groups, name)?;
+            let op_ = out.ptr();
+            launch!(
+                dev,
+                &f,
+                name,
+                cfg,
+                &op_,
+                &sp,
+                &kp,
+                &rp,
+                &stp,
+                &np,
+                &kmap,
+                &lout,
+                &lsrc,
+                &rmap,
+                &l64,
+                &kind,
+                &correction
+            )?;
+            return Ok(out);
+        }
+        Fold::Apply | Fold::Arg(_) => {}
+    }
+    if let Fold::Arg(arg) = fold {
         // Before the values are folded: the arg kernel reads self from `out`.
         let name = intern(format!("arg_{}", dtype_suffix(x.dtype())));
         let f = dev.function(Source::Arg, name)?;
@@ -746,28 +802,10 @@ pub(crate) fn run(
             .product();
         let jmod = idx.shape[d] as i64;
         let (ap, op_) = (arg.ptr(), out.ptr());
-        let (l64, is_max, incl) = (lanes as i64, (reduce == R_AMAX) as i32, include_self as i32);
+        let (is_max, incl) = ((reduce == R_AMAX) as i32, include_self as i32);
         launch!(
-            dev,
-            &f,
-            name,
-            dev.grid(n_rows.saturating_mul(lanes), 256),
-            &ap,
-            &op_,
-            &sp,
-            &kp,
-            &rp,
-            &stp,
-            &np,
-            &kmap,
-            &lout,
-            &lsrc,
-            &rmap,
-            &l64,
-            &jdiv,
-            &jmod,
-            &is_max,
-            &incl
+            dev, &f, name, cfg, &ap, &op_, &sp, &kp, &rp, &stp, &np, &kmap, &lout, &lsrc, &rmap,
+            &l64, &jdiv, &jmod, &is_max, &incl
         )?;
     }
 

@@ -31,7 +31,7 @@ use crate::error::Result;
 use crate::gather::{index_operand, read_index};
 use crate::options::full;
 use crate::reduce::{no_args, reduce_code};
-use crate::scatter::{copy_of, run};
+use crate::scatter::{Fold, copy_of, run};
 use crate::tensor::{CudaTensor, invalid};
 
 /// How the positions along the axis split into segments (the CPU library's
@@ -111,7 +111,8 @@ impl<'a> Segments<'a> {
 /// Reduces each segment of `src` along `axis` (pytorch_scatter's `segment_csr`/`segment_coo`,
 /// `torch.segment_reduce`), for every lane of an N-D tensor: the output has `src`'s shape with
 /// `axis` replaced by the number of segments, and empty segments hold `fill`. On the GPU the
-/// reductions are sum, prod, mean, amax, amin and last; the others are an error that says so.
+/// reductions are all of the CPU library's: sum, prod, mean, amax, amin, first, last, logsumexp,
+/// var and std.
 ///
 /// ```no_run
 /// use gather_cuda::{Cuda, CudaTensor, Segments};
@@ -132,8 +133,8 @@ pub fn segment_reduce(
     fill: EmptyFill<Scalar>,
 ) -> Result<CudaTensor> {
     let op = "segment_reduce";
-    let code = || group_code(op, reduce);
-    let (out, _) = segment_op(op, src, axis, segments, reduce, fill, code, false)?;
+    let how = || how(op, reduce);
+    let (out, _) = segment_op(op, src, axis, segments, reduce, fill, how)?;
     Ok(out)
 }
 
@@ -165,33 +166,47 @@ pub fn segment_arg_reduce(
         ArgReduce::Amax => GroupReduce::Amax,
         _ => GroupReduce::Amin,
     };
-    let code = || Ok(reduce_code(reduce));
-    let (out, arg) = segment_op(op, src, axis, segments, group, fill, code, true)?;
+    let how = || Ok(How::Arg(reduce_code(reduce)));
+    let (out, arg) = segment_op(op, src, axis, segments, group, fill, how)?;
     Ok((out, arg.expect("asked for")))
 }
 
-/// The kernels' code of a group reduction, or the error for one that does not run on the GPU.
-fn group_code(op: &str, reduce: GroupReduce) -> Result<i32> {
+/// How the runs of a segment op are folded: the apply kernels' reduction (its code), the
+/// winners too, or a fold of its own kernel.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum How {
+    Reduce(i32),
+    Arg(i32),
+    First,
+    /// logsumexp (0), var (1), std (2), and the correction.
+    Float(i32, i64),
+}
+
+/// How a group reduction runs, or the error for one that does not run on the GPU.
+fn how(op: &str, reduce: GroupReduce) -> Result<How> {
     Ok(match reduce {
-        GroupReduce::Sum => 0,
-        GroupReduce::Prod => 1,
-        GroupReduce::Mean => 2,
-        GroupReduce::Amax => 3,
-        GroupReduce::Amin => 4,
-        GroupReduce::Last => 5,
+        GroupReduce::Sum => How::Reduce(0),
+        GroupReduce::Prod => How::Reduce(1),
+        GroupReduce::Mean => How::Reduce(2),
+        GroupReduce::Amax => How::Reduce(3),
+        GroupReduce::Amin => How::Reduce(4),
+        GroupReduce::Last => How::Reduce(5),
+        GroupReduce::First => How::First,
+        GroupReduce::LogSumExp => How::Float(0, 0),
+        GroupReduce::Var { correction } => How::Float(1, correction as i64),
+        GroupReduce::Std { correction } => How::Float(2, correction as i64),
         other => {
             return Err(invalid(format!(
-                "{op}: reduce=\"{}\" does not run on the GPU yet (sum, prod, mean, amax, amin and last do)",
+                "{op}: reduce=\"{}\" does not run on the GPU yet",
                 other.name()
             )));
         }
     })
 }
 
-/// The segment op: segments checked, then the fill (and the reduction's dtype), then `code` (the
-/// reduction's kernel code, or its error), then the scatter of `src` by the segment ids into the
-/// filled output (and the args, if `with_arg`).
-#[allow(clippy::too_many_arguments)]
+/// The segment op: segments checked, then the fill (and the reduction's dtype), then `how` (or
+/// its error), then the scatter of `src` by the segment ids into the filled output (and the
+/// winners' positions, for an arg-reduction).
 fn segment_op(
     op: &str,
     src: &CudaTensor,
@@ -199,22 +214,20 @@ fn segment_op(
     segments: Segments<'_>,
     reduce: GroupReduce,
     fill: EmptyFill<Scalar>,
-    code: impl FnOnce() -> Result<i32>,
-    with_arg: bool,
+    how: impl FnOnce() -> Result<How>,
 ) -> Result<(CudaTensor, Option<CudaTensor>)> {
     let d = backend::segment_axis(op, src.shape(), axis)?;
     let n = src.shape()[d];
     let r = resolve(op, segments, d, n)?;
     let bits = backend::group_fill_bits(op, reduce, fill, src.dtype())?;
-    let code = code()?;
+    let how = how()?;
     let mut shape = src.shape().to_vec();
     shape[d] = r.num + r.scratch as usize;
     let dev = src.device();
     let filled = full(dev, &shape, src.dtype(), bits)?;
-    let arg = if with_arg {
-        Some(no_args(&filled)?)
-    } else {
-        None
+    let arg = match how {
+        How::Arg(_) => Some(no_args(&filled)?),
+        _ => None,
     };
     let out = if n == 0 || filled.is_empty() {
         filled
@@ -229,6 +242,13 @@ fn segment_op(
                 "{op}: a checked segment id was out of range at position {pos} (a bug of gather-cuda)"
             )))
         };
+        let (code, fold) = match (how, &arg) {
+            (How::Reduce(c), _) => (c, Fold::Apply),
+            (How::Arg(c), Some(a)) => (c, Fold::Arg(a)),
+            (How::First, _) => (0, Fold::First),
+            (How::Float(kind, correction), _) => (0, Fold::Float(kind, correction)),
+            (How::Arg(_), None) => unreachable!("the arg tensor exists for an arg-reduction"),
+        };
         let (x, s) = (&filled, Some(src));
         run(
             op,
@@ -242,7 +262,7 @@ fn segment_op(
             None,
             Bounds::Strict,
             &unreachable,
-            arg.as_ref(),
+            fold,
         )?
     };
     if !r.scratch {
@@ -402,13 +422,29 @@ mod tests {
     }
 
     #[test]
-    fn only_the_folds_of_the_scatter_run_on_the_gpu() {
-        assert_eq!(group_code("segment_reduce", GroupReduce::Last).unwrap(), 5);
-        let e = group_code("segment_reduce", GroupReduce::LogSumExp).unwrap_err();
-        assert!(
-            e.to_string()
-                .contains("logsumexp\" does not run on the GPU yet"),
-            "{e}"
-        );
+    fn every_group_fold_kernel_is_compiled() {
+        let Some(entries) = compiled_entries(Source::Groups) else {
+            return;
+        };
+        for w in ["u8", "u16", "u32", "u64"] {
+            assert_eq!(entries.get(&format!("first_{w}")), Some(&11), "first_{w}");
+        }
+        for t in ["f32", "f64", "f16", "bf16"] {
+            let name = format!("float_group_{t}");
+            assert_eq!(entries.get(&name), Some(&13), "{name}");
+        }
+    }
+
+    #[test]
+    fn every_group_reduction_has_its_fold() {
+        let op = "segment_reduce";
+        assert_eq!(how(op, GroupReduce::Sum).unwrap(), How::Reduce(0));
+        assert_eq!(how(op, GroupReduce::Last).unwrap(), How::Reduce(5));
+        assert_eq!(how(op, GroupReduce::First).unwrap(), How::First);
+        assert_eq!(how(op, GroupReduce::LogSumExp).unwrap(), How::Float(0, 0));
+        let var = how(op, GroupReduce::Var { correction: 1 }).unwrap();
+        assert_eq!(var, How::Float(1, 1));
+        let std = how(op, GroupReduce::Std { correction: 0 }).unwrap();
+        assert_eq!(std, How::Float(2, 0));
     }
 }
