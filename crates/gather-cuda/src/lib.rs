@@ -55,7 +55,7 @@ pub use crate::error::{Error, Result};
 pub use crate::gather::{gather, index_select, select_batched, take, take_along_dim};
 pub use crate::masked::{masked_scatter, masked_select};
 pub use crate::options::Options;
-pub use crate::reduce::scatter_reduce_arg;
+pub use crate::reduce::{scatter_groups, scatter_reduce_arg};
 pub use crate::repeat::{repeat_interleave, repeat_interleave_repeats, repeat_interleave_scalar};
 pub use crate::scatter::{
     Src, index_add, index_copy, index_fill, index_reduce, put, scatter, scatter_add, scatter_reduce,

@@ -21,7 +21,7 @@
 //! there, as PyTorch does), then run as offsets.
 
 use gather::DType;
-use gather::backend::{self, Bounds};
+use gather::backend;
 use gather::ops::reduce::{ArgReduce, EmptyFill, GroupReduce};
 use ndarray::Array1;
 
@@ -29,9 +29,8 @@ use crate::Scalar;
 use crate::device::{Source, launch};
 use crate::error::Result;
 use crate::gather::{index_operand, read_index};
-use crate::options::full;
-use crate::reduce::{no_args, reduce_code};
-use crate::scatter::{Fold, copy_of, run};
+use crate::reduce::{How, fold_into, how, reduce_code};
+use crate::scatter::copy_of;
 use crate::tensor::{CudaTensor, invalid};
 
 /// How the positions along the axis split into segments (the CPU library's
@@ -171,39 +170,6 @@ pub fn segment_arg_reduce(
     Ok((out, arg.expect("asked for")))
 }
 
-/// How the runs of a segment op are folded: the apply kernels' reduction (its code), the
-/// winners too, or a fold of its own kernel.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum How {
-    Reduce(i32),
-    Arg(i32),
-    First,
-    /// logsumexp (0), var (1), std (2), and the correction.
-    Float(i32, i64),
-}
-
-/// How a group reduction runs, or the error for one that does not run on the GPU.
-fn how(op: &str, reduce: GroupReduce) -> Result<How> {
-    Ok(match reduce {
-        GroupReduce::Sum => How::Reduce(0),
-        GroupReduce::Prod => How::Reduce(1),
-        GroupReduce::Mean => How::Reduce(2),
-        GroupReduce::Amax => How::Reduce(3),
-        GroupReduce::Amin => How::Reduce(4),
-        GroupReduce::Last => How::Reduce(5),
-        GroupReduce::First => How::First,
-        GroupReduce::LogSumExp => How::Float(0, 0),
-        GroupReduce::Var { correction } => How::Float(1, correction as i64),
-        GroupReduce::Std { correction } => How::Float(2, correction as i64),
-        other => {
-            return Err(invalid(format!(
-                "{op}: reduce=\"{}\" does not run on the GPU yet",
-                other.name()
-            )));
-        }
-    })
-}
-
 /// The segment op: segments checked, then the fill (and the reduction's dtype), then `how` (or
 /// its error), then the scatter of `src` by the segment ids into the filled output (and the
 /// winners' positions, for an arg-reduction).
@@ -223,48 +189,12 @@ fn segment_op(
     let how = how()?;
     let mut shape = src.shape().to_vec();
     shape[d] = r.num + r.scratch as usize;
-    let dev = src.device();
-    let filled = full(dev, &shape, src.dtype(), bits)?;
-    let arg = match how {
-        How::Arg(_) => Some(no_args(&filled)?),
-        _ => None,
-    };
-    let out = if n == 0 || filled.is_empty() {
-        filled
-    } else {
-        // The ids spread over src's shape: stride 0 on every other axis, never copied.
-        let mut idx = r.ids.clone();
-        idx.shape = src.shape().to_vec();
-        idx.strides = vec![0; src.ndim()];
-        idx.strides[d] = r.ids.strides()[0];
-        let unreachable = |pos: u64| -> Result<crate::Error> {
-            Ok(invalid(format!(
-                "{op}: a checked segment id was out of range at position {pos} (a bug of gather-cuda)"
-            )))
-        };
-        let (code, fold) = match (how, &arg) {
-            (How::Reduce(c), _) => (c, Fold::Apply),
-            (How::Arg(c), Some(a)) => (c, Fold::Arg(a)),
-            (How::First, _) => (0, Fold::First),
-            (How::Float(kind, correction), _) => (0, Fold::Float(kind, correction)),
-            (How::Arg(_), None) => unreachable!("the arg tensor exists for an arg-reduction"),
-        };
-        let (x, s) = (&filled, Some(src));
-        run(
-            op,
-            x,
-            d,
-            &idx,
-            s,
-            0,
-            code,
-            false,
-            None,
-            Bounds::Strict,
-            &unreachable,
-            fold,
-        )?
-    };
+    // The ids spread over src's shape: stride 0 on every other axis, never copied.
+    let mut idx = r.ids.clone();
+    idx.shape = src.shape().to_vec();
+    idx.strides = vec![0; src.ndim()];
+    idx.strides[d] = r.ids.strides()[0];
+    let (out, arg) = fold_into(op, src, d, &idx, &shape, bits, how)?;
     if !r.scratch {
         return Ok((out, arg));
     }

@@ -1449,6 +1449,78 @@ fn segment_reductions_equal_the_cpu_library_in_every_form() {
 }
 
 #[test]
+fn scatter_groups_equal_the_cpu_library_for_every_reduction() {
+    use gather::ops::reduce::{EmptyFill, GroupOptions, GroupReduce, scatter_groups};
+    let Some(g) = gpu() else { return };
+    let mut rng = Rng(47);
+    let reduces = [
+        GroupReduce::Sum,
+        GroupReduce::Prod,
+        GroupReduce::Mean,
+        GroupReduce::Amax,
+        GroupReduce::Amin,
+        GroupReduce::First,
+        GroupReduce::Last,
+        GroupReduce::LogSumExp,
+        GroupReduce::Var { correction: 1 },
+        GroupReduce::Std { correction: 0 },
+    ];
+    for case in 0..30 {
+        let nd = 1 + rng.below(3);
+        let shape: Vec<usize> = (0..nd).map(|_| 1 + rng.below(6)).collect();
+        let d = rng.below(nd);
+        let groups = 1 + rng.below(5);
+        // Half the cases a 1-D index (one group per position along d for every lane), half an
+        // index of src's rank that covers a leading block.
+        let ishape: Vec<usize> = if case % 2 == 0 {
+            vec![1 + rng.below(shape[d])]
+        } else {
+            shape.iter().map(|&n| 1 + rng.below(n)).collect()
+        };
+        let i = index(&mut rng, &ishape, groups);
+        let x = tied(&mut rng, &shape, |v| v as f32);
+        let xi = tied(&mut rng, &shape, |v| if v.is_nan() { 9 } else { v as i64 });
+        let (xg, xig, ig) = (up(&g, &x), up(&g, &xi), up(&g, &i));
+        for dim_size in [None, Some(groups + 1)] {
+            let what = format!("case {case}: {shape:?} dim {d} index {i} dim_size {dim_size:?}");
+            for r in reduces {
+                let cpu = GroupOptions {
+                    dim_size,
+                    fill: EmptyFill::Value(-2.5f32),
+                };
+                let gpu = GroupOptions {
+                    dim_size,
+                    fill: EmptyFill::Value(Scalar::Float(-2.5)),
+                };
+                let want = scatter_groups(&x, d as isize, &i, r, cpu);
+                let got = gather_cuda::scatter_groups(&xg, d as isize, &ig, r, gpu);
+                same_outcome(got, want, 1e-5, &format!("{what} {r:?} f32"));
+                let opts = GroupOptions {
+                    dim_size,
+                    fill: EmptyFill::Identity,
+                };
+                let want = scatter_groups(&xi, d as isize, &i, r, opts);
+                let opts = GroupOptions {
+                    dim_size,
+                    fill: EmptyFill::Identity,
+                };
+                let got = gather_cuda::scatter_groups(&xig, d as isize, &ig, r, opts);
+                same_outcome(got, want, 0.0, &format!("{what} {r:?} i64"));
+            }
+        }
+    }
+    // A value out of range for the given dim_size: the CPU library's error.
+    let x = values(&mut rng, &[4, 3], |v| v as f32);
+    let bad = ndarray::arr1(&[0i64, 2, 5, 1]).into_dyn();
+    let opts = |n| GroupOptions::<f32>::default().dim_size(n);
+    let want = scatter_groups(&x, 0, &bad, GroupReduce::Sum, opts(3));
+    let gpu_opts = GroupOptions::<Scalar>::default().dim_size(3);
+    let got =
+        gather_cuda::scatter_groups(&up(&g, &x), 0, &up(&g, &bad), GroupReduce::Sum, gpu_opts);
+    same_outcome(got, want, 0.0, "group id out of range");
+}
+
+#[test]
 fn ten_thousand_calls_leave_device_memory_where_it_started() {
     let Some(g) = gpu() else { return };
     let mut rng = Rng(7);

@@ -569,3 +569,37 @@ pub fn group_fill_bits(
         DType::F64 => le(value::<f64>(op, reduce, fill)?.to_le_bytes()),
     })
 }
+
+/// The shape checks of a group reduction (`scatter_groups`) of a `src` of `src_shape` by an index
+/// of `index_shape` along `dim`: the normalised dim and the block of src that the index covers
+/// (a 1-D index is shared by every other axis: the block is src's shape with its length on `dim`).
+///
+/// ```
+/// let (d, block) = gather::backend::grouped_shapes("scatter_groups", &[3, 4], 0, &[2]).unwrap();
+/// assert_eq!((d, block), (0, vec![2, 4]));
+/// assert!(gather::backend::grouped_shapes("scatter_groups", &[3, 4], 0, &[5]).is_err());
+/// ```
+pub fn grouped_shapes(
+    op: &str,
+    src_shape: &[usize],
+    dim: isize,
+    index_shape: &[usize],
+) -> Result<(usize, Vec<usize>)> {
+    crate::ops::reduce::grouped_shapes(op, src_shape, dim, index_shape)
+}
+
+/// The dtype checks of a group reduction: `reduce` on elements of `dtype` (floats for
+/// logsumexp, var and std; no mean of bools).
+///
+/// ```
+/// use gather::ops::reduce::GroupReduce;
+/// assert!(gather::backend::check_group_reduce("scatter_groups", GroupReduce::LogSumExp, gather::DType::I32).is_err());
+/// assert!(gather::backend::check_group_reduce("scatter_groups", GroupReduce::Sum, gather::DType::I32).is_ok());
+/// ```
+pub fn check_group_reduce(
+    op: &str,
+    reduce: crate::ops::reduce::GroupReduce,
+    dtype: DType,
+) -> Result<()> {
+    crate::ops::reduce::check_reduce_dtype_of(op, reduce, dtype)
+}

@@ -61,3 +61,19 @@ __device__ void segment_ids_impl(const I* off, Layout ol, i64 S, i64 n, i64* ids
     }
 SEGMENT(i64)
 SEGMENT(i32)
+
+// The largest value of an index, through the flag's atomicMin: each value v enters as
+// 0x7fff..ff - v (wrapping), which falls as v grows, so the smallest entry is the largest value
+// (the flag stays all ones for an empty index, and for one whose largest value is i64's least).
+template <typename I>
+__device__ void index_max_impl(const I* idx, Layout il, i64 n, u64* flag) {
+    const i64 step = (i64)gridDim.x * blockDim.x;
+    for (i64 p = (i64)blockIdx.x * blockDim.x + threadIdx.x; p < n; p += step)
+        flag_bad(flag, 0x7fffffffffffffffull - (u64)(i64)idx[offset_of(il, p)]);
+}
+extern "C" __global__ void index_max_i64(const i64* idx, Layout il, i64 n, u64* flag) {
+    index_max_impl<i64>(idx, il, n, flag);
+}
+extern "C" __global__ void index_max_i32(const i32* idx, Layout il, i64 n, u64* flag) {
+    index_max_impl<i32>(idx, il, n, flag);
+}

@@ -469,13 +469,23 @@ pub enum EmptyFill<T> {
 /// assert_eq!(o.dim_size, Some(5));
 /// assert_eq!(o.fill, EmptyFill::Zero);
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct GroupOptions<T> {
     /// The output's size along `dim` (segment ops: the number of segments for sorted ids). `None`:
     /// the largest index value + 1 (0 for an empty index).
     pub dim_size: Option<usize>,
     /// What empty groups hold.
     pub fill: EmptyFill<T>,
+}
+
+// Not derived: the default needs no `T: Default` (a fill given as a `Scalar` has none).
+impl<T> Default for GroupOptions<T> {
+    fn default() -> Self {
+        GroupOptions {
+            dim_size: None,
+            fill: EmptyFill::Identity,
+        }
+    }
 }
 
 impl<T> GroupOptions<T> {
@@ -1160,15 +1170,20 @@ pub(crate) fn fill_value<T: ReduceElement>(
 
 /// Rejects the dtype/reduction pairs that have no meaning.
 pub(crate) fn check_reduce_dtype<T: Element>(op: &str, reduce: GroupReduce) -> Result<()> {
-    if reduce.needs_float() && !T::DTYPE.is_float() {
+    check_reduce_dtype_of(op, reduce, T::DTYPE)
+}
+
+/// [`check_reduce_dtype`] for a dtype known at run time.
+pub(crate) fn check_reduce_dtype_of(op: &str, reduce: GroupReduce, dtype: DType) -> Result<()> {
+    if reduce.needs_float() && !dtype.is_float() {
         return Err(Error::invalid(format!(
             "{op}: reduce=\"{}\" needs a float dtype, got {}",
             reduce.name(),
-            T::DTYPE.name()
+            dtype.name()
         ))
         .with_hint("convert src to a float type first, e.g. `src.mapv(|v| v as f32)`"));
     }
-    if T::DTYPE == DType::Bool && reduce == GroupReduce::Mean {
+    if dtype == DType::Bool && reduce == GroupReduce::Mean {
         return Err(Error::invalid(format!(
             "{op}: reduce=\"mean\" is not implemented for bool (as in PyTorch)"
         ))
@@ -1232,16 +1247,15 @@ pub(crate) fn check_grouped<'a, T, I: IndexElem>(
     })
 }
 
-/// The checks of [`check_grouped`], which need only src's shape: compiled per index type, not
-/// per element type. Returns the dim, the index (spread if 1-D), its shape and `dim_size`.
-#[allow(clippy::type_complexity)]
-fn plan_grouped<'a, I: IndexElem>(
+/// The shape checks of a group reduction of a `src` of `src_shape` by an index of `index_shape`
+/// along `dim`: the normalised dim and the block of src the index covers (a 1-D index is spread
+/// over src's other axes).
+pub(crate) fn grouped_shapes(
     op: &str,
     src_shape: &[usize],
     dim: isize,
-    index: ArrayView<'a, I, IxDyn>,
-    dim_size: Option<usize>,
-) -> Result<(usize, ArrayView<'a, I, IxDyn>, Vec<usize>, usize)> {
+    index_shape: &[usize],
+) -> Result<(usize, Vec<usize>)> {
     if src_shape.is_empty() {
         return Err(Error::rank(format!(
             "{op}: src is 0-d; a group reduction needs at least one dim to reduce along"
@@ -1249,19 +1263,17 @@ fn plan_grouped<'a, I: IndexElem>(
         .with_hint("give src an axis first: `src.insert_axis(Axis(0))`"));
     }
     let d = normalize_dim(op, dim, src_shape.len())?;
-    let given = index.clone();
-    let (index, shape) = if index.ndim() == src_shape.len() {
-        let shape = index.shape().to_vec();
-        (index, shape)
-    } else if index.ndim() == 1 {
+    let shape = if index_shape.len() == src_shape.len() {
+        index_shape.to_vec()
+    } else if index_shape.len() == 1 {
         let mut shape = src_shape.to_vec();
-        shape[d] = index.len();
-        (spread(index, d, src_shape.len()), shape)
+        shape[d] = index_shape[0];
+        shape
     } else {
         return Err(Error::rank(format!(
             "{op}: index has {} dims {} but src has {} dims {} (dim {d})",
-            index.ndim(),
-            fmt_shape(index.shape()),
+            index_shape.len(),
+            fmt_shape(index_shape),
             src_shape.len(),
             fmt_shape(src_shape)
         ))
@@ -1282,6 +1294,26 @@ fn plan_grouped<'a, I: IndexElem>(
             "every source element needs one group id: the index may not be larger than src on any dim (a smaller index reads src's leading block)",
         ));
     }
+    Ok((d, shape))
+}
+
+/// The checks of [`check_grouped`], which need only src's shape: compiled per index type, not
+/// per element type. Returns the dim, the index (spread if 1-D), its shape and `dim_size`.
+#[allow(clippy::type_complexity)]
+fn plan_grouped<'a, I: IndexElem>(
+    op: &str,
+    src_shape: &[usize],
+    dim: isize,
+    index: ArrayView<'a, I, IxDyn>,
+    dim_size: Option<usize>,
+) -> Result<(usize, ArrayView<'a, I, IxDyn>, Vec<usize>, usize)> {
+    let (d, shape) = grouped_shapes(op, src_shape, dim, index.shape())?;
+    let given = index.clone();
+    let index = if index.ndim() == src_shape.len() {
+        index
+    } else {
+        spread(index, d, src_shape.len())
+    };
     let dim_size = match dim_size {
         Some(n) => n,
         None => {

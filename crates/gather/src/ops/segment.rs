@@ -305,6 +305,7 @@ pub(crate) fn segment_axis(op: &str, shape: &[usize], axis: isize) -> Result<usi
 }
 
 /// The error for a segments tensor `name` (offsets, ids, lengths) that is not 1-D.
+#[cfg(any(feature = "dynamic", feature = "backend"))]
 pub(crate) fn segments_rank_error(op: &str, name: &str, shape: &[usize]) -> Error {
     Error::rank(format!(
         "{op}: {name} must be 1-D, but got {} dims {}",
