@@ -9,6 +9,12 @@
 //!   [`masked_select()`], [`masked_scatter()`], [`repeat_interleave()`] (and its
 //!   [`repeat_interleave_scalar()`] and [`repeat_interleave_repeats()`] forms, as in the CPU
 //!   library), [`sort()`], [`argsort()`], [`topk()`], [`select_batched()`].
+//! - The group reductions: [`scatter_groups()`] (every reduction of the CPU library's
+//!   `GroupReduce`), [`scatter_reduce_arg()`], [`scatter_softmax()`],
+//!   [`scatter_log_softmax()`], [`scatter_any()`], [`scatter_all()`], and the segment forms over
+//!   CSR offsets, sorted ids or lengths on the GPU: [`segment_reduce()`],
+//!   [`segment_arg_reduce()`], [`segment_softmax()`], [`segment_log_softmax()`],
+//!   [`segment_any()`], [`segment_all()`].
 //! - [`Options`] is the CPU library's options value: a bounds policy per call on every indexing
 //!   op ([`OutOfBounds`]: Error, Wrap, Clip, Fill, Drop) and broadcasting gather and scatters.
 //! - A bad index value is reported with its value and coordinate, worded as the CPU library
@@ -55,12 +61,18 @@ pub use crate::error::{Error, Result};
 pub use crate::gather::{gather, index_select, select_batched, take, take_along_dim};
 pub use crate::masked::{masked_scatter, masked_select};
 pub use crate::options::Options;
-pub use crate::reduce::{scatter_groups, scatter_reduce_arg};
+pub use crate::reduce::{
+    scatter_all, scatter_any, scatter_groups, scatter_log_softmax, scatter_reduce_arg,
+    scatter_softmax,
+};
 pub use crate::repeat::{repeat_interleave, repeat_interleave_repeats, repeat_interleave_scalar};
 pub use crate::scatter::{
     Src, index_add, index_copy, index_fill, index_reduce, put, scatter, scatter_add, scatter_reduce,
 };
-pub use crate::segment::{Segments, segment_arg_reduce, segment_reduce};
+pub use crate::segment::{
+    Segments, segment_all, segment_any, segment_arg_reduce, segment_log_softmax, segment_reduce,
+    segment_softmax,
+};
 pub use crate::sorting::{argsort, sort, topk};
 pub use crate::tensor::CudaTensor;
 pub use ::gather::ops::reduce::ArgReduce;

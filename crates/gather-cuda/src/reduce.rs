@@ -110,13 +110,240 @@ pub fn scatter_groups(
 ) -> Result<CudaTensor> {
     let op = "scatter_groups";
     backend::check_group_reduce(op, reduce, src.dtype())?;
+    let g = grouped(op, src, dim, index, opts.dim_size)?;
+    let bits = backend::group_fill_bits(op, reduce, opts.fill, src.dtype())?;
+    let (out, _) = fold_into(
+        op,
+        &g.src,
+        g.d,
+        &g.index,
+        &g.out_shape,
+        bits,
+        how(op, reduce)?,
+    )?;
+    Ok(out)
+}
+
+/// Whether any element of each group is nonzero (NaN counts, -0.0 does not); empty groups hold
+/// `opts.fill` (`Identity`: false). A bool tensor of src's shape with `dim` replaced by the
+/// number of groups.
+///
+/// ```no_run
+/// use gather_cuda::{Cuda, CudaTensor};
+/// use gather::ops::reduce::GroupOptions;
+/// use ndarray::array;
+/// let gpu = Cuda::new(0)?;
+/// let src = CudaTensor::from_host(&gpu, &array![0, 3, 0, 0])?;
+/// let index = CudaTensor::from_host(&gpu, &array![0i64, 0, 1, 1])?;
+/// let out = gather_cuda::scatter_any(&src, 0, &index, GroupOptions::default().dim_size(3))?;
+/// assert_eq!(out.to_host::<bool>()?, array![true, false, false].into_dyn());
+/// # Ok::<(), gather_cuda::Error>(())
+/// ```
+pub fn scatter_any(
+    src: &CudaTensor,
+    dim: isize,
+    index: &CudaTensor,
+    opts: GroupOptions<bool>,
+) -> Result<CudaTensor> {
+    any_all("scatter_any", false, src, dim, index, opts)
+}
+
+/// Whether every element of each group is nonzero; empty groups hold `opts.fill` (`Identity`:
+/// true). See [`scatter_any()`].
+///
+/// ```no_run
+/// use gather_cuda::{Cuda, CudaTensor};
+/// use gather::ops::reduce::GroupOptions;
+/// use ndarray::array;
+/// let gpu = Cuda::new(0)?;
+/// let src = CudaTensor::from_host(&gpu, &array![1.0f32, 2.0, 0.0, 5.0])?;
+/// let index = CudaTensor::from_host(&gpu, &array![0i64, 0, 1, 1])?;
+/// let out = gather_cuda::scatter_all(&src, 0, &index, GroupOptions::default().dim_size(3))?;
+/// assert_eq!(out.to_host::<bool>()?, array![true, false, true].into_dyn());
+/// # Ok::<(), gather_cuda::Error>(())
+/// ```
+pub fn scatter_all(
+    src: &CudaTensor,
+    dim: isize,
+    index: &CudaTensor,
+    opts: GroupOptions<bool>,
+) -> Result<CudaTensor> {
+    any_all("scatter_all", true, src, dim, index, opts)
+}
+
+fn any_all(
+    op: &str,
+    all: bool,
+    src: &CudaTensor,
+    dim: isize,
+    index: &CudaTensor,
+    opts: GroupOptions<bool>,
+) -> Result<CudaTensor> {
+    let g = grouped(op, src, dim, index, opts.dim_size)?;
+    let fill = backend::group_bool_fill(op, opts.fill, all)?;
+    let how = How::Reduce(if all { 4 } else { 3 });
+    let (out, _) = fold_into(
+        op,
+        &truths(&g.src)?,
+        g.d,
+        &g.index,
+        &g.out_shape,
+        fill as u64,
+        how,
+    )?;
+    Ok(out)
+}
+
+/// Softmax of every element of `src` within its group (pytorch_scatter's `scatter_softmax`),
+/// numerically stable: per group a running maximum and a rescaled sum, then each element. The
+/// index has src's shape or is 1-D along `dim`, and covers all of src. Floats only; a group with
+/// a NaN or `+inf` gives NaN.
+///
+/// ```no_run
+/// use gather_cuda::{Cuda, CudaTensor};
+/// use ndarray::array;
+/// let gpu = Cuda::new(0)?;
+/// let src = CudaTensor::from_host(&gpu, &array![1.0f64, 1.0, 2.0, 1000.0])?;
+/// let index = CudaTensor::from_host(&gpu, &array![0i64, 0, 1, 1])?;
+/// let out = gather_cuda::scatter_softmax(&src, 0, &index)?.to_host::<f64>()?;
+/// assert_eq!((out[0], out[1], out[3]), (0.5, 0.5, 1.0));
+/// # Ok::<(), gather_cuda::Error>(())
+/// ```
+pub fn scatter_softmax(src: &CudaTensor, dim: isize, index: &CudaTensor) -> Result<CudaTensor> {
+    softmax("scatter_softmax", false, src, dim, index)
+}
+
+/// `log` of [`scatter_softmax()`], computed as `x - logsumexp(group)`.
+///
+/// ```no_run
+/// use gather_cuda::{Cuda, CudaTensor};
+/// use ndarray::array;
+/// let gpu = Cuda::new(0)?;
+/// let src = CudaTensor::from_host(&gpu, &array![0.0f32, 0.0])?;
+/// let index = CudaTensor::from_host(&gpu, &array![0i64, 0])?;
+/// let out = gather_cuda::scatter_log_softmax(&src, 0, &index)?.to_host::<f32>()?;
+/// assert!((out[0] + std::f32::consts::LN_2).abs() < 1e-6);
+/// # Ok::<(), gather_cuda::Error>(())
+/// ```
+pub fn scatter_log_softmax(src: &CudaTensor, dim: isize, index: &CudaTensor) -> Result<CudaTensor> {
+    softmax("scatter_log_softmax", true, src, dim, index)
+}
+
+fn softmax(
+    op: &str,
+    log: bool,
+    src: &CudaTensor,
+    dim: isize,
+    index: &CudaTensor,
+) -> Result<CudaTensor> {
+    backend::softmax_dtype(op, src.dtype())?;
+    let g = grouped(op, src, dim, index, None)?;
+    backend::softmax_covers(op, g.index.shape(), src.shape(), g.d)?;
+    softmax_into(op, log, src, g.d, &g.index, g.out_shape[g.d])
+}
+
+/// The softmax of `src` (its shape covered by `idx`, every value in `0..groups`) within the
+/// groups `idx` names along `d`, into a new tensor of src's shape.
+pub(crate) fn softmax_into(
+    op: &str,
+    log: bool,
+    src: &CudaTensor,
+    d: usize,
+    idx: &CudaTensor,
+    groups: usize,
+) -> Result<CudaTensor> {
+    let dev = src.device();
+    let out = CudaTensor::empty(dev, src.shape(), src.dtype())?;
+    if out.is_empty() {
+        return Ok(out);
+    }
+    // The groups' extent for the sort's keys: one element seen everywhere, never read.
+    let mut extent = CudaTensor::empty(dev, &[1], src.dtype())?;
+    extent.shape = src.shape().to_vec();
+    extent.shape[d] = groups;
+    extent.strides = vec![0; src.ndim()];
+    let unreachable = |pos: u64| -> Result<crate::Error> {
+        Ok(invalid(format!(
+            "{op}: a checked group id was out of range at position {pos} (a bug of gather-cuda)"
+        )))
+    };
+    let fold = Fold::Softmax(&out, log);
+    let (x, s) = (&extent, Some(src));
+    run(
+        op,
+        x,
+        d,
+        idx,
+        s,
+        0,
+        0,
+        false,
+        None,
+        Bounds::Strict,
+        &unreachable,
+        fold,
+    )
+}
+
+/// `src` as bools: whether each element is nonzero (NaN is, -0.0 is not), row-major.
+pub(crate) fn truths(src: &CudaTensor) -> Result<CudaTensor> {
+    let dev = src.device();
+    let out = CudaTensor::empty(dev, src.shape(), DType::Bool)?;
+    let n = src.len();
+    if n == 0 {
+        return Ok(out);
+    }
+    let name = crate::gather::width_name("truth", src.dtype());
+    let f = dev.function(Source::Groups, name)?;
+    let (op_, xp, xl, n64) = (out.ptr(), src.ptr(), src.layout()?, n as i64);
+    let cfg = dev.grid(n, 256);
+    // Every bit counts, but a float's sign: -0.0 is zero.
+    let mask = match src.dtype() {
+        DType::F16 | DType::BF16 => 0x7fff,
+        DType::F32 => 0x7fff_ffff,
+        DType::F64 => 0x7fff_ffff_ffff_ffff,
+        _ => u64::MAX,
+    };
+    macro_rules! go {
+        ($t:ty) => {{
+            let m = mask as $t;
+            launch!(dev, &f, name, cfg, &op_, &xp, &xl, &m, &n64)
+        }};
+    }
+    match crate::tensor::width(src.dtype()) {
+        1 => go!(u8),
+        2 => go!(u16),
+        4 => go!(u32),
+        _ => go!(u64),
+    }?;
+    Ok(out)
+}
+
+/// A group reduction's operands checked: the dim, the index with the block's shape (a 1-D index
+/// spread over src's other axes, stride 0), src's block, and the output's shape (src's, with the
+/// number of groups on the dim).
+struct Grouped {
+    d: usize,
+    index: CudaTensor,
+    src: CudaTensor,
+    out_shape: Vec<usize>,
+}
+
+/// The checks of the group reductions, in the CPU library's order: the index's dtype and
+/// shape, the number of groups (`dim_size`, or the largest value + 1), then every value as given.
+fn grouped(
+    op: &str,
+    src: &CudaTensor,
+    dim: isize,
+    index: &CudaTensor,
+    dim_size: Option<usize>,
+) -> Result<Grouped> {
     let index = index_operand(op, "index", index)?;
     let (d, block) = backend::grouped_shapes(op, src.shape(), dim, index.shape())?;
-    let dim_size = match opts.dim_size {
+    let dim_size = match dim_size {
         Some(n) => n,
         None => (index_max(&index)?.max(-1) + 1) as usize,
     };
-    // Every value checked as given (its position named in the caller's index), as the CPU does.
     let flat = index.reshape(&[index.len()])?;
     if !flat.is_empty() {
         if let Some(pos) = check_values(&flat, dim_size, Bounds::Strict)? {
@@ -126,10 +353,7 @@ pub fn scatter_groups(
             return Err(e.into());
         }
     }
-    let bits = backend::group_fill_bits(op, reduce, opts.fill, src.dtype())?;
-    let how = how(op, reduce)?;
-    // A 1-D index spread over src's other axes (stride 0, never copied); src's leading block.
-    let idx = if index.ndim() == src.ndim() {
+    let spread = if index.ndim() == src.ndim() {
         index.clone()
     } else {
         let mut v = index.clone();
@@ -142,10 +366,14 @@ pub fn scatter_groups(
     for (a, &n) in block.iter().enumerate() {
         s = s.slice_axis(a, 0, n, 1)?;
     }
-    let mut shape = src.shape().to_vec();
-    shape[d] = dim_size;
-    let (out, _) = fold_into(op, &s, d, &idx, &shape, bits, how)?;
-    Ok(out)
+    let mut out_shape = src.shape().to_vec();
+    out_shape[d] = dim_size;
+    Ok(Grouped {
+        d,
+        index: spread,
+        src: s,
+        out_shape,
+    })
 }
 
 /// The largest value of an index (i64 or i32), `i64::MIN` for an empty one.

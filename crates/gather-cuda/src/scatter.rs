@@ -597,6 +597,9 @@ pub(crate) enum Fold<'a> {
     First,
     /// logsumexp (0), var (1) or std (2, with the correction), floats only.
     Float(i32, i64),
+    /// softmax (or log_softmax, `true`) of every contribution within its target's run, into the
+    /// tensor of src's shape (floats only); `x` then only gives the targets' extent.
+    Softmax(&'a CudaTensor, bool),
 }
 
 /// Builds the kernels' RowMap (`struct RowMap` in scatter.cu).
@@ -632,7 +635,11 @@ pub(crate) fn run(
     fold: Fold<'_>,
 ) -> Result<CudaTensor> {
     let dev = x.device();
-    let out = copy_of(x)?;
+    // A softmax writes its own output; `x` only gives the groups' extent.
+    let out = match fold {
+        Fold::Softmax(..) => x.clone(),
+        _ => copy_of(x)?,
+    };
     let nd = x.ndim();
     if idx.is_empty() {
         return Ok(out);
@@ -785,6 +792,20 @@ pub(crate) fn run(
                 &correction
             )?;
             return Ok(out);
+        }
+        Fold::Softmax(o, log) => {
+            // The output has src's shape: rows and lanes map into it as into src.
+            let rshape: Vec<usize> = rows_axes.iter().map(|&a| idx.shape[a]).collect();
+            let rst: Vec<isize> = rows_axes.iter().map(|&a| o.strides[a]).collect();
+            let rout = Layout::exact(&rshape, &rst)?;
+            let lo = pick(&lane_axes, o.strides())?;
+            let name = intern(format!("softmax_{}", dtype_suffix(x.dtype())));
+            let f = dev.function(Source::Groups, name)?;
+            let (op_, log) = (o.ptr(), log as i32);
+            launch!(
+                dev, &f, name, cfg, &op_, &sp, &rp, &stp, &np, &lo, &lsrc, &rout, &rmap, &l64, &log
+            )?;
+            return Ok(o.clone());
         }
         Fold::Apply | Fold::Arg(_) => {}
     }

@@ -29,7 +29,7 @@ use crate::Scalar;
 use crate::device::{Source, launch};
 use crate::error::Result;
 use crate::gather::{index_operand, read_index};
-use crate::reduce::{How, fold_into, how, reduce_code};
+use crate::reduce::{How, fold_into, how, reduce_code, softmax_into, truths};
 use crate::scatter::copy_of;
 use crate::tensor::{CudaTensor, invalid};
 
@@ -170,6 +170,172 @@ pub fn segment_arg_reduce(
     Ok((out, arg.expect("asked for")))
 }
 
+/// Whether any element of each segment is nonzero (NaN counts, -0.0 does not); empty segments
+/// hold `fill` (`Identity`: false). A bool tensor.
+///
+/// ```no_run
+/// use gather_cuda::{Cuda, CudaTensor, Segments};
+/// use gather::ops::reduce::EmptyFill;
+/// use ndarray::array;
+/// let gpu = Cuda::new(0)?;
+/// let src = CudaTensor::from_host(&gpu, &array![0u8, 0, 3])?;
+/// let lengths = CudaTensor::from_host(&gpu, &array![2i64, 1, 0])?;
+/// let out = gather_cuda::segment_any(&src, 0, Segments::Lengths(&lengths), EmptyFill::Identity)?;
+/// assert_eq!(out.to_host::<bool>()?, array![false, true, false].into_dyn());
+/// # Ok::<(), gather_cuda::Error>(())
+/// ```
+pub fn segment_any(
+    src: &CudaTensor,
+    axis: isize,
+    segments: Segments<'_>,
+    fill: EmptyFill<bool>,
+) -> Result<CudaTensor> {
+    segment_bool("segment_any", false, src, axis, segments, fill)
+}
+
+/// Whether every element of each segment is nonzero; empty segments hold `fill` (`Identity`:
+/// true). See [`segment_any()`].
+///
+/// ```no_run
+/// use gather_cuda::{Cuda, CudaTensor, Segments};
+/// use gather::ops::reduce::EmptyFill;
+/// use ndarray::array;
+/// let gpu = Cuda::new(0)?;
+/// let src = CudaTensor::from_host(&gpu, &array![1.0f32, 2.0, 0.0])?;
+/// let off = CudaTensor::from_host(&gpu, &array![0i64, 2, 3])?;
+/// let out = gather_cuda::segment_all(&src, 0, Segments::Offsets(&off), EmptyFill::Identity)?;
+/// assert_eq!(out.to_host::<bool>()?, array![true, false].into_dyn());
+/// # Ok::<(), gather_cuda::Error>(())
+/// ```
+pub fn segment_all(
+    src: &CudaTensor,
+    axis: isize,
+    segments: Segments<'_>,
+    fill: EmptyFill<bool>,
+) -> Result<CudaTensor> {
+    segment_bool("segment_all", true, src, axis, segments, fill)
+}
+
+fn segment_bool(
+    op: &str,
+    all: bool,
+    src: &CudaTensor,
+    axis: isize,
+    segments: Segments<'_>,
+    fill: EmptyFill<bool>,
+) -> Result<CudaTensor> {
+    let d = backend::segment_axis(op, src.shape(), axis)?;
+    let r = resolve(op, segments, d, src.shape()[d])?;
+    let fill = backend::group_bool_fill(op, fill, all)?;
+    let how = How::Reduce(if all { 4 } else { 3 });
+    let (out, _) = segment_fold(op, &truths(src)?, d, &r, fill as u64, how)?;
+    Ok(out)
+}
+
+/// Softmax of every element of `src` within its segment along `axis`, numerically stable (see
+/// [`scatter_softmax()`](crate::scatter_softmax())). The segments must cover the axis; floats
+/// only.
+///
+/// ```no_run
+/// use gather_cuda::{Cuda, CudaTensor, Segments};
+/// use ndarray::array;
+/// let gpu = Cuda::new(0)?;
+/// let src = CudaTensor::from_host(&gpu, &array![1.0f64, 1.0, 5.0])?;
+/// let lengths = CudaTensor::from_host(&gpu, &array![2i64, 1])?;
+/// let out = gather_cuda::segment_softmax(&src, 0, Segments::Lengths(&lengths))?;
+/// assert_eq!(out.to_host::<f64>()?, array![0.5, 0.5, 1.0].into_dyn());
+/// # Ok::<(), gather_cuda::Error>(())
+/// ```
+pub fn segment_softmax(
+    src: &CudaTensor,
+    axis: isize,
+    segments: Segments<'_>,
+) -> Result<CudaTensor> {
+    segment_softmax_op("segment_softmax", false, src, axis, segments)
+}
+
+/// `log` of [`segment_softmax()`], computed as `x - logsumexp(segment)`.
+///
+/// ```no_run
+/// use gather_cuda::{Cuda, CudaTensor, Segments};
+/// use ndarray::array;
+/// let gpu = Cuda::new(0)?;
+/// let src = CudaTensor::from_host(&gpu, &array![0.0f32, 0.0])?;
+/// let ids = CudaTensor::from_host(&gpu, &array![0i64, 0])?;
+/// let out = gather_cuda::segment_log_softmax(&src, 0, Segments::ids(&ids))?.to_host::<f32>()?;
+/// assert!((out[0] + std::f32::consts::LN_2).abs() < 1e-6);
+/// # Ok::<(), gather_cuda::Error>(())
+/// ```
+pub fn segment_log_softmax(
+    src: &CudaTensor,
+    axis: isize,
+    segments: Segments<'_>,
+) -> Result<CudaTensor> {
+    segment_softmax_op("segment_log_softmax", true, src, axis, segments)
+}
+
+fn segment_softmax_op(
+    op: &str,
+    log: bool,
+    src: &CudaTensor,
+    axis: isize,
+    segments: Segments<'_>,
+) -> Result<CudaTensor> {
+    backend::softmax_dtype(op, src.dtype())?;
+    let d = backend::segment_axis(op, src.shape(), axis)?;
+    let n = src.shape()[d];
+    let r = resolve(op, segments, d, n)?;
+    if let Segments::Offsets(off) = segments {
+        // Offsets may leave positions out; a softmax needs every one in a segment.
+        let off = index_operand(op, "offsets", off)?;
+        let first = read_index(&off, &[0])?;
+        let last = read_index(&off, &[off.len() - 1])?;
+        if first != 0 || last != n as i64 {
+            return Err(
+                backend::segments_uncovered(op, first as usize, last as usize, n, d).into(),
+            );
+        }
+    }
+    softmax_into(
+        op,
+        log,
+        src,
+        d,
+        &spread_ids(&r, src, d),
+        r.num + r.scratch as usize,
+    )
+}
+
+/// The segment ids spread over src's shape: stride 0 on every other axis, never copied.
+fn spread_ids(r: &Resolved, src: &CudaTensor, d: usize) -> CudaTensor {
+    let mut idx = r.ids.clone();
+    idx.shape = src.shape().to_vec();
+    idx.strides = vec![0; src.ndim()];
+    idx.strides[d] = r.ids.strides()[0];
+    idx
+}
+
+/// Folds `src` by the resolved segments into a tensor that holds the fill (`bits`) where a
+/// segment is empty, the scratch segment cut off (and the winners' positions, for an
+/// arg-reduction).
+fn segment_fold(
+    op: &str,
+    src: &CudaTensor,
+    d: usize,
+    r: &Resolved,
+    bits: u64,
+    how: How,
+) -> Result<(CudaTensor, Option<CudaTensor>)> {
+    let mut shape = src.shape().to_vec();
+    shape[d] = r.num + r.scratch as usize;
+    let (out, arg) = fold_into(op, src, d, &spread_ids(r, src, d), &shape, bits, how)?;
+    if !r.scratch {
+        return Ok((out, arg));
+    }
+    let cut = |t: &CudaTensor| copy_of(&t.slice_axis(d, 0, r.num, 1)?);
+    Ok((cut(&out)?, arg.as_ref().map(cut).transpose()?))
+}
+
 /// The segment op: segments checked, then the fill (and the reduction's dtype), then `how` (or
 /// its error), then the scatter of `src` by the segment ids into the filled output (and the
 /// winners' positions, for an arg-reduction).
@@ -187,19 +353,7 @@ fn segment_op(
     let r = resolve(op, segments, d, n)?;
     let bits = backend::group_fill_bits(op, reduce, fill, src.dtype())?;
     let how = how()?;
-    let mut shape = src.shape().to_vec();
-    shape[d] = r.num + r.scratch as usize;
-    // The ids spread over src's shape: stride 0 on every other axis, never copied.
-    let mut idx = r.ids.clone();
-    idx.shape = src.shape().to_vec();
-    idx.strides = vec![0; src.ndim()];
-    idx.strides[d] = r.ids.strides()[0];
-    let (out, arg) = fold_into(op, src, d, &idx, &shape, bits, how)?;
-    if !r.scratch {
-        return Ok((out, arg));
-    }
-    let cut = |t: &CudaTensor| copy_of(&t.slice_axis(d, 0, r.num, 1)?);
-    Ok((cut(&out)?, arg.as_ref().map(cut).transpose()?))
+    segment_fold(op, src, d, &r, bits, how)
 }
 
 /// Checked segments: the segment of every position along the axis (i64 or i32, `[n]`), the
@@ -362,6 +516,11 @@ mod tests {
         for t in ["f32", "f64", "f16", "bf16"] {
             let name = format!("float_group_{t}");
             assert_eq!(entries.get(&name), Some(&13), "{name}");
+            let name = format!("softmax_{t}");
+            assert_eq!(entries.get(&name), Some(&11), "{name}");
+        }
+        for w in ["u8", "u16", "u32", "u64"] {
+            assert_eq!(entries.get(&format!("truth_{w}")), Some(&5), "truth_{w}");
         }
     }
 

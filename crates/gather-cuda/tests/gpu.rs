@@ -1521,6 +1521,103 @@ fn scatter_groups_equal_the_cpu_library_for_every_reduction() {
 }
 
 #[test]
+fn softmax_any_and_all_over_groups_and_segments_equal_the_cpu_library() {
+    use gather::ops::reduce::{
+        EmptyFill, GroupOptions, scatter_all, scatter_any, scatter_log_softmax, scatter_softmax,
+    };
+    use gather::ops::segment::{segment_all, segment_any, segment_log_softmax, segment_softmax};
+    use gather_cuda::Segments;
+    let Some(g) = gpu() else { return };
+    let mut rng = Rng(53);
+    for case in 0..30 {
+        let nd = 1 + rng.below(3);
+        let shape: Vec<usize> = (0..nd).map(|_| 1 + rng.below(6)).collect();
+        let d = rng.below(nd);
+        let n = shape[d];
+        let x = tied(&mut rng, &shape, |v| v as f32);
+        let xh = tied(&mut rng, &shape, f16::from_f64);
+        let (xg, xhg) = (up(&g, &x), up(&g, &xh));
+        let i = if case % 2 == 0 {
+            index(&mut rng, &[n], 4)
+        } else {
+            index(&mut rng, &shape, 4)
+        };
+        let ig = up(&g, &i);
+        let what = format!("case {case}: {shape:?} dim {d} index {i}");
+        let dim = d as isize;
+        same_outcome(
+            gather_cuda::scatter_softmax(&xg, dim, &ig),
+            scatter_softmax(&x, dim, &i),
+            1e-5,
+            &what,
+        );
+        same_outcome(
+            gather_cuda::scatter_log_softmax(&xhg, dim, &ig),
+            scatter_log_softmax(&xh, dim, &i),
+            1e-2,
+            &what,
+        );
+        let opts = GroupOptions::default().dim_size(5);
+        let (got, want) = (
+            gather_cuda::scatter_any(&xg, dim, &ig, opts),
+            scatter_any(&x, dim, &i, opts),
+        );
+        same_outcome(got, want, 0.0, &format!("{what} any"));
+        let opts = GroupOptions::default().fill(EmptyFill::Value(false));
+        let (got, want) = (
+            gather_cuda::scatter_all(&xhg, dim, &ig, opts),
+            scatter_all(&xh, dim, &i, opts),
+        );
+        same_outcome(got, want, 0.0, &format!("{what} all"));
+        let (off, ids, len) = random_segments(&mut rng, n);
+        let (og, idg, lg) = (
+            up(&g, &off.clone().into_dyn()),
+            up(&g, &ids.clone().into_dyn()),
+            up(&g, &len.clone().into_dyn()),
+        );
+        let forms: [(&str, gather::Segments<'_, i64>, Segments<'_>); 3] = [
+            (
+                "offsets",
+                gather::Segments::offsets(&off),
+                Segments::Offsets(&og),
+            ),
+            ("ids", gather::Segments::ids(&ids), Segments::ids(&idg)),
+            (
+                "lengths",
+                gather::Segments::lengths(&len),
+                Segments::Lengths(&lg),
+            ),
+        ];
+        for (form, cs, gs) in forms {
+            let what = format!("case {case}: {shape:?} axis {d} {form} {off} {ids} {len}");
+            // Offsets that leave positions out are the CPU library's error on both.
+            same_outcome(
+                gather_cuda::segment_softmax(&xg, dim, gs),
+                segment_softmax(&x, dim, cs.clone()),
+                1e-5,
+                &what,
+            );
+            same_outcome(
+                gather_cuda::segment_log_softmax(&xg, dim, gs),
+                segment_log_softmax(&x, dim, cs.clone()),
+                1e-5,
+                &what,
+            );
+            let (got, want) = (
+                gather_cuda::segment_any(&xg, dim, gs, EmptyFill::Identity),
+                segment_any(&x, dim, cs.clone(), EmptyFill::Identity),
+            );
+            same_outcome(got, want, 0.0, &format!("{what} any"));
+            let (got, want) = (
+                gather_cuda::segment_all(&xg, dim, gs, EmptyFill::Identity),
+                segment_all(&x, dim, cs.clone(), EmptyFill::Identity),
+            );
+            same_outcome(got, want, 0.0, &format!("{what} all"));
+        }
+    }
+}
+
+#[test]
 fn ten_thousand_calls_leave_device_memory_where_it_started() {
     let Some(g) = gpu() else { return };
     let mut rng = Rng(7);

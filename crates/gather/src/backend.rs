@@ -603,3 +603,54 @@ pub fn check_group_reduce(
 ) -> Result<()> {
     crate::ops::reduce::check_reduce_dtype_of(op, reduce, dtype)
 }
+
+/// The dtype check of the softmax ops: floats only.
+///
+/// ```
+/// assert!(gather::backend::softmax_dtype("scatter_softmax", gather::DType::F16).is_ok());
+/// assert!(gather::backend::softmax_dtype("scatter_softmax", gather::DType::I32).is_err());
+/// ```
+pub fn softmax_dtype(op: &str, dtype: DType) -> Result<()> {
+    if dtype.is_float() {
+        return Ok(());
+    }
+    Err(crate::ops::reduce::softmax_dtype_error(op, dtype))
+}
+
+/// The rule of a group softmax that its index (covering `block` of src) covers all of a src of
+/// `src_shape`: every element is normalised within its group.
+///
+/// ```
+/// assert!(gather::backend::softmax_covers("scatter_softmax", &[3, 4], &[3, 4], 1).is_ok());
+/// assert!(gather::backend::softmax_covers("scatter_softmax", &[3, 2], &[3, 4], 1).is_err());
+/// ```
+pub fn softmax_covers(op: &str, block: &[usize], src_shape: &[usize], dim: usize) -> Result<()> {
+    crate::ops::reduce::softmax_covers(op, block, src_shape, dim)
+}
+
+/// The error of a segment softmax whose offsets cover only `start..end` of the `n` positions
+/// along the axis `axis`.
+///
+/// ```
+/// let e = gather::backend::segments_uncovered("segment_softmax", 1, 6, 6, 0);
+/// assert!(e.message().contains("cover positions 1..6"));
+/// ```
+pub fn segments_uncovered(op: &str, start: usize, end: usize, n: usize, axis: usize) -> Error {
+    crate::ops::segment::uncovered(op, start, end, n, axis)
+}
+
+/// The fill of empty groups of `any` (`all: false`) or `all` (`all: true`), or the error for a
+/// NaN fill.
+///
+/// ```
+/// use gather::ops::reduce::EmptyFill;
+/// assert_eq!(gather::backend::group_bool_fill("scatter_all", EmptyFill::Identity, true).unwrap(), true);
+/// assert!(gather::backend::group_bool_fill("scatter_any", EmptyFill::Nan, false).is_err());
+/// ```
+pub fn group_bool_fill(
+    op: &str,
+    fill: crate::ops::reduce::EmptyFill<bool>,
+    all: bool,
+) -> Result<bool> {
+    crate::ops::reduce::bool_fill(op, fill, all)
+}

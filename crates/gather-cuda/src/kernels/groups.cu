@@ -94,3 +94,66 @@ FLOAT_GROUP(f32, NumF32, float)
 FLOAT_GROUP(f64, NumF64, double)
 FLOAT_GROUP(f16, NumF16, u16)
 FLOAT_GROUP(bf16, NumBF16, u16)
+
+// softmax / log_softmax of every contribution within its run: the run's running maximum and
+// rescaled sum first (as logsumexp), then each element, written at its own position of `out`
+// (src's shape: `rout` maps a row to its offset in out, `lout` a lane). A run with a NaN or
+// +inf gives NaN, as on the CPU.
+template <typename N, typename T>
+__device__ void softmax_impl(T* out, const T* src, const u32* rows, const u32* starts,
+                             const u32* nruns, Layout lout, Layout lsrc, Layout rout,
+                             Layout rmap, i64 lanes, int log) {
+    typedef typename N::Acc A;
+    const i64 total = (i64)nruns[0] * lanes;
+    const i64 step = (i64)gridDim.x * blockDim.x;
+    for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < total; t += step) {
+        const i64 w = divq(t, lanes), l = t - w * lanes;
+        const u32 s = starts[w], e = starts[w + 1];
+        const i64 ls = offset_of(lsrc, l), lo = offset_of(lout, l);
+        A m = -g_inf((A)0), sum = (A)0;
+        bool nan = false;
+        for (u32 i = s; i < e; ++i) {
+            const A x = N::ld(src[offset_of(rmap, rows[i]) + ls]);
+            if (x != x) {
+                nan = true;
+                continue;
+            }
+            const A old = lse_shift(m);
+            const A mm = x > m ? x : m;
+            const A nw = lse_shift(mm);
+            const A kept = (sum == (A)0 || old == nw) ? sum : sum * g_exp(old - nw);
+            sum = kept + g_exp(x - nw);
+            m = mm;
+        }
+        const bool undefined = nan || m == g_inf((A)0);
+        const A shift = lse_shift(m), lse = shift + g_log(sum);
+        for (u32 i = s; i < e; ++i) {
+            const A x = N::ld(src[offset_of(rmap, rows[i]) + ls]);
+            A y = g_inf((A)0) - g_inf((A)0);
+            if (!undefined) y = log ? x - lse : g_exp(x - shift) / sum;
+            out[offset_of(rout, rows[i]) + lo] = N::st(y);
+        }
+    }
+}
+
+#define SOFTMAX(NAME, N, T)                                                                     \
+    extern "C" __global__ void softmax_##NAME(T* out, const T* src, const u32* rows,           \
+                                              const u32* starts, const u32* nruns,             \
+                                              Layout lout, Layout lsrc, Layout rout,           \
+                                              Layout rmap, i64 lanes, int log) {               \
+        softmax_impl<N, T>(out, src, rows, starts, nruns, lout, lsrc, rout, rmap, lanes, log);  \
+    }
+SOFTMAX(f32, NumF32, float)
+SOFTMAX(f64, NumF64, double)
+SOFTMAX(f16, NumF16, u16)
+SOFTMAX(bf16, NumBF16, u16)
+
+// The truths of any/all: out[p] = x[p] != 0, read as the element's bits under `mask` (all bits
+// for integers and bool; all but the sign for floats, so that -0.0 is false and NaN true).
+#define TRUTH(W)                                                                                \
+    extern "C" __global__ void truth_##W(u8* out, const W* x, Layout xl, W mask, i64 n) {      \
+        const i64 step = (i64)gridDim.x * blockDim.x;                                           \
+        for (i64 p = (i64)blockIdx.x * blockDim.x + threadIdx.x; p < n; p += step)              \
+            out[p] = (x[offset_of(xl, p)] & mask) != 0 ? 1 : 0;                                 \
+    }
+TRUTH(u8) TRUTH(u16) TRUTH(u32) TRUTH(u64)

@@ -1194,7 +1194,7 @@ pub(crate) fn check_reduce_dtype_of(op: &str, reduce: GroupReduce, dtype: DType)
 
 /// The error of softmax/log_softmax on a dtype that is not a float (the dynamic layer's; the
 /// typed functions take float types only).
-#[cfg(feature = "dynamic")]
+#[cfg(any(feature = "dynamic", feature = "backend"))]
 pub(crate) fn softmax_dtype_error(op: &str, dtype: DType) -> Error {
     Error::invalid(format!("{op}: needs a float dtype, got {}", dtype.name()))
         .with_hint("convert src to a float type first, e.g. `src.mapv(|v| v as f32)`")
@@ -1545,6 +1545,22 @@ pub(crate) fn bool_fill(op: &str, fill: EmptyFill<bool>, identity: bool) -> Resu
     }
 }
 
+/// The softmax/log_softmax rule that the index (its `block` of src) covers all of `src`.
+pub(crate) fn softmax_covers(op: &str, block: &[usize], full: &[usize], dim: usize) -> Result<()> {
+    if block == full {
+        return Ok(());
+    }
+    Err(Error::shape(format!(
+        "{op}: index {} must cover src {} (every element is normalised within its group)",
+        fmt_shape(block),
+        fmt_shape(full)
+    ))
+    .with_hint(format!(
+        "give the index src's shape, or a 1-D index of length {} (one group id per position along dim {dim})",
+        full[dim]
+    )))
+}
+
 /// The softmax/log_softmax checks and driver: the index must cover all of `src`.
 fn softmax_call<T: GradFloat, I: IndexElem>(
     op: &str,
@@ -1555,17 +1571,7 @@ fn softmax_call<T: GradFloat, I: IndexElem>(
 ) -> Result<ArrayD<T>> {
     let full = src.shape().to_vec();
     let g = check_grouped(op, src, dim, index, None)?;
-    if g.src.shape() != full.as_slice() {
-        return Err(Error::shape(format!(
-            "{op}: index {} must cover src {} (every element is normalised within its group)",
-            fmt_shape(g.src.shape()),
-            fmt_shape(&full)
-        ))
-        .with_hint(format!(
-            "give the index src's shape, or a 1-D index of length {} (one group id per position along dim {})",
-            full[g.dim], g.dim
-        )));
-    }
+    softmax_covers(op, g.src.shape(), &full, g.dim)?;
     let mut out = try_full(op, &full, T::default())?;
     softmax_groups(log, g.dim, g.dim_size, g.src, g.index, out.view_mut());
     Ok(out)

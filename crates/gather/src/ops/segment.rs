@@ -528,6 +528,14 @@ where
     Ok(into_dim(out))
 }
 
+/// The error of a softmax whose offsets cover only `start..end` of the `n` positions along `d`.
+pub(crate) fn uncovered(op: &str, start: usize, end: usize, n: usize, d: usize) -> Error {
+    Error::shape(format!(
+        "{op}: the offsets cover positions {start}..{end} but src has {n} along dimension {d}; every element must belong to a segment"
+    ))
+    .with_hint(format!("start the offsets at 0 and end them at {n}"))
+}
+
 fn segment_softmax_call<T: GradFloat, I: IndexElem>(
     op: &str,
     log: bool,
@@ -538,14 +546,7 @@ fn segment_softmax_call<T: GradFloat, I: IndexElem>(
     let full = src.shape().to_vec();
     let (d, r, s) = check_segment(op, src, axis, segments)?;
     if r.start != 0 || r.end != full[d] {
-        return Err(Error::shape(format!(
-            "{op}: the offsets cover positions {}..{} but src has {} along dimension {d}; every element must belong to a segment",
-            r.start, r.end, full[d]
-        ))
-        .with_hint(format!(
-            "start the offsets at 0 and end them at {}",
-            full[d]
-        )));
+        return Err(uncovered(op, r.start, r.end, full[d], d));
     }
     let mut out = try_full(op, &full, T::default())?;
     let ids = ArrayView::from(&r.ids[..]).into_dyn();
