@@ -19,7 +19,7 @@ use crate::device::{Source, launch};
 use crate::error::Result;
 use crate::gather::{as_1d, check_values, index_operand, read_index, unravel};
 use crate::options::full;
-use crate::scatter::{Fold, copy_of, reshape_like, run, same_dtype};
+use crate::scatter::{Fold, copy_of, reshape_like, run, same_dtype, strict_error};
 use crate::tensor::{CudaTensor, invalid};
 
 /// `scatter_reduce(input, dim, index, src, "amax"|"amin", include_self)` and, for each element
@@ -70,12 +70,7 @@ pub fn scatter_reduce_arg(
         include_self,
         None,
         Bounds::Strict,
-        &|pos| {
-            let coord = unravel(pos, idx.shape());
-            let v = read_index(&idx, &coord)?;
-            let coord = if index.ndim() == 0 { Vec::new() } else { coord };
-            Ok(backend::out_of_bounds(op, v, coord, d, size, Bounds::Strict).into())
-        },
+        &|pos| strict_error(op, &idx, index.ndim() == 0, d, size, pos),
         Fold::Arg(&arg),
     )?;
     Ok((reshape_like(out, input), arg))

@@ -509,15 +509,26 @@ pub(crate) fn scatter_op(
         include_self,
         None,
         Bounds::Strict,
-        &|pos| {
-            let coord = unravel(pos, idx.shape());
-            let v = read_index(&idx, &coord)?;
-            let coord = if index.ndim() == 0 { Vec::new() } else { coord };
-            Ok(backend::out_of_bounds(op, v, coord, d, size, Bounds::Strict).into())
-        },
+        &|pos| strict_error(op, &idx, index.ndim() == 0, d, size, pos),
         Fold::Apply,
     )?;
     Ok(reshape_like(out, input))
+}
+
+/// The error for the first bad value (row-major position `pos`) of `idx` (the index as the
+/// kernels saw it, 1-d for a 0-d one) of a scatter along `d` of `size` under the strict rule.
+pub(crate) fn strict_error(
+    op: &str,
+    idx: &CudaTensor,
+    zero_d: bool,
+    d: usize,
+    size: usize,
+    pos: u64,
+) -> Result<Error> {
+    let coord = unravel(pos, idx.shape());
+    let v = read_index(idx, &coord)?;
+    let coord = if zero_d { Vec::new() } else { coord };
+    Ok(backend::out_of_bounds(op, v, coord, d, size, Bounds::Strict).into())
 }
 
 /// `out` with `like`'s shape (they differ only for a 0-d `like`).

@@ -32,6 +32,27 @@ template <typename A> __device__ __forceinline__ bool g_finite(A x) { return x =
 // The shift of the running maximum: itself when finite, else 0 (so that inf - inf never occurs).
 template <typename A> __device__ __forceinline__ A lse_shift(A m) { return g_finite(m) ? m : (A)0; }
 
+// A running log-sum-exp, as the CPU library's `Lse`: the maximum, the sum of exp(x - shift),
+// rescaled when the shift moves, and whether a NaN came (then the result is NaN).
+template <typename A> struct Lse {
+    A m, sum;
+    bool nan;
+    __device__ Lse() : m(-g_inf((A)0)), sum((A)0), nan(false) {}
+    __device__ void push(A x) {
+        if (x != x) {
+            nan = true;
+            return;
+        }
+        const A old = lse_shift(m);
+        const A mm = x > m ? x : m;
+        const A nw = lse_shift(mm);
+        const A kept = (sum == (A)0 || old == nw) ? sum : sum * g_exp(old - nw);
+        sum = kept + g_exp(x - nw);
+        m = mm;
+    }
+    __device__ A value() const { return nan ? g_inf((A)0) - g_inf((A)0) : lse_shift(m) + g_log(sum); }
+};
+
 enum { G_LSE = 0, G_VAR = 1, G_STD = 2 };
 
 template <typename N, typename T>
@@ -48,22 +69,9 @@ __device__ void float_group_impl(T* out, const T* src, const u32* keys, const u3
         const i64 ls = offset_of(lsrc, l);
         A r;
         if (kind == G_LSE) {
-            A m = -g_inf((A)0), sum = (A)0;
-            bool nan = false;
-            for (u32 i = s; i < e; ++i) {
-                const A x = N::ld(src[offset_of(rmap, rows[i]) + ls]);
-                if (x != x) {
-                    nan = true;
-                    continue;
-                }
-                const A old = lse_shift(m);
-                const A mm = x > m ? x : m;
-                const A nw = lse_shift(mm);
-                const A kept = (sum == (A)0 || old == nw) ? sum : sum * g_exp(old - nw);
-                sum = kept + g_exp(x - nw);
-                m = mm;
-            }
-            r = nan ? g_inf((A)0) - g_inf((A)0) : lse_shift(m) + g_log(sum);
+            Lse<A> st;
+            for (u32 i = s; i < e; ++i) st.push(N::ld(src[offset_of(rmap, rows[i]) + ls]));
+            r = st.value();
         } else {
             A k = (A)0, mean = (A)0, m2 = (A)0;
             for (u32 i = s; i < e; ++i) {
@@ -110,27 +118,14 @@ __device__ void softmax_impl(T* out, const T* src, const u32* rows, const u32* s
         const i64 w = divq(t, lanes), l = t - w * lanes;
         const u32 s = starts[w], e = starts[w + 1];
         const i64 ls = offset_of(lsrc, l), lo = offset_of(lout, l);
-        A m = -g_inf((A)0), sum = (A)0;
-        bool nan = false;
-        for (u32 i = s; i < e; ++i) {
-            const A x = N::ld(src[offset_of(rmap, rows[i]) + ls]);
-            if (x != x) {
-                nan = true;
-                continue;
-            }
-            const A old = lse_shift(m);
-            const A mm = x > m ? x : m;
-            const A nw = lse_shift(mm);
-            const A kept = (sum == (A)0 || old == nw) ? sum : sum * g_exp(old - nw);
-            sum = kept + g_exp(x - nw);
-            m = mm;
-        }
-        const bool undefined = nan || m == g_inf((A)0);
-        const A shift = lse_shift(m), lse = shift + g_log(sum);
+        Lse<A> st;
+        for (u32 i = s; i < e; ++i) st.push(N::ld(src[offset_of(rmap, rows[i]) + ls]));
+        const bool undefined = st.nan || st.m == g_inf((A)0);
+        const A shift = lse_shift(st.m), lse = st.value();
         for (u32 i = s; i < e; ++i) {
             const A x = N::ld(src[offset_of(rmap, rows[i]) + ls]);
             A y = g_inf((A)0) - g_inf((A)0);
-            if (!undefined) y = log ? x - lse : g_exp(x - shift) / sum;
+            if (!undefined) y = log ? x - lse : g_exp(x - shift) / st.sum;
             out[offset_of(rout, rows[i]) + lo] = N::st(y);
         }
     }
