@@ -295,6 +295,17 @@ impl Cuda {
         Ok(self.inner.stream.synchronize()?)
     }
 
+    /// Waits until every queued operation on this GPU's context has finished, on every stream:
+    /// other libraries' too, where they share the primary context (PyTorch, CuPy, JAX).
+    ///
+    /// ```no_run
+    /// gather_cuda::Cuda::new(0)?.synchronize_all()?;
+    /// # Ok::<(), gather_cuda::Error>(())
+    /// ```
+    pub fn synchronize_all(&self) -> Result<()> {
+        Ok(self.inner.ctx.synchronize()?)
+    }
+
     /// Free and total device memory in bytes.
     ///
     /// ```no_run

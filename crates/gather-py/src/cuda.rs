@@ -4,11 +4,14 @@
 //!
 //! Streams: an import passes our stream to the producer's `__dlpack__(stream=...)`, so the
 //! producer orders its pending work before ours; an export makes the consumer's stream wait for
-//! ours (an event, no host wait). A call waits for its kernels before it returns, so that the
-//! inputs it borrowed are not freed (and their memory reused by the producer) while a kernel may
-//! still read them, and in-place writes are done when the call returns, as on the CPU.
+//! ours (an event, no host wait). A call waits for its kernels before it returns ([`wait`]), so
+//! that the inputs it borrowed are not freed (and their memory reused by the producer) while a
+//! kernel may still read them, and in-place writes are done when the call returns, as on the
+//! CPU. The reverse holds for results: when the consumer drops one, its kernels may still be
+//! reading it, so its memory is retired and comes back only after a device-wide wait.
 
 use std::ffi::c_void;
+use std::sync::Mutex;
 
 use dlpark::ffi::{DLDataType, DLDataTypeCode, DLDevice, DLDeviceType};
 use dlpark::ffi::{DLManagedTensor, DLManagedTensorVersioned};
@@ -36,6 +39,40 @@ pub(crate) fn device_of(obj: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
         DLDeviceType::CUDA | DLDeviceType::CUDAMANAGED
     )
     .then_some(d.device_id.max(0) as usize))
+}
+
+/// Results that their consumer has dropped, waiting for a device-wide wait (see the module
+/// docs) before their memory is reused.
+static RETIRED: Mutex<Vec<CudaTensor>> = Mutex::new(Vec::new());
+
+/// The context of an export: the result's tensor, retired rather than freed when the consumer
+/// drops it.
+struct Retiring(CudaTensor);
+
+impl Drop for Retiring {
+    fn drop(&mut self) {
+        let t = self.0.clone();
+        RETIRED.lock().unwrap_or_else(|p| p.into_inner()).push(t);
+    }
+}
+
+/// Waits for this call's kernels on `gpu`; with results of `gpu` retired, for everything on the
+/// device (the consumers' kernels too), after which their memory can be reused.
+pub(crate) fn wait(gpu: &Cuda) -> gather_cuda::Result<()> {
+    let retired: Vec<CudaTensor> = {
+        let mut all = RETIRED.lock().unwrap_or_else(|p| p.into_inner());
+        let (here, elsewhere) = std::mem::take(&mut *all)
+            .into_iter()
+            .partition(|t| t.device().ordinal() == gpu.ordinal());
+        *all = elsewhere;
+        here
+    };
+    if retired.is_empty() {
+        return gpu.synchronize();
+    }
+    gpu.synchronize_all()?;
+    drop(retired);
+    Ok(())
 }
 
 /// The GPU `ordinal`, as a Python error where there is none usable.
@@ -167,7 +204,7 @@ impl CudaArray {
         let prepared = Dynamic::new(shape.as_slice(), strides.as_slice())
             .prepare_as::<M>()
             .map_err(|e| PyValueError::new_err(e.to_string()))?;
-        let mut init = prepared.initialize(Box::new(self.t.clone()));
+        let mut init = prepared.initialize(Box::new(Retiring(self.t.clone())));
         init.set_device(DLDevice::cuda(self.t.device().ordinal() as i32));
         init.set_dtype(dl_dtype(self.t.dtype()));
         init.set_data(self.t.device_ptr() as *mut c_void);

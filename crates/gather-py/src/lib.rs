@@ -273,7 +273,7 @@ impl<'py> Call<'py> {
                 // The borrowed inputs may be freed (and their memory reused by their framework)
                 // once the call returns: their last reader finishes first.
                 if let Some(g) = &gpu {
-                    g.synchronize().map_err(|e| {
+                    cuda::wait(g).map_err(|e| {
                         lib::Error::new(ErrorKind::InvalidArgument, format!("{op}: {e}"))
                     })?;
                 }
@@ -407,7 +407,7 @@ impl<'py> Call<'py> {
         let op = self.op;
         let done = self.py.detach(|| {
             target.assign(&result)?;
-            target.device().synchronize()
+            cuda::wait(target.device())
         });
         done.map_err(|e| PyValueError::new_err(format!("{op}_: {e}")))?;
         Ok(input.clone().unbind())
