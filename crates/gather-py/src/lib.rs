@@ -269,15 +269,15 @@ impl<'py> Call<'py> {
         let (op, args) = (self.op, &self.args);
         let result = self.py.detach(|| {
             catch_unwind(AssertUnwindSafe(|| {
-                let out = gather_cuda::dynamic::call(op, args, &inputs)?;
+                let out = gather_cuda::dynamic::call(op, args, &inputs);
                 // The borrowed inputs may be freed (and their memory reused by their framework)
-                // once the call returns: their last reader finishes first.
+                // once the call returns, failed or not: their last reader finishes first.
                 if let Some(g) = &gpu {
                     cuda::wait(g).map_err(|e| {
                         lib::Error::new(ErrorKind::InvalidArgument, format!("{op}: {e}"))
                     })?;
                 }
-                Ok(out)
+                out
             }))
         });
         let out = self.finish(result)?;
