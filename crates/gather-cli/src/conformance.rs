@@ -47,8 +47,8 @@ pub struct Options {
     pub verbose: bool,
     /// Show a progress bar (on stderr, when the run takes more than a second).
     pub progress: bool,
-    /// Run the ops on this GPU (`--device cuda`): forward results and errors are checked; the
-    /// gradients and the in-place forms are not (the GPU has neither yet).
+    /// Run the ops on this GPU (`--device cuda`): forward results, errors and the in-place forms'
+    /// atomicity are checked; the gradients are not (the GPU has none yet).
     pub gpu: Option<gather_cuda::Cuda>,
 }
 
@@ -376,8 +376,8 @@ fn check_case(
     match &case.error {
         Some(category) => {
             check_error_case(case, category, result, divergence.as_ref())?;
-            if gpu.is_none() && dynamic::has_inplace(&case.op) && inputs.contains_key("input") {
-                check_inplace_atomic(case, category, &inputs, divergence.as_ref())?;
+            if dynamic::has_inplace(&case.op) && inputs.contains_key("input") {
+                check_inplace_atomic(case, category, &inputs, divergence.as_ref(), gpu)?;
             }
             Ok(GradCheck::None)
         }
@@ -446,12 +446,25 @@ fn check_inplace_atomic(
     category: &str,
     inputs: &Tensors,
     divergence: Option<&Tensors>,
+    gpu: Option<&gather_cuda::Cuda>,
 ) -> Result<(), String> {
     let original = &inputs["input"];
     let mut target = original.clone();
-    let result =
-        catch_panic(|| dynamic::call_inplace(&case.op, &case.args, target.view_mut(), inputs))
-            .map_err(|e| format!("in-place form: {e}"))?;
+    let result = match gpu {
+        // On the GPU the target comes back as the call left it, changed or not.
+        Some(g) => {
+            catch_panic(|| crate::cuda::call_inplace(g, &case.op, &case.args, original, inputs))
+                .and_then(|r| r.map_err(|e| e.to_string()))
+                .map(|(after, result)| {
+                    target = after;
+                    result
+                })
+        }
+        None => {
+            catch_panic(|| dynamic::call_inplace(&case.op, &case.args, target.view_mut(), inputs))
+        }
+    }
+    .map_err(|e| format!("in-place form: {e}"))?;
     match result {
         Err(e) if e.kind().category() == category => compare::check_identical(&target, original)
             .map_err(|d| format!("in-place form failed but changed its target (R4b): {d}")),

@@ -72,6 +72,39 @@ pub fn call(
         .collect()
 }
 
+/// `gather::dynamic::call_inplace` on the GPU: uploads `target` and the inputs, runs the in-place
+/// form ([`gather_cuda::dynamic::call_inplace`]), and returns `target` as the call left it
+/// (changed only when it succeeded) with the call's result.
+///
+/// ```no_run
+/// use gather::dynamic::{Arg, Args, Tensor, Tensors};
+/// let gpu = gather_cuda::Cuda::new(0).unwrap();
+/// let mut inputs = Tensors::new();
+/// inputs.insert("index".into(), Tensor::from(ndarray::arr1(&[1i64]).into_dyn()));
+/// inputs.insert("src".into(), Tensor::from(ndarray::arr1(&[5.0f32]).into_dyn()));
+/// let mut args = Args::default();
+/// args.set("dim", Arg::Int(0));
+/// let x = Tensor::from(ndarray::arr1(&[1.0f32, 2.0]).into_dyn());
+/// let (after, result) = gather_cli::cuda::call_inplace(&gpu, "scatter_add", &args, &x, &inputs).unwrap();
+/// assert!(result.is_ok());
+/// assert_eq!(after.to_f64_vec(), vec![1.0, 7.0]);
+/// ```
+pub fn call_inplace(
+    gpu: &Cuda,
+    op: &str,
+    args: &Args,
+    target: &Tensor,
+    inputs: &Tensors,
+) -> gather::Result<(Tensor, gather::Result<()>)> {
+    let mut on_gpu = gather_cuda::dynamic::CudaTensors::new();
+    for (name, t) in inputs.iter().filter(|(n, _)| *n != "input") {
+        on_gpu.insert(name.clone(), up(gpu, t)?);
+    }
+    let t = up(gpu, target)?;
+    let result = gather_cuda::dynamic::call_inplace(op, args, &t, &on_gpu);
+    Ok((down(&t)?, result))
+}
+
 // ---------------------------------------------------------------------------------------------
 // gather bench --device cuda
 // ---------------------------------------------------------------------------------------------

@@ -217,3 +217,45 @@ pub fn call(op: &str, args: &Args, inputs: &CudaTensors) -> gather::Result<Outpu
     .map_err(device_error)?;
     Ok(vec![("output".to_string(), out)])
 }
+
+/// The in-place form of `op` on `target` (which plays the part of `input`; the other inputs come
+/// from `inputs`): the op out of place, then its result written into `target`'s memory, so that
+/// a failed call leaves `target` as it was (the CPU's rule).
+///
+/// ```no_run
+/// use gather::dynamic::{Arg, Args};
+/// use gather_cuda::{Cuda, CudaTensor};
+/// let gpu = Cuda::new(0)?;
+/// let x = CudaTensor::from_host(&gpu, &ndarray::arr1(&[1.0f32, 1.0, 1.0]))?;
+/// let mut inputs = gather_cuda::dynamic::CudaTensors::new();
+/// inputs.insert("index".into(), CudaTensor::from_host(&gpu, &ndarray::arr1(&[2i64, 2]))?);
+/// inputs.insert("src".into(), CudaTensor::from_host(&gpu, &ndarray::arr1(&[5.0f32, 7.0]))?);
+/// let mut args = Args::default();
+/// args.set("dim", Arg::Int(0));
+/// gather_cuda::dynamic::call_inplace("scatter_add", &args, &x, &inputs)?;
+/// assert_eq!(x.to_host::<f32>()?, ndarray::arr1(&[1.0f32, 1.0, 13.0]).into_dyn());
+/// # Ok::<(), gather_cuda::Error>(())
+/// ```
+pub fn call_inplace(
+    op: &str,
+    args: &Args,
+    target: &CudaTensor,
+    inputs: &CudaTensors,
+) -> gather::Result<()> {
+    if !gather::dynamic::has_inplace(op) {
+        return Err(Error::new(
+            gather::ErrorKind::InvalidArgument,
+            format!("{op} has no in-place form"),
+        ));
+    }
+    let mut with = inputs.clone();
+    with.insert("input".to_string(), target.clone());
+    let out = call(op, args, &with)?;
+    let (_, result) = out.into_iter().next().ok_or_else(|| {
+        Error::new(
+            gather::ErrorKind::InvalidArgument,
+            format!("{op}: no output"),
+        )
+    })?;
+    target.assign(&result).map_err(device_error)
+}

@@ -246,8 +246,8 @@ impl<'py> Call<'py> {
         Ok(true)
     }
 
-    /// Runs the op on the GPU of the CUDA arrays; the outputs stay there.
-    fn run_gpu(&self) -> PyResult<Vec<(String, Out)>> {
+    /// An error unless every array is on the GPU of the CUDA arrays.
+    fn one_device(&self) -> PyResult<()> {
         if let (Some((host, _)), Some((dev, t, _))) = (self.arrays.first(), self.gpu.first()) {
             return Err(py_error(
                 self.py,
@@ -260,11 +260,22 @@ impl<'py> Call<'py> {
                 ),
             ));
         }
-        let inputs: gather_cuda::dynamic::CudaTensors = self
-            .gpu
+        Ok(())
+    }
+
+    /// The CUDA arrays by name, but `except`.
+    fn gpu_inputs(&self, except: &str) -> gather_cuda::dynamic::CudaTensors {
+        self.gpu
             .iter()
+            .filter(|(n, _, _)| *n != except)
             .map(|(n, t, _)| (n.to_string(), t.clone()))
-            .collect();
+            .collect()
+    }
+
+    /// Runs the op on the GPU of the CUDA arrays; the outputs stay there.
+    fn run_gpu(&self) -> PyResult<Vec<(String, Out)>> {
+        self.one_device()?;
+        let inputs = self.gpu_inputs("");
         let gpu = self.gpu.first().map(|(_, t, _)| t.device().clone());
         let (op, args) = (self.op, &self.args);
         let result = self.py.detach(|| {
@@ -380,14 +391,14 @@ impl<'py> Call<'py> {
         Ok(input.clone().unbind())
     }
 
-    /// The in-place form on the GPU: the op out of place, then its result written into the
-    /// caller's CUDA array (so a failed call changes nothing), waited for before returning.
+    /// The in-place form on the GPU ([`gather_cuda::dynamic::call_inplace`]: the op out of
+    /// place, then its result written into the caller's CUDA array, so a failed call changes
+    /// nothing), waited for before returning.
     fn into_gpu_input(self, input: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
-        let target = self.gpu.iter().find(|(n, _, _)| *n == "input");
-        let Some((_, target, read_only)) = target.cloned() else {
-            // `input` is in host memory but another array is not: the mixed-device error.
-            self.run_gpu()?;
-            return Err(PyRuntimeError::new_err("unreachable: mixed devices"));
+        self.one_device()?;
+        let target = self.gpu.iter().find(|(n, _, _)| *n == "input").cloned();
+        let Some((_, target, read_only)) = target else {
+            return Err(PyRuntimeError::new_err("in-place call without an input"));
         };
         if read_only {
             return Err(py_error(
@@ -400,16 +411,18 @@ impl<'py> Call<'py> {
                 ),
             ));
         }
-        let out = self.run_gpu()?;
-        let Some((_, Out::Gpu(result))) = out.into_iter().next() else {
-            return Err(PyRuntimeError::new_err("no output"));
-        };
-        let op = self.op;
-        let done = self.py.detach(|| {
-            target.assign(&result)?;
-            cuda::wait(target.device())
+        let inputs = self.gpu_inputs("input");
+        let (op, args) = (self.op, &self.args);
+        let result = self.py.detach(|| {
+            catch_unwind(AssertUnwindSafe(|| {
+                let r = gather_cuda::dynamic::call_inplace(op, args, &target, &inputs);
+                cuda::wait(target.device()).map_err(|e| {
+                    lib::Error::new(ErrorKind::InvalidArgument, format!("{op}_: {e}"))
+                })?;
+                r
+            }))
         });
-        done.map_err(|e| PyValueError::new_err(format!("{op}_: {e}")))?;
+        self.finish(result)?;
         Ok(input.clone().unbind())
     }
 
