@@ -64,6 +64,8 @@ pub enum GradCheck {
     /// gradient matched PyTorch's corrected by the documented rules (the `include_self = false`
     /// tie bug; non-finite inputs at unreferenced positions).
     PassedWithCorrection,
+    /// The case has a gradient check that did not run: the GPU has no gradients yet.
+    NotRun,
 }
 
 /// The result of one case.
@@ -127,7 +129,20 @@ impl Report {
     pub fn grad_passed(&self) -> usize {
         self.results
             .iter()
-            .filter(|r| r.grad != GradCheck::None)
+            .filter(|r| matches!(r.grad, GradCheck::Passed | GradCheck::PassedWithCorrection))
+            .count()
+    }
+
+    /// Number of passing cases whose gradient check did not run ([`GradCheck::NotRun`]: on the
+    /// GPU).
+    ///
+    /// ```
+    /// assert_eq!(gather_cli::conformance::Report::default().grad_not_run(), 0);
+    /// ```
+    pub fn grad_not_run(&self) -> usize {
+        self.results
+            .iter()
+            .filter(|r| r.grad == GradCheck::NotRun)
             .count()
     }
 
@@ -152,6 +167,12 @@ impl Report {
     /// ```
     pub fn grad_line(&self) -> Option<String> {
         let n = self.grad_passed();
+        let skipped = self.grad_not_run();
+        if skipped > 0 {
+            return Some(format!(
+                "gradient checks: {n} passed, {skipped} not run (the GPU has no gradients yet)"
+            ));
+        }
         if n == 0 {
             return None;
         }
@@ -392,7 +413,10 @@ fn check_case(
             let expected = expected.ok_or("success case without `expected`")?;
             check_outputs(case, &inputs, &outputs, &expected)?;
             if gpu.is_some() {
-                return Ok(GradCheck::None);
+                return Ok(match case.grad {
+                    Some(_) => GradCheck::NotRun,
+                    None => GradCheck::None,
+                });
             }
             match (&case.grad, grad_files) {
                 (Some(spec), Some(files)) => check_grad(case, spec, &inputs, &outputs, &files),
