@@ -6,8 +6,9 @@
 #
 # Prepare here, then carry `gpu/` (ignored through .git/info/exclude):
 #   scripts/gpu_check.sh --prepare
-# On the GPU machine:
-#   scripts/gpu_check.sh
+# On the GPU machine (all of it takes at most 9.7 minutes by its timeouts; `tests` and `bench`
+# run the two halves, for two calls of under 5 minutes each):
+#   scripts/gpu_check.sh [all|tests|bench]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,42 +38,53 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --f
 mkdir -p /tmp/suite && tar -C /tmp/suite -xzf gpu/conformance.tgz
 export GATHER_CUDA_TESTS=1 RUST_BACKTRACE=1
 
-log "unit tests on the GPU"
-timeout 90 gpu/gpu-tests --test-threads=1 > "$OUT/tests.log" 2>&1
-echo "tests exit $?"; grep -E "^test |test result" "$OUT/tests.log" | tail -20
+tests() {
+    log "unit tests on the GPU"
+    timeout 90 gpu/gpu-tests --test-threads=1 > "$OUT/tests.log" 2>&1
+    echo "tests exit $?"; grep -E "^test |test result" "$OUT/tests.log" | tail -20
 
-log "conformance on CUDA"
-timeout 45 gpu/gather --no-progress conformance --device cuda /tmp/suite/conformance > "$OUT/conformance.log" 2>&1
-echo "conformance exit $?"; tail -4 "$OUT/conformance.log"
+    log "conformance on CUDA"
+    timeout 45 gpu/gather --no-progress conformance --device cuda /tmp/suite/conformance > "$OUT/conformance.log" 2>&1
+    echo "conformance exit $?"; tail -4 "$OUT/conformance.log"
 
-log "Python: torch, CuPy and JAX CUDA arrays through DLPack"
-rm -rf /tmp/pyg && python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/pyg gpu/gather-*.whl
-PYTHONPATH=/tmp/pyg timeout 90 python3 -m pytest -q -p no:cacheprovider -rs crates/gather-py/tests/test_cuda.py > "$OUT/python_cuda.log" 2>&1
-echo "python exit $?"; tail -15 "$OUT/python_cuda.log"
+    log "Python: torch, CuPy and JAX CUDA arrays through DLPack"
+    rm -rf /tmp/pyg && python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/pyg gpu/gather-*.whl
+    PYTHONPATH=/tmp/pyg timeout 90 python3 -m pytest -q -p no:cacheprovider -rs crates/gather-py/tests/test_cuda.py > "$OUT/python_cuda.log" 2>&1
+    echo "python exit $?"; tail -15 "$OUT/python_cuda.log"
 
-log "bench, ours"
-timeout 120 gpu/gather bench --device cuda --large --json "$OUT/ours.json" 2>&1 | tee "$OUT/bench_ours.log"
+    log "conformance failures by op (ops not on the GPU yet, then the others)"
+    grep "does not run on the GPU" "$OUT/conformance.log" | awk '{print $2}' | sed 's/__.*//' | sort | uniq -c | sort -rn | tr '\n' ' '; echo
+    grep "^FAIL" "$OUT/conformance.log" | grep -v "does not run on the GPU" | cut -c1-220 | head -25
 
-log "bench, PyTorch"
-timeout 80 python3 scripts/bench_cuda_torch.py --large --json "$OUT/torch.json" > "$OUT/bench_torch.log" 2>&1
-echo "torch exit $?"
+    log "compute-sanitizer memcheck: unit tests (bad indices, scatter family, the ops added without a GPU) and the suite's error cases"
+    timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 gpu/gpu-tests --test-threads=1 \
+        bad_indices scatter_reduce_propagates empty_and_zero index_add masked_select repeat_interleave \
+        take_along_dim select_batched bounds_policies broadcasting scatter_reduce_arg segment_reductions scatter_groups softmax_any > "$OUT/sanitizer_tests.log" 2>&1
+    echo "sanitizer tests exit $?"; grep -E "ERROR SUMMARY|test result" "$OUT/sanitizer_tests.log"
+    timeout 40 compute-sanitizer --tool memcheck --error-exitcode 9 gpu/gather --no-progress conformance \
+        --device cuda --filter err_ /tmp/suite/conformance > "$OUT/sanitizer_conformance.log" 2>&1
+    echo "sanitizer conformance exit $?"; grep -E "ERROR SUMMARY|passed" "$OUT/sanitizer_conformance.log" | tail -3
+}
 
-log "where the time goes (GATHER_CUDA_PROFILE=1 waits after every step)"
-GATHER_CUDA_PROFILE=1 timeout 30 gpu/gather bench --device cuda --only W1,W5,W6,W7,W9,W11 --repeat 10 > "$OUT/profile.log" 2>&1
-cut -c1-110 "$OUT/profile.log"
+bench() {
+    log "bench, ours"
+    timeout 120 gpu/gather bench --device cuda --large --json "$OUT/ours.json" 2>&1 | tee "$OUT/bench_ours.log"
 
-log "table"
-python3 scripts/cuda_table.py "$OUT/ours.json" "$OUT/torch.json" | tee "$OUT/table.txt"
-log "conformance failures by op (ops not on the GPU yet, then the others)"
-grep "does not run on the GPU" "$OUT/conformance.log" | awk '{print $2}' | sed 's/__.*//' | sort | uniq -c | sort -rn | tr '\n' ' '; echo
-grep "^FAIL" "$OUT/conformance.log" | grep -v "does not run on the GPU" | cut -c1-220 | head -25
+    log "bench, PyTorch"
+    timeout 70 python3 scripts/bench_cuda_torch.py --large --json "$OUT/torch.json" > "$OUT/bench_torch.log" 2>&1
+    echo "torch exit $?"
 
-log "compute-sanitizer memcheck: unit tests (bad indices, scatter family, the ops added without a GPU) and the suite's error cases"
-timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 gpu/gpu-tests --test-threads=1 \
-    bad_indices scatter_reduce_propagates empty_and_zero index_add masked_select repeat_interleave \
-    take_along_dim select_batched bounds_policies broadcasting scatter_reduce_arg segment_reductions > "$OUT/sanitizer_tests.log" 2>&1
-echo "sanitizer tests exit $?"; grep -E "ERROR SUMMARY|test result" "$OUT/sanitizer_tests.log"
-timeout 40 compute-sanitizer --tool memcheck --error-exitcode 9 gpu/gather --no-progress conformance \
-    --device cuda --filter err_ /tmp/suite/conformance > "$OUT/sanitizer_conformance.log" 2>&1
-echo "sanitizer conformance exit $?"; grep -E "ERROR SUMMARY|passed" "$OUT/sanitizer_conformance.log" | tail -3
+    log "where the time goes (GATHER_CUDA_PROFILE=1 waits after every step)"
+    GATHER_CUDA_PROFILE=1 timeout 30 gpu/gather bench --device cuda --only W1,W5,W6,W7,W9,W11 --repeat 10 > "$OUT/profile.log" 2>&1
+    cut -c1-110 "$OUT/profile.log"
 
+    log "table"
+    python3 scripts/cuda_table.py "$OUT/ours.json" "$OUT/torch.json" | tee "$OUT/table.txt"
+}
+
+case "${1:-all}" in
+    tests) tests ;;
+    bench) bench ;;
+    all) tests; bench ;;
+    *) echo "usage: $0 [--prepare|all|tests|bench]" >&2; exit 2 ;;
+esac
