@@ -129,8 +129,9 @@ impl Options {
     }
 
     /// Runs a read on the index mapped under the policy (not `Error`), then writes the fill value
-    /// (`fill`: its bits, from [`Options::read_policy`]) where the index was out of range. `spread` views the missing marks with the output's
-    /// shape (or its element count, in the output's row-major order).
+    /// (`fill`: its bits, from [`Options::read_policy`]) where the index was out of range.
+    /// `spread` views the missing marks with the output's shape (or its element count, in the
+    /// output's row-major order).
     fn read(
         &self,
         op: &str,

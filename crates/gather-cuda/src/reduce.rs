@@ -442,8 +442,8 @@ pub(crate) fn fold_into(
     Ok((out, arg))
 }
 
-/// How the runs of a group reduction (segments, groups) are folded: the apply kernels' reduction (its code), the
-/// winners too, or a fold of its own kernel.
+/// How the runs of a group reduction (segments, groups) are folded: the apply kernels'
+/// reduction (its code), the winners too, or a fold of its own kernel.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum How {
     Reduce(i32),
