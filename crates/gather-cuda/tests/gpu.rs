@@ -50,6 +50,17 @@ fn a_missing_gpu_is_an_error_not_a_crash() {
     assert_eq!(Cuda::is_available(), gpu_expected());
 }
 
+/// The number of random cases of a test: `n`, or a sixth of it (at least 2) under
+/// `GATHER_CUDA_QUICK=1`, which `scripts/gpu_check.sh` sets for compute-sanitizer (tens of times
+/// slower), so that its run covers every listed test within its time.
+fn cases(n: usize) -> usize {
+    if std::env::var("GATHER_CUDA_QUICK").is_ok_and(|v| v == "1") {
+        (n / 6).max(2)
+    } else {
+        n
+    }
+}
+
 // ---- data ----
 
 struct Rng(u64);
@@ -100,7 +111,7 @@ fn as_f64<T: Element>(a: &ArrayD<T>) -> ArrayD<f64> {
 // ---- gather, index_select, take ----
 
 fn check_gather<T: Element + PartialEq>(g: &Cuda, rng: &mut Rng, f: impl Fn(i64) -> T + Copy) {
-    for case in 0..60 {
+    for case in 0..cases(60) {
         let nd = 1 + rng.below(4);
         let shape: Vec<usize> = (0..nd).map(|_| 1 + rng.below(7)).collect();
         let d = rng.below(nd);
@@ -175,7 +186,7 @@ fn gather_with_an_expanded_index_copies_whole_rows() {
 fn index_select_and_take_equal_the_cpu_library() {
     let Some(g) = gpu() else { return };
     let mut rng = Rng(3);
-    for case in 0..40 {
+    for case in 0..cases(40) {
         let nd = 1 + rng.below(3);
         let shape: Vec<usize> = (0..nd).map(|_| 1 + rng.below(9)).collect();
         let d = rng.below(nd);
@@ -244,7 +255,7 @@ fn bad_indices_give_the_cpu_librarys_error_and_touch_nothing() {
 fn take_along_dim_and_put_equal_the_cpu_library() {
     let Some(g) = gpu() else { return };
     let mut rng = Rng(11);
-    for case in 0..40 {
+    for case in 0..cases(40) {
         let nd = 1 + rng.below(3);
         let shape: Vec<usize> = (0..nd).map(|_| 1 + rng.below(6)).collect();
         let d = rng.below(nd);
@@ -327,7 +338,7 @@ fn take_along_dim_and_put_equal_the_cpu_library() {
 fn masked_select_and_scatter_equal_the_cpu_library() {
     let Some(g) = gpu() else { return };
     let mut rng = Rng(13);
-    for case in 0..40 {
+    for case in 0..cases(40) {
         let nd = 1 + rng.below(3);
         let shape: Vec<usize> = (0..nd).map(|_| 1 + rng.below(6)).collect();
         // Input and mask broadcast against each other: either may have size 1 on an axis.
@@ -387,7 +398,7 @@ fn masked_select_and_scatter_equal_the_cpu_library() {
 fn repeat_interleave_equals_the_cpu_library_in_every_form() {
     let Some(g) = gpu() else { return };
     let mut rng = Rng(17);
-    for case in 0..40 {
+    for case in 0..cases(40) {
         let nd = 1 + rng.below(3);
         let shape: Vec<usize> = (0..nd).map(|_| 1 + rng.below(5)).collect();
         let d = rng.below(nd);
@@ -451,7 +462,7 @@ fn repeat_interleave_equals_the_cpu_library_in_every_form() {
 }
 
 fn check_sorts<T: Element + PartialEq>(g: &Cuda, rng: &mut Rng, f: impl Fn(i64) -> T + Copy) {
-    for case in 0..30 {
+    for case in 0..cases(30) {
         let nd = 1 + rng.below(3);
         let shape: Vec<usize> = (0..nd).map(|_| 1 + rng.below(9)).collect();
         let d = rng.below(nd) as isize;
@@ -547,7 +558,7 @@ fn sort_argsort_and_topk_equal_the_cpu_library_for_every_dtype() {
 fn select_batched_equals_the_cpu_library() {
     let Some(g) = gpu() else { return };
     let mut rng = Rng(23);
-    for case in 0..40 {
+    for case in 0..cases(40) {
         let nd = 1 + rng.below(4);
         let shape: Vec<usize> = (0..nd).map(|_| 1 + rng.below(5)).collect();
         let axis = rng.below(nd);
@@ -581,7 +592,7 @@ const REDUCES: [Reduce; 5] = [
 ];
 
 fn check_scatter<T: Element>(g: &Cuda, rng: &mut Rng, f: impl Fn(i64) -> T + Copy, exact: bool) {
-    for case in 0..40 {
+    for case in 0..cases(40) {
         let nd = 1 + rng.below(3);
         let shape: Vec<usize> = (0..nd).map(|_| 1 + rng.below(6)).collect();
         let d = rng.below(nd);
@@ -854,7 +865,7 @@ fn index_add_with_alpha_equals_the_cpu_library() {
 fn index_copy_fill_and_reduce_equal_the_cpu_library() {
     let Some(g) = gpu() else { return };
     let mut rng = Rng(10);
-    for case in 0..30 {
+    for case in 0..cases(30) {
         let nd = 1 + rng.below(3);
         let shape: Vec<usize> = (0..nd).map(|_| 1 + rng.below(6)).collect();
         let d = rng.below(nd);
@@ -980,7 +991,7 @@ fn check_options<T: Element>(g: &Cuda, rng: &mut Rng, f: impl Fn(i64) -> T + Cop
     use gather::OutOfBounds::{Clip, Drop, Fill, Wrap};
     let tol = if exact { 0.0 } else { 1e-2 };
     let policies = [Wrap, Clip, Fill(Scalar::Int(7)), Drop];
-    for case in 0..12 {
+    for case in 0..cases(12) {
         let nd = 1 + rng.below(3);
         let shape: Vec<usize> = (0..nd).map(|_| 1 + rng.below(5)).collect();
         let d = rng.below(nd);
@@ -1146,7 +1157,7 @@ fn bounds_policies_give_the_cpu_librarys_results_and_errors() {
 fn broadcasting_gather_and_scatters_equal_the_cpu_library() {
     let Some(g) = gpu() else { return };
     let mut rng = Rng(37);
-    for case in 0..40 {
+    for case in 0..cases(40) {
         // [B, N, D] with [B, K, 1] row ids (gather), [E, 1] edge targets into [M, D] (scatter).
         let (b, n, dd, k) = (
             1 + rng.below(3),
@@ -1267,7 +1278,7 @@ fn check_scatter_arg<T: gather::ops::reduce::ReduceElement>(
     f: impl Fn(f64) -> T + Copy,
 ) {
     use gather::ops::reduce::{ArgReduce, scatter_reduce_arg};
-    for case in 0..30 {
+    for case in 0..cases(30) {
         let nd = 1 + rng.below(3);
         let shape: Vec<usize> = (0..nd).map(|_| 1 + rng.below(5)).collect();
         let d = rng.below(nd);
@@ -1361,7 +1372,7 @@ fn segment_reductions_equal_the_cpu_library_in_every_form() {
         GroupReduce::Var { correction: 1 },
         GroupReduce::Std { correction: 0 },
     ];
-    for case in 0..30 {
+    for case in 0..cases(30) {
         let nd = 1 + rng.below(3);
         let shape: Vec<usize> = (0..nd).map(|_| 1 + rng.below(6)).collect();
         let axis = rng.below(nd);
@@ -1465,7 +1476,7 @@ fn scatter_groups_equal_the_cpu_library_for_every_reduction() {
         GroupReduce::Var { correction: 1 },
         GroupReduce::Std { correction: 0 },
     ];
-    for case in 0..30 {
+    for case in 0..cases(30) {
         let nd = 1 + rng.below(3);
         let shape: Vec<usize> = (0..nd).map(|_| 1 + rng.below(6)).collect();
         let d = rng.below(nd);
@@ -1529,7 +1540,7 @@ fn softmax_any_and_all_over_groups_and_segments_equal_the_cpu_library() {
     use gather_cuda::Segments;
     let Some(g) = gpu() else { return };
     let mut rng = Rng(53);
-    for case in 0..30 {
+    for case in 0..cases(30) {
         let nd = 1 + rng.below(3);
         let shape: Vec<usize> = (0..nd).map(|_| 1 + rng.below(6)).collect();
         let d = rng.below(nd);
