@@ -2,21 +2,14 @@
 //! benchmark workloads timed with CUDA events beside their CPU results.
 
 use gather::dynamic::{Args, Tensor, Tensors};
-use gather::{DType, Error, Reduce, with_tensor};
+use gather::{DType, Reduce, with_tensor};
 use gather_cuda::{Cuda, CudaTensor};
 
 /// The ops [`call`] runs on the GPU; the others fail with an error that says so.
 pub use gather_cuda::dynamic::OPS;
 
-fn device_error(e: gather_cuda::Error) -> Error {
-    match e {
-        gather_cuda::Error::Op(e) => e,
-        other => Error::new(gather::ErrorKind::InvalidArgument, other.to_string()),
-    }
-}
-
 fn up(gpu: &Cuda, t: &Tensor) -> gather::Result<CudaTensor> {
-    with_tensor!(t, a => CudaTensor::from_host(gpu, a)).map_err(device_error)
+    with_tensor!(t, a => CudaTensor::from_host(gpu, a)).map_err(gather::Error::from)
 }
 
 fn down(t: &CudaTensor) -> gather::Result<Tensor> {
@@ -35,7 +28,7 @@ fn down(t: &CudaTensor) -> gather::Result<Tensor> {
         DType::F32 => t.to_host::<f32>().map(Tensor::from),
         _ => t.to_host::<f64>().map(Tensor::from),
     };
-    r.map_err(device_error)
+    r.map_err(gather::Error::from)
 }
 
 /// `gather::dynamic::call` on the GPU: uploads the inputs, runs the op with

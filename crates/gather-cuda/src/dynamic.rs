@@ -57,14 +57,6 @@ pub const OPS: &[&str] = &[
     "scatter_reduce_broadcast",
 ];
 
-/// A device error as an op error (the op errors pass as they are).
-fn device_error(e: crate::Error) -> Error {
-    match e {
-        crate::Error::Op(e) => e,
-        other => Error::new(gather::ErrorKind::InvalidArgument, other.to_string()),
-    }
-}
-
 /// Runs `op` on the named GPU tensors with the arguments of [`gather::dynamic::call`]; the
 /// outputs stay on the GPU.
 pub fn call(op: &str, args: &Args, inputs: &CudaTensors) -> gather::Result<Outputs> {
@@ -104,7 +96,10 @@ pub fn call(op: &str, args: &Args, inputs: &CudaTensors) -> gather::Result<Outpu
                 crate::repeat_interleave_scalar(&x, r, dim, output_size)
             }
         };
-        return Ok(vec![("output".to_string(), out.map_err(device_error)?)]);
+        return Ok(vec![(
+            "output".to_string(),
+            out.map_err(gather::Error::from)?,
+        )]);
     }
     let x = get("input")?;
     if matches!(op, "sort" | "argsort" | "topk") {
@@ -113,15 +108,15 @@ pub fn call(op: &str, args: &Args, inputs: &CudaTensors) -> gather::Result<Outpu
             Ok(vec![("values".to_string(), v), ("indices".to_string(), i)])
         };
         return match op {
-            "sort" => named(crate::sort(&x, dim, flip, true).map_err(device_error)?),
+            "sort" => named(crate::sort(&x, dim, flip, true).map_err(gather::Error::from)?),
             "argsort" => {
-                let i = crate::argsort(&x, dim, flip, true).map_err(device_error)?;
+                let i = crate::argsort(&x, dim, flip, true).map_err(gather::Error::from)?;
                 Ok(vec![("output".to_string(), i)])
             }
             _ => {
                 let k = args.int("k")?;
                 gather::backend::check_topk(x.shape(), k, dim, x.dtype())?;
-                named(crate::topk(&x, k as usize, dim, flip, true).map_err(device_error)?)
+                named(crate::topk(&x, k as usize, dim, flip, true).map_err(gather::Error::from)?)
             }
         };
     }
@@ -131,7 +126,10 @@ pub fn call(op: &str, args: &Args, inputs: &CudaTensors) -> gather::Result<Outpu
         _ => None,
     };
     if let Some(out) = masked {
-        return Ok(vec![("output".to_string(), out.map_err(device_error)?)]);
+        return Ok(vec![(
+            "output".to_string(),
+            out.map_err(gather::Error::from)?,
+        )]);
     }
     let index = get("index")?;
     let scalar_or = |name: &str, default: Scalar| -> gather::Result<Scalar> {
@@ -214,7 +212,7 @@ pub fn call(op: &str, args: &Args, inputs: &CudaTensors) -> gather::Result<Outpu
             }
         }
     }
-    .map_err(device_error)?;
+    .map_err(gather::Error::from)?;
     Ok(vec![("output".to_string(), out)])
 }
 
@@ -257,5 +255,5 @@ pub fn call_inplace(
             format!("{op}: no output"),
         )
     })?;
-    target.assign(&result).map_err(device_error)
+    target.assign(&result).map_err(gather::Error::from)
 }

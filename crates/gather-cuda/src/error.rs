@@ -59,5 +59,22 @@ impl From<cudarc::driver::DriverError> for Error {
     }
 }
 
+/// A GPU call's error as the CPU library's: an op's error as it is, a device error as an
+/// `InvalidArgument` with its message (for callers that speak `gather::Result`, such as the ops
+/// by name).
+///
+/// ```
+/// let e: gather::Error = gather_cuda::Error::Device("no GPU".into()).into();
+/// assert_eq!(e.kind(), gather::ErrorKind::InvalidArgument);
+/// ```
+impl From<Error> for gather::Error {
+    fn from(e: Error) -> Self {
+        match e {
+            Error::Op(e) => e,
+            other => gather::Error::new(gather::ErrorKind::InvalidArgument, other.to_string()),
+        }
+    }
+}
+
 /// The result of every GPU call.
 pub type Result<T> = std::result::Result<T, Error>;

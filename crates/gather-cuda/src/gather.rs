@@ -96,11 +96,7 @@ pub fn index_select(input: &CudaTensor, dim: isize, index: &CudaTensor) -> Resul
         return Ok(out);
     }
     // The index spread over the output's shape: stride 0 on every other axis, never copied.
-    let mut spread = as_1d(&index);
-    let stride = spread.strides[0];
-    spread.shape = shape.clone();
-    spread.strides = vec![0; shape.len()];
-    spread.strides[d] = stride;
+    let spread = as_1d(&index).spread(&shape, d);
     let empty_out = shape.iter().product::<usize>() == 0;
     let bad = if empty_out {
         // Nothing to write, but PyTorch still checks the index: walk it as a 1-d gather.
@@ -664,8 +660,24 @@ pub(crate) fn width_name(family: &str, dtype: DType) -> &'static str {
 
 /// `gather_u32_i64` and the like: the kernel for an element width and an index type.
 pub(crate) fn kernel_name(family: &str, dtype: DType, index: DType) -> &'static str {
-    let i = if index == DType::I32 { "i32" } else { "i64" };
-    intern(format!("{}_{i}", width_name(family, dtype)))
+    intern(format!(
+        "{}_{}",
+        width_name(family, dtype),
+        index_suffix(index)
+    ))
+}
+
+/// The kernels' suffix for an index of `index_operand`'s dtypes (`i32`, else `i64`).
+pub(crate) fn index_suffix(index: DType) -> &'static str {
+    if index == DType::I32 { "i32" } else { "i64" }
+}
+
+/// The values of an index of `index_operand`'s dtypes (i64 or i32), read to the host as i64.
+pub(crate) fn host_i64(t: &CudaTensor) -> Result<Vec<i64>> {
+    Ok(match t.dtype() {
+        DType::I32 => t.to_host::<i32>()?.iter().map(|&v| v as i64).collect(),
+        _ => t.to_host::<i64>()?.iter().copied().collect(),
+    })
 }
 
 /// A kernel's name as a `&'static str`: the names are a small fixed set (families, widths,

@@ -22,7 +22,10 @@ use gather::{DType, OutOfBounds, Reduce, Scalar};
 
 use crate::device::{Source, launch};
 use crate::error::Result;
-use crate::gather::{as_1d, copy_into, gather_op, index_operand, read_index, unravel, width_name};
+use crate::gather::{
+    as_1d, copy_into, gather_op, index_operand, index_suffix, intern, read_index, unravel,
+    width_name,
+};
 use crate::scatter::scatter_op;
 use crate::scatter::{R_SET, R_SUM, Src, code, copy_of, reshape_like, same_dtype, scalar_bits};
 use crate::tensor::{CudaTensor, width};
@@ -320,16 +323,9 @@ impl Options {
         let fill = self.read_policy(op, input.dtype())?;
         let (d, n) = dim_size(op, input, dim)?;
         // Index element j gives the output's slice j along d.
-        let spread = |m: &CudaTensor, out: &CudaTensor| {
-            let m = as_1d(m);
-            if out.ndim() == 0 {
-                return Ok(m);
-            }
-            let mut v = m.clone();
-            v.shape = out.shape().to_vec();
-            v.strides = vec![0; out.ndim()];
-            v.strides[d] = m.strides()[0];
-            Ok(v)
+        let spread = |m: &CudaTensor, out: &CudaTensor| match out.ndim() {
+            0 => Ok(as_1d(m)),
+            _ => Ok(as_1d(m).spread(out.shape(), d)),
         };
         let run = |i: &CudaTensor| crate::index_select(input, dim, i);
         self.read(op, fill, index, (d, n), &run, &spread)
@@ -716,10 +712,7 @@ fn resolve(
     let flagged = if n == 0 {
         None
     } else {
-        let name = match index.dtype() {
-            DType::I32 => "bounds_map_i32",
-            _ => "bounds_map_i64",
-        };
+        let name = intern(format!("bounds_map_{}", index_suffix(index.dtype())));
         let f = dev.function(Source::Bounds, name)?;
         let (op_, mp) = (mapped.ptr(), missing.as_ref().map_or(0, |m| m.ptr()));
         let (ip, il) = (compact.ptr(), compact.layout()?);

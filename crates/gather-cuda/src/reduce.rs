@@ -17,7 +17,9 @@ use gather::ops::reduce::{ArgReduce, GroupOptions, GroupReduce};
 use crate::Scalar;
 use crate::device::{Source, launch};
 use crate::error::Result;
-use crate::gather::{as_1d, check_values, index_operand, read_index, unravel};
+use crate::gather::{
+    as_1d, check_values, index_operand, index_suffix, intern, read_index, unravel,
+};
 use crate::options::full;
 use crate::scatter::{Fold, copy_of, reshape_like, run, same_dtype, strict_error};
 use crate::tensor::{CudaTensor, invalid};
@@ -257,11 +259,7 @@ pub(crate) fn softmax_into(
     extent.shape = src.shape().to_vec();
     extent.shape[d] = groups;
     extent.strides = vec![0; src.ndim()];
-    let unreachable = |pos: u64| -> Result<crate::Error> {
-        Ok(invalid(format!(
-            "{op}: a checked group id was out of range at position {pos} (a bug of gather-cuda)"
-        )))
-    };
+    let unreachable = |pos| checked_id_flagged(op, pos);
     let fold = Fold::Softmax(&out, log);
     let (x, s) = (&extent, Some(src));
     run(
@@ -351,11 +349,7 @@ fn grouped(
     let spread = if index.ndim() == src.ndim() {
         index.clone()
     } else {
-        let mut v = index.clone();
-        v.shape = block.clone();
-        v.strides = vec![0; block.len()];
-        v.strides[d] = index.strides()[0];
-        v
+        index.spread(&block, d)
     };
     let mut s = src.clone();
     for (a, &n) in block.iter().enumerate() {
@@ -378,11 +372,7 @@ fn index_max(index: &CudaTensor) -> Result<i64> {
         return Ok(i64::MIN);
     }
     let dev = index.device();
-    let name = if index.dtype() == DType::I32 {
-        "index_max_i32"
-    } else {
-        "index_max_i64"
-    };
+    let name = intern(format!("index_max_{}", index_suffix(index.dtype())));
     let f = dev.function(Source::Segment, name)?;
     let (ip, il, n64) = (index.ptr(), index.layout()?, n as i64);
     let cfg = dev.grid(n, 256);
@@ -420,11 +410,7 @@ pub(crate) fn fold_into(
         (How::Float(kind, correction), _) => (0, Fold::Float(kind, correction)),
         (How::Arg(_), None) => unreachable!("the arg tensor exists for an arg-reduction"),
     };
-    let unreachable = |pos: u64| -> Result<crate::Error> {
-        Ok(invalid(format!(
-            "{op}: a checked group id was out of range at position {pos} (a bug of gather-cuda)"
-        )))
-    };
+    let unreachable = |pos| checked_id_flagged(op, pos);
     let out = run(
         op,
         &filled,
@@ -440,6 +426,13 @@ pub(crate) fn fold_into(
         fold,
     )?;
     Ok((out, arg))
+}
+
+/// The error for a group id that the GPU flags although every value was checked before: a bug.
+fn checked_id_flagged(op: &str, pos: u64) -> Result<crate::Error> {
+    Ok(invalid(format!(
+        "{op}: a checked group id was out of range at position {pos} (a bug of gather-cuda)"
+    )))
 }
 
 /// How the runs of a group reduction (segments, groups) are folded: the apply kernels'

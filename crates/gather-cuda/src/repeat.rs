@@ -15,7 +15,7 @@ use gather::backend;
 
 use crate::device::{Source, launch};
 use crate::error::Result;
-use crate::gather::{index_operand, index_select};
+use crate::gather::{host_i64, index_operand, index_select};
 use crate::tensor::CudaTensor;
 
 const OP: &str = "repeat_interleave";
@@ -103,11 +103,7 @@ pub fn repeat_interleave_repeats(
 
 /// The counts, read to the host as i64 (an integer dtype is required).
 fn host_counts(repeats: &CudaTensor) -> Result<Vec<i64>> {
-    let r = index_operand(OP, "repeats", repeats)?;
-    Ok(match r.dtype() {
-        DType::I32 => r.to_host::<i32>()?.iter().map(|&v| v as i64).collect(),
-        _ => r.to_host::<i64>()?.iter().copied().collect(),
-    })
+    host_i64(&index_operand(OP, "repeats", repeats)?)
 }
 
 /// Slice `pos[j]` of `input` along `d` becomes output slice `j` (`d = None`: element `pos[j]`

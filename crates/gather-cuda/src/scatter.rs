@@ -15,7 +15,7 @@ use gather::{DType, Element, Reduce, Scalar};
 use crate::device::{Source, launch};
 use crate::error::{Error, Result};
 use crate::gather::{
-    as_1d, copy_into, index_operand, intern, read_index, require_int_index, unravel,
+    as_1d, copy_into, index_operand, index_suffix, intern, read_index, require_int_index, unravel,
 };
 use crate::sort;
 use crate::tensor::{CudaTensor, Layout, width};
@@ -384,11 +384,7 @@ fn index_family(
         }
         return Ok(reshape_like(copy_of(input)?, input));
     }
-    let mut spread = index1.clone();
-    let stride = spread.strides[0];
-    spread.shape = region.clone();
-    spread.strides = vec![0; region.len()];
-    spread.strides[d] = stride;
+    let spread = index1.spread(&region, d);
     let out = run(
         op,
         &x,
@@ -1008,10 +1004,6 @@ fn dtype_suffix(d: DType) -> &'static str {
         DType::I64 => "i64",
         _ => "u64",
     }
-}
-
-fn index_suffix(index: DType) -> &'static str {
-    if index == DType::I32 { "i32" } else { "i64" }
 }
 
 fn fiber_name(d: DType, index: DType) -> &'static str {

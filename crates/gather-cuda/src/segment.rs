@@ -28,7 +28,7 @@ use ndarray::Array1;
 use crate::Scalar;
 use crate::device::{Source, launch};
 use crate::error::Result;
-use crate::gather::{index_operand, read_index};
+use crate::gather::{host_i64, index_operand, index_suffix, intern, read_index};
 use crate::reduce::{How, fold_into, how, reduce_code, softmax_into, truths};
 use crate::scatter::copy_of;
 use crate::tensor::{CudaTensor, invalid};
@@ -308,11 +308,7 @@ fn segment_softmax_op(
 
 /// The segment ids spread over src's shape: stride 0 on every other axis, never copied.
 fn spread_ids(r: &Resolved, src: &CudaTensor, d: usize) -> CudaTensor {
-    let mut idx = r.ids.clone();
-    idx.shape = src.shape().to_vec();
-    idx.strides = vec![0; src.ndim()];
-    idx.strides[d] = r.ids.strides()[0];
-    idx
+    r.ids.spread(src.shape(), d)
 }
 
 /// Folds `src` by the resolved segments into a tensor that holds the fill (`bits`) where a
@@ -373,17 +369,9 @@ fn resolve(op: &str, segments: Segments<'_>, axis: usize, n: usize) -> Result<Re
     }
     let dev = t.device();
     let count = t.len();
-    let suffix = if t.dtype() == DType::I32 {
-        "i32"
-    } else {
-        "i64"
-    };
+    let suffix = index_suffix(t.dtype());
     let host_error = |num_segments: Option<usize>| -> Result<crate::Error> {
-        let v: Vec<i64> = match t.dtype() {
-            DType::I32 => t.to_host::<i32>()?.iter().map(|&v| v as i64).collect(),
-            _ => t.to_host::<i64>()?.iter().copied().collect(),
-        };
-        let v = Array1::from(v);
+        let v = Array1::from(host_i64(&t)?);
         let host = match segments {
             Segments::Offsets(_) => gather::Segments::offsets(&v),
             Segments::Lengths(_) => gather::Segments::lengths(&v),
@@ -404,7 +392,7 @@ fn resolve(op: &str, segments: Segments<'_>, axis: usize, n: usize) -> Result<Re
             if count == 0 {
                 return Err(host_error(None)?);
             }
-            let name_k = crate::gather::intern(format!("check_offsets_{suffix}"));
+            let name_k = intern(format!("check_offsets_{suffix}"));
             let f = dev.function(Source::Segment, name_k)?;
             let (tp, tl, c64, n64) = (t.ptr(), t.layout()?, count as i64, n as i64);
             let cfg = dev.grid(count, 256);
@@ -419,7 +407,7 @@ fn resolve(op: &str, segments: Segments<'_>, axis: usize, n: usize) -> Result<Re
             if count != n {
                 return Err(host_error(num_segments)?);
             }
-            let name_k = crate::gather::intern(format!("check_ids_{suffix}"));
+            let name_k = intern(format!("check_ids_{suffix}"));
             let f = dev.function(Source::Segment, name_k)?;
             let num = num_segments.map_or(-1, |m| m as i64);
             let (tp, tl, c64) = (t.ptr(), t.layout()?, count as i64);
@@ -447,11 +435,7 @@ fn resolve(op: &str, segments: Segments<'_>, axis: usize, n: usize) -> Result<Re
         Segments::Lengths(_) => {
             // The lengths size nothing on the GPU but their sum must be the axis length: they
             // are checked on the host (as PyTorch does) and run as offsets.
-            let v: Vec<i64> = match t.dtype() {
-                DType::I32 => t.to_host::<i32>()?.iter().map(|&v| v as i64).collect(),
-                _ => t.to_host::<i64>()?.iter().copied().collect(),
-            };
-            let host = Array1::from(v);
+            let host = Array1::from(host_i64(&t)?);
             backend::check_segments(op, &gather::Segments::lengths(&host), axis, n)?;
             let mut off = Vec::with_capacity(count + 1);
             off.push(0i64);
@@ -471,12 +455,7 @@ fn segment_ids(off: &CudaTensor, s: usize, n: usize) -> Result<Resolved> {
     let dev = off.device();
     let ids = CudaTensor::empty(dev, &[n], DType::I64)?;
     if n > 0 {
-        let suffix = if off.dtype() == DType::I32 {
-            "i32"
-        } else {
-            "i64"
-        };
-        let name = crate::gather::intern(format!("segment_ids_{suffix}"));
+        let name = intern(format!("segment_ids_{}", index_suffix(off.dtype())));
         let f = dev.function(Source::Segment, name)?;
         let (op_, ol, s64, n64, ip) = (off.ptr(), off.layout()?, s as i64, n as i64, ids.ptr());
         launch!(dev, &f, name, dev.grid(n, 256), &op_, &ol, &s64, &n64, &ip)?;

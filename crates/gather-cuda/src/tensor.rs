@@ -172,6 +172,16 @@ impl CudaTensor {
         crate::device::launch!(dev, &f, name, dev.grid(n, 256), &op_, &ol, &xp, &xl, &n64)
     }
 
+    /// This 1-d tensor seen over `shape`, its one axis at `d` (where `shape` has its length)
+    /// and stride 0 on every other axis: an index shared by every other coordinate, never copied.
+    pub(crate) fn spread(&self, shape: &[usize], d: usize) -> CudaTensor {
+        let mut t = self.clone();
+        t.shape = shape.to_vec();
+        t.strides = vec![0; shape.len()];
+        t.strides[d] = self.strides[0];
+        t
+    }
+
     /// The device address of the element at offset 0 (the first element of a view whose
     /// strides are not negative): what a DLPack export hands out.
     ///
