@@ -47,8 +47,8 @@ pub struct Options {
     pub verbose: bool,
     /// Show a progress bar (on stderr, when the run takes more than a second).
     pub progress: bool,
-    /// Run the ops on this GPU (`--device cuda`): forward results, errors and the in-place forms'
-    /// atomicity are checked; the gradients are not (the GPU has none yet).
+    /// Run the ops on this GPU (`--device cuda`): forward results, errors, the in-place forms'
+    /// atomicity and the gradients, all computed by `gather-cuda`.
     pub gpu: Option<gather_cuda::Cuda>,
 }
 
@@ -64,8 +64,6 @@ pub enum GradCheck {
     /// gradient matched PyTorch's corrected by the documented rules (the `include_self = false`
     /// tie bug; non-finite inputs at unreferenced positions).
     PassedWithCorrection,
-    /// The case has a gradient check that did not run: the GPU has no gradients yet.
-    NotRun,
 }
 
 /// The result of one case.
@@ -133,19 +131,6 @@ impl Report {
             .count()
     }
 
-    /// Number of passing cases whose gradient check did not run ([`GradCheck::NotRun`]: on the
-    /// GPU).
-    ///
-    /// ```
-    /// assert_eq!(gather_cli::conformance::Report::default().grad_not_run(), 0);
-    /// ```
-    pub fn grad_not_run(&self) -> usize {
-        self.results
-            .iter()
-            .filter(|r| r.grad == GradCheck::NotRun)
-            .count()
-    }
-
     /// Number of those that passed through a documented divergence
     /// ([`GradCheck::PassedWithCorrection`]).
     ///
@@ -167,12 +152,6 @@ impl Report {
     /// ```
     pub fn grad_line(&self) -> Option<String> {
         let n = self.grad_passed();
-        let skipped = self.grad_not_run();
-        if skipped > 0 {
-            return Some(format!(
-                "gradient checks: {n} passed, {skipped} not run (the GPU has no gradients yet)"
-            ));
-        }
         if n == 0 {
             return None;
         }
@@ -412,14 +391,8 @@ fn check_case(
             })?;
             let expected = expected.ok_or("success case without `expected`")?;
             check_outputs(case, &inputs, &outputs, &expected)?;
-            if gpu.is_some() {
-                return Ok(match case.grad {
-                    Some(_) => GradCheck::NotRun,
-                    None => GradCheck::None,
-                });
-            }
             match (&case.grad, grad_files) {
-                (Some(spec), Some(files)) => check_grad(case, spec, &inputs, &outputs, &files),
+                (Some(spec), Some(files)) => check_grad(case, spec, &inputs, &outputs, &files, gpu),
                 _ => Ok(GradCheck::None),
             }
         }
@@ -590,11 +563,15 @@ fn check_grad(
     inputs: &Tensors,
     outputs: &Outputs,
     files: &Tensors,
+    gpu: Option<&gather_cuda::Cuda>,
 ) -> Result<GradCheck, String> {
     let grad_output = &files["grad_output"];
     let run = |parity: Parity| -> Result<Outputs, String> {
-        catch_panic(|| {
-            dynamic::call_grad_with(&case.op, &case.args, inputs, &grad_output.view(), parity)
+        catch_panic(|| match gpu {
+            Some(g) => crate::cuda::call_grad(g, &case.op, &case.args, inputs, grad_output, parity),
+            None => {
+                dynamic::call_grad_with(&case.op, &case.args, inputs, &grad_output.view(), parity)
+            }
         })?
         .map_err(|e| {
             format!(

@@ -98,6 +98,41 @@ pub fn call_inplace(
     Ok((down(&t)?, result))
 }
 
+/// `gather::dynamic::call_grad_with` on the GPU: uploads the inputs and `grad_output`, runs
+/// [`gather_cuda::dynamic::call_grad_with`], and brings the gradients back.
+///
+/// ```no_run
+/// use gather::dynamic::{Arg, Args, Tensor, Tensors};
+/// use gather::grad::Parity;
+/// let gpu = gather_cuda::Cuda::new(0).unwrap();
+/// let mut inputs = Tensors::new();
+/// inputs.insert("input".into(), Tensor::from(ndarray::arr1(&[1.0f64, 2.0]).into_dyn()));
+/// inputs.insert("index".into(), Tensor::from(ndarray::arr1(&[1i64, 1]).into_dyn()));
+/// let mut args = Args::default();
+/// args.set("dim", Arg::Int(0));
+/// let g = Tensor::from(ndarray::arr1(&[1.0f64, 2.0]).into_dyn());
+/// let grads = gather_cli::cuda::call_grad(&gpu, "gather", &args, &inputs, &g, Parity::Correct).unwrap();
+/// assert_eq!(grads[0].1.to_f64_vec(), vec![0.0, 3.0]);
+/// ```
+pub fn call_grad(
+    gpu: &Cuda,
+    op: &str,
+    args: &Args,
+    inputs: &Tensors,
+    grad_output: &Tensor,
+    parity: gather::grad::Parity,
+) -> gather::Result<Vec<(String, Tensor)>> {
+    let mut on_gpu = gather_cuda::dynamic::CudaTensors::new();
+    for (name, t) in inputs {
+        on_gpu.insert(name.clone(), up(gpu, t)?);
+    }
+    let g = up(gpu, grad_output)?;
+    let out = gather_cuda::dynamic::call_grad_with(op, args, &on_gpu, &g, parity)?;
+    out.iter()
+        .map(|(name, t)| Ok((name.clone(), down(t)?)))
+        .collect()
+}
+
 // ---------------------------------------------------------------------------------------------
 // gather bench --device cuda
 // ---------------------------------------------------------------------------------------------

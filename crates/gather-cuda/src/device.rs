@@ -25,12 +25,13 @@ pub(crate) enum Source {
     Arg,
     Segment,
     Groups,
+    Grad,
 }
 
 const COMMON: &str = include_str!("kernels/common.cuh");
 
 impl Source {
-    const ALL: [Source; 10] = [
+    const ALL: [Source; 11] = [
         Source::Gather,
         Source::Scatter,
         Source::Fiber,
@@ -41,6 +42,7 @@ impl Source {
         Source::Arg,
         Source::Segment,
         Source::Groups,
+        Source::Grad,
     ];
 
     fn text(self) -> String {
@@ -58,6 +60,7 @@ impl Source {
             Source::Arg => format!("{COMMON}\n{REDUCE}\n{}", include_str!("kernels/arg.cu")),
             Source::Segment => format!("{COMMON}\n{}", include_str!("kernels/segment.cu")),
             Source::Groups => format!("{COMMON}\n{REDUCE}\n{}", include_str!("kernels/groups.cu")),
+            Source::Grad => format!("{COMMON}\n{}", include_str!("kernels/grad.cu")),
         }
     }
 }

@@ -257,3 +257,276 @@ pub fn call_inplace(
     })?;
     target.assign(&result).map_err(gather::Error::from)
 }
+
+/// The ops [`call_grad`] differentiates on the GPU (each of [`gather::dynamic::GRAD_OPS`] but
+/// masked_select, masked_scatter, repeat_interleave and select_batched, whose gradients run on
+/// the CPU only so far).
+pub const GRAD_OPS: &[&str] = &[
+    "gather",
+    "scatter",
+    "scatter_add",
+    "scatter_reduce",
+    "index_select",
+    "index_add",
+    "index_copy",
+    "index_fill",
+    "index_reduce",
+    "take",
+    "take_along_dim",
+    "put",
+    "sort",
+    "topk",
+];
+
+/// [`gather::dynamic::call_grad`] on the GPU: the gradients of `op` given the gradient of its
+/// output, one `grad_<name>` tensor per differentiable input, on the GPU. Same as
+/// [`call_grad_with`] with [`Parity::Correct`](crate::grad::Parity::Correct).
+///
+/// The forward runs first, so a call the forward rejects fails with the forward's error, and the
+/// reductions and `sort`/`topk` get the result or indices they need from it.
+///
+/// ```no_run
+/// use gather::dynamic::{Arg, Args};
+/// use gather_cuda::{Cuda, CudaTensor};
+/// let gpu = Cuda::new(0)?;
+/// let mut inputs = gather_cuda::dynamic::CudaTensors::new();
+/// inputs.insert("input".into(), CudaTensor::from_host(&gpu, &ndarray::arr1(&[1.0f32, 2.0, 3.0]))?);
+/// inputs.insert("index".into(), CudaTensor::from_host(&gpu, &ndarray::arr1(&[2i64, 2]))?);
+/// let mut args = Args::default();
+/// args.set("dim", Arg::Int(0));
+/// let g = CudaTensor::from_host(&gpu, &ndarray::arr1(&[1.0f32, 10.0]))?;
+/// let grads = gather_cuda::dynamic::call_grad("gather", &args, &inputs, &g)?;
+/// assert_eq!(grads[0].0, "grad_input");
+/// assert_eq!(grads[0].1.to_host::<f32>()?, ndarray::arr1(&[0.0f32, 0.0, 11.0]).into_dyn());
+/// # Ok::<(), gather_cuda::Error>(())
+/// ```
+pub fn call_grad(
+    op: &str,
+    args: &Args,
+    inputs: &CudaTensors,
+    grad_output: &CudaTensor,
+) -> gather::Result<Outputs> {
+    call_grad_with(op, args, inputs, grad_output, crate::grad::Parity::Correct)
+}
+
+/// [`call_grad`] with the choice of [`Parity`](crate::grad::Parity) (`Parity::PyTorch`
+/// reproduces PyTorch's `include_self = false` tie bug of `amax`/`amin`).
+///
+/// ```no_run
+/// use gather::dynamic::{Arg, Args};
+/// use gather_cuda::{Cuda, CudaTensor, grad::Parity};
+/// let gpu = Cuda::new(0)?;
+/// let mut inputs = gather_cuda::dynamic::CudaTensors::new();
+/// inputs.insert("input".into(), CudaTensor::from_host(&gpu, &ndarray::arr1(&[3.0f64, 5.0]))?);
+/// inputs.insert("index".into(), CudaTensor::from_host(&gpu, &ndarray::arr1(&[0i64, 0]))?);
+/// inputs.insert("src".into(), CudaTensor::from_host(&gpu, &ndarray::arr1(&[3.0f64, 1.0]))?);
+/// let mut args = Args::default();
+/// args.set("dim", Arg::Int(0));
+/// args.set("reduce", Arg::Str("amax".into()));
+/// args.set("include_self", Arg::Bool(false));
+/// let g = CudaTensor::from_host(&gpu, &ndarray::arr1(&[1.0f64, 1.0]))?;
+/// let torch = gather_cuda::dynamic::call_grad_with("scatter_reduce", &args, &inputs, &g, Parity::PyTorch)?;
+/// assert_eq!(torch[1].1.to_host::<f64>()?, ndarray::arr1(&[0.5, 0.0]).into_dyn());
+/// # Ok::<(), gather_cuda::Error>(())
+/// ```
+pub fn call_grad_with(
+    op: &str,
+    args: &Args,
+    inputs: &CudaTensors,
+    grad_output: &CudaTensor,
+    parity: crate::grad::Parity,
+) -> gather::Result<Outputs> {
+    use crate::grad;
+    let invalid = |msg: String| Error::new(gather::ErrorKind::InvalidArgument, msg);
+    if !GRAD_OPS.contains(&op) {
+        return Err(if gather::dynamic::GRAD_OPS.iter().any(|(n, _)| *n == op) {
+            invalid(format!(
+                "{op}: its gradient does not run on the GPU yet (gather-cuda differentiates {})",
+                GRAD_OPS.join(", ")
+            ))
+            .with_hint("copy the tensors to the host and use the CPU library's gradient")
+        } else {
+            invalid(format!("{op} has no gradient")).with_hint(
+                "differentiate through the op that uses the index (gather, sort, topk ...)",
+            )
+        });
+    }
+    let names: Vec<&str> = inputs.keys().map(String::as_str).collect();
+    if gather::dynamic::bounds_policy(op, args, &names)?.is_some() {
+        return Err(invalid(format!(
+            "{op}: gradients under a bounds policy do not run on the GPU yet"
+        ))
+        .with_hint("copy the tensors to the host and use the CPU library's gradient"));
+    }
+    let get = |name: &str| -> gather::Result<&CudaTensor> {
+        inputs
+            .get(name)
+            .ok_or_else(|| invalid(format!("missing input tensor `{name}`")))
+    };
+    let x = get("input")?;
+    if !matches!(
+        x.dtype(),
+        gather::DType::F16 | gather::DType::BF16 | gather::DType::F32 | gather::DType::F64
+    ) {
+        return Err(gather::backend::not_float(op, x.dtype()));
+    }
+    if grad_output.dtype() != x.dtype() {
+        return Err(invalid(format!(
+            "{op}: grad_output must have the input's dtype {}, but got {}",
+            x.dtype(),
+            grad_output.dtype()
+        )));
+    }
+    let forward = call(op, args, inputs)?;
+    let out = &forward[0].1;
+    gather::backend::check_grad_shape(
+        op,
+        "grad_output",
+        grad_output.shape(),
+        "the output",
+        out.shape(),
+    )?;
+    let g = grad_output;
+    let named = |name: &str, t: CudaTensor| (name.to_string(), t);
+    let pair = |a: &str, b: &str, (i, s): (CudaTensor, CudaTensor)| vec![named(a, i), named(b, s)];
+    let r: crate::Result<Outputs> = (|| {
+        Ok(match op {
+            "sort" | "topk" => {
+                let dim = args.opt_int("dim")?.map_or(-1, |d| d as isize);
+                let indices = &forward[1].1;
+                let dx = if op == "sort" {
+                    grad::sort(g, x.shape(), dim, indices)?
+                } else {
+                    grad::topk(g, x.shape(), dim, indices)?
+                };
+                vec![named("grad_input", dx)]
+            }
+            "take" => vec![named(
+                "grad_input",
+                grad::take(g, x.shape(), get("index")?)?,
+            )],
+            "take_along_dim" => {
+                let dim = match args.get("dim") {
+                    None | Some(Arg::None) => None,
+                    Some(_) => Some(args.dim()?),
+                };
+                let dx = grad::take_along_dim(g, x.shape(), get("index")?, dim)?;
+                vec![named("grad_input", dx)]
+            }
+            "put" => {
+                let accumulate = args.bool_or("accumulate", false)?;
+                let r = grad::put(g, get("index")?, get("source")?.shape(), accumulate)?;
+                pair("grad_input", "grad_source", (r.input, r.source))
+            }
+            _ => {
+                let (dim, index) = (args.dim()?, get("index")?);
+                match op {
+                    "gather" => vec![named("grad_input", grad::gather(g, x.shape(), dim, index)?)],
+                    "index_select" => {
+                        vec![named(
+                            "grad_input",
+                            grad::index_select(g, x.shape(), dim, index)?,
+                        )]
+                    }
+                    "index_fill" => vec![named("grad_input", grad::index_fill(g, dim, index)?)],
+                    "index_add" => {
+                        let alpha = match args.get("alpha") {
+                            None | Some(Arg::None) => Scalar::Int(1),
+                            Some(_) => args.scalar("alpha")?,
+                        };
+                        let r = grad::index_add(g, dim, index, get("source")?.shape(), alpha)?;
+                        pair("grad_input", "grad_source", (r.input, r.source))
+                    }
+                    "index_copy" => {
+                        let r = grad::index_copy(g, dim, index, get("source")?.shape())?;
+                        pair("grad_input", "grad_source", (r.input, r.source))
+                    }
+                    "index_reduce" => {
+                        let reduce: Reduce = args.str("reduce")?.parse()?;
+                        let include_self = args.bool_or("include_self", true)?;
+                        let r = grad::index_reduce_with(
+                            g,
+                            x,
+                            dim,
+                            index,
+                            get("source")?,
+                            reduce,
+                            include_self,
+                            out,
+                            parity,
+                        )?;
+                        pair("grad_input", "grad_source", (r.input, r.source))
+                    }
+                    "scatter_add" => {
+                        let r = grad::scatter_add(g, dim, index, get("src")?.shape())?;
+                        pair("grad_input", "grad_src", (r.input, r.src))
+                    }
+                    "scatter_reduce" => {
+                        let reduce: Reduce = args.str("reduce")?.parse()?;
+                        let include_self = args.bool_or("include_self", true)?;
+                        let r = grad::scatter_reduce_with(
+                            g,
+                            x,
+                            dim,
+                            index,
+                            get("src")?,
+                            reduce,
+                            include_self,
+                            out,
+                            parity,
+                        )?;
+                        pair("grad_input", "grad_src", (r.input, r.src))
+                    }
+                    _ => scatter_grad(args, inputs, g, x, dim, index, out)?,
+                }
+            }
+        })
+    })();
+    r.map_err(gather::Error::from)
+}
+
+/// scatter: src or value, plain or with the legacy reduce ("add" and "multiply" have the
+/// gradients of scatter_reduce sum and prod with include_self, as on the CPU, whatever `parity`).
+#[allow(clippy::too_many_arguments)]
+fn scatter_grad(
+    args: &Args,
+    inputs: &CudaTensors,
+    g: &CudaTensor,
+    x: &CudaTensor,
+    dim: isize,
+    index: &CudaTensor,
+    out: &CudaTensor,
+) -> crate::Result<Outputs> {
+    use crate::grad::{self, Parity};
+    // The forward accepted the name: "add" or "multiply".
+    let legacy = match args.get("reduce") {
+        Some(Arg::Str(r)) if r == "add" => Some(Reduce::Sum),
+        Some(Arg::Str(_)) => Some(Reduce::Prod),
+        _ => None,
+    };
+    let r = match (inputs.get("src"), legacy) {
+        (Some(s), None) => grad::scatter(g, dim, index, s.shape())?,
+        (Some(s), Some(r)) => {
+            grad::scatter_reduce_with(g, x, dim, index, s, r, true, out, Parity::Correct)?
+        }
+        (None, None) => {
+            let dx = grad::scatter_value(g, dim, index)?;
+            return Ok(vec![("grad_input".to_string(), dx)]);
+        }
+        (None, Some(r)) => {
+            let v = full_like_index(x, index, args.scalar("value")?)?;
+            let r = grad::scatter_reduce_with(g, x, dim, index, &v, r, true, out, Parity::Correct)?;
+            return Ok(vec![("grad_input".to_string(), r.input)]);
+        }
+    };
+    Ok(vec![
+        ("grad_input".to_string(), r.input),
+        ("grad_src".to_string(), r.src),
+    ])
+}
+
+/// `value` in `x`'s dtype over the index's shape (stride 0).
+fn full_like_index(x: &CudaTensor, index: &CudaTensor, value: Scalar) -> crate::Result<CudaTensor> {
+    let bits = crate::scatter::scalar_bits("scatter", value, x.dtype())?;
+    crate::options::full(x.device(), &[], x.dtype(), bits)?.broadcast(index.shape())
+}

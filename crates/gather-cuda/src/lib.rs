@@ -45,6 +45,7 @@ mod device;
 pub mod dynamic;
 mod error;
 mod gather;
+pub mod grad;
 mod masked;
 mod memory;
 mod options;

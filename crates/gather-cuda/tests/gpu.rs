@@ -1659,3 +1659,287 @@ fn ten_thousand_calls_leave_device_memory_where_it_started() {
         "device memory in use grew by {grew} bytes over 10000 calls"
     );
 }
+
+// ---- gradients ----
+
+fn host<T: Element>(t: &CudaTensor) -> ArrayD<f64> {
+    as_f64(&t.to_host::<T>().unwrap())
+}
+
+/// Every gradient of `gather_cuda::grad` against `gather::grad` on random cases with ties and
+/// zeros (values in -4..=4), both parities for the reductions.
+fn check_grads<T: gather::grad::GradFloat>(
+    g: &Cuda,
+    rng: &mut Rng,
+    f: impl Fn(i64) -> T + Copy,
+    tol: f64,
+) {
+    use gather::grad::Parity;
+    use gather_cuda::grad as gg;
+    let small = move |v: i64| f(v % 5);
+    for case in 0..cases(30) {
+        let nd = 1 + rng.below(3);
+        let shape: Vec<usize> = (0..nd).map(|_| 1 + rng.below(5)).collect();
+        let d = rng.below(nd);
+        let ishape: Vec<usize> = (0..nd)
+            .map(|a| {
+                if a == d {
+                    1 + rng.below(8)
+                } else {
+                    1 + rng.below(shape[a])
+                }
+            })
+            .collect();
+        let dim = d as isize;
+        let x = values(rng, &shape, small);
+        let i = index(rng, &ishape, shape[d]);
+        let src = values(rng, &ishape, small);
+        let go = values(rng, &shape, f);
+        let gi = values(rng, &ishape, f);
+        let (xg, ig, sg, gog, gig) = (up(g, &x), up(g, &i), up(g, &src), up(g, &go), up(g, &gi));
+        let what = format!(
+            "case {case}: {} {shape:?} dim {d} index {ishape:?}",
+            T::DTYPE
+        );
+        let want = gather::grad::gather(&gi, IxDyn(&shape), dim, &i).unwrap();
+        let got = gg::gather(&gig, &shape, dim, &ig).unwrap();
+        close(
+            &host::<T>(&got),
+            &as_f64(&want),
+            tol,
+            &format!("{what}: gather"),
+        );
+        let want = gather::grad::scatter(&go, dim, &i, IxDyn(&ishape)).unwrap();
+        let got = gg::scatter(&gog, dim, &ig, &ishape).unwrap();
+        close(
+            &host::<T>(&got.input),
+            &as_f64(&want.input),
+            0.0,
+            &format!("{what}: scatter input"),
+        );
+        close(
+            &host::<T>(&got.src),
+            &as_f64(&want.src),
+            0.0,
+            &format!("{what}: scatter src"),
+        );
+        let want = gather::grad::scatter_add(&go, dim, &i, IxDyn(&ishape)).unwrap();
+        let got = gg::scatter_add(&gog, dim, &ig, &ishape).unwrap();
+        close(
+            &host::<T>(&got.src),
+            &as_f64(&want.src),
+            0.0,
+            &format!("{what}: scatter_add src"),
+        );
+        for r in REDUCES {
+            for include_self in [true, false] {
+                let out = gather::scatter_reduce(&x, dim, &i, &src, r, include_self).unwrap();
+                let outg =
+                    gather_cuda::scatter_reduce(&xg, dim, &ig, &sg, r, include_self).unwrap();
+                for parity in [Parity::Correct, Parity::PyTorch] {
+                    let want = gather::grad::scatter_reduce_with(
+                        &go,
+                        &x,
+                        dim,
+                        &i,
+                        &src,
+                        r,
+                        include_self,
+                        &out,
+                        parity,
+                    )
+                    .unwrap();
+                    let got = gg::scatter_reduce_with(
+                        &gog,
+                        &xg,
+                        dim,
+                        &ig,
+                        &sg,
+                        r,
+                        include_self,
+                        &outg,
+                        parity,
+                    )
+                    .unwrap();
+                    let w = format!("{what}: {r:?} include_self {include_self} {parity:?}");
+                    close(
+                        &host::<T>(&got.input),
+                        &as_f64(&want.input),
+                        tol,
+                        &format!("{w} input"),
+                    );
+                    close(
+                        &host::<T>(&got.src),
+                        &as_f64(&want.src),
+                        tol,
+                        &format!("{w} src"),
+                    );
+                }
+            }
+        }
+        // The index_* family along d, with a 1-d index.
+        let n = 1 + rng.below(6);
+        let iv = index(rng, &[n], shape[d]);
+        let ivg = up(g, &iv);
+        let mut sshape = shape.clone();
+        sshape[d] = n;
+        let source = values(rng, &sshape, small);
+        let gsel = values(rng, &sshape, f);
+        let want = gather::grad::index_select(&gsel, IxDyn(&shape), dim, &iv).unwrap();
+        let got = gg::index_select(&up(g, &gsel), &shape, dim, &ivg).unwrap();
+        close(
+            &host::<T>(&got),
+            &as_f64(&want),
+            tol,
+            &format!("{what}: index_select"),
+        );
+        let alpha = T::from_scalar(Scalar::Float(-2.5)).unwrap();
+        let want = gather::grad::index_add(&go, dim, &iv, IxDyn(&sshape), alpha).unwrap();
+        let got = gg::index_add(&gog, dim, &ivg, &sshape, Scalar::Float(-2.5)).unwrap();
+        close(
+            &host::<T>(&got.source),
+            &as_f64(&want.source),
+            0.0,
+            &format!("{what}: index_add"),
+        );
+        let want = gather::grad::index_copy(&go, dim, &iv, IxDyn(&sshape)).unwrap();
+        let got = gg::index_copy(&gog, dim, &ivg, &sshape).unwrap();
+        close(
+            &host::<T>(&got.input),
+            &as_f64(&want.input),
+            0.0,
+            &format!("{what}: index_copy"),
+        );
+        close(
+            &host::<T>(&got.source),
+            &as_f64(&want.source),
+            0.0,
+            &format!("{what}: index_copy source"),
+        );
+        let want = gather::grad::index_fill(&go, dim, &iv).unwrap();
+        let got = gg::index_fill(&gog, dim, &ivg).unwrap();
+        close(
+            &host::<T>(&got),
+            &as_f64(&want),
+            0.0,
+            &format!("{what}: index_fill"),
+        );
+        let sg2 = up(g, &source);
+        for r in [Reduce::Prod, Reduce::Mean, Reduce::Amax, Reduce::Amin] {
+            let include_self = case % 2 == 0;
+            let out = gather::index_reduce(&x, dim, &iv, &source, r, include_self).unwrap();
+            let outg = gather_cuda::index_reduce(&xg, dim, &ivg, &sg2, r, include_self).unwrap();
+            let want = gather::grad::index_reduce_with(
+                &go,
+                &x,
+                dim,
+                &iv,
+                &source,
+                r,
+                include_self,
+                &out,
+                Parity::Correct,
+            )
+            .unwrap();
+            let got = gg::index_reduce_with(
+                &gog,
+                &xg,
+                dim,
+                &ivg,
+                &sg2,
+                r,
+                include_self,
+                &outg,
+                Parity::Correct,
+            )
+            .unwrap();
+            close(
+                &host::<T>(&got.input),
+                &as_f64(&want.input),
+                tol,
+                &format!("{what}: index_reduce {r:?}"),
+            );
+            close(
+                &host::<T>(&got.source),
+                &as_f64(&want.source),
+                tol,
+                &format!("{what}: index_reduce {r:?} source"),
+            );
+        }
+        // take and put over the flat positions, negative values wrapping.
+        let len: usize = shape.iter().product();
+        let flat = index(rng, &ishape, 2 * len).mapv(|v| v - len as i64);
+        let fg = up(g, &flat);
+        let want = gather::grad::take(&gi, IxDyn(&shape), &flat).unwrap();
+        let got = gg::take(&gig, &shape, &fg).unwrap();
+        close(
+            &host::<T>(&got),
+            &as_f64(&want),
+            tol,
+            &format!("{what}: take"),
+        );
+        for accumulate in [true, false] {
+            let want = gather::grad::put(&go, &flat, IxDyn(&ishape), accumulate).unwrap();
+            let got = gg::put(&gog, &fg, &ishape, accumulate).unwrap();
+            close(
+                &host::<T>(&got.input),
+                &as_f64(&want.input),
+                0.0,
+                &format!("{what}: put {accumulate}"),
+            );
+            close(
+                &host::<T>(&got.source),
+                &as_f64(&want.source),
+                0.0,
+                &format!("{what}: put source"),
+            );
+        }
+        // take_along_dim with the input broadcast on a size-1 axis.
+        let mut bshape = shape.clone();
+        let wide = (0..nd).find(|&a| a != d);
+        if let Some(a) = wide {
+            bshape[a] = 1;
+        }
+        let mut ashape = shape.clone();
+        ashape[d] = ishape[d];
+        let along = index(rng, &ashape, 2 * shape[d]).mapv(|v| v - shape[d] as i64);
+        let gl = values(rng, &ashape, f);
+        let want = gather::grad::take_along_dim(&gl, IxDyn(&bshape), &along, Some(dim)).unwrap();
+        let got = gg::take_along_dim(&up(g, &gl), &bshape, &up(g, &along), Some(dim)).unwrap();
+        close(
+            &host::<T>(&got),
+            &as_f64(&want),
+            tol,
+            &format!("{what}: take_along_dim"),
+        );
+        // sort and topk: the values' gradient back where each value came from.
+        let (_, idx) = gather::sort(&x, dim, false, true).unwrap();
+        let want = gather::grad::sort(&go, IxDyn(&shape), dim, &idx).unwrap();
+        let got = gg::sort(&gog, &shape, dim, &up(g, &idx)).unwrap();
+        close(
+            &host::<T>(&got),
+            &as_f64(&want),
+            0.0,
+            &format!("{what}: sort"),
+        );
+    }
+}
+
+#[test]
+fn gradients_equal_the_cpu_librarys() {
+    let Some(g) = gpu() else { return };
+    let mut rng = Rng(11);
+    check_grads::<f64>(&g, &mut rng, |v| v as f64 / 8.0, 1e-12);
+    check_grads::<f32>(&g, &mut rng, |v| v as f32 / 8.0, 1e-5);
+    check_grads::<f16>(&g, &mut rng, |v| f16::from_f32(v as f32 / 8.0), 4e-3);
+    check_grads::<bf16>(&g, &mut rng, |v| bf16::from_f32(v as f32 / 8.0), 3e-2);
+}
+
+#[test]
+fn gradients_of_ints_are_the_cpu_librarys_error() {
+    let Some(g) = gpu() else { return };
+    let x = up(&g, &ArrayD::<i64>::zeros(IxDyn(&[3])));
+    let i = up(&g, &ArrayD::<i64>::zeros(IxDyn(&[2])));
+    let e = gather_cuda::grad::gather(&x, &[3], 0, &i).unwrap_err();
+    assert!(e.to_string().contains("floating-point"), "{e}");
+}

@@ -88,8 +88,6 @@ fn map_owned<T: Copy, U>(v: &ArrayViewD<T>, f: impl Fn(T) -> U) -> ArrayD<U> {
         .unwrap_or_else(|_| unreachable!("the data has the view's element count"))
 }
 
-type Outputs = Vec<(String, Tensor)>;
-
 /// An output of a call: in host memory (NumPy's), or on the GPU of its CUDA inputs.
 enum Out {
     Host(Tensor),
@@ -315,18 +313,11 @@ impl<'py> Call<'py> {
         Ok(out.into_iter().map(|(n, t)| (n, Out::Host(t))).collect())
     }
 
-    fn run_grad(&self, grad_output: &Bound<'py, PyAny>, parity: &str) -> PyResult<Outputs> {
-        if !self.gpu.is_empty() || cuda::device_of(grad_output)?.is_some() {
-            return Err(py_error(
-                self.py,
-                "InvalidArgumentError",
-                "invalid_argument",
-                format!(
-                    "{}: the gradients do not run on the GPU yet\nhint: compute them on the CPU (`.cpu()`), or use the framework's autograd",
-                    self.op
-                ),
-            ));
-        }
+    fn run_grad(
+        &self,
+        grad_output: &Bound<'py, PyAny>,
+        parity: &str,
+    ) -> PyResult<Vec<(String, Out)>> {
         let parity = match parity {
             "correct" => Parity::Correct,
             "pytorch" => Parity::PyTorch,
@@ -342,6 +333,10 @@ impl<'py> Call<'py> {
                 ));
             }
         };
+        let on_gpu = cuda::device_of(grad_output)?;
+        if !self.gpu.is_empty() || on_gpu.is_some() {
+            return self.run_grad_gpu(grad_output, on_gpu, parity);
+        }
         let g = if self.bf16 {
             bf16_bits(self.py, self.op, "grad_output", grad_output)?
         } else {
@@ -355,7 +350,56 @@ impl<'py> Call<'py> {
                 dynamic::call_grad_with(op, args, &views, &gv, parity)
             }))
         });
-        self.finish(result)
+        let out = self.finish(result)?;
+        Ok(out.into_iter().map(|(n, t)| (n, Out::Host(t))).collect())
+    }
+
+    /// The gradients on the GPU of the CUDA arrays (`grad_output` one of them too); they stay
+    /// there.
+    fn run_grad_gpu(
+        &self,
+        grad_output: &Bound<'py, PyAny>,
+        on_gpu: Option<usize>,
+        parity: Parity,
+    ) -> PyResult<Vec<(String, Out)>> {
+        self.one_device()?;
+        let invalid = |m: String| py_error(self.py, "InvalidArgumentError", "invalid_argument", m);
+        let op = self.op;
+        let Some((first, t, _)) = self.gpu.first() else {
+            return Err(invalid(format!(
+                "{op}: `grad_output` is a CUDA array but the inputs are in host memory\nhint: move them to one device first (e.g. torch's `.cuda()` or `.cpu()`)"
+            )));
+        };
+        let ordinal = t.device().ordinal();
+        match on_gpu {
+            None => {
+                return Err(invalid(format!(
+                    "{op}: `{first}` is on cuda:{ordinal} but `grad_output` is in host memory\nhint: move them to one device first (e.g. torch's `.cuda()` or `.cpu()`)"
+                )));
+            }
+            Some(o) if o != ordinal => {
+                return Err(invalid(format!(
+                    "{op}: `{first}` is on cuda:{ordinal} but `grad_output` on cuda:{o}\nhint: move them to one GPU first"
+                )));
+            }
+            Some(_) => {}
+        }
+        let gpu = t.device().clone();
+        let (g, _) = cuda::import(op, "grad_output", &gpu, grad_output)?;
+        let inputs = self.gpu_inputs("");
+        let args = &self.args;
+        let result = self.py.detach(|| {
+            catch_unwind(AssertUnwindSafe(|| {
+                let out = gather_cuda::dynamic::call_grad_with(op, args, &inputs, &g, parity);
+                // The borrowed arrays may be freed once the call returns: wait for their readers.
+                cuda::wait(&gpu).map_err(|e| {
+                    lib::Error::new(ErrorKind::InvalidArgument, format!("{op}: {e}"))
+                })?;
+                out
+            }))
+        });
+        let out = self.finish(result)?;
+        Ok(out.into_iter().map(|(n, t)| (n, Out::Gpu(t))).collect())
     }
 
     fn finish<T>(&self, result: std::thread::Result<lib::Result<T>>) -> PyResult<T> {
@@ -481,7 +525,7 @@ impl<'py> Call<'py> {
         let out = self.run_grad(grad_output, parity)?;
         let mut items: Vec<Py<PyAny>> = out
             .into_iter()
-            .map(|(_, t)| self.result(Out::Host(t)))
+            .map(|(_, t)| self.result(t))
             .collect::<PyResult<_>>()?;
         if items.len() == 1 {
             return Ok(items.remove(0));

@@ -115,11 +115,64 @@ def test_bad_index_gives_the_cpu_error_on_the_gpu():
 
 
 @gpu
-def test_mixed_devices_and_gpu_gradients_are_errors_that_say_so():
+def test_mixed_devices_are_errors_that_say_so():
     with pytest.raises(gather.InvalidArgumentError, match="host memory"):
         gather.gather(torch.ones(3).cuda(), 0, torch.tensor([0]))
+    with pytest.raises(gather.InvalidArgumentError, match="host memory"):
+        gather.grad.gather(torch.ones(1), torch.ones(3).cuda(), 0, torch.tensor([0]).cuda())
     with pytest.raises(gather.InvalidArgumentError, match="GPU yet"):
-        gather.grad.gather(torch.ones(1).cuda(), torch.ones(3).cuda(), 0, torch.tensor([0]).cuda())
+        gather.grad.masked_select(torch.ones(2).cuda(), torch.ones(2).cuda(), cuda([True, False]))
+
+
+def _autograd(f, *tensors):
+    """torch's gradients of f(*tensors) at a random upstream gradient, on the GPU."""
+    leaves = [t.detach().clone().cuda().requires_grad_() for t in tensors]
+    out = f(*leaves)
+    go = torch.randn(out.shape, dtype=out.dtype, generator=torch.Generator().manual_seed(7)).cuda()
+    out.backward(go)
+    return go, [t.grad for t in leaves]
+
+
+@gpu
+def test_gradients_of_cuda_arrays_run_on_the_gpu_and_equal_torch_autograd():
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(6, 5, dtype=torch.float64, generator=g)
+    idx = torch.randint(0, 5, (6, 4), generator=g)
+    src = torch.randn(6, 4, dtype=torch.float64, generator=g)
+    src[0, :2] = x[0].max()  # ties for amax
+    src[1, 0] = 0.0  # a zero for prod
+    ci = idx.cuda()
+    go, (dx,) = _autograd(lambda a: torch.gather(a, 1, ci), x)
+    got = gather.grad.gather(go, x.cuda(), 1, ci)
+    assert isinstance(got, torch.Tensor) and got.is_cuda
+    torch.testing.assert_close(got, dx)
+    for reduce in ["sum", "prod", "mean", "amax", "amin"]:
+        for include_self in [True, False]:
+            go, (dx, ds) = _autograd(
+                lambda a, s: a.scatter_reduce(1, ci, s, reduce, include_self=include_self), x, src)
+            gi, gs = gather.grad.scatter_reduce(go, x.cuda(), 1, ci, src.cuda(), reduce,
+                                                include_self=include_self, parity="pytorch")
+            torch.testing.assert_close(gi, dx, msg=f"{reduce} {include_self}")
+            torch.testing.assert_close(gs, ds, msg=f"{reduce} {include_self}")
+    rows = cuda([4, 0, 4])
+    go, (dx,) = _autograd(lambda a: a.index_select(0, rows), x)
+    torch.testing.assert_close(gather.grad.index_select(go, x.cuda(), 0, rows), dx)
+    flat = cuda([29, -1, 3])
+    go, (dx,) = _autograd(lambda a: torch.take(a, flat), x)
+    torch.testing.assert_close(gather.grad.take(go, x.cuda(), flat), dx)
+    along = torch.randint(0, 5, (1, 3), generator=g).cuda()
+    go, (dx,) = _autograd(lambda a: torch.take_along_dim(a, along, 1), x[:1])
+    torch.testing.assert_close(gather.grad.take_along_dim(go, x[:1].cuda(), along, 1), dx)
+    source = torch.randn(3, 5, dtype=torch.float64, generator=g)
+    go, (dx, dsrc) = _autograd(lambda a, s: a.index_add(0, rows, s, alpha=2.5), x, source)
+    gi, gs = gather.grad.index_add(go, x.cuda(), 0, rows, source.cuda(), alpha=2.5)
+    torch.testing.assert_close(gi, dx)
+    torch.testing.assert_close(gs, dsrc)
+    half = x.float().half()
+    go, (dx,) = _autograd(lambda a: torch.gather(a, 1, ci), half)
+    got = gather.grad.gather(go, half.cuda(), 1, ci)
+    assert got.dtype == torch.float16
+    torch.testing.assert_close(got, dx)
 
 
 @gpu

@@ -374,6 +374,33 @@ pub fn check_index_reduce(
     Ok(d)
 }
 
+/// The error for a gradient asked of a non-float `dtype`, as the gradients word it.
+///
+/// ```
+/// let e = gather::backend::not_float("grad::gather", gather::DType::I64);
+/// assert!(e.message().contains("floating-point"));
+/// ```
+pub fn not_float(op: &str, dtype: DType) -> Error {
+    crate::grad::not_float(op, dtype)
+}
+
+/// The gradients' error for a tensor `what` whose shape is not `want` (the shape of
+/// `want_what`), as the gradients word it.
+///
+/// ```
+/// let e = gather::backend::check_grad_shape("grad::gather", "grad_output", &[2], "the index", &[3]);
+/// assert_eq!(e.unwrap_err().kind(), gather::ErrorKind::ShapeMismatch);
+/// ```
+pub fn check_grad_shape(
+    op: &str,
+    what: &str,
+    got: &[usize],
+    want_what: &str,
+    want: &[usize],
+) -> Result<()> {
+    crate::grad::check_shape(op, what, got, want_what, want)
+}
+
 /// The error for an index tensor `what` of a non-integer `dtype`, as the ops word it.
 ///
 /// ```

@@ -11,7 +11,10 @@ floating point (float16, float32, float64, or bfloat16 with ``dtype="bfloat16"``
 correct gradient) or ``parity="pytorch"`` (PyTorch's numbers, including its ``include_self=False``
 amax/amin tie bug).
 
-Gradients copy their inputs once (they go through the library's run-time typed layer).
+Gradients copy their inputs once (they go through the library's run-time typed layer). CUDA
+arrays (PyTorch, CuPy, JAX) are differentiated on their GPU, without a copy, and the gradients come
+back as the caller's type; there ``masked_select``, ``masked_scatter``, ``repeat_interleave``,
+``select_batched`` and the bounds policies are an error so far.
 
 >>> import numpy as np, gather
 >>> x = np.array([[1., 2., 3.]])

@@ -6,7 +6,7 @@ use ndarray::ArrayViewD;
 use super::scatter::empty_index_or_error;
 use super::with_index_tensor;
 use super::{Arg, Args, Inputs, Tensor, TensorElem, TensorView, input};
-use crate::element::{DType, Scalar};
+use crate::element::Scalar;
 use crate::error::{Error, Result};
 use crate::grad::{self, GradFloat, Parity};
 use crate::index::IndexElem;
@@ -22,16 +22,9 @@ macro_rules! with_float_tensor {
             TensorView::BF16($a) => $body,
             TensorView::F32($a) => $body,
             TensorView::F64($a) => $body,
-            other => Err(not_float($op, other.dtype())),
+            other => Err(crate::grad::not_float($op, other.dtype())),
         }
     };
-}
-
-fn not_float(op: &str, dtype: DType) -> Error {
-    Error::invalid(format!(
-        "{op}: gradients need a floating-point input, but got {dtype}"
-    ))
-    .with_hint("only float16, bfloat16, float32 and float64 arrays have gradients; convert the input first")
 }
 
 /// The ops [`call_grad`] differentiates, with their differentiable inputs.

@@ -319,6 +319,15 @@ pub(crate) fn check_gather_index<I: IndexElem>(
     Ok(Some(d))
 }
 
+/// The error for a gradient asked of a non-float `dtype`.
+#[cfg(any(feature = "dynamic", feature = "backend"))]
+pub(crate) fn not_float(op: &str, dtype: crate::DType) -> Error {
+    Error::invalid(format!(
+        "{op}: gradients need a floating-point input, but got {dtype}"
+    ))
+    .with_hint("only float16, bfloat16, float32 and float64 arrays have gradients; convert the input first")
+}
+
 /// An array of zeros, or an error (not an abort) when it does not fit in memory.
 pub(crate) fn try_zeros<T: Element, D: Dimension>(op: &str, shape: D) -> Result<Array<T, D>> {
     let n = checked_numel(shape.slice())?;
