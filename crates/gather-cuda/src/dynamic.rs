@@ -258,9 +258,7 @@ pub fn call_inplace(
     target.assign(&result).map_err(gather::Error::from)
 }
 
-/// The ops [`call_grad`] differentiates on the GPU (each of [`gather::dynamic::GRAD_OPS`] but
-/// masked_select, masked_scatter, repeat_interleave and select_batched, whose gradients run on
-/// the CPU only so far).
+/// The ops [`call_grad`] differentiates on the GPU: those of [`gather::dynamic::GRAD_OPS`].
 pub const GRAD_OPS: &[&str] = &[
     "gather",
     "scatter",
@@ -276,6 +274,10 @@ pub const GRAD_OPS: &[&str] = &[
     "put",
     "sort",
     "topk",
+    "masked_select",
+    "masked_scatter",
+    "repeat_interleave",
+    "select_batched",
 ];
 
 /// [`gather::dynamic::call_grad`] on the GPU: the gradients of `op` given the gradient of its
@@ -363,6 +365,11 @@ pub fn call_grad_with(
             .get(name)
             .ok_or_else(|| invalid(format!("missing input tensor `{name}`")))
     };
+    if op == "repeat_interleave" && !inputs.contains_key("input") {
+        return Err(invalid(
+            "repeat_interleave (repeats only) is not differentiable: its output is an integer index".into(),
+        ));
+    }
     let x = get("input")?;
     if !matches!(
         x.dtype(),
@@ -405,6 +412,30 @@ pub fn call_grad_with(
                 "grad_input",
                 grad::take(g, x.shape(), get("index")?)?,
             )],
+            "masked_select" => {
+                let dx = grad::masked_select(g, x.shape(), get("mask")?)?;
+                vec![named("grad_input", dx)]
+            }
+            "masked_scatter" => {
+                let r = grad::masked_scatter(g, x.shape(), get("mask")?, get("source")?.shape())?;
+                pair("grad_input", "grad_source", (r.input, r.source))
+            }
+            "repeat_interleave" => {
+                let (dim, _) = gather::dynamic::repeat_interleave_args(args)?;
+                let dx = match inputs.get("repeats") {
+                    Some(r) => grad::repeat_interleave(g, x.shape(), r, dim)?,
+                    None => {
+                        let r = gather::dynamic::repeat_interleave_count(args, x.ndim(), dim)?;
+                        grad::repeat_interleave_scalar(g, x.shape(), r, dim)?
+                    }
+                };
+                vec![named("grad_input", dx)]
+            }
+            "select_batched" => {
+                let b = gather::dynamic::batch_dims(args)?;
+                let dx = grad::select_batched(g, x.shape(), args.dim()?, get("index")?, b)?;
+                vec![named("grad_input", dx)]
+            }
             "take_along_dim" => {
                 let dim = match args.get("dim") {
                     None | Some(Arg::None) => None,

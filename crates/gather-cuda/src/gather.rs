@@ -242,16 +242,7 @@ pub fn select_batched(
     if out.is_empty() {
         return Ok(out);
     }
-    // The index as `index[..batch_dims] + [M]`, then stride 0 on the input's other axes.
-    let own: usize = index.shape()[batch_dims..].iter().product();
-    let mut flat_shape = index.shape()[..batch_dims].to_vec();
-    flat_shape.push(own);
-    let flat = flat.reshape(&flat_shape)?;
-    let mut spread = flat.clone();
-    spread.shape = gather_shape.clone();
-    spread.strides = vec![0; gather_shape.len()];
-    spread.strides[..batch_dims].copy_from_slice(&flat.strides()[..batch_dims]);
-    spread.strides[a] = flat.strides()[batch_dims];
+    let spread = batched_spread(&index, &gather_shape, batch_dims, a)?;
     match gather_into(
         input,
         a,
@@ -265,6 +256,26 @@ pub fn select_batched(
         ))),
         None => Ok(out),
     }
+}
+
+/// select_batched's index as `index[..batch_dims] + [M]` seen over `gather_shape`, with stride 0
+/// on the input's other axes (never copied): a gather index along `a`.
+pub(crate) fn batched_spread(
+    index: &CudaTensor,
+    gather_shape: &[usize],
+    batch_dims: usize,
+    a: usize,
+) -> Result<CudaTensor> {
+    let own: usize = index.shape()[batch_dims..].iter().product();
+    let mut flat_shape = index.shape()[..batch_dims].to_vec();
+    flat_shape.push(own);
+    let flat = index.reshape(&flat_shape)?;
+    let mut spread = flat.clone();
+    spread.shape = gather_shape.to_vec();
+    spread.strides = vec![0; gather_shape.len()];
+    spread.strides[..batch_dims].copy_from_slice(&flat.strides()[..batch_dims]);
+    spread.strides[a] = flat.strides()[batch_dims];
+    Ok(spread)
 }
 
 /// `input.flatten()[index]` into a new tensor of `shape` (the index's elements, row-major), the

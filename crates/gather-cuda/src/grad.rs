@@ -917,6 +917,224 @@ pub fn topk(
     scatter_into_zeros(op, grad_values, input_shape, dim, indices)
 }
 
+/// `t` summed down to `shape` over the axes it was broadcast along (NumPy's rules: new leading
+/// axes, and axes where `shape` has 1), each a scatter_add of every position to position 0, so
+/// that the sums are deterministic.
+fn sum_to(t: &CudaTensor, shape: &[usize]) -> Result<CudaTensor> {
+    let lead = t.ndim() - shape.len();
+    let mut target = vec![1; lead];
+    target.extend_from_slice(shape);
+    let mut dx = t.clone();
+    for (a, &n) in target.iter().enumerate() {
+        if n == 1 && dx.shape()[a] != 1 {
+            let mut to = dx.shape().to_vec();
+            to[a] = 1;
+            let at0 = full(t.device(), &[], DType::I64, 0)?.broadcast(dx.shape())?;
+            dx = crate::scatter_add(&zeros(&dx, &to)?, a as isize, &at0, &dx)?;
+        }
+    }
+    dx.reshape(shape)
+}
+
+/// The gradient of [`masked_select()`](crate::masked_select()) with respect to `input`:
+/// `grad_out` (one element per true position of the broadcast mask) put back at those positions
+/// in row-major order, summed over the axes along which the input was broadcast.
+///
+/// ```no_run
+/// # let gpu = gather_cuda::Cuda::new(0)?;
+/// use gather_cuda::CudaTensor;
+/// let g = CudaTensor::from_host(&gpu, &ndarray::array![1.0f64, 1.0, 1.0])?;
+/// let mask = CudaTensor::from_host(&gpu, &ndarray::array![[true, false], [true, true]])?;
+/// let dx = gather_cuda::grad::masked_select(&g, &[2], &mask)?;
+/// assert_eq!(dx.to_host::<f64>()?, ndarray::array![2.0, 1.0].into_dyn());
+/// # Ok::<(), gather_cuda::Error>(())
+/// ```
+pub fn masked_select(
+    grad_out: &CudaTensor,
+    input_shape: &[usize],
+    mask: &CudaTensor,
+) -> Result<CudaTensor> {
+    let op = "grad::masked_select";
+    let b = backend::check_masked(op, input_shape, mask.shape())?;
+    if grad_out.ndim() != 1 {
+        return Err(backend::check_grad_shape(
+            op,
+            "grad_output",
+            grad_out.shape(),
+            "the output of masked_select (1-d, one element per true position)",
+            &[grad_out.len()],
+        )
+        .unwrap_err()
+        .into());
+    }
+    let w = widen(op, grad_out)?;
+    let full = crate::masked_scatter(&zeros(&w, &b)?, mask, &w)?;
+    cast(&sum_to(&full, input_shape)?, grad_out.dtype())
+}
+
+/// The gradients of [`masked_scatter()`](crate::masked_scatter()): `input = g` with the masked
+/// positions zeroed (summed over the axes along which the input was broadcast), `source = g` at
+/// the true positions in row-major order, zero for the source elements the forward did not use.
+///
+/// ```no_run
+/// # let gpu = gather_cuda::Cuda::new(0)?;
+/// use gather_cuda::CudaTensor;
+/// let g = CudaTensor::from_host(&gpu, &ndarray::array![1.0f32, 2.0, 3.0])?;
+/// let mask = CudaTensor::from_host(&gpu, &ndarray::array![false, true, true])?;
+/// let r = gather_cuda::grad::masked_scatter(&g, &[3], &mask, &[3])?;
+/// assert_eq!(r.input.to_host::<f32>()?, ndarray::array![1.0f32, 0.0, 0.0].into_dyn());
+/// assert_eq!(r.source.to_host::<f32>()?, ndarray::array![2.0f32, 3.0, 0.0].into_dyn());
+/// # Ok::<(), gather_cuda::Error>(())
+/// ```
+pub fn masked_scatter(
+    grad_out: &CudaTensor,
+    input_shape: &[usize],
+    mask: &CudaTensor,
+    source_shape: &[usize],
+) -> Result<SourceGrad> {
+    let op = "grad::masked_scatter";
+    let b = backend::check_masked(op, input_shape, mask.shape())?;
+    check_shape(
+        op,
+        "grad_output",
+        grad_out.shape(),
+        "the broadcast of input and mask",
+        &b,
+    )?;
+    let w = widen(op, grad_out)?;
+    let no_source = constant(&w, 0.0, &[w.len().max(1)])?;
+    let kept = crate::masked_scatter(&w, mask, &no_source)?;
+    let input = cast(&sum_to(&kept, input_shape)?, grad_out.dtype())?;
+    let picked = crate::masked_select(grad_out, mask)?;
+    let n: usize = source_shape.iter().product();
+    if picked.len() > n {
+        return Err(backend::masked_source_short(source_shape, picked.len(), &b).into());
+    }
+    let source = embed(&picked, &[n])?.reshape(source_shape)?;
+    Ok(SourceGrad { input, source })
+}
+
+/// The gradient of [`repeat_interleave()`](crate::repeat_interleave()) with respect to `input`:
+/// each slice gets the sum of the gradients of its copies (`dim = None`: of the flattened input).
+///
+/// ```no_run
+/// # let gpu = gather_cuda::Cuda::new(0)?;
+/// use gather_cuda::CudaTensor;
+/// let g = CudaTensor::from_host(&gpu, &ndarray::array![10.0f32, 20.0, 30.0])?;
+/// let r = CudaTensor::from_host(&gpu, &ndarray::array![2i64, 0, 1])?;
+/// let dx = gather_cuda::grad::repeat_interleave(&g, &[3], &r, Some(0))?;
+/// assert_eq!(dx.to_host::<f32>()?, ndarray::array![30.0f32, 0.0, 30.0].into_dyn());
+/// # Ok::<(), gather_cuda::Error>(())
+/// ```
+pub fn repeat_interleave(
+    grad_out: &CudaTensor,
+    input_shape: &[usize],
+    repeats: &CudaTensor,
+    dim: Option<isize>,
+) -> Result<CudaTensor> {
+    let op = "grad::repeat_interleave";
+    let values = crate::repeat::host_counts(repeats)?;
+    let (d, counts, total) =
+        backend::repeat_plan(input_shape, repeats.shape(), &values, dim, None)?;
+    sum_copies(op, grad_out, input_shape, d, &counts, total)
+}
+
+/// [`repeat_interleave`](fn@repeat_interleave)'s gradient for one count for every slice.
+///
+/// ```no_run
+/// # let gpu = gather_cuda::Cuda::new(0)?;
+/// use gather_cuda::CudaTensor;
+/// let g = CudaTensor::from_host(&gpu, &ndarray::array![1.0f32, 2.0, 3.0, 4.0])?;
+/// let dx = gather_cuda::grad::repeat_interleave_scalar(&g, &[2], 2, None)?;
+/// assert_eq!(dx.to_host::<f32>()?, ndarray::array![3.0f32, 7.0].into_dyn());
+/// # Ok::<(), gather_cuda::Error>(())
+/// ```
+pub fn repeat_interleave_scalar(
+    grad_out: &CudaTensor,
+    input_shape: &[usize],
+    repeats: usize,
+    dim: Option<isize>,
+) -> Result<CudaTensor> {
+    let op = "grad::repeat_interleave";
+    let (d, size, total) = backend::repeat_plan_scalar(input_shape, repeats, dim, None)?;
+    sum_copies(op, grad_out, input_shape, d, &vec![repeats; size], total)
+}
+
+/// `zeros(input).index_add(d, [j repeated counts[j] times], g)` (`d = None`: on the flattening).
+fn sum_copies(
+    op: &str,
+    g: &CudaTensor,
+    shape: &[usize],
+    d: Option<usize>,
+    counts: &[usize],
+    total: usize,
+) -> Result<CudaTensor> {
+    let (flat, d) = match d {
+        Some(d) => (shape.to_vec(), d),
+        None => (vec![shape.iter().product()], 0),
+    };
+    let mut want = flat.clone();
+    want[d] = total;
+    check_shape(
+        op,
+        "grad_output",
+        g.shape(),
+        "the output of repeat_interleave",
+        &want,
+    )?;
+    let w = widen(op, g)?;
+    let pos = crate::repeat::positions(g.device(), counts, total, DType::I64)?;
+    let dx = crate::index_add(&zeros(&w, &flat)?, d as isize, &pos, &w, Scalar::Int(1))?;
+    cast(&dx.reshape(shape)?, g.dtype())
+}
+
+/// The gradient of [`select_batched()`](crate::select_batched()) with respect to `input`: rows
+/// read several times get the sum of their gradients, rows never read get zero.
+///
+/// ```no_run
+/// # let gpu = gather_cuda::Cuda::new(0)?;
+/// use gather_cuda::CudaTensor;
+/// let g = CudaTensor::from_host(&gpu, &ndarray::array![[1.0f64, 2.0], [3.0, 4.0]])?;
+/// let labels = CudaTensor::from_host(&gpu, &ndarray::array![2i64, 1])?;
+/// let d = gather_cuda::grad::select_batched(&g, &[2, 3, 2], 1, &labels, 1)?;
+/// assert_eq!(d.to_host::<f64>()?, ndarray::array![[[0.0, 0.0], [0.0, 0.0], [1.0, 2.0]],
+///                                                  [[0.0, 0.0], [3.0, 4.0], [0.0, 0.0]]].into_dyn());
+/// # Ok::<(), gather_cuda::Error>(())
+/// ```
+pub fn select_batched(
+    grad_out: &CudaTensor,
+    input_shape: &[usize],
+    axis: isize,
+    index: &CudaTensor,
+    batch_dims: usize,
+) -> Result<CudaTensor> {
+    let op = "grad::select_batched";
+    let index = crate::gather::index_operand(op, "index", index)?;
+    let (a, gather_shape, out_shape) =
+        backend::check_select_batched(op, input_shape, axis, index.shape(), batch_dims)?;
+    check_shape(
+        op,
+        "grad_output",
+        grad_out.shape(),
+        "the output of select_batched",
+        &out_shape,
+    )?;
+    if grad_out.is_empty() {
+        return cast(
+            &zeros(&widen(op, grad_out)?, input_shape)?,
+            grad_out.dtype(),
+        );
+    }
+    let spread = crate::gather::batched_spread(&index, &gather_shape, batch_dims, a)?;
+    scatter_into_zeros(
+        op,
+        &grad_out.reshape(&gather_shape)?,
+        input_shape,
+        a as isize,
+        &spread,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

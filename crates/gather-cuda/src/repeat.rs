@@ -102,7 +102,7 @@ pub fn repeat_interleave_repeats(
 }
 
 /// The counts, read to the host as i64 (an integer dtype is required).
-fn host_counts(repeats: &CudaTensor) -> Result<Vec<i64>> {
+pub(crate) fn host_counts(repeats: &CudaTensor) -> Result<Vec<i64>> {
     host_i64(&index_operand(OP, "repeats", repeats)?)
 }
 
@@ -124,7 +124,7 @@ fn expand(
 
 /// The `total` positions `[0] * counts[0] + [1] * counts[1] + ...` on the GPU, as `dtype`
 /// (i64 or i32).
-fn positions(
+pub(crate) fn positions(
     dev: &crate::Cuda,
     counts: &[usize],
     total: usize,

@@ -1922,6 +1922,79 @@ fn check_grads<T: gather::grad::GradFloat>(
             0.0,
             &format!("{what}: sort"),
         );
+        // masked_select and masked_scatter, the input broadcast along a size-1 axis.
+        let m = values(rng, &shape, |v| v % 3 == 0);
+        let count = m.iter().filter(|&&v| v).count();
+        let (mg, gm) = (up(g, &m), values(rng, &[count], f));
+        let want = gather::grad::masked_select(&gm, IxDyn(&bshape), &m).unwrap();
+        let got = gg::masked_select(&up(g, &gm), &bshape, &mg).unwrap();
+        close(
+            &host::<T>(&got),
+            &as_f64(&want),
+            tol,
+            &format!("{what}: masked_select"),
+        );
+        let want =
+            gather::grad::masked_scatter(&go, IxDyn(&bshape), &m, IxDyn(&[count + 2])).unwrap();
+        let got = gg::masked_scatter(&gog, &bshape, &mg, &[count + 2]).unwrap();
+        close(
+            &host::<T>(&got.input),
+            &as_f64(&want.input),
+            tol,
+            &format!("{what}: masked_scatter"),
+        );
+        close(
+            &host::<T>(&got.source),
+            &as_f64(&want.source),
+            0.0,
+            &format!("{what}: masked_scatter source"),
+        );
+        // repeat_interleave along d with counts 0..=2, and a scalar count on the flattening.
+        let reps = index(rng, &[shape[d]], 3);
+        let total = reps.sum() as usize;
+        let mut rshape = shape.clone();
+        rshape[d] = total;
+        let gr = values(rng, &rshape, f);
+        let want = gather::grad::repeat_interleave(&gr, IxDyn(&shape), &reps, Some(dim)).unwrap();
+        let got = gg::repeat_interleave(&up(g, &gr), &shape, &up(g, &reps), Some(dim)).unwrap();
+        close(
+            &host::<T>(&got),
+            &as_f64(&want),
+            tol,
+            &format!("{what}: repeat_interleave"),
+        );
+        let gr = values(rng, &[2 * len], f);
+        let want = gather::grad::repeat_interleave_scalar(&gr, IxDyn(&shape), 2, None).unwrap();
+        let got = gg::repeat_interleave_scalar(&up(g, &gr), &shape, 2, None).unwrap();
+        close(
+            &host::<T>(&got),
+            &as_f64(&want),
+            tol,
+            &format!("{what}: repeat_interleave scalar"),
+        );
+        // select_batched: a plain index along d, and one batched over axis 0 when d > 0.
+        let want = gather::grad::select_batched(&gsel, IxDyn(&shape), dim, &iv, 0).unwrap();
+        let got = gg::select_batched(&up(g, &gsel), &shape, dim, &ivg, 0).unwrap();
+        close(
+            &host::<T>(&got),
+            &as_f64(&want),
+            tol,
+            &format!("{what}: select_batched"),
+        );
+        if d > 0 {
+            let bi = index(rng, &[shape[0], 3], shape[d]);
+            let mut oshape = shape.clone();
+            oshape[d] = 3;
+            let gb = values(rng, &oshape, f);
+            let want = gather::grad::select_batched(&gb, IxDyn(&shape), dim, &bi, 1).unwrap();
+            let got = gg::select_batched(&up(g, &gb), &shape, dim, &up(g, &bi), 1).unwrap();
+            close(
+                &host::<T>(&got),
+                &as_f64(&want),
+                tol,
+                &format!("{what}: select_batched batched"),
+            );
+        }
     }
 }
 

@@ -120,8 +120,6 @@ def test_mixed_devices_are_errors_that_say_so():
         gather.gather(torch.ones(3).cuda(), 0, torch.tensor([0]))
     with pytest.raises(gather.InvalidArgumentError, match="host memory"):
         gather.grad.gather(torch.ones(1), torch.ones(3).cuda(), 0, torch.tensor([0]).cuda())
-    with pytest.raises(gather.InvalidArgumentError, match="GPU yet"):
-        gather.grad.masked_select(torch.ones(2).cuda(), torch.ones(2).cuda(), cuda([True, False]))
 
 
 def _autograd(f, *tensors):
@@ -168,6 +166,26 @@ def test_gradients_of_cuda_arrays_run_on_the_gpu_and_equal_torch_autograd():
     gi, gs = gather.grad.index_add(go, x.cuda(), 0, rows, source.cuda(), alpha=2.5)
     torch.testing.assert_close(gi, dx)
     torch.testing.assert_close(gs, dsrc)
+    mask = cuda([[True, False, True, True, False]])
+    go, (dx,) = _autograd(lambda a: torch.masked_select(a, mask), x)
+    torch.testing.assert_close(gather.grad.masked_select(go, x.cuda(), mask), dx)
+    fill = torch.randn(40, dtype=torch.float64, generator=g)
+    go, (dx, ds) = _autograd(lambda a, s: a.masked_scatter(mask, s), x, fill)
+    gi, gs = gather.grad.masked_scatter(go, x.cuda(), mask, fill.cuda())
+    torch.testing.assert_close(gi, dx)
+    torch.testing.assert_close(gs, ds)
+    reps = cuda([2, 0, 1, 3, 1, 0])
+    go, (dx,) = _autograd(lambda a: torch.repeat_interleave(a, reps, dim=0), x)
+    torch.testing.assert_close(gather.grad.repeat_interleave(go, x.cuda(), reps, 0), dx)
+    go, (dx,) = _autograd(lambda a: torch.repeat_interleave(a, 3), x)
+    torch.testing.assert_close(gather.grad.repeat_interleave(go, x.cuda(), 3), dx)
+    go, (dx,) = _autograd(lambda a: torch.sort(a, 1, stable=True).values, x)
+    torch.testing.assert_close(gather.grad.sort(go, x.cuda(), 1, stable=True), dx)
+    labels = torch.randint(0, 5, (6, 2), generator=g)
+    picked = torch.randn(6, 2, dtype=torch.float64, generator=g)
+    want = gather.grad.select_batched(picked.numpy(), x.numpy(), 1, labels.numpy(), 1)
+    got = gather.grad.select_batched(picked.cuda(), x.cuda(), 1, labels.cuda(), 1)
+    np.testing.assert_allclose(got.cpu().numpy(), want)
     half = x.float().half()
     go, (dx,) = _autograd(lambda a: torch.gather(a, 1, ci), half)
     got = gather.grad.gather(go, half.cuda(), 1, ci)
