@@ -779,7 +779,6 @@ pub fn take_along_dim(
         let dx = take(grad_out, input_shape, &index.reshape(&[index.len()])?)?;
         return Ok(dx);
     };
-    let nd = input_shape.len();
     // `wide`: the input as the forward read it, broadcast against the index off `dim`.
     let (d, wide, out_shape) = backend::check_take_along_dim(input_shape, index.shape(), dim)?;
     check_shape(
@@ -810,17 +809,7 @@ pub fn take_along_dim(
         &|pos| crate::scatter::strict_error(op, &ib, false, d, size, pos),
         Fold::Apply,
     )?;
-    let mut dx = dx;
-    // Sum over the broadcast axes, one at a time: a scatter_add of every position to 0.
-    for a in 0..nd {
-        if input_shape[a] == 1 && dx.shape()[a] != 1 {
-            let mut to = dx.shape().to_vec();
-            to[a] = 1;
-            let at0 = full(g.device(), &[], DType::I64, 0)?.broadcast(dx.shape())?;
-            dx = crate::scatter_add(&zeros(&g, &to)?, a as isize, &at0, &dx)?;
-        }
-    }
-    cast(&dx, grad_out.dtype())
+    cast(&sum_to(&dx, input_shape)?, grad_out.dtype())
 }
 
 /// The gradients of [`put()`](crate::put()): `input = g` when accumulating, else
