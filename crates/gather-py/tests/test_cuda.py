@@ -237,3 +237,40 @@ def test_cupy_and_jax_gpu_arrays_come_back_as_their_own_type():
     assert np.asarray(outj).ravel().tolist() == [3.0, 4.0, 9.0]
     with pytest.raises(gather.InvalidArgumentError, match="read-only"):
         gather.scatter_(xj, 1, ij, 0.0)
+
+
+@gpu
+def test_torch_scatter_keeps_cuda_tensors_on_the_gpu_and_equals_the_cpu_results():
+    from gather import torch_scatter as ts
+
+    g = torch.Generator().manual_seed(8)
+    src = torch.randn(40, 3, dtype=torch.float64, generator=g)
+    index = torch.randint(0, 7, (40,), generator=g)
+    ids, ptr = index.sort().values, torch.tensor([0, 5, 5, 22, 40])
+    calls = [
+        lambda s, i, d, p: ts.scatter(s, i, 0, reduce="sum"),
+        lambda s, i, d, p: ts.scatter(s, i, 0, dim_size=9, reduce="mean"),
+        lambda s, i, d, p: ts.scatter_mul(s, i, 0),
+        lambda s, i, d, p: ts.scatter_max(s, i, 0, dim_size=8),
+        lambda s, i, d, p: ts.scatter_std(s, i, 0),
+        lambda s, i, d, p: ts.scatter_logsumexp(s, i, 0),
+        lambda s, i, d, p: ts.scatter_softmax(s, i, 0),
+        lambda s, i, d, p: ts.segment_csr(s, p, reduce="max"),
+        lambda s, i, d, p: ts.segment_coo(s, d, dim_size=9, reduce="mean"),
+        lambda s, i, d, p: ts.gather_csr(s[:4], p),
+        lambda s, i, d, p: ts.gather_coo(s, d[:9]),
+    ]
+    for k, call in enumerate(calls):
+        want = call(src, index, ids, ptr)
+        got = call(src.cuda(), index.cuda(), ids.cuda(), ptr.cuda())
+        for w, o in zip(want if isinstance(want, tuple) else (want,), got if isinstance(got, tuple) else (got,)):
+            assert isinstance(o, torch.Tensor) and o.is_cuda, k
+            torch.testing.assert_close(o.cpu(), w, msg=str(k))
+    # Gradients (the autograd Function) on the GPU, against the CPU's.
+    for reduce in ["sum", "mean", "max"]:
+        grads = []
+        for dev in ["cpu", "cuda"]:
+            x = src.clone().to(dev).requires_grad_()
+            ts.scatter(x, index.to(dev), 0, dim_size=8, reduce=reduce).sin().sum().backward()
+            grads.append(x.grad.cpu())
+        torch.testing.assert_close(grads[1], grads[0], msg=reduce)

@@ -205,3 +205,71 @@ def test_out_with_gradients_is_a_clear_error():
     x = torch.ones(3, 2, requires_grad=True)
     with pytest.raises(TypeError, match="out="):
         ts.scatter_sum(x, torch.tensor([0, 1, 0]), 0, out=torch.zeros(2, 2))
+
+
+def _device_calls(torch):
+    """Calls of every function, on torch tensors: (name, call(module, src, int_src))."""
+    g = torch.Generator().manual_seed(5)
+    index = torch.randint(0, 7, (40,), generator=g)
+    index2d = torch.randint(0, 6, (40, 3), generator=g)
+    ids = index.sort().values
+    ptr = torch.tensor([0, 5, 5, 22, 40])
+    return [
+        ("sum", lambda m, s, i: m.scatter(s, index, 0, reduce="sum")),
+        ("sum 2-d index", lambda m, s, i: m.scatter(s, index2d, 0, dim_size=8)),
+        ("mean", lambda m, s, i: m.scatter(s, index, 0, dim_size=9, reduce="mean")),
+        ("int mean", lambda m, s, i: m.scatter_mean(i, index2d, 0)),
+        ("mul", lambda m, s, i: m.scatter_mul(s, index, 0)),
+        ("max", lambda m, s, i: m.scatter_max(s, index, 0, dim_size=8)),
+        ("min", lambda m, s, i: m.scatter(s, index2d, 0, reduce="min")),
+        ("max out", lambda m, s, i: m.scatter_max(s, index, 0, out=torch.full((7, 3), 0.5, dtype=s.dtype))),
+        ("sum out", lambda m, s, i: m.scatter_sum(s, index, 0, out=torch.ones(7, 3, dtype=s.dtype))),
+        ("mean out", lambda m, s, i: m.scatter_mean(s, index, 0, out=torch.ones(7, 3, dtype=s.dtype))),
+        ("std", lambda m, s, i: m.scatter_std(s, index, 0, dim_size=8)),
+        ("logsumexp", lambda m, s, i: m.scatter_logsumexp(s, index, 0)),
+        ("softmax", lambda m, s, i: m.scatter_softmax(s, index, 0)),
+        ("log_softmax", lambda m, s, i: m.scatter_log_softmax(s, index2d, 0)),
+        ("segment_csr", lambda m, s, i: m.segment_csr(s, ptr, reduce="mean")),
+        ("segment_csr max", lambda m, s, i: m.segment_csr(s, ptr, reduce="max")),
+        ("segment_coo", lambda m, s, i: m.segment_coo(s, ids, dim_size=9)),
+        ("segment_coo out", lambda m, s, i: m.segment_coo(s, ids, out=torch.zeros(7, 3, dtype=s.dtype))),
+        ("gather_csr", lambda m, s, i: m.gather_csr(s[:4], ptr)),
+        ("gather_coo", lambda m, s, i: m.gather_coo(s, ids[:9])),
+    ]
+
+
+def _same(a, b, what):
+    if isinstance(a, tuple):
+        assert isinstance(b, tuple) and len(a) == len(b), what
+        for x, y in zip(a, b):
+            _same(x, y, what)
+        return
+    import torch
+
+    assert isinstance(b, torch.Tensor), f"{what}: {type(b)}"
+    torch.testing.assert_close(b, a, msg=what)
+
+
+def test_the_gpu_arrays_path_gives_the_numpy_paths_results(monkeypatch):
+    """The steps a GPU src takes (its framework's array operations between the library's
+    kernels, nothing through NumPy), run here on torch CPU tensors, against the NumPy path."""
+    torch = _torch()
+    g = torch.Generator().manual_seed(6)
+    src = torch.randn(40, 3, dtype=torch.float64, generator=g)
+    isrc = torch.randint(-9, 9, (40, 3), generator=g)
+    calls = _device_calls(torch)
+    want = [call(ts, src, isrc) for _, call in calls]
+    monkeypatch.setattr(ts, "_on_device", lambda x: isinstance(x, torch.Tensor))
+    for (name, call), w in zip(calls, want):
+        _same(w, call(ts, src, isrc), name)
+    # The gradients on that path too.
+    x = (torch.randperm(30, generator=g).double().reshape(10, 3) / 7 + 0.5).requires_grad_()
+    i = torch.tensor([0, 2, 0, 5, 2, 2, 1, 0, 5, 2])
+    for name, call in [
+        ("mean", lambda t: ts.scatter(t, i, 0, dim_size=6, reduce="mean")),
+        ("max", lambda t: ts.scatter(t, i, 0, dim_size=6, reduce="max")),
+        ("std", lambda t: ts.scatter_std(t, i, 0, dim_size=6)),
+        ("segment_csr", lambda t: ts.segment_csr(t, torch.tensor([0, 3, 3, 7, 10]))),
+        ("gather_csr", lambda t: ts.gather_csr(t[:4], torch.tensor([0, 3, 3, 7, 10]))),
+    ]:
+        assert torch.autograd.gradcheck(call, (x,)), name

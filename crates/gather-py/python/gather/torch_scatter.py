@@ -5,10 +5,13 @@ PyG-style code switches by changing one import::
     from gather import torch_scatter            # instead of: import torch_scatter
     out = torch_scatter.scatter(src, index, dim=0, dim_size=n, reduce="sum")
 
-Every function takes NumPy arrays, PyTorch CPU tensors or JAX arrays and returns the type of
-``src``; the kernels are the library's (deterministic: every group is reduced in index order, on
-any number of threads). A 1-D ``index`` is broadcast against ``src`` along ``dim``, as
-pytorch_scatter does.
+Every function takes NumPy arrays, PyTorch tensors, CuPy arrays or JAX arrays and returns the
+type of ``src``; the kernels are the library's (deterministic: every group is reduced in index
+order, on any number of threads, and on the GPU). GPU arrays stay on their GPU: every step runs
+there, with the framework's own array operations between the library's kernels, and nothing is
+copied to the host but the largest index value where ``dim_size`` is not given (pytorch_scatter
+reads it too). A 1-D ``index`` is broadcast against ``src`` along ``dim``, as pytorch_scatter
+does.
 
 Differences from pytorch_scatter, and why:
 
@@ -69,6 +72,57 @@ def _dim(dim, src):
     return dim + _ndim(src) if dim < 0 else dim
 
 
+_GPU_KINDS = (2, 3, 13)  # DLPack device types: CUDA, CUDA host, CUDA managed
+
+
+def _on_device(x):
+    """Whether ``x`` is a GPU array (a torch CUDA tensor, CuPy, JAX on a GPU): its steps then use
+    its framework's array operations, not NumPy's."""
+    if isinstance(x, np.ndarray):
+        return False
+    f = getattr(x, "__dlpack_device__", None)
+    if f is None:
+        return False
+    try:
+        return f()[0] in _GPU_KINDS
+    except Exception:
+        return False
+
+
+def _xp(x):
+    """The array namespace of a GPU array: torch, cupy or jax.numpy."""
+    root = type(x).__module__.split(".")[0]
+    if root == "torch":
+        import torch
+
+        return torch
+    if root == "cupy":
+        import cupy
+
+        return cupy
+    import jax.numpy as jnp
+
+    return jnp
+
+
+def _device_full(like, shape, fill, dtype=None):
+    """A new array on ``like``'s GPU, of ``dtype`` (default ``like``'s), filled with ``fill``."""
+    xp = _xp(like)
+    dtype = like.dtype if dtype is None else dtype
+    if xp.__name__ == "torch":
+        return xp.full(tuple(shape), fill, dtype=dtype, device=like.device)
+    return xp.full(tuple(shape), fill, dtype=dtype)
+
+
+def _index(index, src):
+    """The index as the kernels take it: the GPU array itself beside a GPU ``src``, else NumPy."""
+    return index if _on_device(src) else _index_np(index)
+
+
+def _numel(x):
+    return math.prod(x.shape)
+
+
 def _index_np(index):
     """The index as a NumPy array (borrowed through DLPack for tensors)."""
     if isinstance(index, np.ndarray):
@@ -80,12 +134,13 @@ def _index_np(index):
 
 def _broadcast(index, src, dim):
     """pytorch_scatter's broadcast of ``index`` against ``src`` (a view, never a copy)."""
-    index = _index_np(index)
+    index = _index(index, src)
     dim = _dim(dim, src)
+    xp = _xp(src) if _on_device(src) else np
     if index.ndim == 1:
-        index = index.reshape((1,) * dim + (-1,))
-    index = index.reshape(index.shape + (1,) * (_ndim(src) - index.ndim))
-    return np.broadcast_to(index, tuple(src.shape))
+        index = xp.reshape(index, (1,) * dim + (-1,))
+    index = xp.reshape(index, tuple(index.shape) + (1,) * (_ndim(src) - index.ndim))
+    return xp.broadcast_to(index, tuple(src.shape))
 
 
 def _call(op, data, plain, **args):
@@ -95,7 +150,7 @@ def _call(op, data, plain, **args):
 def _groups(src, index, dim, dim_size, reduce, fill, **extra):
     dim = _dim(dim, src)
     return _call(
-        "scatter_groups", {"src": src}, {"index": _index_np(index)},
+        "scatter_groups", {"src": src}, {"index": _index(index, src)},
         dim=dim, reduce=reduce, dim_size=dim_size, fill=fill, **extra,
     )[0]
 
@@ -107,6 +162,9 @@ def _arg_sentinel(arg, n):
         return arg
     if hasattr(arg, "masked_fill_"):  # torch
         return arg.masked_fill_(arg < 0, n)
+    if type(arg).__module__.split(".")[0] == "cupy":
+        arg[arg < 0] = n
+        return arg
     import jax.numpy as jnp
 
     return jnp.where(arg < 0, n, arg)
@@ -127,7 +185,10 @@ def _np_dtype(src):
 
 def _fresh(src, shape, fill):
     """A new array of ``src``'s dtype filled with ``fill``: a NumPy one where NumPy has the dtype
-    (zeros then come from fresh zero pages, not a memset), else one of ``src``'s framework."""
+    (zeros then come from fresh zero pages, not a memset), else one of ``src``'s framework (on its
+    GPU for a GPU ``src``)."""
+    if _on_device(src):
+        return _device_full(src, shape, fill)
     dt = _np_dtype(src)
     if dt is not None:
         return np.zeros(shape, dt) if fill == 0 else np.full(shape, fill, dt)
@@ -163,8 +224,8 @@ def _size(src, index, dim, dim_size):
     if dim_size is not None:
         shape[dim] = dim_size
     else:
-        idx = _index_np(index)
-        shape[dim] = int(idx.max()) + 1 if idx.size else 0
+        idx = _index(index, src)
+        shape[dim] = int(idx.max()) + 1 if _numel(idx) else 0
     return tuple(shape)
 
 
@@ -211,6 +272,8 @@ def scatter_mean(src, index, dim=-1, out=None, dim_size=None):
     pytorch_scatter."""
     d = _dim(dim, src)
     out = scatter_sum(src, index, d, out, dim_size)
+    if _on_device(src):
+        return _divide(out, _at_least_one(_counts(src, index, d, out.shape[d])))
     count = np.maximum(_counts(src, index, d, out.shape[d]), 1)
     o = _np(out)
     if np.issubdtype(o.dtype, np.floating):
@@ -220,8 +283,43 @@ def scatter_mean(src, index, dim=-1, out=None, dim_size=None):
     return out
 
 
+def _at_least_one(count):
+    if isinstance(count, np.ndarray):
+        return np.maximum(count, 1)
+    if hasattr(count, "clamp"):  # torch
+        return count.clamp(min=1)
+    return _xp(count).maximum(count, 1)
+
+
+def _is_float(x):
+    if hasattr(x, "is_floating_point"):  # torch
+        return x.is_floating_point()
+    return np.issubdtype(np.dtype(x.dtype), np.floating)
+
+
+def _divide(out, count):
+    """``out`` divided by ``count`` (integers: rounded toward negative infinity), in place where
+    the framework writes in place (torch, CuPy), as the NumPy path does."""
+    float_ = _is_float(out)
+    if hasattr(out, "div_"):  # torch
+        return out.div_(count.to(out.dtype)) if float_ else out.floor_divide_(count)
+    if type(out).__module__.split(".")[0] == "cupy":
+        if float_:
+            out /= count
+        else:
+            out //= count
+        return out
+    return (out / count if float_ else out // count).astype(out.dtype)
+
+
 def _counts(src, index, dim, dim_size):
     """How many elements of ``src`` each group has, shaped to broadcast against the output."""
+    if _on_device(src):
+        xp = _xp(src)
+        shape = _size(src, index, dim, dim_size)
+        ones = xp.broadcast_to(_device_full(src, (1,), 1, xp.int64), tuple(src.shape))
+        zeros = _device_full(src, shape, 0, xp.int64)
+        return _native.scatter_add(zeros, dim, _broadcast(index, src, dim), ones)
     idx = _index_np(index)
     if idx.ndim == 1:
         # One group per position along dim, the same for every lane: a bincount.
@@ -244,6 +342,8 @@ def _scatter_arg(src, index, dim, out, dim_size, reduce):
         dim=d, reduce=reduce, include_self=given,
     )
     arg = _arg_sentinel(arg, src.shape[d])
+    if given and _on_device(out):
+        return _write(out, values), _like(src, arg)
     if given:
         o = _np(out)
         if o.flags.writeable:
@@ -308,7 +408,7 @@ def scatter(src, index, dim=-1, out=None, dim_size=None, reduce="sum"):
 
 
 def _segment(src, kind, seg, reduce, dim, num_segments=None):
-    seg = _index_np(seg)
+    seg = _index(seg, src)
     if seg.ndim != 1:
         raise ValueError(f"gather.torch_scatter: {kind} must be 1-D here, got shape {seg.shape} (see the module docs)")
     if reduce in ("sum", "add", "mean"):
@@ -327,12 +427,22 @@ def segment_csr(src, indptr, out=None, reduce="sum"):
     pointer array). min and max return ``(values, arg)``."""
     if _grad_needed(src):
         _no_out("segment_csr", out)
-        ptr = _index_np(indptr)
+        ptr = _index(indptr, src)
         if ptr.ndim != 1:
-            raise ValueError(f"gather.torch_scatter: offsets must be 1-D here, got shape {ptr.shape} (see the module docs)")
-        return _segment_grad(src, np.repeat(np.arange(ptr.size - 1), np.diff(ptr)), ptr.size - 1, reduce)
+            raise ValueError(f"gather.torch_scatter: offsets must be 1-D here, got shape {tuple(ptr.shape)} (see the module docs)")
+        return _segment_grad(src, _ids(ptr[1:] - ptr[:-1], src), ptr.shape[0] - 1, reduce)
     result = _segment(src, "offsets", indptr, reduce, 0)
     return _into(out, result)
+
+
+def _ids(counts, src):
+    """``[0] * counts[0] + [1] * counts[1] + ...``: the group id of every element of ``src``."""
+    if _on_device(src):
+        # The repeats-only form has no data array to take the type from: it returns the library's
+        # own array, which the framework takes through DLPack (no copy).
+        ids = _native.repeat_interleave(counts)
+        return ids if type(ids) is type(counts) else _xp(src).from_dlpack(ids)
+    return np.repeat(np.arange(counts.size), counts)
 
 
 def _segment_grad(src, ids, n, reduce):
@@ -347,33 +457,48 @@ def segment_coo(src, index, out=None, dim_size=None, reduce="sum"):
     """Reduces ``src`` over the runs of equal, sorted ``index`` values along its first axis; the
     output has ``dim_size`` (default ``index.max() + 1``) segments. min and max return
     ``(values, arg)``."""
-    idx = _index_np(index)
-    n = dim_size if dim_size is not None else (int(idx.max()) + 1 if idx.size else 0)
+    idx = _index(index, src)
+    n = dim_size if dim_size is not None else (int(idx.max()) + 1 if _numel(idx) else 0)
     if out is not None:
         n = out.shape[0]
     if _grad_needed(src):
         _no_out("segment_coo", out)
         if idx.ndim != 1:
-            raise ValueError(f"gather.torch_scatter: ids must be 1-D here, got shape {idx.shape} (see the module docs)")
+            raise ValueError(f"gather.torch_scatter: ids must be 1-D here, got shape {tuple(idx.shape)} (see the module docs)")
         return _segment_grad(src, idx, n, reduce)
     return _into(out, _segment(src, "ids", idx, reduce, 0, num_segments=n))
+
+
+def _write(out, values):
+    """``values`` written into the GPU array ``out`` (torch, CuPy); ``values`` itself for an
+    immutable ``out`` (JAX)."""
+    if hasattr(out, "copy_"):  # torch
+        return out.copy_(values)
+    if type(out).__module__.split(".")[0] == "cupy":
+        out[...] = values
+        return out
+    return values
 
 
 def _into(out, result):
     if out is None:
         return result
     values = result[0] if isinstance(result, tuple) else result
-    _np(out)[...] = _np(values)
+    if _on_device(out):
+        out = _write(out, values)
+    else:
+        _np(out)[...] = _np(values)
     return (out, result[1]) if isinstance(result, tuple) else out
 
 
 def gather_csr(src, indptr, out=None):
     """Row ``i`` of ``src`` repeated ``indptr[i + 1] - indptr[i]`` times along the first axis (the
     inverse of ``segment_csr``)."""
-    counts = np.diff(_index_np(indptr))
+    ptr = _index(indptr, src)
+    counts = ptr[1:] - ptr[:-1]
     if _grad_needed(src):
         _no_out("gather_csr", out)
-        return _with_grad("gather_coo", src, np.repeat(np.arange(counts.size), counts))
+        return _with_grad("gather_coo", src, _ids(counts, src))
     result = _native.repeat_interleave(src, counts, 0)
     return _into(out, result)
 
@@ -383,14 +508,14 @@ def gather_coo(src, index, out=None):
     if _grad_needed(src):
         _no_out("gather_coo", out)
         return _with_grad("gather_coo", src, index)
-    return _into(out, _native.index_select(src, 0, _index_np(index)))
+    return _into(out, _native.index_select(src, 0, _index(index, src)))
 
 
 def scatter_softmax(src, index, dim=-1, dim_size=None):
     """The softmax of each group of ``src`` (float ``src``), in ``src``'s shape."""
     if _grad_needed(src):
         return _with_grad("softmax", src, index, dim)
-    return _call("scatter_softmax", {"src": src}, {"index": _index_np(index)}, dim=_dim(dim, src))[0]
+    return _call("scatter_softmax", {"src": src}, {"index": _index(index, src)}, dim=_dim(dim, src))[0]
 
 
 def scatter_log_softmax(src, index, dim=-1, eps=1e-12, dim_size=None):
@@ -398,7 +523,7 @@ def scatter_log_softmax(src, index, dim=-1, eps=1e-12, dim_size=None):
     accepted for pytorch_scatter's signature; the result is exact (see the module docs)."""
     if _grad_needed(src):
         return _with_grad("log_softmax", src, index, dim)
-    return _call("scatter_log_softmax", {"src": src}, {"index": _index_np(index)}, dim=_dim(dim, src))[0]
+    return _call("scatter_log_softmax", {"src": src}, {"index": _index(index, src)}, dim=_dim(dim, src))[0]
 
 
 def scatter_logsumexp(src, index, dim=-1, out=None, dim_size=None, eps=1e-12):
@@ -419,8 +544,13 @@ def scatter_std(src, index, dim=-1, out=None, dim_size=None, unbiased=True):
     if unbiased:
         # pytorch_scatter divides by max(count - 1, 1): a one-element group has std 0, not NaN.
         count = _counts(src, index, dim, result.shape[_dim(dim, src)])
-        r = _np(result)
-        r[np.broadcast_to(count <= 1, r.shape)] = 0
+        if _on_device(result):
+            xp = _xp(result)
+            alone = xp.broadcast_to(count <= 1, tuple(result.shape))
+            result = xp.where(alone, xp.zeros_like(result), result)
+        else:
+            r = _np(result)
+            r[np.broadcast_to(count <= 1, r.shape)] = 0
     return _into(out, result)
 
 
@@ -460,13 +590,13 @@ def _function():
             d = _dim(dim, s)
             ctx.kind, ctx.dim = kind, d
             ctx.ib = _broadcast(index, s, d) if kind not in ("gather_coo",) else None
-            ctx.index = _index_np(index)
+            ctx.index = _index(index, s)
             arg = None
             if kind == "sum":
                 out = scatter_sum(s, index, d, None, dim_size)
             elif kind == "mean":
                 out = scatter_mean(s, index, d, None, dim_size)
-                ctx.count = np.maximum(_counts(s, index, d, out.shape[d]), 1)
+                ctx.count = _at_least_one(_counts(s, index, d, out.shape[d]))
             elif kind == "mul":
                 out = scatter_mul(s, index, d, None, dim_size)
             elif kind in ("max", "min"):
@@ -481,7 +611,7 @@ def _function():
                 out = scatter_std(s, index, d, None, dim_size, extra)
                 ctx.mean = scatter_mean(s, index, d, None, out.shape[d])
                 count = _counts(s, index, d, out.shape[d])
-                ctx.n = np.maximum(count - (1 if extra else 0), 1)
+                ctx.n = _at_least_one(count - (1 if extra else 0))
             elif kind == "gather_coo":
                 out = gather_coo(s, index)
             else:
@@ -508,7 +638,7 @@ def _function():
             if kind == "sum":
                 gs = spread(g)
             elif kind == "mean":
-                gs = spread(g / torch.from_numpy(ctx.count).to(g.dtype))
+                gs = spread(g / _as_torch(ctx.count, g))
             elif kind == "mul":
                 gs = spread(g * out) / s
             elif kind in ("max", "min"):
@@ -524,7 +654,7 @@ def _function():
                 gs = spread(g) * torch.exp(s - spread(out))
             elif kind == "std":
                 mean = ctx.mean
-                n = torch.from_numpy(ctx.n).to(g.dtype)
+                n = _as_torch(ctx.n, g)
                 per = torch.where(out > 0, g / (n * out), torch.zeros_like(out))
                 gs = spread(per) * (s - spread(mean))
             elif kind == "gather_coo":
@@ -533,6 +663,14 @@ def _function():
 
     _AUTOGRAD["fn"] = ScatterFunction
     return ScatterFunction
+
+
+def _as_torch(a, like):
+    """A NumPy array (the CPU path) or a torch tensor (the GPU path) as ``like``'s dtype."""
+    import torch
+
+    t = a if isinstance(a, torch.Tensor) else torch.from_numpy(a)
+    return t.to(like.dtype)
 
 
 def _with_grad(kind, src, index, dim=0, dim_size=None, extra=None):
