@@ -9,8 +9,8 @@ through DLPack without a copy, and results come back as the type of the first da
 (``input``, ``src``): torch in, torch out. CUDA tensors (PyTorch, CuPy, JAX on an NVIDIA GPU)
 run on their GPU: read through DLPack without a copy, on a stream the producer's pending work is
 ordered before, and handed back to the same framework through DLPack (a :class:`CudaArray` when
-the framework is not known). Every array of a call is then on that GPU; gradients run on the
-CPU only. The in-place forms have PyTorch's trailing underscore
+the framework is not known). Every array of a call is then on that GPU, where the gradients
+(:mod:`gather.grad`) run too. The in-place forms have PyTorch's trailing underscore
 (``scatter_``, ``scatter_add_``, ``scatter_reduce_``, ``index_add_``, ``index_copy_``,
 ``index_fill_``, ``index_reduce_``, ``put_``, ``masked_scatter_``): they write into the caller's
 own array or tensor, return it, and leave it unchanged when they fail.
