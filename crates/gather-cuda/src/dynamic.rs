@@ -354,12 +354,7 @@ pub fn call_grad_with(
         });
     }
     let names: Vec<&str> = inputs.keys().map(String::as_str).collect();
-    if gather::dynamic::bounds_policy(op, args, &names)?.is_some() {
-        return Err(invalid(format!(
-            "{op}: gradients under a bounds policy do not run on the GPU yet"
-        ))
-        .with_hint("copy the tensors to the host and use the CPU library's gradient"));
-    }
+    let policy = gather::dynamic::bounds_policy(op, args, &names)?;
     let get = |name: &str| -> gather::Result<&CudaTensor> {
         inputs
             .get(name)
@@ -394,6 +389,9 @@ pub fn call_grad_with(
         out.shape(),
     )?;
     let g = grad_output;
+    if let Some(policy) = policy {
+        return bounded_grad(op, args, inputs, g, x, policy).map_err(gather::Error::from);
+    }
     let named = |name: &str, t: CudaTensor| (name.to_string(), t);
     let pair = |a: &str, b: &str, (i, s): (CudaTensor, CudaTensor)| vec![named(a, i), named(b, s)];
     let r: crate::Result<Outputs> = (|| {
@@ -560,4 +558,96 @@ fn scatter_grad(
 fn full_like_index(x: &CudaTensor, index: &CudaTensor, value: Scalar) -> crate::Result<CudaTensor> {
     let bits = crate::scatter::scalar_bits("scatter", value, x.dtype())?;
     crate::options::full(x.device(), &[], x.dtype(), bits)?.broadcast(index.shape())
+}
+
+/// The gradients of `op` under a bounds policy ([`crate::grad::GradOptions`]), as the CPU
+/// library's `call_grad` takes them.
+fn bounded_grad(
+    op: &str,
+    args: &Args,
+    inputs: &CudaTensors,
+    g: &CudaTensor,
+    x: &CudaTensor,
+    policy: OutOfBounds<Scalar>,
+) -> crate::Result<Outputs> {
+    let go = Options::new().bounds(policy).grad();
+    let get = |name: &str| -> crate::Result<&CudaTensor> {
+        inputs.get(name).ok_or_else(|| {
+            Error::new(
+                gather::ErrorKind::InvalidArgument,
+                format!("missing input tensor `{name}`"),
+            )
+            .into()
+        })
+    };
+    let one = |t: CudaTensor| Ok(vec![("grad_input".to_string(), t)]);
+    let two = |second: &str, (a, b): (CudaTensor, CudaTensor)| {
+        Ok(vec![("grad_input".to_string(), a), (second.to_string(), b)])
+    };
+    let index = get("index")?;
+    match op {
+        "gather" => one(go.gather(g, x.shape(), args.dim()?, index)?),
+        "take_along_dim" => {
+            let dim = args.opt_int("dim")?.map(|d| d as isize);
+            one(go.take_along_dim(g, x.shape(), index, dim)?)
+        }
+        "index_select" => one(go.index_select(g, x.shape(), args.dim()?, index)?),
+        "take" => one(go.take(g, x.shape(), index)?),
+        "select_batched" => {
+            let b = gather::dynamic::batch_dims(args)?;
+            one(go.select_batched(g, x.shape(), args.dim()?, index, b)?)
+        }
+        "scatter" | "scatter_add" | "scatter_reduce" => {
+            let src = get("src")?;
+            let dim = args.dim()?;
+            let r = match op {
+                "scatter" => {
+                    if !matches!(args.get("reduce"), None | Some(Arg::None)) {
+                        return Err(Error::new(
+                            gather::ErrorKind::InvalidArgument,
+                            "scatter: a bounds policy applies to the src form without reduce",
+                        )
+                        .into());
+                    }
+                    go.scatter(g, dim, index, src.shape())?
+                }
+                "scatter_add" => go.scatter_add(g, dim, index, src.shape())?,
+                _ => {
+                    let reduce: Reduce = args.str("reduce")?.parse()?;
+                    let incl = args.bool_or("include_self", true)?;
+                    go.scatter_reduce(g, x, dim, index, src, reduce, incl)?
+                }
+            };
+            two("grad_src", (r.input, r.src))
+        }
+        "index_add" => {
+            let alpha = match args.get("alpha") {
+                None | Some(Arg::None) => Scalar::Int(1),
+                Some(_) => args.scalar("alpha")?,
+            };
+            let r = go.index_add(g, args.dim()?, index, get("source")?.shape(), alpha)?;
+            two("grad_source", (r.input, r.source))
+        }
+        "index_copy" => {
+            let r = go.index_copy(g, args.dim()?, index, get("source")?.shape())?;
+            two("grad_source", (r.input, r.source))
+        }
+        "put" => {
+            let accumulate = args.bool_or("accumulate", false)?;
+            let r = go.put(g, index, get("source")?.shape(), accumulate)?;
+            two("grad_source", (r.input, r.source))
+        }
+        "index_fill" => one(go.index_fill(g, args.dim()?, index)?),
+        "index_reduce" => {
+            let reduce: Reduce = args.str("reduce")?.parse()?;
+            let incl = args.bool_or("include_self", true)?;
+            let r = go.index_reduce(g, x, args.dim()?, index, get("source")?, reduce, incl)?;
+            two("grad_source", (r.input, r.source))
+        }
+        _ => Err(Error::new(
+            gather::ErrorKind::InvalidArgument,
+            format!("{op}: takes no bounds policy"),
+        )
+        .into()),
+    }
 }

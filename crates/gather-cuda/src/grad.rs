@@ -33,6 +33,9 @@ use gather::backend::{self, Bounds};
 use gather::{DType, Reduce, Scalar};
 
 pub use gather::grad::Parity;
+pub use options::GradOptions;
+
+mod options;
 
 use crate::CudaTensor;
 use crate::device::{Source, launch};

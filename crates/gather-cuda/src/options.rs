@@ -66,9 +66,9 @@ impl Default for Options {
 /// An index mapped into range under a policy: `index` has the original's shape (stride 0 where
 /// the original was), `missing` marks where Fill and Drop found a value out of range (`None`
 /// when nowhere).
-struct Mapped {
-    index: CudaTensor,
-    missing: Option<CudaTensor>,
+pub(crate) struct Mapped {
+    pub(crate) index: CudaTensor,
+    pub(crate) missing: Option<CudaTensor>,
 }
 
 // The policy codes of `bounds_map` (`P_WRAP` ... in bounds.cu).
@@ -677,7 +677,7 @@ fn dim_size(op: &str, input: &CudaTensor, dim: isize) -> Result<(usize, usize)> 
 
 /// Maps `index` (an `index_operand`: i64 or i32) for a dimension `dim` of `size` under `policy`
 /// (not `Error`); values Fill and Drop find out of range become `placeholder`.
-fn resolve(
+pub(crate) fn resolve(
     op: &str,
     index: &CudaTensor,
     dim: usize,
@@ -752,7 +752,7 @@ fn resolve(
 
 /// `out[p] = value` (its bits in out's dtype) where `missing[p]`, for every row-major position
 /// `p` (the two views have the same number of elements).
-fn fill_where(out: &CudaTensor, missing: &CudaTensor, bits: u64) -> Result<()> {
+pub(crate) fn fill_where(out: &CudaTensor, missing: &CudaTensor, bits: u64) -> Result<()> {
     let n = out.len();
     if n == 0 {
         return Ok(());

@@ -2016,3 +2016,210 @@ fn gradients_of_ints_are_the_cpu_librarys_error() {
     let e = gather_cuda::grad::gather(&x, &[3], 0, &i).unwrap_err();
     assert!(e.to_string().contains("floating-point"), "{e}");
 }
+
+/// Both gradients of a pair (input, src or source), or the same error.
+fn same_pair(
+    got: gather_cuda::Result<(CudaTensor, CudaTensor)>,
+    want: gather::Result<(ArrayD<f64>, ArrayD<f64>)>,
+    what: &str,
+) {
+    match (got, want) {
+        (Ok((a, b)), Ok((c, d))) => {
+            close(&host::<f64>(&a), &c, 1e-12, &format!("{what}: input"));
+            close(&host::<f64>(&b), &d, 1e-12, &format!("{what}: src"));
+        }
+        (got, want) => same_outcome(got.map(|p| p.0), want.map(|p| p.0), 0.0, what),
+    }
+}
+
+/// `gather_cuda::grad::GradOptions` against `gather::grad::GradOptions`: every method under
+/// every policy (the ones a method refuses give the same error), and the broadcasting forms.
+#[test]
+fn gradients_under_options_equal_the_cpu_librarys() {
+    use gather::OutOfBounds::{Clip, Drop, Fill, Wrap};
+    let Some(gpu_) = gpu() else { return };
+    let g = &gpu_;
+    let mut rng = Rng(12);
+    let rng = &mut rng;
+    let f = |v: i64| (v % 5) as f64 / 4.0;
+    for case in 0..cases(20) {
+        let nd = 1 + rng.below(3);
+        let shape: Vec<usize> = (0..nd).map(|_| 1 + rng.below(5)).collect();
+        let d = rng.below(nd);
+        let dim = d as isize;
+        let ishape: Vec<usize> = (0..nd)
+            .map(|a| {
+                if a == d {
+                    1 + rng.below(6)
+                } else {
+                    1 + rng.below(shape[a])
+                }
+            })
+            .collect();
+        let x = values(rng, &shape, f);
+        let i = wild_index(rng, &ishape, shape[d]);
+        let src = values(rng, &ishape, f);
+        let gx = values(rng, &shape, f);
+        let gi = values(rng, &ishape, f);
+        let k = 1 + rng.below(5);
+        let ids = wild_index(rng, &[k], shape[d]);
+        let mut rows = shape.clone();
+        rows[d] = ids.len();
+        let source = values(rng, &rows, f);
+        let grows = values(rng, &rows, f);
+        let len: usize = shape.iter().product();
+        let flat = wild_index(rng, &ishape, len);
+        let (xg, ig, sg, gxg, gig) = (up(g, &x), up(g, &i), up(g, &src), up(g, &gx), up(g, &gi));
+        let (idg, sog, grg, fg) = (up(g, &ids), up(g, &source), up(g, &grows), up(g, &flat));
+        let sh = IxDyn(&shape);
+        for p in [Wrap, Clip, Fill(Scalar::Float(3.5)), Drop] {
+            let cpu = gather::Options::new()
+                .bounds(p.map(|v| f64::from_scalar(v).unwrap()))
+                .grad();
+            let gpu = gather_cuda::Options::new().bounds(p).grad();
+            let what = |op: &str| {
+                format!(
+                    "case {case}: {op} {shape:?} dim {d} index {i} policy {}",
+                    p.name()
+                )
+            };
+            same_outcome(
+                gpu.gather(&gig, &shape, dim, &ig),
+                cpu.gather(&gi, sh.clone(), dim, &i),
+                1e-12,
+                &what("gather"),
+            );
+            same_outcome(
+                gpu.take(&gig, &shape, &fg),
+                cpu.take(&gi, sh.clone(), &flat),
+                1e-12,
+                &what("take"),
+            );
+            let gl = values(rng, &[flat.len()], f);
+            same_outcome(
+                gpu.take_along_dim(&up(g, &gl), &shape, &fg, None),
+                cpu.take_along_dim(&gl, sh.clone(), &flat, None),
+                1e-12,
+                &what("take_along_dim None"),
+            );
+            same_outcome(
+                gpu.index_select(&grg, &shape, dim, &idg),
+                cpu.index_select(&grows, sh.clone(), dim, &ids),
+                1e-12,
+                &what("index_select"),
+            );
+            same_pair(
+                gpu.scatter_add(&gxg, dim, &ig, &ishape)
+                    .map(|r| (r.input, r.src)),
+                cpu.scatter_add(&gx, dim, &i, IxDyn(&ishape))
+                    .map(|r| (r.input, r.src)),
+                &what("scatter_add"),
+            );
+            same_pair(
+                gpu.scatter(&gxg, dim, &ig, &ishape)
+                    .map(|r| (r.input, r.src)),
+                cpu.scatter(&gx, dim, &i, IxDyn(&ishape))
+                    .map(|r| (r.input, r.src)),
+                &what("scatter"),
+            );
+            for r in REDUCES {
+                let incl = case % 2 == 0;
+                same_pair(
+                    gpu.scatter_reduce(&gxg, &xg, dim, &ig, &sg, r, incl)
+                        .map(|r| (r.input, r.src)),
+                    cpu.scatter_reduce(&gx, &x, dim, &i, &src, r, incl)
+                        .map(|r| (r.input, r.src)),
+                    &what(&format!("scatter_reduce {r:?} {incl}")),
+                );
+            }
+            for r in [Reduce::Prod, Reduce::Mean, Reduce::Amax, Reduce::Amin] {
+                same_pair(
+                    gpu.index_reduce(&gxg, &xg, dim, &idg, &sog, r, true)
+                        .map(|r| (r.input, r.source)),
+                    cpu.index_reduce(&gx, &x, dim, &ids, &source, r, true)
+                        .map(|r| (r.input, r.source)),
+                    &what(&format!("index_reduce {r:?}")),
+                );
+            }
+            same_pair(
+                gpu.index_add(&gxg, dim, &idg, &rows, Scalar::Float(1.5))
+                    .map(|r| (r.input, r.source)),
+                cpu.index_add(&gx, dim, &ids, IxDyn(&rows), 1.5)
+                    .map(|r| (r.input, r.source)),
+                &what("index_add"),
+            );
+            same_pair(
+                gpu.index_copy(&gxg, dim, &idg, &rows)
+                    .map(|r| (r.input, r.source)),
+                cpu.index_copy(&gx, dim, &ids, IxDyn(&rows))
+                    .map(|r| (r.input, r.source)),
+                &what("index_copy"),
+            );
+            same_outcome(
+                gpu.index_fill(&gxg, dim, &idg),
+                cpu.index_fill(&gx, dim, &ids),
+                1e-12,
+                &what("index_fill"),
+            );
+            for acc in [true, false] {
+                same_pair(
+                    gpu.put(&gxg, &fg, &ishape, acc)
+                        .map(|r| (r.input, r.source)),
+                    cpu.put(&gx, &flat, IxDyn(&ishape), acc)
+                        .map(|r| (r.input, r.source)),
+                    &what(&format!("put {acc}")),
+                );
+            }
+        }
+        // Broadcasting: an index of size 1 off dim, src of size 1 on the last axis.
+        let mut bshape = shape.clone();
+        for (a, n) in bshape.iter_mut().enumerate() {
+            if a != d {
+                *n = 1;
+            }
+        }
+        bshape[d] = 1 + rng.below(4);
+        let bi = index(rng, &bshape, shape[d]);
+        let mut e = shape.clone();
+        e[d] = bshape[d];
+        let mut sshape = e.clone();
+        let last = nd - 1;
+        sshape[last] = 1;
+        let bsrc = values(rng, &sshape, f);
+        let gout = values(rng, &e, f);
+        let cpu = gather::Options::new().broadcast(true).grad();
+        let gpu = gather_cuda::Options::new().broadcast(true).grad();
+        let what =
+            |op: &str| format!("case {case}: broadcast {op} {shape:?} dim {d} index {bshape:?}");
+        let (big, bsg) = (up(g, &bi), up(g, &bsrc));
+        same_outcome(
+            gpu.gather(&up(g, &gout), &shape, dim, &big),
+            cpu.gather(&gout, sh.clone(), dim, &bi),
+            1e-12,
+            &what("gather"),
+        );
+        same_pair(
+            gpu.scatter_add(&gxg, dim, &big, &sshape)
+                .map(|r| (r.input, r.src)),
+            cpu.scatter_add(&gx, dim, &bi, IxDyn(&sshape))
+                .map(|r| (r.input, r.src)),
+            &what("scatter_add"),
+        );
+        same_pair(
+            gpu.scatter(&gxg, dim, &big, &sshape)
+                .map(|r| (r.input, r.src)),
+            cpu.scatter(&gx, dim, &bi, IxDyn(&sshape))
+                .map(|r| (r.input, r.src)),
+            &what("scatter"),
+        );
+        for r in REDUCES {
+            same_pair(
+                gpu.scatter_reduce(&gxg, &xg, dim, &big, &bsg, r, false)
+                    .map(|r| (r.input, r.src)),
+                cpu.scatter_reduce(&gx, &x, dim, &bi, &bsrc, r, false)
+                    .map(|r| (r.input, r.src)),
+                &what(&format!("scatter_reduce {r:?}")),
+            );
+        }
+    }
+}
