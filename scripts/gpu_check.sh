@@ -6,8 +6,8 @@
 #
 # Prepare here, then carry `gpu/` (ignored through .git/info/exclude):
 #   scripts/gpu_check.sh --prepare
-# On the GPU machine (all of it takes at most 9.7 minutes by its timeouts; `tests` and `bench`
-# run the two halves, for two calls of under 5 minutes each):
+# On the GPU machine: `tests` takes at most 5.9 minutes by its timeouts and `bench` 4.7, so run
+# them as two calls (a device call may last 10 minutes); `all` runs both:
 #   scripts/gpu_check.sh [all|tests|bench]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +20,12 @@ if [ "${1:-}" = "--prepare" ]; then
     bin=$(ls -t "${CARGO_TARGET_DIR:-target}"/debug/deps/gpu-* | grep -v '\.d$' | head -1)
     cp "$bin" gpu/gpu-tests
     cp "${CARGO_TARGET_DIR:-target}/release/gather" gpu/gather
-    strip gpu/gather gpu/gpu-tests
+    # The same command with gather-cuda at opt-level 3 (the workspace builds it for size), for
+    # the small calls' A/B in `bench`; its own target directory, so the two builds do not thrash.
+    CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/o3" cargo build --release -p gather-cli \
+        --config 'profile.release.package.gather-cuda.opt-level=3' 2>&1 | tail -1
+    cp "${CARGO_TARGET_DIR:-target}/o3/release/gather" gpu/gather-o3
+    strip gpu/gather gpu/gather-o3 gpu/gpu-tests
     # The Python package (abi3 wheel, dev profile: it reuses what cargo test built) for the
     # CUDA-array tests; pytest, torch, cupy and jax are on the GPU machine.
     venv="${GATHER_PY_VENV:-target/py-venv}"
@@ -73,6 +78,24 @@ bench() {
     log "bench, PyTorch"
     timeout 70 python3 scripts/bench_cuda_torch.py --large --json "$OUT/torch.json" > "$OUT/bench_torch.log" 2>&1
     echo "torch exit $?"
+
+    log "small calls, gather-cuda at opt-level s (the build) against 3, alternating"
+    for round in 1 2 3; do
+        for b in gather gather-o3; do
+            timeout 10 gpu/$b --no-progress bench --device cuda --only W1,W2,W3,W4,W10,W11 --repeat 200 \
+                --json "$OUT/ab_${b}_$round.json" > /dev/null 2>&1
+        done
+    done
+    python3 - "$OUT" <<'PY'
+import json, sys, statistics
+out = sys.argv[1]
+def med(b):
+    runs = [json.load(open(f"{out}/ab_{b}_{r}.json"))["workloads"] for r in (1, 2, 3)]
+    return {w["name"]: statistics.median(run[i]["median_s"] for run in runs) for i, w in enumerate(runs[0])}
+s, o3 = med("gather"), med("gather-o3")
+for n in s:
+    print(f"{n:24s} s {s[n]*1e6:7.1f} us   o3 {o3[n]*1e6:7.1f} us   s/o3 {s[n]/o3[n]:.3f}")
+PY
 
     log "where the time goes (GATHER_CUDA_PROFILE=1 waits after every step)"
     GATHER_CUDA_PROFILE=1 timeout 30 gpu/gather bench --device cuda --only W1,W5,W6,W7,W9,W11 --repeat 10 > "$OUT/profile.log" 2>&1
