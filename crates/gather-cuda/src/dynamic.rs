@@ -338,7 +338,6 @@ pub fn call_grad_with(
     grad_output: &CudaTensor,
     parity: crate::grad::Parity,
 ) -> gather::Result<Outputs> {
-    use crate::grad;
     let invalid = |msg: String| Error::new(gather::ErrorKind::InvalidArgument, msg);
     if !GRAD_OPS.contains(&op) {
         return Err(if gather::dynamic::GRAD_OPS.iter().any(|(n, _)| *n == op) {
@@ -388,130 +387,160 @@ pub fn call_grad_with(
         "the output",
         out.shape(),
     )?;
-    let g = grad_output;
-    if let Some(policy) = policy {
-        return bounded_grad(op, args, inputs, g, x, policy).map_err(gather::Error::from);
-    }
-    let named = |name: &str, t: CudaTensor| (name.to_string(), t);
-    let pair = |a: &str, b: &str, (i, s): (CudaTensor, CudaTensor)| vec![named(a, i), named(b, s)];
-    let r: crate::Result<Outputs> = (|| {
-        Ok(match op {
-            "sort" | "topk" => {
-                let dim = args.opt_int("dim")?.map_or(-1, |d| d as isize);
-                let indices = &forward[1].1;
-                let dx = if op == "sort" {
-                    grad::sort(g, x.shape(), dim, indices)?
-                } else {
-                    grad::topk(g, x.shape(), dim, indices)?
-                };
-                vec![named("grad_input", dx)]
-            }
-            "take" => vec![named(
-                "grad_input",
-                grad::take(g, x.shape(), get("index")?)?,
-            )],
-            "masked_select" => {
-                let dx = grad::masked_select(g, x.shape(), get("mask")?)?;
-                vec![named("grad_input", dx)]
-            }
-            "masked_scatter" => {
-                let r = grad::masked_scatter(g, x.shape(), get("mask")?, get("source")?.shape())?;
-                pair("grad_input", "grad_source", (r.input, r.source))
-            }
-            "repeat_interleave" => {
-                let (dim, _) = gather::dynamic::repeat_interleave_args(args)?;
-                let dx = match inputs.get("repeats") {
-                    Some(r) => grad::repeat_interleave(g, x.shape(), r, dim)?,
-                    None => {
-                        let r = gather::dynamic::repeat_interleave_count(args, x.ndim(), dim)?;
-                        grad::repeat_interleave_scalar(g, x.shape(), r, dim)?
-                    }
-                };
-                vec![named("grad_input", dx)]
-            }
-            "select_batched" => {
-                let b = gather::dynamic::batch_dims(args)?;
-                let dx = grad::select_batched(g, x.shape(), args.dim()?, get("index")?, b)?;
-                vec![named("grad_input", dx)]
-            }
-            "take_along_dim" => {
-                let dim = match args.get("dim") {
-                    None | Some(Arg::None) => None,
-                    Some(_) => Some(args.dim()?),
-                };
-                let dx = grad::take_along_dim(g, x.shape(), get("index")?, dim)?;
-                vec![named("grad_input", dx)]
-            }
-            "put" => {
-                let accumulate = args.bool_or("accumulate", false)?;
-                let r = grad::put(g, get("index")?, get("source")?.shape(), accumulate)?;
-                pair("grad_input", "grad_source", (r.input, r.source))
-            }
-            _ => {
-                let (dim, index) = (args.dim()?, get("index")?);
-                match op {
-                    "gather" => vec![named("grad_input", grad::gather(g, x.shape(), dim, index)?)],
-                    "index_select" => {
-                        vec![named(
-                            "grad_input",
-                            grad::index_select(g, x.shape(), dim, index)?,
-                        )]
-                    }
-                    "index_fill" => vec![named("grad_input", grad::index_fill(g, dim, index)?)],
-                    "index_add" => {
-                        let alpha = match args.get("alpha") {
-                            None | Some(Arg::None) => Scalar::Int(1),
-                            Some(_) => args.scalar("alpha")?,
-                        };
-                        let r = grad::index_add(g, dim, index, get("source")?.shape(), alpha)?;
-                        pair("grad_input", "grad_source", (r.input, r.source))
-                    }
-                    "index_copy" => {
-                        let r = grad::index_copy(g, dim, index, get("source")?.shape())?;
-                        pair("grad_input", "grad_source", (r.input, r.source))
-                    }
-                    "index_reduce" => {
-                        let reduce: Reduce = args.str("reduce")?.parse()?;
-                        let include_self = args.bool_or("include_self", true)?;
-                        let r = grad::index_reduce_with(
+    differentiate(op, args, inputs, grad_output, x, &forward, policy, parity)
+        .map_err(gather::Error::from)
+}
+
+/// The gradients of a forward call that succeeded (`forward`: its outputs), through
+/// [`GradOptions`](crate::grad::GradOptions) where the op takes a bounds policy (with none,
+/// its methods are the plain gradients).
+#[allow(clippy::too_many_arguments)]
+fn differentiate(
+    op: &str,
+    args: &Args,
+    inputs: &CudaTensors,
+    g: &CudaTensor,
+    x: &CudaTensor,
+    forward: &Outputs,
+    policy: Option<OutOfBounds<Scalar>>,
+    parity: crate::grad::Parity,
+) -> crate::Result<Outputs> {
+    use crate::grad;
+    let get = |name: &str| -> crate::Result<&CudaTensor> {
+        inputs.get(name).ok_or_else(|| {
+            Error::new(
+                gather::ErrorKind::InvalidArgument,
+                format!("missing input tensor `{name}`"),
+            )
+            .into()
+        })
+    };
+    let one = |t: CudaTensor| Ok(vec![("grad_input".to_string(), t)]);
+    let two = |second: &str, (a, b): (CudaTensor, CudaTensor)| {
+        Ok(vec![("grad_input".to_string(), a), (second.to_string(), b)])
+    };
+    let go = Options::new()
+        .bounds(policy.unwrap_or(OutOfBounds::Error))
+        .grad();
+    let shape = x.shape();
+    match op {
+        "sort" | "topk" => {
+            let dim = args.opt_int("dim")?.map_or(-1, |d| d as isize);
+            let indices = &forward[1].1;
+            one(match op {
+                "sort" => grad::sort(g, shape, dim, indices)?,
+                _ => grad::topk(g, shape, dim, indices)?,
+            })
+        }
+        "masked_select" => one(grad::masked_select(g, shape, get("mask")?)?),
+        "masked_scatter" => {
+            let r = grad::masked_scatter(g, shape, get("mask")?, get("source")?.shape())?;
+            two("grad_source", (r.input, r.source))
+        }
+        "repeat_interleave" => {
+            let (dim, _) = gather::dynamic::repeat_interleave_args(args)?;
+            one(match inputs.get("repeats") {
+                Some(r) => grad::repeat_interleave(g, shape, r, dim)?,
+                None => {
+                    let r = gather::dynamic::repeat_interleave_count(args, x.ndim(), dim)?;
+                    grad::repeat_interleave_scalar(g, shape, r, dim)?
+                }
+            })
+        }
+        "take" => one(go.take(g, shape, get("index")?)?),
+        "take_along_dim" => {
+            let dim = match args.get("dim") {
+                None | Some(Arg::None) => None,
+                Some(_) => Some(args.dim()?),
+            };
+            one(go.take_along_dim(g, shape, get("index")?, dim)?)
+        }
+        "put" => {
+            let accumulate = args.bool_or("accumulate", false)?;
+            let r = go.put(g, get("index")?, get("source")?.shape(), accumulate)?;
+            two("grad_source", (r.input, r.source))
+        }
+        _ => {
+            let (dim, index) = (args.dim()?, get("index")?);
+            match op {
+                "gather" => one(go.gather(g, shape, dim, index)?),
+                "index_select" => one(go.index_select(g, shape, dim, index)?),
+                "select_batched" => {
+                    let b = gather::dynamic::batch_dims(args)?;
+                    one(go.select_batched(g, shape, dim, index, b)?)
+                }
+                "index_fill" => one(go.index_fill(g, dim, index)?),
+                "index_add" => {
+                    let alpha = match args.get("alpha") {
+                        None | Some(Arg::None) => Scalar::Int(1),
+                        Some(_) => args.scalar("alpha")?,
+                    };
+                    let r = go.index_add(g, dim, index, get("source")?.shape(), alpha)?;
+                    two("grad_source", (r.input, r.source))
+                }
+                "index_copy" => {
+                    let r = go.index_copy(g, dim, index, get("source")?.shape())?;
+                    two("grad_source", (r.input, r.source))
+                }
+                "scatter_add" => {
+                    let r = go.scatter_add(g, dim, index, get("src")?.shape())?;
+                    two("grad_src", (r.input, r.src))
+                }
+                "index_reduce" | "scatter_reduce" => {
+                    let reduce: Reduce = args.str("reduce")?.parse()?;
+                    let incl = args.bool_or("include_self", true)?;
+                    let r = match (op, policy.is_some()) {
+                        ("index_reduce", true) => {
+                            go.index_reduce(g, x, dim, index, get("source")?, reduce, incl)?
+                        }
+                        ("index_reduce", false) => grad::index_reduce_with(
                             g,
                             x,
                             dim,
                             index,
                             get("source")?,
                             reduce,
-                            include_self,
-                            out,
+                            incl,
+                            &forward[0].1,
                             parity,
-                        )?;
-                        pair("grad_input", "grad_source", (r.input, r.source))
-                    }
-                    "scatter_add" => {
-                        let r = grad::scatter_add(g, dim, index, get("src")?.shape())?;
-                        pair("grad_input", "grad_src", (r.input, r.src))
-                    }
-                    "scatter_reduce" => {
-                        let reduce: Reduce = args.str("reduce")?.parse()?;
-                        let include_self = args.bool_or("include_self", true)?;
-                        let r = grad::scatter_reduce_with(
-                            g,
-                            x,
-                            dim,
-                            index,
-                            get("src")?,
-                            reduce,
-                            include_self,
-                            out,
-                            parity,
-                        )?;
-                        pair("grad_input", "grad_src", (r.input, r.src))
-                    }
-                    _ => scatter_grad(args, inputs, g, x, dim, index, out)?,
+                        )?,
+                        (_, true) => {
+                            let r =
+                                go.scatter_reduce(g, x, dim, index, get("src")?, reduce, incl)?;
+                            return two("grad_src", (r.input, r.src));
+                        }
+                        _ => {
+                            let r = grad::scatter_reduce_with(
+                                g,
+                                x,
+                                dim,
+                                index,
+                                get("src")?,
+                                reduce,
+                                incl,
+                                &forward[0].1,
+                                parity,
+                            )?;
+                            return two("grad_src", (r.input, r.src));
+                        }
+                    };
+                    two("grad_source", (r.input, r.source))
                 }
+                _ if policy.is_some() => {
+                    if !matches!(args.get("reduce"), None | Some(Arg::None)) {
+                        return Err(Error::new(
+                            gather::ErrorKind::InvalidArgument,
+                            "scatter: a bounds policy applies to the src form without reduce",
+                        )
+                        .into());
+                    }
+                    let r = go.scatter(g, dim, index, get("src")?.shape())?;
+                    two("grad_src", (r.input, r.src))
+                }
+                _ => scatter_grad(args, inputs, g, x, dim, index, &forward[0].1),
             }
-        })
-    })();
-    r.map_err(gather::Error::from)
+        }
+    }
 }
 
 /// scatter: src or value, plain or with the legacy reduce ("add" and "multiply" have the
@@ -558,96 +587,4 @@ fn scatter_grad(
 fn full_like_index(x: &CudaTensor, index: &CudaTensor, value: Scalar) -> crate::Result<CudaTensor> {
     let bits = crate::scatter::scalar_bits("scatter", value, x.dtype())?;
     crate::options::full(x.device(), &[], x.dtype(), bits)?.broadcast(index.shape())
-}
-
-/// The gradients of `op` under a bounds policy ([`crate::grad::GradOptions`]), as the CPU
-/// library's `call_grad` takes them.
-fn bounded_grad(
-    op: &str,
-    args: &Args,
-    inputs: &CudaTensors,
-    g: &CudaTensor,
-    x: &CudaTensor,
-    policy: OutOfBounds<Scalar>,
-) -> crate::Result<Outputs> {
-    let go = Options::new().bounds(policy).grad();
-    let get = |name: &str| -> crate::Result<&CudaTensor> {
-        inputs.get(name).ok_or_else(|| {
-            Error::new(
-                gather::ErrorKind::InvalidArgument,
-                format!("missing input tensor `{name}`"),
-            )
-            .into()
-        })
-    };
-    let one = |t: CudaTensor| Ok(vec![("grad_input".to_string(), t)]);
-    let two = |second: &str, (a, b): (CudaTensor, CudaTensor)| {
-        Ok(vec![("grad_input".to_string(), a), (second.to_string(), b)])
-    };
-    let index = get("index")?;
-    match op {
-        "gather" => one(go.gather(g, x.shape(), args.dim()?, index)?),
-        "take_along_dim" => {
-            let dim = args.opt_int("dim")?.map(|d| d as isize);
-            one(go.take_along_dim(g, x.shape(), index, dim)?)
-        }
-        "index_select" => one(go.index_select(g, x.shape(), args.dim()?, index)?),
-        "take" => one(go.take(g, x.shape(), index)?),
-        "select_batched" => {
-            let b = gather::dynamic::batch_dims(args)?;
-            one(go.select_batched(g, x.shape(), args.dim()?, index, b)?)
-        }
-        "scatter" | "scatter_add" | "scatter_reduce" => {
-            let src = get("src")?;
-            let dim = args.dim()?;
-            let r = match op {
-                "scatter" => {
-                    if !matches!(args.get("reduce"), None | Some(Arg::None)) {
-                        return Err(Error::new(
-                            gather::ErrorKind::InvalidArgument,
-                            "scatter: a bounds policy applies to the src form without reduce",
-                        )
-                        .into());
-                    }
-                    go.scatter(g, dim, index, src.shape())?
-                }
-                "scatter_add" => go.scatter_add(g, dim, index, src.shape())?,
-                _ => {
-                    let reduce: Reduce = args.str("reduce")?.parse()?;
-                    let incl = args.bool_or("include_self", true)?;
-                    go.scatter_reduce(g, x, dim, index, src, reduce, incl)?
-                }
-            };
-            two("grad_src", (r.input, r.src))
-        }
-        "index_add" => {
-            let alpha = match args.get("alpha") {
-                None | Some(Arg::None) => Scalar::Int(1),
-                Some(_) => args.scalar("alpha")?,
-            };
-            let r = go.index_add(g, args.dim()?, index, get("source")?.shape(), alpha)?;
-            two("grad_source", (r.input, r.source))
-        }
-        "index_copy" => {
-            let r = go.index_copy(g, args.dim()?, index, get("source")?.shape())?;
-            two("grad_source", (r.input, r.source))
-        }
-        "put" => {
-            let accumulate = args.bool_or("accumulate", false)?;
-            let r = go.put(g, index, get("source")?.shape(), accumulate)?;
-            two("grad_source", (r.input, r.source))
-        }
-        "index_fill" => one(go.index_fill(g, args.dim()?, index)?),
-        "index_reduce" => {
-            let reduce: Reduce = args.str("reduce")?.parse()?;
-            let incl = args.bool_or("include_self", true)?;
-            let r = go.index_reduce(g, x, args.dim()?, index, get("source")?, reduce, incl)?;
-            two("grad_source", (r.input, r.source))
-        }
-        _ => Err(Error::new(
-            gather::ErrorKind::InvalidArgument,
-            format!("{op}: takes no bounds policy"),
-        )
-        .into()),
-    }
 }

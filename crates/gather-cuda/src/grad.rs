@@ -869,15 +869,7 @@ pub fn sort(
     dim: isize,
     indices: &CudaTensor,
 ) -> Result<CudaTensor> {
-    let op = "grad::sort";
-    check_shape(
-        op,
-        "grad_values",
-        grad_values.shape(),
-        "the indices",
-        indices.shape(),
-    )?;
-    scatter_into_zeros(op, grad_values, input_shape, dim, indices)
+    value_selecting("grad::sort", grad_values, input_shape, dim, indices)
 }
 
 /// The gradient of [`topk()`](crate::topk()) (on its values) with respect to `input`: as
@@ -898,7 +890,18 @@ pub fn topk(
     dim: isize,
     indices: &CudaTensor,
 ) -> Result<CudaTensor> {
-    let op = "grad::topk";
+    value_selecting("grad::topk", grad_values, input_shape, dim, indices)
+}
+
+/// Each value's gradient back to the element it came from: `zeros(input).scatter_add(dim,
+/// indices, g)` (the indices of one slice are distinct, so adding is writing).
+fn value_selecting(
+    op: &str,
+    grad_values: &CudaTensor,
+    input_shape: &[usize],
+    dim: isize,
+    indices: &CudaTensor,
+) -> Result<CudaTensor> {
     check_shape(
         op,
         "grad_values",
