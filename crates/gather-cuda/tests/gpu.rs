@@ -1638,17 +1638,23 @@ fn ten_thousand_calls_leave_device_memory_where_it_started() {
         .unwrap();
     let s = up(&g, &values(&mut rng, &[5000, 64], |v| v as f32));
     let ids = up(&g, &index(&mut rng, &[300], 1000));
+    // A gradient too: a dozen ops and their temporaries per call.
+    let out = gather_cuda::scatter_reduce(&x, 0, &i, &s, Reduce::Amax, true).unwrap();
+    let grad = || {
+        gather_cuda::grad::scatter_reduce(&x, &x, 0, &i, &s, Reduce::Amax, true, &out).unwrap()
+    };
     for _ in 0..10 {
         gather_cuda::scatter_add(&x, 0, &i, &s).unwrap();
         gather_cuda::index_select(&x, 0, &ids).unwrap();
+        grad();
     }
     g.synchronize().unwrap();
     let (before, _) = g.memory().unwrap();
     for k in 0..10_000 {
-        if k % 2 == 0 {
-            gather_cuda::scatter_add(&x, 0, &i, &s).unwrap();
-        } else {
-            gather_cuda::index_select(&x, 0, &ids).unwrap();
+        match k % 3 {
+            0 => drop(gather_cuda::scatter_add(&x, 0, &i, &s).unwrap()),
+            1 => drop(gather_cuda::index_select(&x, 0, &ids).unwrap()),
+            _ => drop(grad()),
         }
     }
     g.synchronize().unwrap();
