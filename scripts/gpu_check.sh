@@ -6,7 +6,7 @@
 #
 # Prepare here, then carry `gpu/` (ignored through .git/info/exclude):
 #   scripts/gpu_check.sh --prepare
-# On the GPU machine: `tests` takes at most 5.9 minutes by its timeouts and `bench` 4.7, so run
+# On the GPU machine: `tests` takes at most 6.9 minutes by its timeouts and `bench` 4.7, so run
 # them as two calls (a device call may last 10 minutes); `all` runs both:
 #   scripts/gpu_check.sh [all|tests|bench]
 set -uo pipefail
@@ -64,8 +64,11 @@ tests() {
     log "compute-sanitizer memcheck: unit tests (bad indices, scatter family, the ops added without a GPU) and the suite's error cases"
     GATHER_CUDA_QUICK=1 timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 gpu/gpu-tests --test-threads=1 \
         bad_indices scatter_reduce_propagates empty_and_zero index_add masked_select repeat_interleave \
-        take_along_dim select_batched bounds_policies gradients_ broadcasting scatter_reduce_arg segment_reductions scatter_groups softmax_any > "$OUT/sanitizer_tests.log" 2>&1
+        take_along_dim select_batched bounds_policies broadcasting scatter_reduce_arg segment_reductions scatter_groups softmax_any > "$OUT/sanitizer_tests.log" 2>&1
     echo "sanitizer tests exit $?"; grep -E "ERROR SUMMARY|test result" "$OUT/sanitizer_tests.log"
+    GATHER_CUDA_QUICK=1 timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 gpu/gpu-tests --test-threads=1 \
+        gradients_ > "$OUT/sanitizer_grads.log" 2>&1
+    echo "sanitizer gradients exit $?"; grep -E "ERROR SUMMARY|test result" "$OUT/sanitizer_grads.log"
     timeout 40 compute-sanitizer --tool memcheck --error-exitcode 9 gpu/gather --no-progress conformance \
         --device cuda --filter err_ /tmp/suite/conformance > "$OUT/sanitizer_conformance.log" 2>&1
     echo "sanitizer conformance exit $?"; grep -E "ERROR SUMMARY|passed" "$OUT/sanitizer_conformance.log" | tail -3
