@@ -258,7 +258,8 @@ pub fn call_inplace(
     target.assign(&result).map_err(gather::Error::from)
 }
 
-/// The ops [`call_grad`] differentiates on the GPU: those of [`gather::dynamic::GRAD_OPS`].
+/// The ops [`call_grad`] differentiates on the GPU: those of [`gather::dynamic::GRAD_OPS`], all
+/// of them.
 pub const GRAD_OPS: &[&str] = &[
     "gather",
     "scatter",
@@ -340,17 +341,12 @@ pub fn call_grad_with(
 ) -> gather::Result<Outputs> {
     let invalid = |msg: String| Error::new(gather::ErrorKind::InvalidArgument, msg);
     if !GRAD_OPS.contains(&op) {
-        return Err(if gather::dynamic::GRAD_OPS.iter().any(|(n, _)| *n == op) {
-            invalid(format!(
-                "{op}: its gradient does not run on the GPU yet (gather-cuda differentiates {})",
-                GRAD_OPS.join(", ")
-            ))
-            .with_hint("copy the tensors to the host and use the CPU library's gradient")
-        } else {
-            invalid(format!("{op} has no gradient")).with_hint(
-                "differentiate through the op that uses the index (gather, sort, topk ...)",
-            )
-        });
+        // The CPU library's words for an op without a gradient (argsort) or an unknown one.
+        let empty = gather::dynamic::Tensors::new();
+        let g = gather::dynamic::Tensor::from(ndarray::arr0(0.0f32).into_dyn());
+        return Err(gather::dynamic::call_grad(op, args, &empty, &g.view())
+            .err()
+            .unwrap_or_else(|| invalid(format!("{op} has no gradient"))));
     }
     let names: Vec<&str> = inputs.keys().map(String::as_str).collect();
     let policy = gather::dynamic::bounds_policy(op, args, &names)?;
@@ -587,4 +583,17 @@ fn scatter_grad(
 fn full_like_index(x: &CudaTensor, index: &CudaTensor, value: Scalar) -> crate::Result<CudaTensor> {
     let bits = crate::scatter::scalar_bits("scatter", value, x.dtype())?;
     crate::options::full(x.device(), &[], x.dtype(), bits)?.broadcast(index.shape())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_op_with_a_cpu_gradient_has_one_on_the_gpu() {
+        let cpu: Vec<&str> = gather::dynamic::GRAD_OPS.iter().map(|(n, _)| *n).collect();
+        let mut gpu = super::GRAD_OPS.to_vec();
+        let mut want = cpu.clone();
+        gpu.sort_unstable();
+        want.sort_unstable();
+        assert_eq!(gpu, want);
+    }
 }

@@ -1640,9 +1640,8 @@ fn ten_thousand_calls_leave_device_memory_where_it_started() {
     let ids = up(&g, &index(&mut rng, &[300], 1000));
     // A gradient too: a dozen ops and their temporaries per call.
     let out = gather_cuda::scatter_reduce(&x, 0, &i, &s, Reduce::Amax, true).unwrap();
-    let grad = || {
-        gather_cuda::grad::scatter_reduce(&x, &x, 0, &i, &s, Reduce::Amax, true, &out).unwrap()
-    };
+    let grad =
+        || gather_cuda::grad::scatter_reduce(&x, &x, 0, &i, &s, Reduce::Amax, true, &out).unwrap();
     for _ in 0..10 {
         gather_cuda::scatter_add(&x, 0, &i, &s).unwrap();
         gather_cuda::index_select(&x, 0, &ids).unwrap();
