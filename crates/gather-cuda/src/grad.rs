@@ -33,8 +33,13 @@ use gather::backend::{self, Bounds};
 use gather::{DType, Reduce, Scalar};
 
 pub use gather::grad::Parity;
+pub use groups::{
+    scatter_groups, scatter_log_softmax, scatter_reduce_arg, scatter_softmax, segment_arg_reduce,
+    segment_log_softmax, segment_reduce, segment_softmax,
+};
 pub use options::GradOptions;
 
+mod groups;
 mod options;
 
 use crate::CudaTensor;
@@ -68,6 +73,10 @@ const EW_EQ: i32 = 0;
 const EW_MUL: i32 = 1;
 const EW_DIV: i32 = 2;
 const EW_SELECT: i32 = 3;
+const EW_SUB: i32 = 4;
+const EW_EXP: i32 = 5;
+const EW_EQN: i32 = 6;
+const EW_MAX: i32 = 7;
 
 /// The gradient's arithmetic type for `dtype`, or the CPU library's error for a non-float.
 fn wide_dtype(op: &str, dtype: DType) -> Result<DType> {
@@ -177,6 +186,61 @@ fn div(a: &CudaTensor, b: &CudaTensor) -> Result<CudaTensor> {
 /// `cond != 0 ? a : b`, elementwise.
 fn select(cond: &CudaTensor, a: &CudaTensor, b: &CudaTensor) -> Result<CudaTensor> {
     ew(EW_SELECT, a, b, Some(cond))
+}
+
+fn sub(a: &CudaTensor, b: &CudaTensor) -> Result<CudaTensor> {
+    ew(EW_SUB, a, b, None)
+}
+fn exp(a: &CudaTensor) -> Result<CudaTensor> {
+    ew(EW_EXP, a, a, None)
+}
+/// Equal, or both NaN.
+fn eq_nan(a: &CudaTensor, b: &CudaTensor) -> Result<CudaTensor> {
+    ew(EW_EQN, a, b, None)
+}
+fn max(a: &CudaTensor, b: &CudaTensor) -> Result<CudaTensor> {
+    ew(EW_MAX, a, b, None)
+}
+
+/// `a == b ? g : 0` elementwise, for i64 positions `a` and `b` of `g`'s shape (or broadcast to
+/// it); `g` in the wide type.
+fn keep_eq(g: &CudaTensor, a: &CudaTensor, b: &CudaTensor) -> Result<CudaTensor> {
+    let dev = g.device();
+    let out = CudaTensor::empty(dev, g.shape(), g.dtype())?;
+    let n = g.len();
+    if n == 0 {
+        return Ok(out);
+    }
+    let name = match g.dtype() {
+        DType::F64 => "keep_eq_double",
+        _ => "keep_eq_float",
+    };
+    let f = dev.function(Source::Grad, name)?;
+    let (op_, gp, gl, ap, al, bp, bl, n64) = (
+        out.ptr(),
+        g.ptr(),
+        g.layout()?,
+        a.ptr(),
+        a.layout()?,
+        b.ptr(),
+        b.layout()?,
+        n as i64,
+    );
+    launch!(
+        dev,
+        &f,
+        name,
+        dev.grid(n, 256),
+        &op_,
+        &gp,
+        &gl,
+        &ap,
+        &al,
+        &bp,
+        &bl,
+        &n64
+    )
+    .map(|()| out)
 }
 
 /// `v` where it is nonzero, else 1.
@@ -1145,6 +1209,9 @@ mod tests {
         }
         for name in ["widen_f16", "widen_bf16", "narrow_f16", "narrow_bf16"] {
             assert_eq!(entries.get(name), Some(&4), "{name}");
+        }
+        for name in ["keep_eq_float", "keep_eq_double"] {
+            assert_eq!(entries.get(name), Some(&8), "{name}");
         }
     }
 }

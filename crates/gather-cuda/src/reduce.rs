@@ -315,16 +315,16 @@ pub(crate) fn truths(src: &CudaTensor) -> Result<CudaTensor> {
 /// A group reduction's operands checked: the dim, the index with the block's shape (a 1-D index
 /// spread over src's other axes, stride 0), src's block, and the output's shape (src's, with the
 /// number of groups on the dim).
-struct Grouped {
-    d: usize,
-    index: CudaTensor,
-    src: CudaTensor,
-    out_shape: Vec<usize>,
+pub(crate) struct Grouped {
+    pub(crate) d: usize,
+    pub(crate) index: CudaTensor,
+    pub(crate) src: CudaTensor,
+    pub(crate) out_shape: Vec<usize>,
 }
 
 /// The checks of the group reductions, in the CPU library's order: the index's dtype and
 /// shape, the number of groups (`dim_size`, or the largest value + 1), then every value as given.
-fn grouped(
+pub(crate) fn grouped(
     op: &str,
     src: &CudaTensor,
     dim: isize,

@@ -361,6 +361,27 @@ struct Resolved {
     scratch: bool,
 }
 
+/// The segments read to the host and resolved by the CPU library's rules: the positions
+/// `start..end` they cover, the segment of each, and the number of segments (or the CPU's error).
+pub(crate) fn on_host(
+    op: &str,
+    segments: Segments<'_>,
+    axis: usize,
+    n: usize,
+) -> Result<(usize, usize, Vec<i64>, usize)> {
+    let (name, t) = segments.parts();
+    let v = Array1::from(host_i64(&index_operand(op, name, t)?)?);
+    let host = match segments {
+        Segments::Offsets(_) => gather::Segments::offsets(&v),
+        Segments::Lengths(_) => gather::Segments::lengths(&v),
+        Segments::Ids { num_segments, .. } => match num_segments {
+            Some(m) => gather::Segments::ids_with(&v, m),
+            None => gather::Segments::ids(&v),
+        },
+    };
+    Ok(backend::resolve_segments(op, &host, axis, n)?)
+}
+
 fn resolve(op: &str, segments: Segments<'_>, axis: usize, n: usize) -> Result<Resolved> {
     let (name, t) = segments.parts();
     let t = index_operand(op, name, t)?;
@@ -370,18 +391,9 @@ fn resolve(op: &str, segments: Segments<'_>, axis: usize, n: usize) -> Result<Re
     let dev = t.device();
     let count = t.len();
     let suffix = index_suffix(t.dtype());
-    let host_error = |num_segments: Option<usize>| -> Result<crate::Error> {
-        let v = Array1::from(host_i64(&t)?);
-        let host = match segments {
-            Segments::Offsets(_) => gather::Segments::offsets(&v),
-            Segments::Lengths(_) => gather::Segments::lengths(&v),
-            Segments::Ids { .. } => match num_segments {
-                Some(m) => gather::Segments::ids_with(&v, m),
-                None => gather::Segments::ids(&v),
-            },
-        };
-        Ok(match backend::check_segments(op, &host, axis, n) {
-            Err(e) => e.into(),
+    let host_error = |_: Option<usize>| -> Result<crate::Error> {
+        Ok(match on_host(op, segments, axis, n) {
+            Err(e) => e,
             Ok(_) => invalid(format!(
                 "{op}: the GPU flagged {name} that the CPU library accepts (a bug of gather-cuda)"
             )),

@@ -2228,3 +2228,155 @@ fn gradients_under_options_equal_the_cpu_librarys() {
         }
     }
 }
+
+/// The gradients of the group reductions, the softmaxes and the arg-reductions, over groups and
+/// over segments (offsets that leave positions out, lengths, ids), against `gather::grad`.
+#[test]
+fn gradients_of_the_group_and_segment_ops_equal_the_cpu_librarys() {
+    use gather::ops::reduce::{ArgReduce, EmptyFill, GroupOptions, GroupReduce};
+    use gather_cuda::grad as gg;
+    let Some(gpu_) = gpu() else { return };
+    let g = &gpu_;
+    let mut rng = Rng(13);
+    let rng = &mut rng;
+    let reduces = [
+        GroupReduce::Sum,
+        GroupReduce::Prod,
+        GroupReduce::Mean,
+        GroupReduce::Amax,
+        GroupReduce::Amin,
+        GroupReduce::First,
+        GroupReduce::Last,
+        GroupReduce::LogSumExp,
+        GroupReduce::Var { correction: 1 },
+        GroupReduce::Std { correction: 0 },
+    ];
+    // Small integers: ties for amax/amin, zeros for prod.
+    let f = |v: i64| (v % 4) as f64 / 2.0;
+    for case in 0..cases(20) {
+        let nd = 1 + rng.below(3);
+        let shape: Vec<usize> = (0..nd).map(|_| 1 + rng.below(6)).collect();
+        let d = rng.below(nd);
+        let dim = d as isize;
+        let groups = 1 + rng.below(4);
+        let ishape: Vec<usize> = if case % 2 == 0 {
+            vec![1 + rng.below(shape[d])]
+        } else {
+            shape.iter().map(|&n| 1 + rng.below(n)).collect()
+        };
+        let i = index(rng, &ishape, groups);
+        let x = values(rng, &shape, f);
+        let (xg, ig) = (up(g, &x), up(g, &i));
+        let what = format!("case {case}: {shape:?} dim {d} index {i}");
+        let mut oshape = shape.clone();
+        oshape[d] = groups;
+        let go = values(rng, &oshape, f);
+        let gog = up(g, &go);
+        for r in reduces {
+            let opts = GroupOptions::<f64>::default().dim_size(groups);
+            let out = gather::ops::reduce::scatter_groups(&x, dim, &i, r, opts).unwrap();
+            let want = gather::grad::scatter_groups(&go, &x, dim, &i, r, &out);
+            let got = gg::scatter_groups(&gog, &xg, dim, &ig, r, &up(g, &out));
+            same_outcome(got, want, 1e-9, &format!("{what} scatter_groups {r:?}"));
+        }
+        // Softmax: an index of src's full shape.
+        let full = index(rng, &shape, groups);
+        let fg = up(g, &full);
+        for log in [false, true] {
+            let gy = values(rng, &shape, f);
+            let (want, got) = if log {
+                let y = gather::ops::reduce::scatter_log_softmax(&x, dim, &full).unwrap();
+                (
+                    gather::grad::scatter_log_softmax(&gy, &y, dim, &full),
+                    gg::scatter_log_softmax(&up(g, &gy), &up(g, &y), dim, &fg),
+                )
+            } else {
+                let y = gather::ops::reduce::scatter_softmax(&x, dim, &full).unwrap();
+                (
+                    gather::grad::scatter_softmax(&gy, &y, dim, &full),
+                    gg::scatter_softmax(&up(g, &gy), &up(g, &y), dim, &fg),
+                )
+            };
+            same_outcome(got, want, 1e-9, &format!("{what} softmax log {log}"));
+        }
+        // scatter_reduce_arg, with an index of src's rank.
+        if ishape.len() == nd {
+            let idx2 = index(rng, &ishape, shape[d]);
+            let src = values(rng, &ishape, f);
+            let gx = values(rng, &shape, f);
+            for (red, incl) in [(ArgReduce::Amax, true), (ArgReduce::Amin, false)] {
+                let (_, arg) =
+                    gather::ops::reduce::scatter_reduce_arg(&x, dim, &idx2, &src, red, incl)
+                        .unwrap();
+                let want = gather::grad::scatter_reduce_arg(&gx, &arg, dim, &idx2, IxDyn(&ishape))
+                    .map(|r| (r.input, r.src));
+                let got =
+                    gg::scatter_reduce_arg(&up(g, &gx), &up(g, &arg), dim, &up(g, &idx2), &ishape)
+                        .map(|r| (r.input, r.src));
+                same_pair(got, want, &format!("{what} scatter_reduce_arg {red:?}"));
+            }
+        }
+        // Segments along d: offsets leaving the first position out, lengths, ids.
+        let n = shape[d];
+        let cut = (n / 2).max(1);
+        let offsets = ndarray::arr1(&[n.min(1) as i64, cut as i64, n as i64]);
+        let lengths = ndarray::arr1(&[cut as i64, (n - cut) as i64]);
+        let ids = ndarray::Array1::from_iter((0..n).map(|p| (p >= cut) as i64));
+        let up1 = |a: &ndarray::Array1<i64>| up(g, &a.clone().into_dyn());
+        let (og_, lg_, idg_) = (up1(&offsets), up1(&lengths), up1(&ids));
+        let mut sshape = shape.clone();
+        sshape[d] = 2;
+        let gs = values(rng, &sshape, f);
+        let gsg = up(g, &gs);
+        for (k, (cpu, gpu)) in [
+            (
+                gather::Segments::offsets(&offsets),
+                gather_cuda::Segments::Offsets(&og_),
+            ),
+            (
+                gather::Segments::lengths(&lengths),
+                gather_cuda::Segments::Lengths(&lg_),
+            ),
+            (
+                gather::Segments::ids(&ids),
+                gather_cuda::Segments::ids(&idg_),
+            ),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            for r in reduces {
+                let out = gather::ops::segment::segment_reduce(
+                    &x,
+                    dim,
+                    cpu.clone(),
+                    r,
+                    EmptyFill::Identity,
+                )
+                .unwrap();
+                let want = gather::grad::segment_reduce(&gs, &x, dim, cpu.clone(), r, &out);
+                let got = gg::segment_reduce(&gsg, &xg, dim, gpu, r, &up(g, &out));
+                same_outcome(got, want, 1e-9, &format!("{what} segments {k} {r:?}"));
+            }
+            let (_, arg) = gather::ops::segment::segment_arg_reduce(
+                &x,
+                dim,
+                cpu.clone(),
+                ArgReduce::Amax,
+                EmptyFill::Zero,
+            )
+            .unwrap();
+            let want = gather::grad::segment_arg_reduce(&gs, &arg, dim, IxDyn(&shape));
+            let got = gg::segment_arg_reduce(&gsg, &up(g, &arg), dim, &shape);
+            same_outcome(got, want, 0.0, &format!("{what} segments {k} arg"));
+            if k > 0 {
+                // Softmax needs every position in a segment: lengths and ids.
+                let y = gather::ops::segment::segment_softmax(&x, dim, cpu.clone()).unwrap();
+                let gy = values(rng, &shape, f);
+                let want = gather::grad::segment_softmax(&gy, &y, dim, cpu.clone());
+                let got = gg::segment_softmax(&up(g, &gy), &up(g, &y), dim, gpu);
+                same_outcome(got, want, 1e-9, &format!("{what} segments {k} softmax"));
+            }
+        }
+    }
+}

@@ -542,6 +542,25 @@ pub fn check_segments(
     crate::ops::segment::resolve(op, segments, axis, n).map(|r| r.num)
 }
 
+/// `segments` (values read to the host) resolved against an axis of length `n` as the segment
+/// ops resolve them: the positions `start..end` the segments cover, the segment of each of those
+/// positions, and the number of segments; or the error that names the first bad value.
+///
+/// ```
+/// use gather::Segments;
+/// use ndarray::array;
+/// let r = gather::backend::resolve_segments("segment_reduce", &Segments::offsets(&array![1i64, 2, 4]), 0, 5);
+/// assert_eq!(r.unwrap(), (1, 4, vec![0, 1, 1], 2));
+/// ```
+pub fn resolve_segments(
+    op: &str,
+    segments: &crate::Segments<'_, i64>,
+    axis: usize,
+    n: usize,
+) -> Result<(usize, usize, Vec<i64>, usize)> {
+    crate::ops::segment::resolve(op, segments, axis, n).map(|r| (r.start, r.end, r.ids, r.num))
+}
+
 /// The fill of empty groups and segments for a group `reduce` on a `dtype` (its value, for
 /// `EmptyFill::Value`, a [`Scalar`](crate::Scalar)), as the value's little-endian bytes in the low
 /// bytes of a `u64`; first the checks of the reduction's dtype.

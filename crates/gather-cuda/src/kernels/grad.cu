@@ -7,6 +7,13 @@
 #define EW_MUL 1     // out = a * b
 #define EW_DIV 2     // out = a / b
 #define EW_SELECT 3  // out = c != 0 ? a : b
+#define EW_SUB 4     // out = a - b
+#define EW_EXP 5     // out = exp(a)
+#define EW_EQN 6     // out = a == b or both NaN ? 1 : 0
+#define EW_MAX 7     // out = b < a ? a : b (the CPU's max for the non-NaN operands it sees)
+
+__device__ __forceinline__ float ew_exp(float x) { return expf(x); }
+__device__ __forceinline__ double ew_exp(double x) { return exp(x); }
 
 // `out` is row-major over the n positions; a, b and c are read through their layouts (stride 0
 // for a broadcast constant). c is read only by EW_SELECT.
@@ -21,6 +28,10 @@
             if (op == EW_EQ) r = x == y ? (T)1 : (T)0;                                         \
             else if (op == EW_MUL) r = x * y;                                                  \
             else if (op == EW_DIV) r = x / y;                                                  \
+            else if (op == EW_SUB) r = x - y;                                                  \
+            else if (op == EW_EXP) r = ew_exp(x);                                              \
+            else if (op == EW_EQN) r = (x == y || (x != x && y != y)) ? (T)1 : (T)0;           \
+            else if (op == EW_MAX) r = y < x ? x : y;                                          \
             else r = c[offset_of(lc, i)] != (T)0 ? x : y;                                      \
             out[i] = r;                                                                        \
         }                                                                                      \
@@ -41,3 +52,16 @@ CAST(widen_f16, float, u16, h2f)
 CAST(widen_bf16, float, u16, bf2f)
 CAST(narrow_f16, u16, float, f2h)
 CAST(narrow_bf16, u16, float, f2bf)
+
+// out = a == b ? g : 0 for i64 positions a and b (the winner of a group, the arg of a
+// scatter): the gradient kept only where a source is the one its group picked.
+#define KEEP_EQ(T)                                                                             \
+    extern "C" __global__ void keep_eq_##T(T* out, const T* g, Layout lg, const i64* a,        \
+                                           Layout la, const i64* b, Layout lb, i64 n) {        \
+        for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n;                        \
+             i += (i64)gridDim.x * blockDim.x)                                                 \
+            out[i] = a[offset_of(la, i)] == b[offset_of(lb, i)] ? g[offset_of(lg, i)] : (T)0;  \
+    }
+
+KEEP_EQ(float)
+KEEP_EQ(double)
