@@ -391,7 +391,7 @@ fn resolve(op: &str, segments: Segments<'_>, axis: usize, n: usize) -> Result<Re
     let dev = t.device();
     let count = t.len();
     let suffix = index_suffix(t.dtype());
-    let host_error = |_: Option<usize>| -> Result<crate::Error> {
+    let host_error = || -> Result<crate::Error> {
         Ok(match on_host(op, segments, axis, n) {
             Err(e) => e,
             Ok(_) => invalid(format!(
@@ -402,7 +402,7 @@ fn resolve(op: &str, segments: Segments<'_>, axis: usize, n: usize) -> Result<Re
     match segments {
         Segments::Offsets(_) => {
             if count == 0 {
-                return Err(host_error(None)?);
+                return Err(host_error()?);
             }
             let name_k = intern(format!("check_offsets_{suffix}"));
             let f = dev.function(Source::Segment, name_k)?;
@@ -411,13 +411,13 @@ fn resolve(op: &str, segments: Segments<'_>, axis: usize, n: usize) -> Result<Re
             let flagged =
                 dev.with_flag(|flag| launch!(dev, &f, name_k, cfg, &tp, &tl, &c64, &n64, &flag))?;
             if flagged.is_some() {
-                return Err(host_error(None)?);
+                return Err(host_error()?);
             }
             segment_ids(&t, count - 1, n)
         }
         Segments::Ids { num_segments, .. } => {
             if count != n {
-                return Err(host_error(num_segments)?);
+                return Err(host_error()?);
             }
             let name_k = intern(format!("check_ids_{suffix}"));
             let f = dev.function(Source::Segment, name_k)?;
@@ -430,7 +430,7 @@ fn resolve(op: &str, segments: Segments<'_>, axis: usize, n: usize) -> Result<Re
                 dev.with_flag(|flag| launch!(dev, &f, name_k, cfg, &tp, &tl, &c64, &num, &flag))?
             };
             if flagged.is_some() {
-                return Err(host_error(num_segments)?);
+                return Err(host_error()?);
             }
             let num = match num_segments {
                 Some(m) => m,
