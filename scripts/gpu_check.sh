@@ -63,7 +63,7 @@ tests() {
 
     log "compute-sanitizer memcheck: unit tests (bad indices, scatter family, the ops added without a GPU) and the suite's error cases"
     GATHER_CUDA_QUICK=1 timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 gpu/gpu-tests --test-threads=1 \
-        bad_indices scatter_reduce_propagates empty_and_zero index_add masked_select repeat_interleave \
+        bad_indices scatter_reduce_propagates empty_and_zero index_add masked_select repeat_interleave atomic_scatter_add \
         take_along_dim select_batched bounds_policies broadcasting scatter_reduce_arg segment_reductions scatter_groups softmax_any > "$OUT/sanitizer_tests.log" 2>&1
     echo "sanitizer tests exit $?"; grep -E "ERROR SUMMARY|test result" "$OUT/sanitizer_tests.log"
     GATHER_CUDA_QUICK=1 timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 gpu/gpu-tests --test-threads=1 \

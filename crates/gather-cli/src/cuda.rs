@@ -245,9 +245,15 @@ pub fn bench(
         let w = Workload::new(id, 1.0);
         let data = w.make();
         let want = w.run(&data)?;
-        let t = standard(gpu, &w, &data, &want, warmup, repeat)?;
+        let t = standard(gpu, &w, &data, &want, warmup, repeat, false)?;
         report(&t);
         out.push(t);
+        if id == Id::W6 {
+            // The opt-in atomics beside the default sorted sum (PyTorch's two modes).
+            let t = standard(gpu, &w, &data, &want, warmup, repeat, true)?;
+            report(&t);
+            out.push(t);
+        }
     }
     if large {
         for name in LARGE {
@@ -259,6 +265,7 @@ pub fn bench(
     Ok(out)
 }
 
+/// One workload timed on the GPU; `atomic`: W6 by `Options::deterministic(false)`.
 fn standard(
     gpu: &Cuda,
     w: &Workload,
@@ -266,6 +273,7 @@ fn standard(
     want: &ArrayD<f32>,
     warmup: usize,
     repeat: usize,
+    atomic: bool,
 ) -> Result<GpuTiming, String> {
     let mut rtol = 0.0;
     let op: Op<'_> = match (w.id, data) {
@@ -317,7 +325,8 @@ fn standard(
                 .map_err(gpu_err)?;
             if w.id == Id::W6 {
                 rtol = 1e-4;
-                Box::new(move || gather_cuda::scatter_add(&d, 0, &i, &s))
+                let opts = gather_cuda::Options::new().deterministic(!atomic);
+                Box::new(move || opts.scatter_add(&d, 0, &i, &s))
             } else {
                 Box::new(move || gather_cuda::scatter_reduce(&d, 0, &i, &s, Reduce::Amax, false))
             }
@@ -343,7 +352,7 @@ fn standard(
     };
     let first = op().map_err(gpu_err)?;
     let check = compare(&first, want, rtol).map_err(|e| format!("{}: {e}", w.id.name()))?;
-    let check = if rtol > 0.0 {
+    let check = if rtol > 0.0 && !atomic {
         let again = op().map_err(gpu_err)?;
         let same = again
             .to_host::<f32>()
@@ -360,8 +369,13 @@ fn standard(
     };
     drop(first);
     let (median_s, min_s) = time(gpu, &op, warmup, repeat)?;
+    let name = w.id.name();
     Ok(GpuTiming {
-        name: w.id.name().to_string(),
+        name: if atomic {
+            format!("{name}_atomic")
+        } else {
+            name.to_string()
+        },
         median_s,
         min_s,
         min_bytes: w.min_bytes(),

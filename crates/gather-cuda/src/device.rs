@@ -26,12 +26,13 @@ pub(crate) enum Source {
     Segment,
     Groups,
     Grad,
+    Atomic,
 }
 
 const COMMON: &str = include_str!("kernels/common.cuh");
 
 impl Source {
-    const ALL: [Source; 11] = [
+    const ALL: [Source; 12] = [
         Source::Gather,
         Source::Scatter,
         Source::Fiber,
@@ -43,6 +44,7 @@ impl Source {
         Source::Segment,
         Source::Groups,
         Source::Grad,
+        Source::Atomic,
     ];
 
     fn text(self) -> String {
@@ -61,6 +63,7 @@ impl Source {
             Source::Segment => format!("{COMMON}\n{}", include_str!("kernels/segment.cu")),
             Source::Groups => format!("{COMMON}\n{REDUCE}\n{}", include_str!("kernels/groups.cu")),
             Source::Grad => format!("{COMMON}\n{}", include_str!("kernels/grad.cu")),
+            Source::Atomic => format!("{COMMON}\n{}", include_str!("kernels/atomic.cu")),
         }
     }
 }

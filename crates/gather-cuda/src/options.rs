@@ -26,8 +26,8 @@ use crate::gather::{
     as_1d, copy_into, gather_op, index_operand, index_suffix, intern, read_index, unravel,
     width_name,
 };
-use crate::scatter::scatter_op;
 use crate::scatter::{R_SET, R_SUM, Src, code, copy_of, reshape_like, same_dtype, scalar_bits};
+use crate::scatter::{atomic_supported, scatter_add_atomic, scatter_op};
 use crate::tensor::{CudaTensor, width};
 
 /// The choices PyTorch has no word for, for one call on the GPU: a bounds policy and
@@ -55,6 +55,11 @@ pub struct Options {
     pub bounds: OutOfBounds<Scalar>,
     /// Whether the index and `src` broadcast against the input (gather and the scatter ops).
     pub broadcast: bool,
+    /// Whether `scatter_add` (and `scatter_reduce` sum with `include_self`) gives bitwise the
+    /// same result on every run (the default: a sorted fold in index order). `false` opts into
+    /// device atomics, PyTorch's default on CUDA: no sort, but a float sum's rounding then
+    /// changes from run to run. float32/64 and 32/64-bit integers; other dtypes stay sorted.
+    pub deterministic: bool,
 }
 
 impl Default for Options {
@@ -86,6 +91,7 @@ impl Options {
         Options {
             bounds: OutOfBounds::Error,
             broadcast: false,
+            deterministic: true,
         }
     }
 
@@ -111,6 +117,26 @@ impl Options {
     pub fn broadcast(self, on: bool) -> Self {
         Options {
             broadcast: on,
+            ..self
+        }
+    }
+
+    /// The same options with deterministic sums on (the default) or off (device atomics for
+    /// `scatter_add`, as `torch.use_deterministic_algorithms(False)`).
+    ///
+    /// ```no_run
+    /// use gather_cuda::{Cuda, CudaTensor, Options};
+    /// let gpu = Cuda::new(0)?;
+    /// let x = CudaTensor::from_host(&gpu, &ndarray::array![0.0f32, 0.0])?;
+    /// let i = CudaTensor::from_host(&gpu, &ndarray::array![1i64, 1, 0])?;
+    /// let s = CudaTensor::from_host(&gpu, &ndarray::array![1.0f32, 2.0, 4.0])?;
+    /// let out = Options::new().deterministic(false).scatter_add(&x, 0, &i, &s)?;
+    /// assert_eq!(out.to_host::<f32>()?, ndarray::array![4.0f32, 3.0].into_dyn());
+    /// # Ok::<(), gather_cuda::Error>(())
+    /// ```
+    pub fn deterministic(self, on: bool) -> Self {
+        Options {
+            deterministic: on,
             ..self
         }
     }
@@ -517,10 +543,24 @@ impl Options {
             _ => "scatter_reduce_broadcast",
         };
         let broadcast = self.broadcast;
-        self.write(op, input, Some(dim), index, &|x, i| match broadcast {
-            true => scatter_broadcast(op, x, dim, i, src, reduce, include_self),
-            false => scatter_op(op, x, dim, i, src, reduce, include_self),
-        })
+        // The opt-in atomics: a sum of a src tensor, with self, where a kernel has the dtype.
+        let atomic = match src {
+            Src::Tensor(t) if !self.deterministic && reduce == R_SUM && include_self => {
+                atomic_supported(input.dtype()).then_some(t)
+            }
+            _ => None,
+        };
+        self.write(
+            op,
+            input,
+            Some(dim),
+            index,
+            &|x, i| match (broadcast, atomic) {
+                (true, _) => scatter_broadcast(op, x, dim, i, src, reduce, include_self, atomic),
+                (false, Some(s)) => scatter_add_atomic(op, x, dim, i, s),
+                (false, None) => scatter_op(op, x, dim, i, src, reduce, include_self),
+            },
+        )
     }
 
     /// [`index_add()`](crate::index_add()) under a bounds policy (Error, Wrap, Clip or Drop).
@@ -828,6 +868,7 @@ fn gather_broadcast(input: &CudaTensor, dim: isize, index: &CudaTensor) -> Resul
 
 /// A scatter with the index and src broadcast to the extent (self's shape with the index's
 /// size along `dim`) as stride-0 views.
+#[allow(clippy::too_many_arguments)]
 fn scatter_broadcast(
     op: &str,
     input: &CudaTensor,
@@ -836,6 +877,7 @@ fn scatter_broadcast(
     src: Src<'_>,
     reduce: i32,
     include_self: bool,
+    atomic: Option<&CudaTensor>,
 ) -> Result<CudaTensor> {
     let d = gather::dims::normalize_dim(op, dim, input.ndim())?;
     let index = index_operand(op, "index", index)?;
@@ -858,6 +900,10 @@ fn scatter_broadcast(
         return copy_of(input);
     }
     let sb = s.map(|t| t.broadcast(&e)).transpose()?;
+    if let (Some(_), Some(t)) = (atomic, &sb) {
+        let out = scatter_add_atomic(op, &x, d as isize, &idx.broadcast(&e)?, t)?;
+        return Ok(reshape_like(out, input));
+    }
     let src = match &sb {
         Some(t) => Src::Tensor(t),
         None => src,

@@ -511,6 +511,84 @@ pub(crate) fn scatter_op(
     Ok(reshape_like(out, input))
 }
 
+/// Whether the opt-in atomic scatter_add has a kernel for `dtype` (the others take the sorted
+/// path whatever the option says).
+pub(crate) fn atomic_supported(dtype: DType) -> bool {
+    matches!(
+        dtype,
+        DType::F32 | DType::F64 | DType::I32 | DType::U32 | DType::I64 | DType::U64
+    )
+}
+
+/// `scatter_add` with device atomics (`Options::deterministic(false)`): the checks of
+/// [`scatter_op`], then one thread per index position adding into a copy of `input`. A float
+/// sum's rounding depends on the order the additions land in, which changes between runs.
+pub(crate) fn scatter_add_atomic(
+    op: &str,
+    input: &CudaTensor,
+    dim: isize,
+    index: &CudaTensor,
+    src: &CudaTensor,
+) -> Result<CudaTensor> {
+    gather::dims::normalize_dim(op, dim, input.ndim())?;
+    let index = index_operand(op, "index", index)?;
+    same_dtype(op, "src", input, src)?;
+    let Some(d) = backend::check_scatter(op, input.shape(), dim, index.shape(), Some(src.shape()))?
+    else {
+        return copy_of(input);
+    };
+    let (x, idx, s) = (as_1d(input), as_1d(&index), as_1d(src));
+    let out = copy_of(&x)?;
+    let n = idx.len();
+    let kind = match x.dtype() {
+        DType::F32 => "float",
+        DType::F64 => "double",
+        DType::I32 | DType::U32 => "i32",
+        DType::I64 | DType::U64 => "i64",
+        other => {
+            return Err(crate::tensor::invalid(format!(
+                "{op}: the atomic scatter_add has no kernel for {other}"
+            )));
+        }
+    };
+    let name = intern(format!("atomic_add_{kind}_{}", index_suffix(idx.dtype())));
+    let dev = x.device();
+    let f = dev.function(Source::Atomic, name)?;
+    let ishape = idx.shape().to_vec();
+    let mut ostrides = gather::dims::row_major_strides(x.shape());
+    let ostride = ostrides[d] as i64;
+    ostrides[d] = 0;
+    let (sl, il, ol) = (
+        Layout::exact(&ishape, s.strides())?,
+        Layout::exact(&ishape, idx.strides())?,
+        Layout::exact(&ishape, &ostrides)?,
+    );
+    let (op_, sp, ip, size, n64) = (out.ptr(), s.ptr(), idx.ptr(), x.shape()[d] as i64, n as i64);
+    let flagged = dev.with_flag(|flag| {
+        launch!(
+            dev,
+            &f,
+            name,
+            dev.grid(n, 256),
+            &op_,
+            &sp,
+            &sl,
+            &ip,
+            &il,
+            &ol,
+            &ostride,
+            &size,
+            &n64,
+            &flag
+        )
+    })?;
+    if let Some(pos) = flagged {
+        let size = x.shape()[d];
+        return Err(strict_error(op, &idx, index.ndim() == 0, d, size, pos)?);
+    }
+    Ok(reshape_like(out, input))
+}
+
 /// The error for the first bad value (row-major position `pos`) of `idx` (the index as the
 /// kernels saw it, 1-d for a 0-d one) of a scatter along `d` of `size` under the strict rule.
 pub(crate) fn strict_error(
@@ -1047,6 +1125,14 @@ mod tests {
             for i in [DType::I64, DType::I32] {
                 assert!(fiber.contains_key(fiber_name(d, i)), "{}", fiber_name(d, i));
                 assert!(scatter.contains_key(keys_name(i)), "{}", keys_name(i));
+            }
+        }
+        if let Some(atomic) = compiled_entries(Source::Atomic) {
+            for kind in ["float", "double", "i32", "i64"] {
+                for i in [DType::I64, DType::I32] {
+                    let name = format!("atomic_add_{kind}_{}", index_suffix(i));
+                    assert_eq!(atomic.get(&name), Some(&10), "{name}");
+                }
             }
         }
         for k in [

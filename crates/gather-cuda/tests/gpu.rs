@@ -2380,3 +2380,80 @@ fn gradients_of_the_group_and_segment_ops_equal_the_cpu_librarys() {
         }
     }
 }
+
+/// `Options::deterministic(false)`: scatter_add by device atomics equals the CPU library's sum
+/// (integers exactly, floats within rounding), with the same errors, under broadcasting and
+/// under a bounds policy too.
+#[test]
+fn atomic_scatter_add_equals_the_cpu_library() {
+    use gather::OutOfBounds::{Drop, Error, Wrap};
+    let Some(gpu_) = gpu() else { return };
+    let g = &gpu_;
+    let mut rng = Rng(14);
+    let rng = &mut rng;
+    for case in 0..cases(30) {
+        let nd = 1 + rng.below(3);
+        let shape: Vec<usize> = (0..nd).map(|_| 1 + rng.below(6)).collect();
+        let d = rng.below(nd);
+        let dim = d as isize;
+        let ishape: Vec<usize> = (0..nd)
+            .map(|a| {
+                if a == d {
+                    1 + rng.below(40)
+                } else {
+                    1 + rng.below(shape[a])
+                }
+            })
+            .collect();
+        let i = wild_index(rng, &ishape, shape[d]);
+        let xf = values(rng, &shape, |v| v as f32 / 8.0);
+        let sf = values(rng, &ishape, |v| v as f32 / 8.0);
+        let xi = values(rng, &shape, |v| v * 1_000_003);
+        let si = values(rng, &ishape, |v| v * 1_000_003);
+        let ig = up(g, &i);
+        for p in [Error, Wrap, Drop] {
+            let gpu = gather_cuda::Options::new().bounds(p).deterministic(false);
+            let what = format!(
+                "case {case}: {shape:?} dim {d} index {i} policy {}",
+                p.name()
+            );
+            same_outcome(
+                gpu.scatter_add(&up(g, &xf), dim, &ig, &up(g, &sf)),
+                gather::Options::new()
+                    .bounds(p.map(|_| 0.0f32))
+                    .scatter_add(&xf, dim, &i, &sf),
+                1e-5,
+                &format!("{what} f32"),
+            );
+            same_outcome(
+                gpu.scatter_add(&up(g, &xi), dim, &ig, &up(g, &si)),
+                gather::Options::new()
+                    .bounds(p.map(|_| 0i64))
+                    .scatter_add(&xi, dim, &i, &si),
+                0.0,
+                &format!("{what} i64"),
+            );
+        }
+        // Broadcasting: [k, 1, ..] row ids into whole rows.
+        let mut bshape = vec![1; nd];
+        bshape[d] = 1 + rng.below(30);
+        let bi = index(rng, &bshape, shape[d]);
+        let mut e = shape.clone();
+        e[d] = bshape[d];
+        let bs = values(rng, &e, |v| v as f64 / 8.0);
+        let xd = values(rng, &shape, |v| v as f64);
+        let want = gather::Options::new()
+            .broadcast(true)
+            .scatter_add(&xd, dim, &bi, &bs);
+        let got = gather_cuda::Options::new()
+            .broadcast(true)
+            .deterministic(false)
+            .scatter_add(&up(g, &xd), dim, &up(g, &bi), &up(g, &bs));
+        same_outcome(
+            got,
+            want,
+            1e-12,
+            &format!("case {case}: broadcast {bshape:?} into {shape:?}"),
+        );
+    }
+}
