@@ -1024,27 +1024,31 @@ fn scatter_call<'py>(
     Ok(c)
 }
 
-/// scatter_add(input, dim, index, src, *, dtype=None)
+/// scatter_add(input, dim, index, src, *, deterministic=True, dtype=None)
 ///
 /// torch.scatter_add: ``out[index[i][j]][j] += src[i][j]`` (dim 0), on a copy of ``input``.
 /// Deterministic: float sums run in index order (float16/bfloat16 accumulate in float32).
+/// ``deterministic=False`` lets CUDA arrays (float32/64, 32/64-bit integers) be summed with
+/// device atomics, PyTorch's default on CUDA: faster, but a float sum's rounding then changes
+/// from run to run. Host arrays are always summed in index order.
 ///
 /// >>> gather.scatter_add(np.zeros(3), 0, np.array([0, 2, 0]), np.array([1.0, 2.0, 3.0]))
 /// array([4., 0., 2.])
 #[pyfunction]
-#[pyo3(signature = (input, dim, index, src, *, dtype=None))]
+#[pyo3(signature = (input, dim, index, src, *, deterministic=true, dtype=None))]
 fn scatter_add<'py>(
     py: Python<'py>,
     input: &Bound<'py, PyAny>,
     dim: i64,
     index: &Bound<'py, PyAny>,
     src: &Bound<'py, PyAny>,
+    deterministic: bool,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
-    scatter_add_call(py, input, dim, index, src, dtype)?.output()
+    scatter_add_call(py, input, dim, index, src, deterministic, dtype)?.output()
 }
 
-/// scatter_add_(input, dim, index, src, *, dtype=None)
+/// scatter_add_(input, dim, index, src, *, deterministic=True, dtype=None)
 ///
 /// In-place :func:`scatter_add`: writes into ``input`` (a writable NumPy array, or a tensor that
 /// shares its memory through DLPack) and returns it. On error ``input`` is unchanged.
@@ -1055,16 +1059,17 @@ fn scatter_add<'py>(
 /// >>> x
 /// array([4., 0., 2.])
 #[pyfunction]
-#[pyo3(signature = (input, dim, index, src, *, dtype=None))]
+#[pyo3(signature = (input, dim, index, src, *, deterministic=true, dtype=None))]
 fn scatter_add_<'py>(
     py: Python<'py>,
     input: &Bound<'py, PyAny>,
     dim: i64,
     index: &Bound<'py, PyAny>,
     src: &Bound<'py, PyAny>,
+    deterministic: bool,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
-    scatter_add_call(py, input, dim, index, src, dtype)?.into_input(input)
+    scatter_add_call(py, input, dim, index, src, deterministic, dtype)?.into_input(input)
 }
 
 /// The call of `scatter_add` and `scatter_add_`.
@@ -1074,6 +1079,7 @@ fn scatter_add_call<'py>(
     dim: i64,
     index: &Bound<'py, PyAny>,
     src: &Bound<'py, PyAny>,
+    deterministic: bool,
     dtype: Option<&str>,
 ) -> PyResult<Call<'py>> {
     let mut c = Call::new(py, "scatter_add", dtype)?;
@@ -1081,6 +1087,9 @@ fn scatter_add_call<'py>(
         .plain("index", index)?
         .data("src", src)?;
     c.arg("dim", Arg::Int(dim));
+    if !deterministic {
+        c.arg("deterministic", Arg::Bool(false));
+    }
     Ok(c)
 }
 

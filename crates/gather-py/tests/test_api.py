@@ -293,3 +293,12 @@ def test_type_stubs_declare_every_public_function_with_its_parameters(module, st
             continue
         real = [p for p in real if p not in ("args", "kwargs", "rest", "kw")]
         assert declared[: len(real)] == real or set(real) <= set(declared), (name, declared, real)
+
+
+def test_scatter_add_deterministic_false_sums_host_arrays_in_index_order_as_usual():
+    x, idx, src = np.zeros(3), np.array([0, 2, 0]), np.array([1.0, 2.0, 3.0])
+    want = gather.scatter_add(x, 0, idx, src)
+    np.testing.assert_array_equal(gather.scatter_add(x, 0, idx, src, deterministic=False), want)
+    y = np.zeros(3)
+    assert gather.scatter_add_(y, 0, idx, src, deterministic=False) is y
+    np.testing.assert_array_equal(y, want)

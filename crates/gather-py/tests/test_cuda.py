@@ -274,3 +274,18 @@ def test_torch_scatter_keeps_cuda_tensors_on_the_gpu_and_equals_the_cpu_results(
             ts.scatter(x, index.to(dev), 0, dim_size=8, reduce=reduce).sin().sum().backward()
             grads.append(x.grad.cpu())
         torch.testing.assert_close(grads[1], grads[0], msg=reduce)
+
+
+@gpu
+def test_scatter_add_with_deterministic_false_sums_by_atomics_on_cuda():
+    g = torch.Generator().manual_seed(9)
+    idx = torch.randint(0, 100, (5000, 1), generator=g).expand(5000, 16).cuda()
+    src = torch.randn(5000, 16, generator=g).cuda()
+    dst = torch.zeros(100, 16).cuda()
+    got = gather.scatter_add(dst, 0, idx, src, deterministic=False)
+    torch.testing.assert_close(got, dst.scatter_add(0, idx, src))
+    x = torch.zeros(100, 16, dtype=torch.int64).cuda()
+    ints = torch.randint(-9, 9, (5000, 16), generator=g).cuda()
+    assert torch.equal(gather.scatter_add(x, 0, idx, ints, deterministic=False), x.scatter_add(0, idx, ints))
+    with pytest.raises(gather.IndexOutOfBoundsError):
+        gather.scatter_add(dst, 0, idx + 100, src, deterministic=False)

@@ -61,7 +61,9 @@ def scatter(
     reduce: Optional[Literal["add", "multiply"]] = None,
     dtype: DType = None,
 ) -> Out: ...
-def scatter_add(input: Array, dim: int, index: Array, src: Array, *, dtype: DType = None) -> Out: ...
+def scatter_add(
+    input: Array, dim: int, index: Array, src: Array, *, deterministic: bool = True, dtype: DType = None
+) -> Out: ...
 def scatter_reduce(
     input: Array,
     dim: int,
@@ -123,7 +125,9 @@ def scatter_(
     reduce: Optional[Literal["add", "multiply"]] = None,
     dtype: DType = None,
 ) -> Target: ...
-def scatter_add_(input: Target, dim: int, index: Array, src: Array, *, dtype: DType = None) -> Target: ...
+def scatter_add_(
+    input: Target, dim: int, index: Array, src: Array, *, deterministic: bool = True, dtype: DType = None
+) -> Target: ...
 def scatter_reduce_(
     input: Target,
     dim: int,
