@@ -34,6 +34,11 @@ def test_a_cuda_array_without_a_usable_gpu_is_an_error_not_a_crash():
     with pytest.raises(ValueError) as e:
         gather.gather(FakeCudaArray(), 0, np.array([0]))
     assert "CUDA" in str(e.value) or "GPU" in str(e.value)
+    # In a gradient call too: an error, not a crash.
+    with pytest.raises(ValueError):
+        gather.grad.gather(np.ones(1), FakeCudaArray(), 0, np.array([0]))
+    with pytest.raises(ValueError):
+        gather.grad.gather(FakeCudaArray(), np.ones(3), 0, np.array([0]))
 
 
 def test_the_result_type_of_gpu_calls_is_exported():
