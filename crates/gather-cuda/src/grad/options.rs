@@ -95,8 +95,7 @@ impl GradOptions {
     /// A write's gradient: `run` on `grad_out` and the index mapped under the policy. Under Drop
     /// with a value out of range, `run` gets `grad_out` with one more slice of zeros along the
     /// axis (`None`: flattened with one more zero), where the dropped writes went; the input's
-    /// gradient comes back without it. `run` also gets that slice count, for the reductions,
-    /// which extend the input alike.
+    /// gradient comes back without it (the reductions extend their input alike, `input_like`).
     fn write(
         &self,
         op: &str,
