@@ -248,8 +248,8 @@ pub fn bench(
         let t = standard(gpu, &w, &data, &want, warmup, repeat, false)?;
         report(&t);
         out.push(t);
-        if id == Id::W6 {
-            // The opt-in atomics beside the default sorted sum (PyTorch's two modes).
+        if matches!(id, Id::W6 | Id::W7) {
+            // The opt-in atomics beside the default sorted fold (PyTorch's two modes).
             let t = standard(gpu, &w, &data, &want, warmup, repeat, true)?;
             report(&t);
             out.push(t);
@@ -265,7 +265,7 @@ pub fn bench(
     Ok(out)
 }
 
-/// One workload timed on the GPU; `atomic`: W6 by `Options::deterministic(false)`.
+/// One workload timed on the GPU; `atomic`: W6/W7 by `Options::deterministic(false)`.
 fn standard(
     gpu: &Cuda,
     w: &Workload,
@@ -323,12 +323,12 @@ fn standard(
                 .reshape(&[e, 1])
                 .and_then(|i| i.broadcast(&[e, f]))
                 .map_err(gpu_err)?;
+            let opts = gather_cuda::Options::new().deterministic(!atomic);
             if w.id == Id::W6 {
                 rtol = 1e-4;
-                let opts = gather_cuda::Options::new().deterministic(!atomic);
                 Box::new(move || opts.scatter_add(&d, 0, &i, &s))
             } else {
-                Box::new(move || gather_cuda::scatter_reduce(&d, 0, &i, &s, Reduce::Amax, false))
+                Box::new(move || opts.scatter_reduce(&d, 0, &i, &s, Reduce::Amax, false))
             }
         }
         (Id::W8, Data::Table { table, ids }) => {

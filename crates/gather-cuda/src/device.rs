@@ -63,7 +63,7 @@ impl Source {
             Source::Segment => format!("{COMMON}\n{}", include_str!("kernels/segment.cu")),
             Source::Groups => format!("{COMMON}\n{REDUCE}\n{}", include_str!("kernels/groups.cu")),
             Source::Grad => format!("{COMMON}\n{}", include_str!("kernels/grad.cu")),
-            Source::Atomic => format!("{COMMON}\n{}", include_str!("kernels/atomic.cu")),
+            Source::Atomic => format!("{COMMON}\n{REDUCE}\n{}", include_str!("kernels/atomic.cu")),
         }
     }
 }

@@ -157,14 +157,15 @@ pub fn call(op: &str, args: &Args, inputs: &CudaTensors) -> gather::Result<Outpu
             let accumulate = args.bool_or("accumulate", false)?;
             opts.put(&x, &index, &get("source")?, accumulate)
         }
+        // `deterministic=false` opts into the atomic folds (CPU calls are always in order).
         "scatter_add" => {
-            // `deterministic=false` opts into the atomic sum (CPU calls are always in order).
             let opts = opts.deterministic(args.bool_or("deterministic", true)?);
             opts.scatter_add(&x, args.dim()?, &index, &get("src")?)
         }
         "scatter_reduce" => {
             let reduce: Reduce = args.str("reduce")?.parse()?;
             let include_self = args.bool_or("include_self", true)?;
+            let opts = opts.deterministic(args.bool_or("deterministic", true)?);
             opts.scatter_reduce(&x, args.dim()?, &index, &get("src")?, reduce, include_self)
         }
         "index_add" => {

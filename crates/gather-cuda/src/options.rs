@@ -27,7 +27,7 @@ use crate::gather::{
     width_name,
 };
 use crate::scatter::{R_SET, R_SUM, Src, code, copy_of, reshape_like, same_dtype, scalar_bits};
-use crate::scatter::{atomic_supported, scatter_add_atomic, scatter_op};
+use crate::scatter::{atomic_supported, scatter_op, scatter_reduce_atomic};
 use crate::tensor::{CudaTensor, width};
 
 /// The choices PyTorch has no word for, for one call on the GPU: a bounds policy and
@@ -55,10 +55,11 @@ pub struct Options {
     pub bounds: OutOfBounds<Scalar>,
     /// Whether the index and `src` broadcast against the input (gather and the scatter ops).
     pub broadcast: bool,
-    /// Whether `scatter_add` (and `scatter_reduce` sum with `include_self`) gives bitwise the
-    /// same result on every run (the default: a sorted fold in index order). `false` opts into
-    /// device atomics, PyTorch's default on CUDA: no sort, but a float sum's rounding then
-    /// changes from run to run. float32/64 and 32/64-bit integers; other dtypes stay sorted.
+    /// Whether `scatter_add` and `scatter_reduce` give bitwise the same result on every run (the
+    /// default: a sorted fold in index order). `false` opts into device atomics, PyTorch's
+    /// default on CUDA: no sort, but a float sum's or product's rounding then changes from run
+    /// to run. Sums of floats and 32/64-bit integers, products, maxima and minima of floats and
+    /// signed integers, means of floats; the others stay sorted.
     pub deterministic: bool,
 }
 
@@ -121,8 +122,9 @@ impl Options {
         }
     }
 
-    /// The same options with deterministic sums on (the default) or off (device atomics for
-    /// `scatter_add`, as `torch.use_deterministic_algorithms(False)`).
+    /// The same options with deterministic scatter reductions on (the default) or off (device
+    /// atomics for `scatter_add` and `scatter_reduce`, as `torch.use_deterministic_algorithms`
+    /// off).
     ///
     /// ```no_run
     /// use gather_cuda::{Cuda, CudaTensor, Options};
@@ -543,10 +545,10 @@ impl Options {
             _ => "scatter_reduce_broadcast",
         };
         let broadcast = self.broadcast;
-        // The opt-in atomics: a sum of a src tensor, with self, where a kernel has the dtype.
+        // The opt-in atomics: a reduction of a src tensor where a kernel has it.
         let atomic = match src {
-            Src::Tensor(t) if !self.deterministic && reduce == R_SUM && include_self => {
-                atomic_supported(input.dtype()).then_some(t)
+            Src::Tensor(t) if !self.deterministic => {
+                atomic_supported(input.dtype(), reduce).then_some(t)
             }
             _ => None,
         };
@@ -557,7 +559,7 @@ impl Options {
             index,
             &|x, i| match (broadcast, atomic) {
                 (true, _) => scatter_broadcast(op, x, dim, i, src, reduce, include_self, atomic),
-                (false, Some(s)) => scatter_add_atomic(op, x, dim, i, s),
+                (false, Some(s)) => scatter_reduce_atomic(op, x, dim, i, s, reduce, include_self),
                 (false, None) => scatter_op(op, x, dim, i, src, reduce, include_self),
             },
         )
@@ -901,7 +903,8 @@ fn scatter_broadcast(
     }
     let sb = s.map(|t| t.broadcast(&e)).transpose()?;
     if let (Some(_), Some(t)) = (atomic, &sb) {
-        let out = scatter_add_atomic(op, &x, d as isize, &idx.broadcast(&e)?, t)?;
+        let ib = idx.broadcast(&e)?;
+        let out = scatter_reduce_atomic(op, &x, d as isize, &ib, t, reduce, include_self)?;
         return Ok(reshape_like(out, input));
     }
     let src = match &sb {

@@ -511,24 +511,64 @@ pub(crate) fn scatter_op(
     Ok(reshape_like(out, input))
 }
 
-/// Whether the opt-in atomic scatter_add has a kernel for `dtype` (the others take the sorted
-/// path whatever the option says).
-pub(crate) fn atomic_supported(dtype: DType) -> bool {
-    matches!(
-        dtype,
-        DType::F32 | DType::F64 | DType::I32 | DType::U32 | DType::I64 | DType::U64
-    )
+/// Whether the opt-in atomics have a kernel for `reduce` (a code) on `dtype`: sums of floats and
+/// 32/64-bit integers (unsigned ones add as signed); products, maxima and minima of floats and
+/// signed integers; means of floats. The others take the sorted path whatever the option says.
+pub(crate) fn atomic_supported(dtype: DType, reduce: i32) -> bool {
+    match reduce {
+        R_SUM => matches!(
+            dtype,
+            DType::F32 | DType::F64 | DType::I32 | DType::U32 | DType::I64 | DType::U64
+        ),
+        1 | 3 | 4 => matches!(dtype, DType::F32 | DType::F64 | DType::I32 | DType::I64),
+        2 => matches!(dtype, DType::F32 | DType::F64),
+        _ => false,
+    }
 }
 
-/// `scatter_add` with device atomics (`Options::deterministic(false)`): the checks of
-/// [`scatter_op`], then one thread per index position adding into a copy of `input`. A float
-/// sum's rounding depends on the order the additions land in, which changes between runs.
-pub(crate) fn scatter_add_atomic(
+/// The reduction's identity for `dtype` (the value a target starts from without self), as the
+/// kernels take it: the bits of the element's width.
+fn identity_bits(reduce: i32, dtype: DType) -> u64 {
+    let float = |v: f64| match dtype {
+        DType::F64 => v.to_bits(),
+        _ => (v as f32).to_bits() as u64,
+    };
+    let int = |v: i64| match dtype {
+        DType::I32 | DType::U32 => v as i32 as u32 as u64,
+        _ => v as u64,
+    };
+    let is_float = matches!(dtype, DType::F32 | DType::F64);
+    match (reduce, is_float) {
+        (1, true) => float(1.0),
+        (1, false) => int(1),
+        (3, true) => float(f64::NEG_INFINITY),
+        (3, false) => int(if dtype == DType::I32 {
+            i32::MIN as i64
+        } else {
+            i64::MIN
+        }),
+        (4, true) => float(f64::INFINITY),
+        (4, false) => int(if dtype == DType::I32 {
+            i32::MAX as i64
+        } else {
+            i64::MAX
+        }),
+        _ => 0,
+    }
+}
+
+/// `scatter_reduce` (`reduce` a code, a [`atomic_supported`] one) with device atomics
+/// (`Options::deterministic(false)`): the checks of [`scatter_op`], then one thread per index
+/// position folding into a copy of `input`. A float sum's or product's rounding depends on the
+/// order the contributions land in, which changes between runs.
+pub(crate) fn scatter_reduce_atomic(
     op: &str,
     input: &CudaTensor,
     dim: isize,
     index: &CudaTensor,
     src: &CudaTensor,
+    reduce: i32,
+    include_self: bool,
 ) -> Result<CudaTensor> {
     gather::dims::normalize_dim(op, dim, input.ndim())?;
     let index = index_operand(op, "index", index)?;
@@ -539,21 +579,14 @@ pub(crate) fn scatter_add_atomic(
     };
     let (x, idx, s) = (as_1d(input), as_1d(&index), as_1d(src));
     let out = copy_of(&x)?;
-    let n = idx.len();
     let kind = match x.dtype() {
         DType::F32 => "float",
         DType::F64 => "double",
         DType::I32 | DType::U32 => "i32",
-        DType::I64 | DType::U64 => "i64",
-        other => {
-            return Err(crate::tensor::invalid(format!(
-                "{op}: the atomic scatter_add has no kernel for {other}"
-            )));
-        }
+        _ => "i64",
     };
-    let name = intern(format!("atomic_add_{kind}_{}", index_suffix(idx.dtype())));
+    let suffix = index_suffix(idx.dtype());
     let dev = x.device();
-    let f = dev.function(Source::Atomic, name)?;
     let ishape = idx.shape().to_vec();
     let mut ostrides = gather::dims::row_major_strides(x.shape());
     let ostride = ostrides[d] as i64;
@@ -563,28 +596,55 @@ pub(crate) fn scatter_add_atomic(
         Layout::exact(&ishape, idx.strides())?,
         Layout::exact(&ishape, &ostrides)?,
     );
-    let (op_, sp, ip, size, n64) = (out.ptr(), s.ptr(), idx.ptr(), x.shape()[d] as i64, n as i64);
+    let (op_, sp, ip) = (out.ptr(), s.ptr(), idx.ptr());
+    let (size, n, cfg) = (
+        x.shape()[d] as i64,
+        idx.len() as i64,
+        dev.grid(idx.len(), 256),
+    );
+    if !include_self {
+        let name = intern(format!("atomic_reset_{kind}_{suffix}"));
+        let f = dev.function(Source::Atomic, name)?;
+        let bits = identity_bits(reduce, x.dtype());
+        macro_rules! reset {
+            ($t:ty) => {{
+                let identity = bits as $t;
+                launch!(
+                    dev, &f, name, cfg, &op_, &ip, &il, &ol, &ostride, &size, &n, &identity
+                )
+            }};
+        }
+        match width(x.dtype()) {
+            4 => reset!(u32),
+            _ => reset!(u64),
+        }?;
+    }
+    // A mean counts its contributions (self as one when included), then divides.
+    let counts = match reduce {
+        2 => {
+            let c = crate::options::full(dev, x.shape(), DType::I32, include_self as u64)?;
+            Some(c)
+        }
+        _ => None,
+    };
+    let cp = counts.as_ref().map_or(0u64, |c| c.ptr());
+    let name = intern(format!("atomic_reduce_{kind}_{suffix}"));
+    let f = dev.function(Source::Atomic, name)?;
     let flagged = dev.with_flag(|flag| {
         launch!(
-            dev,
-            &f,
-            name,
-            dev.grid(n, 256),
-            &op_,
-            &sp,
-            &sl,
-            &ip,
-            &il,
-            &ol,
-            &ostride,
-            &size,
-            &n64,
+            dev, &f, name, cfg, &op_, &sp, &sl, &ip, &il, &ol, &ostride, &size, &n, &reduce, &cp,
             &flag
         )
     })?;
     if let Some(pos) = flagged {
         let size = x.shape()[d];
         return Err(strict_error(op, &idx, index.ndim() == 0, d, size, pos)?);
+    }
+    if let Some(c) = counts {
+        let name = intern(format!("atomic_mean_{kind}"));
+        let f = dev.function(Source::Atomic, name)?;
+        let (ccp, len) = (c.ptr(), out.len() as i64);
+        launch!(dev, &f, name, dev.grid(out.len(), 256), &op_, &ccp, &len)?;
     }
     Ok(reshape_like(out, input))
 }
@@ -1130,9 +1190,15 @@ mod tests {
         if let Some(atomic) = compiled_entries(Source::Atomic) {
             for kind in ["float", "double", "i32", "i64"] {
                 for i in [DType::I64, DType::I32] {
-                    let name = format!("atomic_add_{kind}_{}", index_suffix(i));
-                    assert_eq!(atomic.get(&name), Some(&10), "{name}");
+                    let name = format!("atomic_reduce_{kind}_{}", index_suffix(i));
+                    assert_eq!(atomic.get(&name), Some(&12), "{name}");
+                    let name = format!("atomic_reset_{kind}_{}", index_suffix(i));
+                    assert_eq!(atomic.get(&name), Some(&8), "{name}");
                 }
+            }
+            for kind in ["float", "double"] {
+                let name = format!("atomic_mean_{kind}");
+                assert_eq!(atomic.get(&name), Some(&3), "{name}");
             }
         }
         for k in [

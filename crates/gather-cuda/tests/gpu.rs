@@ -2381,9 +2381,9 @@ fn gradients_of_the_group_and_segment_ops_equal_the_cpu_librarys() {
     }
 }
 
-/// `Options::deterministic(false)`: scatter_add by device atomics equals the CPU library's sum
-/// (integers exactly, floats within rounding), with the same errors, under broadcasting and
-/// under a bounds policy too.
+/// `Options::deterministic(false)`: scatter_add and scatter_reduce by device atomics equal the
+/// CPU library's (integers exactly, floats within rounding), with the same errors, under
+/// broadcasting and under a bounds policy too.
 #[test]
 fn atomic_scatter_add_equals_the_cpu_library() {
     use gather::OutOfBounds::{Drop, Error, Wrap};
@@ -2433,6 +2433,30 @@ fn atomic_scatter_add_equals_the_cpu_library() {
                 0.0,
                 &format!("{what} i64"),
             );
+        }
+        // Every reduction with and without self, in range (the atomic and sorted paths agree
+        // up to a float sum's rounding; amax/amin exactly, up to the sign of a zero).
+        let ir = index(rng, &ishape, shape[d]);
+        let irg = up(g, &ir);
+        // Small factors: no product overflows, in any order.
+        let sf = values(rng, &ishape, |v| (v % 5) as f32 / 2.0);
+        for r in REDUCES {
+            for incl in [true, false] {
+                let gpu = gather_cuda::Options::new().deterministic(false);
+                let what = format!("case {case}: {shape:?} dim {d} {r:?} include_self {incl}");
+                same_outcome(
+                    gpu.scatter_reduce(&up(g, &xf), dim, &irg, &up(g, &sf), r, incl),
+                    gather::scatter_reduce(&xf, dim, &ir, &sf, r, incl),
+                    1e-4,
+                    &format!("{what} f32"),
+                );
+                same_outcome(
+                    gpu.scatter_reduce(&up(g, &xi), dim, &irg, &up(g, &si), r, incl),
+                    gather::scatter_reduce(&xi, dim, &ir, &si, r, incl),
+                    0.0,
+                    &format!("{what} i64"),
+                );
+            }
         }
         // Broadcasting: [k, 1, ..] row ids into whole rows.
         let mut bshape = vec![1; nd];

@@ -1093,11 +1093,13 @@ fn scatter_add_call<'py>(
     Ok(c)
 }
 
-/// scatter_reduce(input, dim, index, src, reduce, *, include_self=True, dtype=None)
+/// scatter_reduce(input, dim, index, src, reduce, *, include_self=True, deterministic=True, dtype=None)
 ///
 /// torch.scatter_reduce with ``reduce`` one of "sum", "prod", "mean", "amax", "amin" ("max"/"min"
 /// are accepted too). ``include_self=False`` reduces the referenced positions over ``src`` only.
 /// The fast ``np.add.at`` / ``np.maximum.at``, with mean, prod and include_self.
+/// ``deterministic=False`` lets CUDA arrays be reduced with device atomics (as
+/// :func:`scatter_add`); host arrays are always reduced in index order.
 ///
 /// >>> x = np.array([1.0, 2.0, 3.0])
 /// >>> gather.scatter_reduce(x, 0, np.array([0, 0, 2]), np.array([5.0, 4.0, 0.5]), "amax")
@@ -1106,7 +1108,7 @@ fn scatter_add_call<'py>(
 /// ...                       include_self=False)
 /// array([4.5, 2. , 0.5])
 #[pyfunction]
-#[pyo3(signature = (input, dim, index, src, reduce, *, include_self=true, dtype=None))]
+#[pyo3(signature = (input, dim, index, src, reduce, *, include_self=true, deterministic=true, dtype=None))]
 #[allow(clippy::too_many_arguments)]
 fn scatter_reduce<'py>(
     py: Python<'py>,
@@ -1116,12 +1118,14 @@ fn scatter_reduce<'py>(
     src: &Bound<'py, PyAny>,
     reduce: &str,
     include_self: bool,
+    deterministic: bool,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
-    scatter_reduce_call(py, input, dim, index, src, reduce, include_self, dtype)?.output()
+    let how = (reduce, include_self, deterministic);
+    scatter_reduce_call(py, input, dim, index, src, how, dtype)?.output()
 }
 
-/// scatter_reduce_(input, dim, index, src, reduce, *, include_self=True, dtype=None)
+/// scatter_reduce_(input, dim, index, src, reduce, *, include_self=True, deterministic=True, dtype=None)
 ///
 /// In-place :func:`scatter_reduce`: writes into ``input`` (a writable NumPy array, or a tensor that
 /// shares its memory through DLPack) and returns it. On error ``input`` is unchanged.
@@ -1132,7 +1136,7 @@ fn scatter_reduce<'py>(
 /// >>> x
 /// array([5., 2., 3.])
 #[pyfunction]
-#[pyo3(signature = (input, dim, index, src, reduce, *, include_self=true, dtype=None))]
+#[pyo3(signature = (input, dim, index, src, reduce, *, include_self=true, deterministic=true, dtype=None))]
 #[allow(clippy::too_many_arguments)]
 fn scatter_reduce_<'py>(
     py: Python<'py>,
@@ -1142,9 +1146,11 @@ fn scatter_reduce_<'py>(
     src: &Bound<'py, PyAny>,
     reduce: &str,
     include_self: bool,
+    deterministic: bool,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
-    scatter_reduce_call(py, input, dim, index, src, reduce, include_self, dtype)?.into_input(input)
+    let how = (reduce, include_self, deterministic);
+    scatter_reduce_call(py, input, dim, index, src, how, dtype)?.into_input(input)
 }
 
 /// The call of `scatter_reduce` and `scatter_reduce_`.
@@ -1155,8 +1161,7 @@ fn scatter_reduce_call<'py>(
     dim: i64,
     index: &Bound<'py, PyAny>,
     src: &Bound<'py, PyAny>,
-    reduce: &str,
-    include_self: bool,
+    (reduce, include_self, deterministic): (&str, bool, bool),
     dtype: Option<&str>,
 ) -> PyResult<Call<'py>> {
     let mut c = Call::new(py, "scatter_reduce", dtype)?;
@@ -1166,6 +1171,9 @@ fn scatter_reduce_call<'py>(
     c.arg("dim", Arg::Int(dim))
         .arg("reduce", Arg::Str(reduce.to_string()))
         .arg("include_self", Arg::Bool(include_self));
+    if !deterministic {
+        c.arg("deterministic", Arg::Bool(false));
+    }
     Ok(c)
 }
 

@@ -302,3 +302,8 @@ def test_scatter_add_deterministic_false_sums_host_arrays_in_index_order_as_usua
     y = np.zeros(3)
     assert gather.scatter_add_(y, 0, idx, src, deterministic=False) is y
     np.testing.assert_array_equal(y, want)
+    z = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(
+        gather.scatter_reduce(z, 0, idx, src, "amax", include_self=False, deterministic=False),
+        gather.scatter_reduce(z, 0, idx, src, "amax", include_self=False),
+    )

@@ -282,7 +282,7 @@ def test_torch_scatter_keeps_cuda_tensors_on_the_gpu_and_equals_the_cpu_results(
 
 
 @gpu
-def test_scatter_add_with_deterministic_false_sums_by_atomics_on_cuda():
+def test_deterministic_false_reduces_by_atomics_on_cuda():
     g = torch.Generator().manual_seed(9)
     idx = torch.randint(0, 100, (5000, 1), generator=g).expand(5000, 16).cuda()
     src = torch.randn(5000, 16, generator=g).cuda()
@@ -294,3 +294,9 @@ def test_scatter_add_with_deterministic_false_sums_by_atomics_on_cuda():
     assert torch.equal(gather.scatter_add(x, 0, idx, ints, deterministic=False), x.scatter_add(0, idx, ints))
     with pytest.raises(gather.IndexOutOfBoundsError):
         gather.scatter_add(dst, 0, idx + 100, src, deterministic=False)
+    for reduce in ["sum", "prod", "mean", "amax", "amin"]:
+        for include_self in [True, False]:
+            got = gather.scatter_reduce(dst + 1, 0, idx, src.tanh(), reduce, include_self=include_self,
+                                        deterministic=False)
+            want = (dst + 1).scatter_reduce(0, idx, src.tanh(), reduce, include_self=include_self)
+            torch.testing.assert_close(got, want, msg=f"{reduce} {include_self}")

@@ -72,6 +72,7 @@ def scatter_reduce(
     reduce: Reduce,
     *,
     include_self: bool = True,
+    deterministic: bool = True,
     dtype: DType = None,
 ) -> Out: ...
 def index_select(input: Array, dim: int, index: Array, *, dtype: DType = None) -> Out: ...
@@ -136,6 +137,7 @@ def scatter_reduce_(
     reduce: Reduce,
     *,
     include_self: bool = True,
+    deterministic: bool = True,
     dtype: DType = None,
 ) -> Target: ...
 def index_add_(
