@@ -573,7 +573,8 @@ fn scatter_grad(
             return Ok(vec![("grad_input".to_string(), dx)]);
         }
         (None, Some(r)) => {
-            let v = full_like_index(x, index, args.scalar("value")?)?;
+            let bits = crate::scatter::scalar_bits("scatter", args.scalar("value")?, x.dtype())?;
+            let v = crate::options::splat(x.device(), bits, x.dtype(), index.shape())?;
             let r = grad::scatter_reduce_with(g, x, dim, index, &v, r, true, out, Parity::Correct)?;
             return Ok(vec![("grad_input".to_string(), r.input)]);
         }
@@ -582,12 +583,6 @@ fn scatter_grad(
         ("grad_input".to_string(), r.input),
         ("grad_src".to_string(), r.src),
     ])
-}
-
-/// `value` in `x`'s dtype over the index's shape (stride 0).
-fn full_like_index(x: &CudaTensor, index: &CudaTensor, value: Scalar) -> crate::Result<CudaTensor> {
-    let bits = crate::scatter::scalar_bits("scatter", value, x.dtype())?;
-    crate::options::full(x.device(), &[], x.dtype(), bits)?.broadcast(index.shape())
 }
 
 #[cfg(test)]

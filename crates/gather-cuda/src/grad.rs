@@ -46,8 +46,8 @@ use crate::CudaTensor;
 use crate::device::{Source, launch};
 use crate::error::Result;
 use crate::gather::as_1d;
-use crate::options::full;
-use crate::scatter::{Fold, R_SUM, copy_of, reshape_like, run};
+use crate::options::{full, splat};
+use crate::scatter::{Fold, R_SUM, copy_of, reshape_like, run, scalar_bits};
 
 /// The gradients of a scatter-like op with respect to `input` (`self`) and `src`, each of its
 /// input's shape.
@@ -119,13 +119,19 @@ fn widen(op: &str, t: &CudaTensor) -> Result<CudaTensor> {
     cast(t, wide_dtype(op, t.dtype())?)
 }
 
-/// `value` in `dtype` (f32 or f64), seen over `shape` with stride 0.
+/// `value` in `like`'s dtype, seen over `shape` with stride 0.
 fn constant(like: &CudaTensor, value: f64, shape: &[usize]) -> Result<CudaTensor> {
-    let bits = match like.dtype() {
-        DType::F64 => value.to_bits(),
-        _ => (value as f32).to_bits() as u64,
-    };
-    full(like.device(), &[], like.dtype(), bits)?.broadcast(shape)
+    let bits = scalar_bits("grad", Scalar::Float(value), like.dtype())?;
+    splat(like.device(), bits, like.dtype(), shape)
+}
+
+/// `shape` with a 0-d shape seen as `[1]` (the gather family's convention).
+fn as_1d_shape(shape: &[usize]) -> Vec<usize> {
+    if shape.is_empty() {
+        vec![1]
+    } else {
+        shape.to_vec()
+    }
 }
 
 fn zeros(like: &CudaTensor, shape: &[usize]) -> Result<CudaTensor> {
@@ -904,7 +910,7 @@ pub fn put(
     let input = if accumulate || index.is_empty() {
         copy_of(grad_out)?
     } else {
-        let zero = full(grad_out.device(), &[], grad_out.dtype(), 0)?.broadcast(index.shape())?;
+        let zero = splat(grad_out.device(), 0, grad_out.dtype(), index.shape())?;
         crate::put(grad_out, index, &zero, false)?
     };
     let source = if index.is_empty() {
@@ -988,7 +994,7 @@ fn sum_to(t: &CudaTensor, shape: &[usize]) -> Result<CudaTensor> {
         if n == 1 && dx.shape()[a] != 1 {
             let mut to = dx.shape().to_vec();
             to[a] = 1;
-            let at0 = full(t.device(), &[], DType::I64, 0)?.broadcast(dx.shape())?;
+            let at0 = splat(t.device(), 0, DType::I64, dx.shape())?;
             dx = crate::scatter_add(&zeros(&dx, &to)?, a as isize, &at0, &dx)?;
         }
     }

@@ -26,8 +26,8 @@ use crate::gather::{
     as_1d, copy_into, gather_op, index_operand, index_suffix, intern, read_index, unravel,
     width_name,
 };
+use crate::scatter::scatter_op;
 use crate::scatter::{R_SET, R_SUM, Src, code, copy_of, reshape_like, same_dtype, scalar_bits};
-use crate::scatter::{atomic_supported, scatter_op, scatter_reduce_atomic};
 use crate::tensor::{CudaTensor, width};
 
 /// The choices PyTorch has no word for, for one call on the GPU: a bounds policy and
@@ -544,25 +544,11 @@ impl Options {
             (true, "scatter_add") => "scatter_add_broadcast",
             _ => "scatter_reduce_broadcast",
         };
-        let broadcast = self.broadcast;
-        // The opt-in atomics: a reduction of a src tensor where a kernel has it.
-        let atomic = match src {
-            Src::Tensor(t) if !self.deterministic => {
-                atomic_supported(input.dtype(), reduce).then_some(t)
-            }
-            _ => None,
-        };
-        self.write(
-            op,
-            input,
-            Some(dim),
-            index,
-            &|x, i| match (broadcast, atomic) {
-                (true, _) => scatter_broadcast(op, x, dim, i, src, reduce, include_self, atomic),
-                (false, Some(s)) => scatter_reduce_atomic(op, x, dim, i, s, reduce, include_self),
-                (false, None) => scatter_op(op, x, dim, i, src, reduce, include_self),
-            },
-        )
+        let (broadcast, atomic) = (self.broadcast, !self.deterministic);
+        self.write(op, input, Some(dim), index, &|x, i| match broadcast {
+            true => scatter_broadcast(op, x, dim, i, src, reduce, include_self, atomic),
+            false => scatter_op(op, x, dim, i, src, reduce, include_self, atomic),
+        })
     }
 
     /// [`index_add()`](crate::index_add()) under a bounds policy (Error, Wrap, Clip or Drop).
@@ -824,6 +810,17 @@ pub(crate) fn fill_where(out: &CudaTensor, missing: &CudaTensor, bits: u64) -> R
     }
 }
 
+/// One element of `bits` (a value's bytes in `dtype`) seen over `shape` with stride 0: a
+/// constant operand, never copied.
+pub(crate) fn splat(
+    dev: &crate::Cuda,
+    bits: u64,
+    dtype: DType,
+    shape: &[usize],
+) -> Result<CudaTensor> {
+    full(dev, &[], dtype, bits)?.broadcast(shape)
+}
+
 /// A new row-major tensor of `shape` with every element `bits` (the value's bytes in `dtype`).
 pub(crate) fn full(
     dev: &crate::Cuda,
@@ -879,7 +876,7 @@ fn scatter_broadcast(
     src: Src<'_>,
     reduce: i32,
     include_self: bool,
-    atomic: Option<&CudaTensor>,
+    atomic: bool,
 ) -> Result<CudaTensor> {
     let d = gather::dims::normalize_dim(op, dim, input.ndim())?;
     let index = index_operand(op, "index", index)?;
@@ -902,11 +899,6 @@ fn scatter_broadcast(
         return copy_of(input);
     }
     let sb = s.map(|t| t.broadcast(&e)).transpose()?;
-    if let (Some(_), Some(t)) = (atomic, &sb) {
-        let ib = idx.broadcast(&e)?;
-        let out = scatter_reduce_atomic(op, &x, d as isize, &ib, t, reduce, include_self)?;
-        return Ok(reshape_like(out, input));
-    }
     let src = match &sb {
         Some(t) => Src::Tensor(t),
         None => src,
@@ -919,6 +911,7 @@ fn scatter_broadcast(
         src,
         reduce,
         include_self,
+        atomic,
     )?;
     Ok(reshape_like(out, input))
 }

@@ -10,6 +10,7 @@
 //! ```
 
 use gather::backend::{self, Bounds};
+use gather::ops::reduce::{EmptyFill, GroupReduce};
 use gather::{DType, Element, Reduce, Scalar};
 
 use crate::device::{Source, launch};
@@ -83,7 +84,7 @@ pub fn scatter<'a>(
     index: &CudaTensor,
     src: impl Into<Src<'a>>,
 ) -> Result<CudaTensor> {
-    scatter_op("scatter", input, dim, index, src.into(), R_SET, true)
+    scatter_op("scatter", input, dim, index, src.into(), R_SET, true, false)
 }
 
 /// `torch.scatter_add(input, dim, index, src)`: a copy of `input` with
@@ -114,6 +115,7 @@ pub fn scatter_add(
         Src::Tensor(src),
         R_SUM,
         true,
+        false,
     )
 }
 
@@ -150,6 +152,7 @@ pub fn scatter_reduce<'a>(
         src.into(),
         code(reduce),
         include_self,
+        false,
     )
 }
 
@@ -462,6 +465,9 @@ pub fn put(
     out.reshape(input.shape())
 }
 
+/// The scatter ops: the checks, then the sorted fold, or with `atomic`
+/// (`Options::deterministic(false)`) the atomic one where a kernel has the reduction.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn scatter_op(
     op: &str,
     input: &CudaTensor,
@@ -470,6 +476,7 @@ pub(crate) fn scatter_op(
     src: Src<'_>,
     reduce: i32,
     include_self: bool,
+    atomic: bool,
 ) -> Result<CudaTensor> {
     gather::dims::normalize_dim(op, dim, input.ndim())?;
     let index = index_operand(op, "index", index)?;
@@ -493,6 +500,14 @@ pub(crate) fn scatter_op(
     let x = as_1d(input);
     let idx = as_1d(&index);
     let src1 = src_t.map(as_1d);
+    let zero_d = index.ndim() == 0;
+    if let Some(s) = src1
+        .as_ref()
+        .filter(|_| atomic && atomic_supported(x.dtype(), reduce))
+    {
+        let out = fold_atomic(op, &x, d, &idx, s, reduce, include_self, zero_d)?;
+        return Ok(reshape_like(out, input));
+    }
     let size = x.shape()[d];
     let out = run(
         op,
@@ -505,7 +520,7 @@ pub(crate) fn scatter_op(
         include_self,
         None,
         Bounds::Strict,
-        &|pos| strict_error(op, &idx, index.ndim() == 0, d, size, pos),
+        &|pos| strict_error(op, &idx, zero_d, d, size, pos),
         Fold::Apply,
     )?;
     Ok(reshape_like(out, input))
@@ -526,59 +541,22 @@ pub(crate) fn atomic_supported(dtype: DType, reduce: i32) -> bool {
     }
 }
 
-/// The reduction's identity for `dtype` (the value a target starts from without self), as the
-/// kernels take it: the bits of the element's width.
-fn identity_bits(reduce: i32, dtype: DType) -> u64 {
-    let float = |v: f64| match dtype {
-        DType::F64 => v.to_bits(),
-        _ => (v as f32).to_bits() as u64,
-    };
-    let int = |v: i64| match dtype {
-        DType::I32 | DType::U32 => v as i32 as u32 as u64,
-        _ => v as u64,
-    };
-    let is_float = matches!(dtype, DType::F32 | DType::F64);
-    match (reduce, is_float) {
-        (1, true) => float(1.0),
-        (1, false) => int(1),
-        (3, true) => float(f64::NEG_INFINITY),
-        (3, false) => int(if dtype == DType::I32 {
-            i32::MIN as i64
-        } else {
-            i64::MIN
-        }),
-        (4, true) => float(f64::INFINITY),
-        (4, false) => int(if dtype == DType::I32 {
-            i32::MAX as i64
-        } else {
-            i64::MAX
-        }),
-        _ => 0,
-    }
-}
-
-/// `scatter_reduce` (`reduce` a code, a [`atomic_supported`] one) with device atomics
-/// (`Options::deterministic(false)`): the checks of [`scatter_op`], then one thread per index
-/// position folding into a copy of `input`. A float sum's or product's rounding depends on the
-/// order the contributions land in, which changes between runs.
-pub(crate) fn scatter_reduce_atomic(
+/// The atomic fold of [`scatter_op`] (`Options::deterministic(false)`, `reduce` an
+/// [`atomic_supported`] one): one thread per index position folding `s` into a copy of `x` (all
+/// checked and at least 1-d). A float sum's or product's rounding depends on the order the
+/// contributions land in, which changes between runs.
+#[allow(clippy::too_many_arguments)]
+fn fold_atomic(
     op: &str,
-    input: &CudaTensor,
-    dim: isize,
-    index: &CudaTensor,
-    src: &CudaTensor,
+    x: &CudaTensor,
+    d: usize,
+    idx: &CudaTensor,
+    s: &CudaTensor,
     reduce: i32,
     include_self: bool,
+    zero_d: bool,
 ) -> Result<CudaTensor> {
-    gather::dims::normalize_dim(op, dim, input.ndim())?;
-    let index = index_operand(op, "index", index)?;
-    same_dtype(op, "src", input, src)?;
-    let Some(d) = backend::check_scatter(op, input.shape(), dim, index.shape(), Some(src.shape()))?
-    else {
-        return copy_of(input);
-    };
-    let (x, idx, s) = (as_1d(input), as_1d(&index), as_1d(src));
-    let out = copy_of(&x)?;
+    let out = copy_of(x)?;
     let kind = match x.dtype() {
         DType::F32 => "float",
         DType::F64 => "double",
@@ -603,9 +581,17 @@ pub(crate) fn scatter_reduce_atomic(
         dev.grid(idx.len(), 256),
     );
     if !include_self {
+        // The targets the index names start from the reduction's identity, as the group
+        // reductions' empty groups do.
+        let group = match reduce {
+            1 => GroupReduce::Prod,
+            3 => GroupReduce::Amax,
+            4 => GroupReduce::Amin,
+            _ => GroupReduce::Sum,
+        };
+        let bits = backend::group_fill_bits(op, group, EmptyFill::Identity, x.dtype())?;
         let name = intern(format!("atomic_reset_{kind}_{suffix}"));
         let f = dev.function(Source::Atomic, name)?;
-        let bits = identity_bits(reduce, x.dtype());
         macro_rules! reset {
             ($t:ty) => {{
                 let identity = bits as $t;
@@ -621,10 +607,12 @@ pub(crate) fn scatter_reduce_atomic(
     }
     // A mean counts its contributions (self as one when included), then divides.
     let counts = match reduce {
-        2 => {
-            let c = crate::options::full(dev, x.shape(), DType::I32, include_self as u64)?;
-            Some(c)
-        }
+        2 => Some(crate::options::full(
+            dev,
+            x.shape(),
+            DType::I32,
+            include_self as u64,
+        )?),
         _ => None,
     };
     let cp = counts.as_ref().map_or(0u64, |c| c.ptr());
@@ -637,8 +625,7 @@ pub(crate) fn scatter_reduce_atomic(
         )
     })?;
     if let Some(pos) = flagged {
-        let size = x.shape()[d];
-        return Err(strict_error(op, &idx, index.ndim() == 0, d, size, pos)?);
+        return Err(strict_error(op, idx, zero_d, d, x.shape()[d], pos)?);
     }
     if let Some(c) = counts {
         let name = intern(format!("atomic_mean_{kind}"));
@@ -646,7 +633,7 @@ pub(crate) fn scatter_reduce_atomic(
         let (ccp, len) = (c.ptr(), out.len() as i64);
         launch!(dev, &f, name, dev.grid(out.len(), 256), &op_, &ccp, &len)?;
     }
-    Ok(reshape_like(out, input))
+    Ok(out)
 }
 
 /// The error for the first bad value (row-major position `pos`) of `idx` (the index as the

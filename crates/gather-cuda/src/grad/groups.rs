@@ -20,16 +20,16 @@
 //! resolved by the CPU library's rules (they are small: one value per segment or position).
 
 use gather::backend;
-use gather::ops::reduce::GroupReduce;
+use gather::ops::reduce::{EmptyFill, GroupReduce};
 use gather::{DType, OutOfBounds};
 
 use super::{
-    ScatterGrad, cast, check_shape, constant, div, embed, eq, eq_nan, exp, keep_eq, max, mul,
-    nonzero_or_one, select, sub, widen, zeros,
+    ScatterGrad, as_1d_shape, cast, check_shape, constant, div, embed, eq, eq_nan, exp, keep_eq,
+    max, mul, nonzero_or_one, select, sub, widen, zeros,
 };
 use crate::error::Result;
 use crate::gather::{as_1d, index_operand};
-use crate::options::full;
+use crate::options::splat;
 use crate::reduce::{How, fold_into, grouped, how};
 use crate::scatter::R_SUM;
 use crate::segment::on_host;
@@ -106,12 +106,7 @@ fn group_vjp(
         GroupReduce::Prod => {
             let zero = eq(x, &constant(x, 0.0, &block)?)?;
             let nz = pick(&group_sum(op, &zero, d, idx, groups)?, d, idx)?;
-            let one = (1.0f64.to_bits(), 1.0f32.to_bits() as u64);
-            let one = if x.dtype() == DType::F64 {
-                one.0
-            } else {
-                one.1
-            };
+            let one = backend::group_fill_bits(op, reduce, EmptyFill::Identity, x.dtype())?;
             let masked = nonzero_or_one(x)?;
             let others = pick(
                 &fold(op, &masked, d, idx, groups, one, how(op, reduce)?)?,
@@ -515,7 +510,7 @@ pub fn scatter_reduce_arg(
     let op = "scatter_reduce_arg_backward";
     check_shape(op, "arg", arg.shape(), "grad_out", grad_out.shape())?;
     let w = widen(op, grad_out)?;
-    let none = full(arg.device(), &[], DType::I64, u64::MAX)?.broadcast(arg.shape())?;
+    let none = splat(arg.device(), u64::MAX, DType::I64, arg.shape())?; // -1
     let input = cast(&keep_eq(&w, arg, &none)?, grad_out.dtype())?;
     let Some(d) =
         backend::check_scatter(op, grad_out.shape(), dim, index.shape(), Some(src_shape))?
@@ -535,14 +530,6 @@ pub fn scatter_reduce_arg(
         src: cast(&embed(&block, &as_1d_shape(src_shape))?, grad_out.dtype())?
             .reshape(src_shape)?,
     })
-}
-
-fn as_1d_shape(shape: &[usize]) -> Vec<usize> {
-    if shape.is_empty() {
-        vec![1]
-    } else {
-        shape.to_vec()
-    }
 }
 
 /// The gradient of [`segment_arg_reduce()`](crate::segment_arg_reduce()) with respect to `src`

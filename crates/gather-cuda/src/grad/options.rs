@@ -18,7 +18,7 @@
 use gather::backend;
 use gather::{OutOfBounds, Reduce, Scalar};
 
-use super::{ScatterGrad, SourceGrad, cast, check_shape, sum_to, widen, zeros};
+use super::{ScatterGrad, SourceGrad, as_1d_shape, cast, check_shape, sum_to, widen, zeros};
 use crate::error::Result;
 use crate::gather::{as_1d, batched_spread, index_operand};
 use crate::options::{fill_where, resolve};
@@ -92,10 +92,11 @@ impl GradOptions {
         }
     }
 
-    /// A write's gradient: `run` on `grad_out` and the index mapped under the policy. Under Drop
-    /// with a value out of range, `run` gets `grad_out` with one more slice of zeros along the
-    /// axis (`None`: flattened with one more zero), where the dropped writes went; the input's
-    /// gradient comes back without it (the reductions extend their input alike, `input_like`).
+    /// A write's gradient: `run` on `grad_out` and the index mapped under the policy (as given
+    /// under `OutOfBounds::Error`: then `run` is the plain gradient). Under Drop with a value
+    /// out of range, `run` gets `grad_out` with one more slice of zeros along the axis (`None`:
+    /// flattened with one more zero), where the dropped writes went; the input's gradient comes
+    /// back without it (the reductions extend their input alike, `input_like`).
     fn write(
         &self,
         op: &str,
@@ -104,6 +105,9 @@ impl GradOptions {
         index: &CudaTensor,
         run: &WriteGrad<'_>,
     ) -> Result<(CudaTensor, Option<CudaTensor>)> {
+        if self.opts.bounds == OutOfBounds::Error {
+            return run(grad_out, index);
+        }
         backend::writes_only(op, &self.opts.bounds)?;
         let index = index_operand(op, "index", index)?;
         let g1 = as_1d(grad_out);
@@ -400,10 +404,7 @@ impl GradOptions {
             };
             Ok((r.input, Some(r.src)))
         };
-        let (input, src) = match self.opts.bounds {
-            OutOfBounds::Error => plain(grad_out, index)?,
-            _ => self.write(op, grad_out, Some(dim), index, &plain)?,
-        };
+        let (input, src) = self.write(op, grad_out, Some(dim), index, &plain)?;
         Ok(ScatterGrad {
             input,
             src: src.expect("the scatters give a src gradient"),
@@ -456,10 +457,7 @@ impl GradOptions {
             };
             Ok((r.input, Some(r.src)))
         };
-        let (input, src) = match self.opts.bounds {
-            OutOfBounds::Error => strict(grad_out, index)?,
-            _ => self.write(op, grad_out, Some(dim), index, &strict)?,
-        };
+        let (input, src) = self.write(op, grad_out, Some(dim), index, &strict)?;
         Ok(ScatterGrad {
             input,
             src: src.expect("scatter_reduce gives a src gradient"),
@@ -517,10 +515,7 @@ impl GradOptions {
             )?;
             Ok((r.input, Some(r.source)))
         };
-        let (input, source) = match self.opts.bounds {
-            OutOfBounds::Error => strict(grad_out, index)?,
-            _ => self.write(op, grad_out, Some(dim), index, &strict)?,
-        };
+        let (input, source) = self.write(op, grad_out, Some(dim), index, &strict)?;
         Ok(SourceGrad {
             input,
             source: source.expect("index_reduce gives a source gradient"),
@@ -597,11 +592,7 @@ impl GradOptions {
         let op = "grad::index_fill";
         self.no_broadcast(op)?;
         let run = |g: &CudaTensor, i: &CudaTensor| Ok((super::index_fill(g, dim, i)?, None));
-        Ok(match self.opts.bounds {
-            OutOfBounds::Error => run(grad_out, index)?,
-            _ => self.write(op, grad_out, Some(dim), index, &run)?,
-        }
-        .0)
+        Ok(self.write(op, grad_out, Some(dim), index, &run)?.0)
     }
 
     /// [`crate::grad::put`] under a bounds policy (Error, Wrap, Clip or Drop).
@@ -639,23 +630,11 @@ impl GradOptions {
         run: &WriteGrad<'_>,
     ) -> Result<SourceGrad> {
         self.no_broadcast(op)?;
-        let (input, source) = match self.opts.bounds {
-            OutOfBounds::Error => run(grad_out, index)?,
-            _ => self.write(op, grad_out, axis, index, run)?,
-        };
+        let (input, source) = self.write(op, grad_out, axis, index, run)?;
         Ok(SourceGrad {
             input,
             source: source.expect("the op gives a source gradient"),
         })
-    }
-}
-
-/// `shape` with a 0-d shape seen as `[1]`.
-fn as_1d_shape(shape: &[usize]) -> Vec<usize> {
-    if shape.is_empty() {
-        vec![1]
-    } else {
-        shape.to_vec()
     }
 }
 
