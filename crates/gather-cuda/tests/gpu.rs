@@ -307,6 +307,15 @@ fn take_along_dim_and_put_equal_the_cpu_library() {
     let want = gather::put(&x.t(), &pos, &src, true).unwrap();
     let got = gather_cuda::put(&xt, &up(&g, &pos), &up(&g, &src), true).unwrap();
     assert_eq!(got.to_host::<i32>().unwrap(), want);
+    // Without a dim, negative positions are errors (PyTorch's gather on the flattening).
+    let e = gather_cuda::take_along_dim(&xt, &up(&g, &pos), None).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        gather::take_along_dim(&x.t(), &pos, None)
+            .unwrap_err()
+            .to_string()
+    );
+    let pos = ndarray::arr1(&[1i64, 11, 0, 5]).into_dyn();
     let want = gather::take_along_dim(&x.t(), &pos, None).unwrap();
     let got = gather_cuda::take_along_dim(&xt, &up(&g, &pos), None).unwrap();
     assert_eq!(got.to_host::<i32>().unwrap(), want);
@@ -2016,7 +2025,7 @@ fn gradients_equal_the_cpu_librarys() {
 #[test]
 fn gradients_of_ints_are_the_cpu_librarys_error() {
     let Some(g) = gpu() else { return };
-    let x = up(&g, &ArrayD::<i64>::zeros(IxDyn(&[3])));
+    let x = up(&g, &ArrayD::<i64>::zeros(IxDyn(&[2])));
     let i = up(&g, &ArrayD::<i64>::zeros(IxDyn(&[2])));
     let e = gather_cuda::grad::gather(&x, &[3], 0, &i).unwrap_err();
     assert!(e.to_string().contains("floating-point"), "{e}");

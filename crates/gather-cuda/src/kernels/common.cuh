@@ -39,6 +39,11 @@ __device__ __forceinline__ i64 offset_of(const Layout& L, i64 lin) {
     return off;
 }
 
+#ifdef GATHER_CUDA_EMU
+// The CPU emulator of the tests (emu/build.py): the compiler's half type converts the same way.
+__device__ __forceinline__ float h2f(u16 h) { return (float)emu::cast_bits<_Float16>(h); }
+__device__ __forceinline__ u16 f2h(float f) { return emu::cast_bits<u16>((_Float16)f); }
+#else
 __device__ __forceinline__ float h2f(u16 h) {
     float f;
     asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
@@ -49,6 +54,7 @@ __device__ __forceinline__ u16 f2h(float f) {
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
     return h;
 }
+#endif
 __device__ __forceinline__ float bf2f(u16 b) { return __int_as_float(((u32)b) << 16); }
 __device__ __forceinline__ u16 f2bf(float f) {
     u32 u = __float_as_uint(f);
