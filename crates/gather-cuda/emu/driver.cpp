@@ -175,7 +175,10 @@ static void run_block(std::vector<Thread>& th) {
                 t.state = RUNNABLE;
             }
     for (;;) {
-        for (Thread& t : th) {
+        // Last thread first (and last block first, in launch): an order a GPU may well take,
+        // and the opposite of the index order that code relying on an order would assume.
+        for (size_t k = th.size(); k-- > 0;) {
+            Thread& t = th[k];
             if (t.state != RUNNABLE) continue;
             cur = &t;
             emu_switch(&sched_sp, t.sp);
@@ -204,9 +207,9 @@ static void launch(const Kernel* k, dim3 grid, dim3 block, void** args) {
     grid_dim = grid;
     block_dim = block;
     std::vector<Thread> th((size_t)block.x * block.y * block.z);
-    for (unsigned z = 0; z < grid.z; ++z)
-        for (unsigned y = 0; y < grid.y; ++y)
-            for (unsigned x = 0; x < grid.x; ++x) {
+    for (unsigned z = grid.z; z-- > 0;)
+        for (unsigned y = grid.y; y-- > 0;)
+            for (unsigned x = grid.x; x-- > 0;) {
                 block_idx = dim3{x, y, z};
                 run_block(th);
             }

@@ -853,8 +853,19 @@ pub(crate) fn run(
         }
         None => (Layout::default(), Layout::default(), 0u64),
     };
-    let mut scratch = sort::Scratch::new(dev, sort::sort_bytes(n_rows))?;
+    let counting = sort::counting_fits(n_rows, n_keys) && !radix_only();
+    let extra = if counting {
+        sort::count_bytes(n_rows, n_keys)
+    } else {
+        0
+    };
+    let mut scratch = sort::Scratch::new(dev, sort::sort_bytes(n_rows) + extra)?;
     let (kp, rp) = (scratch.u32s(n_rows), scratch.u32s(n_rows));
+    let counts = if counting {
+        sort::count_zeroed(dev, &mut scratch, n_keys)?
+    } else {
+        0
+    };
     let keys_name = keys_name(idx.dtype());
     let f = dev.function(Source::Scatter, keys_name)?;
     let ip = idx.ptr();
@@ -878,15 +889,23 @@ pub(crate) fn run(
             &n64,
             &kp,
             &rp,
+            &counts,
             &flag
         )
     })?;
-    if let Some(pos) = flagged {
-        return Err(bad(pos)?);
-    }
-    let bits = usize::BITS - (n_keys.max(2) - 1).leading_zeros();
-    let (kp, rp) = sort::sort_pairs(dev, &mut scratch, kp, rp, n_rows, bits)?;
-    let (stp, np) = sort::runs(dev, &mut scratch, kp, n_rows)?;
+    let long = match flagged {
+        Some(sort::LONG_RUN) => true,
+        Some(pos) => return Err(bad(pos)?),
+        None => false,
+    };
+    let (kp, rp, stp, np) = if counting && !long {
+        sort::count_runs(dev, &mut scratch, kp, n_rows, n_keys, counts)?
+    } else {
+        let bits = usize::BITS - (n_keys.max(2) - 1).leading_zeros();
+        let (kp, rp) = sort::sort_pairs(dev, &mut scratch, kp, rp, n_rows, bits)?;
+        let (stp, np) = sort::runs(dev, &mut scratch, kp, n_rows)?;
+        (kp, rp, stp, np)
+    };
     let cfg = dev.grid(n_rows.saturating_mul(lanes), 256);
     let l64 = lanes as i64;
     match fold {
@@ -1028,6 +1047,14 @@ pub(crate) fn run(
         _ => apply!(u64),
     }?;
     Ok(out)
+}
+
+/// Whether `GATHER_CUDA_SCATTER_SORT=radix` keeps the scatters on the radix sort (the counting
+/// sort's A/B in `scripts/gpu_check.sh`, and a way around it).
+fn radix_only() -> bool {
+    static RADIX: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *RADIX
+        .get_or_init(|| std::env::var_os("GATHER_CUDA_SCATTER_SORT").is_some_and(|v| v == "radix"))
 }
 
 /// The longest fiber (index positions along dim) that one block sorts in shared memory
@@ -1188,15 +1215,20 @@ mod tests {
                 assert_eq!(atomic.get(&name), Some(&3), "{name}");
             }
         }
-        for k in [
-            "scan_block",
-            "scan_add",
-            "radix_count",
-            "radix_scatter",
-            "run_flags",
-            "run_starts",
+        for (k, params) in [
+            ("scan_block", 3),
+            ("scan_add", 3),
+            ("radix_count", 5),
+            ("radix_scatter", 8),
+            ("run_flags", 3),
+            ("run_starts", 5),
+            ("count_place", 6),
+            ("count_sort_runs", 6),
+            ("count_sort_long", 4),
+            ("keys_i64", 10),
+            ("keys_i32", 10),
         ] {
-            assert!(scatter.contains_key(k), "{k}");
+            assert_eq!(scatter.get(k), Some(&params), "{k}");
         }
     }
 }

@@ -1,6 +1,6 @@
 //! The building blocks of the deterministic scatter: one scratch allocation per call, an
-//! exclusive scan of u32, a stable LSD radix sort of (u32 key, u32 row) pairs, and the runs of
-//! equal keys in sorted keys.
+//! exclusive scan of u32, a stable LSD radix sort of (u32 key, u32 row) pairs and the runs of
+//! equal keys in sorted keys, or a counting sort that gives every key its run directly.
 
 use cudarc::driver::LaunchConfig;
 
@@ -81,6 +81,105 @@ pub(crate) fn sort_bytes(n: usize) -> usize {
         + scan_bytes(n)
         + u32_bytes(n + 1) // run starts
         + u32_bytes(1) // run count
+}
+
+/// The flag's value for "a key has more rows than the counting sort orders" (`LONG_RUN` and
+/// `COUNT_RUN_MAX`, 4096, in scatter.cu): above every position, so that a bad index wins the
+/// flag's minimum.
+pub(crate) const LONG_RUN: u64 = u64::MAX - 1;
+/// Runs that a warp orders in its registers (`WARP_RUN_MAX`); longer ones take a block each.
+const WARP_RUN_MAX: usize = 128;
+
+/// Whether the counting sort serves `n` rows into `keys` keys: its scan and its runs are per
+/// key, so the keys must not outnumber the rows by much.
+pub(crate) fn counting_fits(n: usize, keys: usize) -> bool {
+    keys <= 2 * n + 4096
+}
+
+/// Scratch bytes of the counting sort of `n` rows into `keys` keys, beyond [`sort_bytes`]: the
+/// zeroed counts, fill and long-run count, the placed pairs, the long-run list, the run count and
+/// the scan of the counts.
+pub(crate) fn count_bytes(n: usize, keys: usize) -> usize {
+    zeroed_bytes(keys)
+        + 2 * u32_bytes(n)
+        + u32_bytes(n / (WARP_RUN_MAX + 1) + 1)
+        + u32_bytes(1)
+        + scan_bytes(keys + 1)
+}
+
+fn zeroed_bytes(keys: usize) -> usize {
+    u32_bytes(2 * (keys + 1) + 1)
+}
+
+/// The counting sort's zeroed words, to carve before the keys kernel (which counts into the
+/// first `keys + 1`).
+pub(crate) fn count_zeroed(dev: &Cuda, s: &mut Scratch, keys: usize) -> Result<u64> {
+    let at = s.u32s(2 * (keys + 1) + 1);
+    dev.memset(at, 0, zeroed_bytes(keys))?;
+    Ok(at)
+}
+
+/// The counting sort of the `n` (key, row) pairs whose keys (below `keys`) the keys kernel has
+/// counted into `zeroed` ([`count_zeroed`]), no run past [`COUNT_RUN_MAX`]: the sorted keys,
+/// rows, run starts and run count, as [`sort_pairs`] and [`runs`] give them, except that every
+/// key is a run (empty ones too).
+pub(crate) fn count_runs(
+    dev: &Cuda,
+    s: &mut Scratch,
+    keys_in: u64,
+    n: usize,
+    keys: usize,
+    zeroed: u64,
+) -> Result<(u64, u64, u64, u64)> {
+    let starts = zeroed;
+    let fill = zeroed + 4 * (keys as u64 + 1);
+    let n_long = fill + 4 * (keys as u64 + 1);
+    exclusive_scan(dev, s, starts, keys + 1)?;
+    let (kp, rp) = (s.u32s(n), s.u32s(n));
+    let long_runs = s.u32s(n / (WARP_RUN_MAX + 1) + 1);
+    let np = s.u32s(1);
+    let (n64, k64) = (n as i64, keys as i64);
+    let f = dev.function(Source::Scatter, "count_place")?;
+    launch!(
+        dev,
+        &f,
+        "count_place",
+        dev.grid(n, 256),
+        &keys_in,
+        &n64,
+        &starts,
+        &fill,
+        &kp,
+        &rp
+    )?;
+    let f = dev.function(Source::Scatter, "count_sort_runs")?;
+    launch!(
+        dev,
+        &f,
+        "count_sort_runs",
+        dev.grid(keys.saturating_mul(32), 256),
+        &rp,
+        &starts,
+        &k64,
+        &np,
+        &long_runs,
+        &n_long
+    )?;
+    // At most n / (WARP_RUN_MAX + 1) runs are listed, usually none: a block per listed run, up
+    // to two per multiprocessor, looping over the list.
+    let blocks = (n / (WARP_RUN_MAX + 1)).clamp(1, 264);
+    let f = dev.function(Source::Scatter, "count_sort_long")?;
+    launch!(
+        dev,
+        &f,
+        "count_sort_long",
+        dev.grid(blocks * 256, 256),
+        &rp,
+        &starts,
+        &long_runs,
+        &n_long
+    )?;
+    Ok((kp, rp, starts, np))
 }
 
 /// Replaces the `n` u32 at `data` by their exclusive prefix sums.

@@ -735,6 +735,46 @@ fn check_long_fibers<T: Element>(
     }
 }
 
+/// Runs at each limit of the counting sort (a warp orders up to 32 and 128 rows, a block up to
+/// 4096; a longer run sends the call to the radix sort), and a key space too large for it. Float
+/// sums must be bitwise the CPU's: both fold each target in index order.
+#[test]
+fn scatter_runs_at_the_counting_sorts_limits_equal_the_cpu_library() {
+    let Some(g) = gpu() else { return };
+    let mut rng = Rng(21);
+    for run in [1usize, 2, 31, 32, 33, 127, 128, 129, 4095, 4096, 4097] {
+        // Target 1 takes `run` rows and 200 others share the rest of 5000 (more than one
+        // block's fiber, so the sorted path runs), all in shuffled index order.
+        let mut idx = vec![1i64; run];
+        idx.extend((run..5000).map(|_| 2 + rng.below(200) as i64));
+        for k in (1..idx.len()).rev() {
+            idx.swap(k, rng.below(k + 1));
+        }
+        let m = idx.len();
+        let small = ArrayD::from_shape_vec(IxDyn(&[m, 1]), idx).unwrap();
+        let i = small.broadcast(IxDyn(&[m, 2])).unwrap().to_owned();
+        let iv = up(&g, &small).broadcast(&[m, 2]).unwrap();
+        // Magnitudes from 1e-3 to 1e5, so that a sum's bits depend on its order.
+        let f = |v: i64| v as f32 / 3.0 * 10f32.powi(v.rem_euclid(7) as i32 - 3);
+        let x = values(&mut rng, &[202, 2], f);
+        let src = values(&mut rng, &[m, 2], f);
+        let (xg, sg) = (up(&g, &x), up(&g, &src));
+        check_scatter_reduces(
+            (&x, &i, &src),
+            (&xg, &iv, &sg),
+            0,
+            true,
+            &format!("run {run}"),
+        );
+    }
+    // 20000 targets for 3000 rows: too many keys for the counting sort.
+    let x = values(&mut rng, &[20_000], |v| v as f32 / 8.0);
+    let i = index(&mut rng, &[3000], 20_000);
+    let src = values(&mut rng, &[3000], |v| v as f32 / 8.0);
+    let (xg, iv, sg) = (up(&g, &x), up(&g, &i), up(&g, &src));
+    check_scatter_reduces((&x, &i, &src), (&xg, &iv, &sg), 0, true, "20000 keys");
+}
+
 #[test]
 fn long_fibers_take_the_radix_sort_and_equal_the_cpu_library() {
     let Some(g) = gpu() else { return };
@@ -1658,7 +1698,7 @@ fn ten_thousand_calls_leave_device_memory_where_it_started() {
     }
     g.synchronize().unwrap();
     let (before, _) = g.memory().unwrap();
-    for k in 0..10_000 {
+    for k in 0..cases(10_000) {
         match k % 3 {
             0 => drop(gather_cuda::scatter_add(&x, 0, &i, &s).unwrap()),
             1 => drop(gather_cuda::index_select(&x, 0, &ids).unwrap()),
@@ -1670,7 +1710,8 @@ fn ten_thousand_calls_leave_device_memory_where_it_started() {
     let grew = before.saturating_sub(after);
     assert!(
         grew <= 4 << 20,
-        "device memory in use grew by {grew} bytes over 10000 calls"
+        "device memory in use grew by {grew} bytes over {} calls",
+        cases(10_000)
     );
 }
 

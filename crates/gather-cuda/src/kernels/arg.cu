@@ -19,6 +19,7 @@ __device__ void arg_impl(i64* arg, const T* out, const T* src, const u32* keys, 
     for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < total; t += step) {
         const i64 w = divq(t, lanes), l = t - w * lanes;
         const u32 s = starts[w], e = starts[w + 1];
+        if (s == e) continue;
         const i64 ls = offset_of(lsrc, l);
         u32 row = rows[s];
         A v = N::ld(src[offset_of(rmap, row) + ls]);

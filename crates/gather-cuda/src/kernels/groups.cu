@@ -14,6 +14,7 @@
         for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < total; t += step) {        \
             const i64 w = divq(t, lanes), l = t - w * lanes;                                    \
             const u32 s = starts[w];                                                            \
+            if (s == starts[w + 1]) continue;                                                   \
             out[offset_of(kmap, keys[s]) + offset_of(lout, l)] =                                \
                 src[offset_of(rmap, rows[s]) + offset_of(lsrc, l)];                             \
         }                                                                                       \
@@ -66,6 +67,7 @@ __device__ void float_group_impl(T* out, const T* src, const u32* keys, const u3
     for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < total; t += step) {
         const i64 w = divq(t, lanes), l = t - w * lanes;
         const u32 s = starts[w], e = starts[w + 1];
+        if (s == e) continue;
         const i64 ls = offset_of(lsrc, l);
         A r;
         if (kind == G_LSE) {
@@ -117,6 +119,7 @@ __device__ void softmax_impl(T* out, const T* src, const u32* rows, const u32* s
     for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < total; t += step) {
         const i64 w = divq(t, lanes), l = t - w * lanes;
         const u32 s = starts[w], e = starts[w + 1];
+        if (s == e) continue;
         const i64 ls = offset_of(lsrc, l), lo = offset_of(lout, l);
         Lse<A> st;
         for (u32 i = s; i < e; ++i) st.push(N::ld(src[offset_of(rmap, rows[i]) + ls]));

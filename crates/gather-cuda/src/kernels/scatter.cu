@@ -2,11 +2,25 @@
 // sorted by key with a stable radix sort (so a key meets its rows in index order), runs of equal
 // keys are found, and each run is reduced in that order into the output. The same order on
 // every call makes the result bitwise repeatable; no atomics touch the values.
+//
+// When the keys are few (at most about twice the rows), a counting sort replaces the radix
+// passes: the keys kernel counts each key, a scan gives every key its run, rows are placed into
+// their run in any order and each run's rows are then sorted (a warp's registers up to 128, a
+// block's shared memory up to 4096), which gives the same sorted pairs. A run past 4096 sends
+// the call back to the radix sort. Every key is then a run, empty ones included: the folds skip
+// runs whose start equals their end.
+
+// Longest run the counting sort orders (COUNT_RUN_MAX in sort.rs), the longest a warp orders in
+// its registers, and the flag value that says a run is longer (no bad index: those are smaller).
+#define COUNT_RUN_MAX 4096
+#define WARP_RUN_MAX 128
+#define LONG_RUN 0xfffffffffffffffeull
 
 
+// `counts` (zeroed, one per key; null for the radix sort): each valid row also counts its key.
 template <typename I>
 __device__ void keys_impl(const I* idx, RowMap m, int dim, i64 size, int rule, i64 n, u32* keys,
-                          u32* rows, u64* flag) {
+                          u32* rows, u32* counts, u64* flag) {
     const i64 step = (i64)gridDim.x * blockDim.x;
     for (i64 r = (i64)blockIdx.x * blockDim.x + threadIdx.x; r < n; r += step) {
         i64 lin = r, ioff = 0, key = 0, pos = 0, cdim = 0;
@@ -25,21 +39,25 @@ __device__ void keys_impl(const I* idx, RowMap m, int dim, i64 size, int rule, i
         }
         (void)cdim;
         i64 v = map_index((i64)idx[ioff], size, rule);
-        if (v < 0) {
+        const bool bad = v < 0;
+        if (bad) {
             flag_bad(flag, (u64)pos);
             v = 0;
         }
-        keys[r] = (u32)(key + v * m.kstride[dim]);
+        const u32 k = (u32)(key + v * m.kstride[dim]);
+        keys[r] = k;
         rows[r] = (u32)r;
+        // The row that takes a key past COUNT_RUN_MAX says so, once per key.
+        if (counts && !bad && atomicAdd(&counts[k], 1u) == COUNT_RUN_MAX) atomicMin(flag, LONG_RUN);
     }
 }
 extern "C" __global__ void keys_i64(const i64* idx, RowMap m, int dim, i64 size, int rule, i64 n,
-                                    u32* keys, u32* rows, u64* flag) {
-    keys_impl<i64>(idx, m, dim, size, rule, n, keys, rows, flag);
+                                    u32* keys, u32* rows, u32* counts, u64* flag) {
+    keys_impl<i64>(idx, m, dim, size, rule, n, keys, rows, counts, flag);
 }
 extern "C" __global__ void keys_i32(const i32* idx, RowMap m, int dim, i64 size, int rule, i64 n,
-                                    u32* keys, u32* rows, u64* flag) {
-    keys_impl<i32>(idx, m, dim, size, rule, n, keys, rows, flag);
+                                    u32* keys, u32* rows, u32* counts, u64* flag) {
+    keys_impl<i32>(idx, m, dim, size, rule, n, keys, rows, counts, flag);
 }
 
 // ---- exclusive scan of u32, 2048 per block (256 threads x 8 consecutive items) ----
@@ -174,6 +192,109 @@ extern "C" __global__ void radix_scatter(const u32* kin, const u32* vin, u32* ko
     }
 }
 
+// ---- the counting sort: place rows into their key's run, then order each run ----
+// `starts` is the exclusive scan of the counts (nkeys + 1 entries), `fill` zeroed: a row takes
+// the next free slot of its run, in whatever order the threads come.
+extern "C" __global__ void count_place(const u32* keys, i64 n, const u32* starts, u32* fill,
+                                       u32* kout, u32* rout) {
+    const i64 step = (i64)gridDim.x * blockDim.x;
+    for (i64 r = (i64)blockIdx.x * blockDim.x + threadIdx.x; r < n; r += step) {
+        const u32 k = keys[r];
+        const u32 slot = starts[k] + atomicAdd(&fill[k], 1u);
+        kout[slot] = k;
+        rout[slot] = (u32)r;
+    }
+}
+
+// A warp's bitonic sort of 32 * K values, element i = lane * K + k in v[k] (ascending).
+template <int K> __device__ __forceinline__ void warp_sort(u32 (&v)[K]) {
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int size = 2; size <= 32 * K; size <<= 1) {
+#pragma unroll
+        for (int j = size >> 1; j > 0; j >>= 1) {
+#pragma unroll
+            for (int k = 0; k < K; ++k) {
+                const int i = lane * K + k;
+                const bool up = (i & size) == 0;
+                if (j >= K) {
+                    const u32 o = __shfl_xor_sync(0xffffffffu, v[k], j / K);
+                    const bool lower = (i & j) == 0;
+                    v[k] = lower == up ? min(v[k], o) : max(v[k], o);
+                } else if ((k ^ j) > k) {
+                    const u32 a = v[k], b = v[k ^ j];
+                    v[k] = up ? min(a, b) : max(a, b);
+                    v[k ^ j] = up ? max(a, b) : min(a, b);
+                }
+            }
+        }
+    }
+}
+
+template <int K> __device__ __forceinline__ void warp_sort_run(u32* rows, u32 s, u32 len) {
+    const int lane = threadIdx.x & 31;
+    u32 v[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        const u32 i = lane * K + k;
+        v[k] = i < len ? rows[s + i] : 0xffffffffu;
+    }
+    warp_sort<K>(v);
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        const u32 i = lane * K + k;
+        if (i < len) rows[s + i] = v[k];
+    }
+}
+
+// A warp per key orders its run's rows; runs longer than a warp's registers go to a list for
+// count_sort_long. Every key is a run: nruns[0] = nkeys.
+extern "C" __global__ void count_sort_runs(u32* rows, const u32* starts, i64 nkeys, u32* nruns,
+                                           u32* long_runs, u32* n_long) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) nruns[0] = (u32)nkeys;
+    const i64 wstep = (i64)gridDim.x * (blockDim.x >> 5);
+    for (i64 w = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; w < nkeys; w += wstep) {
+        const u32 s = starts[w], len = starts[w + 1] - s;
+        if (len <= 1) continue;
+        if (len <= 32) {
+            warp_sort_run<1>(rows, s, len);
+        } else if (len <= WARP_RUN_MAX) {
+            warp_sort_run<4>(rows, s, len);
+        } else if ((threadIdx.x & 31) == 0) {
+            long_runs[atomicAdd(n_long, 1u)] = (u32)w;
+        }
+    }
+}
+
+// A block per listed run (at most COUNT_RUN_MAX rows): a bitonic sort in shared memory.
+extern "C" __global__ void count_sort_long(u32* rows, const u32* starts, const u32* long_runs,
+                                           const u32* n_long) {
+    __shared__ u32 sh[COUNT_RUN_MAX];
+    const u32 listed = n_long[0];
+    for (u32 b = blockIdx.x; b < listed; b += gridDim.x) {
+        const u32 w = long_runs[b], s = starts[w], len = starts[w + 1] - s;
+        u32 p = 1;
+        while (p < len) p <<= 1;
+        for (u32 i = threadIdx.x; i < p; i += blockDim.x) sh[i] = i < len ? rows[s + i] : 0xffffffffu;
+        __syncthreads();
+        for (u32 size = 2; size <= p; size <<= 1) {
+            for (u32 j = size >> 1; j > 0; j >>= 1) {
+                for (u32 t = threadIdx.x; t < p / 2; t += blockDim.x) {
+                    const u32 i = 2 * t - (t & (j - 1)), l = i + j;
+                    const u32 a = sh[i], c = sh[l];
+                    if ((a > c) == ((i & size) == 0)) {
+                        sh[i] = c;
+                        sh[l] = a;
+                    }
+                }
+                __syncthreads();
+            }
+        }
+        for (u32 i = threadIdx.x; i < len; i += blockDim.x) rows[s + i] = sh[i];
+        __syncthreads();
+    }
+}
+
 // ---- runs of equal keys in the sorted keys ----
 __device__ __forceinline__ u32 run_flag(const u32* keys, i64 i) {
     return (i == 0 || keys[i] != keys[i - 1]) ? 1u : 0u;
@@ -243,6 +364,7 @@ __device__ void apply_impl(T* out, const T* src, T value, T alpha, int use_alpha
         const int lane = threadIdx.x & 31;
         for (i64 w = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; w < runs; w += wstep) {
             u32 s = starts[w], e = starts[w + 1];
+            if (s == e) continue;
             i64 kbase = offset_of(kmap, keys[s]);
             for (i64 l = lane; l < lanes; l += 32)
                 fold_one<N, T>(out, kbase + offset_of(lout, l), src, value, alpha, use_alpha, rows, s, e, rmap,
@@ -254,6 +376,7 @@ __device__ void apply_impl(T* out, const T* src, T value, T alpha, int use_alpha
         for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < total; t += step) {
             i64 w = divq(t, lanes), l = t - w * lanes;
             u32 s = starts[w], e = starts[w + 1];
+            if (s == e) continue;
             fold_one<N, T>(out, offset_of(kmap, keys[s]) + offset_of(lout, l), src, value, alpha, use_alpha, rows,
                            s, e, rmap, offset_of(lsrc, l), reduce, include_self);
         }
@@ -302,6 +425,7 @@ __device__ void apply_rows_impl(T* out, const T* src, T alpha, int use_alpha, co
     const A al = N::ld(alpha);
     for (i64 w = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; w < runs; w += wstep) {
         const u32 s = starts[w], e = starts[w + 1];
+        if (s == e) continue;
         T* o = out + (i64)keys[s] * out_row;
         if (reduce == R_SET) {
             const T* sr = src + (i64)rows[e - 1] * src_row;
