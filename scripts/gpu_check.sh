@@ -6,7 +6,7 @@
 #
 # Prepare here, then carry `gpu/` (ignored through .git/info/exclude):
 #   scripts/gpu_check.sh --prepare
-# On the GPU machine: `tests` takes at most 6.9 minutes by its timeouts and `bench` 4.7, so run
+# On the GPU machine: `tests` takes at most 6.9 minutes by its timeouts and `bench` 5.7, so run
 # them as two calls (a device call may last 10 minutes); `all` runs both:
 #   scripts/gpu_check.sh [all|tests|bench]
 set -uo pipefail
@@ -63,7 +63,7 @@ tests() {
 
     log "compute-sanitizer memcheck: unit tests (bad indices, scatter family, the ops added without a GPU) and the suite's error cases"
     GATHER_CUDA_QUICK=1 timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 gpu/gpu-tests --test-threads=1 \
-        bad_indices scatter_reduce_propagates empty_and_zero index_add masked_select repeat_interleave atomic_scatter_add \
+        bad_indices scatter_reduce_propagates empty_and_zero index_add masked_select repeat_interleave atomic_scatter_add counting_sorts \
         take_along_dim select_batched bounds_policies broadcasting scatter_reduce_arg segment_reductions scatter_groups softmax_any > "$OUT/sanitizer_tests.log" 2>&1
     echo "sanitizer tests exit $?"; grep -E "ERROR SUMMARY|test result" "$OUT/sanitizer_tests.log"
     GATHER_CUDA_QUICK=1 timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 gpu/gpu-tests --test-threads=1 \
@@ -81,6 +81,20 @@ bench() {
     log "bench, PyTorch"
     timeout 70 python3 scripts/bench_cuda_torch.py --large --json "$OUT/torch.json" > "$OUT/bench_torch.log" 2>&1
     echo "torch exit $?"
+
+    log "the scatter's runs: counting sort (the bench above) against radix sort (GATHER_CUDA_SCATTER_SORT=radix)"
+    GATHER_CUDA_SCATTER_SORT=radix timeout 60 gpu/gather --no-progress bench --device cuda --only W6,W7,W6x16 \
+        --json "$OUT/radix.json" > "$OUT/bench_radix.log" 2>&1
+    echo "radix exit $?"
+    python3 - "$OUT" <<'PY'
+import json, sys
+out = sys.argv[1]
+rows = lambda f: {w["name"]: w["median_s"] for w in json.load(open(f"{out}/{f}"))["workloads"]}
+count, radix = rows("ours.json"), rows("radix.json")
+for n in radix:
+    if n in count:
+        print(f"{n:30s} counting {count[n]*1e6:8.1f} us   radix {radix[n]*1e6:8.1f} us   {radix[n]/count[n]:.2f}x")
+PY
 
     log "small calls, gather-cuda at opt-level s (the build) against 3, alternating"
     for round in 1 2 3; do
