@@ -25,7 +25,17 @@ if [ "${1:-}" = "--prepare" ]; then
     CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/o3" cargo build --release -p gather-cli \
         --config 'profile.release.package.gather-cuda.opt-level=3' 2>&1 | tail -1
     cp "${CARGO_TARGET_DIR:-target}/o3/release/gather" gpu/gather-o3
-    strip gpu/gather gpu/gather-o3 gpu/gpu-tests
+    # The baseline of the A/B in `bench` (GATHER_BASELINE, default the last stop before the
+    # counting sort and the copy and cache-hint changes), from a worktree, in its own target.
+    base="${GATHER_BASELINE:-e839c749}"
+    rm -rf target/baseline-src && git worktree prune
+    git worktree add -f --detach target/baseline-src "$base" > /dev/null
+    tdir=$(realpath -m "${CARGO_TARGET_DIR:-target}")
+    (cd target/baseline-src && CARGO_TARGET_DIR="$tdir/baseline" cargo build --release -p gather-cli 2>&1 | tail -1)
+    cp "$tdir/baseline/release/gather" gpu/gather-base
+    git worktree remove --force target/baseline-src
+    git rev-parse --short "$base" > gpu/BASELINE
+    strip gpu/gather gpu/gather-o3 gpu/gather-base gpu/gpu-tests
     # The Python package (abi3 wheel, dev profile: it reuses what cargo test built) for the
     # CUDA-array tests; pytest, torch, cupy and jax are on the GPU machine.
     venv="${GATHER_PY_VENV:-target/py-venv}"
@@ -62,14 +72,14 @@ tests() {
     grep "^FAIL" "$OUT/conformance.log" | grep -v "does not run on the GPU" | cut -c1-220 | head -25
 
     log "compute-sanitizer memcheck: unit tests (bad indices, scatter family, the ops added without a GPU) and the suite's error cases"
-    GATHER_CUDA_QUICK=1 timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 gpu/gpu-tests --test-threads=1 \
+    GATHER_CUDA_EXACT_ALLOC=1 GATHER_CUDA_QUICK=1 timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 gpu/gpu-tests --test-threads=1 \
         bad_indices scatter_reduce_propagates empty_and_zero index_add masked_select repeat_interleave atomic_scatter_add counting_sorts \
         take_along_dim select_batched bounds_policies broadcasting scatter_reduce_arg segment_reductions scatter_groups softmax_any > "$OUT/sanitizer_tests.log" 2>&1
     echo "sanitizer tests exit $?"; grep -E "ERROR SUMMARY|test result" "$OUT/sanitizer_tests.log"
-    GATHER_CUDA_QUICK=1 timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 gpu/gpu-tests --test-threads=1 \
+    GATHER_CUDA_EXACT_ALLOC=1 GATHER_CUDA_QUICK=1 timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 gpu/gpu-tests --test-threads=1 \
         gradients_ > "$OUT/sanitizer_grads.log" 2>&1
     echo "sanitizer gradients exit $?"; grep -E "ERROR SUMMARY|test result" "$OUT/sanitizer_grads.log"
-    timeout 40 compute-sanitizer --tool memcheck --error-exitcode 9 gpu/gather --no-progress conformance \
+    GATHER_CUDA_EXACT_ALLOC=1 timeout 40 compute-sanitizer --tool memcheck --error-exitcode 9 gpu/gather --no-progress conformance \
         --device cuda --filter err_ /tmp/suite/conformance > "$OUT/sanitizer_conformance.log" 2>&1
     echo "sanitizer conformance exit $?"; grep -E "ERROR SUMMARY|passed" "$OUT/sanitizer_conformance.log" | tail -3
 }
@@ -82,36 +92,33 @@ bench() {
     timeout 70 python3 scripts/bench_cuda_torch.py --large --json "$OUT/torch.json" > "$OUT/bench_torch.log" 2>&1
     echo "torch exit $?"
 
-    log "the scatter's runs: counting sort (the bench above) against radix sort (GATHER_CUDA_SCATTER_SORT=radix)"
-    GATHER_CUDA_SCATTER_SORT=radix timeout 60 gpu/gather --no-progress bench --device cuda --only W6,W7,W6x16 \
-        --json "$OUT/radix.json" > "$OUT/bench_radix.log" 2>&1
-    echo "radix exit $?"
-    python3 - "$OUT" <<'PY'
-import json, sys
-out = sys.argv[1]
-rows = lambda f: {w["name"]: w["median_s"] for w in json.load(open(f"{out}/{f}"))["workloads"]}
-count, radix = rows("ours.json"), rows("radix.json")
-for n in radix:
-    if n in count:
-        print(f"{n:30s} counting {count[n]*1e6:8.1f} us   radix {radix[n]*1e6:8.1f} us   {radix[n]/count[n]:.2f}x")
-PY
-
-    log "small calls, gather-cuda at opt-level s (the build) against 3, alternating"
-    for round in 1 2 3; do
-        for b in gather gather-o3; do
-            timeout 10 gpu/$b --no-progress bench --device cuda --only W1,W2,W3,W4,W10,W11 --repeat 200 \
-                --json "$OUT/ab_${b}_$round.json" > /dev/null 2>&1
-        done
+    log "A/B, alternating over 2 rounds: this build, the baseline build (gpu/BASELINE), the scatter on the radix sort, gather-cuda at opt-level 3"
+    std=W1,W2,W3,W4,W5,W6,W7,W8,W9,W10,W11
+    for round in 1 2; do
+        timeout 25 gpu/gather --no-progress bench --device cuda --only $std --repeat 30 --json "$OUT/ab_new_$round.json" > /dev/null 2>&1
+        timeout 25 gpu/gather-base --no-progress bench --device cuda --only $std --repeat 30 --json "$OUT/ab_base_$round.json" > /dev/null 2>&1
+        GATHER_CUDA_SCATTER_SORT=radix timeout 20 gpu/gather --no-progress bench --device cuda --only W6,W7 --repeat 30 \
+            --json "$OUT/ab_radix_$round.json" > /dev/null 2>&1
+        timeout 10 gpu/gather-o3 --no-progress bench --device cuda --only W1,W2,W4,W10 --repeat 100 --json "$OUT/ab_o3_$round.json" > /dev/null 2>&1
     done
+    echo "baseline: $(cat gpu/BASELINE 2>/dev/null)"
     python3 - "$OUT" <<'PY'
-import json, sys, statistics
+import json, os, statistics, sys
 out = sys.argv[1]
-def med(b):
-    runs = [json.load(open(f"{out}/ab_{b}_{r}.json"))["workloads"] for r in (1, 2, 3)]
-    return {w["name"]: statistics.median(run[i]["median_s"] for run in runs) for i, w in enumerate(runs[0])}
-s, o3 = med("gather"), med("gather-o3")
-for n in s:
-    print(f"{n:24s} s {s[n]*1e6:7.1f} us   o3 {o3[n]*1e6:7.1f} us   s/o3 {s[n]/o3[n]:.3f}")
+def med(v):
+    rows = {}
+    for f in (f"{out}/ab_{v}_{r}.json" for r in (1, 2)):
+        if os.path.exists(f):
+            for w in json.load(open(f))["workloads"]:
+                rows.setdefault(w["name"], []).append(w["median_s"])
+    return {n: statistics.median(t) for n, t in rows.items()}
+new, base, radix, o3 = med("new"), med("base"), med("radix"), med("o3")
+print(f"{'workload':30s} {'new us':>9s} {'base us':>9s} {'base/new':>8s} {'radix/new':>9s} {'o3/new':>7s}")
+for n in sorted(set(new) | set(radix)):
+    t = new.get(n)
+    cell = lambda d: f"{d[n] / t:.3f}" if t and n in d else "-"
+    print(f"{n:30s} {t * 1e6 if t else float('nan'):9.1f} {base.get(n, float('nan')) * 1e6:9.1f} "
+          f"{cell(base):>8s} {cell(radix):>9s} {cell(o3):>7s}")
 PY
 
     log "where the time goes (GATHER_CUDA_PROFILE=1 waits after every step)"

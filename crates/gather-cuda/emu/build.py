@@ -7,7 +7,11 @@ With DIR first on LD_LIBRARY_PATH, cudarc loads it as the driver: the GPU tests
 cuda` then run on the CPU. NVRTC still compiles every kernel (the names of a module's kernels
 pick its emulated source), so that stays checked too. Needs g++ (C++17) on x86-64 Linux.
 
-usage: build.py [DIR]
+usage: build.py [--asan] [DIR]
+
+--asan builds it with AddressSanitizer, allocations unrounded: a kernel that reads or writes
+past a buffer stops with ASan's report (run the tests with LD_PRELOAD=$(g++
+-print-file-name=libasan.so) and ASAN_OPTIONS=detect_leaks=0).
 """
 import os
 import pathlib
@@ -75,13 +79,18 @@ def compile_one(cpp, out):
 
 
 def main():
-    out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "target/cuda-emu").resolve()
+    args = sys.argv[1:]
+    if "--asan" in args:
+        args.remove("--asan")
+        FLAGS.extend(["-fsanitize=address", "-fno-omit-frame-pointer", "-DEMU_ASAN"])
+    out = pathlib.Path(args[0] if args else "target/cuda-emu").resolve()
     out.mkdir(parents=True, exist_ok=True)
     cpps = [unit(name, files, out) for name, files in sources()] + [HERE / "driver.cpp"]
     with ThreadPoolExecutor(os.cpu_count() or 2) as pool:
         objs = list(pool.map(lambda c: compile_one(c, out), cpps))
     lib = out / "libcuda.so.1"
-    subprocess.run(["g++", "-shared", "-o", str(lib), *map(str, objs)], check=True)
+    asan = ["-fsanitize=address"] if "-DEMU_ASAN" in FLAGS else []
+    subprocess.run(["g++", "-shared", *asan, "-o", str(lib), *map(str, objs)], check=True)
     link = out / "libcuda.so"
     if link.is_symlink() or link.exists():
         link.unlink()

@@ -251,9 +251,14 @@ struct Module {
 
 CUresult alloc(CUdeviceptr* p, size_t n) {
     if (!p) return CUDA_ERROR_INVALID_VALUE;
+#ifdef EMU_ASAN
+    const size_t rounded = n ? n : 1;  // exact, so that AddressSanitizer sees the buffer's end
+#else
     const size_t rounded = (n + 255) / 256 * 256;
+#endif
     if (rounded > TOTAL - allocated) return CUDA_ERROR_OUT_OF_MEMORY;
-    void* m = std::aligned_alloc(256, rounded ? rounded : 256);
+    void* m = nullptr;
+    if (posix_memalign(&m, 256, rounded) != 0) m = nullptr;
     if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
     // Fresh device memory holds whatever was there: a pattern, so that reading what no kernel
     // wrote shows.

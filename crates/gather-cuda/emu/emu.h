@@ -74,6 +74,7 @@ template <typename T, typename U> inline T cast_bits(U u) {
 #define __forceinline__ inline
 #define __noinline__ __attribute__((noinline))
 #define __restrict__
+#define __align__(n) __attribute__((aligned(n)))
 // Blocks run one after another, so one static array is each block's own shared memory.
 #define __shared__ static
 #define __syncthreads() emu::syncthreads()
@@ -115,6 +116,11 @@ inline double atomicAdd(double* p, double v) {
     });
     return emu::cast_bits<double>(old);
 }
+
+// ---- cache hints (plain accesses on the CPU) ----
+template <typename T> inline T __ldcs(const T* p) { return *p; }
+template <typename T> inline T __ldg(const T* p) { return *p; }
+template <typename T> inline void __stcs(T* p, T v) { *p = v; }
 
 // ---- bit casts and counts ----
 inline float __int_as_float(int v) { return emu::cast_bits<float>(v); }

@@ -180,6 +180,9 @@ pub(crate) struct Inner {
     flag: Mutex<Flag>,
     /// `GATHER_CUDA_SYNC=1`: wait after every launch, so that a failing kernel is named.
     sync_each: bool,
+    /// `GATHER_CUDA_EXACT_ALLOC=1`: buffers of exactly the bytes asked for, not their size class,
+    /// so that compute-sanitizer (or the emulator under AddressSanitizer) sees every overrun.
+    exact_alloc: bool,
     /// `GATHER_CUDA_PROFILE=1`: the last mark and the time booked per kernel.
     #[allow(clippy::type_complexity)]
     profile: Option<Mutex<(std::time::Instant, HashMap<String, (f64, u64)>)>>,
@@ -263,6 +266,7 @@ impl Cuda {
                 functions: Mutex::new(HashMap::new()),
                 flag: Mutex::new(flag),
                 sync_each: std::env::var("GATHER_CUDA_SYNC").is_ok_and(|v| v == "1"),
+                exact_alloc: std::env::var("GATHER_CUDA_EXACT_ALLOC").is_ok_and(|v| v == "1"),
                 profile: std::env::var("GATHER_CUDA_PROFILE")
                     .is_ok_and(|v| v == "1")
                     .then(|| Mutex::new((std::time::Instant::now(), HashMap::new()))),
@@ -379,7 +383,11 @@ impl Cuda {
     /// buffer of the size class if one is free, else a new one (after freeing the cache if the
     /// device is out of memory).
     pub(crate) fn alloc(&self, bytes: usize) -> Result<Buffer> {
-        let class = crate::memory::size_class(bytes);
+        let class = if self.inner.exact_alloc {
+            bytes.max(1)
+        } else {
+            crate::memory::size_class(bytes)
+        };
         let cache = &self.inner.cache;
         let slice = match cache.take(class) {
             Some(s) => s,
@@ -462,6 +470,26 @@ impl Cuda {
             cudarc::driver::result::memset_d8_async(
                 addr,
                 byte,
+                bytes,
+                self.inner.stream.cu_stream(),
+            )
+        }?;
+        self.mark("copy (driver)");
+        Ok(())
+    }
+
+    /// Copies `bytes` bytes from device address `src` to `dst` (both in live buffers of the
+    /// caller's, not overlapping), in stream order.
+    pub(crate) fn copy_bytes(&self, dst: u64, src: u64, bytes: usize) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        // SAFETY: the caller owns both ranges of `bytes` bytes; the copy is queued on this
+        // stream, after the kernels that write `src` and before those that read `dst`.
+        unsafe {
+            cudarc::driver::result::memcpy_dtod_async(
+                dst,
+                src,
                 bytes,
                 self.inner.stream.cu_stream(),
             )

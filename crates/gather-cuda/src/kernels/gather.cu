@@ -2,7 +2,9 @@
 // moved as words of their byte width (u8/u16/u32/u64), never per dtype.
 
 // Each thread handles UNROLL positions a grid-stride apart per round, reading all their index
-// values before any input element, so that several random reads are in flight per thread.
+// values before any input element, so that several random reads are in flight per thread. The
+// index and the output pass through once: they are read and written evict-first (`.cs`), so
+// that the L2 keeps more of the input, which random reads come back to.
 #define UNROLL 4
 
 // out[p] = x[p with p[dim] := index[p]] for every row-major position p of the index; `xl`
@@ -32,13 +34,13 @@ __device__ void gather_impl(W* out, const W* x, Layout xl, const I* idx, Layout 
                 ioff += c * il.stride[d];
                 if (d != dim) xoff[k] += c * xl.stride[d];
             }
-            v[k] = map_index((i64)idx[ioff], size, rule);
+            v[k] = map_index((i64)__ldcs(idx + ioff), size, rule);
             if (v[k] < 0) flag_bad(flag, (u64)p);
         }
 #pragma unroll
         for (int k = 0; k < UNROLL; ++k) {
             const i64 p = base + k * step;
-            if (p < n) out[p] = v[k] < 0 ? (W)0 : x[xoff[k] + v[k] * xl.stride[dim]];
+            if (p < n) __stcs(out + p, v[k] < 0 ? (W)0 : x[xoff[k] + v[k] * xl.stride[dim]]);
         }
     }
 }
@@ -56,13 +58,13 @@ __device__ void take_impl(W* out, const W* x, Layout xl, const I* idx, Layout il
             const i64 p = base + k * step;
             v[k] = -1;
             if (p >= n) continue;
-            v[k] = map_index((i64)idx[offset_of(il, p)], size, rule);
+            v[k] = map_index((i64)__ldcs(idx + offset_of(il, p)), size, rule);
             if (v[k] < 0) flag_bad(flag, (u64)p);
         }
 #pragma unroll
         for (int k = 0; k < UNROLL; ++k) {
             const i64 p = base + k * step;
-            if (p < n) out[p] = v[k] < 0 ? (W)0 : x[offset_of(xl, v[k])];
+            if (p < n) __stcs(out + p, v[k] < 0 ? (W)0 : x[offset_of(xl, v[k])]);
         }
     }
 }
@@ -72,6 +74,7 @@ __device__ void take_impl(W* out, const W* x, Layout xl, const I* idx, Layout il
 // trailing axes). A team of `team` threads (a power of two up to 32) copies a row with words
 // of V (16 bytes when everything is aligned). A bad value is flagged at its row-major position
 // in the index view, whose `lanes` trailing positions per row all hold it.
+#define ROW_BATCH 4
 template <typename V, typename I>
 __device__ void rows_impl(u8* out, const u8* x, const I* idx, i64 idx_so, i64 idx_sj, i64 n_idx,
                           i64 size, i64 x_so, i64 x_sv, i64 n_rows, i64 row_bytes, i64 lanes,
@@ -90,7 +93,21 @@ __device__ void rows_impl(u8* out, const u8* x, const I* idx, i64 idx_so, i64 id
             continue;
         }
         const V* src = (const V*)(x + o * x_so + v * x_sv);
-        for (i64 w = lane; w < words; w += team) dst[w] = src[w];
+        // A lane reads up to ROW_BATCH words before it writes any (the compiler may not move a
+        // read above a write through another pointer), so that they are in flight together.
+        for (i64 w0 = lane; w0 < words; w0 += ROW_BATCH * team) {
+            V buf[ROW_BATCH];
+#pragma unroll
+            for (int u = 0; u < ROW_BATCH; ++u) {
+                const i64 w = w0 + (i64)u * team;
+                if (w < words) buf[u] = src[w];
+            }
+#pragma unroll
+            for (int u = 0; u < ROW_BATCH; ++u) {
+                const i64 w = w0 + (i64)u * team;
+                if (w < words) dst[w] = buf[u];
+            }
+        }
     }
 }
 
@@ -112,7 +129,8 @@ __device__ void widen_impl(i64* out, const S* x, Layout xl, i64 n) {
         out[p] = to_i64(x[offset_of(xl, p)]);
 }
 
-struct V16 { u64 a, b; };
+// 16-byte aligned, so that a word moves with one 16-byte access, not two of 8.
+struct __align__(16) V16 { u64 a, b; };
 
 #define GATHER_W(W, I)                                                                          \
     extern "C" __global__ void gather_##W##_##I(W* out, const W* x, Layout xl, const I* idx,   \
