@@ -33,7 +33,7 @@ def sources():
     body = text[text.index("fn text(self)"):]
     body = body[:body.index("\n    }\n")]
     arms = re.findall(
-        r'Source::(\w+) =>\s*\{?\s*format!\("([^"]*)",\s*include_str!\("kernels/([\w.]+)"\)', body)
+        r'Source::(\w+) =>\s*\{?\s*format!\("([^"]*)",\s*kernel!\("([\w.]+)"\)', body)
     if len(arms) != body.count("Source::"):
         sys.exit("build.py: could not read every arm of Source::text in device.rs")
     return [(name, ["common.cuh"] + (["reduce.cuh"] if "{REDUCE}" in fmt else []) + [file])

@@ -29,7 +29,14 @@ pub(crate) enum Source {
     Atomic,
 }
 
-const COMMON: &str = include_str!("kernels/common.cuh");
+/// A kernel source of `src/kernels` as build.rs embeds it (no comments or indentation).
+macro_rules! kernel {
+    ($file:literal) => {
+        include_str!(concat!(env!("OUT_DIR"), "/", $file))
+    };
+}
+
+const COMMON: &str = kernel!("common.cuh");
 
 impl Source {
     const ALL: [Source; 12] = [
@@ -48,22 +55,22 @@ impl Source {
     ];
 
     fn text(self) -> String {
-        const REDUCE: &str = include_str!("kernels/reduce.cuh");
+        const REDUCE: &str = kernel!("reduce.cuh");
         match self {
-            Source::Gather => format!("{COMMON}\n{}", include_str!("kernels/gather.cu")),
+            Source::Gather => format!("{COMMON}\n{}", kernel!("gather.cu")),
             Source::Scatter => {
-                format!("{COMMON}\n{REDUCE}\n{}", include_str!("kernels/scatter.cu"))
+                format!("{COMMON}\n{REDUCE}\n{}", kernel!("scatter.cu"))
             }
-            Source::Fiber => format!("{COMMON}\n{REDUCE}\n{}", include_str!("kernels/fiber.cu")),
-            Source::Masked => format!("{COMMON}\n{}", include_str!("kernels/masked.cu")),
-            Source::Repeat => format!("{COMMON}\n{}", include_str!("kernels/repeat.cu")),
-            Source::Sort => format!("{COMMON}\n{}", include_str!("kernels/sorting.cu")),
-            Source::Bounds => format!("{COMMON}\n{}", include_str!("kernels/bounds.cu")),
-            Source::Arg => format!("{COMMON}\n{REDUCE}\n{}", include_str!("kernels/arg.cu")),
-            Source::Segment => format!("{COMMON}\n{}", include_str!("kernels/segment.cu")),
-            Source::Groups => format!("{COMMON}\n{REDUCE}\n{}", include_str!("kernels/groups.cu")),
-            Source::Grad => format!("{COMMON}\n{}", include_str!("kernels/grad.cu")),
-            Source::Atomic => format!("{COMMON}\n{REDUCE}\n{}", include_str!("kernels/atomic.cu")),
+            Source::Fiber => format!("{COMMON}\n{REDUCE}\n{}", kernel!("fiber.cu")),
+            Source::Masked => format!("{COMMON}\n{}", kernel!("masked.cu")),
+            Source::Repeat => format!("{COMMON}\n{}", kernel!("repeat.cu")),
+            Source::Sort => format!("{COMMON}\n{}", kernel!("sorting.cu")),
+            Source::Bounds => format!("{COMMON}\n{}", kernel!("bounds.cu")),
+            Source::Arg => format!("{COMMON}\n{REDUCE}\n{}", kernel!("arg.cu")),
+            Source::Segment => format!("{COMMON}\n{}", kernel!("segment.cu")),
+            Source::Groups => format!("{COMMON}\n{REDUCE}\n{}", kernel!("groups.cu")),
+            Source::Grad => format!("{COMMON}\n{}", kernel!("grad.cu")),
+            Source::Atomic => format!("{COMMON}\n{REDUCE}\n{}", kernel!("atomic.cu")),
         }
     }
 }
