@@ -750,14 +750,15 @@ fn scatter_runs_at_the_counting_sorts_limits_equal_the_cpu_library() {
         for k in (1..idx.len()).rev() {
             idx.swap(k, rng.below(k + 1));
         }
-        let m = idx.len();
+        // 100 columns: the row kernel's two chunks of 64 (a partial one among them).
+        let (m, c) = (idx.len(), 100);
         let small = ArrayD::from_shape_vec(IxDyn(&[m, 1]), idx).unwrap();
-        let i = small.broadcast(IxDyn(&[m, 2])).unwrap().to_owned();
-        let iv = up(&g, &small).broadcast(&[m, 2]).unwrap();
+        let i = small.broadcast(IxDyn(&[m, c])).unwrap().to_owned();
+        let iv = up(&g, &small).broadcast(&[m, c]).unwrap();
         // Magnitudes from 1e-3 to 1e5, so that a sum's bits depend on its order.
         let f = |v: i64| v as f32 / 3.0 * 10f32.powi(v.rem_euclid(7) as i32 - 3);
-        let x = values(&mut rng, &[202, 2], f);
-        let src = values(&mut rng, &[m, 2], f);
+        let x = values(&mut rng, &[202, c], f);
+        let src = values(&mut rng, &[m, c], f);
         let (xg, sg) = (up(&g, &x), up(&g, &src));
         check_scatter_reduces(
             (&x, &i, &src),

@@ -411,8 +411,9 @@ APPLY(u64, Num<u64>, u64)
 
 // The common shape of a row scatter (scatter_add of src rows into dst rows, an index expanded
 // over the columns): keys and rows are plain row numbers and the lanes are contiguous columns.
-// A warp folds one run, each thread up to RKMAX columns in registers, four rows read ahead.
-#define RKMAX 4
+// A warp folds one run, each thread RKMAX columns of 64 at a time, ROWS_AHEAD rows read ahead.
+#define RKMAX 2
+#define ROWS_AHEAD 4
 template <typename N, typename T>
 __device__ void apply_rows_impl(T* out, const T* src, T alpha, int use_alpha, const u32* keys,
                                 const u32* rows, const u32* starts, const u32* nruns,
@@ -429,69 +430,61 @@ __device__ void apply_rows_impl(T* out, const T* src, T alpha, int use_alpha, co
         T* o = out + (i64)keys[s] * out_row;
         if (reduce == R_SET) {
             const T* sr = src + (i64)rows[e - 1] * src_row;
-#pragma unroll
-            for (int k = 0; k < RKMAX; ++k) {
-                const int l = lane + 32 * k;
-                if (l < lanes) o[l] = sr[l];
-            }
+            for (int l = lane; l < lanes; l += 32) o[l] = sr[l];
             continue;
         }
-        A acc[RKMAX];
-        u32 r = s;
-        if (include_self) {
+        // The run's row numbers come 32 at a time in one coalesced read (a lane each, then
+        // shuffled), and its rows are read ROWS_AHEAD at a time, before any is folded, so that
+        // a run of 10 rows waits for memory about 4 times rather than once per row. Columns go
+        // 64 at a time (RKMAX per lane), which keeps the registers, and so the warps per
+        // multiprocessor, where the one-row-at-a-time loop had them.
+        const i64 n_run = (i64)(e - s) + (include_self ? 1 : 0);
+        for (int c0 = 0; c0 < lanes; c0 += 32 * RKMAX) {
+            A acc[RKMAX];
+            bool started = include_self;
+            if (include_self) {
 #pragma unroll
-            for (int k = 0; k < RKMAX; ++k) {
-                const int l = lane + 32 * k;
-                if (l < lanes) acc[k] = N::ld(o[l]);
+                for (int k = 0; k < RKMAX; ++k) {
+                    const int l = c0 + lane + 32 * k;
+                    if (l < lanes) acc[k] = N::ld(o[l]);
+                }
             }
-        } else {
-            const T* sr = src + (i64)rows[r++] * src_row;
+            for (u32 base = s; base < e; base += 32) {
+                const u32 cnt = min(32u, e - base);
+                const u32 mine = (u32)lane < cnt ? rows[base + lane] : 0u;
+                for (u32 b = 0; b < cnt; b += ROWS_AHEAD) {
+                    A v[ROWS_AHEAD][RKMAX];
 #pragma unroll
-            for (int k = 0; k < RKMAX; ++k) {
-                const int l = lane + 32 * k;
-                if (l < lanes) acc[k] = use_alpha ? N::mul(N::ld(sr[l]), al) : N::ld(sr[l]);
-            }
-        }
-        for (; r + 4 <= e; r += 4) {
-            const T* s0 = src + (i64)rows[r] * src_row;
-            const T* s1 = src + (i64)rows[r + 1] * src_row;
-            const T* s2 = src + (i64)rows[r + 2] * src_row;
-            const T* s3 = src + (i64)rows[r + 3] * src_row;
+                    for (int q = 0; q < ROWS_AHEAD; ++q) {
+                        const u32 row = __shfl_sync(0xffffffffu, mine, (int)(b + q) & 31);
+                        const T* sr = src + (i64)row * src_row;
 #pragma unroll
-            for (int k = 0; k < RKMAX; ++k) {
-                const int l = lane + 32 * k;
-                if (l < lanes) {
-                    A v0 = N::ld(s0[l]), v1 = N::ld(s1[l]), v2 = N::ld(s2[l]), v3 = N::ld(s3[l]);
-                    if (use_alpha) {
-                        v0 = N::mul(v0, al);
-                        v1 = N::mul(v1, al);
-                        v2 = N::mul(v2, al);
-                        v3 = N::mul(v3, al);
+                        for (int k = 0; k < RKMAX; ++k) {
+                            const int l = c0 + lane + 32 * k;
+                            if (b + q < cnt && l < lanes) {
+                                const A x = N::ld(sr[l]);
+                                v[q][k] = use_alpha ? N::mul(x, al) : x;
+                            }
+                        }
                     }
-                    acc[k] = combine<N>(reduce, acc[k], v0);
-                    acc[k] = combine<N>(reduce, acc[k], v1);
-                    acc[k] = combine<N>(reduce, acc[k], v2);
-                    acc[k] = combine<N>(reduce, acc[k], v3);
+#pragma unroll
+                    for (int q = 0; q < ROWS_AHEAD; ++q) {
+                        if (b + q >= cnt) break;
+#pragma unroll
+                        for (int k = 0; k < RKMAX; ++k) {
+                            const int l = c0 + lane + 32 * k;
+                            if (l < lanes)
+                                acc[k] = started ? combine<N>(reduce, acc[k], v[q][k]) : v[q][k];
+                        }
+                        started = true;
+                    }
                 }
             }
-        }
-        for (; r < e; ++r) {
-            const T* sr = src + (i64)rows[r] * src_row;
 #pragma unroll
             for (int k = 0; k < RKMAX; ++k) {
-                const int l = lane + 32 * k;
-                if (l < lanes) {
-                    A v = N::ld(sr[l]);
-                    if (use_alpha) v = N::mul(v, al);
-                    acc[k] = combine<N>(reduce, acc[k], v);
-                }
+                const int l = c0 + lane + 32 * k;
+                if (l < lanes) o[l] = N::st(reduce == R_MEAN ? N::mean(acc[k], n_run) : acc[k]);
             }
-        }
-        const i64 cnt = (i64)(e - s) + (include_self ? 1 : 0);
-#pragma unroll
-        for (int k = 0; k < RKMAX; ++k) {
-            const int l = lane + 32 * k;
-            if (l < lanes) o[l] = N::st(reduce == R_MEAN ? N::mean(acc[k], cnt) : acc[k]);
         }
     }
 }
