@@ -768,12 +768,14 @@ pub(crate) fn run(
 ) -> Result<CudaTensor> {
     let dev = x.device();
     // A softmax writes its own output; `x` only gives the groups' extent.
+    // The output starts as a copy of x, made below unless the row kernel writes every row.
     let out = match fold {
         Fold::Softmax(..) => x.clone(),
-        _ => copy_of(x)?,
+        _ => CudaTensor::empty(dev, x.shape(), x.dtype())?,
     };
     let nd = x.ndim();
     if idx.is_empty() {
+        copy_into(x, &out)?;
         return Ok(out);
     }
     if nd > 8 {
@@ -783,6 +785,7 @@ pub(crate) fn run(
     }
     let m = idx.shape[d];
     if m <= FIBER_MAX && matches!(fold, Fold::Apply) {
+        copy_into(x, &out)?;
         return run_fibers(
             x,
             d,
@@ -906,6 +909,29 @@ pub(crate) fn run(
         let (stp, np) = sort::runs(dev, &mut scratch, kp, n_rows)?;
         (kp, rp, stp, np)
     };
+    // Row scatters (plain row keys and rows, contiguous columns as lanes) take a kernel that
+    // keeps a run's columns in registers. On the counting sort's runs (every key, empty ones
+    // too) with whole rows as lanes and a row-major x, it also writes the rows that nothing
+    // targets, reading self from x: no copy of x first.
+    let (km, lo, ls, rm) = (
+        kmap.merged()?,
+        lout.merged()?,
+        lsrc.merged()?,
+        rmap.merged()?,
+    );
+    let unit = |l: &Layout| l.ndim == 1 && l.stride[0] == 1;
+    let row_kernel = matches!(fold, Fold::Apply)
+        && src.is_some()
+        && (16..=128).contains(&lanes)
+        && km.ndim == 1
+        && rm.ndim == 1
+        && unit(&lo)
+        && unit(&ls);
+    let whole_rows =
+        row_kernel && counting && !long && km.stride[0] == lanes as i64 && x.is_standard();
+    if !whole_rows && !matches!(fold, Fold::Softmax(..)) {
+        copy_into(x, &out)?;
+    }
     let cfg = dev.grid(n_rows.saturating_mul(lanes), 256);
     let l64 = lanes as i64;
     match fold {
@@ -982,33 +1008,19 @@ pub(crate) fn run(
     }
 
     let (alpha_bits, use_alpha) = (alpha.unwrap_or(0), alpha.is_some() as i32);
-    // Row scatters (plain row keys and rows, contiguous columns as lanes) take a kernel that
-    // keeps a run's columns in registers.
-    let (km, lo, ls, rm) = (
-        kmap.merged()?,
-        lout.merged()?,
-        lsrc.merged()?,
-        rmap.merged()?,
-    );
-    let unit = |l: &Layout| l.ndim == 1 && l.stride[0] == 1;
-    if src.is_some()
-        && (16..=128).contains(&lanes)
-        && km.ndim == 1
-        && rm.ndim == 1
-        && unit(&lo)
-        && unit(&ls)
-    {
+    if row_kernel {
         let name = apply_rows_name(x.dtype());
         let f = dev.function(Source::Scatter, name)?;
         let cfg = dev.grid(n_rows.saturating_mul(32), 256);
         let (op_, out_row, src_row) = (out.ptr(), km.stride[0], rm.stride[0]);
+        let self_rows = if whole_rows { x.ptr() } else { 0u64 };
         let (l32, red, incl) = (lanes as i32, reduce, include_self as i32);
         macro_rules! rows {
             ($t:ty) => {{
                 let a = alpha_bits as $t;
                 launch!(
-                    dev, &f, name, cfg, &op_, &sp, &a, &use_alpha, &kp, &rp, &stp, &np, &out_row,
-                    &src_row, &l32, &red, &incl
+                    dev, &f, name, cfg, &op_, &self_rows, &sp, &a, &use_alpha, &kp, &rp, &stp, &np,
+                    &out_row, &src_row, &l32, &red, &incl
                 )
             }};
         }

@@ -415,7 +415,7 @@ APPLY(u64, Num<u64>, u64)
 #define RKMAX 2
 #define ROWS_AHEAD 4
 template <typename N, typename T>
-__device__ void apply_rows_impl(T* out, const T* src, T alpha, int use_alpha, const u32* keys,
+__device__ void apply_rows_impl(T* out, const T* self_rows, const T* src, T alpha, int use_alpha, const u32* keys,
                                 const u32* rows, const u32* starts, const u32* nruns,
                                 i64 out_row, i64 src_row, int lanes, int reduce,
                                 int include_self) {
@@ -426,8 +426,15 @@ __device__ void apply_rows_impl(T* out, const T* src, T alpha, int use_alpha, co
     const A al = N::ld(alpha);
     for (i64 w = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; w < runs; w += wstep) {
         const u32 s = starts[w], e = starts[w + 1];
-        if (s == e) continue;
+        // `self_rows` (x, when out holds no copy of it: the counting sort's runs are every key
+        // in order, run w is row w, and the lanes are whole rows): untargeted rows are copied.
+        if (s == e) {
+            if (self_rows)
+                for (int l = lane; l < lanes; l += 32) out[w * out_row + l] = self_rows[w * out_row + l];
+            continue;
+        }
         T* o = out + (i64)keys[s] * out_row;
+        const T* so = self_rows ? self_rows + (i64)keys[s] * out_row : o;
         if (reduce == R_SET) {
             const T* sr = src + (i64)rows[e - 1] * src_row;
             for (int l = lane; l < lanes; l += 32) o[l] = sr[l];
@@ -446,7 +453,7 @@ __device__ void apply_rows_impl(T* out, const T* src, T alpha, int use_alpha, co
 #pragma unroll
                 for (int k = 0; k < RKMAX; ++k) {
                     const int l = c0 + lane + 32 * k;
-                    if (l < lanes) acc[k] = N::ld(o[l]);
+                    if (l < lanes) acc[k] = N::ld(so[l]);
                 }
             }
             for (u32 base = s; base < e; base += 32) {
@@ -491,11 +498,11 @@ __device__ void apply_rows_impl(T* out, const T* src, T alpha, int use_alpha, co
 
 #define APPLY_ROWS(NAME, N, T)                                                                  \
     extern "C" __global__ void apply_rows_##NAME(                                              \
-        T* out, const T* src, T alpha, int use_alpha, const u32* keys, const u32* rows,        \
-        const u32* starts, const u32* nruns, i64 out_row, i64 src_row, int lanes, int reduce,  \
-        int include_self) {                                                                    \
-        apply_rows_impl<N, T>(out, src, alpha, use_alpha, keys, rows, starts, nruns, out_row,  \
-                              src_row, lanes, reduce, include_self);                           \
+        T* out, const T* self_rows, const T* src, T alpha, int use_alpha, const u32* keys,    \
+        const u32* rows, const u32* starts, const u32* nruns, i64 out_row, i64 src_row,        \
+        int lanes, int reduce, int include_self) {                                             \
+        apply_rows_impl<N, T>(out, self_rows, src, alpha, use_alpha, keys, rows, starts, nruns, \
+                              out_row, src_row, lanes, reduce, include_self);                  \
     }
 APPLY_ROWS(f32, NumF32, float)
 APPLY_ROWS(f64, NumF64, double)
