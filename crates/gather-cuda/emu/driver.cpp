@@ -422,6 +422,10 @@ API cuMemAllocHost_v2(void** p, size_t n) {
     return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 API cuMemHostAlloc(void** p, size_t n, unsigned) { return cuMemAllocHost_v2(p, n); }
+API cuMemHostGetDevicePointer_v2(CUdeviceptr* d, void* p, unsigned) {
+    *d = (CUdeviceptr)(uintptr_t)p;
+    return CUDA_SUCCESS;
+}
 API cuMemFreeHost(void* p) {
     std::free(p);
     return CUDA_SUCCESS;

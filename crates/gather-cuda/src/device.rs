@@ -165,6 +165,8 @@ struct Flag {
     _host: cudarc::driver::PinnedHostSlice<u64>,
     /// The pinned word's address (taken once: the slice's accessors wait on an event each time).
     word: *mut u64,
+    /// The word's device address, where `GATHER_CUDA_FLAG=kernel` has it (0 otherwise).
+    mapped: u64,
 }
 
 // SAFETY: `word` points into `_host`, which the Flag owns; the Flag is only used under its
@@ -252,15 +254,27 @@ impl Cuda {
         let (major, minor) = ctx.compute_capability()?;
         let stream = ctx.new_stream()?;
         keep_pool_memory(&ctx)?;
-        // SAFETY: a one-word host buffer that only the flag's read-back writes (then waited for).
-        let mut host = unsafe { ctx.alloc_pinned_with_flags::<u64>(1, 0) }?;
+        // SAFETY: a one-word host buffer, mapped into the device's address space, that only the
+        // flag's read-back writes (then waited for).
+        let mut host = unsafe {
+            ctx.alloc_pinned_with_flags::<u64>(1, cudarc::driver::sys::CU_MEMHOSTALLOC_DEVICEMAP)
+        }?;
         let word = host.as_mut_ptr()?;
         let mut dev = stream.alloc_zeros::<u64>(1)?;
         stream.memcpy_htod(&[u64::MAX], &mut dev)?;
+        let mut mapped = 0u64;
+        if std::env::var("GATHER_CUDA_FLAG").is_ok_and(|v| v == "kernel") {
+            // SAFETY: asks the driver for the device address of the live mapped word.
+            unsafe {
+                cudarc::driver::sys::cuMemHostGetDevicePointer_v2(&mut mapped, word.cast(), 0)
+                    .result()
+            }?;
+        }
         let flag = Flag {
             dev,
             _host: host,
             word,
+            mapped,
         };
         let gpu = Cuda {
             inner: Arc::new(Inner {
@@ -447,6 +461,24 @@ impl Cuda {
         let stream = &self.inner.stream;
         let ptr = self.ptr(&flag.dev);
         f(ptr)?;
+        if flag.mapped != 0 {
+            // GATHER_CUDA_FLAG=kernel: one thread moves the flag into the mapped host word and
+            // resets it, instead of a device-to-host copy (and a reset) by the driver; the A/B
+            // of scripts/gpu_check.sh times the two on the small calls.
+            let name = "flag_out";
+            let k = self.function(Source::Gather, name)?;
+            let one = LaunchConfig {
+                grid_dim: (1, 1, 1),
+                block_dim: (1, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            launch!(self, &k, name, one, &ptr, &flag.mapped)?;
+            stream.synchronize()?;
+            // SAFETY: the word is the Flag's, written by the kernel the synchronize waited for.
+            let got = unsafe { flag.word.read_volatile() };
+            self.mark("flag read-back");
+            return Ok((got != u64::MAX).then_some(got));
+        }
         // SAFETY: copies the 8 bytes of the live flag into the pinned host word (owned by the
         // Flag, used by no one else while the lock is held), in stream order; the synchronize
         // below waits for the copy before the word is read.
