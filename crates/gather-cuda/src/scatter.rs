@@ -767,8 +767,8 @@ pub(crate) fn run(
     fold: Fold<'_>,
 ) -> Result<CudaTensor> {
     let dev = x.device();
-    // A softmax writes its own output; `x` only gives the groups' extent.
-    // The output starts as a copy of x, made below unless the row kernel writes every row.
+    // The output starts as a copy of x, made below unless the row kernel writes every row. A
+    // softmax writes its own output; `x` only gives the groups' extent.
     let out = match fold {
         Fold::Softmax(..) => x.clone(),
         _ => CudaTensor::empty(dev, x.shape(), x.dtype())?,
