@@ -458,9 +458,16 @@ impl Cuda {
     /// returns the smallest flagged position (after waiting for the GPU), or `None`.
     pub(crate) fn with_flag(&self, f: impl FnOnce(u64) -> Result<()>) -> Result<Option<u64>> {
         let flag = self.inner.flag.lock().unwrap_or_else(|p| p.into_inner());
-        let stream = &self.inner.stream;
         let ptr = self.ptr(&flag.dev);
         f(ptr)?;
+        self.read_flag(&flag, ptr)
+    }
+
+    /// The flag at `ptr` once the GPU has run what is queued (`None` for `u64::MAX`), and the
+    /// flag reset. Not generic and never inlined: `with_flag` is compiled once per caller.
+    #[inline(never)]
+    fn read_flag(&self, flag: &Flag, ptr: u64) -> Result<Option<u64>> {
+        let stream = &self.inner.stream;
         if flag.mapped != 0 {
             // GATHER_CUDA_FLAG=kernel: one thread moves the flag into the mapped host word and
             // resets it, instead of a device-to-host copy (and a reset) by the driver; the A/B
@@ -513,7 +520,6 @@ impl Cuda {
                 self.inner.stream.cu_stream(),
             )
         }?;
-        self.mark("copy (driver)");
         Ok(())
     }
 
@@ -533,6 +539,7 @@ impl Cuda {
                 self.inner.stream.cu_stream(),
             )
         }?;
+        self.mark("copy (driver)");
         Ok(())
     }
 
