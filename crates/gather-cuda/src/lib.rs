@@ -20,11 +20,18 @@
 //! - A bad index value is reported with its value and coordinate, worded as the CPU library
 //!   words it; no kernel touches memory out of bounds. The check is one flag on the GPU, read
 //!   once per call.
-//! - The scatter reductions sort the index (a stable radix sort) and reduce each output's
-//!   contributions in index order: every run gives bitwise the same result.
+//! - The scatter reductions sort the index (a counting sort when the targets are few, else a
+//!   stable radix sort) and reduce each output's contributions in index order: every run gives
+//!   bitwise the same result.
 //! - The crate builds without CUDA. The driver and NVRTC are loaded at run time; without them
 //!   [`Cuda::new`] is an error. Kernels are CUDA C compiled by NVRTC on first use, once per
-//!   process and GPU.
+//!   process and GPU. `emu/` in the repository is a CPU emulator of the driver on which the GPU
+//!   tests run without a GPU.
+//! - Environment variables, for checking and measuring: `GATHER_CUDA_SYNC=1` waits after every
+//!   launch (a failing kernel is named); `GATHER_CUDA_PROFILE=1` books the time per kernel;
+//!   `GATHER_CUDA_EXACT_ALLOC=1` allocates exactly the bytes asked for (for memory checkers);
+//!   `GATHER_CUDA_SCATTER_SORT=radix` keeps the scatters on the radix sort;
+//!   `GATHER_CUDA_FLAG=kernel` reads the bad-index flag back with a kernel instead of a copy.
 //!
 //! ```no_run
 //! use gather_cuda::{Cuda, CudaTensor};
