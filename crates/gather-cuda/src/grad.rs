@@ -13,7 +13,7 @@
 //! ```
 //!
 //! The arguments are those of a forward call that succeeded: a bad index value is reported by
-//! the op that reads it (the dynamic [`call_grad`](crate::dynamic::call_grad) runs the forward
+//! the op that reads it (the dynamic `call_grad` (feature `dynamic`) runs the forward
 //! first, so its errors are the forward's). `f16` and `bf16` gradients are computed in `f32` and
 //! rounded once at the end; `f32` and `f64` in their own type. [`Parity`] chooses between the
 //! library's `scatter_reduce` gradients and PyTorch's numbers, as on the CPU.
