@@ -254,16 +254,21 @@ impl Cuda {
         let (major, minor) = ctx.compute_capability()?;
         let stream = ctx.new_stream()?;
         keep_pool_memory(&ctx)?;
-        // SAFETY: a one-word host buffer, mapped into the device's address space, that only the
-        // flag's read-back writes (then waited for).
-        let mut host = unsafe {
-            ctx.alloc_pinned_with_flags::<u64>(1, cudarc::driver::sys::CU_MEMHOSTALLOC_DEVICEMAP)
-        }?;
+        // GATHER_CUDA_FLAG=kernel maps the word into the device's address space, for the
+        // kernel that reads the flag back; by default it stays a plain pinned word.
+        let by_kernel = std::env::var("GATHER_CUDA_FLAG").is_ok_and(|v| v == "kernel");
+        let host_flags = if by_kernel {
+            cudarc::driver::sys::CU_MEMHOSTALLOC_DEVICEMAP
+        } else {
+            0
+        };
+        // SAFETY: a one-word host buffer that only the flag's read-back writes (then waited for).
+        let mut host = unsafe { ctx.alloc_pinned_with_flags::<u64>(1, host_flags) }?;
         let word = host.as_mut_ptr()?;
         let mut dev = stream.alloc_zeros::<u64>(1)?;
         stream.memcpy_htod(&[u64::MAX], &mut dev)?;
         let mut mapped = 0u64;
-        if std::env::var("GATHER_CUDA_FLAG").is_ok_and(|v| v == "kernel") {
+        if by_kernel {
             // SAFETY: asks the driver for the device address of the live mapped word.
             unsafe {
                 cudarc::driver::sys::cuMemHostGetDevicePointer_v2(&mut mapped, word.cast(), 0)
