@@ -856,13 +856,17 @@ pub(crate) fn run(
         }
         None => (Layout::default(), Layout::default(), 0u64),
     };
+    // The counting sort's scratch holds the keys, the rows and its own temporaries; the radix
+    // sort's temporaries are allocated only if a long run sends the call there.
     let counting = sort::counting_fits(n_rows, n_keys) && !radix_only();
-    let extra = if counting {
-        sort::count_bytes(n_rows, n_keys)
+    let bytes = if counting {
+        2 * sort::u32_bytes(n_rows) + sort::count_bytes(n_rows, n_keys)
     } else {
-        0
+        sort::sort_bytes(n_rows)
     };
-    let mut scratch = sort::Scratch::new(dev, sort::sort_bytes(n_rows) + extra)?;
+    let mut scratch = sort::Scratch::new(dev, bytes)?;
+    // Lives until the folds are queued, as `scratch` does.
+    let mut radix_scratch = None;
     let (kp, rp) = (scratch.u32s(n_rows), scratch.u32s(n_rows));
     let counts = if counting {
         sort::count_zeroed(dev, &mut scratch, n_keys)?
@@ -904,9 +908,14 @@ pub(crate) fn run(
     let (kp, rp, stp, np) = if counting && !long {
         sort::count_runs(dev, &mut scratch, kp, n_rows, n_keys, counts)?
     } else {
+        let s = if counting {
+            radix_scratch.insert(sort::Scratch::new(dev, sort::sort_bytes(n_rows))?)
+        } else {
+            &mut scratch
+        };
         let bits = usize::BITS - (n_keys.max(2) - 1).leading_zeros();
-        let (kp, rp) = sort::sort_pairs(dev, &mut scratch, kp, rp, n_rows, bits)?;
-        let (stp, np) = sort::runs(dev, &mut scratch, kp, n_rows)?;
+        let (kp, rp) = sort::sort_pairs(dev, s, kp, rp, n_rows, bits)?;
+        let (stp, np) = sort::runs(dev, s, kp, n_rows)?;
         (kp, rp, stp, np)
     };
     // Row scatters (plain row keys and rows, contiguous columns as lanes) take a kernel that

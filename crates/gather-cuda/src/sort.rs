@@ -96,9 +96,9 @@ pub(crate) fn counting_fits(n: usize, keys: usize) -> bool {
     keys <= 2 * n + 4096
 }
 
-/// Scratch bytes of the counting sort of `n` rows into `keys` keys, beyond [`sort_bytes`]: the
-/// zeroed counts, fill and long-run count, the placed pairs, the long-run list, the run count and
-/// the scan of the counts.
+/// Scratch bytes of the counting sort of `n` rows into `keys` keys, beyond the keys and rows it
+/// sorts: the zeroed counts, fill and long-run count, the placed pairs, the long-run list, the
+/// run count and the scan of the counts.
 pub(crate) fn count_bytes(n: usize, keys: usize) -> usize {
     zeroed_bytes(keys)
         + 2 * u32_bytes(n)
