@@ -161,12 +161,14 @@ fn compile(s: Source, arch: &str) -> Result<cudarc::nvrtc::Ptx> {
 /// The bad-index flag on the GPU (kernels update it with device atomics, cheap even when many
 /// values are bad) and the pinned host word it is read back into.
 struct Flag {
+    /// Two words: the smallest flagged position, and the device address of the mapped host word
+    /// that the first flagging of a call sets (0 under `GATHER_CUDA_FLAG=copy`).
     dev: CudaSlice<u64>,
     _host: cudarc::driver::PinnedHostSlice<u64>,
     /// The pinned word's address (taken once: the slice's accessors wait on an event each time).
     word: *mut u64,
-    /// The word's device address, where `GATHER_CUDA_FLAG=kernel` has it (0 otherwise).
-    mapped: u64,
+    /// Whether the kernels set the mapped word, so that an unflagged call copies nothing back.
+    mapped: bool,
 }
 
 // SAFETY: `word` points into `_host`, which the Flag owns; the Flag is only used under its
@@ -254,32 +256,36 @@ impl Cuda {
         let (major, minor) = ctx.compute_capability()?;
         let stream = ctx.new_stream()?;
         keep_pool_memory(&ctx)?;
-        // GATHER_CUDA_FLAG=kernel maps the word into the device's address space, for the
-        // kernel that reads the flag back; by default it stays a plain pinned word.
-        let by_kernel = std::env::var("GATHER_CUDA_FLAG").is_ok_and(|v| v == "kernel");
-        let host_flags = if by_kernel {
-            cudarc::driver::sys::CU_MEMHOSTALLOC_DEVICEMAP
-        } else {
+        // The word is mapped into the device's address space, for the kernels to mark a call
+        // that flagged something; GATHER_CUDA_FLAG=copy copies the flag back after every call
+        // instead (the way before, kept for the A/B of scripts/gpu_check.sh).
+        let copy = std::env::var("GATHER_CUDA_FLAG").is_ok_and(|v| v == "copy");
+        let host_flags = if copy {
             0
+        } else {
+            cudarc::driver::sys::CU_MEMHOSTALLOC_DEVICEMAP
         };
-        // SAFETY: a one-word host buffer that only the flag's read-back writes (then waited for).
+        // SAFETY: a one-word host buffer that only the flag's read-back and the kernels' mark
+        // write, each waited for before it is read.
         let mut host = unsafe { ctx.alloc_pinned_with_flags::<u64>(1, host_flags) }?;
         let word = host.as_mut_ptr()?;
-        let mut dev = stream.alloc_zeros::<u64>(1)?;
-        stream.memcpy_htod(&[u64::MAX], &mut dev)?;
+        // SAFETY: the word is the Flag's, and no kernel has run yet.
+        unsafe { word.write_volatile(0) };
         let mut mapped = 0u64;
-        if by_kernel {
+        if !copy {
             // SAFETY: asks the driver for the device address of the live mapped word.
             unsafe {
                 cudarc::driver::sys::cuMemHostGetDevicePointer_v2(&mut mapped, word.cast(), 0)
                     .result()
             }?;
         }
+        let mut dev = stream.alloc_zeros::<u64>(2)?;
+        stream.memcpy_htod(&[u64::MAX, mapped], &mut dev)?;
         let flag = Flag {
             dev,
             _host: host,
             word,
-            mapped,
+            mapped: mapped != 0,
         };
         let gpu = Cuda {
             inner: Arc::new(Inner {
@@ -473,38 +479,32 @@ impl Cuda {
     #[inline(never)]
     fn read_flag(&self, flag: &Flag, ptr: u64) -> Result<Option<u64>> {
         let stream = &self.inner.stream;
-        if flag.mapped != 0 {
-            // GATHER_CUDA_FLAG=kernel: one thread moves the flag into the mapped host word and
-            // resets it, instead of a device-to-host copy (and a reset) by the driver; the A/B
-            // of scripts/gpu_check.sh times the two on the small calls.
-            let name = "flag_out";
-            let k = self.function(Source::Gather, name)?;
-            let one = LaunchConfig {
-                grid_dim: (1, 1, 1),
-                block_dim: (1, 1, 1),
-                shared_mem_bytes: 0,
-            };
-            launch!(self, &k, name, one, &ptr, &flag.mapped)?;
+        if flag.mapped {
             stream.synchronize()?;
-            // SAFETY: the word is the Flag's, written by the kernel the synchronize waited for.
-            let got = unsafe { flag.word.read_volatile() };
-            self.mark("flag read-back");
-            return Ok((got != u64::MAX).then_some(got));
+            // SAFETY: the word is the Flag's; the kernels that may have set it have finished.
+            let marked = unsafe { flag.word.read_volatile() } != 0;
+            self.mark("flag wait");
+            if !marked {
+                return Ok(None);
+            }
         }
         // SAFETY: copies the 8 bytes of the live flag into the pinned host word (owned by the
         // Flag, used by no one else while the lock is held), in stream order; the synchronize
-        // below waits for the copy before the word is read.
+        // below waits for the copy before the word is read, and the word is cleared after.
         let got = unsafe {
             let word = std::slice::from_raw_parts_mut(flag.word, 1);
             cudarc::driver::result::memcpy_dtoh_async(word, ptr, stream.cu_stream())?;
             stream.synchronize()?;
-            flag.word.read_volatile()
+            let got = flag.word.read_volatile();
+            flag.word.write_volatile(0);
+            got
         };
         self.mark("flag read-back");
         if got == u64::MAX {
             return Ok(None);
         }
-        // SAFETY: sets the 8 bytes of the live flag back to 0xff (u64::MAX), in stream order.
+        // SAFETY: sets the first 8 bytes of the live flag back to 0xff (u64::MAX), in stream
+        // order; its second word, the mapped word's address, stays.
         unsafe { cudarc::driver::result::memset_d8_async(ptr, 0xff, 8, stream.cu_stream()) }?;
         Ok(Some(got))
     }

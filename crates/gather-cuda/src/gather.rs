@@ -751,7 +751,5 @@ mod tests {
         }
         // The arity the launches rely on, for the one that once went wrong.
         assert_eq!(k["rows_w4_i64"], 15);
-        // The flag's read-back by a kernel (device.rs, GATHER_CUDA_FLAG=kernel).
-        assert_eq!(k.get("flag_out"), Some(&2));
     }
 }

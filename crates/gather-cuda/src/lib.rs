@@ -31,7 +31,8 @@
 //!   launch (a failing kernel is named); `GATHER_CUDA_PROFILE=1` books the time per kernel;
 //!   `GATHER_CUDA_EXACT_ALLOC=1` allocates exactly the bytes asked for (for memory checkers);
 //!   `GATHER_CUDA_SCATTER_SORT=radix` keeps the scatters on the radix sort;
-//!   `GATHER_CUDA_FLAG=kernel` reads the bad-index flag back with a kernel instead of a copy.
+//!   `GATHER_CUDA_FLAG=copy` copies the bad-index flag back after every call, instead of only
+//!   after a call whose kernels marked the mapped host word.
 //!
 //! ```no_run
 //! use gather_cuda::{Cuda, CudaTensor};

@@ -64,8 +64,15 @@ __device__ __forceinline__ u16 f2bf(float f) {
 }
 
 // Records the smallest bad position (row-major in the index), so that the host reports the
-// first bad value, as the CPU library does, after one read of the flag per call.
-__device__ __forceinline__ void flag_bad(u64* flag, u64 pos) { atomicMin(flag, pos); }
+// first bad value, as the CPU library does. flag[1] holds the device address of a mapped host
+// word (0 if none): the first flagging of a call also sets that word, so that a call with no
+// bad value needs no copy of the flag, only the wait for its kernels.
+__device__ __forceinline__ void flag_bad(u64* flag, u64 pos) {
+    if (atomicMin(flag, pos) == NO_BAD) {
+        u64* host = (u64*)flag[1];
+        if (host) *(volatile u64*)host = 1;
+    }
+}
 
 // Maps an index value onto 0..size under the bounds rule (0 strict, 1 wrap: -size..size,
 // 2 modulo); -1 when it is out of range.

@@ -181,11 +181,3 @@ ASSIGN(u8) ASSIGN(u16) ASSIGN(u32) ASSIGN(u64)
         widen_impl<S>(out, x, xl, n);                                                           \
     }
 WIDEN(i8) WIDEN(u8) WIDEN(i16) WIDEN(u16) WIDEN(i32) WIDEN(u32) WIDEN(u64)
-
-// The bad-index flag into the caller's mapped host word, and back to "none" on the GPU
-// (GATHER_CUDA_FLAG=kernel: one launch instead of the driver's copy and reset).
-extern "C" __global__ void flag_out(u64* flag, u64* host) {
-    const u64 v = *flag;
-    *(volatile u64*)host = v;
-    if (v != NO_BAD) *flag = NO_BAD;
-}

@@ -48,7 +48,7 @@ __device__ void keys_impl(const I* idx, RowMap m, int dim, i64 size, int rule, i
         keys[r] = k;
         rows[r] = (u32)r;
         // The row that takes a key past COUNT_RUN_MAX says so, once per key.
-        if (counts && !bad && atomicAdd(&counts[k], 1u) == COUNT_RUN_MAX) atomicMin(flag, LONG_RUN);
+        if (counts && !bad && atomicAdd(&counts[k], 1u) == COUNT_RUN_MAX) flag_bad(flag, LONG_RUN);
     }
 }
 extern "C" __global__ void keys_i64(const i64* idx, RowMap m, int dim, i64 size, int rule, i64 n,
