@@ -331,7 +331,9 @@ API cuDeviceGetAttribute(int* v, int attribute, CUdevice) {
         case 5: *v = 2147483647; break;  // max grid dim x
         case 8: *v = 49152; break;   // shared memory per block
         case 10: *v = 32; break;     // warp size
-        case 16: *v = 132; break;    // multiprocessors
+        case 16:  // multiprocessors: few, so that small tests already take the grid-stride loops
+            *v = getenv("GATHER_EMU_SMS") ? atoi(getenv("GATHER_EMU_SMS")) : 4;
+            break;
         case 75: *v = 9; break;      // compute capability
         case 76: *v = 0; break;
         case 115: *v = 1; break;     // memory pools

@@ -179,6 +179,8 @@ pub(crate) struct Inner {
     pub(crate) ctx: Arc<CudaContext>,
     pub(crate) stream: Arc<CudaStream>,
     arch: String,
+    /// The number of multiprocessors, which sizes the grids.
+    sms: usize,
     modules: Mutex<HashMap<Source, Arc<CudaModule>>>,
     /// Freed buffers kept for reuse.
     pub(crate) cache: Arc<Cache>,
@@ -254,6 +256,9 @@ impl Cuda {
         }
         let ctx = CudaContext::new(ordinal)?;
         let (major, minor) = ctx.compute_capability()?;
+        let sms = ctx.attribute(
+            cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+        )?;
         let stream = ctx.new_stream()?;
         keep_pool_memory(&ctx)?;
         // The word is mapped into the device's address space, for the kernels to mark a call
@@ -292,6 +297,7 @@ impl Cuda {
                 ctx,
                 stream,
                 arch: format!("compute_{major}{minor}"),
+                sms: sms.max(1) as usize,
                 modules: Mutex::new(HashMap::new()),
                 cache: Arc::new(Cache::default()),
                 params: Mutex::new(HashMap::new()),
@@ -734,12 +740,29 @@ impl Cuda {
     /// A grid of `per_block`-thread blocks covering `n` items, at most a few waves deep (the
     /// kernels loop over the rest).
     pub(crate) fn grid(&self, n: usize, per_block: u32) -> LaunchConfig {
-        let blocks = n.div_ceil(per_block as usize).clamp(1, 132 * 32) as u32;
+        self.grid_batched(n, per_block, 1)
+    }
+
+    /// A grid for kernels whose threads take `batch` items a grid-stride apart, reading them
+    /// together: `n / batch` threads, but never fewer than fill every multiprocessor (1024
+    /// threads each) while `n` allows, as many reads in flight matter more than their grouping.
+    pub(crate) fn grid_batched(&self, n: usize, per_block: u32, batch: usize) -> LaunchConfig {
+        let per_block_n = per_block as usize;
+        let full = self.inner.sms * 1024 / per_block_n;
+        let blocks = n
+            .div_ceil(per_block_n * batch)
+            .max(n.div_ceil(per_block_n).min(full))
+            .clamp(1, self.inner.sms * 32) as u32;
         LaunchConfig {
             grid_dim: (blocks, 1, 1),
             block_dim: (per_block, 1, 1),
             shared_mem_bytes: 0,
         }
+    }
+
+    /// The number of multiprocessors.
+    pub(crate) fn sms(&self) -> usize {
+        self.inner.sms
     }
 }
 

@@ -278,6 +278,11 @@ pub(crate) fn batched_spread(
     Ok(spread)
 }
 
+/// Positions per thread of the gather and take kernels (`UNROLL` in gather.cu), and rows per team
+/// of the row kernels (`ROW_BATCH`).
+const UNROLL: usize = 4;
+const ROW_BATCH: usize = 4;
+
 /// `input.flatten()[index]` into a new tensor of `shape` (the index's elements, row-major), the
 /// values mapped under `bounds` (`Wrap`: `take`; `Strict`: `take_along_dim` without a dim).
 fn take_flat(
@@ -319,7 +324,7 @@ fn take_flat(
             dev,
             &f,
             name,
-            dev.grid(n, 256),
+            dev.grid_batched(n, 256, UNROLL),
             &op_,
             &xp,
             &xl,
@@ -353,7 +358,7 @@ pub(crate) fn gather_into(
         let f = dev.function(Source::Gather, rows.kernel)?;
         let words = rows.row_bytes / rows.word;
         let team = words.clamp(1, 32).next_power_of_two() as i32;
-        let cfg = dev.grid(rows.n_rows.saturating_mul(team as usize), 256);
+        let cfg = dev.grid_batched(rows.n_rows.saturating_mul(team as usize), 256, ROW_BATCH);
         let (op_, xp, ip) = (out.ptr(), x.ptr(), idx.ptr());
         let args = [
             rows.idx_so,
@@ -416,7 +421,7 @@ fn gather_general(
             dev,
             &f,
             name,
-            dev.grid(n, 256),
+            dev.grid_batched(n, 256, UNROLL),
             &op_,
             &xp,
             &xl,

@@ -1122,7 +1122,7 @@ fn run_fibers(
     let f = dev.function(Source::Fiber, name)?;
     let threads = mp.clamp(32, 256) as u32;
     let cfg = cudarc::driver::LaunchConfig {
-        grid_dim: (fibers.clamp(1, 132 * 16) as u32, 1, 1),
+        grid_dim: (fibers.clamp(1, dev.sms() * 16) as u32, 1, 1),
         block_dim: (threads, 1, 1),
         shared_mem_bytes: 0,
     };

@@ -218,6 +218,72 @@ fn index_select_and_take_equal_the_cpu_library() {
     }
 }
 
+/// Gathers large enough that each thread takes several positions (or rows) a grid-stride apart
+/// and loops over the grid more than once (the emulator has 4 multiprocessors, so a grid holds
+/// at most 32 768 threads), with bad values late in a batch: the smallest bad position is the one
+/// reported.
+#[test]
+fn large_gathers_take_every_batch_of_the_grid_stride_loops() {
+    let Some(g) = gpu() else { return };
+    let mut rng = Rng(31);
+    // One element per row (the row kernel, short rows), and a W10-like cube (the element-wise
+    // kernel).
+    for (shape, ishape, d) in [
+        (vec![300, 1000], vec![300, 500], 1),
+        (vec![40, 50, 60], vec![40, 50, 60], 1),
+        (vec![70, 30, 20], vec![70, 30, 20], 0),
+    ] {
+        let x = values(&mut rng, &shape, |v| v as f32);
+        let mut i = index(&mut rng, &ishape, shape[d]);
+        let want = gather::gather(&x, d as isize, &i).unwrap();
+        let got = gather_cuda::gather(&up(&g, &x), d as isize, &up(&g, &i)).unwrap();
+        assert_eq!(
+            got.to_host::<f32>().unwrap(),
+            want,
+            "gather {shape:?} dim {d}"
+        );
+        let n = i.len();
+        let flat = i.as_slice_mut().unwrap();
+        flat[n - 7] = -1;
+        flat[n / 2 + 3] = shape[d] as i64;
+        let cpu = gather::gather(&x, d as isize, &i).unwrap_err();
+        let gpu = gather_cuda::gather(&up(&g, &x), d as isize, &up(&g, &i)).unwrap_err();
+        assert_eq!(
+            gpu.op().unwrap(),
+            &cpu,
+            "gather {shape:?} dim {d}, bad values"
+        );
+    }
+    // Rows of 6 words (short: one word per lane of a team of 8) and of 75 words (long).
+    for (rows, cols, ids) in [(5000, 24, 20_000), (3000, 300, 6000)] {
+        let x = values(&mut rng, &[rows, cols], |v| v as f32);
+        let mut i = index(&mut rng, &[ids], rows);
+        let want = gather::index_select(&x, 0, &i).unwrap();
+        let got = gather_cuda::index_select(&up(&g, &x), 0, &up(&g, &i)).unwrap();
+        assert_eq!(
+            got.to_host::<f32>().unwrap(),
+            want,
+            "index_select {rows}x{cols}"
+        );
+        i[ids - 2] = rows as i64;
+        i[ids - 1] = -1;
+        let cpu = gather::index_select(&x, 0, &i).unwrap_err();
+        let gpu = gather_cuda::index_select(&up(&g, &x), 0, &up(&g, &i)).unwrap_err();
+        assert_eq!(
+            gpu.op().unwrap(),
+            &cpu,
+            "index_select {rows}x{cols}, bad values"
+        );
+    }
+    // take, negative positions counting from the end.
+    let x = values(&mut rng, &[1000, 300], |v| v as i32);
+    let n = x.len() as i64;
+    let flat = index(&mut rng, &[200_000], 2 * x.len()).mapv(|v| v - n);
+    let want = gather::take(&x, &flat).unwrap();
+    let got = gather_cuda::take(&up(&g, &x), &up(&g, &flat)).unwrap();
+    assert_eq!(got.to_host::<i32>().unwrap(), want, "take");
+}
+
 #[test]
 fn bad_indices_give_the_cpu_librarys_error_and_touch_nothing() {
     let Some(g) = gpu() else { return };

@@ -74,6 +74,9 @@ __device__ void take_impl(W* out, const W* x, Layout xl, const I* idx, Layout il
 // trailing axes). A team of `team` threads (a power of two up to 32) copies a row with words
 // of V (16 bytes when everything is aligned). A bad value is flagged at its row-major position
 // in the index view, whose `lanes` trailing positions per row all hold it.
+// A team takes ROW_BATCH rows a grid-stride apart and reads their index values together; rows
+// of at most one word per lane are then read together too, so that a thread of a short-row
+// gather (one element per row) has ROW_BATCH reads in flight instead of one at a time.
 #define ROW_BATCH 4
 template <typename V, typename I>
 __device__ void rows_impl(u8* out, const u8* x, const I* idx, i64 idx_so, i64 idx_sj, i64 n_idx,
@@ -83,29 +86,59 @@ __device__ void rows_impl(u8* out, const u8* x, const I* idx, i64 idx_so, i64 id
     const i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     const int lane = (int)(t & (team - 1));
     const i64 step = ((i64)gridDim.x * blockDim.x) / team;
-    for (i64 r = t / team; r < n_rows; r += step) {
-        i64 o = divq(r, n_idx), j = r - o * n_idx;
-        i64 v = map_index((i64)idx[o * idx_so + j * idx_sj], size, rule);
-        V* dst = (V*)(out + r * row_bytes);
-        if (v < 0) {
-            if (lane == 0) flag_bad(flag, (u64)(r * lanes));
-            for (i64 w = lane; w < words; w += team) dst[w] = V();
-            continue;
+    for (i64 r0 = t / team; r0 < n_rows; r0 += ROW_BATCH * step) {
+        i64 v[ROW_BATCH], xo[ROW_BATCH];
+#pragma unroll
+        for (int u = 0; u < ROW_BATCH; ++u) {
+            const i64 r = r0 + (i64)u * step;
+            v[u] = -1;
+            xo[u] = 0;
+            if (r >= n_rows) break;
+            const i64 o = divq(r, n_idx), j = r - o * n_idx;
+            v[u] = map_index((i64)idx[o * idx_so + j * idx_sj], size, rule);
+            xo[u] = o * x_so + v[u] * x_sv;
         }
-        const V* src = (const V*)(x + o * x_so + v * x_sv);
-        // A lane reads up to ROW_BATCH words before it writes any (the compiler may not move a
-        // read above a write through another pointer), so that they are in flight together.
-        for (i64 w0 = lane; w0 < words; w0 += ROW_BATCH * team) {
+        if (words <= team) {
             V buf[ROW_BATCH];
 #pragma unroll
             for (int u = 0; u < ROW_BATCH; ++u) {
-                const i64 w = w0 + (i64)u * team;
-                if (w < words) buf[u] = src[w];
+                buf[u] = V();
+                if (r0 + (i64)u * step < n_rows && v[u] >= 0 && lane < words)
+                    buf[u] = ((const V*)(x + xo[u]))[lane];
             }
 #pragma unroll
             for (int u = 0; u < ROW_BATCH; ++u) {
-                const i64 w = w0 + (i64)u * team;
-                if (w < words) dst[w] = buf[u];
+                const i64 r = r0 + (i64)u * step;
+                if (r >= n_rows) break;
+                if (v[u] < 0 && lane == 0) flag_bad(flag, (u64)(r * lanes));
+                if (lane < words) ((V*)(out + r * row_bytes))[lane] = buf[u];
+            }
+            continue;
+        }
+        for (int u = 0; u < ROW_BATCH; ++u) {
+            const i64 r = r0 + (i64)u * step;
+            if (r >= n_rows) break;
+            V* dst = (V*)(out + r * row_bytes);
+            if (v[u] < 0) {
+                if (lane == 0) flag_bad(flag, (u64)(r * lanes));
+                for (i64 w = lane; w < words; w += team) dst[w] = V();
+                continue;
+            }
+            const V* src = (const V*)(x + xo[u]);
+            // A lane reads up to ROW_BATCH words before it writes any (the compiler may not move
+            // a read above a write through another pointer), so that they are in flight together.
+            for (i64 w0 = lane; w0 < words; w0 += ROW_BATCH * team) {
+                V buf[ROW_BATCH];
+#pragma unroll
+                for (int b = 0; b < ROW_BATCH; ++b) {
+                    const i64 w = w0 + (i64)b * team;
+                    if (w < words) buf[b] = src[w];
+                }
+#pragma unroll
+                for (int b = 0; b < ROW_BATCH; ++b) {
+                    const i64 w = w0 + (i64)b * team;
+                    if (w < words) dst[w] = buf[b];
+                }
             }
         }
     }
