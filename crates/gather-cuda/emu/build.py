@@ -40,7 +40,9 @@ def sources():
             for name, fmt, file in arms]
 
 
-KERNEL = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(\w+)\s*\(([^)]*)\)')
+# A kernel's launch bounds are a hint to ptxas; the emulator drops them.
+KERNEL = re.compile(
+    r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\(([^)]*)\)')
 
 
 def unit(name, files, out):

@@ -1120,7 +1120,8 @@ fn run_fibers(
     let mp = m.next_power_of_two().max(2);
     let name = fiber_name(x.dtype(), idx.dtype());
     let f = dev.function(Source::Fiber, name)?;
-    let threads = mp.clamp(32, 256) as u32;
+    // The block sort holds two keys per thread.
+    let threads = (mp / 2).clamp(32, 1024) as u32;
     let cfg = cudarc::driver::LaunchConfig {
         grid_dim: (fibers.clamp(1, dev.sms() * 16) as u32, 1, 1),
         block_dim: (threads, 1, 1),

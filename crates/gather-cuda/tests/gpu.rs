@@ -852,6 +852,45 @@ fn long_fibers_take_the_radix_sort_and_equal_the_cpu_library() {
     check_long_fibers::<bf16>(&g, &mut rng, |v| bf16::from_f32(v as f32 / 512.0), false);
 }
 
+/// Fibers (the index's positions along dim at one coordinate of the other axes) of every length
+/// the block sort takes, up to 2048: its stages by shuffles, within one thread and through shared
+/// memory all run. Float sums are bitwise the CPU library's, which folds each target's
+/// contributions in index order, on values whose sums depend on that order.
+#[test]
+fn scatters_along_fibers_of_every_block_sort_length_equal_the_cpu_library() {
+    let Some(g) = gpu() else { return };
+    let mut rng = Rng(32);
+    let bits = |a: &ArrayD<f32>| a.mapv(f32::to_bits);
+    for m in [2usize, 17, 33, 64, 100, 255, 256, 500, 1024, 1500, 2048] {
+        for d in [0usize, 1] {
+            let (targets, fibers) = (m / 3 + 1, 3);
+            let (xs, is) = if d == 0 {
+                ([targets, fibers], [m, fibers])
+            } else {
+                ([fibers, targets], [fibers, m])
+            };
+            let x = values(&mut rng, &xs, |v| (v as f32 / 7.0).powi(3));
+            let src = values(&mut rng, &is, |v| (v as f32 / 7.0).powi(3));
+            let i = index(&mut rng, &is, targets);
+            let (xg, ig, sg) = (up(&g, &x), up(&g, &i), up(&g, &src));
+            let dim = d as isize;
+            let want = gather::scatter(&x, dim, &i, &src).unwrap();
+            let got = gather_cuda::scatter(&xg, dim, &ig, &sg).unwrap();
+            let got = got.to_host::<f32>().unwrap();
+            assert_eq!(bits(&got), bits(&want), "scatter, m {m} dim {d}");
+            for r in [Reduce::Sum, Reduce::Mean, Reduce::Amax] {
+                for include_self in [true, false] {
+                    let want = gather::scatter_reduce(&x, dim, &i, &src, r, include_self).unwrap();
+                    let got = gather_cuda::scatter_reduce(&xg, dim, &ig, &sg, r, include_self);
+                    let got = got.unwrap().to_host::<f32>().unwrap();
+                    let what = format!("{r:?} include_self {include_self}, m {m} dim {d}");
+                    assert_eq!(bits(&got), bits(&want), "{what}");
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn amax_and_amin_keep_the_cpu_librarys_bits_on_ties_zeros_and_nans() {
     let Some(g) = gpu() else { return };
