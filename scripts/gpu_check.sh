@@ -6,7 +6,7 @@
 #
 # Prepare here, then carry `gpu/` (ignored through .git/info/exclude):
 #   scripts/gpu_check.sh --prepare
-# On the GPU machine: `tests` takes at most 6.9 minutes by its timeouts and `bench` 5.7, so run
+# On the GPU machine: `tests` takes at most 7.4 minutes by its timeouts and `bench` 8.8, so run
 # them as two calls (a device call may last 10 minutes); `all` runs both:
 #   scripts/gpu_check.sh [all|tests|bench]
 set -uo pipefail
@@ -96,7 +96,7 @@ bench() {
     timeout 70 python3 scripts/bench_cuda_torch.py --large --json "$OUT/torch.json" > "$OUT/bench_torch.log" 2>&1
     echo "torch exit $?"
 
-    log "A/B, alternating over 2 rounds: this build, the baseline build (gpu/BASELINE), the scatter on the radix sort, gather-cuda at opt-level 3, the flag copied back after every call"
+    log "A/B, alternating over 2 rounds: this build, the baseline build (gpu/BASELINE), the scatter on the radix sort, gather-cuda at opt-level 3, the flag copied back after every call, the L2 fetching 32 bytes"
     std=W1,W2,W3,W4,W5,W6,W7,W8,W9,W10,W11
     for round in 1 2; do
         timeout 25 gpu/gather --no-progress bench --device cuda --only $std --repeat 30 --json "$OUT/ab_new_$round.json" > /dev/null 2>&1
@@ -104,8 +104,17 @@ bench() {
         GATHER_CUDA_SCATTER_SORT=radix timeout 20 gpu/gather --no-progress bench --device cuda --only W6,W7 --repeat 30 \
             --json "$OUT/ab_radix_$round.json" > /dev/null 2>&1
         timeout 10 gpu/gather-o3 --no-progress bench --device cuda --only W1,W2,W4,W10 --repeat 100 --json "$OUT/ab_o3_$round.json" > /dev/null 2>&1
+        GATHER_CUDA_L2_FETCH=32 timeout 15 gpu/gather --no-progress bench --device cuda --only W5,W9 --repeat 30 \
+            --json "$OUT/ab_l2f32_$round.json" > /dev/null 2>&1
         GATHER_CUDA_FLAG=copy timeout 10 gpu/gather --no-progress bench --device cuda --only W1,W2,W4,W10 --repeat 100 \
             --json "$OUT/ab_flagc_$round.json" > /dev/null 2>&1
+    done
+    log "the L2 fetch granularity (CuPy reads the default): W9x16 with 32 bytes and with the default, alternating"
+    python3 -c "import cupy; print('L2 fetch granularity, default:', cupy.cuda.runtime.deviceGetLimit(5), 'bytes')" 2>&1 | tail -1
+    for round in 1 2; do
+        GATHER_CUDA_L2_FETCH=32 timeout 25 gpu/gather --no-progress bench --device cuda --only W9x16 --repeat 5 \
+            --json "$OUT/ab_l2f32x_$round.json" > /dev/null 2>&1
+        timeout 25 gpu/gather --no-progress bench --device cuda --only W9x16 --repeat 5 --json "$OUT/ab_newx_$round.json" > /dev/null 2>&1
     done
     echo "baseline: $(cat gpu/BASELINE 2>/dev/null)"
     python3 - "$OUT" <<'PY'
@@ -119,12 +128,14 @@ def med(v):
                 rows.setdefault(w["name"], []).append(w["median_s"])
     return {n: statistics.median(t) for n, t in rows.items()}
 new, base, radix, o3, flagc = med("new"), med("base"), med("radix"), med("o3"), med("flagc")
-print(f"{'workload':30s} {'new us':>9s} {'base us':>9s} {'base/new':>8s} {'radix/new':>9s} {'o3/new':>7s} {'flagc/new':>9s}")
+l2f = med("l2f32") | med("l2f32x")
+new |= med("newx")
+print(f"{'workload':30s} {'new us':>9s} {'base us':>9s} {'base/new':>8s} {'radix/new':>9s} {'o3/new':>7s} {'flagc/new':>9s} {'l2f32/new':>9s}")
 for n in sorted(set(new) | set(radix)):
     t = new.get(n)
     cell = lambda d: f"{d[n] / t:.3f}" if t and n in d else "-"
     print(f"{n:30s} {t * 1e6 if t else float('nan'):9.1f} {base.get(n, float('nan')) * 1e6:9.1f} "
-          f"{cell(base):>8s} {cell(radix):>9s} {cell(o3):>7s} {cell(flagc):>9s}")
+          f"{cell(base):>8s} {cell(radix):>9s} {cell(o3):>7s} {cell(flagc):>9s} {cell(l2f):>9s}")
 PY
 
     log "where the time goes (GATHER_CUDA_PROFILE=1 waits after every step)"

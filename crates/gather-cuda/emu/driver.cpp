@@ -385,6 +385,7 @@ API cuStreamDestroy_v2(void* s) {
     return CUDA_SUCCESS;
 }
 API cuStreamSynchronize(void*) { return CUDA_SUCCESS; }
+API cuCtxSetLimit(int, size_t) { return CUDA_SUCCESS; }
 API cuStreamQuery(void*) { return CUDA_SUCCESS; }
 API cuStreamWaitEvent(void*, void*, unsigned) { return CUDA_SUCCESS; }
 

@@ -32,7 +32,8 @@
 //!   `GATHER_CUDA_EXACT_ALLOC=1` allocates exactly the bytes asked for (for memory checkers);
 //!   `GATHER_CUDA_SCATTER_SORT=radix` keeps the scatters on the radix sort;
 //!   `GATHER_CUDA_FLAG=copy` copies the bad-index flag back after every call, instead of only
-//!   after a call whose kernels marked the mapped host word.
+//!   after a call whose kernels marked the mapped host word; `GATHER_CUDA_L2_FETCH=<bytes>` sets
+//!   the context's L2 fetch granularity (an experiment for random reads).
 //!
 //! ```no_run
 //! use gather_cuda::{Cuda, CudaTensor};
