@@ -274,6 +274,10 @@ impl Cuda {
             )));
         }
         let ctx = CudaContext::new(ordinal)?;
+        // SAFETY: every buffer of this crate is allocated, used and freed on the one stream
+        // below, so stream order already orders its uses; cudarc's tracking would otherwise
+        // create two events per allocation and record one each time a buffer's address is taken.
+        unsafe { ctx.disable_event_tracking() };
         let (major, minor) = ctx.compute_capability()?;
         let sms = ctx.attribute(
             cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
