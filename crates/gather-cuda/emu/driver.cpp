@@ -297,34 +297,55 @@ std::vector<std::string> entries(const char* ptx) {
 
 #define API extern "C" __attribute__((visibility("default"))) CUresult
 
-API cuInit(unsigned) { return CUDA_SUCCESS; }
+// EMU_TRACE=1 prints each driver entry point the program calls on stderr, a line "CU name" each
+// (a call made inside another is not repeated), for emu/calls.py. Every API function starts
+// with TRACE.
+struct Trace {
+    static thread_local int depth;
+    explicit Trace(const char* name) {
+        static const bool on = getenv("EMU_TRACE") != nullptr;
+        if (depth++ == 0 && on) fprintf(stderr, "CU %s\n", name);
+    }
+    ~Trace() { --depth; }
+};
+thread_local int Trace::depth = 0;
+#define TRACE Trace trace_(__func__)
+
+API cuInit(unsigned) { TRACE; return CUDA_SUCCESS; }
 API cuDriverGetVersion(int* v) {
+    TRACE;
     *v = 13000;
     return CUDA_SUCCESS;
 }
 API cuDeviceGetCount(int* n) {
+    TRACE;
     *n = 1;
     return CUDA_SUCCESS;
 }
 API cuDeviceGet(CUdevice* d, int ordinal) {
+    TRACE;
     if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
     *d = 0;
     return CUDA_SUCCESS;
 }
 API cuDeviceGetName(char* name, int len, CUdevice) {
+    TRACE;
     std::snprintf(name, (size_t)len, "CPU emulator of a CUDA GPU (gather-cuda tests)");
     return CUDA_SUCCESS;
 }
 API cuDeviceGetUuid(void* uuid, CUdevice) {
+    TRACE;
     std::memset(uuid, 0, 16);
     return CUDA_SUCCESS;
 }
-API cuDeviceGetUuid_v2(void* uuid, CUdevice d) { return cuDeviceGetUuid(uuid, d); }
+API cuDeviceGetUuid_v2(void* uuid, CUdevice d) { TRACE; return cuDeviceGetUuid(uuid, d); }
 API cuDeviceTotalMem_v2(size_t* bytes, CUdevice) {
+    TRACE;
     *bytes = TOTAL;
     return CUDA_SUCCESS;
 }
 API cuDeviceGetAttribute(int* v, int attribute, CUdevice) {
+    TRACE;
     switch (attribute) {
         case 1: *v = 1024; break;    // max threads per block
         case 2: *v = 1024; break;    // max block dim x
@@ -342,129 +363,152 @@ API cuDeviceGetAttribute(int* v, int attribute, CUdevice) {
     return CUDA_SUCCESS;
 }
 API cuDevicePrimaryCtxRetain(void** ctx, CUdevice) {
+    TRACE;
     *ctx = &context_token;
     return CUDA_SUCCESS;
 }
-API cuDevicePrimaryCtxRelease_v2(CUdevice) { return CUDA_SUCCESS; }
-API cuDevicePrimaryCtxRelease(CUdevice) { return CUDA_SUCCESS; }
-API cuCtxSetCurrent(void*) { return CUDA_SUCCESS; }
+API cuDevicePrimaryCtxRelease_v2(CUdevice) { TRACE; return CUDA_SUCCESS; }
+API cuDevicePrimaryCtxRelease(CUdevice) { TRACE; return CUDA_SUCCESS; }
+API cuCtxSetCurrent(void*) { TRACE; return CUDA_SUCCESS; }
 API cuCtxGetCurrent(void** ctx) {
+    TRACE;
     *ctx = &context_token;
     return CUDA_SUCCESS;
 }
-API cuCtxPushCurrent_v2(void*) { return CUDA_SUCCESS; }
+API cuCtxPushCurrent_v2(void*) { TRACE; return CUDA_SUCCESS; }
 API cuCtxPopCurrent_v2(void** ctx) {
+    TRACE;
     if (ctx) *ctx = &context_token;
     return CUDA_SUCCESS;
 }
 API cuCtxGetDevice(CUdevice* d) {
+    TRACE;
     *d = 0;
     return CUDA_SUCCESS;
 }
-API cuCtxSynchronize() { return CUDA_SUCCESS; }
-API cuCtxSetFlags(unsigned) { return CUDA_SUCCESS; }
+API cuCtxSynchronize() { TRACE; return CUDA_SUCCESS; }
+API cuCtxSetFlags(unsigned) { TRACE; return CUDA_SUCCESS; }
 API cuCtxGetStreamPriorityRange(int* least, int* greatest) {
+    TRACE;
     if (least) *least = 0;
     if (greatest) *greatest = 0;
     return CUDA_SUCCESS;
 }
 API cuDeviceGetDefaultMemPool(void** pool, CUdevice) {
+    TRACE;
     *pool = &pool_token;
     return CUDA_SUCCESS;
 }
-API cuMemPoolSetAttribute(void*, int, void*) { return CUDA_SUCCESS; }
-API cuMemPoolTrimTo(void*, size_t) { return CUDA_SUCCESS; }
+API cuMemPoolSetAttribute(void*, int, void*) { TRACE; return CUDA_SUCCESS; }
+API cuMemPoolTrimTo(void*, size_t) { TRACE; return CUDA_SUCCESS; }
 
 API cuStreamCreate(void** s, unsigned) {
+    TRACE;
     *s = new char;
     return CUDA_SUCCESS;
 }
-API cuStreamCreateWithPriority(void** s, unsigned f, int) { return cuStreamCreate(s, f); }
+API cuStreamCreateWithPriority(void** s, unsigned f, int) { TRACE; return cuStreamCreate(s, f); }
 API cuStreamDestroy_v2(void* s) {
+    TRACE;
     delete static_cast<char*>(s);
     return CUDA_SUCCESS;
 }
-API cuStreamSynchronize(void*) { return CUDA_SUCCESS; }
-API cuCtxSetLimit(int, size_t) { return CUDA_SUCCESS; }
-API cuStreamQuery(void*) { return CUDA_SUCCESS; }
-API cuStreamWaitEvent(void*, void*, unsigned) { return CUDA_SUCCESS; }
+API cuStreamSynchronize(void*) { TRACE; return CUDA_SUCCESS; }
+API cuCtxSetLimit(int, size_t) { TRACE; return CUDA_SUCCESS; }
+API cuStreamQuery(void*) { TRACE; return CUDA_SUCCESS; }
+API cuStreamWaitEvent(void*, void*, unsigned) { TRACE; return CUDA_SUCCESS; }
 
 API cuEventCreate(void** e, unsigned) {
+    TRACE;
     *e = new Event{std::chrono::steady_clock::now()};
     return CUDA_SUCCESS;
 }
 API cuEventRecord(void* e, void*) {
+    TRACE;
     static_cast<Event*>(e)->at = std::chrono::steady_clock::now();
     return CUDA_SUCCESS;
 }
-API cuEventSynchronize(void*) { return CUDA_SUCCESS; }
-API cuEventQuery(void*) { return CUDA_SUCCESS; }
+API cuEventSynchronize(void*) { TRACE; return CUDA_SUCCESS; }
+API cuEventQuery(void*) { TRACE; return CUDA_SUCCESS; }
 API cuEventElapsedTime(float* ms, void* a, void* b) {
+    TRACE;
     const auto d = static_cast<Event*>(b)->at - static_cast<Event*>(a)->at;
     *ms = std::chrono::duration<float, std::milli>(d).count();
     return CUDA_SUCCESS;
 }
-API cuEventElapsedTime_v2(float* ms, void* a, void* b) { return cuEventElapsedTime(ms, a, b); }
+API cuEventElapsedTime_v2(float* ms, void* a, void* b) { TRACE; return cuEventElapsedTime(ms, a, b); }
 API cuEventDestroy_v2(void* e) {
+    TRACE;
     delete static_cast<Event*>(e);
     return CUDA_SUCCESS;
 }
 
-API cuMemAlloc_v2(CUdeviceptr* p, size_t n) { return alloc(p, n); }
-API cuMemAllocAsync(CUdeviceptr* p, size_t n, void*) { return alloc(p, n); }
-API cuMemFree_v2(CUdeviceptr p) { return release(p); }
-API cuMemFreeAsync(CUdeviceptr p, void*) { return release(p); }
+API cuMemAlloc_v2(CUdeviceptr* p, size_t n) { TRACE; return alloc(p, n); }
+API cuMemAllocAsync(CUdeviceptr* p, size_t n, void*) { TRACE; return alloc(p, n); }
+API cuMemFree_v2(CUdeviceptr p) { TRACE; return release(p); }
+API cuMemFreeAsync(CUdeviceptr p, void*) { TRACE; return release(p); }
 API cuMemGetInfo_v2(size_t* free_bytes, size_t* total) {
+    TRACE;
     std::lock_guard<std::mutex> g(lock);
     *free_bytes = TOTAL - allocated;
     *total = TOTAL;
     return CUDA_SUCCESS;
 }
 API cuMemAllocHost_v2(void** p, size_t n) {
+    TRACE;
     *p = std::malloc(n ? n : 1);
     return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
-API cuMemHostAlloc(void** p, size_t n, unsigned) { return cuMemAllocHost_v2(p, n); }
+API cuMemHostAlloc(void** p, size_t n, unsigned) { TRACE; return cuMemAllocHost_v2(p, n); }
 API cuMemHostGetDevicePointer_v2(CUdeviceptr* d, void* p, unsigned) {
+    TRACE;
     *d = (CUdeviceptr)(uintptr_t)p;
     return CUDA_SUCCESS;
 }
 API cuMemFreeHost(void* p) {
+    TRACE;
     std::free(p);
     return CUDA_SUCCESS;
 }
 API cuMemcpyHtoD_v2(CUdeviceptr d, const void* h, size_t n) {
+    TRACE;
     std::memcpy((void*)(uintptr_t)d, h, n);
     return CUDA_SUCCESS;
 }
-API cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void* h, size_t n, void*) { return cuMemcpyHtoD_v2(d, h, n); }
+API cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void* h, size_t n, void*) { TRACE; return cuMemcpyHtoD_v2(d, h, n); }
 API cuMemcpyDtoH_v2(void* h, CUdeviceptr d, size_t n) {
+    TRACE;
     std::memcpy(h, (const void*)(uintptr_t)d, n);
     return CUDA_SUCCESS;
 }
-API cuMemcpyDtoHAsync_v2(void* h, CUdeviceptr d, size_t n, void*) { return cuMemcpyDtoH_v2(h, d, n); }
+API cuMemcpyDtoHAsync_v2(void* h, CUdeviceptr d, size_t n, void*) { TRACE; return cuMemcpyDtoH_v2(h, d, n); }
 API cuMemcpyDtoD_v2(CUdeviceptr d, CUdeviceptr s, size_t n) {
+    TRACE;
     std::memmove((void*)(uintptr_t)d, (const void*)(uintptr_t)s, n);
     return CUDA_SUCCESS;
 }
-API cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, void*) { return cuMemcpyDtoD_v2(d, s, n); }
+API cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, void*) { TRACE; return cuMemcpyDtoD_v2(d, s, n); }
 API cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) {
+    TRACE;
     std::memset((void*)(uintptr_t)d, v, n);
     return CUDA_SUCCESS;
 }
-API cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, void*) { return cuMemsetD8_v2(d, v, n); }
+API cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, void*) { TRACE; return cuMemsetD8_v2(d, v, n); }
 API cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, void*) {
+    TRACE;
     auto* p = (unsigned short*)(uintptr_t)d;
     for (size_t i = 0; i < n; ++i) p[i] = v;
     return CUDA_SUCCESS;
 }
 API cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, void*) {
+    TRACE;
     auto* p = (unsigned*)(uintptr_t)d;
     for (size_t i = 0; i < n; ++i) p[i] = v;
     return CUDA_SUCCESS;
 }
 
 API cuModuleLoadData(void** module, const void* image) {
+    TRACE;
     const auto names = entries(static_cast<const char*>(image));
     for (const auto& [source, kernels] : emu::registry()) {
         if (kernels.size() != names.size()) continue;
@@ -484,10 +528,12 @@ API cuModuleLoadData(void** module, const void* image) {
     return CUDA_ERROR_INVALID_IMAGE;
 }
 API cuModuleUnload(void* module) {
+    TRACE;
     delete static_cast<Module*>(module);
     return CUDA_SUCCESS;
 }
 API cuModuleGetFunction(void** f, void* module, const char* name) {
+    TRACE;
     for (const auto& k : *static_cast<Module*>(module)->kernels) {
         if (std::strcmp(k.name, name) == 0) {
             *f = const_cast<emu::Kernel*>(&k);
@@ -497,13 +543,15 @@ API cuModuleGetFunction(void** f, void* module, const char* name) {
     return CUDA_ERROR_NOT_FOUND;
 }
 API cuFuncGetAttribute(int* v, int, void*) {
+    TRACE;
     *v = 0;
     return CUDA_SUCCESS;
 }
-API cuFuncSetAttribute(void*, int, int) { return CUDA_SUCCESS; }
-API cuFuncSetCacheConfig(void*, int) { return CUDA_SUCCESS; }
+API cuFuncSetAttribute(void*, int, int) { TRACE; return CUDA_SUCCESS; }
+API cuFuncSetCacheConfig(void*, int) { TRACE; return CUDA_SUCCESS; }
 API cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                    unsigned shared, void*, void** args, void** extra) {
+    TRACE;
     if (!f || extra || shared > 0 || (size_t)bx * by * bz > 1024 || !gx || !gy || !gz || !bx || !by || !bz)
         return CUDA_ERROR_INVALID_VALUE;
     emu::launch(static_cast<const emu::Kernel*>(f), emu::dim3{gx, gy, gz}, emu::dim3{bx, by, bz}, args);
@@ -511,15 +559,18 @@ API cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, 
 }
 
 API cuGetErrorString(CUresult r, const char** s) {
+    TRACE;
     *s = r == CUDA_SUCCESS ? "no error" : "an error of the CUDA emulator";
     return CUDA_SUCCESS;
 }
 API cuGetErrorName(CUresult r, const char** s) {
+    TRACE;
     *s = r == CUDA_SUCCESS ? "CUDA_SUCCESS" : "CUDA_ERROR_EMULATOR";
     return CUDA_SUCCESS;
 }
 // NVRTC asks the driver for its private tables when it compiles; the emulator has none.
 API cuGetExportTable(const void** table, const void*) {
+    TRACE;
     *table = nullptr;
     return 801;  // CUDA_ERROR_NOT_SUPPORTED
 }
