@@ -6,7 +6,7 @@
 #
 # Prepare here, then carry `gpu/` (ignored through .git/info/exclude):
 #   scripts/gpu_check.sh --prepare
-# On the GPU machine: `tests` takes at most 7.4 minutes by its timeouts and `bench` 8.8, so run
+# On the GPU machine: `tests` takes at most 7.9 minutes by its timeouts and `bench` 8.8, so run
 # them as two calls (a device call may last 10 minutes); `all` runs both:
 #   scripts/gpu_check.sh [all|tests|bench]
 set -uo pipefail
@@ -78,11 +78,16 @@ tests() {
     log "compute-sanitizer memcheck: unit tests (bad indices, scatter family, the ops added without a GPU) and the suite's error cases"
     GATHER_CUDA_EXACT_ALLOC=1 GATHER_CUDA_QUICK=1 timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 gpu/gpu-tests --test-threads=1 \
         bad_indices scatter_reduce_propagates empty_and_zero index_add masked_select repeat_interleave atomic_scatter_add counting_sorts \
-        take_along_dim select_batched bounds_policies broadcasting scatter_reduce_arg segment_reductions scatter_groups softmax_any > "$OUT/sanitizer_tests.log" 2>&1
+        take_along_dim select_batched bounds_policies broadcasting scatter_reduce_arg segment_reductions scatter_groups softmax_any \
+        large_gathers block_sort_length > "$OUT/sanitizer_tests.log" 2>&1
     echo "sanitizer tests exit $?"; grep -E "ERROR SUMMARY|test result" "$OUT/sanitizer_tests.log"
     GATHER_CUDA_EXACT_ALLOC=1 GATHER_CUDA_QUICK=1 timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 gpu/gpu-tests --test-threads=1 \
         gradients_ > "$OUT/sanitizer_grads.log" 2>&1
     echo "sanitizer gradients exit $?"; grep -E "ERROR SUMMARY|test result" "$OUT/sanitizer_grads.log"
+    log "compute-sanitizer racecheck: the kernels that share memory within a block (fiber sort, counting sort's runs)"
+    timeout 30 compute-sanitizer --tool racecheck --error-exitcode 9 gpu/gpu-tests --test-threads=1 \
+        block_sort_length counting_sorts > "$OUT/racecheck.log" 2>&1
+    echo "racecheck exit $?"; grep -E "ERROR SUMMARY|RACE REPORT|test result" "$OUT/racecheck.log" | head -5
     GATHER_CUDA_EXACT_ALLOC=1 timeout 40 compute-sanitizer --tool memcheck --error-exitcode 9 gpu/gather --no-progress conformance \
         --device cuda --filter err_ /tmp/suite/conformance > "$OUT/sanitizer_conformance.log" 2>&1
     echo "sanitizer conformance exit $?"; grep -E "ERROR SUMMARY|passed" "$OUT/sanitizer_conformance.log" | tail -3
