@@ -228,6 +228,7 @@ enum {
     CUDA_ERROR_INVALID_DEVICE = 101,
     CUDA_ERROR_INVALID_IMAGE = 200,
     CUDA_ERROR_NOT_FOUND = 500,
+    CUDA_ERROR_NOT_SUPPORTED = 801,
 };
 
 namespace {
@@ -462,6 +463,8 @@ API cuMemAllocHost_v2(void** p, size_t n) {
 API cuMemHostAlloc(void** p, size_t n, unsigned) { TRACE; return cuMemAllocHost_v2(p, n); }
 API cuMemHostGetDevicePointer_v2(CUdeviceptr* d, void* p, unsigned) {
     TRACE;
+    // GATHER_EMU_NO_MAP=1: a driver that cannot map host memory (the library falls back).
+    if (getenv("GATHER_EMU_NO_MAP")) return CUDA_ERROR_NOT_SUPPORTED;
     *d = (CUdeviceptr)(uintptr_t)p;
     return CUDA_SUCCESS;
 }

@@ -289,25 +289,39 @@ impl Cuda {
         // that flagged something; GATHER_CUDA_FLAG=copy copies the flag back after every call
         // instead (the way before, kept for the A/B of scripts/gpu_check.sh).
         let copy = std::env::var("GATHER_CUDA_FLAG").is_ok_and(|v| v == "copy");
-        let host_flags = if copy {
-            0
-        } else {
-            cudarc::driver::sys::CU_MEMHOSTALLOC_DEVICEMAP
+        // Where the driver cannot map the word, the flag is copied back instead (as with
+        // GATHER_CUDA_FLAG=copy), rather than the GPU being unusable.
+        let mut mapped = 0u64;
+        let mut host = None;
+        if !copy {
+            // SAFETY: a one-word host buffer that only the flag's read-back and the kernels'
+            // mark write, each waited for before it is read.
+            let h = unsafe {
+                ctx.alloc_pinned_with_flags::<u64>(
+                    1,
+                    cudarc::driver::sys::CU_MEMHOSTALLOC_DEVICEMAP,
+                )
+            };
+            if let Ok(mut h) = h {
+                let word = h.as_mut_ptr()?;
+                // SAFETY: asks the driver for the device address of the live mapped word.
+                let r = unsafe {
+                    cudarc::driver::sys::cuMemHostGetDevicePointer_v2(&mut mapped, word.cast(), 0)
+                };
+                if r.result().is_err() {
+                    mapped = 0;
+                }
+                host = Some(h);
+            }
+        }
+        let mut host = match host {
+            Some(h) => h,
+            // SAFETY: as above, without the mapping.
+            None => unsafe { ctx.alloc_pinned_with_flags::<u64>(1, 0) }?,
         };
-        // SAFETY: a one-word host buffer that only the flag's read-back and the kernels' mark
-        // write, each waited for before it is read.
-        let mut host = unsafe { ctx.alloc_pinned_with_flags::<u64>(1, host_flags) }?;
         let word = host.as_mut_ptr()?;
         // SAFETY: the word is the Flag's, and no kernel has run yet.
         unsafe { word.write_volatile(0) };
-        let mut mapped = 0u64;
-        if !copy {
-            // SAFETY: asks the driver for the device address of the live mapped word.
-            unsafe {
-                cudarc::driver::sys::cuMemHostGetDevicePointer_v2(&mut mapped, word.cast(), 0)
-                    .result()
-            }?;
-        }
         let mut dev = stream.alloc_zeros::<u64>(2)?;
         stream.memcpy_htod(&[u64::MAX, mapped], &mut dev)?;
         let flag = Flag {
