@@ -6,7 +6,7 @@
 #
 # Prepare here, then carry `gpu/` (ignored through .git/info/exclude):
 #   scripts/gpu_check.sh --prepare
-# On the GPU machine: `tests` takes at most 7.9 minutes by its timeouts and `bench` 8.8, so run
+# On the GPU machine: `tests` takes at most 7.9 minutes by its timeouts and `bench` 8.7, so run
 # them as two calls (a device call may last 10 minutes); `all` runs both:
 #   scripts/gpu_check.sh [all|tests|bench]
 set -uo pipefail
@@ -101,26 +101,30 @@ bench() {
     timeout 70 python3 scripts/bench_cuda_torch.py --large --json "$OUT/torch.json" > "$OUT/bench_torch.log" 2>&1
     echo "torch exit $?"
 
+    log "table (the targets), before the A/B in case the call is cut short"
+    python3 scripts/cuda_table.py "$OUT/ours.json" "$OUT/torch.json" | tee "$OUT/table.txt"
+
     log "A/B, alternating over 2 rounds: this build, the baseline build (gpu/BASELINE), the scatter on the radix sort, gather-cuda at opt-level 3, the flag copied back after every call, the L2 fetching 32 bytes"
     std=W1,W2,W3,W4,W5,W6,W7,W8,W9,W10,W11
+    # In one process each (--in-process): a fresh process per workload would set up the context
+    # and compile the kernels with NVRTC again for each of them.
+    ab="--no-progress bench --device cuda --in-process"
     for round in 1 2; do
-        timeout 25 gpu/gather --no-progress bench --device cuda --only $std --repeat 30 --json "$OUT/ab_new_$round.json" > /dev/null 2>&1
-        timeout 25 gpu/gather-base --no-progress bench --device cuda --only $std --repeat 30 --json "$OUT/ab_base_$round.json" > /dev/null 2>&1
-        GATHER_CUDA_SCATTER_SORT=radix timeout 20 gpu/gather --no-progress bench --device cuda --only W6,W7 --repeat 30 \
+        timeout 35 gpu/gather $ab --only $std --repeat 30 --json "$OUT/ab_new_$round.json" > /dev/null 2>&1
+        timeout 35 gpu/gather-base $ab --only $std --repeat 30 --json "$OUT/ab_base_$round.json" > /dev/null 2>&1
+        GATHER_CUDA_SCATTER_SORT=radix timeout 20 gpu/gather $ab --only W6,W7 --repeat 30 \
             --json "$OUT/ab_radix_$round.json" > /dev/null 2>&1
-        timeout 10 gpu/gather-o3 --no-progress bench --device cuda --only W1,W2,W4,W10 --repeat 100 --json "$OUT/ab_o3_$round.json" > /dev/null 2>&1
-        GATHER_CUDA_L2_FETCH=32 timeout 15 gpu/gather --no-progress bench --device cuda --only W5,W9 --repeat 30 \
+        GATHER_CUDA_L2_FETCH=32 timeout 15 gpu/gather $ab --only W5,W9 --repeat 30 \
             --json "$OUT/ab_l2f32_$round.json" > /dev/null 2>&1
-        GATHER_CUDA_FLAG=copy timeout 10 gpu/gather --no-progress bench --device cuda --only W1,W2,W4,W10 --repeat 100 \
+        timeout 10 gpu/gather-o3 $ab --only W1,W2,W4,W10 --repeat 100 --json "$OUT/ab_o3_$round.json" > /dev/null 2>&1
+        GATHER_CUDA_FLAG=copy timeout 10 gpu/gather $ab --only W1,W2,W4,W10 --repeat 100 \
             --json "$OUT/ab_flagc_$round.json" > /dev/null 2>&1
     done
-    log "the L2 fetch granularity (CuPy reads the default): W9x16 with 32 bytes and with the default, alternating"
+    log "the L2 fetch granularity (CuPy reads the default): W9x16 with 32 bytes, then with the default"
     python3 -c "import cupy; print('L2 fetch granularity, default:', cupy.cuda.runtime.deviceGetLimit(5), 'bytes')" 2>&1 | tail -1
-    for round in 1 2; do
-        GATHER_CUDA_L2_FETCH=32 timeout 25 gpu/gather --no-progress bench --device cuda --only W9x16 --repeat 5 \
-            --json "$OUT/ab_l2f32x_$round.json" > /dev/null 2>&1
-        timeout 25 gpu/gather --no-progress bench --device cuda --only W9x16 --repeat 5 --json "$OUT/ab_newx_$round.json" > /dev/null 2>&1
-    done
+    GATHER_CUDA_L2_FETCH=32 timeout 25 gpu/gather --no-progress bench --device cuda --only W9x16 --repeat 5 \
+        --json "$OUT/ab_l2f32x_1.json" > /dev/null 2>&1
+    timeout 25 gpu/gather --no-progress bench --device cuda --only W9x16 --repeat 5 --json "$OUT/ab_newx_1.json" > /dev/null 2>&1
     echo "baseline: $(cat gpu/BASELINE 2>/dev/null)"
     python3 - "$OUT" <<'PY'
 import json, os, statistics, sys
@@ -147,8 +151,6 @@ PY
     GATHER_CUDA_PROFILE=1 timeout 30 gpu/gather bench --device cuda --only W1,W5,W6,W7,W9,W11 --repeat 10 > "$OUT/profile.log" 2>&1
     cut -c1-110 "$OUT/profile.log"
 
-    log "table"
-    python3 scripts/cuda_table.py "$OUT/ours.json" "$OUT/torch.json" | tee "$OUT/table.txt"
 }
 
 case "${1:-all}" in
