@@ -95,7 +95,7 @@ tests() {
 
 bench() {
     log "bench, ours"
-    timeout 120 gpu/gather bench --device cuda --large --json "$OUT/ours.json" 2>&1 | tee "$OUT/bench_ours.log"
+    timeout 120 gpu/gather bench --device cuda --in-process --large --json "$OUT/ours.json" 2>&1 | tee "$OUT/bench_ours.log"
 
     log "bench, PyTorch"
     timeout 70 python3 scripts/bench_cuda_torch.py --large --json "$OUT/torch.json" > "$OUT/bench_torch.log" 2>&1
