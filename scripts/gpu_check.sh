@@ -6,7 +6,7 @@
 #
 # Prepare here, then carry `gpu/` (ignored through .git/info/exclude):
 #   scripts/gpu_check.sh --prepare
-# On the GPU machine: `tests` takes at most 7.9 minutes by its timeouts and `bench` 8.7, so run
+# On the GPU machine: `tests` takes at most 7.9 minutes by its timeouts and `bench` 9.1, so run
 # them as two calls (a device call may last 10 minutes); `all` runs both:
 #   scripts/gpu_check.sh [all|tests|bench]
 set -uo pipefail
@@ -104,22 +104,28 @@ bench() {
     log "table (the targets), before the A/B in case the call is cut short"
     python3 scripts/cuda_table.py "$OUT/ours.json" "$OUT/torch.json" | tee "$OUT/table.txt"
 
-    log "A/B, alternating over 2 rounds: this build, the baseline build (gpu/BASELINE), the scatter on the radix sort, gather-cuda at opt-level 3, the flag copied back after every call, the L2 fetching 32 bytes"
+    log "A/B, alternating over 2 rounds: this build, the baseline build (gpu/BASELINE), the scatter on the radix sort, the row fold reading column pairs, gather-cuda at opt-level 3, the flag copied back after every call, the L2 fetching 32 bytes"
     std=W1,W2,W3,W4,W5,W6,W7,W8,W9,W10,W11
     # In one process each (--in-process): a fresh process per workload would set up the context
     # and compile the kernels with NVRTC again for each of them.
     ab="--no-progress bench --device cuda --in-process"
     for round in 1 2; do
-        timeout 35 gpu/gather $ab --only $std --repeat 30 --json "$OUT/ab_new_$round.json" > /dev/null 2>&1
-        timeout 35 gpu/gather-base $ab --only $std --repeat 30 --json "$OUT/ab_base_$round.json" > /dev/null 2>&1
-        GATHER_CUDA_SCATTER_SORT=radix timeout 20 gpu/gather $ab --only W6,W7 --repeat 30 \
+        timeout 30 gpu/gather $ab --only $std --repeat 30 --json "$OUT/ab_new_$round.json" > /dev/null 2>&1
+        timeout 30 gpu/gather-base $ab --only $std --repeat 30 --json "$OUT/ab_base_$round.json" > /dev/null 2>&1
+        GATHER_CUDA_SCATTER_SORT=radix timeout 15 gpu/gather $ab --only W6,W7 --repeat 30 \
             --json "$OUT/ab_radix_$round.json" > /dev/null 2>&1
-        GATHER_CUDA_L2_FETCH=32 timeout 15 gpu/gather $ab --only W5,W9 --repeat 30 \
+        GATHER_CUDA_APPLY=wide timeout 15 gpu/gather $ab --only W6,W7 --repeat 30 \
+            --json "$OUT/ab_wide_$round.json" > /dev/null 2>&1
+        GATHER_CUDA_L2_FETCH=32 timeout 12 gpu/gather $ab --only W5,W9 --repeat 30 \
             --json "$OUT/ab_l2f32_$round.json" > /dev/null 2>&1
-        timeout 10 gpu/gather-o3 $ab --only W1,W2,W4,W10 --repeat 100 --json "$OUT/ab_o3_$round.json" > /dev/null 2>&1
-        GATHER_CUDA_FLAG=copy timeout 10 gpu/gather $ab --only W1,W2,W4,W10 --repeat 100 \
+        timeout 8 gpu/gather-o3 $ab --only W1,W2,W4,W10 --repeat 100 --json "$OUT/ab_o3_$round.json" > /dev/null 2>&1
+        GATHER_CUDA_FLAG=copy timeout 8 gpu/gather $ab --only W1,W2,W4,W10 --repeat 100 \
             --json "$OUT/ab_flagc_$round.json" > /dev/null 2>&1
     done
+    log "W6x16 with the row fold reading column pairs, then without"
+    GATHER_CUDA_APPLY=wide timeout 25 gpu/gather --no-progress bench --device cuda --only W6x16 --repeat 5 \
+        --json "$OUT/ab_widex_1.json" > /dev/null 2>&1
+    timeout 25 gpu/gather --no-progress bench --device cuda --only W6x16 --repeat 5 --json "$OUT/ab_newx6_1.json" > /dev/null 2>&1
     log "the L2 fetch granularity (CuPy reads the default): W9x16 with 32 bytes, then with the default"
     python3 -c "import cupy; print('L2 fetch granularity, default:', cupy.cuda.runtime.deviceGetLimit(5), 'bytes')" 2>&1 | tail -1
     GATHER_CUDA_L2_FETCH=32 timeout 25 gpu/gather --no-progress bench --device cuda --only W9x16 --repeat 5 \
@@ -137,18 +143,19 @@ def med(v):
                 rows.setdefault(w["name"], []).append(w["median_s"])
     return {n: statistics.median(t) for n, t in rows.items()}
 new, base, radix, o3, flagc = med("new"), med("base"), med("radix"), med("o3"), med("flagc")
+wide = med("wide") | med("widex")
 l2f = med("l2f32") | med("l2f32x")
-new |= med("newx")
-print(f"{'workload':30s} {'new us':>9s} {'base us':>9s} {'base/new':>8s} {'radix/new':>9s} {'o3/new':>7s} {'flagc/new':>9s} {'l2f32/new':>9s}")
+new |= med("newx") | med("newx6")
+print(f"{'workload':30s} {'new us':>9s} {'base us':>9s} {'base/new':>8s} {'radix/new':>9s} {'wide/new':>8s} {'o3/new':>7s} {'flagc/new':>9s} {'l2f32/new':>9s}")
 for n in sorted(set(new) | set(radix)):
     t = new.get(n)
     cell = lambda d: f"{d[n] / t:.3f}" if t and n in d else "-"
     print(f"{n:30s} {t * 1e6 if t else float('nan'):9.1f} {base.get(n, float('nan')) * 1e6:9.1f} "
-          f"{cell(base):>8s} {cell(radix):>9s} {cell(o3):>7s} {cell(flagc):>9s} {cell(l2f):>9s}")
+          f"{cell(base):>8s} {cell(radix):>9s} {cell(wide):>8s} {cell(o3):>7s} {cell(flagc):>9s} {cell(l2f):>9s}")
 PY
 
     log "where the time goes (GATHER_CUDA_PROFILE=1 waits after every step)"
-    GATHER_CUDA_PROFILE=1 timeout 30 gpu/gather bench --device cuda --only W1,W5,W6,W7,W9,W11 --repeat 10 > "$OUT/profile.log" 2>&1
+    GATHER_CUDA_PROFILE=1 timeout 20 gpu/gather bench --device cuda --only W1,W5,W6,W7,W9,W11 --repeat 10 > "$OUT/profile.log" 2>&1
     cut -c1-110 "$OUT/profile.log"
 
 }

@@ -31,6 +31,7 @@
 //!   launch (a failing kernel is named); `GATHER_CUDA_PROFILE=1` books the time per kernel;
 //!   `GATHER_CUDA_EXACT_ALLOC=1` allocates exactly the bytes asked for (for memory checkers);
 //!   `GATHER_CUDA_SCATTER_SORT=radix` keeps the scatters on the radix sort;
+//!   `GATHER_CUDA_APPLY=wide` folds f32 rows reading pairs of columns, 8 rows ahead;
 //!   `GATHER_CUDA_FLAG=copy` copies the bad-index flag back after every call, instead of only
 //!   after a call whose kernels marked the mapped host word; `GATHER_CUDA_L2_FETCH=<bytes>` sets
 //!   the context's L2 fetch granularity (an experiment for random reads).

@@ -1018,10 +1018,21 @@ pub(crate) fn run(
 
     let (alpha_bits, use_alpha) = (alpha.unwrap_or(0), alpha.is_some() as i32);
     if row_kernel {
-        let name = apply_rows_name(x.dtype());
+        let (op_, out_row, src_row) = (out.ptr(), km.stride[0], rm.stride[0]);
+        // GATHER_CUDA_APPLY=wide: f32 rows read as 8-byte pairs, 8 rows ahead (apply_rows_impl),
+        // where every pair is whole and aligned.
+        let wide = apply_wide()
+            && x.dtype() == DType::F32
+            && lanes % 2 == 0
+            && src_row % 2 == 0
+            && sp % 8 == 0;
+        let name = if wide {
+            "apply_rows_wide_f32"
+        } else {
+            apply_rows_name(x.dtype())
+        };
         let f = dev.function(Source::Scatter, name)?;
         let cfg = dev.grid(n_rows.saturating_mul(32), 256);
-        let (op_, out_row, src_row) = (out.ptr(), km.stride[0], rm.stride[0]);
         let self_rows = if whole_rows { x.ptr() } else { 0u64 };
         let (l32, red, incl) = (lanes as i32, reduce, include_self as i32);
         macro_rules! rows {
@@ -1076,6 +1087,13 @@ fn radix_only() -> bool {
     static RADIX: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *RADIX
         .get_or_init(|| std::env::var_os("GATHER_CUDA_SCATTER_SORT").is_some_and(|v| v == "radix"))
+}
+
+/// Whether `GATHER_CUDA_APPLY=wide` picks the f32 row fold that reads pairs of columns, 8 rows
+/// ahead (the A/B of `scripts/gpu_check.sh` times W6, W7 and W6x16 both ways).
+fn apply_wide() -> bool {
+    static WIDE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *WIDE.get_or_init(|| std::env::var_os("GATHER_CUDA_APPLY").is_some_and(|v| v == "wide"))
 }
 
 /// The longest fiber (index positions along dim) that one block sorts in shared memory
@@ -1211,6 +1229,7 @@ mod tests {
         let Some(fiber) = compiled_entries(Source::Fiber) else {
             return;
         };
+        assert_eq!(scatter.get("apply_rows_wide_f32"), Some(&14));
         for d in DType::ALL {
             assert!(scatter.contains_key(apply_name(d)), "{}", apply_name(d));
             assert!(

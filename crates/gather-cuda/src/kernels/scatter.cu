@@ -411,10 +411,12 @@ APPLY(u64, Num<u64>, u64)
 
 // The common shape of a row scatter (scatter_add of src rows into dst rows, an index expanded
 // over the columns): keys and rows are plain row numbers and the lanes are contiguous columns.
-// A warp folds one run, each thread RKMAX columns of 64 at a time, ROWS_AHEAD rows read ahead.
+// A warp folds one run, each thread RKMAX columns of 64 at a time, RA rows read ahead.
+// PAIR (the `_wide` f32 kernel, GATHER_CUDA_APPLY=wide, for the GPU visit's A/B): a lane reads
+// its two columns as one 8-byte pair (columns 2 lane, 2 lane + 1 of the 64), with 8 rows ahead.
 #define RKMAX 2
-#define ROWS_AHEAD 4
-template <typename N, typename T>
+template <typename T> struct alignas(2 * sizeof(T)) Pair { T a, b; };
+template <typename N, typename T, int RA, bool PAIR>
 __device__ void apply_rows_impl(T* out, const T* self_rows, const T* src, T alpha, int use_alpha, const u32* keys,
                                 const u32* rows, const u32* starts, const u32* nruns,
                                 i64 out_row, i64 src_row, int lanes, int reduce,
@@ -441,9 +443,9 @@ __device__ void apply_rows_impl(T* out, const T* self_rows, const T* src, T alph
             continue;
         }
         // The run's row numbers come 32 at a time in one coalesced read (a lane each, then
-        // shuffled), and its rows are read ROWS_AHEAD at a time, before any is folded, so that
-        // a run of 10 rows waits for memory about 4 times rather than once per row. Columns go
-        // 64 at a time (RKMAX per lane), which keeps the registers, and so the warps per
+        // shuffled), and its rows are read RA at a time, before any is folded, so that a run of
+        // 10 rows waits for memory about 4 times rather than once per row. Columns go 64 at a
+        // time (RKMAX per lane), which keeps the registers, and so the warps per
         // multiprocessor, where the one-row-at-a-time loop had them.
         const i64 n_run = (i64)(e - s) + (include_self ? 1 : 0);
         for (int c0 = 0; c0 < lanes; c0 += 32 * RKMAX) {
@@ -452,19 +454,30 @@ __device__ void apply_rows_impl(T* out, const T* self_rows, const T* src, T alph
             if (include_self) {
 #pragma unroll
                 for (int k = 0; k < RKMAX; ++k) {
-                    const int l = c0 + lane + 32 * k;
+                    const int l = PAIR ? c0 + 2 * lane + k : c0 + lane + 32 * k;
                     if (l < lanes) acc[k] = N::ld(so[l]);
                 }
             }
             for (u32 base = s; base < e; base += 32) {
                 const u32 cnt = min(32u, e - base);
                 const u32 mine = (u32)lane < cnt ? rows[base + lane] : 0u;
-                for (u32 b = 0; b < cnt; b += ROWS_AHEAD) {
-                    A v[ROWS_AHEAD][RKMAX];
+                for (u32 b = 0; b < cnt; b += RA) {
+                    A v[RA][RKMAX];
 #pragma unroll
-                    for (int q = 0; q < ROWS_AHEAD; ++q) {
+                    for (int q = 0; q < RA; ++q) {
                         const u32 row = __shfl_sync(0xffffffffu, mine, (int)(b + q) & 31);
                         const T* sr = src + (i64)row * src_row;
+                        if (PAIR) {
+                            // lanes is even here, so a pair is whole or past the end.
+                            const int l = c0 + 2 * lane;
+                            if (b + q < cnt && l < lanes) {
+                                const Pair<T> p = *(const Pair<T>*)(sr + l);
+                                const A x0 = N::ld(p.a), x1 = N::ld(p.b);
+                                v[q][0] = use_alpha ? N::mul(x0, al) : x0;
+                                v[q][1] = use_alpha ? N::mul(x1, al) : x1;
+                            }
+                            continue;
+                        }
 #pragma unroll
                         for (int k = 0; k < RKMAX; ++k) {
                             const int l = c0 + lane + 32 * k;
@@ -475,11 +488,11 @@ __device__ void apply_rows_impl(T* out, const T* self_rows, const T* src, T alph
                         }
                     }
 #pragma unroll
-                    for (int q = 0; q < ROWS_AHEAD; ++q) {
+                    for (int q = 0; q < RA; ++q) {
                         if (b + q >= cnt) break;
 #pragma unroll
                         for (int k = 0; k < RKMAX; ++k) {
-                            const int l = c0 + lane + 32 * k;
+                            const int l = PAIR ? c0 + 2 * lane + k : c0 + lane + 32 * k;
                             if (l < lanes)
                                 acc[k] = started ? combine<N>(reduce, acc[k], v[q][k]) : v[q][k];
                         }
@@ -489,21 +502,27 @@ __device__ void apply_rows_impl(T* out, const T* self_rows, const T* src, T alph
             }
 #pragma unroll
             for (int k = 0; k < RKMAX; ++k) {
-                const int l = c0 + lane + 32 * k;
+                const int l = PAIR ? c0 + 2 * lane + k : c0 + lane + 32 * k;
                 if (l < lanes) o[l] = N::st(reduce == R_MEAN ? N::mean(acc[k], n_run) : acc[k]);
             }
         }
     }
 }
 
+#define APPLY_ROWS_ARGS(T)                                                                      \
+    T *out, const T *self_rows, const T *src, T alpha, int use_alpha, const u32 *keys,         \
+        const u32 *rows, const u32 *starts, const u32 *nruns, i64 out_row, i64 src_row,        \
+        int lanes, int reduce, int include_self
+#define APPLY_ROWS_PASS                                                                         \
+    out, self_rows, src, alpha, use_alpha, keys, rows, starts, nruns, out_row, src_row, lanes,  \
+        reduce, include_self
 #define APPLY_ROWS(NAME, N, T)                                                                  \
-    extern "C" __global__ void apply_rows_##NAME(                                              \
-        T* out, const T* self_rows, const T* src, T alpha, int use_alpha, const u32* keys,    \
-        const u32* rows, const u32* starts, const u32* nruns, i64 out_row, i64 src_row,        \
-        int lanes, int reduce, int include_self) {                                             \
-        apply_rows_impl<N, T>(out, self_rows, src, alpha, use_alpha, keys, rows, starts, nruns, \
-                              out_row, src_row, lanes, reduce, include_self);                  \
+    extern "C" __global__ void apply_rows_##NAME(APPLY_ROWS_ARGS(T)) {                         \
+        apply_rows_impl<N, T, 4, false>(APPLY_ROWS_PASS);                                       \
     }
+extern "C" __global__ void apply_rows_wide_f32(APPLY_ROWS_ARGS(float)) {
+    apply_rows_impl<NumF32, float, 8, true>(APPLY_ROWS_PASS);
+}
 APPLY_ROWS(f32, NumF32, float)
 APPLY_ROWS(f64, NumF64, double)
 APPLY_ROWS(f16, NumF16, u16)
