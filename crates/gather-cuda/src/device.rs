@@ -785,12 +785,7 @@ impl Cuda {
     /// together: `n / batch` threads, but never fewer than fill every multiprocessor (1024
     /// threads each) while `n` allows, as many reads in flight matter more than their grouping.
     pub(crate) fn grid_batched(&self, n: usize, per_block: u32, batch: usize) -> LaunchConfig {
-        let per_block_n = per_block as usize;
-        let full = self.inner.sms * 1024 / per_block_n;
-        let blocks = n
-            .div_ceil(per_block_n * batch)
-            .max(n.div_ceil(per_block_n).min(full))
-            .clamp(1, self.inner.sms * 32) as u32;
+        let blocks = grid_blocks(n, per_block as usize, batch, self.inner.sms);
         LaunchConfig {
             grid_dim: (blocks, 1, 1),
             block_dim: (per_block, 1, 1),
@@ -802,6 +797,14 @@ impl Cuda {
     pub(crate) fn sms(&self) -> usize {
         self.inner.sms
     }
+}
+
+/// The blocks of [`Cuda::grid_batched`] on `sms` multiprocessors.
+fn grid_blocks(n: usize, per_block: usize, batch: usize, sms: usize) -> u32 {
+    let full = sms * 1024 / per_block;
+    n.div_ceil(per_block * batch)
+        .max(n.div_ceil(per_block).min(full))
+        .clamp(1, sms * 32) as u32
 }
 
 /// Launches kernel `$f` (from `Cuda::function`) on `$dev`'s stream with config `$cfg` and the
@@ -828,5 +831,24 @@ mod tests {
         let ptx = ".visible .entry a(\n\t.param .u64 a_param_0,\n\t.param .u32 a_param_1\n)\n{\n}\n.visible .entry b()\n{\n}\n";
         let n = super::param_counts(ptx);
         assert_eq!((n["a"], n["b"]), (2, 0));
+    }
+
+    /// Batched grids give each thread `batch` items, but never fewer blocks than fill the
+    /// multiprocessors (4 blocks of 256 each on 132) while there are items for them, and never
+    /// more than 32 per multiprocessor.
+    #[test]
+    fn batched_grids_fill_the_gpu_before_they_batch() {
+        use super::grid_blocks;
+        // W10: 1M positions, 4 a thread.
+        assert_eq!(grid_blocks(1_000_000, 256, 4, 132), 977);
+        // W1: 500K rows, batching would leave 489 blocks, fewer than the 528 that fill the GPU.
+        assert_eq!(grid_blocks(500_000, 256, 4, 132), 528);
+        // W3: 100K threads fill less than the GPU; batching them would idle more of it.
+        assert_eq!(grid_blocks(100_352, 256, 4, 132), 392);
+        // W9: 16M positions, capped at 32 blocks per multiprocessor.
+        assert_eq!(grid_blocks(1 << 24, 256, 4, 132), 4224);
+        assert_eq!(grid_blocks(0, 256, 4, 132), 1);
+        // Unbatched: one thread per item up to the cap.
+        assert_eq!(grid_blocks(1000, 256, 1, 132), 4);
     }
 }
