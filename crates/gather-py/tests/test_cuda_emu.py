@@ -1,0 +1,206 @@
+"""The CUDA-array path (DLPack import, the ops on the GPU, errors, in-place writes, export) on the
+CPU emulator of the CUDA driver (crates/gather-cuda/emu), where device memory is host memory.
+
+The producer here is a NumPy array whose DLPack export says it lives on GPU 0: its capsule is
+NumPy's with the device type changed, so the kernels read and write the array's own buffer.
+Results come back as `gather.CudaArray` (the producer is no framework gather knows) and are read
+through their own DLPack export. Runs where GATHER_CUDA_EMU=1 and the emulator's libcuda.so is
+on the library path (.ci/run); tests/test_cuda.py covers the frameworks on a real GPU."""
+
+import ctypes
+import os
+
+import numpy as np
+import pytest
+
+import gather
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("GATHER_CUDA_EMU") != "1",
+    reason="needs the CUDA emulator (GATHER_CUDA_EMU=1, its libcuda.so on LD_LIBRARY_PATH)")
+
+_api = ctypes.pythonapi
+_api.PyCapsule_GetName.restype = ctypes.c_char_p
+_api.PyCapsule_GetName.argtypes = [ctypes.py_object]
+_api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+_api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_api.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+KDL_CPU, KDL_CUDA = 1, 2
+
+
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+class DLManagedTensor(ctypes.Structure):
+    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", DELETER)]
+
+
+class DLManagedTensorVersioned(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32),
+                ("manager_ctx", ctypes.c_void_p), ("deleter", DELETER), ("flags", ctypes.c_uint64),
+                ("dl_tensor", DLTensor)]
+
+
+def _managed(capsule):
+    name = _api.PyCapsule_GetName(capsule)
+    kind = DLManagedTensorVersioned if name == b"dltensor_versioned" else DLManagedTensor
+    return kind.from_address(_api.PyCapsule_GetPointer(capsule, name))
+
+
+class EmuCudaArray:
+    """A NumPy array presented as a CUDA array of GPU 0; records the streams it was asked for."""
+
+    def __init__(self, a):
+        self.a = a
+        self.streams = []
+
+    def __dlpack_device__(self):
+        return (KDL_CUDA, 0)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        self.streams.append(stream)
+        capsule = self.a.__dlpack__(max_version=max_version)
+        _managed(capsule).dl_tensor.device.device_type = KDL_CUDA
+        return capsule
+
+
+DTYPES = {(2, 16): np.float16, (2, 32): np.float32, (2, 64): np.float64, (0, 8): np.int8,
+          (0, 16): np.int16, (0, 32): np.int32, (0, 64): np.int64, (1, 8): np.uint8,
+          (1, 16): np.uint16, (1, 32): np.uint32, (1, 64): np.uint64, (6, 8): np.bool_}
+
+
+def host(r):
+    """A copy, in a NumPy array, of a `gather.CudaArray` result (read through its DLPack export,
+    which the emulator keeps in host memory)."""
+    assert isinstance(r, gather.CudaArray), type(r)
+    capsule = r.__dlpack__()
+    m = _managed(capsule)
+    t = m.dl_tensor
+    assert (t.device.device_type, t.device.device_id) == (KDL_CUDA, 0)
+    dtype = np.dtype(DTYPES[(t.dtype.code, t.dtype.bits)])
+    shape = [t.shape[i] for i in range(t.ndim)]
+    if t.strides:
+        strides = [t.strides[i] for i in range(t.ndim)]
+    else:
+        strides = list(np.cumprod([1] + shape[:0:-1])[::-1]) if shape else []
+    span = 1 + sum((n - 1) * s for n, s in zip(shape, strides)) if all(shape) else 0
+    base = np.frombuffer((ctypes.c_char * (span * dtype.itemsize)).from_address(
+        t.data + t.byte_offset), dtype=dtype) if span else np.zeros(0, dtype)
+    out = np.lib.stride_tricks.as_strided(
+        base, shape, [s * dtype.itemsize for s in strides]).copy() if span else np.zeros(shape, dtype)
+    m.deleter(ctypes.addressof(m))
+    _api.PyCapsule_SetName(capsule, b"used_dltensor")
+    return out
+
+
+def dev(a):
+    return EmuCudaArray(np.asarray(a))
+
+
+def test_the_ops_run_on_the_gpu_and_equal_the_numpy_results():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 33)).astype(np.float32)
+    idx = rng.integers(0, 33, (64, 7))
+    gx, gi = dev(x), dev(idx)
+    out = gather.gather(gx, 1, gi)
+    np.testing.assert_array_equal(host(out), gather.gather(x, 1, idx))
+    # Our stream went to the producer, so that its pending writes come first.
+    assert gx.streams and all(isinstance(s, int) and s != 0 for s in gx.streams), gx.streams
+    src = rng.standard_normal((64, 7)).astype(np.float32)
+    got = gather.scatter_add(dev(np.zeros((64, 33), np.float32)), 1, gi, dev(src))
+    np.testing.assert_array_equal(host(got), gather.scatter_add(np.zeros((64, 33), np.float32), 1, idx, src))
+    got = gather.scatter_reduce(gx, 1, gi, dev(src), "amax", include_self=False)
+    np.testing.assert_array_equal(host(got), gather.scatter_reduce(x, 1, idx, src, "amax", include_self=False))
+    values, indices = gather.sort(gx, 1)
+    want_v, want_i = gather.sort(x, 1)
+    np.testing.assert_array_equal(host(values), want_v)
+    np.testing.assert_array_equal(host(indices), want_i)
+    rows = gather.index_select(gx, 0, dev(np.array([5, 0, 63])))
+    np.testing.assert_array_equal(host(rows), x[[5, 0, 63]])
+
+
+def test_every_dtype_equals_the_numpy_result():
+    idx = np.array([[5, 0], [1, 1], [2, 3], [0, 0]])
+    for dt in [np.float32, np.float64, np.float16, np.int64, np.int32, np.int8, np.uint8, np.bool_]:
+        x = (np.arange(24) % 7).astype(dt).reshape(4, 6)
+        got = host(gather.gather(dev(x), 1, dev(idx)))
+        assert got.dtype == dt
+        np.testing.assert_array_equal(got, gather.gather(x, 1, idx), err_msg=str(dt))
+    # An int32 index too.
+    x = np.arange(24.0).reshape(4, 6)
+    np.testing.assert_array_equal(host(gather.gather(dev(x), 1, dev(idx.astype(np.int32)))),
+                                  gather.gather(x, 1, idx))
+
+
+def test_strided_and_broadcast_views_are_read_through_their_strides():
+    x = np.arange(60.0).reshape(6, 10)
+    view = x[:, ::2].T  # [5, 6], element strides (2, 10)
+    idx = np.broadcast_to(np.array([[0], [4]]), (2, 6))  # stride 0 along dim 1
+    np.testing.assert_array_equal(host(gather.gather(dev(view), 0, dev(idx))),
+                                  gather.gather(view, 0, idx))
+
+
+def test_inplace_forms_write_into_the_producers_memory_and_fail_atomically():
+    a = np.zeros(3, np.float32)
+    x = dev(a)
+    out = gather.scatter_add_(x, 0, dev(np.array([0, 2, 0])), dev(np.array([1.0, 2.0, 3.0], np.float32)))
+    assert out is x
+    assert a.tolist() == [4.0, 0.0, 2.0]
+    base = np.zeros((4, 6), np.float32)
+    gather.index_fill_(dev(base[:, ::2]), 1, dev(np.array([2])), 7.0)
+    want = np.zeros((4, 6), np.float32)
+    want[:, 4] = 7.0
+    np.testing.assert_array_equal(base, want)
+    with pytest.raises(gather.IndexOutOfBoundsError):
+        gather.index_add_(x, 0, dev(np.array([0, 3])), dev(np.ones(2, np.float32)))
+    assert a.tolist() == [4.0, 0.0, 2.0]
+
+
+def test_a_bad_index_gives_the_cpu_error():
+    x, idx = np.arange(6.0).reshape(2, 3), np.array([[0, 3]])
+    with pytest.raises(gather.IndexOutOfBoundsError) as cpu:
+        gather.gather(x, 1, idx)
+    with pytest.raises(gather.IndexOutOfBoundsError) as gpu:
+        gather.gather(dev(x), 1, dev(idx))
+    assert str(gpu.value) == str(cpu.value)
+
+
+def test_mixed_devices_are_errors_that_say_so():
+    with pytest.raises(gather.InvalidArgumentError, match="host memory"):
+        gather.gather(dev(np.ones(3)), 0, np.array([0]))
+    with pytest.raises(gather.InvalidArgumentError, match="host memory"):
+        gather.grad.gather(np.ones(1), dev(np.ones(3)), 0, dev(np.array([0])))
+
+
+def test_gradients_run_on_the_gpu_and_equal_the_cpu_gradients():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((6, 5))
+    idx = rng.integers(0, 5, (6, 4))
+    src = rng.standard_normal((6, 4))
+    src[0, :2] = x[0].max()  # ties for amax
+    go = rng.standard_normal((6, 4))
+    np.testing.assert_allclose(host(gather.grad.gather(dev(go), dev(x), 1, dev(idx))),
+                               gather.grad.gather(go, x, 1, idx))
+    go = rng.standard_normal((6, 5))
+    for reduce in ["sum", "prod", "mean", "amax", "amin"]:
+        for include_self in [True, False]:
+            want = gather.grad.scatter_reduce(go, x, 1, idx, src, reduce, include_self=include_self)
+            got = gather.grad.scatter_reduce(dev(go), dev(x), 1, dev(idx), dev(src), reduce,
+                                             include_self=include_self)
+            for g, w in zip(got, want):
+                np.testing.assert_allclose(host(g), w, rtol=1e-12, err_msg=f"{reduce} {include_self}")
