@@ -289,9 +289,9 @@ fn bad_indices_give_the_cpu_librarys_error_and_touch_nothing() {
     let Some(g) = gpu() else { return };
     let x = ndarray::arr2(&[[1.0f32, 2.0, 3.0], [4.0, 5.0, 6.0]]).into_dyn();
     let i = ndarray::arr2(&[[0i64, 1], [3, -1]]).into_dyn();
-    let cpu = gather::gather(&x, 1, &i).unwrap_err();
+    let cpu_gather = gather::gather(&x, 1, &i).unwrap_err();
     let gpu = gather_cuda::gather(&up(&g, &x), 1, &up(&g, &i)).unwrap_err();
-    assert_eq!(gpu.op().unwrap(), &cpu);
+    assert_eq!(gpu.op().unwrap(), &cpu_gather);
 
     let ids = ndarray::arr1(&[0i64, 2, 5]).into_dyn();
     let cpu = gather::index_select(&x, 0, &ids).unwrap_err();
@@ -309,6 +309,18 @@ fn bad_indices_give_the_cpu_librarys_error_and_touch_nothing() {
     let gpu = gather_cuda::scatter_add(&input, 1, &up(&g, &i), &up(&g, &src)).unwrap_err();
     assert_eq!(gpu.op().unwrap(), &cpu);
     assert_eq!(input.to_host::<f32>().unwrap(), x, "the input is unchanged");
+
+    // A failing call leaves no trace in the flag: the next good call succeeds, every time.
+    let good = ndarray::arr2(&[[0i64, 2], [1, 0]]).into_dyn();
+    for _ in 0..3 {
+        let bad = gather_cuda::gather(&up(&g, &x), 1, &up(&g, &i));
+        assert_eq!(bad.unwrap_err().op().unwrap(), &cpu_gather);
+        let got = gather_cuda::gather(&up(&g, &x), 1, &up(&g, &good)).unwrap();
+        assert_eq!(
+            got.to_host::<f32>().unwrap(),
+            gather::gather(&x, 1, &good).unwrap()
+        );
+    }
 
     // Shape errors are the CPU library's too.
     let short = ndarray::arr1(&[0i64]).into_dyn();
