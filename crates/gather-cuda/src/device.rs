@@ -514,8 +514,12 @@ impl Cuda {
     pub(crate) fn with_flag(&self, f: impl FnOnce(u64) -> Result<()>) -> Result<Option<u64>> {
         let flag = self.inner.flag.lock().unwrap_or_else(|p| p.into_inner());
         let ptr = self.ptr(&flag.dev);
-        f(ptr)?;
-        self.read_flag(&flag, ptr)
+        let launched = f(ptr);
+        // Read (and so reset) the flag even when a launch failed after others had run, so that
+        // what they flagged is not reported by the next call.
+        let flagged = self.read_flag(&flag, ptr);
+        launched?;
+        flagged
     }
 
     /// The flag at `ptr` once the GPU has run what is queued (`None` for `u64::MAX`), and the
