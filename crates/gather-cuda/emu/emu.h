@@ -119,7 +119,6 @@ inline double atomicAdd(double* p, double v) {
 
 // ---- cache hints (plain accesses on the CPU) ----
 template <typename T> inline T __ldcs(const T* p) { return *p; }
-template <typename T> inline T __ldg(const T* p) { return *p; }
 template <typename T> inline void __stcs(T* p, T v) { *p = v; }
 
 // ---- bit casts and counts ----

@@ -449,12 +449,14 @@ __device__ void apply_rows_impl(T* out, const T* self_rows, const T* src, T alph
         // multiprocessor, where the one-row-at-a-time loop had them.
         const i64 n_run = (i64)(e - s) + (include_self ? 1 : 0);
         for (int c0 = 0; c0 < lanes; c0 += 32 * RKMAX) {
+            // The column of this lane's k-th value: pairs side by side, or 32 columns apart.
+            auto col = [&](int k) { return PAIR ? c0 + 2 * lane + k : c0 + lane + 32 * k; };
             A acc[RKMAX];
             bool started = include_self;
             if (include_self) {
 #pragma unroll
                 for (int k = 0; k < RKMAX; ++k) {
-                    const int l = PAIR ? c0 + 2 * lane + k : c0 + lane + 32 * k;
+                    const int l = col(k);
                     if (l < lanes) acc[k] = N::ld(so[l]);
                 }
             }
@@ -467,23 +469,23 @@ __device__ void apply_rows_impl(T* out, const T* self_rows, const T* src, T alph
                     for (int q = 0; q < RA; ++q) {
                         const u32 row = __shfl_sync(0xffffffffu, mine, (int)(b + q) & 31);
                         const T* sr = src + (i64)row * src_row;
-                        if (PAIR) {
+                        if constexpr (PAIR) {
                             // lanes is even here, so a pair is whole or past the end.
-                            const int l = c0 + 2 * lane;
+                            const int l = col(0);
                             if (b + q < cnt && l < lanes) {
                                 const Pair<T> p = *(const Pair<T>*)(sr + l);
                                 const A x0 = N::ld(p.a), x1 = N::ld(p.b);
                                 v[q][0] = use_alpha ? N::mul(x0, al) : x0;
                                 v[q][1] = use_alpha ? N::mul(x1, al) : x1;
                             }
-                            continue;
-                        }
+                        } else {
 #pragma unroll
-                        for (int k = 0; k < RKMAX; ++k) {
-                            const int l = c0 + lane + 32 * k;
-                            if (b + q < cnt && l < lanes) {
-                                const A x = N::ld(sr[l]);
-                                v[q][k] = use_alpha ? N::mul(x, al) : x;
+                            for (int k = 0; k < RKMAX; ++k) {
+                                const int l = col(k);
+                                if (b + q < cnt && l < lanes) {
+                                    const A x = N::ld(sr[l]);
+                                    v[q][k] = use_alpha ? N::mul(x, al) : x;
+                                }
                             }
                         }
                     }
@@ -492,7 +494,7 @@ __device__ void apply_rows_impl(T* out, const T* self_rows, const T* src, T alph
                         if (b + q >= cnt) break;
 #pragma unroll
                         for (int k = 0; k < RKMAX; ++k) {
-                            const int l = PAIR ? c0 + 2 * lane + k : c0 + lane + 32 * k;
+                            const int l = col(k);
                             if (l < lanes)
                                 acc[k] = started ? combine<N>(reduce, acc[k], v[q][k]) : v[q][k];
                         }
@@ -502,7 +504,7 @@ __device__ void apply_rows_impl(T* out, const T* self_rows, const T* src, T alph
             }
 #pragma unroll
             for (int k = 0; k < RKMAX; ++k) {
-                const int l = PAIR ? c0 + 2 * lane + k : c0 + lane + 32 * k;
+                const int l = col(k);
                 if (l < lanes) o[l] = N::st(reduce == R_MEAN ? N::mean(acc[k], n_run) : acc[k]);
             }
         }
