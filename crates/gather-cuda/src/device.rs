@@ -140,6 +140,23 @@ fn l2_fetch_from_env(ctx: &CudaContext) -> Result<()> {
     Ok(())
 }
 
+/// A pinned one-word host buffer mapped into the device, with its device address; `None` where
+/// the driver cannot map it.
+fn mapped_word(ctx: &Arc<CudaContext>) -> Option<(cudarc::driver::PinnedHostSlice<u64>, u64)> {
+    use cudarc::driver::sys;
+    // SAFETY: a one-word host buffer that only the flag's read-back and the kernels' mark write,
+    // each waited for before it is read.
+    let mut host =
+        unsafe { ctx.alloc_pinned_with_flags::<u64>(1, sys::CU_MEMHOSTALLOC_DEVICEMAP) }.ok()?;
+    let word = host.as_mut_ptr().ok()?;
+    let mut addr = 0u64;
+    // SAFETY: asks the driver for the device address of the live mapped word.
+    unsafe { sys::cuMemHostGetDevicePointer_v2(&mut addr, word.cast(), 0) }
+        .result()
+        .ok()?;
+    (addr != 0).then_some((host, addr))
+}
+
 /// The kernels of `source` compiled for compute_90, with their parameter counts; `None` (with
 /// a note) where NVRTC is missing and not required (`GATHER_REQUIRE_NVRTC=1` makes that a
 /// failure). For the tests that check kernel names without a GPU.
@@ -287,37 +304,13 @@ impl Cuda {
         l2_fetch_from_env(&ctx)?;
         // The word is mapped into the device's address space, for the kernels to mark a call
         // that flagged something; GATHER_CUDA_FLAG=copy copies the flag back after every call
-        // instead (the way before, kept for the A/B of scripts/gpu_check.sh).
+        // instead (the way before, kept for the A/B of scripts/gpu_check.sh), as does a driver
+        // that cannot map it, rather than the GPU being unusable.
         let copy = std::env::var("GATHER_CUDA_FLAG").is_ok_and(|v| v == "copy");
-        // Where the driver cannot map the word, the flag is copied back instead (as with
-        // GATHER_CUDA_FLAG=copy), rather than the GPU being unusable.
-        let mut mapped = 0u64;
-        let mut host = None;
-        if !copy {
-            // SAFETY: a one-word host buffer that only the flag's read-back and the kernels'
-            // mark write, each waited for before it is read.
-            let h = unsafe {
-                ctx.alloc_pinned_with_flags::<u64>(
-                    1,
-                    cudarc::driver::sys::CU_MEMHOSTALLOC_DEVICEMAP,
-                )
-            };
-            if let Ok(mut h) = h {
-                let word = h.as_mut_ptr()?;
-                // SAFETY: asks the driver for the device address of the live mapped word.
-                let r = unsafe {
-                    cudarc::driver::sys::cuMemHostGetDevicePointer_v2(&mut mapped, word.cast(), 0)
-                };
-                if r.result().is_err() {
-                    mapped = 0;
-                }
-                host = Some(h);
-            }
-        }
-        let mut host = match host {
-            Some(h) => h,
-            // SAFETY: as above, without the mapping.
-            None => unsafe { ctx.alloc_pinned_with_flags::<u64>(1, 0) }?,
+        let (mut host, mapped) = match (!copy).then(|| mapped_word(&ctx)).flatten() {
+            Some(m) => m,
+            // SAFETY: a one-word host buffer that only the flag's read-back writes, then waits.
+            None => (unsafe { ctx.alloc_pinned_with_flags::<u64>(1, 0) }?, 0),
         };
         let word = host.as_mut_ptr()?;
         // SAFETY: the word is the Flag's, and no kernel has run yet.
