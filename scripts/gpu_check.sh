@@ -104,7 +104,7 @@ bench() {
     log "table (the targets), before the A/B in case the call is cut short"
     python3 scripts/cuda_table.py "$OUT/ours.json" "$OUT/torch.json" | tee "$OUT/table.txt"
 
-    log "A/B, alternating over 2 rounds: this build, the baseline build (gpu/BASELINE), the scatter on the radix sort, the row fold reading column pairs, gather-cuda at opt-level 3, the flag copied back after every call, the L2 fetching 32 bytes"
+    log "A/B, alternating over 2 rounds: this build, the baseline build (gpu/BASELINE), the scatter on the radix sort, the row fold reading column pairs, gather-cuda at opt-level 3, the flag copied back after every call, the L2 fetching 32 bytes, gathers in 2 and 3 passes over windows of the input"
     std=W1,W2,W3,W4,W5,W6,W7,W8,W9,W10,W11
     # In one process each (--in-process): a fresh process per workload would set up the context
     # and compile the kernels with NVRTC again for each of them.
@@ -118,6 +118,10 @@ bench() {
             --json "$OUT/ab_wide_$round.json" > /dev/null 2>&1
         GATHER_CUDA_L2_FETCH=32 timeout 12 gpu/gather $ab --only W5,W9 --repeat 30 \
             --json "$OUT/ab_l2f32_$round.json" > /dev/null 2>&1
+        for p in 2 3; do
+            GATHER_CUDA_PASSES=$p timeout 12 gpu/gather $ab --only W5,W9 --repeat 30 \
+                --json "$OUT/ab_pass${p}_$round.json" > /dev/null 2>&1
+        done
         timeout 8 gpu/gather-o3 $ab --only W1,W2,W4,W10 --repeat 100 --json "$OUT/ab_o3_$round.json" > /dev/null 2>&1
         GATHER_CUDA_FLAG=copy timeout 8 gpu/gather $ab --only W1,W2,W4,W10 --repeat 100 \
             --json "$OUT/ab_flagc_$round.json" > /dev/null 2>&1
@@ -127,7 +131,7 @@ bench() {
         --json "$OUT/ab_widex_1.json" > /dev/null 2>&1
     timeout 25 gpu/gather --no-progress bench --device cuda --only W6x16 --repeat 5 --json "$OUT/ab_newx6_1.json" > /dev/null 2>&1
     log "the L2 fetch granularity (CuPy reads the default): W9x16 with 32 bytes, then with the default"
-    python3 -c "import cupy; print('L2 fetch granularity, default:', cupy.cuda.runtime.deviceGetLimit(5), 'bytes')" 2>&1 | tail -1
+    python3 -c "import cupy; r = cupy.cuda.runtime; print('L2 fetch granularity, default:', r.deviceGetLimit(5), 'bytes; L2', r.deviceGetAttribute(38, 0) >> 20, 'MiB')" 2>&1 | tail -1
     GATHER_CUDA_L2_FETCH=32 timeout 25 gpu/gather --no-progress bench --device cuda --only W9x16 --repeat 5 \
         --json "$OUT/ab_l2f32x_1.json" > /dev/null 2>&1
     timeout 25 gpu/gather --no-progress bench --device cuda --only W9x16 --repeat 5 --json "$OUT/ab_newx_1.json" > /dev/null 2>&1
@@ -146,12 +150,13 @@ new, base, radix, o3, flagc = med("new"), med("base"), med("radix"), med("o3"), 
 wide = med("wide") | med("widex")
 l2f = med("l2f32") | med("l2f32x")
 new |= med("newx") | med("newx6")
-print(f"{'workload':30s} {'new us':>9s} {'base us':>9s} {'base/new':>8s} {'radix/new':>9s} {'wide/new':>8s} {'o3/new':>7s} {'flagc/new':>9s} {'l2f32/new':>9s}")
+pass2, pass3 = med("pass2"), med("pass3")
+print(f"{'workload':30s} {'new us':>9s} {'base us':>9s} {'base/new':>8s} {'radix/new':>9s} {'wide/new':>8s} {'o3/new':>7s} {'flagc/new':>9s} {'l2f32/new':>9s} {'pass2/new':>9s} {'pass3/new':>9s}")
 for n in sorted(set(new) | set(radix)):
     t = new.get(n)
     cell = lambda d: f"{d[n] / t:.3f}" if t and n in d else "-"
     print(f"{n:30s} {t * 1e6 if t else float('nan'):9.1f} {base.get(n, float('nan')) * 1e6:9.1f} "
-          f"{cell(base):>8s} {cell(radix):>9s} {cell(wide):>8s} {cell(o3):>7s} {cell(flagc):>9s} {cell(l2f):>9s}")
+          f"{cell(base):>8s} {cell(radix):>9s} {cell(wide):>8s} {cell(o3):>7s} {cell(flagc):>9s} {cell(l2f):>9s} {cell(pass2):>9s} {cell(pass3):>9s}")
 PY
 
     log "where the time goes (GATHER_CUDA_PROFILE=1 waits after every step)"

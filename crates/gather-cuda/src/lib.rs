@@ -34,7 +34,8 @@
 //!   `GATHER_CUDA_APPLY=wide` folds f32 rows reading pairs of columns, 8 rows ahead;
 //!   `GATHER_CUDA_FLAG=copy` copies the bad-index flag back after every call, instead of only
 //!   after a call whose kernels marked the mapped host word; `GATHER_CUDA_L2_FETCH=<bytes>` sets
-//!   the context's L2 fetch granularity (an experiment for random reads).
+//!   the context's L2 fetch granularity and `GATHER_CUDA_PASSES=<p>` runs gathers and takes in
+//!   `p` passes over windows of the input (experiments for random reads).
 //!
 //! ```no_run
 //! use gather_cuda::{Cuda, CudaTensor};

@@ -7,11 +7,19 @@
 // that the L2 keeps more of the input, which random reads come back to.
 #define UNROLL 4
 
+// A pass of a gather or take moves only the positions whose index value lies in [lo, hi), so
+// that passes over windows of the input that fit the L2 turn random reads into L2 hits at the
+// price of reading the index once per pass. A bad value is flagged by every pass and written
+// (as 0) by the pass whose window starts at 0. One pass has the window [0, size).
+__device__ __forceinline__ bool in_window(i64 v, i64 lo, i64 hi) {
+    return (u64)(v - lo) < (u64)(hi - lo) || (v < 0 && lo == 0);
+}
+
 // out[p] = x[p with p[dim] := index[p]] for every row-major position p of the index; `xl`
 // holds x's strides on the index's shape (x may be larger than the index on other axes).
 template <typename W, typename I>
 __device__ void gather_impl(W* out, const W* x, Layout xl, const I* idx, Layout il, int dim,
-                            i64 size, int rule, i64 n, u64* flag) {
+                            i64 size, int rule, i64 n, i64 lo, i64 hi, u64* flag) {
     const i64 step = (i64)gridDim.x * blockDim.x;
     for (i64 base = (i64)blockIdx.x * blockDim.x + threadIdx.x; base < n; base += UNROLL * step) {
         i64 xoff[UNROLL], v[UNROLL];
@@ -40,7 +48,8 @@ __device__ void gather_impl(W* out, const W* x, Layout xl, const I* idx, Layout 
 #pragma unroll
         for (int k = 0; k < UNROLL; ++k) {
             const i64 p = base + k * step;
-            if (p < n) __stcs(out + p, v[k] < 0 ? (W)0 : x[xoff[k] + v[k] * xl.stride[dim]]);
+            if (p < n && in_window(v[k], lo, hi))
+                __stcs(out + p, v[k] < 0 ? (W)0 : x[xoff[k] + v[k] * xl.stride[dim]]);
         }
     }
 }
@@ -49,7 +58,7 @@ __device__ void gather_impl(W* out, const W* x, Layout xl, const I* idx, Layout 
 // names.
 template <typename W, typename I>
 __device__ void take_impl(W* out, const W* x, Layout xl, const I* idx, Layout il, i64 size,
-                          int rule, i64 n, u64* flag) {
+                          int rule, i64 n, i64 lo, i64 hi, u64* flag) {
     const i64 step = (i64)gridDim.x * blockDim.x;
     for (i64 base = (i64)blockIdx.x * blockDim.x + threadIdx.x; base < n; base += UNROLL * step) {
         i64 v[UNROLL];
@@ -64,7 +73,8 @@ __device__ void take_impl(W* out, const W* x, Layout xl, const I* idx, Layout il
 #pragma unroll
         for (int k = 0; k < UNROLL; ++k) {
             const i64 p = base + k * step;
-            if (p < n) __stcs(out + p, v[k] < 0 ? (W)0 : x[offset_of(xl, v[k])]);
+            if (p < n && in_window(v[k], lo, hi))
+                __stcs(out + p, v[k] < 0 ? (W)0 : x[offset_of(xl, v[k])]);
         }
     }
 }
@@ -168,13 +178,13 @@ struct __align__(16) V16 { u64 a, b; };
 #define GATHER_W(W, I)                                                                          \
     extern "C" __global__ void gather_##W##_##I(W* out, const W* x, Layout xl, const I* idx,   \
                                                 Layout il, int dim, i64 size, int rule, i64 n, \
-                                                u64* flag) {                                   \
-        gather_impl<W, I>(out, x, xl, idx, il, dim, size, rule, n, flag);                      \
+                                                i64 lo, i64 hi, u64* flag) {                   \
+        gather_impl<W, I>(out, x, xl, idx, il, dim, size, rule, n, lo, hi, flag);              \
     }                                                                                           \
     extern "C" __global__ void take_##W##_##I(W* out, const W* x, Layout xl, const I* idx,     \
-                                              Layout il, i64 size, int rule, i64 n,            \
-                                              u64* flag) {                                     \
-        take_impl<W, I>(out, x, xl, idx, il, size, rule, n, flag);                             \
+                                              Layout il, i64 size, int rule, i64 n, i64 lo,    \
+                                              i64 hi, u64* flag) {                             \
+        take_impl<W, I>(out, x, xl, idx, il, size, rule, n, lo, hi, flag);                     \
     }
 #define ROWS(V, NAME, I)                                                                        \
     extern "C" __global__ void rows_##NAME##_##I(                                              \
