@@ -1,19 +1,22 @@
 // A CPU emulator of the part of the CUDA driver API that gather-cuda uses through cudarc, so
 // that the GPU tests and `gather conformance --device cuda` run on machines without a GPU (CI).
 // Device memory is host memory; every stream operation runs when it is queued; a launch runs
-// the kernel compiled as C++ (build.py), block after block, each block's threads as fibers that
-// switch at __syncthreads and at warp exchanges. It checks what a GPU would not forgive: a
+// the kernel compiled as C++ (build.py), block after block (last first, or as GATHER_EMU_ORDER
+// says), each block's threads as fibers that switch at __syncthreads and at warp exchanges. It checks what a GPU would not forgive: a
 // warp exchange or barrier that not every live thread reaches aborts with the kernel's name.
 // Timings mean nothing here; the results do.
 #include "emu.h"
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -155,6 +158,22 @@ static bool release_warp(std::vector<Thread>& th, size_t w) {
     return true;
 }
 
+// The order in which blocks run, and threads run between exchanges: last first by default (an
+// order a GPU may well take, and the opposite of the index order that code relying on an order
+// would assume); GATHER_EMU_ORDER=forward runs them in index order, and =shuffle:<seed> in a
+// seeded random order, so that a result that depends on the order fails one of the runs.
+static std::vector<size_t> order(size_t n) {
+    static const std::string how = getenv("GATHER_EMU_ORDER") ? getenv("GATHER_EMU_ORDER") : "";
+    static std::mt19937_64 rng(how.rfind("shuffle:", 0) == 0 ? std::stoull(how.substr(8)) : 0);
+    std::vector<size_t> v(n);
+    std::iota(v.begin(), v.end(), 0);
+    if (how.rfind("shuffle", 0) == 0)
+        std::shuffle(v.begin(), v.end(), rng);
+    else if (how != "forward")
+        std::reverse(v.begin(), v.end());
+    return v;
+}
+
 static void run_block(std::vector<Thread>& th) {
     size_t i = 0;
     for (unsigned z = 0; z < block_dim.z; ++z)
@@ -174,10 +193,9 @@ static void run_block(std::vector<Thread>& th) {
                 t.sp = sp;
                 t.state = RUNNABLE;
             }
+    const std::vector<size_t> threads = order(th.size());
     for (;;) {
-        // Last thread first (and last block first, in launch): an order a GPU may well take,
-        // and the opposite of the index order that code relying on an order would assume.
-        for (size_t k = th.size(); k-- > 0;) {
+        for (size_t k : threads) {
             Thread& t = th[k];
             if (t.state != RUNNABLE) continue;
             cur = &t;
@@ -207,12 +225,11 @@ static void launch(const Kernel* k, dim3 grid, dim3 block, void** args) {
     grid_dim = grid;
     block_dim = block;
     std::vector<Thread> th((size_t)block.x * block.y * block.z);
-    for (unsigned z = grid.z; z-- > 0;)
-        for (unsigned y = grid.y; y-- > 0;)
-            for (unsigned x = grid.x; x-- > 0;) {
-                block_idx = dim3{x, y, z};
-                run_block(th);
-            }
+    for (size_t b : order((size_t)grid.x * grid.y * grid.z)) {
+        block_idx = dim3{(unsigned)(b % grid.x), (unsigned)(b / grid.x % grid.y),
+                         (unsigned)(b / grid.x / grid.y)};
+        run_block(th);
+    }
 }
 
 }  // namespace emu
