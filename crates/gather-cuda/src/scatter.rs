@@ -785,7 +785,6 @@ pub(crate) fn run(
     }
     let m = idx.shape[d];
     if m <= FIBER_MAX && matches!(fold, Fold::Apply) {
-        copy_into(x, &out)?;
         return run_fibers(
             x,
             d,
@@ -1101,7 +1100,9 @@ fn apply_wide() -> bool {
 const FIBER_MAX: usize = 2048;
 
 /// The scatter with one block per fiber (the positions along dim at one coordinate of the other
-/// axes): each block sorts its fiber in shared memory and folds the runs. `out` holds x's copy.
+/// axes): each block sorts its fiber in shared memory and folds the runs. `out` starts as a
+/// copy of x: when the fibers cover every line of `out` along `d`, each block copies its line
+/// first; otherwise x is copied before the launch.
 #[allow(clippy::too_many_arguments)]
 fn run_fibers(
     x: &CudaTensor,
@@ -1130,6 +1131,13 @@ fn run_fibers(
     let fidx = pick(idx.strides())?;
     let fout = pick(&out_strides)?;
     let fpos = pick(&full)?;
+    let covers = others.iter().all(|&a| idx.shape[a] == x.shape[a]);
+    let (fx, x_sd, xp) = if covers {
+        (pick(x.strides())?, x.strides()[d] as i64, x.ptr())
+    } else {
+        copy_into(x, &out)?;
+        (Layout::default(), 0, 0u64)
+    };
     let (fsrc, src_sd, sp) = match src {
         Some(s) => (pick(s.strides())?, s.strides()[d] as i64, s.ptr()),
         None => (Layout::default(), 0, 0u64),
@@ -1160,9 +1168,9 @@ fn run_fibers(
             let (v, a) = (value as $t, alpha_bits as $t);
             dev.with_flag(|flag| {
                 launch!(
-                    dev, &f, name, cfg, &op_, &sp, &v, &a, &use_alpha, &ip, &fidx, &idx_sd, &fsrc,
-                    &src_sd, &fout, &out_sd, &fpos, &pos_sd, &nf, &m32, &mp32, &size, &rule, &red,
-                    &incl, &flag
+                    dev, &f, name, cfg, &op_, &xp, &fx, &x_sd, &sp, &v, &a, &use_alpha, &ip, &fidx,
+                    &idx_sd, &fsrc, &src_sd, &fout, &out_sd, &fpos, &pos_sd, &nf, &m32, &mp32,
+                    &size, &rule, &red, &incl, &flag
                 )
             })
         }};

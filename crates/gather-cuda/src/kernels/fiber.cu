@@ -55,16 +55,25 @@ __device__ __noinline__ void bitonic_sort(u64* keys, int mp) {
     __syncthreads();
 }
 
+// With `x`, the fibers cover every line of the output along dim, and each block first copies
+// its line from x (the output starts as x): no copy of x before the launch, which would write
+// the whole output once more and cost the call another operation in the stream.
 template <typename N, typename T, typename I>
-__device__ void fiber_impl(T* out, const T* src, T value, T alpha, int use_alpha, const I* idx,
-                           Layout fidx, i64 idx_sd, Layout fsrc, i64 src_sd, Layout fout,
-                           i64 out_sd, Layout fpos, i64 pos_sd, i64 n_fibers, int m, int mp,
-                           i64 size, int rule, int reduce, int include_self, u64* flag) {
+__device__ void fiber_impl(T* out, const T* x, Layout fx, i64 x_sd, const T* src, T value,
+                           T alpha, int use_alpha, const I* idx, Layout fidx, i64 idx_sd,
+                           Layout fsrc, i64 src_sd, Layout fout, i64 out_sd, Layout fpos,
+                           i64 pos_sd, i64 n_fibers, int m, int mp, i64 size, int rule,
+                           int reduce, int include_self, u64* flag) {
     typedef typename N::Acc A;
     __shared__ u64 keys[FIBER_MAX];
     for (i64 f = blockIdx.x; f < n_fibers; f += gridDim.x) {
         const i64 io = offset_of(fidx, f), oo = offset_of(fout, f);
         const i64 so = src ? offset_of(fsrc, f) : 0;
+        if (x) {
+            const i64 xo = offset_of(fx, f);
+            for (i64 v = threadIdx.x; v < size; v += blockDim.x)
+                out[oo + v * out_sd] = x[xo + v * x_sd];
+        }
         for (int j = threadIdx.x; j < mp; j += blockDim.x) {
             u64 k = NO_KEY;
             if (j < m) {
@@ -108,13 +117,13 @@ __device__ void fiber_impl(T* out, const T* src, T value, T alpha, int use_alpha
 
 #define FIBER(NAME, N, T, I)                                                                    \
     extern "C" __global__ void __launch_bounds__(1024) fiber_##NAME##_##I(                     \
-        T* out, const T* src, T value, T alpha, int use_alpha, const I* idx, Layout fidx,      \
-        i64 idx_sd, Layout fsrc, i64 src_sd, Layout fout, i64 out_sd, Layout fpos, i64 pos_sd, \
-        i64 n_fibers, int m, int mp, i64 size, int rule, int reduce, int include_self,          \
-        u64* flag) {                                                                           \
-        fiber_impl<N, T, I>(out, src, value, alpha, use_alpha, idx, fidx, idx_sd, fsrc, src_sd, \
-                            fout, out_sd, fpos, pos_sd, n_fibers, m, mp, size, rule, reduce,    \
-                            include_self, flag);                                                \
+        T* out, const T* x, Layout fx, i64 x_sd, const T* src, T value, T alpha, int use_alpha, \
+        const I* idx, Layout fidx, i64 idx_sd, Layout fsrc, i64 src_sd, Layout fout,           \
+        i64 out_sd, Layout fpos, i64 pos_sd, i64 n_fibers, int m, int mp, i64 size, int rule,  \
+        int reduce, int include_self, u64* flag) {                                             \
+        fiber_impl<N, T, I>(out, x, fx, x_sd, src, value, alpha, use_alpha, idx, fidx, idx_sd,  \
+                            fsrc, src_sd, fout, out_sd, fpos, pos_sd, n_fibers, m, mp, size,    \
+                            rule, reduce, include_self, flag);                                  \
     }
 #define FIBERS(NAME, N, T) FIBER(NAME, N, T, i64) FIBER(NAME, N, T, i32)
 FIBERS(f32, NumF32, float)
