@@ -6,9 +6,11 @@
 #
 # Prepare here, then carry `gpu/` (ignored through .git/info/exclude):
 #   scripts/gpu_check.sh --prepare
-# On the GPU machine: `tests` takes at most 7.9 minutes by its timeouts and `bench` 9.1, so run
-# them as two calls (a device call may last 10 minutes); `all` runs both:
-#   scripts/gpu_check.sh [all|tests|bench]
+# On the GPU machine: `tests` takes at most 7.9 minutes by its timeouts and `bench` 9.9, so run
+# them as two calls (a device call may last 10 minutes); `all` runs both. `counters` (at most
+# 10 minutes, about 2 expected) reads Nsight Compute's counters of the kernels of the workloads
+# that miss their targets, if the visit has time left:
+#   scripts/gpu_check.sh [all|tests|bench|counters]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -166,9 +168,52 @@ PY
 
 }
 
+# Nsight Compute's counters for each kernel of one call of the workloads that miss or nearly
+# miss their targets: time, DRAM bytes and throughput, L2 hit rate, warps active, registers
+# (ncu needs the Firecracker runtime; --clock-control none leaves the clocks alone).
+counters() {
+    log "Nsight Compute: the counters of one call's kernels"
+    local m=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum
+    m=$m,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_sector_hit_rate.pct
+    m=$m,lts__t_sectors_srcunit_tex_op_read.sum,sm__warps_active.avg.pct_of_peak_sustained_active
+    m=$m,sm__throughput.avg.pct_of_peak_sustained_elapsed,launch__registers_per_thread
+    rm -f "$OUT"/ncu_*.csv
+    # workload:kernels of its first (checked) call[:environment]
+    for w in W1:1 W5:1 W9:1 W9:2:GATHER_CUDA_PASSES=2 W6:10 W7:10 W8:1 W11b:1 W9x16:1 W9x16:1:GATHER_CUDA_L2_FETCH=32; do
+        IFS=: read -r name count envs <<< "$w"
+        env ${envs:-} timeout 60 ncu --clock-control none --csv --page raw --print-units base --metrics "$m" --launch-count "$count" \
+            --log-file "$OUT/ncu_${name}_${envs:-default}.csv" \
+            gpu/gather --no-progress bench --device cuda --in-process --only "$name" --warmup 1 --repeat 1 > /dev/null 2>&1
+        echo "$w: exit $?"
+    done
+    python3 - "$OUT" <<'PY'
+import csv, glob, os, sys
+cols = [("gpu__time_duration.sum", "µs", 1e-3), ("dram__bytes_read.sum", "rd MB", 1e-6),
+        ("dram__bytes_write.sum", "wr MB", 1e-6), ("dram__throughput.avg.pct_of_peak_sustained_elapsed", "dram%", 1),
+        ("lts__t_sector_hit_rate.pct", "L2hit%", 1), ("lts__t_sectors_srcunit_tex_op_read.sum", "L2rd Msec", 1e-6),
+        ("sm__warps_active.avg.pct_of_peak_sustained_active", "warps%", 1),
+        ("sm__throughput.avg.pct_of_peak_sustained_elapsed", "sm%", 1), ("launch__registers_per_thread", "regs", 1)]
+print(f"{'run':34s} {'kernel':26s}" + "".join(f"{h:>10s}" for _, h, _ in cols))
+for f in sorted(glob.glob(f"{sys.argv[1]}/ncu_*.csv")):
+    rows = [l for l in open(f) if l.startswith('"')]
+    if len(rows) < 3:
+        print(f"{os.path.basename(f)}: no counters ({open(f).read()[-300:]!r})")
+        continue
+    table = list(csv.DictReader(rows))
+    for r in table[1:]:  # the first row holds the units
+        def v(k, scale):
+            try:
+                return f"{float(r[k].replace(',', '')) * scale:10.1f}"
+            except (KeyError, ValueError):
+                return f"{'?':>10s}"
+        print(f"{os.path.basename(f)[4:-4]:34s} {r['Kernel Name'][:26]:26s}" + "".join(v(k, s) for k, _, s in cols))
+PY
+}
+
 case "${1:-all}" in
     tests) tests ;;
     bench) bench ;;
+    counters) counters ;;
     all) tests; bench ;;
-    *) echo "usage: $0 [--prepare|all|tests|bench]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--prepare|all|tests|bench|counters]" >&2; exit 2 ;;
 esac
