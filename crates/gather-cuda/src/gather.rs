@@ -319,27 +319,13 @@ fn take_flat(
     let f = dev.function(Source::Gather, name)?;
     let (xp, ip, op_) = (input.ptr(), index.ptr(), out.ptr());
     let (size, code, n64) = (input.len() as i64, rule(bounds), n as i64);
+    let cfg = dev.grid_batched(n, 256, UNROLL);
     let bad = dev.with_flag(|flag| {
-        for (lo, hi) in windows(size) {
+        windows(size).try_for_each(|(lo, hi)| {
             launch!(
-                dev,
-                &f,
-                name,
-                dev.grid_batched(n, 256, UNROLL),
-                &op_,
-                &xp,
-                &xl,
-                &ip,
-                &il,
-                &size,
-                &code,
-                &n64,
-                &lo,
-                &hi,
-                &flag
-            )?;
-        }
-        Ok(())
+                dev, &f, name, cfg, &op_, &xp, &xl, &ip, &il, &size, &code, &n64, &lo, &hi, &flag
+            )
+        })
     })?;
     match bad {
         Some(pos) => Err(error(pos)?),
@@ -421,28 +407,14 @@ fn gather_general(
     let f = dev.function(Source::Gather, name)?;
     let (op_, xp, ip) = (out.ptr(), x.ptr(), idx.ptr());
     let (dim, n64) = (d as i32, n as i64);
+    let cfg = dev.grid_batched(n, 256, UNROLL);
     dev.with_flag(|flag| {
-        for (lo, hi) in windows(size) {
+        windows(size).try_for_each(|(lo, hi)| {
             launch!(
-                dev,
-                &f,
-                name,
-                dev.grid_batched(n, 256, UNROLL),
-                &op_,
-                &xp,
-                &xl,
-                &ip,
-                &il,
-                &dim,
-                &size,
-                &rule,
-                &n64,
-                &lo,
-                &hi,
+                dev, &f, name, cfg, &op_, &xp, &xl, &ip, &il, &dim, &size, &rule, &n64, &lo, &hi,
                 &flag
-            )?;
-        }
-        Ok(())
+            )
+        })
     })
 }
 
