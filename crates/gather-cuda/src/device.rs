@@ -183,11 +183,28 @@ pub(crate) fn param_counts(ptx: &str) -> HashMap<String, usize> {
     out
 }
 
+/// NVRTC's options besides the architecture.
+fn nvrtc_options() -> Vec<String> {
+    vec!["-std=c++17".into()]
+}
+
+/// NVRTC's (major, minor) version, part of the cache's key.
+fn nvrtc_version() -> Result<(i32, i32)> {
+    static VERSION: OnceLock<(i32, i32)> = OnceLock::new();
+    nvrtc_present()?;
+    Ok(*VERSION.get_or_init(|| {
+        let (mut major, mut minor) = (0, 0);
+        // SAFETY: NVRTC is loaded (checked above); the call writes two ints.
+        unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) };
+        (major, minor)
+    }))
+}
+
 fn compile(s: Source, arch: &str) -> Result<cudarc::nvrtc::Ptx> {
     let arch: &'static str = Box::leak(arch.to_string().into_boxed_str());
     let opts = CompileOptions {
         arch: Some(arch),
-        options: vec!["-std=c++17".into()],
+        options: nvrtc_options(),
         ..Default::default()
     };
     compile_ptx_with_opts(s.text(), opts)
@@ -429,13 +446,7 @@ impl Cuda {
             match mods.get(&source) {
                 Some(m) => m.clone(),
                 None => {
-                    let ptx = compile(source, &self.inner.arch)?;
-                    self.inner
-                        .params
-                        .lock()
-                        .unwrap()
-                        .extend(param_counts(&ptx.to_src()));
-                    let m = self.inner.ctx.load_module(ptx)?;
+                    let m = self.load(source)?;
                     mods.insert(source, m.clone());
                     m
                 }
@@ -446,6 +457,37 @@ impl Cuda {
             .map_err(|e| Error::device(format!("kernel {name}: {e}")))?;
         self.inner.functions.lock().unwrap().insert(name, f.clone());
         Ok(f)
+    }
+
+    /// `source`'s module: its PTX from the cache of earlier processes (`ptx_cache`) or compiled
+    /// now, loaded by the driver (a cached file that the driver rejects is compiled afresh and
+    /// replaced).
+    fn load(&self, source: Source) -> Result<Arc<CudaModule>> {
+        let arch = &self.inner.arch;
+        let (ptx, cached) = crate::ptx_cache::load_or_compile(
+            source,
+            &source.text(),
+            arch,
+            nvrtc_version()?,
+            &nvrtc_options(),
+            || compile(source, arch),
+        )?;
+        let (ptx, m) = match (self.inner.ctx.load_module(ptx.clone()), cached) {
+            (Ok(m), _) => (ptx, m),
+            (Err(_), Some(path)) => {
+                let ptx = compile(source, arch)?;
+                let m = self.inner.ctx.load_module(ptx.clone())?;
+                crate::ptx_cache::replace(&path, &ptx.to_src());
+                (ptx, m)
+            }
+            (Err(e), None) => return Err(e.into()),
+        };
+        self.inner
+            .params
+            .lock()
+            .unwrap()
+            .extend(param_counts(&ptx.to_src()));
+        Ok(m)
     }
 
     /// `bytes` of device memory, uninitialised (every op writes all of its output): a cached

@@ -25,8 +25,11 @@
 //!   bitwise the same result.
 //! - The crate builds without CUDA. The driver and NVRTC are loaded at run time; without them
 //!   [`Cuda::new`] is an error. Kernels are CUDA C compiled by NVRTC on first use, once per
-//!   process and GPU. `emu/` in the repository is a CPU emulator of the driver on which the GPU
-//!   tests run without a GPU.
+//!   process and GPU, and kept on disk for the next process (`$XDG_CACHE_HOME/gather-cuda` or
+//!   `~/.cache/gather-cuda`; `GATHER_CUDA_CACHE=<folder>` moves it, `GATHER_CUDA_CACHE=off`
+//!   keeps nothing), keyed by the source text, the GPU's architecture and NVRTC's version.
+//!   `emu/` in the repository is a CPU emulator of the driver on which the GPU tests run
+//!   without a GPU.
 //! - Environment variables, for checking and measuring: `GATHER_CUDA_SYNC=1` waits after every
 //!   launch (a failing kernel is named); `GATHER_CUDA_PROFILE=1` books the time per kernel;
 //!   `GATHER_CUDA_EXACT_ALLOC=1` allocates exactly the bytes asked for (for memory checkers);
@@ -60,6 +63,7 @@ pub mod grad;
 mod masked;
 mod memory;
 mod options;
+mod ptx_cache;
 mod reduce;
 mod repeat;
 mod scatter;
