@@ -46,15 +46,11 @@ fn file(
     version: (i32, i32),
     options: &[String],
 ) -> PathBuf {
-    let version = [version.0.to_le_bytes(), version.1.to_le_bytes()].concat();
-    let options = options.join("\n");
-    let parts: [&[u8]; 4] = [
-        text.as_bytes(),
-        arch.as_bytes(),
-        &version,
-        options.as_bytes(),
-    ];
-    let name = format!("{source:?}-{arch}-{:016x}.ptx", key(&parts)).to_lowercase();
+    let (major, minor) = (version.0.to_le_bytes(), version.1.to_le_bytes());
+    let mut parts: Vec<&[u8]> = vec![text.as_bytes(), arch.as_bytes(), &major, &minor];
+    parts.extend(options.iter().map(|o| o.as_bytes()));
+    let mut name = format!("{source:?}-{arch}-{:016x}.ptx", key(&parts));
+    name.make_ascii_lowercase();
     dir.join(name)
 }
 
@@ -106,7 +102,9 @@ fn in_dir(
 /// Writes through a file of this process's own and a rename, so that a process reading the
 /// cache never sees half a file, whichever of several writers wins.
 fn store(dir: &Path, path: &Path, ptx: &str) {
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".{}", std::process::id()));
+    let tmp = PathBuf::from(tmp);
     let written = std::fs::create_dir_all(dir)
         .and_then(|()| std::fs::write(&tmp, ptx))
         .and_then(|()| std::fs::rename(&tmp, path));
