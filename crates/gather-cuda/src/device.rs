@@ -464,14 +464,16 @@ impl Cuda {
     /// replaced).
     fn load(&self, source: Source) -> Result<Arc<CudaModule>> {
         let arch = &self.inner.arch;
-        let (ptx, cached) = crate::ptx_cache::load_or_compile(
+        let text = source.text();
+        let options = nvrtc_options();
+        let (ptx, cached) = crate::ptx_cache::Compile {
             source,
-            &source.text(),
+            text: &text,
             arch,
-            nvrtc_version()?,
-            &nvrtc_options(),
-            || compile(source, arch),
-        )?;
+            version: nvrtc_version()?,
+            options: &options,
+        }
+        .load_or(|| compile(source, arch))?;
         let (ptx, m) = match (self.inner.ctx.load_module(ptx.clone()), cached) {
             (Ok(m), _) => (ptx, m),
             (Err(_), Some(path)) => {

@@ -37,66 +37,56 @@ fn key(parts: &[&[u8]]) -> u64 {
     h
 }
 
-/// The file of `source`'s PTX compiled from `text` for `arch` by NVRTC `version` with `options`.
-fn file(
-    dir: &Path,
-    source: Source,
-    text: &str,
-    arch: &str,
-    version: (i32, i32),
-    options: &[String],
-) -> PathBuf {
-    let (major, minor) = (version.0.to_le_bytes(), version.1.to_le_bytes());
-    let mut parts: Vec<&[u8]> = vec![text.as_bytes(), arch.as_bytes(), &major, &minor];
-    parts.extend(options.iter().map(|o| o.as_bytes()));
-    let mut name = format!("{source:?}-{arch}-{:016x}.ptx", key(&parts));
-    name.make_ascii_lowercase();
-    dir.join(name)
+/// What shapes a source's PTX: the cache's key.
+pub(crate) struct Compile<'a> {
+    pub source: Source,
+    pub text: &'a str,
+    pub arch: &'a str,
+    /// NVRTC's (major, minor).
+    pub version: (i32, i32),
+    pub options: &'a [String],
 }
 
-/// `source`'s PTX: from the cache when an earlier process stored it, else from `compile`, then
-/// stored (a cache that cannot be written is no error). The path comes back with a PTX read
-/// from the cache, so that the caller can replace a file the driver rejects.
-pub(crate) fn load_or_compile(
-    source: Source,
-    text: &str,
-    arch: &str,
-    version: (i32, i32),
-    options: &[String],
-    compile: impl FnOnce() -> Result<Ptx>,
-) -> Result<(Ptx, Option<PathBuf>)> {
-    in_dir(
-        dir().as_deref(),
-        source,
-        text,
-        arch,
-        version,
-        options,
-        compile,
-    )
-}
-
-fn in_dir(
-    dir: Option<&Path>,
-    source: Source,
-    text: &str,
-    arch: &str,
-    version: (i32, i32),
-    options: &[String],
-    compile: impl FnOnce() -> Result<Ptx>,
-) -> Result<(Ptx, Option<PathBuf>)> {
-    let Some(dir) = dir else {
-        return Ok((compile()?, None));
-    };
-    let path = file(dir, source, text, arch, version, options);
-    if let Ok(ptx) = std::fs::read_to_string(&path) {
-        if ptx.contains(".entry") {
-            return Ok((Ptx::from_src(ptx), Some(path)));
-        }
+impl Compile<'_> {
+    /// The file of this PTX in `dir`.
+    fn file(&self, dir: &Path) -> PathBuf {
+        let (major, minor) = (self.version.0.to_le_bytes(), self.version.1.to_le_bytes());
+        let mut parts: Vec<&[u8]> =
+            vec![self.text.as_bytes(), self.arch.as_bytes(), &major, &minor];
+        parts.extend(self.options.iter().map(|o| o.as_bytes()));
+        let mut name = format!("{:?}-{}-{:016x}.ptx", self.source, self.arch, key(&parts));
+        name.make_ascii_lowercase();
+        dir.join(name)
     }
-    let ptx = compile()?;
-    store(dir, &path, &ptx.to_src());
-    Ok((ptx, None))
+
+    /// The PTX: from the cache when an earlier process stored it, else from `compile`, then
+    /// stored (a cache that cannot be written is no error). The path comes back with a PTX
+    /// read from the cache, so that the caller can replace a file the driver rejects.
+    pub(crate) fn load_or(
+        &self,
+        compile: impl FnOnce() -> Result<Ptx>,
+    ) -> Result<(Ptx, Option<PathBuf>)> {
+        self.load_in(dir().as_deref(), compile)
+    }
+
+    fn load_in(
+        &self,
+        dir: Option<&Path>,
+        compile: impl FnOnce() -> Result<Ptx>,
+    ) -> Result<(Ptx, Option<PathBuf>)> {
+        let Some(dir) = dir else {
+            return Ok((compile()?, None));
+        };
+        let path = self.file(dir);
+        if let Ok(ptx) = std::fs::read_to_string(&path) {
+            if ptx.contains(".entry") {
+                return Ok((Ptx::from_src(ptx), Some(path)));
+            }
+        }
+        let ptx = compile()?;
+        store(dir, &path, &ptx.to_src());
+        Ok((ptx, None))
+    }
 }
 
 /// Writes through a file of this process's own and a rename, so that a process reading the
@@ -133,21 +123,47 @@ mod tests {
         assert_eq!(key(&[b"ab", b"c"]), key(&[b"ab", b"c"]));
     }
 
+    fn gather_90(text: &str) -> Compile<'_> {
+        const O: &[String] = &[];
+        Compile {
+            source: Source::Gather,
+            text,
+            arch: "compute_90",
+            version: (13, 0),
+            options: O,
+        }
+    }
+
     /// Another text, architecture, NVRTC or option names another file.
     #[test]
     fn every_input_of_the_compile_is_in_the_file_name() {
         let d = Path::new("/c");
         let o = vec!["-std=c++17".to_string()];
-        let base = file(d, Source::Gather, "k", "compute_90", (13, 0), &o);
+        let base = gather_90("k").file(d);
         assert!(base.to_str().unwrap().starts_with("/c/gather-compute_90-"));
         for other in [
-            file(d, Source::Gather, "k2", "compute_90", (13, 0), &o),
-            file(d, Source::Gather, "k", "compute_80", (13, 0), &o),
-            file(d, Source::Gather, "k", "compute_90", (13, 1), &o),
-            file(d, Source::Gather, "k", "compute_90", (13, 0), &[]),
-            file(d, Source::Scatter, "k", "compute_90", (13, 0), &o),
+            Compile {
+                text: "k2",
+                ..gather_90("k")
+            },
+            Compile {
+                arch: "compute_80",
+                ..gather_90("k")
+            },
+            Compile {
+                version: (13, 1),
+                ..gather_90("k")
+            },
+            Compile {
+                options: &o,
+                ..gather_90("k")
+            },
+            Compile {
+                source: Source::Scatter,
+                ..gather_90("k")
+            },
         ] {
-            assert_ne!(other, base);
+            assert_ne!(other.file(d), base);
         }
     }
 
@@ -158,19 +174,8 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("gather-ptx-cache-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let ptx = ".visible .entry k()\n{\n}\n";
-        let o = vec!["-std=c++17".to_string()];
-        let run = |compile: &dyn Fn() -> Result<Ptx>| {
-            in_dir(
-                Some(&dir),
-                Source::Masked,
-                "text",
-                "compute_90",
-                (13, 0),
-                &o,
-                compile,
-            )
-            .unwrap()
-        };
+        let c = gather_90("text");
+        let run = |compile: &dyn Fn() -> Result<Ptx>| c.load_in(Some(&dir), compile).unwrap();
         let fresh = || Ok(Ptx::from_src(ptx));
         let (first, cached) = run(&fresh);
         assert_eq!((first.to_src(), cached), (ptx.to_string(), None));
@@ -184,17 +189,7 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&path).unwrap(), ptx);
         replace(&path, ".visible .entry k2()\n{\n}\n");
         assert!(run(&fresh).0.to_src().contains("k2"));
-        let (_, cached) = in_dir(
-            None,
-            Source::Masked,
-            "text",
-            "compute_90",
-            (13, 0),
-            &o,
-            fresh,
-        )
-        .unwrap();
-        assert_eq!(cached, None);
+        assert_eq!(c.load_in(None, fresh).unwrap().1, None);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
