@@ -54,6 +54,8 @@ log() { echo "== $* ($(date +%T))"; }
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
 mkdir -p /tmp/suite && tar -C /tmp/suite -xzf gpu/conformance.tgz
 export GATHER_CUDA_TESTS=1 RUST_BACKTRACE=1
+# The PTX that the first process compiles serves every later one (tests, suite, sanitizer, A/B).
+export GATHER_CUDA_CACHE=${GATHER_CUDA_CACHE:-/tmp/gather-ptx}
 
 tests() {
     log "unit tests on the GPU"
