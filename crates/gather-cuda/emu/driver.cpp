@@ -2,8 +2,9 @@
 // that the GPU tests and `gather conformance --device cuda` run on machines without a GPU (CI).
 // Device memory is host memory; every stream operation runs when it is queued; a launch runs
 // the kernel compiled as C++ (build.py), block after block (last first, or as GATHER_EMU_ORDER
-// says), each block's threads as fibers that switch at __syncthreads and at warp exchanges. It checks what a GPU would not forgive: a
-// warp exchange or barrier that not every live thread reaches aborts with the kernel's name.
+// says), each block's threads as fibers that switch at __syncthreads and at warp exchanges. It
+// checks what a GPU would not forgive: a warp exchange or barrier that not every live thread
+// reaches aborts with the kernel's name.
 // Timings mean nothing here; the results do.
 #include "emu.h"
 
