@@ -418,9 +418,8 @@ fn gather_general(
     })
 }
 
-/// The windows of index values `[lo, hi)` that the passes of a gather or take of `n`
-/// positions along a dim of `size` move: one, `[0, size)`, unless `GATHER_CUDA_PASSES=<p>`
-/// asks for `p` equal windows (an experiment for the GPU visit: windows of the input that fit
+/// The windows of index values `[lo, hi)` that the passes of a gather or take along a dim of
+/// `size` move: one, `[0, size)`, unless `GATHER_CUDA_PASSES=<p>` asks for `p` equal windows (an experiment for the GPU visit: windows of the input that fit
 /// the L2, against one more read of the index per pass).
 fn windows(size: i64) -> impl Iterator<Item = (i64, i64)> {
     static PASSES: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
