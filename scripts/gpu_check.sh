@@ -6,11 +6,12 @@
 #
 # Prepare here, then carry `gpu/` (ignored through .git/info/exclude):
 #   scripts/gpu_check.sh --prepare
-# On the GPU machine: `tests` takes at most 7.9 minutes by its timeouts and `bench` 9.9, so run
-# them as two calls (a device call may last 10 minutes); `all` runs both. `counters` (at most
-# 10 minutes, about 2 expected) reads Nsight Compute's counters of the kernels of the workloads
-# that miss their targets, if the visit has time left:
-#   scripts/gpu_check.sh [all|tests|bench|counters]
+# On the GPU machine, name the parts in the order they matter; they stop at a deadline (below):
+#   scripts/gpu_check.sh table tests ab counters
+# `table`: ours against PyTorch, the targets (at most 3.2 minutes by its timeouts); `tests`: unit
+# tests, suite, Python, sanitizer (7.9); `ab`: this build against the baseline and the options
+# (6.7); `bench` is table and ab; `counters`: Nsight Compute's counters of the kernels of the
+# workloads that miss their targets (10, about 2 expected). No part: table, then tests.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -98,7 +99,7 @@ tests() {
     echo "sanitizer conformance exit $?"; grep -E "ERROR SUMMARY|passed" "$OUT/sanitizer_conformance.log" | tail -3
 }
 
-bench() {
+table() {
     log "bench, ours"
     timeout 120 gpu/gather bench --device cuda --in-process --large --json "$OUT/ours.json" 2>&1 | tee "$OUT/bench_ours.log"
 
@@ -108,6 +109,9 @@ bench() {
 
     log "table (the targets), before the A/B in case the call is cut short"
     python3 scripts/cuda_table.py "$OUT/ours.json" "$OUT/torch.json" | tee "$OUT/table.txt"
+}
+
+ab() {
 
     log "A/B, alternating over 2 rounds: this build, the baseline build (gpu/BASELINE), the scatter on the radix sort, the row fold reading column pairs, gather-cuda at opt-level 3, the flag copied back after every call, the L2 fetching 32 bytes, gathers in 2 and 3 passes over windows of the input"
     std=W1,W2,W3,W4,W5,W6,W7,W8,W9,W10,W11
@@ -167,7 +171,6 @@ PY
     log "where the time goes (GATHER_CUDA_PROFILE=1 waits after every step)"
     GATHER_CUDA_PROFILE=1 timeout 20 gpu/gather bench --device cuda --only W1,W5,W6,W7,W9,W11 --repeat 10 > "$OUT/profile.log" 2>&1
     cut -c1-110 "$OUT/profile.log"
-
 }
 
 # Nsight Compute's counters for each kernel of one call of the workloads that miss or nearly
@@ -183,7 +186,7 @@ counters() {
     # workload:kernels of its first (checked) call[:environment]
     for w in W1:1 W5:1 W9:1 W9:2:GATHER_CUDA_PASSES=2 W6:10 W7:10 W8:1 W11b:1 W9x16:1 W9x16:1:GATHER_CUDA_L2_FETCH=32; do
         IFS=: read -r name count envs <<< "$w"
-        env ${envs:-} timeout 60 ncu --clock-control none --csv --page raw --print-units base --metrics "$m" --launch-count "$count" \
+        timeout 60 env ${envs:-} ncu --clock-control none --csv --page raw --print-units base --metrics "$m" --launch-count "$count" \
             --log-file "$OUT/ncu_${name}_${envs:-default}.csv" \
             gpu/gather --no-progress bench --device cuda --in-process --only "$name" --warmup 1 --repeat 1 > /dev/null 2>&1
         echo "$w: exit $?"
@@ -212,10 +215,26 @@ for f in sorted(glob.glob(f"{sys.argv[1]}/ncu_*.csv")):
 PY
 }
 
-case "${1:-all}" in
-    tests) tests ;;
-    bench) bench ;;
-    counters) counters ;;
-    all) tests; bench ;;
-    *) echo "usage: $0 [--prepare|all|tests|bench|counters]" >&2; exit 2 ;;
-esac
+# Every step's timeout is cut to what is left before the deadline (GATHER_VISIT_S seconds after
+# the start, default 570: a device call lasts at most 600), and a step that would get under 3
+# seconds is skipped, so that a visit ends in time, with its results, whatever it runs.
+deadline=$(( $(date +%s) + ${GATHER_VISIT_S:-570} ))
+timeout() {
+    local t=$1 left=$(( deadline - $(date +%s) ))
+    shift
+    if (( left < 3 )); then echo "skipped, past the visit's deadline: ${*:1:2}" >&2; return 124; fi
+    command timeout $(( t < left ? t : left )) "$@"
+}
+
+[ $# -eq 0 ] && set -- table tests
+for mode in "$@"; do
+    case "$mode" in
+        tests) tests ;;
+        table) table ;;
+        ab) ab ;;
+        bench) table; ab ;;
+        counters) counters ;;
+        all) tests; table; ab ;;
+        *) echo "usage: $0 [--prepare] | [table|tests|ab|bench|counters|all]..." >&2; exit 2 ;;
+    esac
+done
