@@ -881,32 +881,38 @@ pub(crate) fn run(
         crate::gather::rule(rule),
         n_rows as i64,
     );
-    let flagged = dev.with_flag(|flag| {
-        launch!(
-            dev,
-            &f,
-            keys_name,
-            dev.grid(n_rows, 256),
-            &ip,
-            &m,
-            &dim,
-            &size,
-            &rule,
-            &n64,
-            &kp,
-            &rp,
-            &counts,
-            &flag
-        )
-    })?;
-    let long = match flagged {
+    let keys = |counts: u64| {
+        dev.with_flag(|flag| {
+            launch!(
+                dev,
+                &f,
+                keys_name,
+                dev.grid(n_rows, 256),
+                &ip,
+                &m,
+                &dim,
+                &size,
+                &rule,
+                &n64,
+                &kp,
+                &rp,
+                &counts,
+                &flag
+            )
+        })
+    };
+    let long = match keys(counts)? {
         Some(sort::LONG_RUN) => true,
         Some(pos) => return Err(bad(pos)?),
         None => false,
     };
     let (kp, rp, stp, np) = if counting && !long {
-        sort::count_runs(dev, &mut scratch, kp, n_rows, n_keys, counts)?
+        sort::count_runs(dev, &mut scratch, kp, rp, n_rows, n_keys, counts)?
     } else {
+        if counting {
+            // The counting keys kernel left ranks where the radix sort needs the rows.
+            keys(0)?;
+        }
         let s = if counting {
             radix_scratch.insert(sort::Scratch::new(dev, sort::sort_bytes(n_rows))?)
         } else {

@@ -96,9 +96,9 @@ pub(crate) fn counting_fits(n: usize, keys: usize) -> bool {
     keys <= 2 * n + 4096
 }
 
-/// Scratch bytes of the counting sort of `n` rows into `keys` keys, beyond the keys and rows it
-/// sorts: the zeroed counts, fill and long-run count, the placed pairs, the long-run list, the
-/// run count and the scan of the counts.
+/// Scratch bytes of the counting sort of `n` rows into `keys` keys, beyond the keys and ranks it
+/// sorts: the zeroed counts and long-run count, the placed pairs, the long-run list, the run
+/// count and the scan of the counts.
 pub(crate) fn count_bytes(n: usize, keys: usize) -> usize {
     zeroed_bytes(keys)
         + 2 * u32_bytes(n)
@@ -108,32 +108,32 @@ pub(crate) fn count_bytes(n: usize, keys: usize) -> usize {
 }
 
 fn zeroed_bytes(keys: usize) -> usize {
-    u32_bytes(2 * (keys + 1) + 1)
+    u32_bytes(keys + 2)
 }
 
 /// The counting sort's zeroed words, to carve before the keys kernel (which counts into the
 /// first `keys + 1`).
 pub(crate) fn count_zeroed(dev: &Cuda, s: &mut Scratch, keys: usize) -> Result<u64> {
-    let at = s.u32s(2 * (keys + 1) + 1);
+    let at = s.u32s(keys + 2);
     dev.memset(at, 0, zeroed_bytes(keys))?;
     Ok(at)
 }
 
-/// The counting sort of the `n` (key, row) pairs whose keys (below `keys`) the keys kernel has
-/// counted into `zeroed` ([`count_zeroed`]), no run past [`COUNT_RUN_MAX`]: the sorted keys,
-/// rows, run starts and run count, as [`sort_pairs`] and [`runs`] give them, except that every
-/// key is a run (empty ones too).
+/// The counting sort of the `n` rows whose keys (below `keys`) the keys kernel has counted into
+/// `zeroed` ([`count_zeroed`]), with each row's place in its run in `ranks`, no run past
+/// [`COUNT_RUN_MAX`]: the sorted keys, rows, run starts and run count, as [`sort_pairs`] and
+/// [`runs`] give them, except that every key is a run (empty ones too).
 pub(crate) fn count_runs(
     dev: &Cuda,
     s: &mut Scratch,
     keys_in: u64,
+    ranks: u64,
     n: usize,
     keys: usize,
     zeroed: u64,
 ) -> Result<(u64, u64, u64, u64)> {
     let starts = zeroed;
-    let fill = zeroed + 4 * (keys as u64 + 1);
-    let n_long = fill + 4 * (keys as u64 + 1);
+    let n_long = zeroed + 4 * (keys as u64 + 1);
     exclusive_scan(dev, s, starts, keys + 1)?;
     let (kp, rp) = (s.u32s(n), s.u32s(n));
     let long_runs = s.u32s(n / (WARP_RUN_MAX + 1) + 1);
@@ -146,9 +146,9 @@ pub(crate) fn count_runs(
         "count_place",
         dev.grid(n, 256),
         &keys_in,
+        &ranks,
         &n64,
         &starts,
-        &fill,
         &kp,
         &rp
     )?;

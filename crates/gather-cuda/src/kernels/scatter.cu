@@ -4,8 +4,9 @@
 // every call makes the result bitwise repeatable; no atomics touch the values.
 //
 // When the keys are few (at most about twice the rows), a counting sort replaces the radix
-// passes: the keys kernel counts each key, a scan gives every key its run, rows are placed into
-// their run in any order and each run's rows are then sorted (a warp's registers up to 128, a
+// passes: the keys kernel counts each key and keeps each row's place among its key's rows (in
+// whatever order the atomics come), a scan gives every key its run, rows are placed into their
+// run at that place and each run's rows are then sorted (a warp's registers up to 128, a
 // block's shared memory up to 4096), which gives the same sorted pairs. A run past 4096 sends
 // the call back to the radix sort. Every key is then a run, empty ones included: the folds skip
 // runs whose start equals their end.
@@ -17,7 +18,10 @@
 #define LONG_RUN 0xfffffffffffffffeull
 
 
-// `counts` (zeroed, one per key; null for the radix sort): each valid row also counts its key.
+// `counts` (zeroed, one per key; null for the radix sort): each valid row also counts its key,
+// and `rows` then holds the row's place in its key's run (the count before it), not the row:
+// count_place needs no atomics of its own. A bad row's place is RANK_NONE, placed nowhere.
+#define RANK_NONE 0xffffffffu
 template <typename I>
 __device__ void keys_impl(const I* idx, RowMap m, int dim, i64 size, int rule, i64 n, u32* keys,
                           u32* rows, u32* counts, u64* flag) {
@@ -46,9 +50,14 @@ __device__ void keys_impl(const I* idx, RowMap m, int dim, i64 size, int rule, i
         }
         const u32 k = (u32)(key + v * m.kstride[dim]);
         keys[r] = k;
-        rows[r] = (u32)r;
+        if (!counts) {
+            rows[r] = (u32)r;
+            continue;
+        }
+        const u32 rank = bad ? RANK_NONE : atomicAdd(&counts[k], 1u);
+        rows[r] = rank;
         // The row that takes a key past COUNT_RUN_MAX says so, once per key.
-        if (counts && !bad && atomicAdd(&counts[k], 1u) == COUNT_RUN_MAX) flag_bad(flag, LONG_RUN);
+        if (rank == COUNT_RUN_MAX) flag_bad(flag, LONG_RUN);
     }
 }
 extern "C" __global__ void keys_i64(const i64* idx, RowMap m, int dim, i64 size, int rule, i64 n,
@@ -193,14 +202,15 @@ extern "C" __global__ void radix_scatter(const u32* kin, const u32* vin, u32* ko
 }
 
 // ---- the counting sort: place rows into their key's run, then order each run ----
-// `starts` is the exclusive scan of the counts (nkeys + 1 entries), `fill` zeroed: a row takes
-// the next free slot of its run, in whatever order the threads come.
-extern "C" __global__ void count_place(const u32* keys, i64 n, const u32* starts, u32* fill,
+// `starts` is the exclusive scan of the counts (nkeys + 1 entries), `ranks` each row's place in
+// its run from the keys kernel.
+extern "C" __global__ void count_place(const u32* keys, const u32* ranks, i64 n, const u32* starts,
                                        u32* kout, u32* rout) {
     const i64 step = (i64)gridDim.x * blockDim.x;
     for (i64 r = (i64)blockIdx.x * blockDim.x + threadIdx.x; r < n; r += step) {
-        const u32 k = keys[r];
-        const u32 slot = starts[k] + atomicAdd(&fill[k], 1u);
+        const u32 k = keys[r], rank = ranks[r];
+        if (rank == RANK_NONE) continue;
+        const u32 slot = starts[k] + rank;
         kout[slot] = k;
         rout[slot] = (u32)r;
     }
