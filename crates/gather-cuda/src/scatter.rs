@@ -855,6 +855,25 @@ pub(crate) fn run(
         }
         None => (Layout::default(), Layout::default(), 0u64),
     };
+    // Row scatters (plain row keys and rows, contiguous columns as lanes) take a kernel that
+    // keeps a run's columns in registers and orders the rows of each run of up to 32 itself,
+    // so that the counting sort leaves those runs as they were placed. On the counting sort's runs (every key, empty ones
+    // too) with whole rows as lanes and a row-major x, it also writes the rows that nothing
+    // targets, reading self from x: no copy of x first.
+    let (km, lo, ls, rm) = (
+        kmap.merged()?,
+        lout.merged()?,
+        lsrc.merged()?,
+        rmap.merged()?,
+    );
+    let unit = |l: &Layout| l.ndim == 1 && l.stride[0] == 1;
+    let row_kernel = matches!(fold, Fold::Apply)
+        && src.is_some()
+        && (16..=128).contains(&lanes)
+        && km.ndim == 1
+        && rm.ndim == 1
+        && unit(&lo)
+        && unit(&ls);
     // The counting sort's scratch holds the keys, the rows and its own temporaries; the radix
     // sort's temporaries are allocated only if a long run sends the call there.
     let counting = sort::counting_fits(n_rows, n_keys) && !radix_only();
@@ -872,6 +891,12 @@ pub(crate) fn run(
     } else {
         0
     };
+    // The keys of runs past 32 rows, which the row kernel needs sorted (0: sort every run).
+    let (listed, n_listed) = if counting && row_kernel {
+        sort::count_listed(&mut scratch, n_rows, n_keys, counts)
+    } else {
+        (0, 0)
+    };
     let keys_name = keys_name(idx.dtype());
     let f = dev.function(Source::Scatter, keys_name)?;
     let ip = idx.ptr();
@@ -881,7 +906,7 @@ pub(crate) fn run(
         crate::gather::rule(rule),
         n_rows as i64,
     );
-    let keys = |counts: u64| {
+    let keys = |counts: u64, listed: u64| {
         dev.with_flag(|flag| {
             launch!(
                 dev,
@@ -897,21 +922,23 @@ pub(crate) fn run(
                 &kp,
                 &rp,
                 &counts,
+                &listed,
+                &n_listed,
                 &flag
             )
         })
     };
-    let long = match keys(counts)? {
+    let long = match keys(counts, listed)? {
         Some(sort::LONG_RUN) => true,
         Some(pos) => return Err(bad(pos)?),
         None => false,
     };
     let (kp, rp, stp, np) = if counting && !long {
-        sort::count_runs(dev, &mut scratch, kp, rp, n_rows, n_keys, counts)?
+        sort::count_runs(dev, &mut scratch, kp, rp, n_rows, n_keys, counts, listed)?
     } else {
         if counting {
             // The counting keys kernel left ranks where the radix sort needs the rows.
-            keys(0)?;
+            keys(0, 0)?;
         }
         let s = if counting {
             radix_scratch.insert(sort::Scratch::new(dev, sort::sort_bytes(n_rows))?)
@@ -923,24 +950,6 @@ pub(crate) fn run(
         let (stp, np) = sort::runs(dev, s, kp, n_rows)?;
         (kp, rp, stp, np)
     };
-    // Row scatters (plain row keys and rows, contiguous columns as lanes) take a kernel that
-    // keeps a run's columns in registers. On the counting sort's runs (every key, empty ones
-    // too) with whole rows as lanes and a row-major x, it also writes the rows that nothing
-    // targets, reading self from x: no copy of x first.
-    let (km, lo, ls, rm) = (
-        kmap.merged()?,
-        lout.merged()?,
-        lsrc.merged()?,
-        rmap.merged()?,
-    );
-    let unit = |l: &Layout| l.ndim == 1 && l.stride[0] == 1;
-    let row_kernel = matches!(fold, Fold::Apply)
-        && src.is_some()
-        && (16..=128).contains(&lanes)
-        && km.ndim == 1
-        && rm.ndim == 1
-        && unit(&lo)
-        && unit(&ls);
     let whole_rows =
         row_kernel && counting && !long && km.stride[0] == lanes as i64 && x.is_standard();
     if !whole_rows && !matches!(fold, Fold::Softmax(..)) {
@@ -1278,10 +1287,10 @@ mod tests {
             ("run_flags", 3),
             ("run_starts", 5),
             ("count_place", 6),
-            ("count_sort_runs", 6),
+            ("count_sort_runs", 8),
             ("count_sort_long", 4),
-            ("keys_i64", 10),
-            ("keys_i32", 10),
+            ("keys_i64", 12),
+            ("keys_i32", 12),
         ] {
             assert_eq!(scatter.get(k), Some(&params), "{k}");
         }

@@ -89,6 +89,8 @@ pub(crate) fn sort_bytes(n: usize) -> usize {
 pub(crate) const LONG_RUN: u64 = u64::MAX - 1;
 /// Runs that a warp orders in its registers (`WARP_RUN_MAX`); longer ones take a block each.
 const WARP_RUN_MAX: usize = 128;
+/// Runs that the row kernel orders itself (`SHORT_RUN`).
+const SHORT_RUN: usize = 32;
 
 /// Whether the counting sort serves `n` rows into `keys` keys: its scan and its runs are per
 /// key, so the keys must not outnumber the rows by much.
@@ -103,26 +105,40 @@ pub(crate) fn count_bytes(n: usize, keys: usize) -> usize {
     zeroed_bytes(keys)
         + 2 * u32_bytes(n)
         + u32_bytes(n / (WARP_RUN_MAX + 1) + 1)
+        + u32_bytes(n / (SHORT_RUN + 1) + 1)
         + u32_bytes(1)
         + scan_bytes(keys + 1)
 }
 
+// The counts (keys + 1, scanned into the run starts), the long-run count and the listed count.
 fn zeroed_bytes(keys: usize) -> usize {
-    u32_bytes(keys + 2)
+    u32_bytes(keys + 3)
 }
 
 /// The counting sort's zeroed words, to carve before the keys kernel (which counts into the
 /// first `keys + 1`).
 pub(crate) fn count_zeroed(dev: &Cuda, s: &mut Scratch, keys: usize) -> Result<u64> {
-    let at = s.u32s(keys + 2);
+    let at = s.u32s(keys + 3);
     dev.memset(at, 0, zeroed_bytes(keys))?;
     Ok(at)
+}
+
+/// The list of the keys whose runs are longer than `SHORT_RUN` and its count (in the zeroed
+/// words at `zeroed`), for the keys kernel to fill and [`count_runs`] to sort alone: the row
+/// kernel orders the shorter runs itself.
+pub(crate) fn count_listed(s: &mut Scratch, n: usize, keys: usize, zeroed: u64) -> (u64, u64) {
+    (
+        s.u32s(n / (SHORT_RUN + 1) + 1),
+        zeroed + 4 * (keys as u64 + 2),
+    )
 }
 
 /// The counting sort of the `n` rows whose keys (below `keys`) the keys kernel has counted into
 /// `zeroed` ([`count_zeroed`]), with each row's place in its run in `ranks`, no run past
 /// [`COUNT_RUN_MAX`]: the sorted keys, rows, run starts and run count, as [`sort_pairs`] and
-/// [`runs`] give them, except that every key is a run (empty ones too).
+/// [`runs`] give them, except that every key is a run (empty ones too). With `listed` (from
+/// [`count_listed`], else 0), only the listed runs are sorted.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn count_runs(
     dev: &Cuda,
     s: &mut Scratch,
@@ -131,9 +147,11 @@ pub(crate) fn count_runs(
     n: usize,
     keys: usize,
     zeroed: u64,
+    listed: u64,
 ) -> Result<(u64, u64, u64, u64)> {
     let starts = zeroed;
     let n_long = zeroed + 4 * (keys as u64 + 1);
+    let n_listed = if listed == 0 { 0 } else { n_long + 4 };
     exclusive_scan(dev, s, starts, keys + 1)?;
     let (kp, rp) = (s.u32s(n), s.u32s(n));
     let long_runs = s.u32s(n / (WARP_RUN_MAX + 1) + 1);
@@ -152,15 +170,24 @@ pub(crate) fn count_runs(
         &kp,
         &rp
     )?;
+    // A warp per key, or per listed key: at most n / (SHORT_RUN + 1), usually far fewer, and
+    // their number is on the GPU, so two blocks per multiprocessor loop over them.
+    let warps = if listed == 0 {
+        keys
+    } else {
+        keys.min(n / (SHORT_RUN + 1) + 1).min(dev.sms() * 16)
+    };
     let f = dev.function(Source::Scatter, "count_sort_runs")?;
     launch!(
         dev,
         &f,
         "count_sort_runs",
-        dev.grid(keys.saturating_mul(32), 256),
+        dev.grid(warps.saturating_mul(32), 256),
         &rp,
         &starts,
         &k64,
+        &listed,
+        &n_listed,
         &np,
         &long_runs,
         &n_long

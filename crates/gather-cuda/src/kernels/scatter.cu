@@ -15,16 +15,19 @@
 // its registers, and the flag value that says a run is longer (no bad index: those are smaller).
 #define COUNT_RUN_MAX 4096
 #define WARP_RUN_MAX 128
+// Runs that the row kernel orders itself (SHORT_RUN in sort.rs): a warp's worth.
+#define SHORT_RUN 32
 #define LONG_RUN 0xfffffffffffffffeull
 
 
 // `counts` (zeroed, one per key; null for the radix sort): each valid row also counts its key,
 // and `rows` then holds the row's place in its key's run (the count before it), not the row:
 // count_place needs no atomics of its own. A bad row's place is RANK_NONE, placed nowhere.
+// `listed` (or null): the keys whose runs pass SHORT_RUN rows, for count_sort_runs to sort alone.
 #define RANK_NONE 0xffffffffu
 template <typename I>
 __device__ void keys_impl(const I* idx, RowMap m, int dim, i64 size, int rule, i64 n, u32* keys,
-                          u32* rows, u32* counts, u64* flag) {
+                          u32* rows, u32* counts, u32* listed, u32* n_listed, u64* flag) {
     const i64 step = (i64)gridDim.x * blockDim.x;
     for (i64 r = (i64)blockIdx.x * blockDim.x + threadIdx.x; r < n; r += step) {
         i64 lin = r, ioff = 0, key = 0, pos = 0, cdim = 0;
@@ -56,17 +59,20 @@ __device__ void keys_impl(const I* idx, RowMap m, int dim, i64 size, int rule, i
         }
         const u32 rank = bad ? RANK_NONE : atomicAdd(&counts[k], 1u);
         rows[r] = rank;
-        // The row that takes a key past COUNT_RUN_MAX says so, once per key.
+        // The row that takes a key past COUNT_RUN_MAX says so, once per key; past SHORT_RUN, lists it.
         if (rank == COUNT_RUN_MAX) flag_bad(flag, LONG_RUN);
+        if (rank == SHORT_RUN && listed) listed[atomicAdd(n_listed, 1u)] = k;
     }
 }
 extern "C" __global__ void keys_i64(const i64* idx, RowMap m, int dim, i64 size, int rule, i64 n,
-                                    u32* keys, u32* rows, u32* counts, u64* flag) {
-    keys_impl<i64>(idx, m, dim, size, rule, n, keys, rows, counts, flag);
+                                    u32* keys, u32* rows, u32* counts, u32* listed,
+                                    u32* n_listed, u64* flag) {
+    keys_impl<i64>(idx, m, dim, size, rule, n, keys, rows, counts, listed, n_listed, flag);
 }
 extern "C" __global__ void keys_i32(const i32* idx, RowMap m, int dim, i64 size, int rule, i64 n,
-                                    u32* keys, u32* rows, u32* counts, u64* flag) {
-    keys_impl<i32>(idx, m, dim, size, rule, n, keys, rows, counts, flag);
+                                    u32* keys, u32* rows, u32* counts, u32* listed,
+                                    u32* n_listed, u64* flag) {
+    keys_impl<i32>(idx, m, dim, size, rule, n, keys, rows, counts, listed, n_listed, flag);
 }
 
 // ---- exclusive scan of u32, 2048 per block (256 threads x 8 consecutive items) ----
@@ -257,13 +263,17 @@ template <int K> __device__ __forceinline__ void warp_sort_run(u32* rows, u32 s,
     }
 }
 
-// A warp per key orders its run's rows; runs longer than a warp's registers go to a list for
-// count_sort_long. Every key is a run: nruns[0] = nkeys.
-extern "C" __global__ void count_sort_runs(u32* rows, const u32* starts, i64 nkeys, u32* nruns,
+// A warp per key (or per listed key, when `listed` is not null) orders its run's rows; runs
+// longer than a warp's registers go to a list for count_sort_long. Every key is a run:
+// nruns[0] = nkeys.
+extern "C" __global__ void count_sort_runs(u32* rows, const u32* starts, i64 nkeys,
+                                           const u32* listed, const u32* n_listed, u32* nruns,
                                            u32* long_runs, u32* n_long) {
     if (blockIdx.x == 0 && threadIdx.x == 0) nruns[0] = (u32)nkeys;
     const i64 wstep = (i64)gridDim.x * (blockDim.x >> 5);
-    for (i64 w = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; w < nkeys; w += wstep) {
+    const i64 count = listed ? (i64)n_listed[0] : nkeys;
+    for (i64 j = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; j < count; j += wstep) {
+        const u32 w = listed ? listed[j] : (u32)j;
         const u32 s = starts[w], len = starts[w + 1] - s;
         if (len <= 1) continue;
         if (len <= 32) {
@@ -426,6 +436,23 @@ APPLY(u64, Num<u64>, u64)
 // its two columns as one 8-byte pair (columns 2 lane, 2 lane + 1 of the 64), with 8 rows ahead.
 #define RKMAX 2
 template <typename T> struct alignas(2 * sizeof(T)) Pair { T a, b; };
+
+// Lane j's row: the j-th smallest of rows[base, base + cnt), cnt <= 32 (0 past cnt). The
+// counting sort leaves runs of up to SHORT_RUN rows in the order they were placed; a longer run
+// comes sorted, and ordering each of its 32-row pieces again changes nothing. The rows of a run
+// are distinct, so each lane's rank (how many are smaller) is its place.
+__device__ __forceinline__ u32 ordered(const u32* rows, u32 base, u32 cnt, int lane) {
+    __shared__ u32 order[32][32];
+    const u32 mine = (u32)lane < cnt ? rows[base + lane] : 0xffffffffu;
+    u32 rank = 0;
+    for (u32 j = 0; j < cnt; ++j) rank += __shfl_sync(0xffffffffu, mine, (int)j) < mine;
+    u32* o = order[threadIdx.x >> 5];
+    if ((u32)lane < cnt) o[rank] = mine;
+    __syncwarp();
+    const u32 r = (u32)lane < cnt ? o[lane] : 0u;
+    __syncwarp();
+    return r;
+}
 template <typename N, typename T, int RA, bool PAIR>
 __device__ void apply_rows_impl(T* out, const T* self_rows, const T* src, T alpha, int use_alpha, const u32* keys,
                                 const u32* rows, const u32* starts, const u32* nruns,
@@ -448,7 +475,12 @@ __device__ void apply_rows_impl(T* out, const T* self_rows, const T* src, T alph
         T* o = out + (i64)keys[s] * out_row;
         const T* so = self_rows ? self_rows + (i64)keys[s] * out_row : o;
         if (reduce == R_SET) {
-            const T* sr = src + (i64)rows[e - 1] * src_row;
+            // The last row in index order: the largest, whether the run is ordered or not.
+            u32 last = 0;
+            for (u32 base = s; base < e; base += 32)
+                if (base + lane < e) last = max(last, rows[base + lane]);
+            for (int o2 = 16; o2 > 0; o2 >>= 1) last = max(last, __shfl_xor_sync(0xffffffffu, last, o2));
+            const T* sr = src + (i64)last * src_row;
             for (int l = lane; l < lanes; l += 32) o[l] = sr[l];
             continue;
         }
@@ -472,7 +504,7 @@ __device__ void apply_rows_impl(T* out, const T* self_rows, const T* src, T alph
             }
             for (u32 base = s; base < e; base += 32) {
                 const u32 cnt = min(32u, e - base);
-                const u32 mine = (u32)lane < cnt ? rows[base + lane] : 0u;
+                const u32 mine = ordered(rows, base, cnt, lane);
                 for (u32 b = 0; b < cnt; b += RA) {
                     A v[RA][RKMAX];
 #pragma unroll
