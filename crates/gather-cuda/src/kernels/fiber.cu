@@ -55,6 +55,30 @@ __device__ __noinline__ void bitonic_sort(u64* keys, int mp) {
     __syncthreads();
 }
 
+// A set needs no sort: each position of the line keeps the last index position that names it,
+// the largest, which a shared-memory atomicMax finds in any order (`win` holds it plus one).
+// The line's copy from x was made by the same threads, for the same positions, as the writes.
+template <typename T, typename I>
+__device__ void set_fiber(T* out, i64 out_sd, const T* src, i64 src_sd, T value, const I* idx,
+                          i64 idx_sd, int m, i64 size, int rule, i64 pos, i64 pos_sd, u32* win,
+                          u64* flag) {
+    for (i64 v = threadIdx.x; v < size; v += blockDim.x) win[v] = 0;
+    __syncthreads();
+    for (int j = threadIdx.x; j < m; j += blockDim.x) {
+        const i64 v = map_index((i64)idx[j * idx_sd], size, rule);
+        if (v < 0)
+            flag_bad(flag, (u64)(pos + j * pos_sd));
+        else
+            atomicMax(&win[v], (u32)j + 1);
+    }
+    __syncthreads();
+    for (i64 v = threadIdx.x; v < size; v += blockDim.x) {
+        const u32 w = win[v];
+        if (w) out[v * out_sd] = src ? src[(i64)(w - 1) * src_sd] : value;
+    }
+    __syncthreads();
+}
+
 // With `x`, the fibers cover every line of the output along dim, and each block first copies
 // its line from x (the output starts as x): no copy of x before the launch, which would write
 // the whole output once more and cost the call another operation in the stream.
@@ -73,6 +97,11 @@ __device__ void fiber_impl(T* out, const T* x, Layout fx, i64 x_sd, const T* src
             const i64 xo = offset_of(fx, f);
             for (i64 v = threadIdx.x; v < size; v += blockDim.x)
                 out[oo + v * out_sd] = x[xo + v * x_sd];
+        }
+        if (reduce == R_SET && size <= 2 * FIBER_MAX) {
+            set_fiber(out + oo, out_sd, src ? src + so : nullptr, src_sd, value, idx + io, idx_sd,
+                      m, size, rule, offset_of(fpos, f), pos_sd, (u32*)keys, flag);
+            continue;
         }
         for (int j = threadIdx.x; j < mp; j += blockDim.x) {
             u64 k = NO_KEY;
