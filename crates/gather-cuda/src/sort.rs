@@ -137,7 +137,8 @@ pub(crate) fn count_listed(s: &mut Scratch, n: usize, keys: usize, zeroed: u64) 
 /// `zeroed` ([`count_zeroed`]), with each row's place in its run in `ranks`, no run past
 /// [`COUNT_RUN_MAX`]: the sorted keys, rows, run starts and run count, as [`sort_pairs`] and
 /// [`runs`] give them, except that every key is a run (empty ones too). With `listed` (from
-/// [`count_listed`], else 0), only the listed runs are sorted.
+/// [`count_listed`], else 0) the runs are for the row kernel: only the listed ones are sorted,
+/// and no keys are written (0 for them), as run k is key k.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn count_runs(
     dev: &Cuda,
@@ -157,6 +158,7 @@ pub(crate) fn count_runs(
     let long_runs = s.u32s(n / (WARP_RUN_MAX + 1) + 1);
     let np = s.u32s(1);
     let (n64, k64) = (n as i64, keys as i64);
+    let kp = if listed == 0 { kp } else { 0 };
     let f = dev.function(Source::Scatter, "count_place")?;
     launch!(
         dev,

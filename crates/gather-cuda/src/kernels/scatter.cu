@@ -209,7 +209,7 @@ extern "C" __global__ void radix_scatter(const u32* kin, const u32* vin, u32* ko
 
 // ---- the counting sort: place rows into their key's run, then order each run ----
 // `starts` is the exclusive scan of the counts (nkeys + 1 entries), `ranks` each row's place in
-// its run from the keys kernel.
+// its run from the keys kernel. `kout` may be null: run k is key k, which the row kernel knows.
 extern "C" __global__ void count_place(const u32* keys, const u32* ranks, i64 n, const u32* starts,
                                        u32* kout, u32* rout) {
     const i64 step = (i64)gridDim.x * blockDim.x;
@@ -217,7 +217,7 @@ extern "C" __global__ void count_place(const u32* keys, const u32* ranks, i64 n,
         const u32 k = keys[r], rank = ranks[r];
         if (rank == RANK_NONE) continue;
         const u32 slot = starts[k] + rank;
-        kout[slot] = k;
+        if (kout) kout[slot] = k;
         rout[slot] = (u32)r;
     }
 }
@@ -472,8 +472,10 @@ __device__ void apply_rows_impl(T* out, const T* self_rows, const T* src, T alph
                 for (int l = lane; l < lanes; l += 32) out[w * out_row + l] = self_rows[w * out_row + l];
             continue;
         }
-        T* o = out + (i64)keys[s] * out_row;
-        const T* so = self_rows ? self_rows + (i64)keys[s] * out_row : o;
+        // No keys: the counting sort's runs, where run w is key w.
+        const i64 key = keys ? (i64)keys[s] : w;
+        T* o = out + key * out_row;
+        const T* so = self_rows ? self_rows + key * out_row : o;
         if (reduce == R_SET) {
             // The last row in index order: the largest, whether the run is ordered or not.
             u32 last = 0;
