@@ -55,6 +55,18 @@ pub const OPS: &[&str] = &[
     "scatter_broadcast",
     "scatter_add_broadcast",
     "scatter_reduce_broadcast",
+    "scatter_groups",
+    "scatter_any",
+    "scatter_all",
+    "scatter_softmax",
+    "scatter_log_softmax",
+    "scatter_reduce_arg",
+    "segment_reduce",
+    "segment_arg_reduce",
+    "segment_any",
+    "segment_all",
+    "segment_softmax",
+    "segment_log_softmax",
 ];
 
 /// Runs `op` on the named GPU tensors with the arguments of [`gather::dynamic::call`]; the
@@ -71,6 +83,10 @@ pub fn call(op: &str, args: &Args, inputs: &CudaTensors) -> gather::Result<Outpu
     }
     let names: Vec<&str> = inputs.keys().map(String::as_str).collect();
     let policy = gather::dynamic::bounds_policy(op, args, &names)?;
+    // Before `input` is required: most group ops have none.
+    if let Some(out) = group_op(op, args, inputs, &names)? {
+        return Ok(out);
+    }
     let opts = Options::new()
         .bounds(policy.unwrap_or(OutOfBounds::Error))
         .broadcast(op.ends_with("_broadcast"));
@@ -219,6 +235,116 @@ pub fn call(op: &str, args: &Args, inputs: &CudaTensors) -> gather::Result<Outpu
     }
     .map_err(gather::Error::from)?;
     Ok(vec![("output".to_string(), out)])
+}
+
+/// The group reductions beyond PyTorch (`scatter_groups` & co, the segment ops) when `op` is
+/// one, else `None`. Their arguments go through the CPU library's parsers, in the CPU's order,
+/// so that a call fails with the CPU's error; `names` are the names of the input tensors.
+fn group_op(
+    op: &str,
+    args: &Args,
+    inputs: &CudaTensors,
+    names: &[&str],
+) -> gather::Result<Option<Outputs>> {
+    use gather::dynamic::{arg_reduce, bool_fill, group_fill, group_reduce, opt_size};
+    use gather::ops::reduce::GroupOptions;
+    let get = |name: &str| -> gather::Result<&CudaTensor> {
+        inputs.get(name).ok_or_else(|| {
+            Error::new(
+                gather::ErrorKind::InvalidArgument,
+                format!("missing input tensor `{name}`"),
+            )
+        })
+    };
+    let one = |t: crate::Result<CudaTensor>| -> gather::Result<Option<Outputs>> {
+        Ok(Some(vec![("output".to_string(), t?)]))
+    };
+    let two = |r: crate::Result<(CudaTensor, CudaTensor)>| -> gather::Result<Option<Outputs>> {
+        let (v, i) = r?;
+        Ok(Some(vec![
+            ("values".to_string(), v),
+            ("indices".to_string(), i),
+        ]))
+    };
+    if op.starts_with("segment_") {
+        let src = get("src")?;
+        let (name, dim, num_segments) = gather::dynamic::segment_args(op, args, names)?;
+        let t = get(name)?;
+        let segments = match name {
+            "offsets" => crate::Segments::Offsets(t),
+            "ids" => crate::Segments::Ids {
+                ids: t,
+                num_segments,
+            },
+            _ => crate::Segments::Lengths(t),
+        };
+        return match op {
+            "segment_reduce" => {
+                let reduce = group_reduce(op, args)?;
+                let fill = group_fill(op, args)?;
+                one(crate::segment_reduce(src, dim, segments, reduce, fill))
+            }
+            "segment_arg_reduce" => {
+                let reduce = arg_reduce(op, args)?;
+                let fill = group_fill(op, args)?;
+                two(crate::segment_arg_reduce(src, dim, segments, reduce, fill))
+            }
+            "segment_any" => one(crate::segment_any(src, dim, segments, bool_fill(op, args)?)),
+            "segment_all" => one(crate::segment_all(src, dim, segments, bool_fill(op, args)?)),
+            "segment_softmax" => one(crate::segment_softmax(src, dim, segments)),
+            "segment_log_softmax" => one(crate::segment_log_softmax(src, dim, segments)),
+            _ => Ok(None),
+        };
+    }
+    match op {
+        "scatter_groups" => {
+            let (src, index) = (get("src")?, get("index")?);
+            let dim = args.dim()?;
+            let reduce = group_reduce(op, args)?;
+            let opts = GroupOptions {
+                dim_size: opt_size(op, args, "dim_size")?,
+                fill: group_fill(op, args)?,
+            };
+            one(crate::scatter_groups(src, dim, index, reduce, opts))
+        }
+        "scatter_any" | "scatter_all" => {
+            let (src, index) = (get("src")?, get("index")?);
+            let dim = args.dim()?;
+            let opts = GroupOptions {
+                dim_size: opt_size(op, args, "dim_size")?,
+                fill: bool_fill(op, args)?,
+            };
+            one(if op == "scatter_all" {
+                crate::scatter_all(src, dim, index, opts)
+            } else {
+                crate::scatter_any(src, dim, index, opts)
+            })
+        }
+        "scatter_softmax" | "scatter_log_softmax" => {
+            let (src, index) = (get("src")?, get("index")?);
+            let dim = args.dim()?;
+            one(if op == "scatter_log_softmax" {
+                crate::scatter_log_softmax(src, dim, index)
+            } else {
+                crate::scatter_softmax(src, dim, index)
+            })
+        }
+        "scatter_reduce_arg" => {
+            let (x, index, src) = (get("input")?, get("index")?, get("src")?);
+            let dim = args.dim()?;
+            let reduce = arg_reduce(op, args)?;
+            let include_self = args.bool_or("include_self", true)?;
+            two(crate::scatter_reduce_arg(
+                x,
+                dim,
+                index,
+                src,
+                reduce,
+                include_self,
+            ))
+        }
+        _ => Ok(None),
+    }
 }
 
 /// The in-place form of `op` on `target` (which plays the part of `input`; the other inputs come

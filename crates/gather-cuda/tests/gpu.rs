@@ -1795,6 +1795,180 @@ fn softmax_any_and_all_over_groups_and_segments_equal_the_cpu_library() {
     }
 }
 
+/// The group and segment ops by name: `gather_cuda::dynamic::call` against
+/// `gather::dynamic::call` on the same arrays (the Python package's route for CUDA arrays), for
+/// the same output names, dtypes, shapes and values, and the CPU's errors for bad arguments.
+#[cfg(feature = "dynamic")]
+#[test]
+fn group_and_segment_ops_by_name_equal_the_cpu_librarys() {
+    use gather::DType;
+    use gather::dynamic::{Arg, Args, Tensor, Tensors};
+    use gather_cuda::dynamic::CudaTensors;
+    fn down(t: &CudaTensor) -> Tensor {
+        match t.dtype() {
+            DType::Bool => Tensor::from(t.to_host::<bool>().unwrap()),
+            DType::I32 => Tensor::from(t.to_host::<i32>().unwrap()),
+            DType::I64 => Tensor::from(t.to_host::<i64>().unwrap()),
+            DType::F32 => Tensor::from(t.to_host::<f32>().unwrap()),
+            DType::F64 => Tensor::from(t.to_host::<f64>().unwrap()),
+            d => panic!("no case gives {d}"),
+        }
+    }
+    // `v` as an integer, float or bool where it reads as one, else as a string.
+    fn parse_args(kvs: &[(&str, &str)]) -> Args {
+        let mut args = Args::default();
+        for &(k, v) in kvs {
+            let arg = match (v.parse::<i64>(), v.parse::<f64>(), v.parse::<bool>()) {
+                (Ok(i), ..) => Arg::Int(i),
+                (_, Ok(f), _) if v != "nan" => Arg::Float(f),
+                (.., Ok(b)) => Arg::Bool(b),
+                _ => Arg::Str(v.to_string()),
+            };
+            args.set(k, arg);
+        }
+        args
+    }
+    let Some(g) = gpu() else { return };
+    let mut rng = Rng(59);
+    // Values in -3..=3 (steps of 0.75 for floats): ties for amax/amin/first/last.
+    let f = |rng: &mut Rng, shape: &[usize]| values(rng, shape, |v| (v % 4) as f32 * 0.75);
+    let d = |rng: &mut Rng, shape: &[usize]| values(rng, shape, |v| (v % 4) as f64 * 0.75);
+    let n = |rng: &mut Rng, shape: &[usize]| values(rng, shape, |v| (v % 4) as i32);
+    let i64s = |v: &[i64]| Tensor::from(ndarray::arr1(v).into_dyn());
+    let host: Tensors = [
+        ("f32", Tensor::from(f(&mut rng, &[3, 6]))),
+        ("f64", Tensor::from(d(&mut rng, &[3, 6]))),
+        ("i32", Tensor::from(n(&mut rng, &[3, 6]))),
+        ("f32_1d", Tensor::from(f(&mut rng, &[6]))),
+        ("in_f32", Tensor::from(f(&mut rng, &[3, 4]))),
+        ("in_f64", Tensor::from(d(&mut rng, &[3, 4]))),
+        ("in_i32", Tensor::from(n(&mut rng, &[3, 4]))),
+        // Indices along dim 1 (of src's rank, and 1-D with group 2 empty) and along dim 0.
+        ("index", Tensor::from(index(&mut rng, &[3, 6], 4))),
+        ("index_1d", i64s(&[3, 0, 3, 1, 0, 3])),
+        ("index_dim0", i64s(&[1, 0, 1])),
+        // Segments of the 6 positions along dim 1, an empty one in each form, and of dim 0.
+        ("offsets", i64s(&[0, 2, 2, 5, 6])),
+        ("ids", i64s(&[0, 0, 2, 2, 2, 3])),
+        ("lengths", i64s(&[2, 0, 3, 1])),
+        ("offsets_dim0", i64s(&[0, 1, 1, 3])),
+        ("lengths_dim0", i64s(&[1, 0, 2])),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    // An op, its arguments, and its tensors as name=array (the names TENSORS lists); the CPU
+    // runs the cases and fails the errors.
+    const TENSORS: &[&str] = &["src", "index", "input", "offsets", "ids", "lengths"];
+    let cases = [
+        "scatter_groups dim=1 reduce=sum src=f32 index=index",
+        "scatter_groups dim=1 reduce=mean dim_size=5 fill=nan src=f64 index=index_1d",
+        "scatter_groups dim=1 reduce=var correction=0 fill=zero src=f32 index=index",
+        "scatter_groups dim=1 reduce=std src=f64 index=index_1d",
+        "scatter_groups dim=1 reduce=amax dim_size=6 fill=-1 src=i32 index=index_1d",
+        "scatter_groups dim=-1 reduce=prod fill=identity src=i32 index=index",
+        "scatter_groups dim=0 reduce=logsumexp fill=2.5 src=f32 index=index_dim0",
+        "scatter_groups dim=0 reduce=first dim_size=4 src=f32_1d index=index_1d",
+        "scatter_groups dim=0 reduce=last fill=-inf src=f32_1d index=index_1d",
+        "scatter_any dim=1 dim_size=5 src=f32 index=index",
+        "scatter_any dim=1 fill=true src=i32 index=index_1d",
+        "scatter_all dim=1 dim_size=5 fill=false src=i32 index=index",
+        "scatter_all dim=0 src=f64 index=index_dim0",
+        "scatter_softmax dim=1 src=f32 index=index",
+        "scatter_softmax dim=0 src=f64 index=index_dim0",
+        "scatter_log_softmax dim=1 src=f64 index=index_1d",
+        "scatter_reduce_arg dim=1 reduce=amax include_self=false input=in_f32 index=index src=f32",
+        "scatter_reduce_arg dim=1 reduce=amin input=in_f64 index=index src=f64",
+        "scatter_reduce_arg dim=1 reduce=amax input=in_i32 index=index src=i32",
+        "segment_reduce dim=1 reduce=sum src=f32 offsets=offsets",
+        "segment_reduce dim=1 reduce=mean num_segments=5 fill=nan src=f64 ids=ids",
+        "segment_reduce dim=-1 reduce=var correction=0 fill=zero src=f32 lengths=lengths",
+        "segment_reduce dim=1 reduce=std src=f64 offsets=offsets",
+        "segment_reduce dim=1 reduce=amin fill=-1 src=i32 lengths=lengths",
+        "segment_reduce dim=1 reduce=prod src=i32 ids=ids",
+        "segment_reduce reduce=logsumexp fill=2.5 src=f32 offsets=offsets_dim0",
+        "segment_arg_reduce dim=1 reduce=amax num_segments=5 fill=nan src=f32 ids=ids",
+        "segment_arg_reduce dim=1 reduce=amin fill=-7 src=i32 lengths=lengths",
+        "segment_arg_reduce reduce=amax src=f64 lengths=lengths_dim0",
+        "segment_any dim=1 src=f32 offsets=offsets",
+        "segment_any dim=1 num_segments=5 fill=zero src=i32 ids=ids",
+        "segment_all dim=1 fill=false src=i32 lengths=lengths",
+        "segment_all src=f64 offsets=offsets_dim0",
+        "segment_softmax dim=1 src=f32 ids=ids",
+        "segment_softmax src=f64 offsets=offsets_dim0",
+        "segment_log_softmax dim=1 src=f64 lengths=lengths",
+        "segment_log_softmax dim=-1 src=f32 offsets=offsets",
+    ];
+    let errors = [
+        "scatter_groups dim=1 reduce=median src=f32 index=index",
+        "scatter_groups dim=1 reduce=sum correction=1 src=f32 index=index",
+        "scatter_groups dim=1 reduce=sum fill=max src=f32 index=index",
+        "scatter_groups dim=1 reduce=amax fill=3000000000 src=i32 index=index",
+        "segment_reduce dim=1 reduce=sum fill=3000000000 src=i32 offsets=offsets",
+        "scatter_softmax dim=1 src=i32 index=index",
+        "scatter_reduce_arg dim=1 reduce=sum input=in_f32 index=index src=f32",
+        "segment_reduce dim=1 reduce=sum src=f32 offsets=offsets ids=ids",
+        "segment_reduce dim=1 reduce=sum num_segments=4 src=f32 lengths=lengths",
+        "segment_reduce dim=1 reduce=median src=f32 offsets=offsets",
+        "segment_reduce dim=1 reduce=sum src=f32",
+        "segment_arg_reduce dim=1 reduce=mean src=f32 offsets=offsets",
+        "segment_softmax dim=1 src=i32 offsets=offsets",
+    ];
+    let all = cases.iter().map(|c| (c, false));
+    for (case, fails) in all.chain(errors.iter().map(|c| (c, true))) {
+        let what = case.to_string();
+        let (op, rest) = case.split_once(' ').unwrap_or((case, ""));
+        let (tensors, args): (Vec<_>, Vec<_>) = rest
+            .split_whitespace()
+            .filter_map(|kv| kv.split_once('='))
+            .partition(|(k, _)| TENSORS.contains(k));
+        let args = parse_args(&args);
+        let mut cpu = Tensors::new();
+        let mut dev = CudaTensors::new();
+        for (name, array) in tensors {
+            let t = &host[array];
+            cpu.insert(name.to_string(), t.clone());
+            dev.insert(name.to_string(), gather::with_tensor!(t, a => up(&g, a)));
+        }
+        let want = gather::dynamic::call(op, &args, &cpu);
+        assert_eq!(want.is_err(), fails, "{what}: CPU {want:?}");
+        let got = gather_cuda::dynamic::call(op, &args, &dev);
+        let (got, want) = match (got, want) {
+            (Ok(got), Ok(want)) => (got, want),
+            (Err(e), Err(w)) => {
+                assert_eq!((e.kind(), e.message()), (w.kind(), w.message()), "{what}");
+                continue;
+            }
+            (got, want) => panic!("{what}: GPU {got:?}, CPU {want:?}"),
+        };
+        let got_names: Vec<&str> = got.iter().map(|(n, _)| n.as_str()).collect();
+        let want_names: Vec<&str> = want.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(got_names, want_names, "{what}");
+        // Selections (and integers, bools, indices) are exact; float arithmetic within 1e-5.
+        let selects = ["amax", "amin", "first", "last"].contains(&args.str("reduce").unwrap_or(""));
+        for ((name, got), (_, want)) in got.iter().zip(&want) {
+            let got = down(got);
+            let what = format!("{what}: {name}");
+            assert_eq!(
+                (got.dtype(), got.shape()),
+                (want.dtype(), want.shape()),
+                "{what}"
+            );
+            let (a, b) = (got.to_f64_vec(), want.to_f64_vec());
+            if selects || !want.dtype().is_float() {
+                let same = a
+                    .iter()
+                    .zip(&b)
+                    .all(|(x, y)| x == y || x.is_nan() && y.is_nan());
+                assert!(same, "{what}: {a:?} vs {b:?}");
+            } else {
+                let arr = |v: Vec<f64>| ndarray::Array1::from(v).into_dyn();
+                close(&arr(a), &arr(b), 1e-5, &what);
+            }
+        }
+    }
+}
+
 #[test]
 fn ten_thousand_calls_leave_device_memory_where_it_started() {
     let Some(g) = gpu() else { return };

@@ -587,7 +587,9 @@ pub fn group_fill_bits(
     ) -> Result<T> {
         check_reduce_dtype::<T>(op, reduce)?;
         let fill = match fill {
-            EmptyFill::Value(v) => EmptyFill::Value(T::from_scalar(v)?),
+            EmptyFill::Value(v) => {
+                EmptyFill::Value(T::from_scalar(v).map_err(|e| crate::error::prefixed(op, e))?)
+            }
             EmptyFill::Zero => EmptyFill::Zero,
             EmptyFill::Nan => EmptyFill::Nan,
             _ => EmptyFill::Identity,

@@ -201,6 +201,16 @@ pub fn fmt_shape(shape: &[usize]) -> String {
     format!("[{}]", parts.join(", "))
 }
 
+/// `e` with `op: ` in front of its message (the typed parsers do not know the op).
+#[cfg(any(feature = "backend", feature = "dynamic"))]
+pub(crate) fn prefixed(op: &str, e: Error) -> Error {
+    let mut out = Error::new(e.kind(), format!("{op}: {}", e.message()));
+    if let Some(h) = e.hint() {
+        out = out.with_hint(h.to_string());
+    }
+    out
+}
+
 /// The error for an index (or other position tensor `what`) of a non-integer `dtype`.
 #[cfg(any(feature = "dynamic", feature = "backend"))]
 pub(crate) fn index_dtype(op: &str, what: &str, dtype: crate::DType) -> Error {

@@ -11,7 +11,7 @@ use super::{with_index_tensor, with_view_mut};
 use crate::error::{Error, Result};
 use crate::ops::scatter::Reduce;
 
-use super::groups::prefixed;
+use crate::error::prefixed;
 
 pub(crate) fn gather_broadcast(args: &Args, inputs: &dyn Inputs) -> Result<Tensor> {
     const OP: &str = "gather_broadcast";

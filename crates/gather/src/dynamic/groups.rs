@@ -27,7 +27,7 @@ use ndarray::{ArrayD, Ix1};
 use super::{Arg, Args, Inputs, Tensor, TensorView, index_dtype_error, input, same_dtype};
 use super::{with_index_tensor, with_view};
 use crate::element::{Element, Scalar};
-use crate::error::{Error, ErrorKind, Result, fmt_shape};
+use crate::error::{Error, ErrorKind, Result, fmt_shape, prefixed};
 use crate::index::IndexElem;
 use crate::ops::reduce::{self as typed, ArgReduce, EmptyFill, GroupOptions, GroupReduce};
 use crate::ops::segment::{self as seg, Segments};
@@ -49,17 +49,21 @@ macro_rules! with_float {
     };
 }
 
-/// `e` with `op: ` in front of its message (the typed parsers do not know the op).
-pub(crate) fn prefixed(op: &str, e: Error) -> Error {
-    let mut out = Error::new(e.kind(), format!("{op}: {}", e.message()));
-    if let Some(h) = e.hint() {
-        out = out.with_hint(h.to_string());
-    }
-    out
-}
-
-/// A non-negative integer argument, `None` when absent or null.
-pub(crate) fn opt_size(op: &str, args: &Args, name: &str) -> Result<Option<usize>> {
+/// A non-negative integer argument of `op` (`dim_size`, `num_segments`, `minlength`), `None`
+/// when absent or null; a negative one is an error that names `op`.
+///
+/// ```
+/// use gather::dynamic::{Arg, Args, opt_size};
+/// let mut a = Args::default();
+/// assert_eq!(opt_size("scatter_groups", &a, "dim_size")?, None);
+/// a.set("dim_size", Arg::Int(4));
+/// assert_eq!(opt_size("scatter_groups", &a, "dim_size")?, Some(4));
+/// a.set("dim_size", Arg::Int(-1));
+/// let e = opt_size("scatter_groups", &a, "dim_size").unwrap_err();
+/// assert_eq!(e.message(), "scatter_groups: dim_size must be non-negative, but got -1");
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub fn opt_size(op: &str, args: &Args, name: &str) -> Result<Option<usize>> {
     match args.opt_int(name)? {
         None => Ok(None),
         Some(v) => usize::try_from(v).map(Some).map_err(|_| {
@@ -70,8 +74,22 @@ pub(crate) fn opt_size(op: &str, args: &Args, name: &str) -> Result<Option<usize
     }
 }
 
-/// `reduce` (and `correction` for var/std).
-fn group_reduce(op: &str, args: &Args) -> Result<GroupReduce> {
+/// The reduction of `scatter_groups` and `segment_reduce`: `reduce` (required) and, for
+/// `var`/`std`, `correction` (default 1). Shared with the GPU backend, so that both give the
+/// same errors.
+///
+/// ```
+/// use gather::dynamic::{Arg, Args, group_reduce};
+/// use gather::ops::reduce::GroupReduce;
+/// let mut a = Args::default();
+/// a.set("reduce", Arg::Str("var".into()));
+/// a.set("correction", Arg::Int(0));
+/// assert_eq!(group_reduce("scatter_groups", &a)?, GroupReduce::Var { correction: 0 });
+/// a.set("reduce", Arg::Str("sum".into()));
+/// assert!(group_reduce("scatter_groups", &a).unwrap_err().message().contains("correction = 0"));
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub fn group_reduce(op: &str, args: &Args) -> Result<GroupReduce> {
     let r: GroupReduce = args.str("reduce")?.parse().map_err(|e| prefixed(op, e))?;
     let Some(c) = args.opt_int("correction")? else {
         return Ok(r);
@@ -93,44 +111,79 @@ fn group_reduce(op: &str, args: &Args) -> Result<GroupReduce> {
     }
 }
 
-/// `reduce` of the arg-reductions (`amax`/`amin`).
-fn arg_reduce(op: &str, args: &Args) -> Result<ArgReduce> {
+/// The reduction of `scatter_reduce_arg` and `segment_arg_reduce`: `reduce`, `amax` or `amin`.
+///
+/// ```
+/// use gather::dynamic::{Arg, Args, arg_reduce};
+/// use gather::ops::reduce::ArgReduce;
+/// let mut a = Args::default();
+/// a.set("reduce", Arg::Str("amin".into()));
+/// assert_eq!(arg_reduce("segment_arg_reduce", &a)?, ArgReduce::Amin);
+/// a.set("reduce", Arg::Str("sum".into()));
+/// assert!(arg_reduce("segment_arg_reduce", &a).unwrap_err().message().starts_with("segment_arg_reduce: "));
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub fn arg_reduce(op: &str, args: &Args) -> Result<ArgReduce> {
     args.str("reduce")?.parse().map_err(|e| prefixed(op, e))
 }
 
-/// The `fill` argument, before its conversion to the element type.
-#[derive(Debug, Clone, Copy)]
-enum Fill {
-    Identity,
-    Zero,
-    Nan,
-    Value(Scalar),
-}
-
-fn fill_arg(op: &str, args: &Args) -> Result<Fill> {
+/// What the empty groups of `op` hold: the argument `fill` (`identity`, the default, `zero`,
+/// `nan`, or a number or boolean), its value still a [`Scalar`] (it becomes the element type
+/// with the dtype of `src`).
+///
+/// ```
+/// use gather::dynamic::{Arg, Args, group_fill};
+/// use gather::ops::reduce::EmptyFill;
+/// use gather::Scalar;
+/// let mut a = Args::default();
+/// assert_eq!(group_fill("scatter_groups", &a)?, EmptyFill::Identity);
+/// a.set("fill", Arg::Str("nan".into()));
+/// assert_eq!(group_fill("scatter_groups", &a)?, EmptyFill::Nan);
+/// a.set("fill", Arg::Int(-1));
+/// assert_eq!(group_fill("scatter_groups", &a)?, EmptyFill::Value(Scalar::Int(-1)));
+/// a.set("fill", Arg::Str("max".into()));
+/// assert!(group_fill("scatter_groups", &a).is_err());
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub fn group_fill(op: &str, args: &Args) -> Result<EmptyFill<Scalar>> {
     match args.get("fill") {
-        None | Some(Arg::None) => Ok(Fill::Identity),
+        None | Some(Arg::None) => Ok(EmptyFill::Identity),
         Some(Arg::Str(s)) => match s.as_str() {
-            "identity" => Ok(Fill::Identity),
-            "zero" => Ok(Fill::Zero),
-            "nan" => Ok(Fill::Nan),
-            "inf" | "-inf" => Ok(Fill::Value(args.scalar("fill")?)),
+            "identity" => Ok(EmptyFill::Identity),
+            "zero" => Ok(EmptyFill::Zero),
+            "nan" => Ok(EmptyFill::Nan),
+            "inf" | "-inf" => Ok(EmptyFill::Value(args.scalar("fill")?)),
             _ => Err(Error::invalid(format!(
                 "{op}: fill must be identity, zero, nan or a number, but got \"{s}\""
             ))
             .with_hint("fill is what an empty group holds: identity (the reduction's identity, the default), zero, nan, or a value such as -1")),
         },
-        Some(_) => Ok(Fill::Value(args.scalar("fill")?)),
+        Some(_) => Ok(EmptyFill::Value(args.scalar("fill")?)),
     }
 }
 
-/// The fill as the typed API's [`EmptyFill`] of the element type.
-fn empty_fill<T: Element>(op: &str, f: Fill) -> Result<EmptyFill<T>> {
+/// [`group_fill`] of the bool ops (`scatter_any`/`scatter_all`, `segment_any`/`segment_all`),
+/// whose output is bool whatever `src` is: a value converts to `bool` here.
+///
+/// ```
+/// use gather::dynamic::{Arg, Args, bool_fill};
+/// use gather::ops::reduce::EmptyFill;
+/// let mut a = Args::default();
+/// a.set("fill", Arg::Bool(true));
+/// assert_eq!(bool_fill("segment_any", &a)?, EmptyFill::Value(true));
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub fn bool_fill(op: &str, args: &Args) -> Result<EmptyFill<bool>> {
+    empty_fill(op, group_fill(op, args)?)
+}
+
+/// A fill of [`group_fill`] in the element type.
+fn empty_fill<T: Element>(op: &str, f: EmptyFill<Scalar>) -> Result<EmptyFill<T>> {
     Ok(match f {
-        Fill::Identity => EmptyFill::Identity,
-        Fill::Zero => EmptyFill::Zero,
-        Fill::Nan => EmptyFill::Nan,
-        Fill::Value(s) => EmptyFill::Value(T::from_scalar(s).map_err(|e| prefixed(op, e))?),
+        EmptyFill::Identity => EmptyFill::Identity,
+        EmptyFill::Zero => EmptyFill::Zero,
+        EmptyFill::Nan => EmptyFill::Nan,
+        EmptyFill::Value(s) => EmptyFill::Value(T::from_scalar(s).map_err(|e| prefixed(op, e))?),
     })
 }
 
@@ -149,7 +202,7 @@ pub(crate) fn scatter_groups(args: &Args, inputs: &dyn Inputs) -> Result<Tensor>
     let dim = args.dim()?;
     let reduce = group_reduce(OP, args)?;
     let dim_size = opt_size(OP, args, "dim_size")?;
-    let fill = fill_arg(OP, args)?;
+    let fill = group_fill(OP, args)?;
     with_view!(src, s => {
         with_index_tensor!(index, i => {
             let opts = GroupOptions { dim_size, fill: empty_fill(OP, fill)? };
@@ -165,7 +218,7 @@ pub(crate) fn scatter_any_all(op: &str, args: &Args, inputs: &dyn Inputs) -> Res
     let dim = args.dim()?;
     let opts = GroupOptions {
         dim_size: opt_size(op, args, "dim_size")?,
-        fill: empty_fill::<bool>(op, fill_arg(op, args)?)?,
+        fill: bool_fill(op, args)?,
     };
     let all = op == "scatter_all";
     with_view!(src, s => {
@@ -212,133 +265,137 @@ pub(crate) fn scatter_reduce_arg(
     })
 }
 
-/// Which tensor gives the segments.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum SegKind {
-    Offsets,
-    Ids,
-    Lengths,
-}
+/// The names of the tensors that can give the segments, in the order errors list them.
+const SEGMENT_TENSORS: [&str; 3] = ["offsets", "ids", "lengths"];
 
-impl SegKind {
-    const ALL: [SegKind; 3] = [SegKind::Offsets, SegKind::Ids, SegKind::Lengths];
-
-    fn name(self) -> &'static str {
-        match self {
-            SegKind::Offsets => "offsets",
-            SegKind::Ids => "ids",
-            SegKind::Lengths => "lengths",
-        }
-    }
-}
-
-/// The segments' tensor: exactly one of `offsets`, `ids`, `lengths`.
-fn segment_tensor<'a>(op: &str, inputs: &'a dyn Inputs) -> Result<(SegKind, TensorView<'a>)> {
-    let mut given: Vec<(SegKind, TensorView<'a>)> = SegKind::ALL
-        .iter()
-        .filter_map(|k| inputs.tensor(k.name()).map(|t| (*k, t)))
+/// The segments of a segment op (`segment_reduce` & co) as its arguments give them: the name
+/// of the one tensor among `offsets`, `ids` and `lengths` that `inputs` (the names of the
+/// call's tensors) has, `dim` (default 0) and `num_segments` (with `ids` only; `None`: the
+/// largest id + 1). Shared with the GPU backend, so that both give the same errors.
+///
+/// ```
+/// use gather::dynamic::{Arg, Args, segment_args};
+/// let mut a = Args::default();
+/// assert_eq!(segment_args("segment_reduce", &a, &["src", "lengths"])?, ("lengths", 0, None));
+/// a.set("num_segments", Arg::Int(3));
+/// a.set("dim", Arg::Int(-1));
+/// assert_eq!(segment_args("segment_reduce", &a, &["ids", "src"])?, ("ids", -1, Some(3)));
+/// let e = segment_args("segment_reduce", &a, &["offsets", "ids", "src"]).unwrap_err();
+/// assert!(e.message().contains("given twice (offsets and ids)"));
+/// assert!(segment_args("segment_reduce", &a, &["offsets", "src"]).is_err()); // num_segments
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub fn segment_args(
+    op: &str,
+    args: &Args,
+    inputs: &[&str],
+) -> Result<(&'static str, isize, Option<usize>)> {
+    let given: Vec<&'static str> = SEGMENT_TENSORS
+        .into_iter()
+        .filter(|n| inputs.contains(n))
         .collect();
-    match given.as_slice() {
-        [_] => Ok(given.remove(0)),
-        [] => Err(Error::invalid(format!(
+    let name = match given.as_slice() {
+        [name] => *name,
+        [] => return Err(Error::invalid(format!(
             "{op}: missing the segments: give one of the tensors offsets, ids, lengths"
         ))
         .with_hint("offsets: S + 1 CSR positions along dim; ids: one sorted segment id per position; lengths: the length of each segment")),
-        many => {
-            let names: Vec<&str> = many.iter().map(|(k, _)| k.name()).collect();
-            Err(Error::invalid(format!(
-                "{op}: the segments are given twice ({}); give exactly one of offsets, ids, lengths",
-                names.join(" and ")
-            ))
-            .with_hint("they describe the same thing in three ways: keep one"))
-        }
+        many => return Err(Error::invalid(format!(
+            "{op}: the segments are given twice ({}); give exactly one of offsets, ids, lengths",
+            many.join(" and ")
+        ))
+        .with_hint("they describe the same thing in three ways: keep one")),
+    };
+    let dim = args.opt_int("dim")?.map_or(0, |d| d as isize);
+    let num_segments = opt_size(op, args, "num_segments")?;
+    if let (Some(n), false) = (num_segments, name == "ids") {
+        return Err(Error::invalid(format!(
+            "{op}: num_segments = {n} goes with ids, but the segments are given as {name}"
+        ))
+        .with_hint(format!(
+            "{name} already fix the number of segments: leave num_segments out"
+        )));
     }
+    Ok((name, dim, num_segments))
 }
 
-/// The segments of `t` (1-D) as the typed [`Segments`].
+/// The segments of `t` (1-D), the tensor `name` of [`segment_args`], as the typed [`Segments`].
 fn segments_of<'a, I: IndexElem>(
     op: &str,
-    kind: SegKind,
+    name: &str,
     t: &ArrayViewD<'a, I>,
     num_segments: Option<usize>,
 ) -> Result<Segments<'a, I>> {
-    let name = kind.name();
     let v = t
         .clone()
         .into_dimensionality::<Ix1>()
         .map_err(|_| crate::ops::segment::segments_rank_error(op, name, t.shape()))?;
-    let segments = match (kind, num_segments) {
-        (SegKind::Ids, n) => Segments::Ids {
+    Ok(match name {
+        "ids" => Segments::Ids {
             ids: v,
-            num_segments: n,
+            num_segments,
         },
-        (_, Some(n)) => {
-            return Err(Error::invalid(format!(
-                "{op}: num_segments = {n} goes with ids, but the segments are given as {name}"
-            ))
-            .with_hint(format!(
-                "{name} already fix the number of segments: leave num_segments out"
-            )));
-        }
-        (SegKind::Offsets, None) => Segments::Offsets(v),
-        (SegKind::Lengths, None) => Segments::Lengths(v),
-    };
-    Ok(segments)
+        "offsets" => Segments::Offsets(v),
+        _ => Segments::Lengths(v),
+    })
 }
 
 /// Every segment op (`segment_reduce`, `segment_arg_reduce`, `segment_any`, `segment_all`,
 /// `segment_softmax`, `segment_log_softmax`).
 pub(crate) fn segment(op: &str, args: &Args, inputs: &dyn Inputs) -> Result<Vec<(String, Tensor)>> {
     let src = input(inputs, "src")?;
-    let (kind, segt) = segment_tensor(op, inputs)?;
-    let dim = args.opt_int("dim")?.map_or(0, |d| d as isize);
-    let num_segments = opt_size(op, args, "num_segments")?;
+    let given: Vec<&str> = SEGMENT_TENSORS
+        .into_iter()
+        .filter(|n| inputs.tensor(n).is_some())
+        .collect();
+    let (name, dim, num_segments) = segment_args(op, args, &given)?;
+    let segt = input(inputs, name)?;
     let out = |t: Tensor| vec![("output".to_string(), t)];
     match op {
         "segment_reduce" => {
             let reduce = group_reduce(op, args)?;
-            let fill = fill_arg(op, args)?;
+            let fill = group_fill(op, args)?;
             with_view!(src, s => {
-                with_index_tensor!(segt, ix => segments_of(op, kind, ix, num_segments).and_then(|sg| {
+                with_index_tensor!(segt, ix => segments_of(op, name, ix, num_segments).and_then(|sg| {
                     let fill = empty_fill(op, fill)?;
                     Ok(out(Tensor::from(seg::segment_reduce(s, dim, sg, reduce, fill)?)))
-                }), _ => Err(index_dtype_error(op, kind.name(), &segt)))
+                }), _ => Err(index_dtype_error(op, name, &segt)))
             })
         }
         "segment_arg_reduce" => {
             let reduce = arg_reduce(op, args)?;
-            let fill = fill_arg(op, args)?;
+            let fill = group_fill(op, args)?;
             with_view!(src, s => {
-                with_index_tensor!(segt, ix => segments_of(op, kind, ix, num_segments).and_then(|sg| {
+                with_index_tensor!(segt, ix => segments_of(op, name, ix, num_segments).and_then(|sg| {
                     let fill = empty_fill(op, fill)?;
                     let (v, a) = seg::segment_arg_reduce(s, dim, sg, reduce, fill)?;
                     Ok(two(Tensor::from(v), a))
-                }), _ => Err(index_dtype_error(op, kind.name(), &segt)))
+                }), _ => Err(index_dtype_error(op, name, &segt)))
             })
         }
         "segment_any" | "segment_all" => {
-            let fill = empty_fill::<bool>(op, fill_arg(op, args)?)?;
+            let fill = bool_fill(op, args)?;
             let all = op == "segment_all";
             with_view!(src, s => {
-                with_index_tensor!(segt, ix => segments_of(op, kind, ix, num_segments).and_then(|sg| {
+                with_index_tensor!(segt, ix => segments_of(op, name, ix, num_segments).and_then(|sg| {
                     Ok(out(Tensor::from(if all {
                         seg::segment_all(s, dim, sg, fill)?
                     } else {
                         seg::segment_any(s, dim, sg, fill)?
                     })))
-                }), _ => Err(index_dtype_error(op, kind.name(), &segt)))
+                }), _ => Err(index_dtype_error(op, name, &segt)))
             })
         }
         "segment_softmax" | "segment_log_softmax" => {
             let log = op == "segment_log_softmax";
             with_float!(src, s => {
-                with_index_tensor!(segt, ix => segments_of(op, kind, ix, num_segments).and_then(|sg| {
+                with_index_tensor!(segt, ix => segments_of(op, name, ix, num_segments).and_then(|sg| {
                     Ok(out(Tensor::from(if log {
                         seg::segment_log_softmax(&s, dim, sg)?
                     } else {
                         seg::segment_softmax(&s, dim, sg)?
                     })))
-                }), _ => Err(index_dtype_error(op, kind.name(), &segt)))
+                }), _ => Err(index_dtype_error(op, name, &segt)))
             }, d => Err(typed::softmax_dtype_error(op, d)))
         }
         _ => Err(Error::invalid(format!("segment: unknown op `{op}`"))),
