@@ -19,7 +19,7 @@ if [ "${1:-}" = "--prepare" ]; then
     set -e
     rm -rf gpu && mkdir -p gpu
     cargo build --release -p gather-cli 2>&1 | tail -1
-    cargo test -p gather-cuda --test gpu --no-run 2>&1 | tail -1
+    cargo test -p gather-cuda --features dynamic --test gpu --no-run 2>&1 | tail -1
     bin=$(ls -t "${CARGO_TARGET_DIR:-target}"/debug/deps/gpu-* | grep -v '\.d$' | head -1)
     cp "$bin" gpu/gpu-tests
     cp "${CARGO_TARGET_DIR:-target}/release/gather" gpu/gather

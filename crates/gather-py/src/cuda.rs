@@ -154,7 +154,15 @@ pub(crate) fn import(
     obj: &Bound<'_, PyAny>,
 ) -> PyResult<(CudaTensor, bool)> {
     let request = ImportRequest::new(obj.as_borrowed())?;
-    let imported = request.import(Some(&OurStream(gpu.clone())), Some(false))?;
+    // No copy preference: a producer that answers with a legacy capsule (JAX) cannot say whether
+    // it copied, and dlpark refuses such an answer to copy=False. Legacy exports never copy; a
+    // versioned one that did is refused below, since in-place ops must write the caller's memory.
+    let imported = request.import(Some(&OurStream(gpu.clone())), None)?;
+    if imported.flags().contains(DlpackFlags::IS_COPIED) {
+        return Err(PyValueError::new_err(format!(
+            "{op}: `{name}`: its producer exported a copy, not its own memory; gather works on the array itself"
+        )));
+    }
     let read_only = imported.flags().contains(DlpackFlags::READ_ONLY);
     let t = imported.validate().map_err(|e| {
         PyValueError::new_err(format!("{op}: `{name}` is not a valid DLPack tensor: {e}"))

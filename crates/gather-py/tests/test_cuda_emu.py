@@ -112,6 +112,25 @@ def dev(a):
     return EmuCudaArray(np.asarray(a))
 
 
+class LegacyCudaArray(EmuCudaArray):
+    """A producer that answers every request with a legacy (unversioned) capsule, as JAX does."""
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        self.streams.append(stream)
+        capsule = self.a.__dlpack__()
+        _managed(capsule).dl_tensor.device.device_type = KDL_CUDA
+        return capsule
+
+
+class CopyingCudaArray(EmuCudaArray):
+    """A producer whose versioned export says it is a copy (DLPack's IS_COPIED flag)."""
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        capsule = super().__dlpack__(stream=stream, max_version=max_version)
+        _managed(capsule).flags |= 2
+        return capsule
+
+
 def test_the_ops_run_on_the_gpu_and_equal_the_numpy_results():
     rng = np.random.default_rng(0)
     x = rng.standard_normal((64, 33)).astype(np.float32)
@@ -204,3 +223,36 @@ def test_gradients_run_on_the_gpu_and_equal_the_cpu_gradients():
                                              include_self=include_self)
             for g, w in zip(got, want):
                 np.testing.assert_allclose(host(g), w, rtol=1e-12, err_msg=f"{reduce} {include_self}")
+
+
+def test_legacy_capsules_are_taken_and_copies_are_refused():
+    x, idx = np.arange(12.0).reshape(3, 4), np.array([[3], [0], [1]])
+    got = gather.gather(LegacyCudaArray(x), 1, LegacyCudaArray(idx))
+    np.testing.assert_array_equal(host(got), gather.gather(x, 1, idx))
+    a = np.zeros(3)
+    gather.scatter_add_(LegacyCudaArray(a), 0, LegacyCudaArray(np.array([2, 2])), LegacyCudaArray(np.ones(2)))
+    assert a.tolist() == [0.0, 0.0, 2.0]
+    with pytest.raises(ValueError, match="exported a copy"):
+        gather.gather(CopyingCudaArray(x), 1, dev(idx))
+
+
+def test_the_group_and_segment_ops_by_name_run_on_the_gpu():
+    # gather.torch_scatter reaches these through _native._call, with CUDA tensors on a GPU.
+    from gather import _native
+    rng = np.random.default_rng(5)
+    src = rng.standard_normal((9, 3))
+    idx = np.repeat(rng.integers(0, 4, (9, 1)), 3, axis=1)
+    out = np.zeros((5, 3))
+    args = {"dim": 0, "reduce": "amax", "include_self": False}
+    got = _native._call("scatter_reduce_arg", {"input": dev(out), "src": dev(src)}, {"index": dev(idx)}, args)
+    want = _native._call("scatter_reduce_arg", {"input": out, "src": src}, {"index": idx}, args)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(host(g), w)
+    off = np.array([0, 2, 2, 9])
+    args = {"dim": 0, "reduce": "mean", "fill": "nan"}
+    got = _native._call("segment_reduce", {"src": dev(src)}, {"offsets": dev(off)}, args)
+    want = _native._call("segment_reduce", {"src": src}, {"offsets": off}, args)
+    np.testing.assert_allclose(host(got[0]), want[0], rtol=1e-12)
+    got = _native._call("scatter_softmax", {"src": dev(src)}, {"index": dev(idx)}, {"dim": 0})
+    want = _native._call("scatter_softmax", {"src": src}, {"index": idx}, {"dim": 0})
+    np.testing.assert_allclose(host(got[0]), want[0], rtol=1e-12)
