@@ -170,33 +170,32 @@ pub(crate) fn count_runs(
         &n64,
         &starts,
         &kp,
-        &rp
-    )?;
-    // A warp per key, or per listed key: at most n / (SHORT_RUN + 1), usually far fewer, and
-    // their number is on the GPU, so two blocks per multiprocessor loop over them.
-    let warps = if listed == 0 {
-        keys
-    } else {
-        keys.min(n / (SHORT_RUN + 1) + 1).min(dev.sms() * 16)
-    };
-    let f = dev.function(Source::Scatter, "count_sort_runs")?;
-    launch!(
-        dev,
-        &f,
-        "count_sort_runs",
-        dev.grid(warps.saturating_mul(32), 256),
         &rp,
-        &starts,
-        &k64,
-        &listed,
-        &n_listed,
         &np,
-        &long_runs,
-        &n_long
+        &k64
     )?;
-    // At most n / (WARP_RUN_MAX + 1) runs are listed, usually none: a block per listed run, up
-    // to two per multiprocessor, looping over the list.
-    let blocks = (n / (WARP_RUN_MAX + 1)).clamp(1, 264);
+    // Without `listed`, a warp per key orders runs of up to WARP_RUN_MAX rows and lists the
+    // longer ones. A block per listed run orders the rest: at most n / (WARP_RUN_MAX + 1) or
+    // n / (SHORT_RUN + 1) of them, usually none, so two blocks per multiprocessor loop over
+    // the list.
+    let (list, n_list, most) = if listed == 0 {
+        let f = dev.function(Source::Scatter, "count_sort_runs")?;
+        launch!(
+            dev,
+            &f,
+            "count_sort_runs",
+            dev.grid(keys.saturating_mul(32), 256),
+            &rp,
+            &starts,
+            &k64,
+            &long_runs,
+            &n_long
+        )?;
+        (long_runs, n_long, n / (WARP_RUN_MAX + 1))
+    } else {
+        (listed, n_listed, n / (SHORT_RUN + 1))
+    };
+    let blocks = most.clamp(1, dev.sms() * 2);
     let f = dev.function(Source::Scatter, "count_sort_long")?;
     launch!(
         dev,
@@ -205,8 +204,8 @@ pub(crate) fn count_runs(
         dev.grid(blocks * 256, 256),
         &rp,
         &starts,
-        &long_runs,
-        &n_long
+        &list,
+        &n_list
     )?;
     Ok((kp, rp, starts, np))
 }
@@ -219,6 +218,21 @@ pub(crate) fn exclusive_scan(dev: &Cuda, s: &mut Scratch, data: u64, n: usize) -
     let tiles = n.div_ceil(SCAN_TILE);
     let sp = s.u32s(tiles);
     let n64 = n as i64;
+    if (2..=SCAN_TILE).contains(&tiles) {
+        let f = dev.function(Source::Scatter, "scan_sums")?;
+        launch!(dev, &f, "scan_sums", blocks(n, SCAN_TILE), &data, &n64, &sp)?;
+        let f = dev.function(Source::Scatter, "scan_tiles")?;
+        launch!(
+            dev,
+            &f,
+            "scan_tiles",
+            blocks(n, SCAN_TILE),
+            &data,
+            &n64,
+            &sp
+        )?;
+        return Ok(());
+    }
     let f = dev.function(Source::Scatter, "scan_block")?;
     launch!(
         dev,

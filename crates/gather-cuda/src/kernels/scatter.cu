@@ -104,7 +104,8 @@ __device__ __forceinline__ u32 block_exclusive(u32 v, u32* total) {
     return before;
 }
 
-extern "C" __global__ void scan_block(u32* data, i64 n, u32* sums) {
+// The block's tile, scanned and offset by `before`; its total into sums (when not null).
+__device__ __forceinline__ void scan_tile(u32* data, i64 n, u32 before, u32* sums) {
     const i64 base = (i64)blockIdx.x * SCAN_TILE + (i64)threadIdx.x * SCAN_ITEMS;
     u32 v[SCAN_ITEMS];
     u32 s = 0;
@@ -114,13 +115,35 @@ extern "C" __global__ void scan_block(u32* data, i64 n, u32* sums) {
         s += v[k];
     }
     u32 total;
-    u32 run = block_exclusive(s, &total);
+    u32 run = before + block_exclusive(s, &total);
 #pragma unroll
     for (int k = 0; k < SCAN_ITEMS; ++k) {
         if (base + k < n) data[base + k] = run;
         run += v[k];
     }
+    if (sums && threadIdx.x == 0) sums[blockIdx.x] = total;
+}
+
+extern "C" __global__ void scan_block(u32* data, i64 n, u32* sums) { scan_tile(data, n, 0, sums); }
+
+// Up to SCAN_TILE tiles take two launches instead of three: the tiles' sums, then each tile's
+// scan, offset by the sums of the tiles before it, which every block adds up itself.
+extern "C" __global__ void scan_sums(const u32* data, i64 n, u32* sums) {
+    const i64 base = (i64)blockIdx.x * SCAN_TILE + (i64)threadIdx.x * SCAN_ITEMS;
+    u32 s = 0;
+#pragma unroll
+    for (int k = 0; k < SCAN_ITEMS; ++k) s += base + k < n ? data[base + k] : 0;
+    u32 total;
+    block_exclusive(s, &total);
     if (threadIdx.x == 0) sums[blockIdx.x] = total;
+}
+
+extern "C" __global__ void scan_tiles(u32* data, i64 n, const u32* sums) {
+    u32 mine = 0;
+    for (u32 t = threadIdx.x; t < blockIdx.x; t += blockDim.x) mine += sums[t];
+    u32 before;
+    block_exclusive(mine, &before);
+    scan_tile(data, n, before, nullptr);
 }
 
 extern "C" __global__ void scan_add(u32* data, i64 n, const u32* sums) {
@@ -210,8 +233,10 @@ extern "C" __global__ void radix_scatter(const u32* kin, const u32* vin, u32* ko
 // ---- the counting sort: place rows into their key's run, then order each run ----
 // `starts` is the exclusive scan of the counts (nkeys + 1 entries), `ranks` each row's place in
 // its run from the keys kernel. `kout` may be null: run k is key k, which the row kernel knows.
+// Every key is a run: nruns[0] = nkeys.
 extern "C" __global__ void count_place(const u32* keys, const u32* ranks, i64 n, const u32* starts,
-                                       u32* kout, u32* rout) {
+                                       u32* kout, u32* rout, u32* nruns, i64 nkeys) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) nruns[0] = (u32)nkeys;
     const i64 step = (i64)gridDim.x * blockDim.x;
     for (i64 r = (i64)blockIdx.x * blockDim.x + threadIdx.x; r < n; r += step) {
         const u32 k = keys[r], rank = ranks[r];
@@ -263,17 +288,12 @@ template <int K> __device__ __forceinline__ void warp_sort_run(u32* rows, u32 s,
     }
 }
 
-// A warp per key (or per listed key, when `listed` is not null) orders its run's rows; runs
-// longer than a warp's registers go to a list for count_sort_long. Every key is a run:
-// nruns[0] = nkeys.
+// A warp per key orders its run's rows; runs longer than a warp's registers go to a list for
+// count_sort_long.
 extern "C" __global__ void count_sort_runs(u32* rows, const u32* starts, i64 nkeys,
-                                           const u32* listed, const u32* n_listed, u32* nruns,
                                            u32* long_runs, u32* n_long) {
-    if (blockIdx.x == 0 && threadIdx.x == 0) nruns[0] = (u32)nkeys;
     const i64 wstep = (i64)gridDim.x * (blockDim.x >> 5);
-    const i64 count = listed ? (i64)n_listed[0] : nkeys;
-    for (i64 j = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; j < count; j += wstep) {
-        const u32 w = listed ? listed[j] : (u32)j;
+    for (i64 w = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; w < nkeys; w += wstep) {
         const u32 s = starts[w], len = starts[w + 1] - s;
         if (len <= 1) continue;
         if (len <= 32) {
@@ -286,7 +306,9 @@ extern "C" __global__ void count_sort_runs(u32* rows, const u32* starts, i64 nke
     }
 }
 
-// A block per listed run (at most COUNT_RUN_MAX rows): a bitonic sort in shared memory.
+// A block per listed run (at most COUNT_RUN_MAX rows): a bitonic sort in shared memory. The
+// list is count_sort_runs' long runs, or the keys kernel's runs past SHORT_RUN for the row
+// kernel, which orders the shorter ones itself.
 extern "C" __global__ void count_sort_long(u32* rows, const u32* starts, const u32* long_runs,
                                            const u32* n_long) {
     __shared__ u32 sh[COUNT_RUN_MAX];
