@@ -60,7 +60,8 @@ export GATHER_CUDA_CACHE=${GATHER_CUDA_CACHE:-/tmp/gather-ptx}
 
 tests() {
     log "unit tests on the GPU"
-    timeout 90 gpu/gpu-tests --test-threads=1 > "$OUT/tests.log" 2>&1
+    # GATHER_TESTS_FILTER="scatter group ...": the tests whose names hold one of the words.
+    timeout 90 gpu/gpu-tests --test-threads=1 ${GATHER_TESTS_FILTER:-} > "$OUT/tests.log" 2>&1
     echo "tests exit $?"; grep -E "^test |test result" "$OUT/tests.log" | tail -20
 
     log "the flag copied back after every call (GATHER_CUDA_FLAG=copy, for the A/B in bench): bad indices still reported"
@@ -85,13 +86,13 @@ tests() {
     GATHER_CUDA_EXACT_ALLOC=1 GATHER_CUDA_QUICK=1 timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 gpu/gpu-tests --test-threads=1 \
         bad_indices scatter_reduce_propagates empty_and_zero index_add masked_select repeat_interleave atomic_scatter_add counting_sorts \
         take_along_dim select_batched bounds_policies broadcasting scatter_reduce_arg segment_reductions scatter_groups softmax_any \
-        large_gathers block_sort_length > "$OUT/sanitizer_tests.log" 2>&1
+        large_gathers block_sort_length group_and_segment > "$OUT/sanitizer_tests.log" 2>&1
     echo "sanitizer tests exit $?"; grep -E "ERROR SUMMARY|test result" "$OUT/sanitizer_tests.log"
     GATHER_CUDA_EXACT_ALLOC=1 GATHER_CUDA_QUICK=1 timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 gpu/gpu-tests --test-threads=1 \
         gradients_ > "$OUT/sanitizer_grads.log" 2>&1
     echo "sanitizer gradients exit $?"; grep -E "ERROR SUMMARY|test result" "$OUT/sanitizer_grads.log"
     log "compute-sanitizer racecheck: the kernels that share memory within a block (fiber sort, counting sort's runs)"
-    timeout 30 compute-sanitizer --tool racecheck --error-exitcode 9 gpu/gpu-tests --test-threads=1 \
+    timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 gpu/gpu-tests --test-threads=1 \
         block_sort_length counting_sorts > "$OUT/racecheck.log" 2>&1
     echo "racecheck exit $?"; grep -E "ERROR SUMMARY|RACE REPORT|test result" "$OUT/racecheck.log" | head -5
     GATHER_CUDA_EXACT_ALLOC=1 timeout 40 compute-sanitizer --tool memcheck --error-exitcode 9 gpu/gather --no-progress conformance \
@@ -101,7 +102,10 @@ tests() {
 
 table() {
     log "bench, ours"
-    timeout 120 gpu/gather bench --device cuda --in-process --large --json "$OUT/ours.json" 2>&1 | tee "$OUT/bench_ours.log"
+    # GATHER_TABLE_ONLY=W1,...: those workloads alone (PyTorch still runs them all, in seconds).
+    local which=(--large)
+    [ -n "${GATHER_TABLE_ONLY:-}" ] && which=(--only "$GATHER_TABLE_ONLY")
+    timeout 120 gpu/gather bench --device cuda --in-process "${which[@]}" --json "$OUT/ours.json" 2>&1 | tee "$OUT/bench_ours.log"
 
     log "bench, PyTorch"
     timeout 70 python3 scripts/bench_cuda_torch.py --large --json "$OUT/torch.json" > "$OUT/bench_torch.log" 2>&1
@@ -112,6 +116,12 @@ table() {
 }
 
 ab() {
+    # GATHER_AB_PREV=gpu/gather-prev: this build against that one alone, alternating over three
+    # rounds, on GATHER_AB_ONLY's workloads.
+    if [ -n "${GATHER_AB_PREV:-}" ]; then
+        ab_prev
+        return
+    fi
 
     log "A/B, alternating over 2 rounds: this build, the baseline build (gpu/BASELINE), the scatter on the radix sort, the row fold reading column pairs, gather-cuda at opt-level 3, the flag copied back after every call, the L2 fetching 32 bytes, gathers in 2 and 3 passes over windows of the input"
     std=W1,W2,W3,W4,W5,W6,W7,W8,W9,W10,W11
@@ -173,6 +183,34 @@ PY
     cut -c1-110 "$OUT/profile.log"
 }
 
+ab_prev() {
+    local only=${GATHER_AB_ONLY:-W1,W2,W3,W4,W5,W6,W7,W8,W9,W10,W11}
+    log "A/B, alternating over 3 rounds: this build against $GATHER_AB_PREV on $only"
+    local ab="--no-progress bench --device cuda --in-process --only $only --repeat 50"
+    for round in 1 2 3; do
+        timeout 40 gpu/gather $ab --json "$OUT/abp_new_$round.json" > /dev/null 2>&1
+        timeout 40 "$GATHER_AB_PREV" $ab --json "$OUT/abp_prev_$round.json" > /dev/null 2>&1
+    done
+    python3 - "$OUT" <<'PY'
+import json, os, statistics, sys
+out = sys.argv[1]
+def med(v):
+    rows = {}
+    for r in (1, 2, 3):
+        f = f"{out}/abp_{v}_{r}.json"
+        if os.path.exists(f):
+            for w in json.load(open(f))["workloads"]:
+                rows.setdefault(w["name"], []).append(w["median_s"])
+    return {n: statistics.median(t) for n, t in rows.items()}
+new, prev = med("new"), med("prev")
+print(f"{'workload':30s} {'new us':>9s} {'prev us':>9s} {'prev/new':>9s}")
+for n in sorted(set(new) | set(prev)):
+    a, b = new.get(n), prev.get(n)
+    print(f"{n:30s} {a * 1e6 if a else float('nan'):9.1f} {b * 1e6 if b else float('nan'):9.1f} "
+          f"{b / a if a and b else float('nan'):9.3f}")
+PY
+}
+
 # Nsight Compute's counters for each kernel of one call of the workloads that miss or nearly
 # miss their targets: time, DRAM bytes and throughput, L2 hit rate, warps active, registers
 # (ncu needs the Firecracker runtime; --clock-control none leaves the clocks alone).
@@ -184,7 +222,8 @@ counters() {
     m=$m,sm__throughput.avg.pct_of_peak_sustained_elapsed,launch__registers_per_thread
     rm -f "$OUT"/ncu_*.csv
     # workload:kernels of its first (checked) call[:environment]
-    for w in W1:1 W5:1 W9:1 W9:2:GATHER_CUDA_PASSES=2 W6:10 W7:10 W8:1 W11b:1 W9x16:1 W9x16:1:GATHER_CUDA_L2_FETCH=32; do
+    # GATHER_NCU_RUNS="W6:8 W10:1": other runs, as workload:kernels[:environment].
+    for w in ${GATHER_NCU_RUNS:-W1:1 W5:1 W9:1 W9:2:GATHER_CUDA_PASSES=2 W6:10 W7:10 W8:1 W11b:1 W9x16:1 W9x16:1:GATHER_CUDA_L2_FETCH=32}; do
         IFS=: read -r name count envs <<< "$w"
         timeout 60 env ${envs:-} ncu --clock-control none --csv --page raw --print-units base --metrics "$m" --launch-count "$count" \
             --log-file "$OUT/ncu_${name}_${envs:-default}.csv" \
@@ -227,6 +266,13 @@ timeout() {
 }
 
 [ $# -eq 0 ] && set -- table tests
+# A device call returns at most 8 files: everything also goes into all.tgz, which is kept with
+# table.txt and the caller's visit.log when there are more.
+pack() {
+    (cd "$OUT" && tar czf /tmp/gather-all.tgz --exclude=all.tgz --exclude=visit.log . && mv /tmp/gather-all.tgz all.tgz \
+        && [ "$(ls | wc -l)" -gt 8 ] && find . -type f ! -name all.tgz ! -name table.txt ! -name visit.log -delete)
+}
+trap pack EXIT
 for mode in "$@"; do
     case "$mode" in
         tests) tests ;;
