@@ -314,7 +314,17 @@ fn take_flat(
     let xl = input.layout()?;
     let il = index.layout()?;
     let n = index.len();
-    let name = kernel_name("take", input.dtype(), index.dtype());
+    // Flat values up to len - 1 read x at offsets up to its span; positions up to n - 1 read
+    // the index.
+    let small = n <= i32::MAX as usize
+        && input.len() <= i32::MAX as usize
+        && fits_u32(input.shape(), input.strides())
+        && fits_u32(index.shape(), index.strides());
+    let name = kernel_name(
+        if small { "take32" } else { "take" },
+        input.dtype(),
+        index.dtype(),
+    );
     let dev = input.device();
     let f = dev.function(Source::Gather, name)?;
     let (xp, ip, op_) = (input.ptr(), index.ptr(), out.ptr());
@@ -403,7 +413,18 @@ fn gather_general(
     let il = Layout::exact(idx.shape(), idx.strides())?;
     let xl = Layout::exact(idx.shape(), x.strides())?;
     let n = idx.len();
-    let name = kernel_name("gather", x.dtype(), idx.dtype());
+    // x is read at idx's positions off dim and at values up to size - 1 along it.
+    let mut reach = idx.shape().to_vec();
+    reach[d] = x.shape[d];
+    let small = n <= i32::MAX as usize
+        && size <= i32::MAX as i64
+        && fits_u32(&reach, x.strides())
+        && fits_u32(idx.shape(), idx.strides());
+    let name = kernel_name(
+        if small { "gather32" } else { "gather" },
+        x.dtype(),
+        idx.dtype(),
+    );
     let f = dev.function(Source::Gather, name)?;
     let (op_, xp, ip) = (out.ptr(), x.ptr(), idx.ptr());
     let (dim, n64) = (d as i32, n as i64);
@@ -416,6 +437,24 @@ fn gather_general(
             )
         })
     })
+}
+
+/// Whether every offset of a view of `shape` and `strides` is a u32: the 32-bit kernels
+/// (`gather32`, `take32`) read it then, with half the registers of the 64-bit ones.
+/// `GATHER_CUDA_OFFSETS=64` keeps the 64-bit kernels for every call (their tests in CI).
+fn fits_u32(shape: &[usize], strides: &[isize]) -> bool {
+    static WIDE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if *WIDE.get_or_init(|| std::env::var("GATHER_CUDA_OFFSETS").is_ok_and(|v| v == "64")) {
+        return false;
+    }
+    let mut span = 0u128;
+    for (&n, &s) in shape.iter().zip(strides) {
+        if s < 0 {
+            return false;
+        }
+        span += n.saturating_sub(1) as u128 * s as u128;
+    }
+    span <= u32::MAX as u128
 }
 
 /// The windows of index values `[lo, hi)` that the passes of a gather or take along a dim of
@@ -729,7 +768,7 @@ mod tests {
         };
         for d in [DType::U8, DType::I16, DType::F32, DType::F64] {
             for i in [DType::I64, DType::I32] {
-                for family in ["gather", "take"] {
+                for family in ["gather", "take", "gather32", "take32"] {
                     let name = kernel_name(family, d, i);
                     assert!(k.contains_key(name), "{name}");
                 }
@@ -762,6 +801,21 @@ mod tests {
         // The arity the launches rely on, for the one that once went wrong.
         assert_eq!(k["rows_w4_i64"], 15);
         assert_eq!((k["gather_u32_i64"], k["take_u32_i32"]), (12, 11));
+        assert_eq!((k["gather32_u32_i64"], k["take32_u32_i32"]), (12, 11));
+    }
+
+    /// A view takes the 32-bit kernels when its last offset is at most u32::MAX and no stride
+    /// is negative.
+    #[test]
+    fn offsets_fit_u32_up_to_the_last_offset() {
+        if std::env::var("GATHER_CUDA_OFFSETS").is_ok() {
+            return;
+        }
+        // The last offset is (2^16 - 1) * 2^16 + 2^16 - 1 = u32::MAX; a row more passes it.
+        assert!(fits_u32(&[1 << 16, 1 << 16], &[1 << 16, 1]));
+        assert!(!fits_u32(&[(1 << 16) + 1, 1 << 16], &[1 << 16, 1]));
+        assert!(fits_u32(&[0, 7], &[1 << 40, 1]));
+        assert!(!fits_u32(&[2, 3], &[3, -1]));
     }
 
     /// The passes' windows tile [0, size) in order, none empty, at most as many as asked.

@@ -15,66 +15,94 @@ __device__ __forceinline__ bool in_window(i64 v, i64 lo, i64 hi) {
     return (u64)(v - lo) < (u64)(hi - lo) || (v < 0 && lo == 0);
 }
 
+// Positions, offsets and index values in O: i64, or u32 (with int values) where the host has
+// checked that every position, offset and value fits (the `gather32`/`take32` kernels). Half
+// the registers: all warps of a multiprocessor, twice the random reads in flight, against half
+// of them with i64 (60 registers).
+template <typename O> struct Off;
+template <> struct Off<i64> {
+    typedef i64 V;
+    static __device__ __forceinline__ i64 div(i64 a, i64 b) { return divq(a, b); }
+};
+template <> struct Off<u32> {
+    typedef int V;
+    static __device__ __forceinline__ u32 div(u32 a, u32 b) { return a / b; }
+};
+
+template <typename O> __device__ __forceinline__ O offset_in(const Layout& L, O lin) {
+    O off = 0;
+    for (int d = (int)L.ndim - 1; d > 0; --d) {
+        const O s = (O)L.shape[d], q = Off<O>::div(lin, s);
+        off += (lin - q * s) * (O)L.stride[d];
+        lin = q;
+    }
+    if (L.ndim > 0) off += lin * (O)L.stride[0];
+    return off;
+}
+
 // out[p] = x[p with p[dim] := index[p]] for every row-major position p of the index; `xl`
 // holds x's strides on the index's shape (x may be larger than the index on other axes).
-template <typename W, typename I>
+template <typename W, typename I, typename O>
 __device__ void gather_impl(W* out, const W* x, Layout xl, const I* idx, Layout il, int dim,
                             i64 size, int rule, i64 n, i64 lo, i64 hi, u64* flag) {
-    const i64 step = (i64)gridDim.x * blockDim.x;
-    for (i64 base = (i64)blockIdx.x * blockDim.x + threadIdx.x; base < n; base += UNROLL * step) {
-        i64 xoff[UNROLL], v[UNROLL];
+    typedef typename Off<O>::V V;
+    const O step = (O)gridDim.x * blockDim.x, no = (O)n;
+    for (O base = (O)blockIdx.x * blockDim.x + threadIdx.x; base < no; base += UNROLL * step) {
+        O xoff[UNROLL];
+        V v[UNROLL];
 #pragma unroll
         for (int k = 0; k < UNROLL; ++k) {
-            const i64 p = base + k * step;
+            const O p = base + k * step;
             v[k] = -1;
             xoff[k] = 0;
-            if (p >= n) continue;
-            i64 lin = p, ioff = 0;
+            if (p >= no) continue;
+            O lin = p, ioff = 0;
             for (int d = (int)il.ndim - 1; d >= 0; --d) {
-                i64 c;
+                O c;
                 if (d > 0) {
-                    i64 q = divq(lin, il.shape[d]);
-                    c = lin - q * il.shape[d];
+                    const O s = (O)il.shape[d], q = Off<O>::div(lin, s);
+                    c = lin - q * s;
                     lin = q;
                 } else {
                     c = lin;
                 }
-                ioff += c * il.stride[d];
-                if (d != dim) xoff[k] += c * xl.stride[d];
+                ioff += c * (O)il.stride[d];
+                if (d != dim) xoff[k] += c * (O)xl.stride[d];
             }
-            v[k] = map_index((i64)__ldcs(idx + ioff), size, rule);
+            v[k] = (V)map_index((i64)__ldcs(idx + ioff), size, rule);
             if (v[k] < 0) flag_bad(flag, (u64)p);
         }
 #pragma unroll
         for (int k = 0; k < UNROLL; ++k) {
-            const i64 p = base + k * step;
-            if (p < n && in_window(v[k], lo, hi))
-                __stcs(out + p, v[k] < 0 ? (W)0 : x[xoff[k] + v[k] * xl.stride[dim]]);
+            const O p = base + k * step;
+            if (p < no && in_window(v[k], lo, hi))
+                __stcs(out + p, v[k] < 0 ? (W)0 : x[xoff[k] + (O)v[k] * (O)xl.stride[dim]]);
         }
     }
 }
 
 // out[p] = x.flat[index[p]]: x is read through its layout at the row-major position the index
 // names.
-template <typename W, typename I>
+template <typename W, typename I, typename O>
 __device__ void take_impl(W* out, const W* x, Layout xl, const I* idx, Layout il, i64 size,
                           int rule, i64 n, i64 lo, i64 hi, u64* flag) {
-    const i64 step = (i64)gridDim.x * blockDim.x;
-    for (i64 base = (i64)blockIdx.x * blockDim.x + threadIdx.x; base < n; base += UNROLL * step) {
-        i64 v[UNROLL];
+    typedef typename Off<O>::V V;
+    const O step = (O)gridDim.x * blockDim.x, no = (O)n;
+    for (O base = (O)blockIdx.x * blockDim.x + threadIdx.x; base < no; base += UNROLL * step) {
+        V v[UNROLL];
 #pragma unroll
         for (int k = 0; k < UNROLL; ++k) {
-            const i64 p = base + k * step;
+            const O p = base + k * step;
             v[k] = -1;
-            if (p >= n) continue;
-            v[k] = map_index((i64)__ldcs(idx + offset_of(il, p)), size, rule);
+            if (p >= no) continue;
+            v[k] = (V)map_index((i64)__ldcs(idx + offset_in<O>(il, p)), size, rule);
             if (v[k] < 0) flag_bad(flag, (u64)p);
         }
 #pragma unroll
         for (int k = 0; k < UNROLL; ++k) {
-            const i64 p = base + k * step;
-            if (p < n && in_window(v[k], lo, hi))
-                __stcs(out + p, v[k] < 0 ? (W)0 : x[offset_of(xl, v[k])]);
+            const O p = base + k * step;
+            if (p < no && in_window(v[k], lo, hi))
+                __stcs(out + p, v[k] < 0 ? (W)0 : x[offset_in<O>(xl, (O)v[k])]);
         }
     }
 }
@@ -175,17 +203,18 @@ __device__ void widen_impl(i64* out, const S* x, Layout xl, i64 n) {
 // 16-byte aligned, so that a word moves with one 16-byte access, not two of 8.
 struct __align__(16) V16 { u64 a, b; };
 
-#define GATHER_W(W, I)                                                                          \
-    extern "C" __global__ void gather_##W##_##I(W* out, const W* x, Layout xl, const I* idx,   \
-                                                Layout il, int dim, i64 size, int rule, i64 n, \
-                                                i64 lo, i64 hi, u64* flag) {                   \
-        gather_impl<W, I>(out, x, xl, idx, il, dim, size, rule, n, lo, hi, flag);              \
+#define GATHER_O(G, T, W, I, O)                                                                 \
+    extern "C" __global__ void G##_##W##_##I(W* out, const W* x, Layout xl, const I* idx,      \
+                                             Layout il, int dim, i64 size, int rule, i64 n,    \
+                                             i64 lo, i64 hi, u64* flag) {                      \
+        gather_impl<W, I, O>(out, x, xl, idx, il, dim, size, rule, n, lo, hi, flag);           \
     }                                                                                           \
-    extern "C" __global__ void take_##W##_##I(W* out, const W* x, Layout xl, const I* idx,     \
-                                              Layout il, i64 size, int rule, i64 n, i64 lo,    \
-                                              i64 hi, u64* flag) {                             \
-        take_impl<W, I>(out, x, xl, idx, il, size, rule, n, lo, hi, flag);                     \
+    extern "C" __global__ void T##_##W##_##I(W* out, const W* x, Layout xl, const I* idx,      \
+                                             Layout il, i64 size, int rule, i64 n, i64 lo,     \
+                                             i64 hi, u64* flag) {                              \
+        take_impl<W, I, O>(out, x, xl, idx, il, size, rule, n, lo, hi, flag);                  \
     }
+#define GATHER_W(W, I) GATHER_O(gather, take, W, I, i64) GATHER_O(gather32, take32, W, I, u32)
 #define ROWS(V, NAME, I)                                                                        \
     extern "C" __global__ void rows_##NAME##_##I(                                              \
         u8* out, const u8* x, const I* idx, i64 idx_so, i64 idx_sj, i64 n_idx, i64 size,       \
