@@ -912,7 +912,7 @@ pub(crate) fn run(
                 dev,
                 &f,
                 keys_name,
-                dev.grid(n_rows, 256),
+                dev.grid_batched(n_rows, 256, sort::KEYS_BATCH),
                 &ip,
                 &m,
                 &dim,

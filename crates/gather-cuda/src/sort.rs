@@ -91,6 +91,8 @@ pub(crate) const LONG_RUN: u64 = u64::MAX - 1;
 const WARP_RUN_MAX: usize = 128;
 /// Runs that the row kernel orders itself (`SHORT_RUN`).
 const SHORT_RUN: usize = 32;
+/// Rows a thread of the keys kernel and of count_place takes (`KEYS_BATCH`).
+pub(crate) const KEYS_BATCH: usize = 4;
 
 /// Whether the counting sort serves `n` rows into `keys` keys: its scan and its runs are per
 /// key, so the keys must not outnumber the rows by much.
@@ -164,7 +166,7 @@ pub(crate) fn count_runs(
         dev,
         &f,
         "count_place",
-        dev.grid(n, 256),
+        dev.grid_batched(n, 256, KEYS_BATCH),
         &keys_in,
         &ranks,
         &n64,

@@ -25,43 +25,71 @@
 // count_place needs no atomics of its own. A bad row's place is RANK_NONE, placed nowhere.
 // `listed` (or null): the keys whose runs pass SHORT_RUN rows, for count_sort_runs to sort alone.
 #define RANK_NONE 0xffffffffu
+// Rows a thread takes a grid-stride apart, their index values read, then their keys counted,
+// together: each wave of threads waits for memory twice, not twice per row.
+#define KEYS_BATCH 4
+
+// Row r's index offset and its key without dim's part; or (`pos_only`) its row-major position
+// in the whole index, for a bad row's report.
+__device__ __forceinline__ i64 row_walk(const RowMap& m, int dim, i64 r, i64* key, bool pos_only) {
+    i64 lin = r, ioff = 0, k = 0, pos = 0;
+    for (int d = (int)m.ndim - 1; d >= 0; --d) {
+        i64 c;
+        if (d > 0) {
+            i64 q = divq(lin, m.shape[d]);
+            c = lin - q * m.shape[d];
+            lin = q;
+        } else {
+            c = lin;
+        }
+        ioff += c * m.istride[d];
+        pos += c * m.pstride[d];
+        if (d != dim) k += c * m.kstride[d];
+    }
+    if (key) *key = k;
+    return pos_only ? pos : ioff;
+}
+
 template <typename I>
 __device__ void keys_impl(const I* idx, RowMap m, int dim, i64 size, int rule, i64 n, u32* keys,
                           u32* rows, u32* counts, u32* listed, u32* n_listed, u64* flag) {
     const i64 step = (i64)gridDim.x * blockDim.x;
-    for (i64 r = (i64)blockIdx.x * blockDim.x + threadIdx.x; r < n; r += step) {
-        i64 lin = r, ioff = 0, key = 0, pos = 0, cdim = 0;
-        for (int d = (int)m.ndim - 1; d >= 0; --d) {
-            i64 c;
-            if (d > 0) {
-                i64 q = divq(lin, m.shape[d]);
-                c = lin - q * m.shape[d];
-                lin = q;
-            } else {
-                c = lin;
+    for (i64 r0 = (i64)blockIdx.x * blockDim.x + threadIdx.x; r0 < n; r0 += KEYS_BATCH * step) {
+        // Keys are u32 (checked on the host), and so is their part off dim.
+        i64 raw[KEYS_BATCH];
+        u32 base[KEYS_BATCH];
+#pragma unroll
+        for (int u = 0; u < KEYS_BATCH; ++u) {
+            const i64 r = r0 + u * step;
+            i64 b = 0;
+            if (r < n) raw[u] = (i64)idx[row_walk(m, dim, r, &b, false)];
+            base[u] = (u32)b;
+        }
+        u32 k[KEYS_BATCH], rank[KEYS_BATCH];
+#pragma unroll
+        for (int u = 0; u < KEYS_BATCH; ++u) {
+            const i64 r = r0 + u * step;
+            if (r >= n) break;
+            i64 v = map_index(raw[u], size, rule);
+            const bool bad = v < 0;
+            if (bad) {
+                flag_bad(flag, (u64)row_walk(m, dim, r, nullptr, true));
+                v = 0;
             }
-            ioff += c * m.istride[d];
-            pos += c * m.pstride[d];
-            if (d != dim) key += c * m.kstride[d];
+            k[u] = base[u] + (u32)v * (u32)m.kstride[dim];
+            keys[r] = k[u];
+            rank[u] = bad ? RANK_NONE : counts ? atomicAdd(&counts[k[u]], 1u) : (u32)r;
         }
-        (void)cdim;
-        i64 v = map_index((i64)idx[ioff], size, rule);
-        const bool bad = v < 0;
-        if (bad) {
-            flag_bad(flag, (u64)pos);
-            v = 0;
+#pragma unroll
+        for (int u = 0; u < KEYS_BATCH; ++u) {
+            const i64 r = r0 + u * step;
+            if (r >= n) break;
+            // With counts: the row's place in its run. The row that takes a key past
+            // COUNT_RUN_MAX says so, once per key; past SHORT_RUN, lists it.
+            rows[r] = counts ? rank[u] : (u32)r;
+            if (counts && rank[u] == COUNT_RUN_MAX) flag_bad(flag, LONG_RUN);
+            if (counts && rank[u] == SHORT_RUN && listed) listed[atomicAdd(n_listed, 1u)] = k[u];
         }
-        const u32 k = (u32)(key + v * m.kstride[dim]);
-        keys[r] = k;
-        if (!counts) {
-            rows[r] = (u32)r;
-            continue;
-        }
-        const u32 rank = bad ? RANK_NONE : atomicAdd(&counts[k], 1u);
-        rows[r] = rank;
-        // The row that takes a key past COUNT_RUN_MAX says so, once per key; past SHORT_RUN, lists it.
-        if (rank == COUNT_RUN_MAX) flag_bad(flag, LONG_RUN);
-        if (rank == SHORT_RUN && listed) listed[atomicAdd(n_listed, 1u)] = k;
     }
 }
 extern "C" __global__ void keys_i64(const i64* idx, RowMap m, int dim, i64 size, int rule, i64 n,
@@ -238,12 +266,26 @@ extern "C" __global__ void count_place(const u32* keys, const u32* ranks, i64 n,
                                        u32* kout, u32* rout, u32* nruns, i64 nkeys) {
     if (blockIdx.x == 0 && threadIdx.x == 0) nruns[0] = (u32)nkeys;
     const i64 step = (i64)gridDim.x * blockDim.x;
-    for (i64 r = (i64)blockIdx.x * blockDim.x + threadIdx.x; r < n; r += step) {
-        const u32 k = keys[r], rank = ranks[r];
-        if (rank == RANK_NONE) continue;
-        const u32 slot = starts[k] + rank;
-        if (kout) kout[slot] = k;
-        rout[slot] = (u32)r;
+    for (i64 r0 = (i64)blockIdx.x * blockDim.x + threadIdx.x; r0 < n; r0 += KEYS_BATCH * step) {
+        u32 k[KEYS_BATCH], rank[KEYS_BATCH], slot[KEYS_BATCH];
+#pragma unroll
+        for (int u = 0; u < KEYS_BATCH; ++u) {
+            const i64 r = r0 + u * step;
+            rank[u] = RANK_NONE;
+            if (r < n) {
+                k[u] = keys[r];
+                rank[u] = ranks[r];
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < KEYS_BATCH; ++u)
+            if (rank[u] != RANK_NONE) slot[u] = starts[k[u]] + rank[u];
+#pragma unroll
+        for (int u = 0; u < KEYS_BATCH; ++u) {
+            if (rank[u] == RANK_NONE) continue;
+            if (kout) kout[slot[u]] = k[u];
+            rout[slot[u]] = (u32)(r0 + u * step);
+        }
     }
 }
 
