@@ -549,6 +549,13 @@ impl Cuda {
     /// Runs `f` with the bad-index flag's address (it holds `u64::MAX` between calls), then
     /// returns the smallest flagged position (after waiting for the GPU), or `None`.
     pub(crate) fn with_flag(&self, f: impl FnOnce(u64) -> Result<()>) -> Result<Option<u64>> {
+        let mut f = Some(f);
+        self.with_flag_dyn(&mut |ptr| f.take().map_or(Ok(()), |f| f(ptr)))
+    }
+
+    /// [`Cuda::with_flag`]'s body, compiled once rather than at each of its fifty callers.
+    #[inline(never)]
+    fn with_flag_dyn(&self, f: &mut dyn FnMut(u64) -> Result<()>) -> Result<Option<u64>> {
         let flag = self.inner.flag.lock().unwrap_or_else(|p| p.into_inner());
         let ptr = self.ptr(&flag.dev);
         let launched = f(ptr);
@@ -795,6 +802,37 @@ impl Cuda {
         }
     }
 
+    /// Launches `f` on the stream with the addresses of its arguments, checked in number.
+    ///
+    /// # Safety
+    /// `params` are the addresses of plain values of the kernel's parameter types, in order,
+    /// live until the call returns; the buffers they name are live and large enough.
+    #[inline(never)]
+    pub(crate) unsafe fn launch_raw(
+        &self,
+        f: &CudaFunction,
+        name: &str,
+        cfg: cudarc::driver::LaunchConfig,
+        params: &mut [*mut std::ffi::c_void],
+    ) -> Result<()> {
+        self.check_arity(name, params.len())?;
+        let stream = &self.inner.stream;
+        let r = stream.context().bind_to_thread().and_then(|()| {
+            // SAFETY: the caller's contract; the function and the stream are this context's.
+            unsafe {
+                cudarc::driver::result::launch_kernel(
+                    f.cu_function(),
+                    cfg.grid_dim,
+                    cfg.block_dim,
+                    cfg.shared_mem_bytes,
+                    stream.cu_stream(),
+                    params,
+                )
+            }
+        });
+        self.launched(name, r.map(|()| None))
+    }
+
     /// After a launch: its error, or (with `GATHER_CUDA_SYNC=1`) the error of the kernel's run,
     /// named after the kernel.
     pub(crate) fn launched(
@@ -850,18 +888,24 @@ fn grid_blocks(n: usize, per_block: usize, batch: usize, sms: usize) -> u32 {
 
 /// Launches kernel `$f` (from `Cuda::function`) on `$dev`'s stream with config `$cfg` and the
 /// arguments after it, in the kernel's order, each a reference to a plain value.
+/// The arguments' addresses go to one launch function that is compiled once: cudarc's builder
+/// inlines its whole launch at every call site.
 macro_rules! launch {
     ($dev:expr, $f:expr, $name:expr, $cfg:expr, $($a:expr),+ $(,)?) => {{
         let dev: &$crate::device::Cuda = $dev;
-        dev.check_arity($name, [$(stringify!($a)),+].len())?;
-        let mut b = dev.stream().launch_builder($f);
-        $( cudarc::driver::PushKernelArg::arg(&mut b, $a); )+
+        let mut params = [$($crate::device::param($a)),+];
         // SAFETY: the op launching the kernel owns every buffer it names (live allocations of
-        // the sizes the kernel reads and writes, checked by the op), and the arguments match
-        // the kernel's parameters in number, order and size.
-        let r = unsafe { b.launch($cfg) };
-        dev.launched($name, r)
+        // the sizes the kernel reads and writes, checked by the op), and the arguments, plain
+        // values that live until the launch returns, match the kernel's parameters in order
+        // and size (their number is checked).
+        unsafe { dev.launch_raw($f, $name, $cfg, &mut params) }
     }};
+}
+
+/// A kernel argument's address, for [`Cuda::launch_raw`]: only plain values (`DeviceRepr`).
+#[inline(always)]
+pub(crate) fn param<T: cudarc::driver::DeviceRepr>(a: &T) -> *mut std::ffi::c_void {
+    a as *const T as *mut std::ffi::c_void
 }
 pub(crate) use launch;
 

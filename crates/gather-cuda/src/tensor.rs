@@ -223,13 +223,7 @@ impl CudaTensor {
     /// # Ok::<(), gather_cuda::Error>(())
     /// ```
     pub fn to_host<T: Element>(&self) -> Result<ArrayD<T>> {
-        if T::DTYPE != self.dtype {
-            return Err(Error::Op(gather::Error::new(
-                gather::ErrorKind::InvalidArgument,
-                format!("to_host: the tensor holds {}, not {}", self.dtype, T::DTYPE),
-            )));
-        }
-        let bytes = self.to_bytes()?;
+        let bytes = self.host_bytes(T::DTYPE)?;
         let n = self.len();
         let mut v: Vec<T> = Vec::with_capacity(n);
         // SAFETY: `bytes` holds exactly `n` elements of T (checked dtype, row-major copy), the
@@ -241,6 +235,18 @@ impl CudaTensor {
             v.set_len(n);
         }
         Ok(ArrayD::from_shape_vec(IxDyn(&self.shape), v).expect("n elements"))
+    }
+
+    /// The row-major bytes of the elements, which must be of `dtype` ([`CudaTensor::to_host`]'s
+    /// part that is the same for every element type).
+    fn host_bytes(&self, dtype: DType) -> Result<Vec<u8>> {
+        if dtype != self.dtype {
+            return Err(Error::Op(gather::Error::new(
+                gather::ErrorKind::InvalidArgument,
+                format!("to_host: the tensor holds {}, not {}", self.dtype, dtype),
+            )));
+        }
+        self.to_bytes()
     }
 
     /// The row-major bytes of the elements.
