@@ -185,11 +185,18 @@ PY
 
 ab_prev() {
     local only=${GATHER_AB_ONLY:-W1,W2,W3,W4,W5,W6,W7,W8,W9,W10,W11}
-    log "A/B, alternating over 3 rounds: this build against $GATHER_AB_PREV on $only"
-    local ab="--no-progress bench --device cuda --in-process --only $only --repeat 50"
+    # name|environment|workloads: this build's other ways, beside the last visit's build.
+    local variants=("o64|GATHER_CUDA_OFFSETS=64|W5,W9,W10" "pass2|GATHER_CUDA_PASSES=2|W5,W9"
+        "wide|GATHER_CUDA_APPLY=wide|W6,W7")
+    log "A/B, alternating over 3 rounds: this build, $GATHER_AB_PREV on $only, and this build's other ways (${variants[*]})"
+    local ab="--no-progress bench --device cuda --in-process --repeat 50"
     for round in 1 2 3; do
-        timeout 40 gpu/gather $ab --json "$OUT/abp_new_$round.json" > /dev/null 2>&1
-        timeout 40 "$GATHER_AB_PREV" $ab --json "$OUT/abp_prev_$round.json" > /dev/null 2>&1
+        timeout 40 gpu/gather $ab --only "$only" --json "$OUT/abp_new_$round.json" > /dev/null 2>&1
+        timeout 40 "$GATHER_AB_PREV" $ab --only "$only" --json "$OUT/abp_prev_$round.json" > /dev/null 2>&1
+        for v in "${variants[@]}"; do
+            IFS='|' read -r name envs which <<< "$v"
+            timeout 30 env "$envs" gpu/gather $ab --only "$which" --json "$OUT/abp_${name}_$round.json" > /dev/null 2>&1
+        done
     done
     python3 - "$OUT" <<'PY'
 import json, os, statistics, sys
@@ -202,12 +209,13 @@ def med(v):
             for w in json.load(open(f))["workloads"]:
                 rows.setdefault(w["name"], []).append(w["median_s"])
     return {n: statistics.median(t) for n, t in rows.items()}
-new, prev = med("new"), med("prev")
-print(f"{'workload':30s} {'new us':>9s} {'prev us':>9s} {'prev/new':>9s}")
-for n in sorted(set(new) | set(prev)):
-    a, b = new.get(n), prev.get(n)
-    print(f"{n:30s} {a * 1e6 if a else float('nan'):9.1f} {b * 1e6 if b else float('nan'):9.1f} "
-          f"{b / a if a and b else float('nan'):9.3f}")
+new, cols = med("new"), ["prev", "o64", "pass2", "wide"]
+got = {c: med(c) for c in cols}
+print(f"{'workload':30s} {'new us':>9s}" + "".join(f"{c + '/new':>10s}" for c in cols))
+for n in sorted(set(new) | set(got["prev"])):
+    a = new.get(n)
+    cell = lambda d: f"{d[n] / a:10.3f}" if a and n in d else f"{'-':>10s}"
+    print(f"{n:30s} {a * 1e6 if a else float('nan'):9.1f}" + "".join(cell(got[c]) for c in cols))
 PY
 }
 
