@@ -4,14 +4,17 @@
 # arrays, the workloads against PyTorch in the same run, and compute-sanitizer's memcheck over
 # the tests and the suite's error cases. Results go to $OUT; the table comes last.
 #
-# Prepare here, then carry `gpu/` (ignored through .git/info/exclude):
-#   scripts/gpu_check.sh --prepare
-# On the GPU machine, name the parts in the order they matter; they stop at a deadline (below):
+# Prepare here, then carry `gpu/` (ignored through .git/info/exclude; packed into one file,
+# as the tree that travels is limited to 64 MiB):
+#   scripts/gpu_check.sh --prepare && mv gpu /tmp/gpu && mkdir gpu \
+#     && tar -C /tmp -czf gpu/pack.tgz gpu
+# On the GPU machine (`tar xzf gpu/pack.tgz` first), name the parts in the order they matter;
+# they stop at a deadline (GATHER_VISIT_S, below):
 #   scripts/gpu_check.sh table tests ab counters
-# `table`: ours against PyTorch, the targets (at most 3.2 minutes by its timeouts); `tests`: unit
-# tests, suite, Python, sanitizer (7.9); `ab`: this build against the baseline and the options
-# (6.7); `bench` is table and ab; `counters`: Nsight Compute's counters of the kernels of the
-# workloads that miss their targets (10, about 2 expected). No part: table, then tests.
+# `table`: ours against PyTorch, the targets (about 1.5 minutes); `tests`: unit tests, suite,
+# Python, sanitizer (about 2.5); `ab`: this build against the baseline build and its other ways,
+# alternating (about 1.5); `bench` is table and ab; `counters`: Nsight Compute's counters of the
+# kernels of the workloads that miss their targets (about 2). No part: table, then tests.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,14 +26,9 @@ if [ "${1:-}" = "--prepare" ]; then
     bin=$(ls -t "${CARGO_TARGET_DIR:-target}"/debug/deps/gpu-* | grep -v '\.d$' | head -1)
     cp "$bin" gpu/gpu-tests
     cp "${CARGO_TARGET_DIR:-target}/release/gather" gpu/gather
-    # The same command with gather-cuda at opt-level 3 (the workspace builds it for size), for
-    # the small calls' A/B in `bench`; its own target directory, so the two builds do not thrash.
-    CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/o3" cargo build --release -p gather-cli \
-        --config 'profile.release.package.gather-cuda.opt-level=3' 2>&1 | tail -1
-    cp "${CARGO_TARGET_DIR:-target}/o3/release/gather" gpu/gather-o3
-    # The baseline of the A/B in `bench` (GATHER_BASELINE, default the last stop before the
-    # counting sort and the copy and cache-hint changes), from a worktree, in its own target.
-    base="${GATHER_BASELINE:-e839c749}"
+    # The baseline of the A/B (GATHER_BASELINE, default the build the last visit measured), from
+    # a worktree, in its own target.
+    base="${GATHER_BASELINE:-e54c9c2a}"
     rm -rf target/baseline-src && git worktree prune
     git worktree add -f --detach target/baseline-src "$base" > /dev/null
     tdir=$(realpath -m "${CARGO_TARGET_DIR:-target}")
@@ -38,7 +36,7 @@ if [ "${1:-}" = "--prepare" ]; then
     cp "$tdir/baseline/release/gather" gpu/gather-base
     git worktree remove --force target/baseline-src
     git rev-parse --short "$base" > gpu/BASELINE
-    strip gpu/gather gpu/gather-o3 gpu/gather-base gpu/gpu-tests
+    strip gpu/gather gpu/gather-base gpu/gpu-tests
     # The Python package (abi3 wheel, dev profile: it reuses what cargo test built) for the
     # CUDA-array tests; pytest, torch, cupy and jax are on the GPU machine.
     venv="${GATHER_PY_VENV:-target/py-venv}"
@@ -115,87 +113,21 @@ table() {
     python3 scripts/cuda_table.py "$OUT/ours.json" "$OUT/torch.json" | tee "$OUT/table.txt"
 }
 
+# This build against the baseline build (gpu/gather-base), alternating over three rounds, on
+# GATHER_AB_ONLY's workloads, and this build's other ways on the workloads they touch; then
+# where the time goes, kernel by kernel.
 ab() {
-    # GATHER_AB_PREV=gpu/gather-prev: this build against that one alone, alternating over three
-    # rounds, on GATHER_AB_ONLY's workloads.
-    if [ -n "${GATHER_AB_PREV:-}" ]; then
-        ab_prev
-        return
-    fi
-
-    log "A/B, alternating over 2 rounds: this build, the baseline build (gpu/BASELINE), the scatter on the radix sort, the row fold reading column pairs, gather-cuda at opt-level 3, the flag copied back after every call, the L2 fetching 32 bytes, gathers in 2 and 3 passes over windows of the input"
-    std=W1,W2,W3,W4,W5,W6,W7,W8,W9,W10,W11
-    # In one process each (--in-process): a fresh process per workload would set up the context
-    # and compile the kernels with NVRTC again for each of them.
-    ab="--no-progress bench --device cuda --in-process"
-    for round in 1 2; do
-        timeout 30 gpu/gather $ab --only $std --repeat 30 --json "$OUT/ab_new_$round.json" > /dev/null 2>&1
-        timeout 30 gpu/gather-base $ab --only $std --repeat 30 --json "$OUT/ab_base_$round.json" > /dev/null 2>&1
-        GATHER_CUDA_SCATTER_SORT=radix timeout 15 gpu/gather $ab --only W6,W7 --repeat 30 \
-            --json "$OUT/ab_radix_$round.json" > /dev/null 2>&1
-        GATHER_CUDA_APPLY=wide timeout 15 gpu/gather $ab --only W6,W7 --repeat 30 \
-            --json "$OUT/ab_wide_$round.json" > /dev/null 2>&1
-        GATHER_CUDA_L2_FETCH=32 timeout 12 gpu/gather $ab --only W5,W9 --repeat 30 \
-            --json "$OUT/ab_l2f32_$round.json" > /dev/null 2>&1
-        for p in 2 3; do
-            GATHER_CUDA_PASSES=$p timeout 12 gpu/gather $ab --only W5,W9 --repeat 30 \
-                --json "$OUT/ab_pass${p}_$round.json" > /dev/null 2>&1
-        done
-        timeout 8 gpu/gather-o3 $ab --only W1,W2,W4,W10 --repeat 100 --json "$OUT/ab_o3_$round.json" > /dev/null 2>&1
-        GATHER_CUDA_FLAG=copy timeout 8 gpu/gather $ab --only W1,W2,W4,W10 --repeat 100 \
-            --json "$OUT/ab_flagc_$round.json" > /dev/null 2>&1
-    done
-    log "W6x16 with the row fold reading column pairs, then without"
-    GATHER_CUDA_APPLY=wide timeout 25 gpu/gather --no-progress bench --device cuda --only W6x16 --repeat 5 \
-        --json "$OUT/ab_widex_1.json" > /dev/null 2>&1
-    timeout 25 gpu/gather --no-progress bench --device cuda --only W6x16 --repeat 5 --json "$OUT/ab_newx6_1.json" > /dev/null 2>&1
-    log "the L2 fetch granularity (CuPy reads the default): W9x16 with 32 bytes, then with the default"
-    python3 -c "import cupy; r = cupy.cuda.runtime; print('L2 fetch granularity, default:', r.deviceGetLimit(5), 'bytes; L2', r.deviceGetAttribute(38, 0) >> 20, 'MiB')" 2>&1 | tail -1
-    GATHER_CUDA_L2_FETCH=32 timeout 25 gpu/gather --no-progress bench --device cuda --only W9x16 --repeat 5 \
-        --json "$OUT/ab_l2f32x_1.json" > /dev/null 2>&1
-    timeout 25 gpu/gather --no-progress bench --device cuda --only W9x16 --repeat 5 --json "$OUT/ab_newx_1.json" > /dev/null 2>&1
-    echo "baseline: $(cat gpu/BASELINE 2>/dev/null)"
-    python3 - "$OUT" <<'PY'
-import json, os, statistics, sys
-out = sys.argv[1]
-def med(v):
-    rows = {}
-    for f in (f"{out}/ab_{v}_{r}.json" for r in (1, 2)):
-        if os.path.exists(f):
-            for w in json.load(open(f))["workloads"]:
-                rows.setdefault(w["name"], []).append(w["median_s"])
-    return {n: statistics.median(t) for n, t in rows.items()}
-new, base, radix, o3, flagc = med("new"), med("base"), med("radix"), med("o3"), med("flagc")
-wide = med("wide") | med("widex")
-l2f = med("l2f32") | med("l2f32x")
-new |= med("newx") | med("newx6")
-pass2, pass3 = med("pass2"), med("pass3")
-print(f"{'workload':30s} {'new us':>9s} {'base us':>9s} {'base/new':>8s} {'radix/new':>9s} {'wide/new':>8s} {'o3/new':>7s} {'flagc/new':>9s} {'l2f32/new':>9s} {'pass2/new':>9s} {'pass3/new':>9s}")
-for n in sorted(set(new) | set(radix)):
-    t = new.get(n)
-    cell = lambda d: f"{d[n] / t:.3f}" if t and n in d else "-"
-    print(f"{n:30s} {t * 1e6 if t else float('nan'):9.1f} {base.get(n, float('nan')) * 1e6:9.1f} "
-          f"{cell(base):>8s} {cell(radix):>9s} {cell(wide):>8s} {cell(o3):>7s} {cell(flagc):>9s} {cell(l2f):>9s} {cell(pass2):>9s} {cell(pass3):>9s}")
-PY
-
-    log "where the time goes (GATHER_CUDA_PROFILE=1 waits after every step)"
-    GATHER_CUDA_PROFILE=1 timeout 20 gpu/gather bench --device cuda --only W1,W5,W6,W7,W9,W11 --repeat 10 > "$OUT/profile.log" 2>&1
-    cut -c1-110 "$OUT/profile.log"
-}
-
-ab_prev() {
     local only=${GATHER_AB_ONLY:-W1,W2,W3,W4,W5,W6,W7,W8,W9,W10,W11}
-    # name|environment|workloads: this build's other ways, beside the last visit's build.
-    local variants=("o64|GATHER_CUDA_OFFSETS=64|W5,W9,W10" "pass2|GATHER_CUDA_PASSES=2|W5,W9"
-        "wide|GATHER_CUDA_APPLY=wide|W6,W7")
-    log "A/B, alternating over 3 rounds: this build, $GATHER_AB_PREV on $only, and this build's other ways (${variants[*]})"
+    # name|environment|workloads
+    local variants=("o64|GATHER_CUDA_OFFSETS=64|W5,W9,W10" "narrow|GATHER_CUDA_APPLY=narrow|W6,W7")
+    log "A/B, alternating over 3 rounds: this build, the baseline $(cat gpu/BASELINE 2>/dev/null) on $only, and this build's other ways (${variants[*]})"
     local ab="--no-progress bench --device cuda --in-process --repeat 50"
     for round in 1 2 3; do
-        timeout 40 gpu/gather $ab --only "$only" --json "$OUT/abp_new_$round.json" > /dev/null 2>&1
-        timeout 40 "$GATHER_AB_PREV" $ab --only "$only" --json "$OUT/abp_prev_$round.json" > /dev/null 2>&1
+        timeout 40 gpu/gather $ab --only "$only" --json "$OUT/ab_new_$round.json" > /dev/null 2>&1
+        timeout 40 gpu/gather-base $ab --only "$only" --json "$OUT/ab_base_$round.json" > /dev/null 2>&1
         for v in "${variants[@]}"; do
             IFS='|' read -r name envs which <<< "$v"
-            timeout 30 env "$envs" gpu/gather $ab --only "$which" --json "$OUT/abp_${name}_$round.json" > /dev/null 2>&1
+            timeout 30 env "$envs" gpu/gather $ab --only "$which" --json "$OUT/ab_${name}_$round.json" > /dev/null 2>&1
         done
     done
     python3 - "$OUT" <<'PY'
@@ -204,19 +136,22 @@ out = sys.argv[1]
 def med(v):
     rows = {}
     for r in (1, 2, 3):
-        f = f"{out}/abp_{v}_{r}.json"
+        f = f"{out}/ab_{v}_{r}.json"
         if os.path.exists(f):
             for w in json.load(open(f))["workloads"]:
                 rows.setdefault(w["name"], []).append(w["median_s"])
     return {n: statistics.median(t) for n, t in rows.items()}
-new, cols = med("new"), ["prev", "o64", "pass2", "wide"]
+new, cols = med("new"), ["base", "o64", "narrow"]
 got = {c: med(c) for c in cols}
-print(f"{'workload':30s} {'new us':>9s}" + "".join(f"{c + '/new':>10s}" for c in cols))
-for n in sorted(set(new) | set(got["prev"])):
+print(f"{'workload':30s} {'new us':>9s}" + "".join(f"{c + '/new':>11s}" for c in cols))
+for n in sorted(set(new) | set(got["base"])):
     a = new.get(n)
-    cell = lambda d: f"{d[n] / a:10.3f}" if a and n in d else f"{'-':>10s}"
+    cell = lambda d: f"{d[n] / a:11.3f}" if a and n in d else f"{'-':>11s}"
     print(f"{n:30s} {a * 1e6 if a else float('nan'):9.1f}" + "".join(cell(got[c]) for c in cols))
 PY
+    log "where the time goes (GATHER_CUDA_PROFILE=1 waits after every step)"
+    GATHER_CUDA_PROFILE=1 timeout 20 gpu/gather bench --device cuda --only W1,W5,W6,W7,W9,W10,W11 --repeat 10 > "$OUT/profile.log" 2>&1
+    cut -c1-110 "$OUT/profile.log"
 }
 
 # Nsight Compute's counters for each kernel of one call of the workloads that miss or nearly
@@ -231,7 +166,7 @@ counters() {
     rm -f "$OUT"/ncu_*.csv
     # workload:kernels of its first (checked) call[:environment]
     # GATHER_NCU_RUNS="W6:8 W10:1": other runs, as workload:kernels[:environment].
-    for w in ${GATHER_NCU_RUNS:-W1:1 W5:1 W9:1 W9:2:GATHER_CUDA_PASSES=2 W6:10 W7:10 W8:1 W11b:1 W9x16:1 W9x16:1:GATHER_CUDA_L2_FETCH=32}; do
+    for w in ${GATHER_NCU_RUNS:-W5:1 W9:1 W10:1 W6:6 W7:6 W11a:1 W11b:1 W6x16:6}; do
         IFS=: read -r name count envs <<< "$w"
         timeout 60 env ${envs:-} ncu --clock-control none --csv --page raw --print-units base --metrics "$m" --launch-count "$count" \
             --log-file "$OUT/ncu_${name}_${envs:-default}.csv" \

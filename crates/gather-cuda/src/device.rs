@@ -121,25 +121,6 @@ fn keep_pool_memory(ctx: &CudaContext) -> Result<()> {
     Ok(())
 }
 
-/// `GATHER_CUDA_L2_FETCH=<bytes>`: the L2's fetch granularity for this context, an experiment of
-/// scripts/gpu_check.sh for the random reads of take and gather (each wants 4 bytes of a 32-byte
-/// sector; a larger fetch reads more memory than they use). Context-wide, so a library should
-/// not change it for its host by default.
-fn l2_fetch_from_env(ctx: &CudaContext) -> Result<()> {
-    use cudarc::driver::sys;
-    if let Some(bytes) = std::env::var("GATHER_CUDA_L2_FETCH")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-    {
-        // SAFETY: a plain driver call on this context, bound to the thread first.
-        unsafe {
-            ctx.bind_to_thread()?;
-            sys::cuCtxSetLimit(sys::CUlimit::CU_LIMIT_MAX_L2_FETCH_GRANULARITY, bytes).result()
-        }?;
-    }
-    Ok(())
-}
-
 /// A pinned one-word host buffer mapped into the device, with its device address; `None` where
 /// the driver cannot map it.
 fn mapped_word(ctx: &Arc<CudaContext>) -> Option<(cudarc::driver::PinnedHostSlice<u64>, u64)> {
@@ -318,7 +299,6 @@ impl Cuda {
         )?;
         let stream = ctx.new_stream()?;
         keep_pool_memory(&ctx)?;
-        l2_fetch_from_env(&ctx)?;
         // The word is mapped into the device's address space, for the kernels to mark a call
         // that flagged something; GATHER_CUDA_FLAG=copy copies the flag back after every call
         // instead (the way before, kept for the A/B of scripts/gpu_check.sh), as does a driver

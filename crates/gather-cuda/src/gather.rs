@@ -331,11 +331,9 @@ fn take_flat(
     let (size, code, n64) = (input.len() as i64, rule(bounds), n as i64);
     let cfg = dev.grid_batched(n, 256, UNROLL);
     let bad = dev.with_flag(|flag| {
-        windows(size).try_for_each(|(lo, hi)| {
-            launch!(
-                dev, &f, name, cfg, &op_, &xp, &xl, &ip, &il, &size, &code, &n64, &lo, &hi, &flag
-            )
-        })
+        launch!(
+            dev, &f, name, cfg, &op_, &xp, &xl, &ip, &il, &size, &code, &n64, &flag
+        )
     })?;
     match bad {
         Some(pos) => Err(error(pos)?),
@@ -430,12 +428,9 @@ fn gather_general(
     let (dim, n64) = (d as i32, n as i64);
     let cfg = dev.grid_batched(n, 256, UNROLL);
     dev.with_flag(|flag| {
-        windows(size).try_for_each(|(lo, hi)| {
-            launch!(
-                dev, &f, name, cfg, &op_, &xp, &xl, &ip, &il, &dim, &size, &rule, &n64, &lo, &hi,
-                &flag
-            )
-        })
+        launch!(
+            dev, &f, name, cfg, &op_, &xp, &xl, &ip, &il, &dim, &size, &rule, &n64, &flag
+        )
     })
 }
 
@@ -455,29 +450,6 @@ fn fits_u32(shape: &[usize], strides: &[isize]) -> bool {
         span += n.saturating_sub(1) as u128 * s as u128;
     }
     span <= u32::MAX as u128
-}
-
-/// The windows of index values `[lo, hi)` that the passes of a gather or take along a dim of
-/// `size` move: one, `[0, size)`, unless `GATHER_CUDA_PASSES=<p>` asks for `p` equal windows (an experiment for the GPU visit: windows of the input that fit
-/// the L2, against one more read of the index per pass).
-fn windows(size: i64) -> impl Iterator<Item = (i64, i64)> {
-    static PASSES: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
-    let asked = *PASSES.get_or_init(|| {
-        std::env::var("GATHER_CUDA_PASSES")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(1)
-    });
-    split(size, asked)
-}
-
-/// `passes` windows of equal width (the last may be narrower) that cover `[0, size)`, at
-/// least one and never an empty one unless `size` is 0.
-fn split(size: i64, passes: i64) -> impl Iterator<Item = (i64, i64)> {
-    let ceil = |a: i64, b: i64| (a + b - 1) / b;
-    let width = ceil(size, passes.clamp(1, size.max(1))).max(1);
-    let count = ceil(size, width).max(1);
-    (0..count).map(move |k| (k * width, ((k + 1) * width).min(size)))
 }
 
 /// A gather whose index repeats over every axis after `dim` (an expanded index, index_select),
@@ -800,8 +772,8 @@ mod tests {
         }
         // The arity the launches rely on, for the one that once went wrong.
         assert_eq!(k["rows_w4_i64"], 15);
-        assert_eq!((k["gather_u32_i64"], k["take_u32_i32"]), (12, 11));
-        assert_eq!((k["gather32_u32_i64"], k["take32_u32_i32"]), (12, 11));
+        assert_eq!((k["gather_u32_i64"], k["take_u32_i32"]), (10, 9));
+        assert_eq!((k["gather32_u32_i64"], k["take32_u32_i32"]), (10, 9));
     }
 
     /// A view takes the 32-bit kernels when its last offset is at most u32::MAX and no stride
@@ -816,21 +788,5 @@ mod tests {
         assert!(!fits_u32(&[(1 << 16) + 1, 1 << 16], &[1 << 16, 1]));
         assert!(fits_u32(&[0, 7], &[1 << 40, 1]));
         assert!(!fits_u32(&[2, 3], &[3, -1]));
-    }
-
-    /// The passes' windows tile [0, size) in order, none empty, at most as many as asked.
-    #[test]
-    fn windows_of_the_passes_cover_every_index_value_once() {
-        for size in [0i64, 1, 2, 3, 7, 100, 4096, 16_777_216] {
-            for passes in [-1i64, 0, 1, 2, 3, 5, 7, 8, 1000] {
-                let w: Vec<_> = split(size, passes).collect();
-                assert_eq!(w[0].0, 0, "size {size}, {passes} passes");
-                assert_eq!(w[w.len() - 1].1, size, "size {size}, {passes} passes");
-                assert!(w.windows(2).all(|p| p[0].1 == p[1].0));
-                assert!(w.iter().all(|&(lo, hi)| hi > lo || size == 0));
-                assert!(w.len() as i64 <= passes.max(1));
-            }
-        }
-        assert_eq!(split(10, 3).collect::<Vec<_>>(), [(0, 4), (4, 8), (8, 10)]);
     }
 }

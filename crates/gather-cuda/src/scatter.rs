@@ -1033,8 +1033,8 @@ pub(crate) fn run(
     let (alpha_bits, use_alpha) = (alpha.unwrap_or(0), alpha.is_some() as i32);
     if row_kernel {
         let (op_, out_row, src_row) = (out.ptr(), km.stride[0], rm.stride[0]);
-        // GATHER_CUDA_APPLY=wide: f32 rows read as 8-byte pairs, 8 rows ahead (apply_rows_impl),
-        // where every pair is whole and aligned.
+        // f32 rows read as 8-byte pairs, 8 rows ahead (apply_rows_impl), where every pair is
+        // whole and aligned, unless GATHER_CUDA_APPLY=narrow.
         let wide = apply_wide()
             && x.dtype() == DType::F32
             && lanes % 2 == 0
@@ -1103,11 +1103,12 @@ fn radix_only() -> bool {
         .get_or_init(|| std::env::var_os("GATHER_CUDA_SCATTER_SORT").is_some_and(|v| v == "radix"))
 }
 
-/// Whether `GATHER_CUDA_APPLY=wide` picks the f32 row fold that reads pairs of columns, 8 rows
-/// ahead (the A/B of `scripts/gpu_check.sh` times W6, W7 and W6x16 both ways).
+/// Whether f32 rows are folded reading pairs of columns, 8 rows ahead: 2% faster than a
+/// column at a time on W6, W7 and W6x16 on an H200 (docs/performance.md);
+/// `GATHER_CUDA_APPLY=narrow` folds a column at a time (the A/B's other way, and CI's).
 fn apply_wide() -> bool {
     static WIDE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *WIDE.get_or_init(|| std::env::var_os("GATHER_CUDA_APPLY").is_some_and(|v| v == "wide"))
+    *WIDE.get_or_init(|| std::env::var_os("GATHER_CUDA_APPLY").is_none_or(|v| v != "narrow"))
 }
 
 /// The longest fiber (index positions along dim) that one block sorts in shared memory

@@ -7,14 +7,6 @@
 // that the L2 keeps more of the input, which random reads come back to.
 #define UNROLL 4
 
-// A pass of a gather or take moves only the positions whose index value lies in [lo, hi), so
-// that passes over windows of the input that fit the L2 turn random reads into L2 hits at the
-// price of reading the index once per pass. A bad value is flagged by every pass and written
-// (as 0) by the pass whose window starts at 0. One pass has the window [0, size).
-__device__ __forceinline__ bool in_window(i64 v, i64 lo, i64 hi) {
-    return (u64)(v - lo) < (u64)(hi - lo) || (v < 0 && lo == 0);
-}
-
 // Positions, offsets and index values in O: i64, or u32 (with int values) where the host has
 // checked that every position, offset and value fits (the `gather32`/`take32` kernels). Half
 // the registers: all warps of a multiprocessor, twice the random reads in flight, against half
@@ -44,7 +36,7 @@ template <typename O> __device__ __forceinline__ O offset_in(const Layout& L, O 
 // holds x's strides on the index's shape (x may be larger than the index on other axes).
 template <typename W, typename I, typename O>
 __device__ void gather_impl(W* out, const W* x, Layout xl, const I* idx, Layout il, int dim,
-                            i64 size, int rule, i64 n, i64 lo, i64 hi, u64* flag) {
+                            i64 size, int rule, i64 n, u64* flag) {
     typedef typename Off<O>::V V;
     const O step = (O)gridDim.x * blockDim.x, no = (O)n;
     for (O base = (O)blockIdx.x * blockDim.x + threadIdx.x; base < no; base += UNROLL * step) {
@@ -75,8 +67,7 @@ __device__ void gather_impl(W* out, const W* x, Layout xl, const I* idx, Layout 
 #pragma unroll
         for (int k = 0; k < UNROLL; ++k) {
             const O p = base + k * step;
-            if (p < no && in_window(v[k], lo, hi))
-                __stcs(out + p, v[k] < 0 ? (W)0 : x[xoff[k] + (O)v[k] * (O)xl.stride[dim]]);
+            if (p < no) __stcs(out + p, v[k] < 0 ? (W)0 : x[xoff[k] + (O)v[k] * (O)xl.stride[dim]]);
         }
     }
 }
@@ -85,7 +76,7 @@ __device__ void gather_impl(W* out, const W* x, Layout xl, const I* idx, Layout 
 // names.
 template <typename W, typename I, typename O>
 __device__ void take_impl(W* out, const W* x, Layout xl, const I* idx, Layout il, i64 size,
-                          int rule, i64 n, i64 lo, i64 hi, u64* flag) {
+                          int rule, i64 n, u64* flag) {
     typedef typename Off<O>::V V;
     const O step = (O)gridDim.x * blockDim.x, no = (O)n;
     for (O base = (O)blockIdx.x * blockDim.x + threadIdx.x; base < no; base += UNROLL * step) {
@@ -101,8 +92,7 @@ __device__ void take_impl(W* out, const W* x, Layout xl, const I* idx, Layout il
 #pragma unroll
         for (int k = 0; k < UNROLL; ++k) {
             const O p = base + k * step;
-            if (p < no && in_window(v[k], lo, hi))
-                __stcs(out + p, v[k] < 0 ? (W)0 : x[offset_in<O>(xl, (O)v[k])]);
+            if (p < no) __stcs(out + p, v[k] < 0 ? (W)0 : x[offset_in<O>(xl, (O)v[k])]);
         }
     }
 }
@@ -206,13 +196,13 @@ struct __align__(16) V16 { u64 a, b; };
 #define GATHER_O(G, T, W, I, O)                                                                 \
     extern "C" __global__ void G##_##W##_##I(W* out, const W* x, Layout xl, const I* idx,      \
                                              Layout il, int dim, i64 size, int rule, i64 n,    \
-                                             i64 lo, i64 hi, u64* flag) {                      \
-        gather_impl<W, I, O>(out, x, xl, idx, il, dim, size, rule, n, lo, hi, flag);           \
+                                             u64* flag) {                                      \
+        gather_impl<W, I, O>(out, x, xl, idx, il, dim, size, rule, n, flag);                   \
     }                                                                                           \
     extern "C" __global__ void T##_##W##_##I(W* out, const W* x, Layout xl, const I* idx,      \
-                                             Layout il, i64 size, int rule, i64 n, i64 lo,     \
-                                             i64 hi, u64* flag) {                              \
-        take_impl<W, I, O>(out, x, xl, idx, il, size, rule, n, lo, hi, flag);                  \
+                                             Layout il, i64 size, int rule, i64 n,             \
+                                             u64* flag) {                                      \
+        take_impl<W, I, O>(out, x, xl, idx, il, size, rule, n, flag);                          \
     }
 #define GATHER_W(W, I) GATHER_O(gather, take, W, I, i64) GATHER_O(gather32, take32, W, I, u32)
 #define ROWS(V, NAME, I)                                                                        \

@@ -496,8 +496,8 @@ APPLY(u64, Num<u64>, u64)
 // The common shape of a row scatter (scatter_add of src rows into dst rows, an index expanded
 // over the columns): keys and rows are plain row numbers and the lanes are contiguous columns.
 // A warp folds one run, each thread RKMAX columns of 64 at a time, RA rows read ahead.
-// PAIR (the `_wide` f32 kernel, GATHER_CUDA_APPLY=wide, for the GPU visit's A/B): a lane reads
-// its two columns as one 8-byte pair (columns 2 lane, 2 lane + 1 of the 64), with 8 rows ahead.
+// PAIR (the `_wide` f32 kernel, unless GATHER_CUDA_APPLY=narrow): a lane reads its two columns
+// as one 8-byte pair (columns 2 lane, 2 lane + 1 of the 64), with 8 rows ahead.
 #define RKMAX 2
 template <typename T> struct alignas(2 * sizeof(T)) Pair { T a, b; };
 
