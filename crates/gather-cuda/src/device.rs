@@ -873,12 +873,11 @@ fn grid_blocks(n: usize, per_block: usize, batch: usize, sms: usize) -> u32 {
 macro_rules! launch {
     ($dev:expr, $f:expr, $name:expr, $cfg:expr, $($a:expr),+ $(,)?) => {{
         let dev: &$crate::device::Cuda = $dev;
-        let mut params = [$($crate::device::param($a)),+];
         // SAFETY: the op launching the kernel owns every buffer it names (live allocations of
-        // the sizes the kernel reads and writes, checked by the op), and the arguments, plain
-        // values that live until the launch returns, match the kernel's parameters in order
-        // and size (their number is checked).
-        unsafe { dev.launch_raw($f, $name, $cfg, &mut params) }
+        // the sizes the kernel reads and writes, checked by the op), and the arguments match the
+        // kernel's parameters in order and size (their number is checked); taken in the call's
+        // own expression, even temporaries among them live until the launch returns.
+        unsafe { dev.launch_raw($f, $name, $cfg, &mut [$($crate::device::param($a)),+]) }
     }};
 }
 
