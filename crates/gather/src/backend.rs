@@ -586,15 +586,7 @@ pub fn group_fill_bits(
         fill: EmptyFill<crate::Scalar>,
     ) -> Result<T> {
         check_reduce_dtype::<T>(op, reduce)?;
-        let fill = match fill {
-            EmptyFill::Value(v) => {
-                EmptyFill::Value(T::from_scalar(v).map_err(|e| crate::error::prefixed(op, e))?)
-            }
-            EmptyFill::Zero => EmptyFill::Zero,
-            EmptyFill::Nan => EmptyFill::Nan,
-            _ => EmptyFill::Identity,
-        };
-        fill_value(op, reduce, fill)
+        fill_value(op, reduce, fill.to_element::<T>(op)?)
     }
     fn le<const N: usize>(b: [u8; N]) -> u64 {
         let mut a = [0u8; 8];

@@ -26,7 +26,7 @@ use ndarray::{ArrayD, Ix1};
 
 use super::{Arg, Args, Inputs, Tensor, TensorView, index_dtype_error, input, same_dtype};
 use super::{with_index_tensor, with_view};
-use crate::element::{Element, Scalar};
+use crate::element::Scalar;
 use crate::error::{Error, ErrorKind, Result, fmt_shape, prefixed};
 use crate::index::IndexElem;
 use crate::ops::reduce::{self as typed, ArgReduce, EmptyFill, GroupOptions, GroupReduce};
@@ -174,17 +174,7 @@ pub fn group_fill(op: &str, args: &Args) -> Result<EmptyFill<Scalar>> {
 /// # Ok::<(), gather::Error>(())
 /// ```
 pub fn bool_fill(op: &str, args: &Args) -> Result<EmptyFill<bool>> {
-    empty_fill(op, group_fill(op, args)?)
-}
-
-/// A fill of [`group_fill`] in the element type.
-fn empty_fill<T: Element>(op: &str, f: EmptyFill<Scalar>) -> Result<EmptyFill<T>> {
-    Ok(match f {
-        EmptyFill::Identity => EmptyFill::Identity,
-        EmptyFill::Zero => EmptyFill::Zero,
-        EmptyFill::Nan => EmptyFill::Nan,
-        EmptyFill::Value(s) => EmptyFill::Value(T::from_scalar(s).map_err(|e| prefixed(op, e))?),
-    })
+    group_fill(op, args)?.to_element(op)
 }
 
 /// `values` and `indices` outputs.
@@ -205,7 +195,7 @@ pub(crate) fn scatter_groups(args: &Args, inputs: &dyn Inputs) -> Result<Tensor>
     let fill = group_fill(OP, args)?;
     with_view!(src, s => {
         with_index_tensor!(index, i => {
-            let opts = GroupOptions { dim_size, fill: empty_fill(OP, fill)? };
+            let opts = GroupOptions { dim_size, fill: fill.to_element(OP)? };
             Ok(Tensor::from(typed::scatter_groups(s, dim, i, reduce, opts)?))
         }, _ => Err(index_dtype_error(OP, "index", &index)))
     })
@@ -357,7 +347,7 @@ pub(crate) fn segment(op: &str, args: &Args, inputs: &dyn Inputs) -> Result<Vec<
             let fill = group_fill(op, args)?;
             with_view!(src, s => {
                 with_index_tensor!(segt, ix => segments_of(op, name, ix, num_segments).and_then(|sg| {
-                    let fill = empty_fill(op, fill)?;
+                    let fill = fill.to_element(op)?;
                     Ok(out(Tensor::from(seg::segment_reduce(s, dim, sg, reduce, fill)?)))
                 }), _ => Err(index_dtype_error(op, name, &segt)))
             })
@@ -367,7 +357,7 @@ pub(crate) fn segment(op: &str, args: &Args, inputs: &dyn Inputs) -> Result<Vec<
             let fill = group_fill(op, args)?;
             with_view!(src, s => {
                 with_index_tensor!(segt, ix => segments_of(op, name, ix, num_segments).and_then(|sg| {
-                    let fill = empty_fill(op, fill)?;
+                    let fill = fill.to_element(op)?;
                     let (v, a) = seg::segment_arg_reduce(s, dim, sg, reduce, fill)?;
                     Ok(two(Tensor::from(v), a))
                 }), _ => Err(index_dtype_error(op, name, &segt)))

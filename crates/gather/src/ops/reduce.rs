@@ -460,6 +460,23 @@ pub enum EmptyFill<T> {
     Value(T),
 }
 
+#[cfg(any(feature = "backend", feature = "dynamic"))]
+impl EmptyFill<crate::Scalar> {
+    /// The fill in the element type `T`, for callers that keep a value as a [`Scalar`] until
+    /// the dtype is known (the dynamic layer, the GPU backend); one that does not fit is `op`'s
+    /// error.
+    pub(crate) fn to_element<T: Element>(self, op: &str) -> Result<EmptyFill<T>> {
+        Ok(match self {
+            EmptyFill::Identity => EmptyFill::Identity,
+            EmptyFill::Zero => EmptyFill::Zero,
+            EmptyFill::Nan => EmptyFill::Nan,
+            EmptyFill::Value(s) => {
+                EmptyFill::Value(T::from_scalar(s).map_err(|e| crate::error::prefixed(op, e))?)
+            }
+        })
+    }
+}
+
 /// Options of the create-style group reductions: the output size along `dim` and the fill of
 /// empty groups.
 ///
