@@ -62,7 +62,7 @@ tests() {
     timeout 90 gpu/gpu-tests --test-threads=1 ${GATHER_TESTS_FILTER:-} > "$OUT/tests.log" 2>&1
     echo "tests exit $?"; grep -E "^test |test result" "$OUT/tests.log" | tail -20
 
-    log "the flag copied back after every call (GATHER_CUDA_FLAG=copy, for the A/B in bench): bad indices still reported"
+    log "the flag copied back after every call (GATHER_CUDA_FLAG=copy, the way of a driver that cannot map host memory): bad indices still reported"
     GATHER_CUDA_FLAG=copy timeout 30 gpu/gpu-tests --test-threads=1 bad_indices bounds_policies > "$OUT/tests_flag_copy.log" 2>&1
     echo "flag-copy tests exit $?"; grep -E "test result" "$OUT/tests_flag_copy.log"
 

@@ -797,7 +797,7 @@ impl Cuda {
     ) -> Result<()> {
         self.check_arity(name, params.len())?;
         let stream = &self.inner.stream;
-        let r = stream.context().bind_to_thread().and_then(|()| {
+        let launched = stream.context().bind_to_thread().and_then(|()| {
             // SAFETY: the caller's contract; the function and the stream are this context's.
             unsafe {
                 cudarc::driver::result::launch_kernel(
@@ -810,24 +810,11 @@ impl Cuda {
                 )
             }
         });
-        self.launched(name, r.map(|()| None))
-    }
-
-    /// After a launch: its error, or (with `GATHER_CUDA_SYNC=1`) the error of the kernel's run,
-    /// named after the kernel.
-    pub(crate) fn launched(
-        &self,
-        name: &str,
-        r: std::result::Result<
-            Option<(cudarc::driver::CudaEvent, cudarc::driver::CudaEvent)>,
-            cudarc::driver::DriverError,
-        >,
-    ) -> Result<()> {
-        r.map_err(|e| Error::device(format!("launching {name}: {e}")))?;
+        launched.map_err(|e| Error::device(format!("launching {name}: {e}")))?;
         self.mark(name);
+        // GATHER_CUDA_SYNC=1: the error of the kernel's run, named after the kernel.
         if self.inner.sync_each {
-            self.inner
-                .stream
+            stream
                 .synchronize()
                 .map_err(|e| Error::device(format!("running {name}: {e}")))?;
         }

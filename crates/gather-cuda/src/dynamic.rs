@@ -91,14 +91,7 @@ pub fn call(op: &str, args: &Args, inputs: &CudaTensors) -> gather::Result<Outpu
         .bounds(policy.unwrap_or(OutOfBounds::Error))
         .broadcast(op.ends_with("_broadcast"));
     let op = op.strip_suffix("_broadcast").unwrap_or(op);
-    let get = |name: &str| -> gather::Result<CudaTensor> {
-        inputs.get(name).cloned().ok_or_else(|| {
-            Error::new(
-                gather::ErrorKind::InvalidArgument,
-                format!("missing input tensor `{name}`"),
-            )
-        })
-    };
+    let get = |name: &str| input(inputs, name).cloned();
     if op == "repeat_interleave" {
         let (dim, output_size) = gather::dynamic::repeat_interleave_args(args)?;
         let out = match (inputs.get("input"), inputs.get("repeats")) {
@@ -237,6 +230,16 @@ pub fn call(op: &str, args: &Args, inputs: &CudaTensors) -> gather::Result<Outpu
     Ok(vec![("output".to_string(), out)])
 }
 
+/// The input tensor `name`, or the error that says it is missing.
+fn input<'a>(inputs: &'a CudaTensors, name: &str) -> gather::Result<&'a CudaTensor> {
+    inputs.get(name).ok_or_else(|| {
+        Error::new(
+            gather::ErrorKind::InvalidArgument,
+            format!("missing input tensor `{name}`"),
+        )
+    })
+}
+
 /// The group reductions beyond PyTorch (`scatter_groups` & co, the segment ops) when `op` is
 /// one, else `None`. Their arguments go through the CPU library's parsers, in the CPU's order,
 /// so that a call fails with the CPU's error; `names` are the names of the input tensors.
@@ -248,14 +251,7 @@ fn group_op(
 ) -> gather::Result<Option<Outputs>> {
     use gather::dynamic::{arg_reduce, bool_fill, group_fill, group_reduce, opt_size};
     use gather::ops::reduce::GroupOptions;
-    let get = |name: &str| -> gather::Result<&CudaTensor> {
-        inputs.get(name).ok_or_else(|| {
-            Error::new(
-                gather::ErrorKind::InvalidArgument,
-                format!("missing input tensor `{name}`"),
-            )
-        })
-    };
+    let get = |name: &str| input(inputs, name);
     let one = |t: crate::Result<CudaTensor>| -> gather::Result<Option<Outputs>> {
         Ok(Some(vec![("output".to_string(), t?)]))
     };
@@ -481,11 +477,7 @@ pub fn call_grad_with(
     }
     let names: Vec<&str> = inputs.keys().map(String::as_str).collect();
     let policy = gather::dynamic::bounds_policy(op, args, &names)?;
-    let get = |name: &str| -> gather::Result<&CudaTensor> {
-        inputs
-            .get(name)
-            .ok_or_else(|| invalid(format!("missing input tensor `{name}`")))
-    };
+    let get = |name: &str| input(inputs, name);
     if op == "repeat_interleave" && !inputs.contains_key("input") {
         return Err(invalid(
             "repeat_interleave (repeats only) is not differentiable: its output is an integer index".into(),
@@ -533,15 +525,7 @@ fn differentiate(
     parity: crate::grad::Parity,
 ) -> crate::Result<Outputs> {
     use crate::grad;
-    let get = |name: &str| -> crate::Result<&CudaTensor> {
-        inputs.get(name).ok_or_else(|| {
-            Error::new(
-                gather::ErrorKind::InvalidArgument,
-                format!("missing input tensor `{name}`"),
-            )
-            .into()
-        })
-    };
+    let get = |name: &str| -> crate::Result<&CudaTensor> { Ok(input(inputs, name)?) };
     let one = |t: CudaTensor| Ok(vec![("grad_input".to_string(), t)]);
     let two = |second: &str, (a, b): (CudaTensor, CudaTensor)| {
         Ok(vec![("grad_input".to_string(), a), (second.to_string(), b)])

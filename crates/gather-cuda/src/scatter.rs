@@ -857,9 +857,9 @@ pub(crate) fn run(
     };
     // Row scatters (plain row keys and rows, contiguous columns as lanes) take a kernel that
     // keeps a run's columns in registers and orders the rows of each run of up to 32 itself,
-    // so that the counting sort leaves those runs as they were placed. On the counting sort's runs (every key, empty ones
-    // too) with whole rows as lanes and a row-major x, it also writes the rows that nothing
-    // targets, reading self from x: no copy of x first.
+    // so that the counting sort leaves those runs as they were placed. On the counting sort's
+    // runs (every key, empty ones too) with whole rows as lanes and a row-major x, it also
+    // writes the rows that nothing targets, reading self from x: no copy of x first.
     let (km, lo, ls, rm) = (
         kmap.merged()?,
         lout.merged()?,
@@ -891,12 +891,11 @@ pub(crate) fn run(
     } else {
         0
     };
-    // The keys of runs past 32 rows, which the row kernel needs sorted (0: sort every run).
-    let (listed, n_listed) = if counting && row_kernel {
-        sort::count_listed(&mut scratch, n_rows, n_keys, counts)
-    } else {
-        (0, 0)
-    };
+    // The keys of runs past 32 rows, which the row kernel needs sorted (None: sort every run).
+    let listed =
+        (counting && row_kernel).then(|| sort::count_listed(&mut scratch, n_rows, n_keys, counts));
+    // The keys kernel takes the list and its count as pointers, null for none.
+    let (list, n_listed) = listed.unwrap_or((0, 0));
     let keys_name = keys_name(idx.dtype());
     let f = dev.function(Source::Scatter, keys_name)?;
     let ip = idx.ptr();
@@ -906,7 +905,7 @@ pub(crate) fn run(
         crate::gather::rule(rule),
         n_rows as i64,
     );
-    let keys = |counts: u64, listed: u64| {
+    let keys = |counts: u64, list: u64| {
         dev.with_flag(|flag| {
             launch!(
                 dev,
@@ -922,13 +921,13 @@ pub(crate) fn run(
                 &kp,
                 &rp,
                 &counts,
-                &listed,
+                &list,
                 &n_listed,
                 &flag
             )
         })
     };
-    let long = match keys(counts, listed)? {
+    let long = match keys(counts, list)? {
         Some(sort::LONG_RUN) => true,
         Some(pos) => return Err(bad(pos)?),
         None => false,

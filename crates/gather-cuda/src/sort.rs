@@ -113,14 +113,18 @@ pub(crate) fn count_bytes(n: usize, keys: usize) -> usize {
 }
 
 // The counts (keys + 1, scanned into the run starts), the long-run count and the listed count.
+fn zeroed_words(keys: usize) -> usize {
+    keys + 3
+}
+
 fn zeroed_bytes(keys: usize) -> usize {
-    u32_bytes(keys + 3)
+    u32_bytes(zeroed_words(keys))
 }
 
 /// The counting sort's zeroed words, to carve before the keys kernel (which counts into the
 /// first `keys + 1`).
 pub(crate) fn count_zeroed(dev: &Cuda, s: &mut Scratch, keys: usize) -> Result<u64> {
-    let at = s.u32s(keys + 3);
+    let at = s.u32s(zeroed_words(keys));
     dev.memset(at, 0, zeroed_bytes(keys))?;
     Ok(at)
 }
@@ -138,9 +142,9 @@ pub(crate) fn count_listed(s: &mut Scratch, n: usize, keys: usize, zeroed: u64) 
 /// The counting sort of the `n` rows whose keys (below `keys`) the keys kernel has counted into
 /// `zeroed` ([`count_zeroed`]), with each row's place in its run in `ranks`, no run past
 /// [`COUNT_RUN_MAX`]: the sorted keys, rows, run starts and run count, as [`sort_pairs`] and
-/// [`runs`] give them, except that every key is a run (empty ones too). With `listed` (from
-/// [`count_listed`], else 0) the runs are for the row kernel: only the listed ones are sorted,
-/// and no keys are written (0 for them), as run k is key k.
+/// [`runs`] give them, except that every key is a run (empty ones too). With `listed` (the
+/// list and its count from [`count_listed`]) the runs are for the row kernel: only the listed
+/// ones are sorted, and no keys are written (0 for them), as run k is key k.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn count_runs(
     dev: &Cuda,
@@ -150,17 +154,16 @@ pub(crate) fn count_runs(
     n: usize,
     keys: usize,
     zeroed: u64,
-    listed: u64,
+    listed: Option<(u64, u64)>,
 ) -> Result<(u64, u64, u64, u64)> {
     let starts = zeroed;
     let n_long = zeroed + 4 * (keys as u64 + 1);
-    let n_listed = if listed == 0 { 0 } else { n_long + 4 };
     exclusive_scan(dev, s, starts, keys + 1)?;
     let (kp, rp) = (s.u32s(n), s.u32s(n));
     let long_runs = s.u32s(n / (WARP_RUN_MAX + 1) + 1);
     let np = s.u32s(1);
     let (n64, k64) = (n as i64, keys as i64);
-    let kp = if listed == 0 { kp } else { 0 };
+    let kp = if listed.is_none() { kp } else { 0 };
     let f = dev.function(Source::Scatter, "count_place")?;
     launch!(
         dev,
@@ -180,7 +183,9 @@ pub(crate) fn count_runs(
     // longer ones. A block per listed run orders the rest: at most n / (WARP_RUN_MAX + 1) or
     // n / (SHORT_RUN + 1) of them, usually none, so two blocks per multiprocessor loop over
     // the list.
-    let (list, n_list, most) = if listed == 0 {
+    let (list, n_list, most) = if let Some((listed, n_listed)) = listed {
+        (listed, n_listed, n / (SHORT_RUN + 1))
+    } else {
         let f = dev.function(Source::Scatter, "count_sort_runs")?;
         launch!(
             dev,
@@ -194,8 +199,6 @@ pub(crate) fn count_runs(
             &n_long
         )?;
         (long_runs, n_long, n / (WARP_RUN_MAX + 1))
-    } else {
-        (listed, n_listed, n / (SHORT_RUN + 1))
     };
     let blocks = most.clamp(1, dev.sms() * 2);
     let f = dev.function(Source::Scatter, "count_sort_long")?;

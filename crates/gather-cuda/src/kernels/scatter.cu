@@ -23,7 +23,7 @@
 // `counts` (zeroed, one per key; null for the radix sort): each valid row also counts its key,
 // and `rows` then holds the row's place in its key's run (the count before it), not the row:
 // count_place needs no atomics of its own. A bad row's place is RANK_NONE, placed nowhere.
-// `listed` (or null): the keys whose runs pass SHORT_RUN rows, for count_sort_runs to sort alone.
+// `listed` (or null): the keys whose runs pass SHORT_RUN rows, for count_sort_long to sort alone.
 #define RANK_NONE 0xffffffffu
 // Rows a thread takes a grid-stride apart, their index values read, then their keys counted,
 // together: each wave of threads waits for memory twice, not twice per row.
