@@ -119,7 +119,8 @@ table() {
 ab() {
     local only=${GATHER_AB_ONLY:-W1,W2,W3,W4,W5,W6,W7,W8,W9,W10,W11}
     # name|environment|workloads
-    local variants=("o64|GATHER_CUDA_OFFSETS=64|W5,W9,W10" "narrow|GATHER_CUDA_APPLY=narrow|W6,W7")
+    local variants=("o64|GATHER_CUDA_OFFSETS=64|W5,W9,W10" "narrow|GATHER_CUDA_APPLY=narrow|W6,W7"
+        "notile|GATHER_CUDA_TILE=off|W5,W10" "tile128|GATHER_CUDA_TILE_KB=128|W5" "tileon|GATHER_CUDA_TILE=on|W1")
     log "A/B, alternating over 3 rounds: this build, the baseline $(cat gpu/BASELINE 2>/dev/null) on $only, and this build's other ways (${variants[*]})"
     local ab="--no-progress bench --device cuda --in-process --repeat 50"
     for round in 1 2 3; do
@@ -141,7 +142,7 @@ def med(v):
             for w in json.load(open(f))["workloads"]:
                 rows.setdefault(w["name"], []).append(w["median_s"])
     return {n: statistics.median(t) for n, t in rows.items()}
-new, cols = med("new"), ["base", "o64", "narrow"]
+new, cols = med("new"), ["base", "o64", "narrow", "notile", "tile128", "tileon"]
 got = {c: med(c) for c in cols}
 print(f"{'workload':30s} {'new us':>9s}" + "".join(f"{c + '/new':>11s}" for c in cols))
 for n in sorted(set(new) | set(got["base"])):

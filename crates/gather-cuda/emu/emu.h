@@ -40,6 +40,10 @@ struct Register {
 };
 
 void syncthreads();
+// The launch's dynamic shared memory (`DYNAMIC_SHARED` in common.cuh): its bytes as the launch
+// asked, filled with 0xA5 before each block, so that a read of what the block did not write
+// shows.
+void* dynamic_shared();
 // A warp-wide exchange: every live lane of the warp posts `value` (and `arg`), and each gets
 // its result once all have posted.
 uint64_t warp_op(int op, uint64_t value, int arg);

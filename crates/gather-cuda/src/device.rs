@@ -215,6 +215,10 @@ pub(crate) struct Inner {
     arch: String,
     /// The number of multiprocessors, which sizes the grids.
     sms: usize,
+    /// The dynamic shared memory a block may have once its kernel opts in.
+    shared_optin: usize,
+    /// The dynamic shared memory each kernel has been allowed past the default 48 KB.
+    shared_allowed: Mutex<HashMap<&'static str, usize>>,
     modules: Mutex<HashMap<Source, Arc<CudaModule>>>,
     /// Freed buffers kept for reuse.
     pub(crate) cache: Arc<Cache>,
@@ -297,6 +301,9 @@ impl Cuda {
         let sms = ctx.attribute(
             cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
         )?;
+        let shared_optin = ctx.attribute(
+            cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+        )?;
         let stream = ctx.new_stream()?;
         keep_pool_memory(&ctx)?;
         // The word is mapped into the device's address space, for the kernels to mark a call
@@ -326,6 +333,8 @@ impl Cuda {
                 stream,
                 arch: format!("compute_{major}{minor}"),
                 sms: sms.max(1) as usize,
+                shared_optin: shared_optin.max(0) as usize,
+                shared_allowed: Mutex::new(HashMap::new()),
                 modules: Mutex::new(HashMap::new()),
                 cache: Arc::new(Cache::default()),
                 params: Mutex::new(HashMap::new()),
@@ -842,6 +851,35 @@ impl Cuda {
     /// The number of multiprocessors.
     pub(crate) fn sms(&self) -> usize {
         self.inner.sms
+    }
+
+    /// The dynamic shared memory a block may have (its kernel allowed by [`Cuda::allow_shared`]).
+    pub(crate) fn shared_optin(&self) -> usize {
+        self.inner.shared_optin
+    }
+
+    /// Lets kernel `name` launch with `bytes` of dynamic shared memory: past 48 KB the driver
+    /// wants the kernel's attribute raised first (once per kernel and size).
+    pub(crate) fn allow_shared(
+        &self,
+        f: &CudaFunction,
+        name: &'static str,
+        bytes: usize,
+    ) -> Result<()> {
+        if bytes <= 48 << 10 {
+            return Ok(());
+        }
+        let mut allowed = self.inner.shared_allowed.lock().unwrap();
+        if allowed.get(name).is_some_and(|&b| b >= bytes) {
+            return Ok(());
+        }
+        f.set_attribute(
+            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            bytes as i32,
+        )
+        .map_err(|e| Error::device(format!("kernel {name}: {bytes} bytes of shared memory: {e}")))?;
+        allowed.insert(name, bytes);
+        Ok(())
     }
 }
 

@@ -408,6 +408,36 @@ fn gather_general(
     rule: i32,
 ) -> Result<Option<u64>> {
     let dev = x.device();
+    if let Some(t) = tile_plan(dev, x, d, idx) {
+        let name = kernel_name("gather_tile", x.dtype(), idx.dtype());
+        let f = dev.function(Source::Gather, name)?;
+        dev.allow_shared(&f, name, t.bytes)?;
+        let cfg = cudarc::driver::LaunchConfig {
+            grid_dim: (t.tiles.min(dev.sms() * 32) as u32, 1, 1),
+            block_dim: (TILE_THREADS, 1, 1),
+            shared_mem_bytes: t.bytes as u32,
+        };
+        let (op_, xp, ip) = (out.ptr(), x.ptr(), idx.ptr());
+        let (xs, is) = (x.strides(), idx.strides());
+        let args = [
+            t.x[0],
+            xs[d] as i64,
+            t.x[1],
+            t.idx[0],
+            is[d] as i64,
+            t.idx[1],
+            idx.shape()[d] as i64,
+            t.inner as i64,
+            size,
+        ];
+        let (tw, tiles) = (t.tw as i32, t.tiles as i64);
+        return dev.with_flag(|flag| {
+            launch!(
+                dev, &f, name, cfg, &op_, &xp, &args[0], &args[1], &args[2], &ip, &args[3],
+                &args[4], &args[5], &args[6], &args[7], &args[8], &rule, &tw, &tiles, &flag
+            )
+        });
+    }
     let il = Layout::exact(idx.shape(), idx.strides())?;
     let xl = Layout::exact(idx.shape(), x.strides())?;
     let n = idx.len();
@@ -431,6 +461,103 @@ fn gather_general(
         launch!(
             dev, &f, name, cfg, &op_, &xp, &xl, &ip, &il, &dim, &size, &rule, &n64, &flag
         )
+    })
+}
+
+/// Threads per block of the tile kernel.
+const TILE_THREADS: u32 = 256;
+
+/// A gather by tiles staged in shared memory (`gather_tile`) on views [outer, J, inner] of x
+/// and the index: the strides of their merged axes before and after dim, `tw` positions of
+/// `inner` per tile, `tiles` tiles, `bytes` of shared memory per block.
+struct Tile {
+    x: [i64; 2],
+    idx: [i64; 2],
+    inner: usize,
+    tw: usize,
+    tiles: usize,
+    bytes: usize,
+}
+
+/// The stride of axes `shape` as one axis of their product's extent, if they merge (each
+/// stride the next one's times its extent, axes of extent 1 aside).
+fn merged(shape: &[usize], strides: &[isize]) -> Option<i64> {
+    let mut axes = shape.iter().zip(strides).filter(|(n, _)| **n != 1).rev();
+    let Some((&n0, &s0)) = axes.next() else {
+        return Some(0);
+    };
+    let mut span = n0 as i64 * s0 as i64;
+    for (&n, &s) in axes {
+        if s as i64 != span {
+            return None;
+        }
+        span *= n as i64;
+    }
+    Some(s0 as i64)
+}
+
+/// How gathers take tiles: `GATHER_CUDA_TILE=off` never, `=on` wherever x's slab fits (the
+/// tests of the kernel), by default where the plan below expects the staging to pay.
+/// `GATHER_CUDA_TILE_KB` is the shared memory a tile may take (64 KB: three blocks of a
+/// Hopper multiprocessor).
+fn tile_plan(dev: &crate::Cuda, x: &CudaTensor, d: usize, idx: &CudaTensor) -> Option<Tile> {
+    static MODE: std::sync::OnceLock<(Option<bool>, usize)> = std::sync::OnceLock::new();
+    let &(mode, budget) = MODE.get_or_init(|| {
+        let mode = match std::env::var("GATHER_CUDA_TILE").as_deref() {
+            Ok("off") => Some(false),
+            Ok("on") => Some(true),
+            _ => None,
+        };
+        let kb = std::env::var("GATHER_CUDA_TILE_KB")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(64);
+        (mode, kb << 10)
+    });
+    if mode == Some(false) {
+        return None;
+    }
+    let shape = idx.shape();
+    let (size, j) = (x.shape[d], shape[d]);
+    let inner: usize = shape[d + 1..].iter().product();
+    let outer: usize = shape[..d].iter().product();
+    if size == 0 || j == 0 || inner == 0 || outer == 0 {
+        return None;
+    }
+    let w = width(x.dtype());
+    let budget = budget.min(dev.shared_optin());
+    // Segments of up to 32 bytes (a sector) per row of the slab, fewer while it does not fit.
+    let mut tw = (32 / w).min(inner.next_power_of_two());
+    while tw > 1 && size * tw * w > budget {
+        tw /= 2;
+    }
+    let bytes = size * tw * w;
+    if bytes > budget {
+        return None;
+    }
+    let tiles = outer.checked_mul(inner.div_ceil(tw))?;
+    let (xs, is) = (x.strides(), idx.strides());
+    let x = [
+        merged(&shape[..d], &xs[..d])?,
+        merged(&shape[d + 1..], &xs[d + 1..])?,
+    ];
+    let idx = [
+        merged(&shape[..d], &is[..d])?,
+        merged(&shape[d + 1..], &is[d + 1..])?,
+    ];
+    // By default: positions after dim to fill a segment, no more rows staged than twice the
+    // positions that read them (each read direct pulls a sector), and a tile for every
+    // multiprocessor.
+    if mode.is_none() && (inner < 2 || size > 2 * j || tiles < dev.sms()) {
+        return None;
+    }
+    Some(Tile {
+        x,
+        idx,
+        inner,
+        tw,
+        tiles,
+        bytes,
     })
 }
 
@@ -740,7 +867,7 @@ mod tests {
         };
         for d in [DType::U8, DType::I16, DType::F32, DType::F64] {
             for i in [DType::I64, DType::I32] {
-                for family in ["gather", "take", "gather32", "take32"] {
+                for family in ["gather", "take", "gather32", "take32", "gather_tile"] {
                     let name = kernel_name(family, d, i);
                     assert!(k.contains_key(name), "{name}");
                 }
@@ -774,6 +901,21 @@ mod tests {
         assert_eq!(k["rows_w4_i64"], 15);
         assert_eq!((k["gather_u32_i64"], k["take_u32_i32"]), (10, 9));
         assert_eq!((k["gather32_u32_i64"], k["take32_u32_i32"]), (10, 9));
+        assert_eq!(k["gather_tile_u16_i32"], 16);
+    }
+
+    /// Axes merge when each stride is the next one's times its extent, extent-1 axes aside:
+    /// row-major, expanded (stride 0) and reversed runs do; a transposed pair does not.
+    #[test]
+    fn axes_merge_only_where_their_strides_chain() {
+        assert_eq!(merged(&[], &[]), Some(0));
+        assert_eq!(merged(&[1, 1], &[5, 9]), Some(0));
+        assert_eq!(merged(&[3, 4, 5], &[20, 5, 1]), Some(1));
+        assert_eq!(merged(&[3, 1, 5], &[10, 99, 2]), Some(2));
+        assert_eq!(merged(&[3, 4], &[0, 0]), Some(0));
+        assert_eq!(merged(&[3, 4], &[-4, -1]), Some(-1));
+        assert_eq!(merged(&[3, 4], &[1, 3]), None);
+        assert_eq!(merged(&[3, 4], &[5, 1]), None);
     }
 
     /// A view takes the 32-bit kernels when its last offset is at most u32::MAX and no stride

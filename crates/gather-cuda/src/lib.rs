@@ -37,7 +37,10 @@
 //!   `GATHER_CUDA_APPLY=narrow` folds f32 rows a column at a time (not pairs of columns);
 //!   `GATHER_CUDA_FLAG=copy` copies the bad-index flag back after every call, instead of only
 //!   after a call whose kernels marked the mapped host word; `GATHER_CUDA_OFFSETS=64` keeps
-//!   gathers and takes on their 64-bit kernels where the 32-bit ones would do.
+//!   gathers and takes on their 64-bit kernels where the 32-bit ones would do;
+//!   `GATHER_CUDA_TILE=off` never stages tiles of x in shared memory for a gather (`=on`
+//!   wherever they fit, not only where they are expected to pay), and `GATHER_CUDA_TILE_KB`
+//!   sets a tile's shared memory (64 KB).
 //!
 //! ```no_run
 //! use gather_cuda::{Cuda, CudaTensor};

@@ -284,6 +284,109 @@ fn large_gathers_take_every_batch_of_the_grid_stride_loops() {
     assert_eq!(got.to_host::<i32>().unwrap(), want, "take");
 }
 
+/// Gathers whose index spans the axes after dim (W5's dim-0 gather of a square matrix) stage
+/// tiles of x in shared memory: partial last tiles, more tiles than the grid (the emulator's grid
+/// holds 128 blocks of 256), merged axes before and after dim, strided, transposed and expanded
+/// views (those that do not merge take the element-wise kernel), every width, i32 indices, slabs
+/// past 48 KB, and the first bad position reported. CI runs it with `GATHER_CUDA_TILE` at each
+/// of its values.
+#[test]
+fn gathers_by_tiles_of_shared_memory_equal_the_cpu_library() {
+    let Some(g) = gpu() else { return };
+    let mut rng = Rng(47);
+    for (shape, ishape, d) in [
+        (vec![300, 70], vec![500, 70], 0),
+        (vec![64, 513], vec![64, 513], 0),
+        (vec![9, 40, 3, 11], vec![9, 60, 3, 11], 1),
+        (vec![50, 20, 33], vec![50, 20, 33], 1),
+        (vec![3, 5, 4000], vec![3, 5, 4000], 1),
+        (vec![2, 7, 3], vec![2, 7, 9], 2),
+        // A slab of 64 KB at every width: past the 48 KB a kernel has without opting in.
+        (vec![2048, 40], vec![2048, 40], 0),
+    ] {
+        let x = values(&mut rng, &shape, |v| v as f32 * 0.5);
+        let i = index(&mut rng, &ishape, shape[d]);
+        let want = gather::gather(&x, d as isize, &i).unwrap();
+        let got = gather_cuda::gather(&up(&g, &x), d as isize, &up(&g, &i)).unwrap();
+        assert_eq!(
+            got.to_host::<f32>().unwrap(),
+            want,
+            "gather {shape:?} dim {d} index {ishape:?}"
+        );
+        // Every width, an i32 index.
+        let i32s = i.mapv(|v| v as i32);
+        let xb = values(&mut rng, &shape, |v| v as u8);
+        let want = gather::gather(&xb, d as isize, &i32s).unwrap();
+        let got = gather_cuda::gather(&up(&g, &xb), d as isize, &up(&g, &i32s)).unwrap();
+        assert_eq!(got.to_host::<u8>().unwrap(), want, "u8 {shape:?}");
+        let xh = values(&mut rng, &shape, |v| f16::from_f32(v as f32));
+        let want = gather::gather(&xh, d as isize, &i).unwrap();
+        let got = gather_cuda::gather(&up(&g, &xh), d as isize, &up(&g, &i)).unwrap();
+        assert_eq!(got.to_host::<f16>().unwrap(), want, "f16 {shape:?}");
+        let xd = values(&mut rng, &shape, |v| v * 1_000_000_007);
+        let want = gather::gather(&xd, d as isize, &i).unwrap();
+        let got = gather_cuda::gather(&up(&g, &xd), d as isize, &up(&g, &i)).unwrap();
+        assert_eq!(got.to_host::<i64>().unwrap(), want, "i64 {shape:?}");
+        // Transposed views of x and index (the axes after dim strided, not contiguous).
+        let nd = shape.len();
+        let rev: Vec<usize> = (0..nd).rev().collect();
+        let xt = up(&g, &x.t().to_owned()).permuted_axes(&rev).unwrap();
+        let it = up(&g, &i.t().to_owned()).permuted_axes(&rev).unwrap();
+        let want = gather::gather(&x, d as isize, &i).unwrap();
+        let got = gather_cuda::gather(&xt, d as isize, &it).unwrap();
+        assert_eq!(
+            got.to_host::<f32>().unwrap(),
+            want,
+            "transposed views {shape:?}"
+        );
+        // Every other position of the last axis of x (a stride of 2).
+        let mut wide = shape.clone();
+        wide[nd - 1] *= 2;
+        let xw = values(&mut rng, &wide, |v| v as f32);
+        let xs = xw
+            .slice_axis(ndarray::Axis(nd - 1), ndarray::Slice::new(0, None, 2))
+            .to_owned();
+        let want = gather::gather(&xs, d as isize, &i).unwrap();
+        let xv = up(&g, &xw).slice_axis(nd - 1, 0, wide[nd - 1], 2).unwrap();
+        let got = gather_cuda::gather(&xv, d as isize, &up(&g, &i)).unwrap();
+        assert_eq!(got.to_host::<f32>().unwrap(), want, "strided x {shape:?}");
+        // Bad values: the first in row-major order is reported, though a later one comes first
+        // in its tile.
+        let mut bad = i.clone();
+        let n = bad.len();
+        let flat = bad.as_slice_mut().unwrap();
+        flat[n - 3] = shape[d] as i64;
+        flat[n / 3 + 1] = -(shape[d] as i64) - 1;
+        let cpu = gather::gather(&x, d as isize, &bad).unwrap_err();
+        let gpu = gather_cuda::gather(&up(&g, &x), d as isize, &up(&g, &bad)).unwrap_err();
+        assert_eq!(gpu.op().unwrap(), &cpu, "bad values {shape:?}");
+    }
+    // An index expanded (stride 0) along an axis after dim, not over all of them (no row copy).
+    let x = values(&mut rng, &[40, 30, 8], |v| v as f32);
+    let small = index(&mut rng, &[40, 50, 1], 30);
+    let i = small.broadcast(IxDyn(&[40, 50, 8])).unwrap().to_owned();
+    let mut i2 = i.clone();
+    i2.slice_mut(ndarray::s![.., .., 7]).fill(3);
+    let want = gather::gather(&x, 1, &i2).unwrap();
+    let got = gather_cuda::gather(&up(&g, &x), 1, &up(&g, &i2)).unwrap();
+    assert_eq!(
+        got.to_host::<f32>().unwrap(),
+        want,
+        "index with an odd last column"
+    );
+    let want = gather::gather(&x, 1, &i).unwrap();
+    let iv = up(&g, &small).broadcast(&[40, 50, 8]).unwrap();
+    let xt = up(&g, &x.view().permuted_axes(IxDyn(&[2, 1, 0])).to_owned())
+        .permuted_axes(&[2, 1, 0])
+        .unwrap();
+    let got = gather_cuda::gather(&xt, 1, &iv).unwrap();
+    assert_eq!(
+        got.to_host::<f32>().unwrap(),
+        want,
+        "expanded index, transposed x"
+    );
+}
+
 #[test]
 fn bad_indices_give_the_cpu_librarys_error_and_touch_nothing() {
     let Some(g) = gpu() else { return };

@@ -39,6 +39,16 @@ __device__ __forceinline__ i64 offset_of(const Layout& L, i64 lin) {
     return off;
 }
 
+// The launch's dynamic shared memory as an array of T (16-byte aligned). Declared as bytes, so
+// that kernels of different element types share the one extern declaration.
+#ifdef GATHER_CUDA_EMU
+#define DYNAMIC_SHARED(T, name) T* name = (T*)emu::dynamic_shared()
+#else
+#define DYNAMIC_SHARED(T, name)                     \
+    extern __shared__ __align__(16) u8 dyn_shared_[]; \
+    T* name = (T*)dyn_shared_
+#endif
+
 #ifdef GATHER_CUDA_EMU
 // The CPU emulator of the tests (emu/build.py): the compiler's half type converts the same way.
 __device__ __forceinline__ float h2f(u16 h) { return (float)emu::cast_bits<_Float16>(h); }

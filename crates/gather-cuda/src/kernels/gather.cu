@@ -97,6 +97,67 @@ __device__ void take_impl(W* out, const W* x, Layout xl, const I* idx, Layout il
     }
 }
 
+// Gathers whose index spans axes after dim (W5: dim 0 of a [4096, 4096] matrix). Element-wise,
+// each position reads one element of a random row of x, and each such read pulls a whole
+// sector from memory. Here x and the index are views [outer, J, inner] (the host merges the
+// axes before dim, and those after it), and a block takes a tile of `tw` consecutive positions
+// k at one position o: it stages x's slab [size, tw] there in shared memory (x read once, in
+// segments of consecutive elements), then serves every j of the index from it. The output is
+// row-major [outer, J, inner]. Blocks of a multiple of `tw` threads.
+// Reads in flight per thread: the three blocks of a multiprocessor that 64 KB slabs allow hold
+// 768 threads, too few to cover memory's latency with 4 reads each.
+#define TILE_UNROLL 8
+template <typename W, typename I>
+__device__ void gather_tile_impl(W* out, const W* x, i64 xso, i64 xsd, i64 xsk, const I* idx,
+                                 i64 iso, i64 isd, i64 isk, i64 J, i64 inner, i64 size, int rule,
+                                 int tw, i64 tiles, u64* flag) {
+    DYNAMIC_SHARED(W, slab);
+    const i64 tiles_k = (inner + tw - 1) / tw;
+    const int c = (int)threadIdx.x & (tw - 1), r0 = (int)threadIdx.x / tw, rows = blockDim.x / tw;
+    for (i64 t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const i64 o = t / tiles_k, k = (t - o * tiles_k) * tw + c;
+        // Row r of the slab, then position j: TILE_UNROLL a pass apart, read before any is stored.
+        // The slab's rows fit in 32 bits (it fits in shared memory).
+        if (k < inner) {
+            const W* xc = x + o * xso + k * xsk;
+            const i64 xstep = (i64)rows * xsd;
+            for (int r = r0; r < (int)size; r += TILE_UNROLL * rows) {
+                const W* xr = xc + (i64)r * xsd;
+                W v[TILE_UNROLL];
+#pragma unroll
+                for (int u = 0; u < TILE_UNROLL; ++u)
+                    if (r + u * rows < (int)size) v[u] = xr[u * xstep];
+#pragma unroll
+                for (int u = 0; u < TILE_UNROLL; ++u)
+                    if (r + u * rows < (int)size) slab[(r + u * rows) * tw + c] = v[u];
+            }
+        }
+        __syncthreads();
+        if (k < inner) {
+            const I* ic = idx + o * iso + k * isk;
+            W* oc = out + o * J * inner + k;
+            const i64 istep = (i64)rows * isd, ostep = (i64)rows * inner;
+            for (i64 j = r0; j < J; j += TILE_UNROLL * rows) {
+                const I* ij = ic + j * isd;
+                W* oj = oc + j * inner;
+                int v[TILE_UNROLL];
+#pragma unroll
+                for (int u = 0; u < TILE_UNROLL; ++u) {
+                    v[u] = -1;
+                    if (j + u * rows >= J) continue;
+                    const i64 m = map_index((i64)__ldcs(ij + u * istep), size, rule);
+                    v[u] = (int)m;
+                    if (m < 0) flag_bad(flag, (u64)(oj + u * ostep - out));
+                }
+#pragma unroll
+                for (int u = 0; u < TILE_UNROLL; ++u)
+                    if (j + u * rows < J) __stcs(oj + u * ostep, v[u] < 0 ? (W)0 : slab[v[u] * tw + c]);
+            }
+        }
+        __syncthreads();  // the slab is the next tile's
+    }
+}
+
 // Rows of `row_bytes` contiguous bytes: out row r = (o, j) is the row of x at outer position o
 // and position index[o, j] along dim (index_select, gathers whose index is expanded over the
 // trailing axes). A team of `team` threads (a power of two up to 32) copies a row with words
@@ -205,6 +266,13 @@ struct __align__(16) V16 { u64 a, b; };
         take_impl<W, I, O>(out, x, xl, idx, il, size, rule, n, flag);                          \
     }
 #define GATHER_W(W, I) GATHER_O(gather, take, W, I, i64) GATHER_O(gather32, take32, W, I, u32)
+#define TILE(W, I)                                                                              \
+    extern "C" __global__ void gather_tile_##W##_##I(                                          \
+        W* out, const W* x, i64 xso, i64 xsd, i64 xsk, const I* idx, i64 iso, i64 isd, i64 isk, \
+        i64 J, i64 inner, i64 size, int rule, int tw, i64 tiles, u64* flag) {                  \
+        gather_tile_impl<W, I>(out, x, xso, xsd, xsk, idx, iso, isd, isk, J, inner, size, rule, \
+                               tw, tiles, flag);                                                \
+    }
 #define ROWS(V, NAME, I)                                                                        \
     extern "C" __global__ void rows_##NAME##_##I(                                              \
         u8* out, const u8* x, const I* idx, i64 idx_so, i64 idx_sj, i64 n_idx, i64 size,       \
@@ -218,6 +286,10 @@ EACH_INDEX(GATHER_W, u8)
 EACH_INDEX(GATHER_W, u16)
 EACH_INDEX(GATHER_W, u32)
 EACH_INDEX(GATHER_W, u64)
+EACH_INDEX(TILE, u8)
+EACH_INDEX(TILE, u16)
+EACH_INDEX(TILE, u32)
+EACH_INDEX(TILE, u64)
 ROWS(u8, w1, i64) ROWS(u8, w1, i32)
 ROWS(u32, w4, i64) ROWS(u32, w4, i32)
 ROWS(V16, w16, i64) ROWS(V16, w16, i32)
