@@ -121,6 +121,25 @@ fn keep_pool_memory(ctx: &CudaContext) -> Result<()> {
     Ok(())
 }
 
+/// `GATHER_CUDA_L2_FETCH=<bytes>`: the L2's fetch granularity for this context, an experiment
+/// of scripts/gpu_check.sh for the random reads of take (each wants 4 bytes of a sector, but a
+/// line holding one fetched piece holds less data than its size: a 32-byte fetch ran W9 1.16x
+/// slower than the default 64, so the A/B now tries 128). Context-wide, so not a default.
+fn l2_fetch_from_env(ctx: &CudaContext) -> Result<()> {
+    use cudarc::driver::sys;
+    if let Some(bytes) = std::env::var("GATHER_CUDA_L2_FETCH")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        // SAFETY: a plain driver call on this context, bound to the thread first.
+        unsafe {
+            ctx.bind_to_thread()?;
+            sys::cuCtxSetLimit(sys::CUlimit::CU_LIMIT_MAX_L2_FETCH_GRANULARITY, bytes).result()
+        }?;
+    }
+    Ok(())
+}
+
 /// A pinned one-word host buffer mapped into the device, with its device address; `None` where
 /// the driver cannot map it.
 fn mapped_word(ctx: &Arc<CudaContext>) -> Option<(cudarc::driver::PinnedHostSlice<u64>, u64)> {
@@ -306,6 +325,7 @@ impl Cuda {
         )?;
         let stream = ctx.new_stream()?;
         keep_pool_memory(&ctx)?;
+        l2_fetch_from_env(&ctx)?;
         // The word is mapped into the device's address space, for the kernels to mark a call
         // that flagged something; GATHER_CUDA_FLAG=copy copies the flag back after every call
         // instead (the way before, kept for the A/B of scripts/gpu_check.sh), as does a driver
