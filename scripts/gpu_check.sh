@@ -119,7 +119,7 @@ table() {
 ab() {
     local only=${GATHER_AB_ONLY:-W1,W2,W3,W4,W5,W6,W7,W8,W9,W10,W11}
     # name|environment|workloads
-    local variants=("o64|GATHER_CUDA_OFFSETS=64|W5,W9,W10" "narrow|GATHER_CUDA_APPLY=narrow|W6,W7"
+    local variants=("o64|GATHER_CUDA_OFFSETS=64|W5,W9,W10" "narrow|GATHER_CUDA_APPLY=narrow|W6,W7" "ahead|GATHER_CUDA_APPLY=ahead|W6,W7"
         "notile|GATHER_CUDA_TILE=off|W5,W10" "tile128|GATHER_CUDA_TILE_KB=128|W5" "tileon|GATHER_CUDA_TILE=on|W1"
         "l2f128|GATHER_CUDA_L2_FETCH=128|W9" "l2f128nt|GATHER_CUDA_L2_FETCH=128 GATHER_CUDA_TILE=off|W5")
     log "A/B, alternating over 3 rounds: this build, the baseline $(cat gpu/BASELINE 2>/dev/null) on $only, and this build's other ways (${variants[*]})"
@@ -143,7 +143,7 @@ def med(v):
             for w in json.load(open(f))["workloads"]:
                 rows.setdefault(w["name"], []).append(w["median_s"])
     return {n: statistics.median(t) for n, t in rows.items()}
-new, cols = med("new"), ["base", "o64", "narrow", "notile", "tile128", "tileon", "l2f128", "l2f128nt"]
+new, cols = med("new"), ["base", "o64", "narrow", "ahead", "notile", "tile128", "tileon", "l2f128", "l2f128nt"]
 got = {c: med(c) for c in cols}
 print(f"{'workload':30s} {'new us':>9s}" + "".join(f"{c + '/new':>11s}" for c in cols))
 for n in sorted(set(new) | set(got["base"])):
@@ -168,7 +168,7 @@ counters() {
     rm -f "$OUT"/ncu_*.csv
     # workload:kernels of its first (checked) call[:environment]
     # GATHER_NCU_RUNS="W6:8 W10:1": other runs, as workload:kernels[:environment].
-    for w in ${GATHER_NCU_RUNS:-W5:1 W9:1 W9:1:GATHER_CUDA_L2_FETCH=128 W10:1 W6:6 W7:6 W11a:1 W11b:1 W6x16:6}; do
+    for w in ${GATHER_NCU_RUNS:-W5:1 W9:1 W9:1:GATHER_CUDA_L2_FETCH=128 W10:1 W6:6 W6:6:GATHER_CUDA_APPLY=ahead W7:6 W11a:1 W11b:1 W6x16:6}; do
         IFS=: read -r name count envs <<< "$w"
         timeout 60 env ${envs:-} ncu --clock-control none --csv --page raw --print-units base --metrics "$m" --launch-count "$count" \
             --log-file "$OUT/ncu_${name}_${envs:-default}.csv" \

@@ -34,7 +34,8 @@
 //!   launch (a failing kernel is named); `GATHER_CUDA_PROFILE=1` books the time per kernel;
 //!   `GATHER_CUDA_EXACT_ALLOC=1` allocates exactly the bytes asked for (for memory checkers);
 //!   `GATHER_CUDA_SCATTER_SORT=radix` keeps the scatters on the radix sort;
-//!   `GATHER_CUDA_APPLY=narrow` folds f32 rows a column at a time (not pairs of columns);
+//!   `GATHER_CUDA_APPLY=narrow` folds f32 rows a column at a time (not pairs of columns), and
+//!   `=ahead` reads each run's bounds and row numbers during the run before (an experiment);
 //!   `GATHER_CUDA_FLAG=copy` copies the bad-index flag back after every call, instead of only
 //!   after a call whose kernels marked the mapped host word; `GATHER_CUDA_OFFSETS=64` keeps
 //!   gathers and takes on their 64-bit kernels where the 32-bit ones would do;

@@ -1034,15 +1034,15 @@ pub(crate) fn run(
         let (op_, out_row, src_row) = (out.ptr(), km.stride[0], rm.stride[0]);
         // f32 rows read as 8-byte pairs, 8 rows ahead (apply_rows_impl), where every pair is
         // whole and aligned, unless GATHER_CUDA_APPLY=narrow.
-        let wide = apply_wide()
+        let wide = apply_way() != ApplyWay::Narrow
             && x.dtype() == DType::F32
             && lanes % 2 == 0
             && src_row % 2 == 0
             && sp % 8 == 0;
-        let name = if wide {
-            "apply_rows_wide_f32"
-        } else {
-            apply_rows_name(x.dtype())
+        let name = match (wide, apply_way()) {
+            (true, ApplyWay::Ahead) => "apply_rows_ahead_f32",
+            (true, _) => "apply_rows_wide_f32",
+            _ => apply_rows_name(x.dtype()),
         };
         let f = dev.function(Source::Scatter, name)?;
         let cfg = dev.grid(n_rows.saturating_mul(32), 256);
@@ -1102,12 +1102,26 @@ fn radix_only() -> bool {
         .get_or_init(|| std::env::var_os("GATHER_CUDA_SCATTER_SORT").is_some_and(|v| v == "radix"))
 }
 
-/// Whether f32 rows are folded reading pairs of columns, 8 rows ahead: 2% faster than a
-/// column at a time on W6, W7 and W6x16 on an H200 (docs/performance.md);
-/// `GATHER_CUDA_APPLY=narrow` folds a column at a time (the A/B's other way, and CI's).
-fn apply_wide() -> bool {
-    static WIDE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *WIDE.get_or_init(|| std::env::var_os("GATHER_CUDA_APPLY").is_none_or(|v| v != "narrow"))
+/// How f32 rows are folded (`GATHER_CUDA_APPLY`).
+#[derive(Clone, Copy, PartialEq)]
+enum ApplyWay {
+    /// A column at a time (`narrow`: the A/B's other way, and CI's).
+    Narrow,
+    /// Pairs of columns, 8 rows ahead: 2% faster than a column at a time on W6, W7 and W6x16
+    /// on an H200 (docs/performance.md). The default.
+    Wide,
+    /// As Wide, and each warp reads the next run's bounds and row numbers during its run
+    /// (`ahead`: an experiment for the A/B).
+    Ahead,
+}
+
+fn apply_way() -> ApplyWay {
+    static WAY: std::sync::OnceLock<ApplyWay> = std::sync::OnceLock::new();
+    *WAY.get_or_init(|| match std::env::var("GATHER_CUDA_APPLY").as_deref() {
+        Ok("narrow") => ApplyWay::Narrow,
+        Ok("ahead") => ApplyWay::Ahead,
+        _ => ApplyWay::Wide,
+    })
 }
 
 /// The longest fiber (index positions along dim) that one block sorts in shared memory
@@ -1253,6 +1267,7 @@ mod tests {
             return;
         };
         assert_eq!(scatter.get("apply_rows_wide_f32"), Some(&14));
+        assert_eq!(scatter.get("apply_rows_ahead_f32"), Some(&14));
         for d in DType::ALL {
             assert!(scatter.contains_key(apply_name(d)), "{}", apply_name(d));
             assert!(

@@ -895,6 +895,11 @@ fn check_long_fibers<T: Element>(
         (3000usize, 3usize, 37usize, false),
         (5000, 40, 300, true),
         (2049, 1, 2, false),
+        // More targets than the emulator's grid has warps (1024): each warp of the row kernel
+        // (rows of 16 to 128 lanes) folds several runs, some empty, then some of 32 rows and
+        // more.
+        (12_000, 16, 3000, true),
+        (36_000, 16, 1100, true),
     ] {
         let x = values(rng, &[targets, cols], f);
         let src = values(rng, &[m, cols], f);

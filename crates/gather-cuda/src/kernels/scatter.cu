@@ -505,9 +505,10 @@ template <typename T> struct alignas(2 * sizeof(T)) Pair { T a, b; };
 // counting sort leaves runs of up to SHORT_RUN rows in the order they were placed; a longer run
 // comes sorted, and ordering each of its 32-row pieces again changes nothing. The rows of a run
 // are distinct, so each lane's rank (how many are smaller) is its place.
-__device__ __forceinline__ u32 ordered(const u32* rows, u32 base, u32 cnt, int lane) {
+// `mine` is rows[base + lane] for the lanes below cnt.
+__device__ __forceinline__ u32 ordered(u32 mine, u32 cnt, int lane) {
     __shared__ u32 order[32][32];
-    const u32 mine = (u32)lane < cnt ? rows[base + lane] : 0xffffffffu;
+    if ((u32)lane >= cnt) mine = 0xffffffffu;
     u32 rank = 0;
     for (u32 j = 0; j < cnt; ++j) rank += __shfl_sync(0xffffffffu, mine, (int)j) < mine;
     u32* o = order[threadIdx.x >> 5];
@@ -517,7 +518,11 @@ __device__ __forceinline__ u32 ordered(const u32* rows, u32 base, u32 cnt, int l
     __syncwarp();
     return r;
 }
-template <typename N, typename T, int RA, bool PAIR>
+// AHEAD (`apply_rows_ahead_f32`, GATHER_CUDA_APPLY=ahead, an experiment): a warp reads the
+// next run's bounds when it starts a run and the next run's first 32 row numbers once its
+// first rows are in flight, so that of the four waits for memory in a run (bounds, row
+// numbers, two batches of rows for W6's runs of about 10) two overlap the run before.
+template <typename N, typename T, int RA, bool PAIR, bool AHEAD = false>
 __device__ void apply_rows_impl(T* out, const T* self_rows, const T* src, T alpha, int use_alpha, const u32* keys,
                                 const u32* rows, const u32* starts, const u32* nruns,
                                 i64 out_row, i64 src_row, int lanes, int reduce,
@@ -527,94 +532,129 @@ __device__ void apply_rows_impl(T* out, const T* self_rows, const T* src, T alph
     const int lane = threadIdx.x & 31;
     const i64 wstep = (i64)gridDim.x * (blockDim.x >> 5);
     const A al = N::ld(alpha);
-    for (i64 w = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; w < runs; w += wstep) {
-        const u32 s = starts[w], e = starts[w + 1];
-        // `self_rows` (x, when out holds no copy of it: the counting sort's runs are every key
-        // in order, run w is row w, and the lanes are whole rows): untargeted rows are copied.
-        if (s == e) {
-            if (self_rows)
-                for (int l = lane; l < lanes; l += 32) out[w * out_row + l] = self_rows[w * out_row + l];
-            continue;
+    i64 w = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    // With AHEAD, the bounds and first row numbers of run w, read during the run before.
+    u32 s = 0, e = 0, first = 0;
+    if (AHEAD && w < runs) {
+        s = starts[w];
+        e = starts[w + 1];
+        if ((u32)lane < min(32u, e - s)) first = rows[s + lane];
+    }
+    for (; w < runs; w += wstep) {
+        if (!AHEAD) {
+            s = starts[w];
+            e = starts[w + 1];
         }
-        // No keys: the counting sort's runs, where run w is key w.
-        const i64 key = keys ? (i64)keys[s] : w;
-        T* o = out + key * out_row;
-        const T* so = self_rows ? self_rows + key * out_row : o;
-        if (reduce == R_SET) {
-            // The last row in index order: the largest, whether the run is ordered or not.
-            u32 last = 0;
-            for (u32 base = s; base < e; base += 32)
-                if (base + lane < e) last = max(last, rows[base + lane]);
-            for (int o2 = 16; o2 > 0; o2 >>= 1) last = max(last, __shfl_xor_sync(0xffffffffu, last, o2));
-            const T* sr = src + (i64)last * src_row;
-            for (int l = lane; l < lanes; l += 32) o[l] = sr[l];
-            continue;
+        const i64 wn = w + wstep;
+        u32 sn = 0, en = 0, first_n = 0;
+        bool fetched = false;
+        if (AHEAD && wn < runs) {
+            sn = starts[wn];
+            en = starts[wn + 1];
         }
-        // The run's row numbers come 32 at a time in one coalesced read (a lane each, then
-        // shuffled), and its rows are read RA at a time, before any is folded, so that a run of
-        // 10 rows waits for memory about 4 times rather than once per row. Columns go 64 at a
-        // time (RKMAX per lane), which keeps the registers, and so the warps per
-        // multiprocessor, where the one-row-at-a-time loop had them.
-        const i64 n_run = (i64)(e - s) + (include_self ? 1 : 0);
-        for (int c0 = 0; c0 < lanes; c0 += 32 * RKMAX) {
-            // The column of this lane's k-th value: pairs side by side, or 32 columns apart.
-            auto col = [&](int k) { return PAIR ? c0 + 2 * lane + k : c0 + lane + 32 * k; };
-            A acc[RKMAX];
-            bool started = include_self;
-            if (include_self) {
-#pragma unroll
-                for (int k = 0; k < RKMAX; ++k) {
-                    const int l = col(k);
-                    if (l < lanes) acc[k] = N::ld(so[l]);
-                }
+        auto fetch_next = [&]() {
+            if (AHEAD && !fetched) {
+                fetched = true;
+                if (wn < runs && (u32)lane < min(32u, en - sn)) first_n = rows[sn + lane];
             }
-            for (u32 base = s; base < e; base += 32) {
-                const u32 cnt = min(32u, e - base);
-                const u32 mine = ordered(rows, base, cnt, lane);
-                for (u32 b = 0; b < cnt; b += RA) {
-                    A v[RA][RKMAX];
+        };
+        [&]() {
+            // `self_rows` (x, when out holds no copy of it: the counting sort's runs are every key
+            // in order, run w is row w, and the lanes are whole rows): untargeted rows are copied.
+            if (s == e) {
+                if (self_rows)
+                    for (int l = lane; l < lanes; l += 32) out[w * out_row + l] = self_rows[w * out_row + l];
+                return;
+            }
+            // No keys: the counting sort's runs, where run w is key w.
+            const i64 key = keys ? (i64)keys[s] : w;
+            T* o = out + key * out_row;
+            const T* so = self_rows ? self_rows + key * out_row : o;
+            if (reduce == R_SET) {
+                // The last row in index order: the largest, whether the run is ordered or not.
+                u32 last = 0;
+                for (u32 base = s; base < e; base += 32)
+                    if (base + lane < e) last = max(last, rows[base + lane]);
+                for (int o2 = 16; o2 > 0; o2 >>= 1) last = max(last, __shfl_xor_sync(0xffffffffu, last, o2));
+                const T* sr = src + (i64)last * src_row;
+                for (int l = lane; l < lanes; l += 32) o[l] = sr[l];
+                return;
+            }
+            // The run's row numbers come 32 at a time in one coalesced read (a lane each, then
+            // shuffled), and its rows are read RA at a time, before any is folded, so that a run of
+            // 10 rows waits for memory about 4 times rather than once per row. Columns go 64 at a
+            // time (RKMAX per lane), which keeps the registers, and so the warps per
+            // multiprocessor, where the one-row-at-a-time loop had them.
+            const i64 n_run = (i64)(e - s) + (include_self ? 1 : 0);
+            for (int c0 = 0; c0 < lanes; c0 += 32 * RKMAX) {
+                // The column of this lane's k-th value: pairs side by side, or 32 columns apart.
+                auto col = [&](int k) { return PAIR ? c0 + 2 * lane + k : c0 + lane + 32 * k; };
+                A acc[RKMAX];
+                bool started = include_self;
+                if (include_self) {
 #pragma unroll
-                    for (int q = 0; q < RA; ++q) {
-                        const u32 row = __shfl_sync(0xffffffffu, mine, (int)(b + q) & 31);
-                        const T* sr = src + (i64)row * src_row;
-                        if constexpr (PAIR) {
-                            // lanes is even here, so a pair is whole or past the end.
-                            const int l = col(0);
-                            if (b + q < cnt && l < lanes) {
-                                const Pair<T> p = *(const Pair<T>*)(sr + l);
-                                const A x0 = N::ld(p.a), x1 = N::ld(p.b);
-                                v[q][0] = use_alpha ? N::mul(x0, al) : x0;
-                                v[q][1] = use_alpha ? N::mul(x1, al) : x1;
-                            }
-                        } else {
+                    for (int k = 0; k < RKMAX; ++k) {
+                        const int l = col(k);
+                        if (l < lanes) acc[k] = N::ld(so[l]);
+                    }
+                }
+                for (u32 base = s; base < e; base += 32) {
+                    const u32 cnt = min(32u, e - base);
+                    const u32 raw = AHEAD && base == s ? first : (u32)lane < cnt ? rows[base + lane] : 0u;
+                    const u32 mine = ordered(raw, cnt, lane);
+                    for (u32 b = 0; b < cnt; b += RA) {
+                        A v[RA][RKMAX];
 #pragma unroll
-                            for (int k = 0; k < RKMAX; ++k) {
-                                const int l = col(k);
+                        for (int q = 0; q < RA; ++q) {
+                            const u32 row = __shfl_sync(0xffffffffu, mine, (int)(b + q) & 31);
+                            const T* sr = src + (i64)row * src_row;
+                            if constexpr (PAIR) {
+                                // lanes is even here, so a pair is whole or past the end.
+                                const int l = col(0);
                                 if (b + q < cnt && l < lanes) {
-                                    const A x = N::ld(sr[l]);
-                                    v[q][k] = use_alpha ? N::mul(x, al) : x;
+                                    const Pair<T> p = *(const Pair<T>*)(sr + l);
+                                    const A x0 = N::ld(p.a), x1 = N::ld(p.b);
+                                    v[q][0] = use_alpha ? N::mul(x0, al) : x0;
+                                    v[q][1] = use_alpha ? N::mul(x1, al) : x1;
+                                }
+                            } else {
+#pragma unroll
+                                for (int k = 0; k < RKMAX; ++k) {
+                                    const int l = col(k);
+                                    if (b + q < cnt && l < lanes) {
+                                        const A x = N::ld(sr[l]);
+                                        v[q][k] = use_alpha ? N::mul(x, al) : x;
+                                    }
                                 }
                             }
                         }
-                    }
+                        // The next run's row numbers, its bounds being in by now.
+                        fetch_next();
 #pragma unroll
-                    for (int q = 0; q < RA; ++q) {
-                        if (b + q >= cnt) break;
+                        for (int q = 0; q < RA; ++q) {
+                            if (b + q >= cnt) break;
 #pragma unroll
-                        for (int k = 0; k < RKMAX; ++k) {
-                            const int l = col(k);
-                            if (l < lanes)
-                                acc[k] = started ? combine<N>(reduce, acc[k], v[q][k]) : v[q][k];
+                            for (int k = 0; k < RKMAX; ++k) {
+                                const int l = col(k);
+                                if (l < lanes)
+                                    acc[k] = started ? combine<N>(reduce, acc[k], v[q][k]) : v[q][k];
+                            }
+                            started = true;
                         }
-                        started = true;
                     }
                 }
-            }
 #pragma unroll
-            for (int k = 0; k < RKMAX; ++k) {
-                const int l = col(k);
-                if (l < lanes) o[l] = N::st(reduce == R_MEAN ? N::mean(acc[k], n_run) : acc[k]);
+                for (int k = 0; k < RKMAX; ++k) {
+                    const int l = col(k);
+                    if (l < lanes) o[l] = N::st(reduce == R_MEAN ? N::mean(acc[k], n_run) : acc[k]);
+                }
             }
+        }();
+        if (AHEAD) {
+            fetch_next();
+            s = sn;
+            e = en;
+            first = first_n;
         }
     }
 }
@@ -632,6 +672,9 @@ __device__ void apply_rows_impl(T* out, const T* self_rows, const T* src, T alph
     }
 extern "C" __global__ void apply_rows_wide_f32(APPLY_ROWS_ARGS(float)) {
     apply_rows_impl<NumF32, float, 8, true>(APPLY_ROWS_PASS);
+}
+extern "C" __global__ void __launch_bounds__(256, 4) apply_rows_ahead_f32(APPLY_ROWS_ARGS(float)) {
+    apply_rows_impl<NumF32, float, 8, true, true>(APPLY_ROWS_PASS);
 }
 APPLY_ROWS(f32, NumF32, float)
 APPLY_ROWS(f64, NumF64, double)
