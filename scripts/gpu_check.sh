@@ -66,6 +66,12 @@ tests() {
     GATHER_CUDA_FLAG=copy timeout 30 gpu/gpu-tests --test-threads=1 bad_indices bounds_policies > "$OUT/tests_flag_copy.log" 2>&1
     echo "flag-copy tests exit $?"; grep -E "test result" "$OUT/tests_flag_copy.log"
 
+    log "gathers by tiles wherever they fit (GATHER_CUDA_TILE=on: slabs past 48 KB, which auto leaves to W5), and the scatters' row fold reading ahead (GATHER_CUDA_APPLY=ahead)"
+    GATHER_CUDA_TILE=on timeout 30 gpu/gpu-tests --test-threads=1 gather take bad_indices > "$OUT/tests_tile_on.log" 2>&1
+    echo "tile-on tests exit $?"; grep -E "test result" "$OUT/tests_tile_on.log"
+    GATHER_CUDA_APPLY=ahead timeout 30 gpu/gpu-tests --test-threads=1 long_fibers counting_sorts bitwise_repeatable > "$OUT/tests_ahead.log" 2>&1
+    echo "apply-ahead tests exit $?"; grep -E "test result" "$OUT/tests_ahead.log"
+
     log "conformance on CUDA"
     timeout 45 gpu/gather --no-progress conformance --device cuda /tmp/suite/conformance > "$OUT/conformance.log" 2>&1
     echo "conformance exit $?"; tail -4 "$OUT/conformance.log"
@@ -89,6 +95,14 @@ tests() {
     GATHER_CUDA_EXACT_ALLOC=1 GATHER_CUDA_QUICK=1 timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 gpu/gpu-tests --test-threads=1 \
         gradients_ > "$OUT/sanitizer_grads.log" 2>&1
     echo "sanitizer gradients exit $?"; grep -E "ERROR SUMMARY|test result" "$OUT/sanitizer_grads.log"
+    # The gathers by tiles wherever they fit: by default a GPU's many multiprocessors leave most
+    # of the test's small cases to the element-wise kernel.
+    GATHER_CUDA_TILE=on GATHER_CUDA_EXACT_ALLOC=1 timeout 40 compute-sanitizer --tool memcheck --error-exitcode 9 gpu/gpu-tests --test-threads=1 \
+        gathers_by_tiles > "$OUT/sanitizer_tiles.log" 2>&1
+    echo "sanitizer tiles exit $?"; grep -E "ERROR SUMMARY|test result" "$OUT/sanitizer_tiles.log"
+    GATHER_CUDA_TILE=on timeout 40 compute-sanitizer --tool racecheck --error-exitcode 9 gpu/gpu-tests --test-threads=1 \
+        gathers_by_tiles > "$OUT/racecheck_tiles.log" 2>&1
+    echo "racecheck tiles exit $?"; grep -E "ERROR SUMMARY|RACE REPORT|test result" "$OUT/racecheck_tiles.log" | head -5
     log "compute-sanitizer racecheck: the kernels that share memory within a block (fiber sort, counting sort's runs)"
     timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 gpu/gpu-tests --test-threads=1 \
         block_sort_length counting_sorts > "$OUT/racecheck.log" 2>&1
