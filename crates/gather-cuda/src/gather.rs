@@ -528,10 +528,11 @@ fn tile_plan(dev: &crate::Cuda, x: &CudaTensor, d: usize, idx: &CudaTensor) -> O
     let budget = budget.min(dev.shared_optin());
     // Segments of up to 32 bytes (a sector) per row of the slab, fewer while it does not fit.
     let mut tw = (32 / w).min(inner.next_power_of_two());
-    while tw > 1 && size * tw * w > budget {
+    let slab = |tw: usize| size.saturating_mul(tw * w);
+    while tw > 1 && slab(tw) > budget {
         tw /= 2;
     }
-    let bytes = size * tw * w;
+    let bytes = slab(tw);
     if bytes > budget {
         return None;
     }
@@ -548,7 +549,7 @@ fn tile_plan(dev: &crate::Cuda, x: &CudaTensor, d: usize, idx: &CudaTensor) -> O
     // By default: positions after dim to fill a segment, no more rows staged than twice the
     // positions that read them (each read direct pulls a sector), and a tile for every
     // multiprocessor.
-    if mode.is_none() && (inner < 2 || size > 2 * j || tiles < dev.sms()) {
+    if mode.is_none() && (inner < 2 || size > j.saturating_mul(2) || tiles < dev.sms()) {
         return None;
     }
     Some(Tile {
