@@ -1045,7 +1045,12 @@ pub(crate) fn run(
             _ => apply_rows_name(x.dtype()),
         };
         let f = dev.function(Source::Scatter, name)?;
-        let cfg = dev.grid(n_rows.saturating_mul(32), 256);
+        let mut cfg = dev.grid(n_rows.saturating_mul(32), 256);
+        if name == "apply_rows_ahead_f32" {
+            // One wave of resident blocks (its launch bounds: 4 per multiprocessor), so that each
+            // warp folds many runs and reads each next one during the one before.
+            cfg.grid_dim.0 = cfg.grid_dim.0.min(dev.sms() as u32 * 4);
+        }
         let self_rows = if whole_rows { x.ptr() } else { 0u64 };
         let (l32, red, incl) = (lanes as i32, reduce, include_self as i32);
         macro_rules! rows {
