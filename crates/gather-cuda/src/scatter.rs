@@ -1034,19 +1034,16 @@ pub(crate) fn run(
         let (op_, out_row, src_row) = (out.ptr(), km.stride[0], rm.stride[0]);
         // f32 rows read as 8-byte pairs, 8 rows ahead (apply_rows_impl), where every pair is
         // whole and aligned, unless GATHER_CUDA_APPLY=narrow.
-        let wide = apply_way() != ApplyWay::Narrow
-            && x.dtype() == DType::F32
-            && lanes % 2 == 0
-            && src_row % 2 == 0
-            && sp % 8 == 0;
-        let name = match (wide, apply_way()) {
-            (true, ApplyWay::Ahead) => "apply_rows_ahead_f32",
-            (true, _) => "apply_rows_wide_f32",
-            _ => apply_rows_name(x.dtype()),
+        let pairs = x.dtype() == DType::F32 && lanes % 2 == 0 && src_row % 2 == 0 && sp % 8 == 0;
+        let way = if pairs { apply_way() } else { ApplyWay::Narrow };
+        let name = match way {
+            ApplyWay::Ahead => "apply_rows_ahead_f32",
+            ApplyWay::Wide => "apply_rows_wide_f32",
+            ApplyWay::Narrow => apply_rows_name(x.dtype()),
         };
         let f = dev.function(Source::Scatter, name)?;
         let mut cfg = dev.grid(n_rows.saturating_mul(32), 256);
-        if name == "apply_rows_ahead_f32" {
+        if way == ApplyWay::Ahead {
             // One wave of resident blocks (its launch bounds: 4 per multiprocessor), so that each
             // warp folds many runs and reads each next one during the one before.
             cfg.grid_dim.0 = cfg.grid_dim.0.min(dev.sms() as u32 * 4);
