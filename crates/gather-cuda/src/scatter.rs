@@ -50,6 +50,7 @@ impl From<Scalar> for Src<'_> {
 
 // The reduction codes of the kernels (`R_SUM` ... in scatter.cu).
 pub(crate) const R_SUM: i32 = 0;
+const R_MEAN: i32 = 2;
 pub(crate) const R_SET: i32 = 5;
 const R_AMAX: i32 = 3;
 
@@ -57,7 +58,7 @@ pub(crate) fn code(r: Reduce) -> i32 {
     match r {
         Reduce::Sum => 0,
         Reduce::Prod => 1,
-        Reduce::Mean => 2,
+        Reduce::Mean => R_MEAN,
         Reduce::Amax => 3,
         Reduce::Amin => 4,
         _ => R_SUM,
@@ -487,14 +488,17 @@ pub(crate) fn scatter_op(
         }
         Src::Value(v) => (None, scalar_bits(op, v, input.dtype())?),
     };
-    let Some(d) = backend::check_scatter(
+    let checked = backend::check_scatter(
         op,
         input.shape(),
         dim,
         index.shape(),
         src_t.map(|t| t.shape()),
-    )?
-    else {
+    )?;
+    if reduce == R_MEAN {
+        backend::check_scatter_reduce_dtype(op, Reduce::Mean, input.dtype())?;
+    }
+    let Some(d) = checked else {
         return copy_of(input);
     };
     let x = as_1d(input);

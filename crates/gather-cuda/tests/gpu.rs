@@ -1203,6 +1203,51 @@ fn scatter_with_a_value_writes_it_where_the_index_points() {
     assert_eq!(got.to_host::<f32>().unwrap(), want);
 }
 
+/// bool folds as the CPU library folds it (sum and amax are logical or, prod and amin logical
+/// and), in index_reduce as in scatter_reduce, and a mean of bool is the CPU library's error.
+#[test]
+fn scatter_reduces_of_bool_equal_the_cpu_library_and_refuse_mean() {
+    let Some(g) = gpu() else { return };
+    let mut rng = Rng(31);
+    let x = values(&mut rng, &[5, 3], |v| v % 3 == 0);
+    let i = index(&mut rng, &[9, 3], 5);
+    let src = values(&mut rng, &[9, 3], |v| v % 2 == 0);
+    let (xg, ig, sg) = (up(&g, &x), up(&g, &i), up(&g, &src));
+    for r in REDUCES {
+        for include_self in [true, false] {
+            let what = format!("{r:?} include_self {include_self}");
+            let want = gather::scatter_reduce(&x, 0, &i, &src, r, include_self);
+            let got = gather_cuda::scatter_reduce(&xg, 0, &ig, &sg, r, include_self);
+            match (want, got) {
+                (Ok(w), Ok(g)) => assert_eq!(g.to_host::<bool>().unwrap(), w, "{what}"),
+                (Err(w), Err(g)) => assert_eq!(g.op().unwrap(), &w, "{what}"),
+                (w, g) => panic!(
+                    "{what}: the CPU library gave {w:?}, the GPU {:?}",
+                    g.map(|_| ())
+                ),
+            }
+        }
+    }
+    let rows = ndarray::arr1(&[4i64, 0, 4, 1]);
+    let source = values(&mut rng, &[4, 3], |v| v % 2 == 1);
+    let (rg, og) = (up(&g, &rows.clone().into_dyn()), up(&g, &source));
+    for r in [Reduce::Prod, Reduce::Mean, Reduce::Amax, Reduce::Amin] {
+        for include_self in [true, false] {
+            let what = format!("index_reduce {r:?} include_self {include_self}");
+            let want = gather::index_reduce(&x, 0, &rows, &source, r, include_self);
+            let got = gather_cuda::index_reduce(&xg, 0, &rg, &og, r, include_self);
+            match (want, got) {
+                (Ok(w), Ok(g)) => assert_eq!(g.to_host::<bool>().unwrap(), w, "{what}"),
+                (Err(w), Err(g)) => assert_eq!(g.op().unwrap(), &w, "{what}"),
+                (w, g) => panic!(
+                    "{what}: the CPU library gave {w:?}, the GPU {:?}",
+                    g.map(|_| ())
+                ),
+            }
+        }
+    }
+}
+
 #[test]
 fn empty_and_zero_d_operands_follow_the_cpu_library() {
     let Some(g) = gpu() else { return };

@@ -12,6 +12,7 @@
 use crate::element::DType;
 use crate::error::{Error, Result};
 use crate::ops::bounds::OutOfBounds;
+use crate::ops::scatter::Reduce;
 use crate::ops::{check_index_fits, check_index_rank};
 
 pub use crate::index::Bounds;
@@ -54,6 +55,23 @@ pub fn check_scatter(
     src_shape: Option<&[usize]>,
 ) -> Result<Option<usize>> {
     crate::ops::scatter::check_scatter_shapes(op, self_shape, dim, index_shape, src_shape)
+}
+
+/// The dtype rule of `scatter_reduce`, checked after its shapes: a `mean` of bool is an error,
+/// as in PyTorch.
+///
+/// ```
+/// use gather::{DType, Reduce};
+/// use gather::backend::check_scatter_reduce_dtype;
+/// assert!(check_scatter_reduce_dtype("scatter_reduce", Reduce::Mean, DType::Bool).is_err());
+/// assert!(check_scatter_reduce_dtype("scatter_reduce", Reduce::Amax, DType::Bool).is_ok());
+/// ```
+pub fn check_scatter_reduce_dtype(op: &str, reduce: Reduce, dtype: DType) -> Result<()> {
+    crate::ops::scatter::check_mode_dtype(
+        op,
+        dtype,
+        crate::ops::scatter::Mode::Reduce(reduce, true),
+    )
 }
 
 /// The checks of `index_select(input, dim, index)` before the index's values are read: the

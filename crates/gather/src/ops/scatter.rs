@@ -245,7 +245,11 @@ pub(crate) fn check_scatter_shapes(
 }
 
 pub(crate) fn check_dtype_supported<T: Element>(op: &str, mode: Mode) -> Result<()> {
-    if T::DTYPE == DType::Bool && matches!(mode, Mode::Reduce(Reduce::Mean, _)) {
+    check_mode_dtype(op, T::DTYPE, mode)
+}
+
+pub(crate) fn check_mode_dtype(op: &str, dtype: DType, mode: Mode) -> Result<()> {
+    if dtype == DType::Bool && matches!(mode, Mode::Reduce(Reduce::Mean, _)) {
         return Err(Error::invalid(format!("{op}: reduce=\"mean\" is not implemented for bool (as in PyTorch)"))
             .with_hint("convert the array to an integer or float dtype first, or use \"amax\"/\"sum\" (logical or)"));
     }
