@@ -15,6 +15,9 @@
 //!   CSR offsets, sorted ids or lengths on the GPU: [`segment_reduce()`],
 //!   [`segment_arg_reduce()`], [`segment_softmax()`], [`segment_log_softmax()`],
 //!   [`segment_any()`], [`segment_all()`].
+//! - [`ScatterPlan`]: a row index checked and sorted once, then applied to many `scatter_add` /
+//!   `scatter_reduce` calls (a graph network's edges in every layer and step), as in the CPU
+//!   library.
 //! - [`Options`] is the CPU library's options value: a bounds policy per call on every indexing
 //!   op ([`OutOfBounds`]: Error, Wrap, Clip, Fill, Drop) and broadcasting gather and scatters.
 //! - A bad index value is reported with its value and coordinate, worded as the CPU library
@@ -66,6 +69,7 @@ pub mod grad;
 mod masked;
 mod memory;
 mod options;
+mod plan;
 mod ptx_cache;
 mod reduce;
 mod repeat;
@@ -80,6 +84,7 @@ pub use crate::error::{Error, Result};
 pub use crate::gather::{gather, index_select, select_batched, take, take_along_dim};
 pub use crate::masked::{masked_scatter, masked_select};
 pub use crate::options::Options;
+pub use crate::plan::ScatterPlan;
 pub use crate::reduce::{
     scatter_all, scatter_any, scatter_groups, scatter_log_softmax, scatter_reduce_arg,
     scatter_softmax,

@@ -741,7 +741,7 @@ pub(crate) enum Fold<'a> {
 /// Builds the kernels' RowMap (`struct RowMap` in scatter.cu).
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
-struct RowMap {
+pub(crate) struct RowMap {
     ndim: i64,
     shape: [i64; 8],
     istride: [i64; 8],
@@ -751,6 +751,18 @@ struct RowMap {
 
 // SAFETY: a plain #[repr(C)] struct of integers, laid out as the kernels' `struct RowMap`.
 unsafe impl cudarc::driver::DeviceRepr for RowMap {}
+
+impl RowMap {
+    /// A 1-d index of `len` positions `stride` elements apart, each value the key of its row.
+    pub(crate) fn plain(len: usize, stride: isize) -> RowMap {
+        let mut m = RowMap {
+            ndim: 1,
+            ..Default::default()
+        };
+        (m.shape[0], m.istride[0], m.kstride[0], m.pstride[0]) = (len as i64, stride as i64, 1, 1);
+        m
+    }
+}
 
 /// The deterministic scatter of `src` (or `value`) into a copy of `x` along `d`, where `idx`
 /// (same rank as x; `src` at least as large) names the targets. `bad` turns the first bad
@@ -805,16 +817,15 @@ pub(crate) fn run(
     }
     // Lane axes: the index repeats along them (stride 0), so one sorted row serves them all.
     let lane = |a: usize| a != d && idx.shape[a] > 1 && idx.strides[a] == 0;
-    let rows_axes: Vec<usize> = (0..nd).filter(|&a| !lane(a)).collect();
-    let lane_axes: Vec<usize> = (0..nd).filter(|&a| lane(a)).collect();
-    let n_rows: usize = rows_axes.iter().map(|&a| idx.shape[a]).product();
-    let lanes: usize = lane_axes.iter().map(|&a| idx.shape[a]).product();
-    let n_keys: usize = rows_axes.iter().map(|&a| x.shape[a]).product();
-    if n_rows > u32::MAX as usize || n_keys > u32::MAX as usize {
-        return Err(crate::tensor::invalid(format!(
-            "{op}: the CUDA scatter sorts 32-bit keys; this call has {n_rows} index rows into {n_keys} targets"
-        )));
-    }
+    let g = Geometry::new(
+        op,
+        x,
+        d,
+        idx.shape(),
+        &lane,
+        src,
+        matches!(fold, Fold::Apply),
+    )?;
     // The key of a row: its target's row-major position among x's non-lane positions.
     let mut m = RowMap {
         ndim: nd as i64,
@@ -831,53 +842,355 @@ pub(crate) fn run(
             k *= x.shape[a] as i64;
         }
     }
-    let out_strides = gather::dims::row_major_strides(x.shape());
-    let pick = |axes: &[usize], strides: &[isize]| -> Result<Layout> {
-        let shape: Vec<usize> = axes
-            .iter()
-            .map(|&a| if a == d { x.shape[a] } else { idx.shape[a] })
-            .collect();
-        let st: Vec<isize> = axes.iter().map(|&a| strides[a]).collect();
-        Layout::exact(&shape, &st)
-    };
-    // Keys walk x's extents on the row axes; rows walk the index's.
-    let kmap = {
-        let shape: Vec<usize> = rows_axes.iter().map(|&a| x.shape[a]).collect();
-        let st: Vec<isize> = rows_axes.iter().map(|&a| out_strides[a]).collect();
-        Layout::exact(&shape, &st)?
-    };
-    let lout = pick(&lane_axes, &out_strides)?;
-    let (lsrc, rmap, sp) = match src {
-        Some(s) => {
-            let rshape: Vec<usize> = rows_axes.iter().map(|&a| idx.shape[a]).collect();
-            let rst: Vec<isize> = rows_axes.iter().map(|&a| s.strides[a]).collect();
-            (
-                pick(&lane_axes, s.strides())?,
-                Layout::exact(&rshape, &rst)?,
-                s.ptr(),
-            )
+    // Lives until the folds are queued.
+    let sorted = sort_rows(
+        idx,
+        &m,
+        d,
+        x.shape[d],
+        rule,
+        (g.n_rows, g.n_keys),
+        g.row_kernel,
+        bad,
+    )?;
+    g.fold(
+        x,
+        out,
+        sorted.runs,
+        fold,
+        (reduce, include_self),
+        value,
+        alpha,
+    )
+}
+
+/// How a sorted scatter's contributions map into x (and `out`, its row-major copy) and src:
+/// the row axes are sorted by their target's key; along the lane axes the index repeats, so
+/// one sorted row serves them all.
+pub(crate) struct Geometry {
+    d: usize,
+    /// The index's shape (src's extent of the scatter).
+    ishape: Vec<usize>,
+    rows_axes: Vec<usize>,
+    lane_axes: Vec<usize>,
+    pub(crate) n_rows: usize,
+    pub(crate) n_keys: usize,
+    lanes: usize,
+    /// Keys walk x's extents on the row axes; rows walk the index's.
+    kmap: Layout,
+    lout: Layout,
+    lsrc: Layout,
+    rmap: Layout,
+    /// kmap and rmap with their axes merged.
+    km: Layout,
+    rm: Layout,
+    sp: u64,
+    /// Whether [`Geometry::fold`] takes the row kernel, which orders runs of up to 32 rows
+    /// itself (so that its sort may leave them as placed).
+    pub(crate) row_kernel: bool,
+}
+
+impl Geometry {
+    /// The geometry of a scatter of `src` (or a value) into x along `d`, where the index has
+    /// shape `ishape` and repeats along the axes `lane` names; `apply`: the fold is
+    /// [`Fold::Apply`].
+    pub(crate) fn new(
+        op: &str,
+        x: &CudaTensor,
+        d: usize,
+        ishape: &[usize],
+        lane: &dyn Fn(usize) -> bool,
+        src: Option<&CudaTensor>,
+        apply: bool,
+    ) -> Result<Geometry> {
+        let nd = x.ndim();
+        let rows_axes: Vec<usize> = (0..nd).filter(|&a| !lane(a)).collect();
+        let lane_axes: Vec<usize> = (0..nd).filter(|&a| lane(a)).collect();
+        let n_rows: usize = rows_axes.iter().map(|&a| ishape[a]).product();
+        let lanes: usize = lane_axes.iter().map(|&a| ishape[a]).product();
+        let n_keys: usize = rows_axes.iter().map(|&a| x.shape[a]).product();
+        if n_rows > u32::MAX as usize || n_keys > u32::MAX as usize {
+            return Err(crate::tensor::invalid(format!(
+                "{op}: the CUDA scatter sorts 32-bit keys; this call has {n_rows} index rows into {n_keys} targets"
+            )));
         }
-        None => (Layout::default(), Layout::default(), 0u64),
-    };
-    // Row scatters (plain row keys and rows, contiguous columns as lanes) take a kernel that
-    // keeps a run's columns in registers and orders the rows of each run of up to 32 itself,
-    // so that the counting sort leaves those runs as they were placed. On the counting sort's
-    // runs (every key, empty ones too) with whole rows as lanes and a row-major x, it also
-    // writes the rows that nothing targets, reading self from x: no copy of x first.
-    let (km, lo, ls, rm) = (
-        kmap.merged()?,
-        lout.merged()?,
-        lsrc.merged()?,
-        rmap.merged()?,
-    );
-    let unit = |l: &Layout| l.ndim == 1 && l.stride[0] == 1;
-    let row_kernel = matches!(fold, Fold::Apply)
-        && src.is_some()
-        && (16..=128).contains(&lanes)
-        && km.ndim == 1
-        && rm.ndim == 1
-        && unit(&lo)
-        && unit(&ls);
+        let out_strides = gather::dims::row_major_strides(x.shape());
+        let mut g = Geometry {
+            d,
+            ishape: ishape.to_vec(),
+            rows_axes,
+            lane_axes,
+            n_rows,
+            n_keys,
+            lanes,
+            kmap: Layout::default(),
+            lout: Layout::default(),
+            lsrc: Layout::default(),
+            rmap: Layout::default(),
+            km: Layout::default(),
+            rm: Layout::default(),
+            sp: 0,
+            row_kernel: false,
+        };
+        g.kmap = {
+            let shape: Vec<usize> = g.rows_axes.iter().map(|&a| x.shape[a]).collect();
+            let st: Vec<isize> = g.rows_axes.iter().map(|&a| out_strides[a]).collect();
+            Layout::exact(&shape, &st)?
+        };
+        g.lout = g.lanes_layout(x.shape(), &out_strides)?;
+        if let Some(s) = src {
+            g.lsrc = g.lanes_layout(x.shape(), s.strides())?;
+            g.rmap = g.rows_layout(s.strides())?;
+            g.sp = s.ptr();
+        }
+        // Row scatters (plain row keys and rows, contiguous columns as lanes) take a kernel
+        // that keeps a run's columns in registers and orders the rows of each run of up to 32
+        // itself, so that the counting sort leaves those runs as they were placed. On the
+        // counting sort's runs (every key, empty ones too) with whole rows as lanes and a
+        // row-major x, it also writes the rows that nothing targets, reading self from x: no
+        // copy of x first.
+        let (lo, ls) = (g.lout.merged()?, g.lsrc.merged()?);
+        (g.km, g.rm) = (g.kmap.merged()?, g.rmap.merged()?);
+        let unit = |l: &Layout| l.ndim == 1 && l.stride[0] == 1;
+        g.row_kernel = apply
+            && src.is_some()
+            && (16..=128).contains(&lanes)
+            && g.km.ndim == 1
+            && g.rm.ndim == 1
+            && unit(&lo)
+            && unit(&ls);
+        Ok(g)
+    }
+
+    /// The lane axes of a tensor of these `strides` (x's extent along dim, the index's on the
+    /// others).
+    fn lanes_layout(&self, x_shape: &[usize], strides: &[isize]) -> Result<Layout> {
+        let shape: Vec<usize> = self
+            .lane_axes
+            .iter()
+            .map(|&a| {
+                if a == self.d {
+                    x_shape[a]
+                } else {
+                    self.ishape[a]
+                }
+            })
+            .collect();
+        let st: Vec<isize> = self.lane_axes.iter().map(|&a| strides[a]).collect();
+        Layout::exact(&shape, &st)
+    }
+
+    /// The row axes of a tensor of the index's extent and these `strides`.
+    fn rows_layout(&self, strides: &[isize]) -> Result<Layout> {
+        let shape: Vec<usize> = self.rows_axes.iter().map(|&a| self.ishape[a]).collect();
+        let st: Vec<isize> = self.rows_axes.iter().map(|&a| strides[a]).collect();
+        Layout::exact(&shape, &st)
+    }
+
+    /// Folds the sorted `runs` into `out` (a new row-major tensor of x's shape, filled here
+    /// with x first unless the row kernel writes every row): `reduce` with or without self, or
+    /// the group fold `fold`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn fold(
+        &self,
+        x: &CudaTensor,
+        out: CudaTensor,
+        runs: Runs,
+        fold: Fold<'_>,
+        (reduce, include_self): (i32, bool),
+        value: u64,
+        alpha: Option<u64>,
+    ) -> Result<CudaTensor> {
+        let dev = x.device();
+        let (kp, rp, stp, np) = (runs.keys, runs.rows, runs.starts, runs.count);
+        let (kmap, lout, lsrc, rmap, sp) = (self.kmap, self.lout, self.lsrc, self.rmap, self.sp);
+        let (n_rows, lanes) = (self.n_rows, self.lanes);
+        let whole_rows = self.row_kernel
+            && runs.every_key
+            && self.km.stride[0] == lanes as i64
+            && x.is_standard();
+        if !whole_rows && !matches!(fold, Fold::Softmax(..)) {
+            copy_into(x, &out)?;
+        }
+        let cfg = dev.grid(n_rows.saturating_mul(lanes), 256);
+        let l64 = lanes as i64;
+        match fold {
+            Fold::First => {
+                let name = crate::gather::width_name("first", x.dtype());
+                let f = dev.function(Source::Groups, name)?;
+                let op_ = out.ptr();
+                launch!(
+                    dev, &f, name, cfg, &op_, &sp, &kp, &rp, &stp, &np, &kmap, &lout, &lsrc, &rmap,
+                    &l64
+                )?;
+                return Ok(out);
+            }
+            Fold::Float(kind, correction) => {
+                let name = intern(format!("float_group_{}", dtype_suffix(x.dtype())));
+                let f = dev.function(Source::Groups, name)?;
+                let op_ = out.ptr();
+                launch!(
+                    dev,
+                    &f,
+                    name,
+                    cfg,
+                    &op_,
+                    &sp,
+                    &kp,
+                    &rp,
+                    &stp,
+                    &np,
+                    &kmap,
+                    &lout,
+                    &lsrc,
+                    &rmap,
+                    &l64,
+                    &kind,
+                    &correction
+                )?;
+                return Ok(out);
+            }
+            Fold::Softmax(o, log) => {
+                // The output has src's shape: rows and lanes map into it as into src.
+                let rout = self.rows_layout(o.strides())?;
+                let lo = self.lanes_layout(x.shape(), o.strides())?;
+                let name = intern(format!("softmax_{}", dtype_suffix(x.dtype())));
+                let f = dev.function(Source::Groups, name)?;
+                let (op_, log) = (o.ptr(), log as i32);
+                launch!(
+                    dev, &f, name, cfg, &op_, &sp, &rp, &stp, &np, &lo, &lsrc, &rout, &rmap, &l64,
+                    &log
+                )?;
+                return Ok(o.clone());
+            }
+            Fold::Apply | Fold::Arg(_) => {}
+        }
+        if let Fold::Arg(arg) = fold {
+            // Before the values are folded: the arg kernel reads self from `out`.
+            let name = intern(format!("arg_{}", dtype_suffix(x.dtype())));
+            let f = dev.function(Source::Arg, name)?;
+            let at = self
+                .rows_axes
+                .iter()
+                .position(|&a| a == self.d)
+                .expect("dim is a row axis");
+            let jdiv: i64 = self.rows_axes[at + 1..]
+                .iter()
+                .map(|&a| self.ishape[a] as i64)
+                .product();
+            let jmod = self.ishape[self.d] as i64;
+            let (ap, op_) = (arg.ptr(), out.ptr());
+            let (is_max, incl) = ((reduce == R_AMAX) as i32, include_self as i32);
+            launch!(
+                dev, &f, name, cfg, &ap, &op_, &sp, &kp, &rp, &stp, &np, &kmap, &lout, &lsrc,
+                &rmap, &l64, &jdiv, &jmod, &is_max, &incl
+            )?;
+        }
+
+        let (alpha_bits, use_alpha) = (alpha.unwrap_or(0), alpha.is_some() as i32);
+        if self.row_kernel {
+            let (op_, out_row, src_row) = (out.ptr(), self.km.stride[0], self.rm.stride[0]);
+            // f32 rows read as 8-byte pairs, 8 rows ahead (apply_rows_impl), where every pair is
+            // whole and aligned, unless GATHER_CUDA_APPLY=narrow.
+            let pairs =
+                x.dtype() == DType::F32 && lanes % 2 == 0 && src_row % 2 == 0 && sp % 8 == 0;
+            let way = if pairs { apply_way() } else { ApplyWay::Narrow };
+            let name = match way {
+                ApplyWay::Ahead => "apply_rows_ahead_f32",
+                ApplyWay::Wide => "apply_rows_wide_f32",
+                ApplyWay::Narrow => apply_rows_name(x.dtype()),
+            };
+            let f = dev.function(Source::Scatter, name)?;
+            let mut cfg = dev.grid(n_rows.saturating_mul(32), 256);
+            if way == ApplyWay::Ahead {
+                // One wave of resident blocks (its launch bounds: 4 per multiprocessor), so that each
+                // warp folds many runs and reads each next one during the one before.
+                cfg.grid_dim.0 = cfg.grid_dim.0.min(dev.sms() as u32 * 4);
+            }
+            let self_rows = if whole_rows { x.ptr() } else { 0u64 };
+            let (l32, red, incl) = (lanes as i32, reduce, include_self as i32);
+            macro_rules! rows {
+                ($t:ty) => {{
+                    let a = alpha_bits as $t;
+                    launch!(
+                        dev, &f, name, cfg, &op_, &self_rows, &sp, &a, &use_alpha, &kp, &rp, &stp,
+                        &np, &out_row, &src_row, &l32, &red, &incl
+                    )
+                }};
+            }
+            match width(x.dtype()) {
+                1 => rows!(u8),
+                2 => rows!(u16),
+                4 => rows!(u32),
+                _ => rows!(u64),
+            }?;
+            return Ok(out);
+        }
+        let name = apply_name(x.dtype());
+        let f = dev.function(Source::Scatter, name)?;
+        let warp = lanes >= 16;
+        let cfg = if warp {
+            dev.grid(n_rows.saturating_mul(32), 256)
+        } else {
+            dev.grid(n_rows.saturating_mul(lanes), 256)
+        };
+        let op_ = out.ptr();
+        let (l64, red, incl, wm) = (lanes as i64, reduce, include_self as i32, warp as i32);
+        // The kernels take `value` and `alpha` as elements of the tensor's own width.
+        macro_rules! apply {
+            ($t:ty) => {{
+                let (v, a) = (value as $t, alpha_bits as $t);
+                launch!(
+                    dev, &f, name, cfg, &op_, &sp, &v, &a, &use_alpha, &kp, &rp, &stp, &np, &kmap,
+                    &lout, &lsrc, &rmap, &l64, &red, &incl, &wm
+                )
+            }};
+        }
+        match width(x.dtype()) {
+            1 => apply!(u8),
+            2 => apply!(u16),
+            4 => apply!(u32),
+            _ => apply!(u64),
+        }?;
+        Ok(out)
+    }
+}
+
+/// Where a sort left a scatter's contributions, on the GPU: the sorted keys (0 where run k is
+/// key k and the row kernel needs none), the rows, the run starts and the run count.
+#[derive(Clone, Copy)]
+pub(crate) struct Runs {
+    pub(crate) keys: u64,
+    pub(crate) rows: u64,
+    pub(crate) starts: u64,
+    pub(crate) count: u64,
+    /// Whether the runs are every key in order, empty ones too (the counting sort's).
+    pub(crate) every_key: bool,
+}
+
+/// Sorted runs and the scratch they live in.
+pub(crate) struct Sorted {
+    pub(crate) runs: Runs,
+    _scratch: sort::Scratch,
+    _radix: Option<sort::Scratch>,
+}
+
+/// Sorts the index's rows (`m` maps a row to its target's key) by key, stably, each value
+/// checked against `size` under `rule`: the first bad position becomes `bad`'s error.
+/// `as_placed`: for the row kernel, which orders runs of up to 32 rows itself, the counting
+/// sort leaves those as placed and writes no keys.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn sort_rows(
+    idx: &CudaTensor,
+    m: &RowMap,
+    d: usize,
+    size: usize,
+    rule: Bounds,
+    (n_rows, n_keys): (usize, usize),
+    as_placed: bool,
+    bad: &dyn Fn(u64) -> Result<Error>,
+) -> Result<Sorted> {
+    let dev = idx.device();
     // The counting sort's scratch holds the keys, the rows and its own temporaries; the radix
     // sort's temporaries are allocated only if a long run sends the call there.
     let counting = sort::counting_fits(n_rows, n_keys) && !radix_only();
@@ -887,7 +1200,6 @@ pub(crate) fn run(
         sort::sort_bytes(n_rows)
     };
     let mut scratch = sort::Scratch::new(dev, bytes)?;
-    // Lives until the folds are queued, as `scratch` does.
     let mut radix_scratch = None;
     let (kp, rp) = (scratch.u32s(n_rows), scratch.u32s(n_rows));
     let counts = if counting {
@@ -897,7 +1209,7 @@ pub(crate) fn run(
     };
     // The keys of runs past 32 rows, which the row kernel needs sorted (None: sort every run).
     let listed =
-        (counting && row_kernel).then(|| sort::count_listed(&mut scratch, n_rows, n_keys, counts));
+        (counting && as_placed).then(|| sort::count_listed(&mut scratch, n_rows, n_keys, counts));
     // The keys kernel takes the list and its count as pointers, null for none.
     let (list, n_listed) = listed.unwrap_or((0, 0));
     let keys_name = keys_name(idx.dtype());
@@ -905,7 +1217,7 @@ pub(crate) fn run(
     let ip = idx.ptr();
     let (dim, size, rule, n64) = (
         d as i32,
-        x.shape[d] as i64,
+        size as i64,
         crate::gather::rule(rule),
         n_rows as i64,
     );
@@ -917,7 +1229,7 @@ pub(crate) fn run(
                 keys_name,
                 dev.grid_batched(n_rows, 256, sort::KEYS_BATCH),
                 &ip,
-                &m,
+                m,
                 &dim,
                 &size,
                 &rule,
@@ -953,151 +1265,17 @@ pub(crate) fn run(
         let (stp, np) = sort::runs(dev, s, kp, n_rows)?;
         (kp, rp, stp, np)
     };
-    let whole_rows =
-        row_kernel && counting && !long && km.stride[0] == lanes as i64 && x.is_standard();
-    if !whole_rows && !matches!(fold, Fold::Softmax(..)) {
-        copy_into(x, &out)?;
-    }
-    let cfg = dev.grid(n_rows.saturating_mul(lanes), 256);
-    let l64 = lanes as i64;
-    match fold {
-        Fold::First => {
-            let name = crate::gather::width_name("first", x.dtype());
-            let f = dev.function(Source::Groups, name)?;
-            let op_ = out.ptr();
-            launch!(
-                dev, &f, name, cfg, &op_, &sp, &kp, &rp, &stp, &np, &kmap, &lout, &lsrc, &rmap,
-                &l64
-            )?;
-            return Ok(out);
-        }
-        Fold::Float(kind, correction) => {
-            let name = intern(format!("float_group_{}", dtype_suffix(x.dtype())));
-            let f = dev.function(Source::Groups, name)?;
-            let op_ = out.ptr();
-            launch!(
-                dev,
-                &f,
-                name,
-                cfg,
-                &op_,
-                &sp,
-                &kp,
-                &rp,
-                &stp,
-                &np,
-                &kmap,
-                &lout,
-                &lsrc,
-                &rmap,
-                &l64,
-                &kind,
-                &correction
-            )?;
-            return Ok(out);
-        }
-        Fold::Softmax(o, log) => {
-            // The output has src's shape: rows and lanes map into it as into src.
-            let rshape: Vec<usize> = rows_axes.iter().map(|&a| idx.shape[a]).collect();
-            let rst: Vec<isize> = rows_axes.iter().map(|&a| o.strides[a]).collect();
-            let rout = Layout::exact(&rshape, &rst)?;
-            let lo = pick(&lane_axes, o.strides())?;
-            let name = intern(format!("softmax_{}", dtype_suffix(x.dtype())));
-            let f = dev.function(Source::Groups, name)?;
-            let (op_, log) = (o.ptr(), log as i32);
-            launch!(
-                dev, &f, name, cfg, &op_, &sp, &rp, &stp, &np, &lo, &lsrc, &rout, &rmap, &l64, &log
-            )?;
-            return Ok(o.clone());
-        }
-        Fold::Apply | Fold::Arg(_) => {}
-    }
-    if let Fold::Arg(arg) = fold {
-        // Before the values are folded: the arg kernel reads self from `out`.
-        let name = intern(format!("arg_{}", dtype_suffix(x.dtype())));
-        let f = dev.function(Source::Arg, name)?;
-        let at = rows_axes
-            .iter()
-            .position(|&a| a == d)
-            .expect("dim is a row axis");
-        let jdiv: i64 = rows_axes[at + 1..]
-            .iter()
-            .map(|&a| idx.shape[a] as i64)
-            .product();
-        let jmod = idx.shape[d] as i64;
-        let (ap, op_) = (arg.ptr(), out.ptr());
-        let (is_max, incl) = ((reduce == R_AMAX) as i32, include_self as i32);
-        launch!(
-            dev, &f, name, cfg, &ap, &op_, &sp, &kp, &rp, &stp, &np, &kmap, &lout, &lsrc, &rmap,
-            &l64, &jdiv, &jmod, &is_max, &incl
-        )?;
-    }
-
-    let (alpha_bits, use_alpha) = (alpha.unwrap_or(0), alpha.is_some() as i32);
-    if row_kernel {
-        let (op_, out_row, src_row) = (out.ptr(), km.stride[0], rm.stride[0]);
-        // f32 rows read as 8-byte pairs, 8 rows ahead (apply_rows_impl), where every pair is
-        // whole and aligned, unless GATHER_CUDA_APPLY=narrow.
-        let pairs = x.dtype() == DType::F32 && lanes % 2 == 0 && src_row % 2 == 0 && sp % 8 == 0;
-        let way = if pairs { apply_way() } else { ApplyWay::Narrow };
-        let name = match way {
-            ApplyWay::Ahead => "apply_rows_ahead_f32",
-            ApplyWay::Wide => "apply_rows_wide_f32",
-            ApplyWay::Narrow => apply_rows_name(x.dtype()),
-        };
-        let f = dev.function(Source::Scatter, name)?;
-        let mut cfg = dev.grid(n_rows.saturating_mul(32), 256);
-        if way == ApplyWay::Ahead {
-            // One wave of resident blocks (its launch bounds: 4 per multiprocessor), so that each
-            // warp folds many runs and reads each next one during the one before.
-            cfg.grid_dim.0 = cfg.grid_dim.0.min(dev.sms() as u32 * 4);
-        }
-        let self_rows = if whole_rows { x.ptr() } else { 0u64 };
-        let (l32, red, incl) = (lanes as i32, reduce, include_self as i32);
-        macro_rules! rows {
-            ($t:ty) => {{
-                let a = alpha_bits as $t;
-                launch!(
-                    dev, &f, name, cfg, &op_, &self_rows, &sp, &a, &use_alpha, &kp, &rp, &stp, &np,
-                    &out_row, &src_row, &l32, &red, &incl
-                )
-            }};
-        }
-        match width(x.dtype()) {
-            1 => rows!(u8),
-            2 => rows!(u16),
-            4 => rows!(u32),
-            _ => rows!(u64),
-        }?;
-        return Ok(out);
-    }
-    let name = apply_name(x.dtype());
-    let f = dev.function(Source::Scatter, name)?;
-    let warp = lanes >= 16;
-    let cfg = if warp {
-        dev.grid(n_rows.saturating_mul(32), 256)
-    } else {
-        dev.grid(n_rows.saturating_mul(lanes), 256)
-    };
-    let op_ = out.ptr();
-    let (l64, red, incl, wm) = (lanes as i64, reduce, include_self as i32, warp as i32);
-    // The kernels take `value` and `alpha` as elements of the tensor's own width.
-    macro_rules! apply {
-        ($t:ty) => {{
-            let (v, a) = (value as $t, alpha_bits as $t);
-            launch!(
-                dev, &f, name, cfg, &op_, &sp, &v, &a, &use_alpha, &kp, &rp, &stp, &np, &kmap,
-                &lout, &lsrc, &rmap, &l64, &red, &incl, &wm
-            )
-        }};
-    }
-    match width(x.dtype()) {
-        1 => apply!(u8),
-        2 => apply!(u16),
-        4 => apply!(u32),
-        _ => apply!(u64),
-    }?;
-    Ok(out)
+    Ok(Sorted {
+        runs: Runs {
+            keys: kp,
+            rows: rp,
+            starts: stp,
+            count: np,
+            every_key: counting && !long,
+        },
+        _scratch: scratch,
+        _radix: radix_scratch,
+    })
 }
 
 /// Whether `GATHER_CUDA_SCATTER_SORT=radix` keeps the scatters on the radix sort (the counting

@@ -53,12 +53,12 @@ fn a_missing_gpu_is_an_error_not_a_crash() {
 /// The number of random cases of a test: `n`, or a sixth of it (at least 2) under
 /// `GATHER_CUDA_QUICK=1`, which `scripts/gpu_check.sh` sets for compute-sanitizer (tens of times
 /// slower), so that its run covers every listed test within its time.
+fn quick() -> bool {
+    std::env::var("GATHER_CUDA_QUICK").is_ok_and(|v| v == "1")
+}
+
 fn cases(n: usize) -> usize {
-    if std::env::var("GATHER_CUDA_QUICK").is_ok_and(|v| v == "1") {
-        (n / 6).max(2)
-    } else {
-        n
-    }
+    if quick() { (n / 6).max(2) } else { n }
 }
 
 // ---- data ----
@@ -2975,4 +2975,229 @@ fn atomic_scatter_add_equals_the_cpu_library() {
             &format!("case {case}: broadcast {bshape:?} into {shape:?}"),
         );
     }
+}
+
+// ---- scatter plans ----
+
+/// Bit patterns, to compare results exactly (NaN included).
+fn bits<T: Element>(a: &ArrayD<T>) -> Vec<u64> {
+    a.iter().map(|v| v.to_f64().to_bits()).collect()
+}
+
+/// (positions, rows, dst's shape after dim 0, src's shape after dim 0)
+type PlanCase = (usize, usize, Vec<usize>, Vec<usize>);
+
+/// Each plan is applied to two srcs (one with GATHER_CUDA_QUICK), with every reduction both
+/// ways (with GATHER_CUDA_QUICK two a case, in turn): bitwise the GPU op with the index
+/// expanded over src's shape, and the CPU library's result (exactly where `exact`, else within
+/// 1e-2).
+fn check_plans<T: Element>(
+    g: &Cuda,
+    rng: &mut Rng,
+    f: impl Fn(i64) -> T + Copy,
+    exact: bool,
+    cases: &[PlanCase],
+) {
+    for (case, (e, v, dtail, stail)) in cases.iter().enumerate() {
+        let (e, v) = (*e, *v);
+        let ids = index(rng, &[e], v);
+        let plan = gather_cuda::ScatterPlan::new(&up(g, &ids), v).unwrap();
+        assert_eq!((plan.len(), plan.size()), (e, v));
+        let dshape: Vec<usize> = std::iter::once(v).chain(dtail.iter().copied()).collect();
+        let sshape: Vec<usize> = std::iter::once(e).chain(stail.iter().copied()).collect();
+        let mut column = vec![1usize; sshape.len()];
+        column[0] = e;
+        let ids_col = ids.clone().into_shape_with_order(IxDyn(&column)).unwrap();
+        let full = ids_col.broadcast(IxDyn(&sshape)).unwrap().to_owned();
+        let iv = up(g, &ids_col).broadcast(&sshape).unwrap();
+        let dst = values(rng, &dshape, f);
+        let dg = up(g, &dst);
+        for round in 0..if quick() { 1 } else { 2 } {
+            let src = values(rng, &sshape, f);
+            let sg = up(g, &src);
+            let what = format!(
+                "{} plan of {e} into {dshape:?}, src {sshape:?}, round {round}",
+                T::DTYPE
+            );
+            let got = plan.scatter_add(&dg, &sg).unwrap().to_host::<T>().unwrap();
+            let op = gather_cuda::scatter_add(&dg, 0, &iv, &sg).unwrap();
+            assert!(
+                bits(&got) == bits(&op.to_host::<T>().unwrap()),
+                "{what}: scatter_add"
+            );
+            for (k, r) in REDUCES.into_iter().enumerate() {
+                let skip = quick() && (k + 5 - case % 5) % 5 >= 2;
+                if skip || (T::DTYPE == gather::DType::Bool && r == Reduce::Mean) {
+                    continue;
+                }
+                for include_self in [true, false] {
+                    let w = format!("{what}: {r:?} include_self {include_self}");
+                    let got = plan
+                        .scatter_reduce(&dg, &sg, r, include_self)
+                        .unwrap()
+                        .to_host::<T>()
+                        .unwrap();
+                    let op = gather_cuda::scatter_reduce(&dg, 0, &iv, &sg, r, include_self)
+                        .unwrap()
+                        .to_host::<T>()
+                        .unwrap();
+                    assert!(bits(&got) == bits(&op), "{w}: not the op's bits");
+                    let want =
+                        gather::scatter_reduce(&dst, 0, &full, &src, r, include_self).unwrap();
+                    let tol = if exact || matches!(r, Reduce::Amax | Reduce::Amin) {
+                        0.0
+                    } else {
+                        1e-2
+                    };
+                    close(&as_f64(&got), &as_f64(&want), tol, &w);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn scatter_plans_are_bitwise_the_op_for_every_sort_and_fold() {
+    let Some(g) = gpu() else { return };
+    let mut rng = Rng(77);
+    let v = |a: &[usize]| a.to_vec();
+    let f32_cases: Vec<PlanCase> = vec![
+        // The row kernel on the counting sort's runs, writing whole rows (no copy of dst).
+        (3000, 500, v(&[64]), v(&[64])),
+        // The row kernel into part of each row (dst copied first).
+        (3000, 500, v(&[20]), v(&[16])),
+        // Far more rows than positions: the radix sort's runs.
+        (2500, 100_000, v(&[32]), v(&[32])),
+        // Runs past the counting sort's 4096 rows: the radix sort after the counting one.
+        (9000, 2, v(&[16]), v(&[16])),
+        // Runs past 32 and past 128 rows, sorted by a block.
+        (6000, 20, v(&[16]), v(&[16])),
+        // 1-d: a thread per run.
+        (4000, 40, v(&[]), v(&[])),
+        // The general fold: lanes that are not one contiguous walk of dst.
+        (1500, 300, v(&[3, 5]), v(&[2, 5])),
+        // More than 128 lanes: a warp per run.
+        (1200, 50, v(&[200]), v(&[200])),
+    ];
+    check_plans::<f32>(&g, &mut rng, |v| v as f32 / 64.0, false, &f32_cases);
+    let small: Vec<PlanCase> = vec![
+        (3000, 500, v(&[16]), v(&[16])),
+        (2500, 100_000, v(&[17]), v(&[17])),
+        (700, 30, v(&[4]), v(&[3])),
+    ];
+    check_plans::<f64>(&g, &mut rng, |v| v as f64 / 64.0, false, &small);
+    check_plans::<f16>(
+        &g,
+        &mut rng,
+        |v| f16::from_f32(v as f32 / 256.0),
+        false,
+        &small,
+    );
+    check_plans::<i64>(&g, &mut rng, |v| v * 123_456_789, true, &small);
+    check_plans::<i32>(&g, &mut rng, |v| v as i32, true, &small);
+    check_plans::<u8>(&g, &mut rng, |v| v as u8, true, &small);
+    check_plans::<bool>(&g, &mut rng, |v| v % 3 == 0, true, &small);
+}
+
+#[test]
+fn scatter_plans_take_strided_views_and_an_i32_index() {
+    let Some(g) = gpu() else { return };
+    let mut rng = Rng(78);
+    let (e, rows, cols) = (2000usize, 300usize, 24usize);
+    // Every other value of an i32 index; src stored transposed.
+    let wide = index(&mut rng, &[2 * e], rows).mapv(|x| x as i32);
+    let ids = wide.slice(ndarray::s![..;2]).to_owned().into_dyn();
+    let ig = up(&g, &wide.clone().into_dyn())
+        .slice_axis(0, 0, 2 * e, 2)
+        .unwrap();
+    let plan = gather_cuda::ScatterPlan::new(&ig, rows).unwrap();
+    let src_t = values(&mut rng, &[cols, e], |v| v as f32 / 8.0);
+    let src = src_t.t().to_owned();
+    let sg = up(&g, &src_t).permuted_axes(&[1, 0]).unwrap();
+    let dst = values(&mut rng, &[rows, cols], |v| v as f32);
+    let dg = up(&g, &dst);
+    let col = ids
+        .mapv(i64::from)
+        .into_shape_with_order(IxDyn(&[e, 1]))
+        .unwrap();
+    let full = col.broadcast(IxDyn(&[e, cols])).unwrap().to_owned();
+    for r in [Reduce::Sum, Reduce::Amax] {
+        let got = plan
+            .scatter_reduce(&dg, &sg, r, true)
+            .unwrap()
+            .to_host::<f32>()
+            .unwrap();
+        let want = gather::scatter_reduce(&dst, 0, &full, &src, r, true).unwrap();
+        close(
+            &as_f64(&got),
+            &as_f64(&want),
+            1e-4,
+            &format!("strided plan {r:?}"),
+        );
+    }
+}
+
+#[test]
+fn scatter_plan_errors_are_the_cpu_plans() {
+    let Some(g) = gpu() else { return };
+    let cpu_err = |e: gather::Error| e;
+    // A value out of range, and any value into an empty dimension.
+    for (ids, size) in [(vec![0i64, 5, 1, 9], 4usize), (vec![0, 1], 0)] {
+        let a = ndarray::Array1::from(ids);
+        let want = cpu_err(gather::ScatterPlan::new(&a, size).unwrap_err());
+        let got = gather_cuda::ScatterPlan::new(&up(&g, &a.into_dyn()), size).unwrap_err();
+        assert_eq!(got.op().unwrap(), &want);
+    }
+    let a = ndarray::arr1(&[1i64, 1, 0]);
+    let cpu = gather::ScatterPlan::new(&a, 2).unwrap();
+    let plan = gather_cuda::ScatterPlan::new(&up(&g, &a.clone().into_dyn()), 2).unwrap();
+    let z = |s: &[usize]| ArrayD::<f32>::zeros(IxDyn(s));
+    let o = |s: &[usize]| ArrayD::<f32>::ones(IxDyn(s));
+    for (dst, src, r) in [
+        (z(&[3, 2]), o(&[3, 2]), Reduce::Sum), // dst has another number of rows
+        (z(&[2, 2]), o(&[4, 2]), Reduce::Sum), // src another number of positions
+        (z(&[2, 2]), o(&[3, 3]), Reduce::Amax), // src larger on dim 1
+        (z(&[2, 2]), o(&[3, 2, 1]), Reduce::Sum), // another rank
+        (z(&[]), o(&[3]), Reduce::Sum),        // 0-d dst
+    ] {
+        let want = cpu.scatter_reduce(&dst, &src, r, true).unwrap_err();
+        let got = plan
+            .scatter_reduce(&up(&g, &dst), &up(&g, &src), r, true)
+            .unwrap_err();
+        assert_eq!(
+            got.op().unwrap(),
+            &want,
+            "dst {:?} src {:?}",
+            dst.shape(),
+            src.shape()
+        );
+    }
+    let b = ArrayD::from_elem(IxDyn(&[2, 2]), true);
+    let bs = ArrayD::from_elem(IxDyn(&[3, 2]), false);
+    let want = cpu.scatter_reduce(&b, &bs, Reduce::Mean, true).unwrap_err();
+    let got = plan
+        .scatter_reduce(&up(&g, &b), &up(&g, &bs), Reduce::Mean, true)
+        .unwrap_err();
+    assert_eq!(got.op().unwrap(), &want);
+    // dst and src of two dtypes; an index that is not 1-d, or not integers.
+    let err = plan
+        .scatter_add(
+            &up(&g, &z(&[2, 2])),
+            &up(&g, &ArrayD::<f64>::ones(IxDyn(&[3, 2]))),
+        )
+        .unwrap_err();
+    assert_eq!(err.op().unwrap().kind(), gather::ErrorKind::InvalidArgument);
+    let two_d = up(&g, &ArrayD::<i64>::zeros(IxDyn(&[2, 2])));
+    let err = gather_cuda::ScatterPlan::new(&two_d, 3).unwrap_err();
+    assert_eq!(err.op().unwrap().kind(), gather::ErrorKind::RankMismatch);
+    assert!(gather_cuda::ScatterPlan::new(&up(&g, &z(&[3])), 3).is_err());
+    // An empty plan leaves dst as it is.
+    let empty =
+        gather_cuda::ScatterPlan::new(&up(&g, &ArrayD::<i64>::zeros(IxDyn(&[0]))), 2).unwrap();
+    assert!(empty.is_empty());
+    let dst = ndarray::arr2(&[[1.0f32, 2.0], [3.0, 4.0]]).into_dyn();
+    let out = empty
+        .scatter_add(&up(&g, &dst), &up(&g, &z(&[0, 2])))
+        .unwrap();
+    assert_eq!(out.to_host::<f32>().unwrap(), dst);
 }

@@ -74,6 +74,41 @@ pub fn check_scatter_reduce_dtype(op: &str, reduce: Reduce, dtype: DType) -> Res
     )
 }
 
+/// The limits of a scatter plan's index (`ScatterPlan::new`), before its values are read: at
+/// most `u32::MAX` positions, into a dimension of at most 2^32 rows.
+///
+/// ```
+/// assert!(gather::backend::check_scatter_plan_index("ScatterPlan::new", 10, 4).is_ok());
+/// assert!(gather::backend::check_scatter_plan_index("ScatterPlan::new", 10, 1 << 40).is_err());
+/// ```
+pub fn check_scatter_plan_index(op: &str, len: usize, size: usize) -> Result<()> {
+    crate::ops::scatter_plan::check_index_len(op, len, size)
+}
+
+/// The checks of applying a scatter plan of `len` positions, validated for a dimension of
+/// `size` rows, to `dst` and `src` of these shapes and `dtype` with `reduce`
+/// (`ScatterPlan::scatter_reduce`), before anything is written.
+///
+/// ```
+/// use gather::{DType, Reduce};
+/// use gather::backend::check_scatter_plan_apply;
+/// let op = "ScatterPlan::scatter_reduce";
+/// assert!(check_scatter_plan_apply(op, 6, 4, &[4, 8], &[6, 8], DType::F32, Reduce::Sum).is_ok());
+/// // dst has another number of rows than the plan was built for:
+/// assert!(check_scatter_plan_apply(op, 6, 4, &[5, 8], &[6, 8], DType::F32, Reduce::Sum).is_err());
+/// ```
+pub fn check_scatter_plan_apply(
+    op: &str,
+    len: usize,
+    size: usize,
+    dst_shape: &[usize],
+    src_shape: &[usize],
+    dtype: DType,
+    reduce: Reduce,
+) -> Result<()> {
+    crate::ops::scatter_plan::check_apply(op, len, size, dst_shape, src_shape, dtype, reduce)
+}
+
 /// The checks of `index_select(input, dim, index)` before the index's values are read: the
 /// normalised dim.
 ///

@@ -436,7 +436,8 @@ __device__ __forceinline__ void fold_one(T* out, i64 ooff, const T* src, T value
 
 // Warp per run when there are many lanes (each thread a lane, then the next 32), else a thread
 // per (run, lane). `kmap` maps a key to its offset in out, `lout`/`lsrc` a lane to its offset in
-// out/src, `rmap` a row to its offset in src.
+// out/src, `rmap` a row to its offset in src. No keys: the counting sort's runs, where run w is
+// key w (a scatter plan keeps none).
 template <typename N, typename T>
 __device__ void apply_impl(T* out, const T* src, T value, T alpha, int use_alpha, const u32* keys, const u32* rows,
                            const u32* starts, const u32* nruns, Layout kmap, Layout lout,
@@ -449,7 +450,7 @@ __device__ void apply_impl(T* out, const T* src, T value, T alpha, int use_alpha
         for (i64 w = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; w < runs; w += wstep) {
             u32 s = starts[w], e = starts[w + 1];
             if (s == e) continue;
-            i64 kbase = offset_of(kmap, keys[s]);
+            i64 kbase = offset_of(kmap, keys ? (i64)keys[s] : w);
             for (i64 l = lane; l < lanes; l += 32)
                 fold_one<N, T>(out, kbase + offset_of(lout, l), src, value, alpha, use_alpha, rows, s, e, rmap,
                                offset_of(lsrc, l), reduce, include_self);
@@ -461,7 +462,7 @@ __device__ void apply_impl(T* out, const T* src, T value, T alpha, int use_alpha
             i64 w = divq(t, lanes), l = t - w * lanes;
             u32 s = starts[w], e = starts[w + 1];
             if (s == e) continue;
-            fold_one<N, T>(out, offset_of(kmap, keys[s]) + offset_of(lout, l), src, value, alpha, use_alpha, rows,
+            fold_one<N, T>(out, offset_of(kmap, keys ? (i64)keys[s] : w) + offset_of(lout, l), src, value, alpha, use_alpha, rows,
                            s, e, rmap, offset_of(lsrc, l), reduce, include_self);
         }
     }

@@ -22,8 +22,8 @@
 
 use ndarray::{Array, ArrayBase, ArrayViewMut, Data, DataMut, Dimension, Ix1, IxDyn};
 
-use super::scatter::{Mode, Reduce, check_dtype_supported, reduce_into};
-use crate::element::Element;
+use super::scatter::{Mode, Reduce, check_mode_dtype, reduce_into};
+use crate::element::{DType, Element};
 use crate::error::{Error, ErrorKind, Result, fmt_shape};
 use crate::index::{Bounds, CheckedIndex, IndexElem};
 use crate::kernels;
@@ -80,21 +80,7 @@ impl ScatterPlan {
         S: Data<Elem = I>,
     {
         let op = "ScatterPlan::new";
-        if u32::try_from(index.len()).is_err() {
-            return Err(Error::invalid(format!(
-                "{op}: an index of {} positions is more than a plan holds ({})",
-                index.len(),
-                u32::MAX
-            ))
-            .with_hint("split the index (and src) into pieces and build a plan for each"));
-        }
-        if size > u32::MAX as usize + 1 {
-            return Err(Error::invalid(format!(
-                "{op}: a dimension of {size} rows is more than a plan addresses ({} rows)",
-                u32::MAX as u64 + 1
-            ))
-            .with_hint("scatter into slices of at most 2^32 rows, with a plan for each"));
-        }
+        check_index_len(op, index.len(), size)?;
         let view = index.view().into_dyn();
         CheckedIndex::new(op, view, 0, size, Bounds::Strict)?;
         // Checked: every value is in `0..size`, and `size` rows are addressable, so they fit.
@@ -298,70 +284,15 @@ impl ScatterPlan {
         SS: Data<Elem = T>,
         DS: Dimension,
     {
-        let (ds, ss) = (dst.shape().to_vec(), src.shape().to_vec());
-        if ds.is_empty() {
-            return Err(Error::new(
-                ErrorKind::RankMismatch,
-                format!("{op}: dst is 0-d, but a plan scatters rows along dim 0"),
-            )
-            .with_hint("give dst at least one dimension (its rows)"));
-        }
-        if ss.len() != ds.len() {
-            return Err(Error::new(
-                ErrorKind::RankMismatch,
-                format!(
-                    "{op}: src has {} dimensions but dst has {} (src {}, dst {})",
-                    ss.len(),
-                    ds.len(),
-                    fmt_shape(&ss),
-                    fmt_shape(&ds)
-                ),
-            )
-            .with_hint(
-                "src holds one row per index position: shape [positions, ...dst.shape[1..]]",
-            ));
-        }
-        if ds[0] != self.size {
-            return Err(Error::new(
-                ErrorKind::ShapeMismatch,
-                format!(
-                    "{op}: the plan was validated for a dimension of size {}, but dst has {} rows (dst {})",
-                    self.size,
-                    ds[0],
-                    fmt_shape(&ds)
-                ),
-            )
-            .with_hint(format!(
-                "build a plan for this destination: ScatterPlan::new(&index, {})",
-                ds[0]
-            )));
-        }
-        if ss[0] != self.len() {
-            return Err(Error::new(
-                ErrorKind::ShapeMismatch,
-                format!(
-                    "{op}: src has {} rows but the plan's index has {} positions (src {})",
-                    ss[0],
-                    self.len(),
-                    fmt_shape(&ss)
-                ),
-            )
-            .with_hint("src needs one row per index position, in the index's order"));
-        }
-        if let Some(d) = (1..ds.len()).find(|&d| ss[d] > ds[d]) {
-            return Err(Error::new(
-                ErrorKind::ShapeMismatch,
-                format!(
-                    "{op}: src is larger than dst at dimension {d} ({} > {}; src {}, dst {})",
-                    ss[d],
-                    ds[d],
-                    fmt_shape(&ss),
-                    fmt_shape(&ds)
-                ),
-            )
-            .with_hint("only dim 0 may differ; slice src to dst's size on the other dims"));
-        }
-        check_dtype_supported::<T>(op, Mode::Reduce(reduce, include_self))?;
+        check_apply(
+            op,
+            self.len(),
+            self.size,
+            dst.shape(),
+            src.shape(),
+            T::DTYPE,
+            reduce,
+        )?;
         let mut view: ArrayViewMut<'_, T, IxDyn> = dst.view_mut().into_dyn();
         let src = src.view().into_dyn();
         let target: kernels::scatter::Target<'_, '_, i64> = kernels::scatter::Target::Rows {
@@ -373,6 +304,101 @@ impl ScatterPlan {
         reduce_into(&mut view, &target, &src, reduce, include_self);
         Ok(())
     }
+}
+
+/// The limits of a plan's index, before its values are read: at most `u32::MAX` positions and
+/// 2^32 rows (`backend::check_scatter_plan_index`).
+pub(crate) fn check_index_len(op: &str, len: usize, size: usize) -> Result<()> {
+    if u32::try_from(len).is_err() {
+        return Err(Error::invalid(format!(
+            "{op}: an index of {} positions is more than a plan holds ({})",
+            len,
+            u32::MAX
+        ))
+        .with_hint("split the index (and src) into pieces and build a plan for each"));
+    }
+    if size > u32::MAX as usize + 1 {
+        return Err(Error::invalid(format!(
+            "{op}: a dimension of {size} rows is more than a plan addresses ({} rows)",
+            u32::MAX as u64 + 1
+        ))
+        .with_hint("scatter into slices of at most 2^32 rows, with a plan for each"));
+    }
+    Ok(())
+}
+
+/// The checks of applying a plan of `len` positions into a dimension of `size` rows, before
+/// anything is written (`backend::check_scatter_plan_apply`).
+pub(crate) fn check_apply(
+    op: &str,
+    len: usize,
+    size: usize,
+    ds: &[usize],
+    ss: &[usize],
+    dtype: DType,
+    reduce: Reduce,
+) -> Result<()> {
+    if ds.is_empty() {
+        return Err(Error::new(
+            ErrorKind::RankMismatch,
+            format!("{op}: dst is 0-d, but a plan scatters rows along dim 0"),
+        )
+        .with_hint("give dst at least one dimension (its rows)"));
+    }
+    if ss.len() != ds.len() {
+        return Err(Error::new(
+            ErrorKind::RankMismatch,
+            format!(
+                "{op}: src has {} dimensions but dst has {} (src {}, dst {})",
+                ss.len(),
+                ds.len(),
+                fmt_shape(ss),
+                fmt_shape(ds)
+            ),
+        )
+        .with_hint("src holds one row per index position: shape [positions, ...dst.shape[1..]]"));
+    }
+    if ds[0] != size {
+        return Err(Error::new(
+            ErrorKind::ShapeMismatch,
+            format!(
+                "{op}: the plan was validated for a dimension of size {}, but dst has {} rows (dst {})",
+                size,
+                ds[0],
+                fmt_shape(ds)
+            ),
+        )
+        .with_hint(format!(
+            "build a plan for this destination: ScatterPlan::new(&index, {})",
+            ds[0]
+        )));
+    }
+    if ss[0] != len {
+        return Err(Error::new(
+            ErrorKind::ShapeMismatch,
+            format!(
+                "{op}: src has {} rows but the plan's index has {} positions (src {})",
+                ss[0],
+                len,
+                fmt_shape(ss)
+            ),
+        )
+        .with_hint("src needs one row per index position, in the index's order"));
+    }
+    if let Some(d) = (1..ds.len()).find(|&d| ss[d] > ds[d]) {
+        return Err(Error::new(
+            ErrorKind::ShapeMismatch,
+            format!(
+                "{op}: src is larger than dst at dimension {d} ({} > {}; src {}, dst {})",
+                ss[d],
+                ds[d],
+                fmt_shape(ss),
+                fmt_shape(ds)
+            ),
+        )
+        .with_hint("only dim 0 may differ; slice src to dst's size on the other dims"));
+    }
+    check_mode_dtype(op, dtype, Mode::Reduce(reduce, true))
 }
 
 #[cfg(test)]
