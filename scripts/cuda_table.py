@@ -11,8 +11,9 @@ ours = {w["name"]: w for w in json.load(open(sys.argv[1]))["workloads"]}
 torch = json.load(open(sys.argv[2]))["workloads"]
 print(f"{'workload':<22} {'ours µs':>9} {'torch µs':>9} {'torch/ours':>10} {'det µs':>9} {'det/ours':>9} {'limit µs':>9}")
 for name, w in ours.items():
-    # Our atomic W6 row beside PyTorch's W6 (its default is atomics too).
-    t = torch.get(name) or torch.get(name.removesuffix("_atomic"), {})
+    # Our atomic W6 row beside PyTorch's W6 (its default is atomics too), and our plan's (the
+    # fold alone; PyTorch has no plan) beside its W6.
+    t = torch.get(name) or torch.get(name.removesuffix("_atomic").removesuffix("_plan"), {})
     m = w["median_s"]
     tm = t.get("median_s")
     det = t.get("det_median_s")

@@ -265,27 +265,42 @@ pub fn bench(
         let w = Workload::new(id, 1.0);
         let data = w.make();
         let want = w.run(&data)?;
-        let t = standard(gpu, &w, &data, &want, warmup, repeat, false)?;
+        let t = standard(gpu, &w, &data, &want, warmup, repeat, Way::Op)?;
         report(&t);
         out.push(t);
         if matches!(id, Id::W6 | Id::W7) {
-            // The opt-in atomics beside the default sorted fold (PyTorch's two modes).
-            let t = standard(gpu, &w, &data, &want, warmup, repeat, true)?;
-            report(&t);
-            out.push(t);
+            // The opt-in atomics beside the default sorted fold (PyTorch's two modes), and the
+            // fold alone through a plan of the index.
+            for way in [Way::Atomic, Way::Plan] {
+                let t = standard(gpu, &w, &data, &want, warmup, repeat, way)?;
+                report(&t);
+                out.push(t);
+            }
         }
     }
     for name in LARGE {
         if large || big.iter().any(|b| b.eq_ignore_ascii_case(name)) {
-            let t = large_one(gpu, name, warmup, repeat)?;
-            report(&t);
-            out.push(t);
+            for t in large_one(gpu, name, warmup, repeat)? {
+                report(&t);
+                out.push(t);
+            }
         }
     }
     Ok(out)
 }
 
-/// One workload timed on the GPU; `atomic`: W6/W7 by `Options::deterministic(false)`.
+/// How W6 and W7 scatter.
+#[derive(Clone, Copy, PartialEq)]
+enum Way {
+    /// The op, deterministic.
+    Op,
+    /// `Options::deterministic(false)`: the atomics.
+    Atomic,
+    /// A [`gather_cuda::ScatterPlan`] of the index, built once before the timed calls.
+    Plan,
+}
+
+/// One workload timed on the GPU, W6 and W7 the `way` given.
 fn standard(
     gpu: &Cuda,
     w: &Workload,
@@ -293,8 +308,9 @@ fn standard(
     want: &ArrayD<f32>,
     warmup: usize,
     repeat: usize,
-    atomic: bool,
+    way: Way,
 ) -> Result<GpuTiming, String> {
+    let atomic = way == Way::Atomic;
     let mut rtol = 0.0;
     let op: Op<'_> = match (w.id, data) {
         (Id::W1 | Id::W5, Data::Gather2 { x, index }) => {
@@ -339,16 +355,28 @@ fn standard(
         ) => {
             let (e, f) = src.dim();
             let (d, s) = (upload(gpu, dst)?, upload(gpu, src)?);
-            let i = upload(gpu, index)?
-                .reshape(&[e, 1])
-                .and_then(|i| i.broadcast(&[e, f]))
-                .map_err(gpu_err)?;
-            let opts = gather_cuda::Options::new().deterministic(!atomic);
+            let ids = upload(gpu, index)?;
             if w.id == Id::W6 {
                 rtol = 1e-4;
-                Box::new(move || opts.scatter_add(&d, 0, &i, &s))
+            }
+            if way == Way::Plan {
+                let plan = gather_cuda::ScatterPlan::new(&ids, dst.nrows()).map_err(gpu_err)?;
+                if w.id == Id::W6 {
+                    Box::new(move || plan.scatter_add(&d, &s))
+                } else {
+                    Box::new(move || plan.scatter_reduce(&d, &s, Reduce::Amax, false))
+                }
             } else {
-                Box::new(move || opts.scatter_reduce(&d, 0, &i, &s, Reduce::Amax, false))
+                let i = ids
+                    .reshape(&[e, 1])
+                    .and_then(|i| i.broadcast(&[e, f]))
+                    .map_err(gpu_err)?;
+                let opts = gather_cuda::Options::new().deterministic(!atomic);
+                if w.id == Id::W6 {
+                    Box::new(move || opts.scatter_add(&d, 0, &i, &s))
+                } else {
+                    Box::new(move || opts.scatter_reduce(&d, 0, &i, &s, Reduce::Amax, false))
+                }
             }
         }
         (Id::W8, Data::Table { table, ids }) => {
@@ -391,10 +419,10 @@ fn standard(
     let (median_s, min_s) = time(gpu, &op, warmup, repeat)?;
     let name = w.id.name();
     Ok(GpuTiming {
-        name: if atomic {
-            format!("{name}_atomic")
-        } else {
-            name.to_string()
+        name: match way {
+            Way::Op => name.to_string(),
+            Way::Atomic => format!("{name}_atomic"),
+            Way::Plan => format!("{name}_plan"),
         },
         median_s,
         min_s,
@@ -403,8 +431,15 @@ fn standard(
     })
 }
 
-fn large_one(gpu: &Cuda, name: &str, warmup: usize, repeat: usize) -> Result<GpuTiming, String> {
+/// A large workload timed on the GPU (W6x16 also through a plan of its index).
+fn large_one(
+    gpu: &Cuda,
+    name: &str,
+    warmup: usize,
+    repeat: usize,
+) -> Result<Vec<GpuTiming>, String> {
     let key = |k: u64| 0x6C61_7267_6500_0000u64 ^ k;
+    let mut plan_op: Option<Op<'_>> = None;
     let (op, want, min_bytes, rtol): (Op<'_>, ArrayD<f32>, f64, f32) = match name {
         "W6x16" => {
             let (v, e, f) = (1usize << 20, 16usize << 20, 64usize);
@@ -416,7 +451,11 @@ fn large_one(gpu: &Cuda, name: &str, warmup: usize, repeat: usize) -> Result<Gpu
                 .map_err(|e| e.to_string())?
                 .into_dyn();
             let (d, s) = (upload(gpu, &dst)?, upload(gpu, &src)?);
-            let i = upload(gpu, &index)?
+            let ids = upload(gpu, &index)?;
+            let plan = gather_cuda::ScatterPlan::new(&ids, v).map_err(gpu_err)?;
+            let (dp, sp) = (d.clone(), s.clone());
+            plan_op = Some(Box::new(move || plan.scatter_add(&dp, &sp)));
+            let i = ids
                 .reshape(&[e, 1])
                 .and_then(|i| i.broadcast(&[e, f]))
                 .map_err(gpu_err)?;
@@ -464,15 +503,23 @@ fn large_one(gpu: &Cuda, name: &str, warmup: usize, repeat: usize) -> Result<Gpu
             )
         }
     };
-    let first = op().map_err(gpu_err)?;
-    let check = compare(&first, &want, rtol).map_err(|e| format!("{name}: {e}"))?;
-    drop((first, want));
-    let (median_s, min_s) = time(gpu, &op, warmup, repeat)?;
-    Ok(GpuTiming {
-        name: name.to_string(),
-        median_s,
-        min_s,
-        min_bytes,
-        check,
-    })
+    let mut out = Vec::new();
+    for (label, op) in [
+        (name.to_string(), Some(op)),
+        (format!("{name}_plan"), plan_op),
+    ] {
+        let Some(op) = op else { continue };
+        let first = op().map_err(gpu_err)?;
+        let check = compare(&first, &want, rtol).map_err(|e| format!("{label}: {e}"))?;
+        drop(first);
+        let (median_s, min_s) = time(gpu, &op, warmup, repeat)?;
+        out.push(GpuTiming {
+            name: label,
+            median_s,
+            min_s,
+            min_bytes,
+            check,
+        });
+    }
+    Ok(out)
 }
