@@ -1203,51 +1203,6 @@ fn scatter_with_a_value_writes_it_where_the_index_points() {
     assert_eq!(got.to_host::<f32>().unwrap(), want);
 }
 
-/// bool folds as the CPU library folds it (sum and amax are logical or, prod and amin logical
-/// and), in index_reduce as in scatter_reduce, and a mean of bool is the CPU library's error.
-#[test]
-fn scatter_reduces_of_bool_equal_the_cpu_library_and_refuse_mean() {
-    let Some(g) = gpu() else { return };
-    let mut rng = Rng(31);
-    let x = values(&mut rng, &[5, 3], |v| v % 3 == 0);
-    let i = index(&mut rng, &[9, 3], 5);
-    let src = values(&mut rng, &[9, 3], |v| v % 2 == 0);
-    let (xg, ig, sg) = (up(&g, &x), up(&g, &i), up(&g, &src));
-    for r in REDUCES {
-        for include_self in [true, false] {
-            let what = format!("{r:?} include_self {include_self}");
-            let want = gather::scatter_reduce(&x, 0, &i, &src, r, include_self);
-            let got = gather_cuda::scatter_reduce(&xg, 0, &ig, &sg, r, include_self);
-            match (want, got) {
-                (Ok(w), Ok(g)) => assert_eq!(g.to_host::<bool>().unwrap(), w, "{what}"),
-                (Err(w), Err(g)) => assert_eq!(g.op().unwrap(), &w, "{what}"),
-                (w, g) => panic!(
-                    "{what}: the CPU library gave {w:?}, the GPU {:?}",
-                    g.map(|_| ())
-                ),
-            }
-        }
-    }
-    let rows = ndarray::arr1(&[4i64, 0, 4, 1]);
-    let source = values(&mut rng, &[4, 3], |v| v % 2 == 1);
-    let (rg, og) = (up(&g, &rows.clone().into_dyn()), up(&g, &source));
-    for r in [Reduce::Prod, Reduce::Mean, Reduce::Amax, Reduce::Amin] {
-        for include_self in [true, false] {
-            let what = format!("index_reduce {r:?} include_self {include_self}");
-            let want = gather::index_reduce(&x, 0, &rows, &source, r, include_self);
-            let got = gather_cuda::index_reduce(&xg, 0, &rg, &og, r, include_self);
-            match (want, got) {
-                (Ok(w), Ok(g)) => assert_eq!(g.to_host::<bool>().unwrap(), w, "{what}"),
-                (Err(w), Err(g)) => assert_eq!(g.op().unwrap(), &w, "{what}"),
-                (w, g) => panic!(
-                    "{what}: the CPU library gave {w:?}, the GPU {:?}",
-                    g.map(|_| ())
-                ),
-            }
-        }
-    }
-}
-
 #[test]
 fn empty_and_zero_d_operands_follow_the_cpu_library() {
     let Some(g) = gpu() else { return };
@@ -1948,39 +1903,122 @@ fn softmax_any_and_all_over_groups_and_segments_equal_the_cpu_library() {
     }
 }
 
+/// The ops' tensor arguments, in the cases of [`by_name`].
+#[cfg(feature = "dynamic")]
+const TENSORS: &[&str] = &[
+    "src", "index", "input", "offsets", "ids", "lengths", "source", "mask", "repeats",
+];
+
+#[cfg(feature = "dynamic")]
+fn down(t: &CudaTensor) -> gather::dynamic::Tensor {
+    use gather::DType;
+    use gather::dynamic::Tensor;
+    match t.dtype() {
+        DType::Bool => Tensor::from(t.to_host::<bool>().unwrap()),
+        DType::U8 => Tensor::from(t.to_host::<u8>().unwrap()),
+        DType::I8 => Tensor::from(t.to_host::<i8>().unwrap()),
+        DType::I16 => Tensor::from(t.to_host::<i16>().unwrap()),
+        DType::I32 => Tensor::from(t.to_host::<i32>().unwrap()),
+        DType::I64 => Tensor::from(t.to_host::<i64>().unwrap()),
+        DType::U16 => Tensor::from(t.to_host::<u16>().unwrap()),
+        DType::U32 => Tensor::from(t.to_host::<u32>().unwrap()),
+        DType::U64 => Tensor::from(t.to_host::<u64>().unwrap()),
+        DType::F16 => Tensor::from(t.to_host::<f16>().unwrap()),
+        DType::BF16 => Tensor::from(t.to_host::<bf16>().unwrap()),
+        DType::F32 => Tensor::from(t.to_host::<f32>().unwrap()),
+        _ => Tensor::from(t.to_host::<f64>().unwrap()),
+    }
+}
+
+/// `v` as an integer, float or bool where it reads as one, else as a string.
+#[cfg(feature = "dynamic")]
+fn parse_args(kvs: &[(&str, &str)]) -> gather::dynamic::Args {
+    use gather::dynamic::Arg;
+    let mut args = gather::dynamic::Args::default();
+    for &(k, v) in kvs {
+        let arg = match (v.parse::<i64>(), v.parse::<f64>(), v.parse::<bool>()) {
+            (Ok(i), ..) => Arg::Int(i),
+            (_, Ok(f), _) if v != "nan" => Arg::Float(f),
+            (.., Ok(b)) => Arg::Bool(b),
+            _ => Arg::Str(v.to_string()),
+        };
+        args.set(k, arg);
+    }
+    args
+}
+
+/// Runs `case` ("op arg=value ... tensor=array ...", the arrays named in `host`) through
+/// `gather_cuda::dynamic::call` and `gather::dynamic::call`: the same output names, dtypes,
+/// shapes and values (selections, integers and bools exactly, float arithmetic within 1e-5,
+/// or 1e-2 in f16/bf16), or the same error. `fails`: whether the CPU must fail.
+#[cfg(feature = "dynamic")]
+fn by_name(g: &Cuda, host: &gather::dynamic::Tensors, case: &str, fails: Option<bool>) {
+    use gather::DType;
+    let what = case.to_string();
+    let (op, rest) = case.split_once(' ').unwrap_or((case, ""));
+    let (tensors, args): (Vec<_>, Vec<_>) = rest
+        .split_whitespace()
+        .filter_map(|kv| kv.split_once('='))
+        .partition(|(k, _)| TENSORS.contains(k));
+    let args = parse_args(&args);
+    let mut cpu = gather::dynamic::Tensors::new();
+    let mut dev = gather_cuda::dynamic::CudaTensors::new();
+    for (name, array) in tensors {
+        let t = &host[array];
+        cpu.insert(name.to_string(), t.clone());
+        dev.insert(name.to_string(), gather::with_tensor!(t, a => up(g, a)));
+    }
+    let want = gather::dynamic::call(op, &args, &cpu);
+    if let Some(fails) = fails {
+        assert_eq!(want.is_err(), fails, "{what}: CPU {want:?}");
+    }
+    let got = gather_cuda::dynamic::call(op, &args, &dev);
+    let (got, want) = match (got, want) {
+        (Ok(got), Ok(want)) => (got, want),
+        (Err(e), Err(w)) => {
+            assert_eq!((e.kind(), e.message()), (w.kind(), w.message()), "{what}");
+            return;
+        }
+        (got, want) => panic!("{what}: GPU {got:?}, CPU {want:?}"),
+    };
+    let got_names: Vec<&str> = got.iter().map(|(n, _)| n.as_str()).collect();
+    let want_names: Vec<&str> = want.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(got_names, want_names, "{what}");
+    let selects = ["amax", "amin", "first", "last"].contains(&args.str("reduce").unwrap_or(""));
+    for ((name, got), (_, want)) in got.iter().zip(&want) {
+        let got = down(got);
+        let what = format!("{what}: {name}");
+        assert_eq!(
+            (got.dtype(), got.shape()),
+            (want.dtype(), want.shape()),
+            "{what}"
+        );
+        let (a, b) = (got.to_f64_vec(), want.to_f64_vec());
+        if selects || !want.dtype().is_float() {
+            let same = a
+                .iter()
+                .zip(&b)
+                .all(|(x, y)| x == y || x.is_nan() && y.is_nan());
+            assert!(same, "{what}: {a:?} vs {b:?}");
+        } else {
+            let arr = |v: Vec<f64>| ndarray::Array1::from(v).into_dyn();
+            let tol = if matches!(want.dtype(), DType::F16 | DType::BF16) {
+                1e-2
+            } else {
+                1e-5
+            };
+            close(&arr(a), &arr(b), tol, &what);
+        }
+    }
+}
+
 /// The group and segment ops by name: `gather_cuda::dynamic::call` against
 /// `gather::dynamic::call` on the same arrays (the Python package's route for CUDA arrays), for
 /// the same output names, dtypes, shapes and values, and the CPU's errors for bad arguments.
 #[cfg(feature = "dynamic")]
 #[test]
 fn group_and_segment_ops_by_name_equal_the_cpu_librarys() {
-    use gather::DType;
-    use gather::dynamic::{Arg, Args, Tensor, Tensors};
-    use gather_cuda::dynamic::CudaTensors;
-    fn down(t: &CudaTensor) -> Tensor {
-        match t.dtype() {
-            DType::Bool => Tensor::from(t.to_host::<bool>().unwrap()),
-            DType::I32 => Tensor::from(t.to_host::<i32>().unwrap()),
-            DType::I64 => Tensor::from(t.to_host::<i64>().unwrap()),
-            DType::F32 => Tensor::from(t.to_host::<f32>().unwrap()),
-            DType::F64 => Tensor::from(t.to_host::<f64>().unwrap()),
-            d => panic!("no case gives {d}"),
-        }
-    }
-    // `v` as an integer, float or bool where it reads as one, else as a string.
-    fn parse_args(kvs: &[(&str, &str)]) -> Args {
-        let mut args = Args::default();
-        for &(k, v) in kvs {
-            let arg = match (v.parse::<i64>(), v.parse::<f64>(), v.parse::<bool>()) {
-                (Ok(i), ..) => Arg::Int(i),
-                (_, Ok(f), _) if v != "nan" => Arg::Float(f),
-                (.., Ok(b)) => Arg::Bool(b),
-                _ => Arg::Str(v.to_string()),
-            };
-            args.set(k, arg);
-        }
-        args
-    }
+    use gather::dynamic::{Tensor, Tensors};
     let Some(g) = gpu() else { return };
     let mut rng = Rng(59);
     // Values in -3..=3 (steps of 0.75 for floats): ties for amax/amin/first/last.
@@ -2010,9 +2048,8 @@ fn group_and_segment_ops_by_name_equal_the_cpu_librarys() {
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
     .collect();
-    // An op, its arguments, and its tensors as name=array (the names TENSORS lists); the CPU
-    // runs the cases and fails the errors.
-    const TENSORS: &[&str] = &["src", "index", "input", "offsets", "ids", "lengths"];
+    // An op, its arguments, and its tensors as name=array; the CPU runs the cases and fails
+    // the errors.
     let cases = [
         "scatter_groups dim=1 reduce=sum src=f32 index=index",
         "scatter_groups dim=1 reduce=mean dim_size=5 fill=nan src=f64 index=index_1d",
@@ -2069,56 +2106,7 @@ fn group_and_segment_ops_by_name_equal_the_cpu_librarys() {
     ];
     let all = cases.iter().map(|c| (c, false));
     for (case, fails) in all.chain(errors.iter().map(|c| (c, true))) {
-        let what = case.to_string();
-        let (op, rest) = case.split_once(' ').unwrap_or((case, ""));
-        let (tensors, args): (Vec<_>, Vec<_>) = rest
-            .split_whitespace()
-            .filter_map(|kv| kv.split_once('='))
-            .partition(|(k, _)| TENSORS.contains(k));
-        let args = parse_args(&args);
-        let mut cpu = Tensors::new();
-        let mut dev = CudaTensors::new();
-        for (name, array) in tensors {
-            let t = &host[array];
-            cpu.insert(name.to_string(), t.clone());
-            dev.insert(name.to_string(), gather::with_tensor!(t, a => up(&g, a)));
-        }
-        let want = gather::dynamic::call(op, &args, &cpu);
-        assert_eq!(want.is_err(), fails, "{what}: CPU {want:?}");
-        let got = gather_cuda::dynamic::call(op, &args, &dev);
-        let (got, want) = match (got, want) {
-            (Ok(got), Ok(want)) => (got, want),
-            (Err(e), Err(w)) => {
-                assert_eq!((e.kind(), e.message()), (w.kind(), w.message()), "{what}");
-                continue;
-            }
-            (got, want) => panic!("{what}: GPU {got:?}, CPU {want:?}"),
-        };
-        let got_names: Vec<&str> = got.iter().map(|(n, _)| n.as_str()).collect();
-        let want_names: Vec<&str> = want.iter().map(|(n, _)| n.as_str()).collect();
-        assert_eq!(got_names, want_names, "{what}");
-        // Selections (and integers, bools, indices) are exact; float arithmetic within 1e-5.
-        let selects = ["amax", "amin", "first", "last"].contains(&args.str("reduce").unwrap_or(""));
-        for ((name, got), (_, want)) in got.iter().zip(&want) {
-            let got = down(got);
-            let what = format!("{what}: {name}");
-            assert_eq!(
-                (got.dtype(), got.shape()),
-                (want.dtype(), want.shape()),
-                "{what}"
-            );
-            let (a, b) = (got.to_f64_vec(), want.to_f64_vec());
-            if selects || !want.dtype().is_float() {
-                let same = a
-                    .iter()
-                    .zip(&b)
-                    .all(|(x, y)| x == y || x.is_nan() && y.is_nan());
-                assert!(same, "{what}: {a:?} vs {b:?}");
-            } else {
-                let arr = |v: Vec<f64>| ndarray::Array1::from(v).into_dyn();
-                close(&arr(a), &arr(b), 1e-5, &what);
-            }
-        }
+        by_name(&g, &host, case, Some(fails));
     }
 }
 
@@ -3200,4 +3188,154 @@ fn scatter_plan_errors_are_the_cpu_plans() {
         .scatter_add(&up(&g, &dst), &up(&g, &z(&[0, 2])))
         .unwrap();
     assert_eq!(out.to_host::<f32>().unwrap(), dst);
+}
+
+// ---- every dtype by name ----
+
+/// Values in `0..modulo` as `T`.
+#[cfg(feature = "dynamic")]
+fn small<T: Element>(rng: &mut Rng, shape: &[usize], modulo: i64) -> ArrayD<T> {
+    values(rng, shape, |v| {
+        T::from_scalar(Scalar::Int(v.rem_euclid(modulo))).unwrap()
+    })
+}
+
+#[cfg(feature = "dynamic")]
+fn small_tensor(rng: &mut Rng, shape: &[usize], dtype: gather::DType) -> gather::dynamic::Tensor {
+    use gather::DType;
+    use gather::dynamic::Tensor;
+    match dtype {
+        DType::Bool => Tensor::from(small::<bool>(rng, shape, 2)),
+        DType::U8 => Tensor::from(small::<u8>(rng, shape, 4)),
+        DType::I8 => Tensor::from(small::<i8>(rng, shape, 4)),
+        DType::I16 => Tensor::from(small::<i16>(rng, shape, 4)),
+        DType::I32 => Tensor::from(small::<i32>(rng, shape, 4)),
+        DType::I64 => Tensor::from(small::<i64>(rng, shape, 4)),
+        DType::U16 => Tensor::from(small::<u16>(rng, shape, 4)),
+        DType::U32 => Tensor::from(small::<u32>(rng, shape, 4)),
+        DType::U64 => Tensor::from(small::<u64>(rng, shape, 4)),
+        DType::F16 => Tensor::from(small::<f16>(rng, shape, 4)),
+        DType::BF16 => Tensor::from(small::<bf16>(rng, shape, 4)),
+        DType::F32 => Tensor::from(small::<f32>(rng, shape, 4)),
+        _ => Tensor::from(small::<f64>(rng, shape, 4)),
+    }
+}
+
+/// Every dtype through every op by name, the reductions, sorts, softmaxes, fills and masks
+/// whose rules depend on the dtype among them: the GPU gives the CPU library's outcome, the
+/// same values or the same error (a mean of bool was a result on the GPU and an error on the
+/// CPU).
+#[cfg(feature = "dynamic")]
+#[test]
+fn every_dtype_gets_the_cpu_librarys_outcome_in_every_op_by_name() {
+    use gather::DType;
+    use gather::dynamic::{Tensor, Tensors};
+    let Some(g) = gpu() else { return };
+    let mut rng = Rng(91);
+    let i64s = |shape: &[usize], v: &[i64]| {
+        Tensor::from(ArrayD::from_shape_vec(IxDyn(shape), v.to_vec()).unwrap())
+    };
+    let mut cases: Vec<String> = [
+        "gather dim=1 input=x index=idx",
+        "take input=x index=flat",
+        "take_along_dim dim=1 input=x index=idx",
+        "index_select dim=0 input=x index=rows",
+        "scatter dim=1 input=x index=idx src=s",
+        "scatter dim=1 value=1 input=x index=idx",
+        "scatter dim=1 reduce=add input=x index=idx src=s",
+        "scatter dim=1 reduce=multiply input=x index=idx src=s",
+        "scatter_add dim=1 input=x index=idx src=s",
+        "index_add dim=0 alpha=2 input=x index=rows source=s_rows",
+        "index_copy dim=0 input=x index=rows source=s_rows",
+        "index_fill dim=0 value=1 input=x index=rows",
+        "put accumulate=true input=x index=flat source=s_flat",
+        "put accumulate=false input=x index=flat source=s_flat",
+        "masked_select input=x mask=mask",
+        "masked_scatter input=x mask=mask source=s",
+        "sort dim=1 input=x",
+        "sort dim=1 descending=true input=x",
+        "argsort dim=1 input=x",
+        "topk k=2 dim=1 input=x",
+        "repeat_interleave dim=1 input=x repeats=rep",
+        "select_batched dim=1 batch_dims=1 input=x index=idx",
+        "scatter_any dim=1 src=x index=groups",
+        "scatter_all dim=1 src=x index=groups",
+        "scatter_softmax dim=1 src=x index=groups",
+        "scatter_log_softmax dim=1 src=x index=groups",
+        "segment_arg_reduce dim=1 reduce=amax src=x offsets=offsets",
+        "segment_any dim=1 src=x offsets=offsets",
+        "segment_softmax dim=1 src=x offsets=offsets",
+    ]
+    .map(String::from)
+    .to_vec();
+    for r in ["sum", "prod", "mean", "amax", "amin"] {
+        for incl in [true, false] {
+            cases.push(format!(
+                "scatter_reduce dim=1 reduce={r} include_self={incl} input=x index=idx src=s"
+            ));
+            if r != "sum" {
+                cases.push(format!("index_reduce dim=0 reduce={r} include_self={incl} input=x index=rows source=s_rows"));
+            }
+        }
+    }
+    for r in [
+        "sum",
+        "mean",
+        "prod",
+        "amax",
+        "amin",
+        "logsumexp",
+        "var",
+        "std",
+        "first",
+        "last",
+    ] {
+        cases.push(format!(
+            "scatter_groups dim=1 reduce={r} src=x index=groups"
+        ));
+        cases.push(format!(
+            "segment_reduce dim=1 reduce={r} src=x offsets=offsets"
+        ));
+    }
+    for r in ["amax", "amin"] {
+        cases.push(format!(
+            "scatter_reduce_arg dim=1 reduce={r} include_self=false input=x index=idx src=s"
+        ));
+    }
+    let dtypes = [
+        DType::Bool,
+        DType::U8,
+        DType::I8,
+        DType::I16,
+        DType::U16,
+        DType::I32,
+        DType::U32,
+        DType::I64,
+        DType::U64,
+        DType::F16,
+        DType::BF16,
+        DType::F32,
+        DType::F64,
+    ];
+    for dtype in dtypes {
+        let host: Tensors = [
+            ("x", small_tensor(&mut rng, &[3, 4], dtype)),
+            ("s", small_tensor(&mut rng, &[3, 4], dtype)),
+            ("s_rows", small_tensor(&mut rng, &[2, 4], dtype)),
+            ("s_flat", small_tensor(&mut rng, &[5], dtype)),
+            ("idx", Tensor::from(index(&mut rng, &[3, 2], 4))),
+            ("groups", Tensor::from(index(&mut rng, &[3, 4], 3))),
+            ("rows", i64s(&[2], &[2, 0])),
+            ("flat", i64s(&[5], &[11, 0, 5, 11, 3])),
+            ("mask", Tensor::from(small::<bool>(&mut rng, &[3, 4], 2))),
+            ("offsets", i64s(&[4], &[0, 1, 1, 4])),
+            ("rep", i64s(&[4], &[1, 0, 2, 1])),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        for case in &cases {
+            by_name(&g, &host, &format!("{case} ({dtype})"), None);
+        }
+    }
 }
