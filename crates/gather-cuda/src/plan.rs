@@ -94,19 +94,8 @@ impl ScatterPlan {
     pub fn new(index: &CudaTensor, size: usize) -> Result<ScatterPlan> {
         let op = "ScatterPlan::new";
         require_int_index(op, index)?;
-        if index.ndim() != 1 {
-            return Err(gather::Error::new(
-                ErrorKind::RankMismatch,
-                format!(
-                    "{op}: the index has shape {:?}, but a plan takes a 1-d index of rows",
-                    index.shape()
-                ),
-            )
-            .with_hint("flatten the index (and src's leading dims) into one dim of positions")
-            .into());
-        }
+        backend::check_scatter_plan_index(op, index.shape(), size)?;
         let len = index.len();
-        backend::check_scatter_plan_index(op, len, size)?;
         if size > u32::MAX as usize {
             return Err(crate::tensor::invalid(format!(
                 "{op}: the CUDA scatter sorts 32-bit keys; a dimension of {size} rows is past them"
@@ -162,6 +151,18 @@ impl ScatterPlan {
             len,
             size,
         })
+    }
+
+    /// The GPU the plan lives on, where `dst` and `src` must be.
+    ///
+    /// ```no_run
+    /// # let gpu = gather_cuda::Cuda::new(0)?;
+    /// let ids = gather_cuda::CudaTensor::from_host(&gpu, &ndarray::array![0i64, 1])?;
+    /// assert_eq!(gather_cuda::ScatterPlan::new(&ids, 2)?.device().ordinal(), 0);
+    /// # Ok::<(), gather_cuda::Error>(())
+    /// ```
+    pub fn device(&self) -> &Cuda {
+        &self.dev
     }
 
     /// The number of index positions (rows of `src` the plan reads).

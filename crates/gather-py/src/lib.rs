@@ -26,6 +26,7 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 mod cuda;
+mod plan;
 
 use ::gather as lib;
 use ::gather::dynamic::{self, Arg, Args, Tensor, TensorView, TensorViewMut, TensorViews};
@@ -2240,6 +2241,7 @@ fn _call<'py>(
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<cuda::CudaArray>()?;
+    m.add_class::<plan::ScatterPlan>()?;
     m.add_function(wrap_pyfunction!(crate::gather, m)?)?;
     m.add_function(wrap_pyfunction!(scatter, m)?)?;
     m.add_function(wrap_pyfunction!(scatter_add, m)?)?;

@@ -256,3 +256,27 @@ def test_the_group_and_segment_ops_by_name_run_on_the_gpu():
     got = _native._call("scatter_softmax", {"src": dev(src)}, {"index": dev(idx)}, {"dim": 0})
     want = _native._call("scatter_softmax", {"src": src}, {"index": idx}, {"dim": 0})
     np.testing.assert_allclose(host(got[0]), want[0], rtol=1e-12)
+
+
+def test_a_plan_built_from_a_cuda_index_runs_on_the_gpu():
+    rng = np.random.default_rng(12)
+    ids = rng.integers(0, 40, 900)
+    plan = gather.ScatterPlan(dev(ids), 40)
+    assert (len(plan), plan.size, plan.device) == (900, 40, "cuda:0")
+    dst = rng.standard_normal((40, 16)).astype(np.float32)
+    src = rng.standard_normal((900, 16)).astype(np.float32)
+    idx = np.broadcast_to(ids[:, None], src.shape)
+    got = host(plan.scatter_add(dev(dst), dev(src)))
+    assert got.tobytes() == host(gather.scatter_add(dev(dst), 0, dev(idx), dev(src))).tobytes()
+    np.testing.assert_allclose(got, gather.scatter_add(dst, 0, idx, src), rtol=1e-5, atol=1e-5)
+    for r in ["prod", "mean", "amax", "amin"]:
+        got = host(plan.scatter_reduce(dev(dst), dev(src), r, include_self=False))
+        want = gather.scatter_reduce(dst, 0, idx, src, r, include_self=False)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    # Host arrays into a GPU plan, and a host plan given GPU arrays: errors that say so.
+    with pytest.raises(gather.InvalidArgumentError, match="host memory"):
+        plan.scatter_add(dst, src)
+    with pytest.raises(gather.InvalidArgumentError, match="cuda:0"):
+        gather.ScatterPlan(ids, 40).scatter_add(dev(dst), dev(src))
+    with pytest.raises(gather.IndexOutOfBoundsError):
+        gather.ScatterPlan(dev(np.array([0, 40])), 40)

@@ -74,15 +74,17 @@ pub fn check_scatter_reduce_dtype(op: &str, reduce: Reduce, dtype: DType) -> Res
     )
 }
 
-/// The limits of a scatter plan's index (`ScatterPlan::new`), before its values are read: at
-/// most `u32::MAX` positions, into a dimension of at most 2^32 rows.
+/// The checks of a scatter plan's index (`ScatterPlan::new`) before its values are read: 1-d,
+/// at most `u32::MAX` positions, into a dimension of at most 2^32 rows.
 ///
 /// ```
-/// assert!(gather::backend::check_scatter_plan_index("ScatterPlan::new", 10, 4).is_ok());
-/// assert!(gather::backend::check_scatter_plan_index("ScatterPlan::new", 10, 1 << 40).is_err());
+/// use gather::backend::check_scatter_plan_index;
+/// assert!(check_scatter_plan_index("ScatterPlan::new", &[10], 4).is_ok());
+/// assert!(check_scatter_plan_index("ScatterPlan::new", &[10], 1 << 40).is_err());
+/// assert!(check_scatter_plan_index("ScatterPlan::new", &[2, 5], 4).is_err());
 /// ```
-pub fn check_scatter_plan_index(op: &str, len: usize, size: usize) -> Result<()> {
-    crate::ops::scatter_plan::check_index_len(op, len, size)
+pub fn check_scatter_plan_index(op: &str, index_shape: &[usize], size: usize) -> Result<()> {
+    crate::ops::scatter_plan::check_index(op, index_shape, size)
 }
 
 /// The checks of applying a scatter plan of `len` positions, validated for a dimension of

@@ -45,6 +45,7 @@ from ._errors import (
 )
 from ._native import (
     CudaArray,
+    ScatterPlan,
     argsort,
     gather,
     index_add,
@@ -97,6 +98,7 @@ __all__ = [
     "topk",
     "repeat_interleave",
     "select_batched",
+    "ScatterPlan",
     "scatter_",
     "scatter_add_",
     "scatter_reduce_",

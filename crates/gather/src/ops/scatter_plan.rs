@@ -80,7 +80,7 @@ impl ScatterPlan {
         S: Data<Elem = I>,
     {
         let op = "ScatterPlan::new";
-        check_index_len(op, index.len(), size)?;
+        check_index(op, index.shape(), size)?;
         let view = index.view().into_dyn();
         CheckedIndex::new(op, view, 0, size, Bounds::Strict)?;
         // Checked: every value is in `0..size`, and `size` rows are addressable, so they fit.
@@ -306,9 +306,19 @@ impl ScatterPlan {
     }
 }
 
-/// The limits of a plan's index, before its values are read: at most `u32::MAX` positions and
-/// 2^32 rows (`backend::check_scatter_plan_index`).
-pub(crate) fn check_index_len(op: &str, len: usize, size: usize) -> Result<()> {
+/// The checks of a plan's index before its values are read: 1-d, at most `u32::MAX`
+/// positions, 2^32 rows (`backend::check_scatter_plan_index`).
+pub(crate) fn check_index(op: &str, shape: &[usize], size: usize) -> Result<()> {
+    let [len] = *shape else {
+        return Err(Error::new(
+            ErrorKind::RankMismatch,
+            format!(
+                "{op}: the index has shape {}, but a plan takes a 1-d index of rows",
+                fmt_shape(shape)
+            ),
+        )
+        .with_hint("flatten the index (and src's leading dims) into one dim of positions"));
+    };
     if u32::try_from(len).is_err() {
         return Err(Error::invalid(format!(
             "{op}: an index of {} positions is more than a plan holds ({})",

@@ -1,0 +1,247 @@
+//! `gather.ScatterPlan`: the library's scatter plan in Python. Built from a host index (NumPy,
+//! or a CPU tensor of another framework) it applies to host arrays; built from a CUDA index it
+//! lives on that GPU (`gather_cuda::ScatterPlan`) and applies to CUDA arrays there.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use ::gather as lib;
+use ::gather::dynamic::{Tensor, TensorView};
+use ::gather::{Reduce, backend};
+use ndarray::Ix1;
+use pyo3::prelude::*;
+
+use crate::{Call, Out, py_error, to_pyerr};
+
+enum Plan {
+    Host(lib::ScatterPlan),
+    Gpu(gather_cuda::ScatterPlan),
+}
+
+/// ScatterPlan(index, size)
+///
+/// A 1-d row index checked against a dimension of ``size`` rows and grouped by row once, then
+/// applied to many ``scatter_add``/``scatter_reduce`` calls along dim 0: each call only folds.
+/// A graph network scatters the same edges in every layer and step.
+///
+/// ``plan.scatter_add(dst, src)`` equals ``gather.scatter_add(dst, 0, index[:, None]`` expanded to
+/// ``src``'s shape ``, src)``, bitwise. Built from a CUDA index (a PyTorch, CuPy or JAX array on
+/// a GPU) the plan is kept on that GPU and takes CUDA arrays there; built from a host index it
+/// takes host arrays.
+///
+/// >>> plan = gather.ScatterPlan(np.array([2, 0, 2]), 3)
+/// >>> plan.scatter_add(np.zeros((3, 2)), np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]))
+/// array([[3., 4.],
+///        [0., 0.],
+///        [6., 8.]])
+/// >>> len(plan), plan.size
+/// (3, 3)
+#[pyclass(module = "gather._native", frozen)]
+pub(crate) struct ScatterPlan {
+    plan: Plan,
+}
+
+/// The host plan of an integer index view.
+fn host_plan(index: &TensorView<'_>, size: usize) -> lib::Result<lib::ScatterPlan> {
+    let op = "ScatterPlan::new";
+    backend::check_scatter_plan_index(op, index.shape(), size)?;
+    macro_rules! new {
+        ($a:expr) => {{
+            let a = $a.view().into_dimensionality::<Ix1>();
+            lib::ScatterPlan::new(&a.expect("checked to be 1-d"), size)
+        }};
+    }
+    match index {
+        TensorView::I64(a) => new!(a),
+        TensorView::I32(a) => new!(a),
+        TensorView::I16(a) => new!(a),
+        TensorView::I8(a) => new!(a),
+        TensorView::U8(a) => new!(a),
+        other => Err(backend::index_dtype(op, "index", other.dtype())),
+    }
+}
+
+/// The host plan applied to `dst` and `src` (`None`: `scatter_add`).
+fn host_apply(
+    plan: &lib::ScatterPlan,
+    op: &str,
+    dst: &TensorView<'_>,
+    src: &TensorView<'_>,
+    reduce: Option<(Reduce, bool)>,
+) -> lib::Result<Tensor> {
+    macro_rules! apply {
+        ($($v:ident),*) => {
+            match (dst, src) {
+                $((TensorView::$v(d), TensorView::$v(s)) => Ok(Tensor::from(match reduce {
+                    None => plan.scatter_add(d, s)?,
+                    Some((r, incl)) => plan.scatter_reduce(d, s, r, incl)?,
+                })),)*
+                (d, s) => Err(backend::dtype_mismatch(op, "src", d.dtype(), s.dtype())),
+            }
+        };
+    }
+    apply!(
+        Bool, U8, I8, I16, I32, I64, U16, U32, U64, F16, BF16, F32, F64
+    )
+}
+
+#[pymethods]
+impl ScatterPlan {
+    #[new]
+    fn new(py: Python<'_>, index: &Bound<'_, PyAny>, size: usize) -> PyResult<Self> {
+        let mut c = Call::new(py, "ScatterPlan", None)?;
+        c.plain("index", index)?;
+        let plan = if let Some((_, t, _)) = c.gpu.first() {
+            let t = t.clone();
+            let r = py.detach(|| {
+                catch_unwind(AssertUnwindSafe(|| {
+                    let plan = gather_cuda::ScatterPlan::new(&t, size).map_err(lib::Error::from);
+                    // The borrowed index may be freed once this returns: its last reader first.
+                    crate::cuda::wait(t.device()).map_err(lib::Error::from)?;
+                    plan
+                }))
+            });
+            Plan::Gpu(c.finish(r)?)
+        } else {
+            let view = c.arrays[0].1.view();
+            let r = py.detach(|| catch_unwind(AssertUnwindSafe(|| host_plan(&view, size))));
+            Plan::Host(c.finish(r)?)
+        };
+        Ok(ScatterPlan { plan })
+    }
+
+    /// The number of index positions (rows of ``src`` a call reads).
+    fn __len__(&self) -> usize {
+        match &self.plan {
+            Plan::Host(p) => p.len(),
+            Plan::Gpu(p) => p.len(),
+        }
+    }
+
+    /// The number of rows a destination must have (the size the index was checked against).
+    #[getter]
+    fn size(&self) -> usize {
+        match &self.plan {
+            Plan::Host(p) => p.size(),
+            Plan::Gpu(p) => p.size(),
+        }
+    }
+
+    /// Where the plan lives and applies: ``"cpu"`` or ``"cuda:N"``.
+    #[getter]
+    fn device(&self) -> String {
+        match &self.plan {
+            Plan::Host(_) => "cpu".to_string(),
+            Plan::Gpu(p) => format!("cuda:{}", p.device().ordinal()),
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "ScatterPlan(len={}, size={}, device={:?})",
+            self.__len__(),
+            self.size(),
+            self.device()
+        )
+    }
+
+    /// scatter_add(dst, src, *, dtype=None)
+    ///
+    /// ``dst`` with ``dst[index[e], ...] += src[e, ...]`` for every position ``e``, as a new
+    /// array, adding in index order per row: bitwise ``gather.scatter_add`` with the index
+    /// expanded over ``src``'s shape.
+    #[pyo3(signature = (dst, src, *, dtype=None))]
+    fn scatter_add(
+        &self,
+        py: Python<'_>,
+        dst: &Bound<'_, PyAny>,
+        src: &Bound<'_, PyAny>,
+        dtype: Option<&str>,
+    ) -> PyResult<Py<PyAny>> {
+        self.apply(py, "ScatterPlan::scatter_add", dst, src, None, dtype)
+    }
+
+    /// scatter_reduce(dst, src, reduce, *, include_self=True, dtype=None)
+    ///
+    /// ``gather.scatter_reduce(dst, 0, index expanded over src's shape, src, reduce,
+    /// include_self=include_self)`` with the plan's index, as a new array: ``"sum"``,
+    /// ``"prod"``, ``"mean"``, ``"amax"`` or ``"amin"``, with the op's semantics and bits.
+    #[pyo3(signature = (dst, src, reduce, *, include_self=true, dtype=None))]
+    fn scatter_reduce(
+        &self,
+        py: Python<'_>,
+        dst: &Bound<'_, PyAny>,
+        src: &Bound<'_, PyAny>,
+        reduce: &str,
+        include_self: bool,
+        dtype: Option<&str>,
+    ) -> PyResult<Py<PyAny>> {
+        let r: Reduce = reduce.parse().map_err(|e| to_pyerr(py, &e))?;
+        let op = "ScatterPlan::scatter_reduce";
+        self.apply(py, op, dst, src, Some((r, include_self)), dtype)
+    }
+}
+
+impl ScatterPlan {
+    fn apply(
+        &self,
+        py: Python<'_>,
+        op: &'static str,
+        dst: &Bound<'_, PyAny>,
+        src: &Bound<'_, PyAny>,
+        reduce: Option<(Reduce, bool)>,
+        dtype: Option<&str>,
+    ) -> PyResult<Py<PyAny>> {
+        let mut c = Call::new(py, op, dtype)?;
+        c.data("dst", dst)?.data("src", src)?;
+        c.one_device()?;
+        let elsewhere = |what: &str, hint: &str| {
+            py_error(
+                py,
+                "InvalidArgumentError",
+                "invalid_argument",
+                format!(
+                    "{op}: the plan is on {} but {what}\nhint: {hint}",
+                    self.device()
+                ),
+            )
+        };
+        match &self.plan {
+            Plan::Gpu(plan) => {
+                let [(_, d, _), (_, s, _)] = &c.gpu[..] else {
+                    return Err(elsewhere(
+                        "dst and src are in host memory",
+                        "build the plan from a host index, or move dst and src to its GPU",
+                    ));
+                };
+                let (d, s) = (d.clone(), s.clone());
+                let r = py.detach(|| {
+                    catch_unwind(AssertUnwindSafe(|| {
+                        let out = match reduce {
+                            None => plan.scatter_add(&d, &s),
+                            Some((r, incl)) => plan.scatter_reduce(&d, &s, r, incl),
+                        };
+                        crate::cuda::wait(d.device()).map_err(lib::Error::from)?;
+                        out.map_err(lib::Error::from)
+                    }))
+                });
+                let out = c.finish(r)?;
+                c.result(Out::Gpu(out))
+            }
+            Plan::Host(plan) => {
+                if let Some((_, t, _)) = c.gpu.first() {
+                    return Err(elsewhere(
+                        &format!("dst and src are on cuda:{}", t.device().ordinal()),
+                        "build the plan from the index on that GPU",
+                    ));
+                }
+                let views = c.views();
+                let (d, s) = (&views["dst"], &views["src"]);
+                let r = py.detach(|| {
+                    catch_unwind(AssertUnwindSafe(|| host_apply(plan, op, d, s, reduce)))
+                });
+                let out = c.finish(r)?;
+                c.result(Out::Host(out))
+            }
+        }
+    }
+}
