@@ -5,7 +5,7 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use ::gather as lib;
-use ::gather::dynamic::{Tensor, TensorView};
+use ::gather::dynamic::{self, Arg, Args, Tensor, TensorView, TensorViews};
 use ::gather::{Reduce, backend};
 use ndarray::Ix1;
 use pyo3::prelude::*;
@@ -60,7 +60,10 @@ fn host_plan(index: &TensorView<'_>, size: usize) -> lib::Result<lib::ScatterPla
     }
 }
 
-/// The host plan applied to `dst` and `src` (`None`: `scatter_add`).
+/// The host plan applied to `dst` and `src` (`None`: `scatter_add`). The plan's own loops are
+/// compiled for f32 and f64 only (about 50 KB of the extension each); the other dtypes run the
+/// op with the plan's checked rows expanded over src's shape: the same result, without the
+/// grouping the plan keeps.
 fn host_apply(
     plan: &lib::ScatterPlan,
     op: &str,
@@ -68,20 +71,66 @@ fn host_apply(
     src: &TensorView<'_>,
     reduce: Option<(Reduce, bool)>,
 ) -> lib::Result<Tensor> {
+    let (r, incl) = reduce.unwrap_or((Reduce::Sum, true));
+    if dst.dtype() != src.dtype() {
+        return Err(backend::dtype_mismatch(op, "src", dst.dtype(), src.dtype()));
+    }
+    backend::check_scatter_plan_apply(
+        op,
+        plan.len(),
+        plan.size(),
+        dst.shape(),
+        src.shape(),
+        dst.dtype(),
+        r,
+    )?;
     macro_rules! apply {
-        ($($v:ident),*) => {
-            match (dst, src) {
-                $((TensorView::$v(d), TensorView::$v(s)) => Ok(Tensor::from(match reduce {
-                    None => plan.scatter_add(d, s)?,
-                    Some((r, incl)) => plan.scatter_reduce(d, s, r, incl)?,
-                })),)*
-                (d, s) => Err(backend::dtype_mismatch(op, "src", d.dtype(), s.dtype())),
-            }
+        ($d:expr, $s:expr) => {
+            Ok(Tensor::from(match reduce {
+                None => plan.scatter_add($d, $s)?,
+                Some((r, incl)) => plan.scatter_reduce($d, $s, r, incl)?,
+            }))
         };
     }
-    apply!(
-        Bool, U8, I8, I16, I32, I64, U16, U32, U64, F16, BF16, F32, F64
-    )
+    match (dst, src) {
+        (TensorView::F32(d), TensorView::F32(s)) => apply!(d, s),
+        (TensorView::F64(d), TensorView::F64(s)) => apply!(d, s),
+        _ => {
+            let mut column = vec![1; src.shape().len()];
+            column[0] = plan.len();
+            // Checked above: src has one row per position, so the column broadcasts to it.
+            let ids = plan
+                .ids()
+                .into_shape_with_order(column)
+                .expect("as many rows");
+            let ids = ids.broadcast(src.shape()).expect("src has the plan's rows");
+            let mut args = Args::default();
+            args.set("dim", Arg::Int(0));
+            let name = match r {
+                Reduce::Prod => "prod",
+                Reduce::Mean => "mean",
+                Reduce::Amax => "amax",
+                Reduce::Amin => "amin",
+                _ => "sum",
+            };
+            args.set("reduce", Arg::Str(name.into()));
+            args.set("include_self", Arg::Bool(incl));
+            let views: TensorViews<'_> = [
+                ("input".to_string(), reborrow(dst)),
+                ("index".to_string(), TensorView::U32(ids.into_dyn())),
+                ("src".to_string(), reborrow(src)),
+            ]
+            .into_iter()
+            .collect();
+            let out = dynamic::call("scatter_reduce", &args, &views)?;
+            Ok(out.into_iter().next().expect("one output").1)
+        }
+    }
+}
+
+/// `v` as a view of the borrow's lifetime.
+fn reborrow<'b>(v: &'b TensorView<'_>) -> TensorView<'b> {
+    lib::with_elem!(TensorView, v, a => a.view().into())
 }
 
 #[pymethods]

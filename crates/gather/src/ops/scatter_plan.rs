@@ -139,6 +139,16 @@ impl ScatterPlan {
             .get_or_init(|| Segments::of_ids(&self.ids, self.size))
     }
 
+    /// The checked destination row of each position, in index order.
+    ///
+    /// ```
+    /// let plan = gather::ScatterPlan::new(&ndarray::array![3i64, 0, 3], 5).unwrap();
+    /// assert_eq!(plan.ids(), ndarray::array![3u32, 0, 3]);
+    /// ```
+    pub fn ids(&self) -> ndarray::ArrayView1<'_, u32> {
+        ndarray::ArrayView1::from(&self.ids[..])
+    }
+
     /// `dst[ids[e], ..] += src[e, ..]` for every position `e`, in place, adding in index order per
     /// row (integers wrap, bool is logical or, `f16`/`bf16` accumulate in `f32`).
     ///
