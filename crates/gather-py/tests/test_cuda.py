@@ -300,3 +300,23 @@ def test_deterministic_false_reduces_by_atomics_on_cuda():
                                         deterministic=False)
             want = (dst + 1).scatter_reduce(0, idx, src.tanh(), reduce, include_self=include_self)
             torch.testing.assert_close(got, want, msg=f"{reduce} {include_self}")
+
+
+@gpu
+def test_a_plan_of_a_cuda_index_runs_on_its_gpu_and_equals_torch():
+    g = torch.Generator().manual_seed(8)
+    ids = torch.randint(0, 1000, (50_000,), generator=g).cuda()
+    plan = gather.ScatterPlan(ids, 1000)
+    assert (len(plan), plan.size, plan.device) == (50_000, 1000, "cuda:0")
+    dst = torch.randn(1000, 64, generator=g).cuda()
+    idx = ids[:, None].expand(50_000, 64)
+    for _ in range(2):
+        src = torch.randn(50_000, 64, generator=g).cuda()
+        out = plan.scatter_add(dst, src)
+        assert out.is_cuda and out.dtype == torch.float32
+        assert torch.equal(out, gather.scatter_add(dst, 0, idx, src))
+        torch.testing.assert_close(out, dst.scatter_add(0, idx, src), rtol=1e-4, atol=1e-4)
+        got = plan.scatter_reduce(dst, src, "amax", include_self=False)
+        assert torch.equal(got, dst.scatter_reduce(0, idx, src, "amax", include_self=False))
+    with pytest.raises(gather.InvalidArgumentError, match="host memory"):
+        plan.scatter_add(dst.cpu(), src.cpu())
