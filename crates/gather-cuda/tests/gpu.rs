@@ -3221,20 +3221,10 @@ fn small_tensor(rng: &mut Rng, shape: &[usize], dtype: gather::DType) -> gather:
     }
 }
 
-/// Every dtype through every op by name, the reductions, sorts, softmaxes, fills and masks
-/// whose rules depend on the dtype among them: the GPU gives the CPU library's outcome, the
-/// same values or the same error (a mean of bool was a result on the GPU and an error on the
-/// CPU).
+/// The cases of the dtype sweeps: op, arguments and tensors (named as [`dtype_host`] names
+/// them).
 #[cfg(feature = "dynamic")]
-#[test]
-fn every_dtype_gets_the_cpu_librarys_outcome_in_every_op_by_name() {
-    use gather::DType;
-    use gather::dynamic::{Tensor, Tensors};
-    let Some(g) = gpu() else { return };
-    let mut rng = Rng(91);
-    let i64s = |shape: &[usize], v: &[i64]| {
-        Tensor::from(ArrayD::from_shape_vec(IxDyn(shape), v.to_vec()).unwrap())
-    };
+fn dtype_cases() -> Vec<String> {
     let mut cases: Vec<String> = [
         "gather dim=1 input=x index=idx",
         "take input=x index=flat",
@@ -3274,7 +3264,9 @@ fn every_dtype_gets_the_cpu_librarys_outcome_in_every_op_by_name() {
                 "scatter_reduce dim=1 reduce={r} include_self={incl} input=x index=idx src=s"
             ));
             if r != "sum" {
-                cases.push(format!("index_reduce dim=0 reduce={r} include_self={incl} input=x index=rows source=s_rows"));
+                cases.push(format!(
+                    "index_reduce dim=0 reduce={r} include_self={incl} input=x index=rows source=s_rows"
+                ));
             }
         }
     }
@@ -3302,40 +3294,172 @@ fn every_dtype_gets_the_cpu_librarys_outcome_in_every_op_by_name() {
             "scatter_reduce_arg dim=1 reduce={r} include_self=false input=x index=idx src=s"
         ));
     }
-    let dtypes = [
-        DType::Bool,
-        DType::U8,
-        DType::I8,
-        DType::I16,
-        DType::U16,
-        DType::I32,
-        DType::U32,
-        DType::I64,
-        DType::U64,
-        DType::F16,
-        DType::BF16,
-        DType::F32,
-        DType::F64,
-    ];
-    for dtype in dtypes {
-        let host: Tensors = [
-            ("x", small_tensor(&mut rng, &[3, 4], dtype)),
-            ("s", small_tensor(&mut rng, &[3, 4], dtype)),
-            ("s_rows", small_tensor(&mut rng, &[2, 4], dtype)),
-            ("s_flat", small_tensor(&mut rng, &[5], dtype)),
-            ("idx", Tensor::from(index(&mut rng, &[3, 2], 4))),
-            ("groups", Tensor::from(index(&mut rng, &[3, 4], 3))),
-            ("rows", i64s(&[2], &[2, 0])),
-            ("flat", i64s(&[5], &[11, 0, 5, 11, 3])),
-            ("mask", Tensor::from(small::<bool>(&mut rng, &[3, 4], 2))),
-            ("offsets", i64s(&[4], &[0, 1, 1, 4])),
-            ("rep", i64s(&[4], &[1, 0, 2, 1])),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
+    cases
+}
+
+#[cfg(feature = "dynamic")]
+const DTYPES: [gather::DType; 13] = {
+    use gather::DType::*;
+    [
+        Bool, U8, I8, I16, U16, I32, U32, I64, U64, F16, BF16, F32, F64,
+    ]
+};
+
+/// The arrays of the dtype sweeps: data in `dtype`, indices, a mask, offsets and repeats.
+#[cfg(feature = "dynamic")]
+fn dtype_host(rng: &mut Rng, dtype: gather::DType) -> gather::dynamic::Tensors {
+    use gather::dynamic::Tensor;
+    let i64s = |shape: &[usize], v: &[i64]| {
+        Tensor::from(ArrayD::from_shape_vec(IxDyn(shape), v.to_vec()).unwrap())
+    };
+    [
+        ("x", small_tensor(rng, &[3, 4], dtype)),
+        ("s", small_tensor(rng, &[3, 4], dtype)),
+        ("s_rows", small_tensor(rng, &[2, 4], dtype)),
+        ("s_flat", small_tensor(rng, &[5], dtype)),
+        ("idx", Tensor::from(index(rng, &[3, 2], 4))),
+        ("groups", Tensor::from(index(rng, &[3, 4], 3))),
+        ("rows", i64s(&[2], &[2, 0])),
+        ("flat", i64s(&[5], &[11, 0, 5, 11, 3])),
+        ("mask", Tensor::from(small::<bool>(rng, &[3, 4], 2))),
+        ("offsets", i64s(&[4], &[0, 1, 1, 4])),
+        ("rep", i64s(&[4], &[1, 0, 2, 1])),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+/// A case's op, arguments and named tensors (on the host and on the GPU).
+#[cfg(feature = "dynamic")]
+fn dtype_call(
+    g: &Cuda,
+    host: &gather::dynamic::Tensors,
+    case: &str,
+) -> (
+    String,
+    gather::dynamic::Args,
+    gather::dynamic::Tensors,
+    gather_cuda::dynamic::CudaTensors,
+) {
+    let (op, rest) = case.split_once(' ').unwrap_or((case, ""));
+    let (tensors, args): (Vec<_>, Vec<_>) = rest
+        .split_whitespace()
+        .filter_map(|kv| kv.split_once('='))
+        .partition(|(k, _)| TENSORS.contains(k));
+    let mut cpu = gather::dynamic::Tensors::new();
+    let mut dev = gather_cuda::dynamic::CudaTensors::new();
+    for (name, array) in tensors {
+        let t = &host[array];
+        cpu.insert(name.to_string(), t.clone());
+        dev.insert(name.to_string(), gather::with_tensor!(t, a => up(g, a)));
+    }
+    (op.to_string(), parse_args(&args), cpu, dev)
+}
+
+/// The same values (exactly, or within 1e-2 for float arithmetic), NaN matching NaN.
+#[cfg(feature = "dynamic")]
+fn same_tensor(got: &gather::dynamic::Tensor, want: &gather::dynamic::Tensor, what: &str) {
+    assert_eq!(
+        (got.dtype(), got.shape()),
+        (want.dtype(), want.shape()),
+        "{what}"
+    );
+    let arr = |v: Vec<f64>| ndarray::Array1::from(v).into_dyn();
+    let tol = if want.dtype().is_float() { 1e-2 } else { 0.0 };
+    close(&arr(got.to_f64_vec()), &arr(want.to_f64_vec()), tol, what);
+}
+
+/// Every dtype through every op by name, the reductions, sorts, softmaxes, fills and masks
+/// whose rules depend on the dtype among them: the GPU gives the CPU library's outcome, the
+/// same values or the same error (a mean of bool was a result on the GPU and an error on the
+/// CPU).
+#[cfg(feature = "dynamic")]
+#[test]
+fn every_dtype_gets_the_cpu_librarys_outcome_in_every_op_by_name() {
+    let Some(g) = gpu() else { return };
+    let mut rng = Rng(91);
+    let cases = dtype_cases();
+    for dtype in DTYPES {
+        let host = dtype_host(&mut rng, dtype);
         for case in &cases {
             by_name(&g, &host, &format!("{case} ({dtype})"), None);
+        }
+    }
+}
+
+/// The in-place forms of the sweep's ops on every dtype: the GPU's target ends as the CPU's, or
+/// both calls fail with the same error and leave their targets as they were.
+#[cfg(feature = "dynamic")]
+#[test]
+fn every_dtype_gets_the_cpu_librarys_outcome_in_place() {
+    let Some(g) = gpu() else { return };
+    let mut rng = Rng(92);
+    let cases = dtype_cases();
+    for dtype in DTYPES {
+        let host = dtype_host(&mut rng, dtype);
+        for case in &cases {
+            let (op, args, mut cpu, mut dev) = dtype_call(&g, &host, case);
+            if !gather::dynamic::has_inplace(&op) {
+                continue;
+            }
+            let what = format!("{case} ({dtype}), in place");
+            let mut want = cpu.remove("input").unwrap();
+            let before = want.clone();
+            let target = dev.remove("input").unwrap();
+            let w = gather::dynamic::call_inplace(&op, &args, want.view_mut(), &cpu);
+            let got = gather_cuda::dynamic::call_inplace(&op, &args, &target, &dev);
+            match (got, w) {
+                (Ok(()), Ok(())) => same_tensor(&down(&target), &want, &what),
+                (Err(e), Err(w)) => {
+                    assert_eq!((e.kind(), e.message()), (w.kind(), w.message()), "{what}");
+                    same_tensor(&down(&target), &before, &what);
+                    same_tensor(&want, &before, &what);
+                }
+                (got, w) => panic!("{what}: GPU {got:?}, CPU {w:?}"),
+            }
+        }
+    }
+}
+
+/// The gradients of the sweep's ops on every dtype (floats differentiate, the others are the
+/// CPU's error): the same gradients by name, or the same error.
+#[cfg(feature = "dynamic")]
+#[test]
+fn every_dtype_gets_the_cpu_librarys_outcome_in_gradients() {
+    let Some(g) = gpu() else { return };
+    let mut rng = Rng(93);
+    let cases = dtype_cases();
+    for dtype in DTYPES {
+        let host = dtype_host(&mut rng, dtype);
+        for case in &cases {
+            let (op, args, cpu, dev) = dtype_call(&g, &host, case);
+            if !gather::dynamic::GRAD_OPS.iter().any(|(n, _)| *n == op) {
+                continue;
+            }
+            let what = format!("{case} ({dtype}), gradient");
+            // grad_output of the forward's shape where it runs, else of x's.
+            let shape = match gather::dynamic::call(&op, &args, &cpu) {
+                Ok(out) => out[0].1.shape().to_vec(),
+                Err(_) => host["x"].shape().to_vec(),
+            };
+            let go = small_tensor(&mut rng, &shape, dtype);
+            let gd = gather::with_tensor!(&go, a => up(&g, a));
+            let want = gather::dynamic::call_grad(&op, &args, &cpu, &go.view());
+            let got = gather_cuda::dynamic::call_grad(&op, &args, &dev, &gd);
+            match (got, want) {
+                (Ok(got), Ok(want)) => {
+                    assert_eq!(got.len(), want.len(), "{what}");
+                    for ((gn, gt), (wn, wt)) in got.iter().zip(&want) {
+                        assert_eq!(gn, wn, "{what}");
+                        same_tensor(&down(gt), wt, &format!("{what}: {gn}"));
+                    }
+                }
+                (Err(e), Err(w)) => {
+                    assert_eq!((e.kind(), e.message()), (w.kind(), w.message()), "{what}")
+                }
+                (got, want) => panic!("{what}: GPU {got:?}, CPU {want:?}"),
+            }
         }
     }
 }
