@@ -215,7 +215,8 @@ pub fn call(op: &str, args: &Args, inputs: &CudaTensors) -> gather::Result<Outpu
                             ));
                         }
                     };
-                    opts.scatter_reduce(&x, args.dim()?, &index, s, reduce, true)
+                    let r = crate::scatter::code(reduce);
+                    opts.scatter_family("scatter", &x, args.dim()?, &index, s, r, true)
                 }
                 Some(other) => {
                     return Err(Error::new(
@@ -412,8 +413,10 @@ pub const GRAD_OPS: &[&str] = &[
 /// output, one `grad_<name>` tensor per differentiable input, on the GPU. Same as
 /// [`call_grad_with`] with [`Parity::Correct`](crate::grad::Parity::Correct).
 ///
-/// The forward runs first, so a call the forward rejects fails with the forward's error, and the
-/// reductions and `sort`/`topk` get the result or indices they need from it.
+/// The forward runs first only where the gradient needs what it gives (`sort`'s and `topk`'s
+/// indices, the result of a reduction without a bounds policy or of PyTorch's legacy
+/// `scatter(reduce=)`), as on the CPU; the other gradients check their own arguments, so that
+/// a bad call fails with the CPU library's words (`grad::gather: index 5 is out of bounds ...`).
 ///
 /// ```no_run
 /// use gather::dynamic::{Arg, Args};
@@ -475,8 +478,6 @@ pub fn call_grad_with(
             .err()
             .unwrap_or_else(|| invalid(format!("{op} has no gradient"))));
     }
-    let names: Vec<&str> = inputs.keys().map(String::as_str).collect();
-    let policy = gather::dynamic::bounds_policy(op, args, &names)?;
     let get = |name: &str| input(inputs, name);
     if op == "repeat_interleave" && !inputs.contains_key("input") {
         return Err(invalid(
@@ -497,20 +498,40 @@ pub fn call_grad_with(
             grad_output.dtype()
         )));
     }
-    let forward = call(op, args, inputs)?;
-    let out = &forward[0].1;
-    gather::backend::check_grad_shape(
+    // After the dtypes, and only its name and fill value, as the CPU library's gradients read it.
+    let policy = gather::dynamic::grad_bounds_policy(op, args)?;
+    let legacy = op == "scatter" && !matches!(args.get("reduce"), None | Some(Arg::None));
+    let with_result =
+        policy.is_none() && (legacy || matches!(op, "scatter_reduce" | "index_reduce"));
+    let forward = if matches!(op, "sort" | "topk") || with_result {
+        let forward = call(op, args, inputs)?;
+        if !matches!(op, "scatter_reduce" | "index_reduce") {
+            gather::backend::check_grad_shape(
+                op,
+                "grad_output",
+                grad_output.shape(),
+                "the output",
+                forward[0].1.shape(),
+            )?;
+        }
+        Some(forward)
+    } else {
+        None
+    };
+    differentiate(
         op,
-        "grad_output",
-        grad_output.shape(),
-        "the output",
-        out.shape(),
-    )?;
-    differentiate(op, args, inputs, grad_output, x, &forward, policy, parity)
-        .map_err(gather::Error::from)
+        args,
+        inputs,
+        grad_output,
+        x,
+        forward.as_ref(),
+        policy,
+        parity,
+    )
+    .map_err(gather::Error::from)
 }
 
-/// The gradients of a forward call that succeeded (`forward`: its outputs), through
+/// The gradients of a call (`forward`: its outputs, where the gradient needs them), through
 /// [`GradOptions`](crate::grad::GradOptions) where the op takes a bounds policy (with none,
 /// its methods are the plain gradients).
 #[allow(clippy::too_many_arguments)]
@@ -520,7 +541,7 @@ fn differentiate(
     inputs: &CudaTensors,
     g: &CudaTensor,
     x: &CudaTensor,
-    forward: &Outputs,
+    forward: Option<&Outputs>,
     policy: Option<OutOfBounds<Scalar>>,
     parity: crate::grad::Parity,
 ) -> crate::Result<Outputs> {
@@ -537,7 +558,7 @@ fn differentiate(
     match op {
         "sort" | "topk" => {
             let dim = args.opt_int("dim")?.map_or(-1, |d| d as isize);
-            let indices = &forward[1].1;
+            let indices = &forward.expect("sort and topk run their forward")[1].1;
             one(match op {
                 "sort" => grad::sort(g, shape, dim, indices)?,
                 _ => grad::topk(g, shape, dim, indices)?,
@@ -600,11 +621,14 @@ fn differentiate(
                 "index_reduce" | "scatter_reduce" => {
                     let reduce: Reduce = args.str("reduce")?.parse()?;
                     let incl = args.bool_or("include_self", true)?;
-                    let r = match (op, policy.is_some()) {
-                        ("index_reduce", true) => {
+                    // The forward's result where it ran (no policy), else the gradient
+                    // recomputes it under the policy.
+                    let result = forward.map(|f| &f[0].1);
+                    let r = match (op, result) {
+                        ("index_reduce", None) => {
                             go.index_reduce(g, x, dim, index, get("source")?, reduce, incl)?
                         }
-                        ("index_reduce", false) => grad::index_reduce_with(
+                        ("index_reduce", Some(out)) => grad::index_reduce_with(
                             g,
                             x,
                             dim,
@@ -612,15 +636,15 @@ fn differentiate(
                             get("source")?,
                             reduce,
                             incl,
-                            &forward[0].1,
+                            out,
                             parity,
                         )?,
-                        (_, true) => {
+                        (_, None) => {
                             let r =
                                 go.scatter_reduce(g, x, dim, index, get("src")?, reduce, incl)?;
                             return two("grad_src", (r.input, r.src));
                         }
-                        _ => {
+                        (_, Some(out)) => {
                             let r = grad::scatter_reduce_with(
                                 g,
                                 x,
@@ -629,7 +653,7 @@ fn differentiate(
                                 get("src")?,
                                 reduce,
                                 incl,
-                                &forward[0].1,
+                                out,
                                 parity,
                             )?;
                             return two("grad_src", (r.input, r.src));
@@ -638,6 +662,7 @@ fn differentiate(
                     two("grad_source", (r.input, r.source))
                 }
                 _ if policy.is_some() => {
+                    let src = get("src")?;
                     if !matches!(args.get("reduce"), None | Some(Arg::None)) {
                         return Err(Error::new(
                             gather::ErrorKind::InvalidArgument,
@@ -645,10 +670,10 @@ fn differentiate(
                         )
                         .into());
                     }
-                    let r = go.scatter(g, dim, index, get("src")?.shape())?;
+                    let r = go.scatter(g, dim, index, src.shape())?;
                     two("grad_src", (r.input, r.src))
                 }
-                _ => scatter_grad(args, inputs, g, x, dim, index, &forward[0].1),
+                _ => scatter_grad(args, inputs, g, x, dim, index, forward.map(|f| &f[0].1)),
             }
         }
     }
@@ -664,10 +689,11 @@ fn scatter_grad(
     x: &CudaTensor,
     dim: isize,
     index: &CudaTensor,
-    out: &CudaTensor,
+    out: Option<&CudaTensor>,
 ) -> crate::Result<Outputs> {
     use crate::grad::{self, Parity};
-    // The forward accepted the name: "add" or "multiply".
+    // The forward accepted the name ("add" or "multiply") and gave its result.
+    let out = || out.expect("the legacy reduce runs its forward");
     let legacy = match args.get("reduce") {
         Some(Arg::Str(r)) if r == "add" => Some(Reduce::Sum),
         Some(Arg::Str(_)) => Some(Reduce::Prod),
@@ -676,7 +702,7 @@ fn scatter_grad(
     let r = match (inputs.get("src"), legacy) {
         (Some(s), None) => grad::scatter(g, dim, index, s.shape())?,
         (Some(s), Some(r)) => {
-            grad::scatter_reduce_with(g, x, dim, index, s, r, true, out, Parity::Correct)?
+            grad::scatter_reduce_with(g, x, dim, index, s, r, true, out(), Parity::Correct)?
         }
         (None, None) => {
             let dx = grad::scatter_value(g, dim, index)?;
@@ -685,7 +711,8 @@ fn scatter_grad(
         (None, Some(r)) => {
             let bits = crate::scatter::scalar_bits("scatter", args.scalar("value")?, x.dtype())?;
             let v = crate::options::splat(x.device(), bits, x.dtype(), index.shape())?;
-            let r = grad::scatter_reduce_with(g, x, dim, index, &v, r, true, out, Parity::Correct)?;
+            let r =
+                grad::scatter_reduce_with(g, x, dim, index, &v, r, true, out(), Parity::Correct)?;
             return Ok(vec![("grad_input".to_string(), r.input)]);
         }
     };

@@ -527,8 +527,10 @@ impl Options {
         )
     }
 
+    /// The scatter ops under these options, `op` naming the call in errors (PyTorch's legacy
+    /// `scatter(..., reduce="add")` is `scatter_reduce` named `scatter`).
     #[allow(clippy::too_many_arguments)]
-    fn scatter_family(
+    pub(crate) fn scatter_family(
         &self,
         op: &'static str,
         input: &CudaTensor,

@@ -3294,6 +3294,21 @@ fn dtype_cases() -> Vec<String> {
             "scatter_reduce_arg dim=1 reduce={r} include_self=false input=x index=idx src=s"
         ));
     }
+    // The bounds policies, on indices with values out of range (and negative ones).
+    let mut bounded = Vec::new();
+    for case in &cases {
+        let wild = case
+            .replace("index=idx", "index=w_idx")
+            .replace("index=rows", "index=w_rows")
+            .replace("index=flat", "index=w_flat");
+        if wild == *case || case.starts_with("scatter_reduce_arg") {
+            continue;
+        }
+        for policy in ["error", "wrap", "clip", "drop", "fill fill_value=2"] {
+            bounded.push(format!("{wild} bounds={policy}"));
+        }
+    }
+    cases.extend(bounded);
     cases
 }
 
@@ -3320,6 +3335,9 @@ fn dtype_host(rng: &mut Rng, dtype: gather::DType) -> gather::dynamic::Tensors {
         ("idx", Tensor::from(index(rng, &[3, 2], 4))),
         ("groups", Tensor::from(index(rng, &[3, 4], 3))),
         ("rows", i64s(&[2], &[2, 0])),
+        ("w_idx", i64s(&[3, 2], &[5, -1, 0, -6, 3, 9])),
+        ("w_rows", i64s(&[2], &[4, -1])),
+        ("w_flat", i64s(&[5], &[13, -2, 5, 40, -12])),
         ("flat", i64s(&[5], &[11, 0, 5, 11, 3])),
         ("mask", Tensor::from(small::<bool>(rng, &[3, 4], 2))),
         ("offsets", i64s(&[4], &[0, 1, 1, 4])),
@@ -3438,8 +3456,12 @@ fn every_dtype_gets_the_cpu_librarys_outcome_in_gradients() {
                 continue;
             }
             let what = format!("{case} ({dtype}), gradient");
-            // grad_output of the forward's shape where it runs, else of x's.
-            let shape = match gather::dynamic::call(&op, &args, &cpu) {
+            // grad_output of the output's shape: the forward's with the indices in range (the
+            // output's shape does not depend on the values), else x's.
+            let valid = case.replace("w_idx", "idx").replace("w_rows", "rows");
+            let valid = valid.replace("w_flat", "flat");
+            let (_, vargs, vcpu, _) = dtype_call(&g, &host, &valid);
+            let shape = match gather::dynamic::call(&op, &vargs, &vcpu) {
                 Ok(out) => out[0].1.shape().to_vec(),
                 Err(_) => host["x"].shape().to_vec(),
             };

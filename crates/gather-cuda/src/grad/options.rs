@@ -82,14 +82,15 @@ impl GradOptions {
         backend::reads_only(op, &self.opts.bounds)?;
         let index = index_operand(op, "index", index)?;
         let m = resolve(op, &index, dim, size, &self.opts.bounds, 0)?;
-        match (&self.opts.bounds, &m.missing) {
+        let r = match (&self.opts.bounds, &m.missing) {
             (OutOfBounds::Fill(_), Some(missing)) => {
                 let g = copy_of(grad_out)?;
                 fill_where(&g, &spread(missing, &g)?, 0)?;
                 run(&g, &m.index)
             }
             _ => run(grad_out, &m.index),
-        }
+        };
+        super::named(op, r)
     }
 
     /// A write's gradient: `run` on `grad_out` and the index mapped under the policy (as given
@@ -106,7 +107,7 @@ impl GradOptions {
         run: &WriteGrad<'_>,
     ) -> Result<(CudaTensor, Option<CudaTensor>)> {
         if self.opts.bounds == OutOfBounds::Error {
-            return run(grad_out, index);
+            return super::named(op, run(grad_out, index));
         }
         backend::writes_only(op, &self.opts.bounds)?;
         let index = index_operand(op, "index", index)?;

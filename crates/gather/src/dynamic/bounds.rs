@@ -25,6 +25,25 @@ pub(crate) fn requested(args: &Args) -> bool {
     b || !matches!(args.get("fill_value"), None | Some(Arg::None))
 }
 
+/// The policy a gradient call asks for, `None` for PyTorch's (no policy asked for), read as the
+/// gradients read it: its name and fill value only; the checks of the op's form come later,
+/// with its operands (`bounds_policy` checks the form with the names of the forward's).
+///
+/// ```
+/// use gather::dynamic::{Arg, Args, grad_bounds_policy};
+/// let mut args = Args::default();
+/// assert_eq!(grad_bounds_policy("scatter", &args)?, None);
+/// args.set("bounds", Arg::Str("wrap".into()));
+/// assert_eq!(grad_bounds_policy("scatter", &args)?, Some(gather::OutOfBounds::Wrap));
+/// # Ok::<(), gather::Error>(())
+/// ```
+pub fn grad_bounds_policy(op: &str, args: &Args) -> Result<Option<OutOfBounds<Scalar>>> {
+    if !requested(args) {
+        return Ok(None);
+    }
+    policy_of(op, args).map(Some)
+}
+
 /// The policy `args` ask for.
 pub(crate) fn policy<T: Element>(op: &str, args: &Args) -> Result<OutOfBounds<T>> {
     typed_policy(policy_of(op, args)?)
