@@ -303,10 +303,16 @@ pub(crate) fn named<T>(op: &str, r: Result<T>) -> Result<T> {
     r.map_err(|e| match e {
         Error::Op(inner) if inner.kind() == gather::ErrorKind::IndexOutOfBounds => {
             let message = inner.message();
-            let rest = message.split_once(": ").map_or(message, |(_, rest)| rest);
+            let (from, rest) = message.split_once(": ").unwrap_or(("", message));
             let mut renamed = gather::Error::new(inner.kind(), format!("{op}: {rest}"));
             if let Some(hint) = inner.hint() {
-                renamed = renamed.with_hint(hint);
+                // Some hints name the op too ("take indexes the row-major flattening ...").
+                renamed = renamed.with_hint(match hint.strip_prefix(from) {
+                    Some(tail) if !from.is_empty() && tail.starts_with(' ') => {
+                        format!("{op}{tail}")
+                    }
+                    _ => hint.to_string(),
+                });
             }
             if let (Some(v), Some(c)) = (inner.index_value(), inner.coordinate()) {
                 renamed = renamed.with_index(v, c.to_vec());
@@ -768,9 +774,12 @@ pub fn index_copy(
         "grad::index_copy",
         (|| -> Result<SourceGrad> {
             let op = "grad::index_copy";
+            // The source's gradient first: it checks the index as index_copy does (no negative
+            // values), index_fill would take them.
+            let source = source_grad(op, grad_out, dim, index, source_shape, None)?;
             Ok(SourceGrad {
                 input: index_fill(grad_out, dim, index)?,
-                source: source_grad(op, grad_out, dim, index, source_shape, None)?,
+                source,
             })
         })(),
     )
