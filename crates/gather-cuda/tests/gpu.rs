@@ -3337,6 +3337,35 @@ fn dtype_cases() -> Vec<String> {
         }
     }
     cases.extend(bounded);
+    // Broadcasting forms (an index of one row for x's three), the atomic folds, empty indices
+    // and 0-d operands.
+    cases.extend(
+        [
+            "gather_broadcast dim=1 input=x index=b_idx",
+            "scatter_broadcast dim=1 input=x index=b_idx src=s_b",
+            "scatter_add_broadcast dim=1 input=x index=b_idx src=s_b",
+            "scatter_reduce_broadcast dim=1 reduce=amax include_self=false input=x index=b_idx src=s_b",
+            "scatter_reduce_broadcast dim=1 reduce=mean input=x index=b_idx src=s_b",
+            "scatter_add dim=1 deterministic=false input=x index=idx src=s",
+            "scatter_reduce dim=1 reduce=amax deterministic=false input=x index=idx src=s",
+            "scatter_reduce dim=1 reduce=prod include_self=false deterministic=false input=x index=idx src=s",
+            "scatter_reduce dim=1 reduce=mean deterministic=false input=x index=idx src=s",
+            "gather dim=1 input=x index=e_idx",
+            "scatter_add dim=1 input=x index=e_idx src=s",
+            "scatter_reduce dim=1 reduce=amin input=x index=e_idx src=s",
+            "index_select dim=0 input=x index=e_rows",
+            "index_reduce dim=0 reduce=amax input=x index=e_rows source=e_src",
+            "take input=x index=e_rows",
+            "gather dim=0 input=x0 index=i0",
+            "take input=x0 index=i0",
+            "scatter dim=0 input=x0 index=i0 src=x0",
+            "scatter_reduce dim=0 reduce=prod input=x0 index=i0 src=x0",
+            "index_select dim=0 input=x0 index=i0",
+            "sort dim=0 input=x0",
+            "topk k=1 dim=0 input=x0",
+        ]
+        .map(String::from),
+    );
     cases
 }
 
@@ -3363,6 +3392,13 @@ fn dtype_host(rng: &mut Rng, dtype: gather::DType) -> gather::dynamic::Tensors {
         ("idx", Tensor::from(index(rng, &[3, 2], 4))),
         ("groups", Tensor::from(index(rng, &[3, 4], 3))),
         ("rows", i64s(&[2], &[2, 0])),
+        ("b_idx", i64s(&[1, 2], &[3, 0])),
+        ("s_b", small_tensor(rng, &[1, 2], dtype)),
+        ("e_idx", i64s(&[3, 0], &[])),
+        ("e_rows", i64s(&[0], &[])),
+        ("e_src", small_tensor(rng, &[0, 4], dtype)),
+        ("x0", small_tensor(rng, &[], dtype)),
+        ("i0", i64s(&[], &[0])),
         ("n_idx", i64s(&[3, 2], &[-1, 0, -4, 2, 3, -2])),
         ("n_rows", i64s(&[2], &[-1, 0])),
         ("n_flat", i64s(&[5], &[-1, 0, 3, -12, 11])),
