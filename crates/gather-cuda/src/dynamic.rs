@@ -498,6 +498,22 @@ pub fn call_grad_with(
             grad_output.dtype()
         )));
     }
+    // An index of another dtype than the integers is the forward's error, before the shapes
+    // (but an empty one is taken where the forward takes it, as PyTorch's scatters do).
+    let scatter_like = matches!(op, "gather" | "scatter" | "scatter_add" | "scatter_reduce");
+    if let Some(i) = inputs.get("index") {
+        let float = matches!(
+            i.dtype(),
+            gather::DType::Bool
+                | gather::DType::F16
+                | gather::DType::BF16
+                | gather::DType::F32
+                | gather::DType::F64
+        );
+        if float && !(scatter_like && i.is_empty()) {
+            return Err(gather::backend::index_dtype(op, "index", i.dtype()));
+        }
+    }
     // After the dtypes, and only its name and fill value, as the CPU library's gradients read it.
     let policy = gather::dynamic::grad_bounds_policy(op, args)?;
     let legacy = op == "scatter" && !matches!(args.get("reduce"), None | Some(Arg::None));

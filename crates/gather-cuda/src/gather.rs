@@ -169,7 +169,8 @@ pub fn take_along_dim(
     dim: Option<isize>,
 ) -> Result<CudaTensor> {
     let op = "take_along_dim";
-    let index = index_operand(op, "index", index)?;
+    // PyTorch's name of the argument.
+    let index = index_operand(op, "indices", index)?;
     let Some(dim) = dim else {
         return take_flat(op, input, &index, &[index.len()], Bounds::Strict);
     };

@@ -3366,6 +3366,21 @@ fn dtype_cases() -> Vec<String> {
         ]
         .map(String::from),
     );
+    // Indices of the other integer dtypes (and a float and a bool one, which are errors).
+    for t in ["i32", "u8", "i16", "u64", "f32", "bool"] {
+        for case in [
+            "gather dim=1 input=x index=idx_T",
+            "scatter_add dim=1 input=x index=idx_T src=s",
+            "scatter_reduce dim=1 reduce=amax input=x index=idx_T src=s",
+            "take_along_dim dim=1 input=x index=idx_T",
+            "index_select dim=0 input=x index=rows_T",
+            "index_add dim=0 input=x index=rows_T source=s_rows",
+            "take input=x index=rows_T",
+            "put input=x index=rows_T source=s_rows_flat",
+        ] {
+            cases.push(case.replace('T', t));
+        }
+    }
     cases
 }
 
@@ -3393,6 +3408,52 @@ fn dtype_host(rng: &mut Rng, dtype: gather::DType) -> gather::dynamic::Tensors {
         ("groups", Tensor::from(index(rng, &[3, 4], 3))),
         ("rows", i64s(&[2], &[2, 0])),
         ("b_idx", i64s(&[1, 2], &[3, 0])),
+        ("s_rows_flat", small_tensor(rng, &[2], dtype)),
+        (
+            "idx_i32",
+            Tensor::from(index(rng, &[3, 2], 4).mapv(|v| v as i32)),
+        ),
+        (
+            "idx_u8",
+            Tensor::from(index(rng, &[3, 2], 4).mapv(|v| v as u8)),
+        ),
+        (
+            "idx_i16",
+            Tensor::from(index(rng, &[3, 2], 4).mapv(|v| v as i16)),
+        ),
+        (
+            "idx_u64",
+            Tensor::from(index(rng, &[3, 2], 4).mapv(|v| v as u64)),
+        ),
+        (
+            "idx_f32",
+            Tensor::from(index(rng, &[3, 2], 4).mapv(|v| v as f32)),
+        ),
+        (
+            "idx_bool",
+            Tensor::from(index(rng, &[3, 2], 2).mapv(|v| v == 1)),
+        ),
+        (
+            "rows_i32",
+            Tensor::from(ndarray::arr1(&[2i32, 0]).into_dyn()),
+        ),
+        ("rows_u8", Tensor::from(ndarray::arr1(&[2u8, 0]).into_dyn())),
+        (
+            "rows_i16",
+            Tensor::from(ndarray::arr1(&[2i16, 0]).into_dyn()),
+        ),
+        (
+            "rows_u64",
+            Tensor::from(ndarray::arr1(&[2u64, 0]).into_dyn()),
+        ),
+        (
+            "rows_f32",
+            Tensor::from(ndarray::arr1(&[2.0f32, 0.0]).into_dyn()),
+        ),
+        (
+            "rows_bool",
+            Tensor::from(ndarray::arr1(&[true, false]).into_dyn()),
+        ),
         ("s_b", small_tensor(rng, &[1, 2], dtype)),
         ("e_idx", i64s(&[3, 0], &[])),
         ("e_rows", i64s(&[0], &[])),
