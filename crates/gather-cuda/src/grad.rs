@@ -297,11 +297,17 @@ fn scatter_into_zeros(
     cast(&dx, g.dtype())
 }
 
-/// A bad index that an op run by the gradient found, reported under the gradient's name as the
-/// CPU library reports it (`grad::scatter_add: index 5 is out of bounds ...`, not `gather: ...`).
+/// A bad index or dim that an op run by the gradient found, reported under the gradient's name
+/// as the CPU library reports it (`grad::scatter_add: index 5 is out of bounds ...`, not
+/// `gather: ...`).
 pub(crate) fn named<T>(op: &str, r: Result<T>) -> Result<T> {
     r.map_err(|e| match e {
-        Error::Op(inner) if inner.kind() == gather::ErrorKind::IndexOutOfBounds => {
+        Error::Op(inner)
+            if matches!(
+                inner.kind(),
+                gather::ErrorKind::IndexOutOfBounds | gather::ErrorKind::DimOutOfRange
+            ) =>
+        {
             let message = inner.message();
             let (from, rest) = message.split_once(": ").unwrap_or(("", message));
             let mut renamed = gather::Error::new(inner.kind(), format!("{op}: {rest}"));
@@ -345,6 +351,8 @@ pub fn gather(
         "grad::gather",
         (|| -> Result<CudaTensor> {
             let op = "grad::gather";
+            // The dim before the shapes, as the CPU library checks them.
+            gather::dims::normalize_dim(op, dim, input_shape.len())?;
             check_shape(
                 op,
                 "grad_output",
