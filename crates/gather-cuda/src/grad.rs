@@ -297,6 +297,11 @@ fn scatter_into_zeros(
     cast(&dx, g.dtype())
 }
 
+/// `body` (given the gradient's name `op`), its bad index or dim reported under that name.
+fn grad_op<T>(op: &'static str, body: impl FnOnce(&'static str) -> Result<T>) -> Result<T> {
+    named(op, body(op))
+}
+
 /// A bad index or dim that an op run by the gradient found, reported under the gradient's name
 /// as the CPU library reports it (`grad::scatter_add: index 5 is out of bounds ...`, not
 /// `gather: ...`).
@@ -347,22 +352,18 @@ pub fn gather(
     dim: isize,
     index: &CudaTensor,
 ) -> Result<CudaTensor> {
-    named(
-        "grad::gather",
-        (|| -> Result<CudaTensor> {
-            let op = "grad::gather";
-            // The dim before the shapes, as the CPU library checks them.
-            gather::dims::normalize_dim(op, dim, input_shape.len())?;
-            check_shape(
-                op,
-                "grad_output",
-                grad_out.shape(),
-                "the index",
-                index.shape(),
-            )?;
-            scatter_into_zeros(op, grad_out, input_shape, dim, index)
-        })(),
-    )
+    grad_op("grad::gather", |op| {
+        // The dim before the shapes, as the CPU library checks them.
+        gather::dims::normalize_dim(op, dim, input_shape.len())?;
+        check_shape(
+            op,
+            "grad_output",
+            grad_out.shape(),
+            "the index",
+            index.shape(),
+        )?;
+        scatter_into_zeros(op, grad_out, input_shape, dim, index)
+    })
 }
 
 /// The gradients of [`scatter()`](crate::scatter()) with a src tensor:
@@ -384,17 +385,13 @@ pub fn scatter(
     index: &CudaTensor,
     src_shape: &[usize],
 ) -> Result<ScatterGrad> {
-    named(
-        "grad::scatter",
-        (|| -> Result<ScatterGrad> {
-            let op = "grad::scatter";
-            wide_dtype(op, grad_out.dtype())?;
-            Ok(ScatterGrad {
-                input: scatter_value(grad_out, dim, index)?,
-                src: src_grad(grad_out, dim, index, src_shape)?,
-            })
-        })(),
-    )
+    grad_op("grad::scatter", |op| {
+        wide_dtype(op, grad_out.dtype())?;
+        Ok(ScatterGrad {
+            input: scatter_value(grad_out, dim, index)?,
+            src: src_grad(grad_out, dim, index, src_shape)?,
+        })
+    })
 }
 
 /// The gradient of [`scatter()`](crate::scatter()) with a value, with respect to `input`:
@@ -410,13 +407,10 @@ pub fn scatter(
 /// # Ok::<(), gather_cuda::Error>(())
 /// ```
 pub fn scatter_value(grad_out: &CudaTensor, dim: isize, index: &CudaTensor) -> Result<CudaTensor> {
-    named(
-        "grad::scatter_value",
-        (|| -> Result<CudaTensor> {
-            wide_dtype("grad::scatter_value", grad_out.dtype())?;
-            crate::scatter(grad_out, dim, index, Scalar::Int(0))
-        })(),
-    )
+    grad_op("grad::scatter_value", |op| {
+        wide_dtype(op, grad_out.dtype())?;
+        crate::scatter(grad_out, dim, index, Scalar::Int(0))
+    })
 }
 
 /// `g.gather(dim, index)` placed in zeros of `src_shape`.
@@ -451,16 +445,13 @@ pub fn scatter_add(
     index: &CudaTensor,
     src_shape: &[usize],
 ) -> Result<ScatterGrad> {
-    named(
-        "grad::scatter_add",
-        (|| -> Result<ScatterGrad> {
-            wide_dtype("grad::scatter_add", grad_out.dtype())?;
-            Ok(ScatterGrad {
-                input: copy_of(grad_out)?,
-                src: src_grad(grad_out, dim, index, src_shape)?,
-            })
-        })(),
-    )
+    grad_op("grad::scatter_add", |op| {
+        wide_dtype(op, grad_out.dtype())?;
+        Ok(ScatterGrad {
+            input: copy_of(grad_out)?,
+            src: src_grad(grad_out, dim, index, src_shape)?,
+        })
+    })
 }
 
 /// The gradients of [`scatter_reduce()`](crate::scatter_reduce()) with respect to `input` and
@@ -532,47 +523,42 @@ pub fn scatter_reduce_with(
     result: &CudaTensor,
     parity: Parity,
 ) -> Result<ScatterGrad> {
-    named(
-        "grad::scatter_reduce",
-        (|| -> Result<ScatterGrad> {
-            let op = "grad::scatter_reduce";
-            check_shape(
-                op,
-                "grad_output",
-                grad_out.shape(),
-                "input (the output of scatter_reduce)",
-                input.shape(),
-            )?;
-            check_shape(op, "result", result.shape(), "input", input.shape())?;
-            let d =
-                backend::check_scatter(op, input.shape(), dim, index.shape(), Some(src.shape()))?;
-            let (g, x, r) = (
-                as_1d(&widen(op, grad_out)?),
-                as_1d(&widen(op, input)?),
-                as_1d(&widen(op, result)?),
-            );
-            let Some(d) = d else {
-                let gi = unreferenced(&g, &x, &r, reduce, parity)?;
-                return Ok(ScatterGrad {
-                    input: reshape_like(cast(&gi, input.dtype())?, input),
-                    src: zeros(src, src.shape())?,
-                });
-            };
-            let idx = as_1d(index);
-            let s = widen(op, &leading(src, idx.shape())?)?;
-            let (gi, gs) = reduce_core(&g, &x, d, &idx, &s, &r, reduce, include_self, parity)?;
-            let gs = cast(&gs, src.dtype())?;
-            let gs = if src.ndim() == 0 {
-                reshape_like(gs, src)
-            } else {
-                embed(&gs, src.shape())?
-            };
-            Ok(ScatterGrad {
+    grad_op("grad::scatter_reduce", |op| {
+        check_shape(
+            op,
+            "grad_output",
+            grad_out.shape(),
+            "input (the output of scatter_reduce)",
+            input.shape(),
+        )?;
+        check_shape(op, "result", result.shape(), "input", input.shape())?;
+        let d = backend::check_scatter(op, input.shape(), dim, index.shape(), Some(src.shape()))?;
+        let (g, x, r) = (
+            as_1d(&widen(op, grad_out)?),
+            as_1d(&widen(op, input)?),
+            as_1d(&widen(op, result)?),
+        );
+        let Some(d) = d else {
+            let gi = unreferenced(&g, &x, &r, reduce, parity)?;
+            return Ok(ScatterGrad {
                 input: reshape_like(cast(&gi, input.dtype())?, input),
-                src: gs,
-            })
-        })(),
-    )
+                src: zeros(src, src.shape())?,
+            });
+        };
+        let idx = as_1d(index);
+        let s = widen(op, &leading(src, idx.shape())?)?;
+        let (gi, gs) = reduce_core(&g, &x, d, &idx, &s, &r, reduce, include_self, parity)?;
+        let gs = cast(&gs, src.dtype())?;
+        let gs = if src.ndim() == 0 {
+            reshape_like(gs, src)
+        } else {
+            embed(&gs, src.shape())?
+        };
+        Ok(ScatterGrad {
+            input: reshape_like(cast(&gi, input.dtype())?, input),
+            src: gs,
+        })
+    })
 }
 
 /// The input gradient where nothing was scattered (an empty index).
@@ -690,15 +676,11 @@ pub fn index_select(
     dim: isize,
     index: &CudaTensor,
 ) -> Result<CudaTensor> {
-    named(
-        "grad::index_select",
-        (|| -> Result<CudaTensor> {
-            let op = "grad::index_select";
-            let w = widen(op, grad_out)?;
-            let dx = crate::index_add(&zeros(&w, input_shape)?, dim, index, &w, Scalar::Int(1))?;
-            cast(&dx, grad_out.dtype())
-        })(),
-    )
+    grad_op("grad::index_select", |op| {
+        let w = widen(op, grad_out)?;
+        let dx = crate::index_add(&zeros(&w, input_shape)?, dim, index, &w, Scalar::Int(1))?;
+        cast(&dx, grad_out.dtype())
+    })
 }
 
 /// `g.index_select(dim, index)` (times `alpha`, in the wide type), reshaped to `source_shape`.
@@ -746,17 +728,13 @@ pub fn index_add(
     source_shape: &[usize],
     alpha: Scalar,
 ) -> Result<SourceGrad> {
-    named(
-        "grad::index_add",
-        (|| -> Result<SourceGrad> {
-            let op = "grad::index_add";
-            wide_dtype(op, grad_out.dtype())?;
-            Ok(SourceGrad {
-                input: copy_of(grad_out)?,
-                source: source_grad(op, grad_out, dim, index, source_shape, Some(alpha))?,
-            })
-        })(),
-    )
+    grad_op("grad::index_add", |op| {
+        wide_dtype(op, grad_out.dtype())?;
+        Ok(SourceGrad {
+            input: copy_of(grad_out)?,
+            source: source_grad(op, grad_out, dim, index, source_shape, Some(alpha))?,
+        })
+    })
 }
 
 /// The gradients of [`index_copy()`](crate::index_copy()): `input = g.index_fill(dim, index, 0)`,
@@ -778,19 +756,15 @@ pub fn index_copy(
     index: &CudaTensor,
     source_shape: &[usize],
 ) -> Result<SourceGrad> {
-    named(
-        "grad::index_copy",
-        (|| -> Result<SourceGrad> {
-            let op = "grad::index_copy";
-            // The source's gradient first: it checks the index as index_copy does (no negative
-            // values), index_fill would take them.
-            let source = source_grad(op, grad_out, dim, index, source_shape, None)?;
-            Ok(SourceGrad {
-                input: index_fill(grad_out, dim, index)?,
-                source,
-            })
-        })(),
-    )
+    grad_op("grad::index_copy", |op| {
+        // The source's gradient first: it checks the index as index_copy does (no negative
+        // values), index_fill would take them.
+        let source = source_grad(op, grad_out, dim, index, source_shape, None)?;
+        Ok(SourceGrad {
+            input: index_fill(grad_out, dim, index)?,
+            source,
+        })
+    })
 }
 
 /// The gradient of [`index_fill()`](crate::index_fill()) with respect to `input`:
@@ -806,13 +780,10 @@ pub fn index_copy(
 /// # Ok::<(), gather_cuda::Error>(())
 /// ```
 pub fn index_fill(grad_out: &CudaTensor, dim: isize, index: &CudaTensor) -> Result<CudaTensor> {
-    named(
-        "grad::index_fill",
-        (|| -> Result<CudaTensor> {
-            wide_dtype("grad::index_fill", grad_out.dtype())?;
-            crate::index_fill(grad_out, dim, index, Scalar::Int(0))
-        })(),
-    )
+    grad_op("grad::index_fill", |op| {
+        wide_dtype(op, grad_out.dtype())?;
+        crate::index_fill(grad_out, dim, index, Scalar::Int(0))
+    })
 }
 
 /// The gradients of [`index_reduce()`](crate::index_reduce()) (prod, mean, amax, amin): those of
@@ -842,39 +813,35 @@ pub fn index_reduce_with(
     result: &CudaTensor,
     parity: Parity,
 ) -> Result<SourceGrad> {
-    named(
-        "grad::index_reduce",
-        (|| -> Result<SourceGrad> {
-            let op = "grad::index_reduce";
-            let d = backend::check_index_reduce(
-                input.shape(),
-                dim,
-                index.shape(),
-                index.dtype(),
-                source.shape(),
-                input.dtype(),
-                reduce,
-                include_self,
-            )?;
-            let index = crate::gather::index_operand(op, "index", index)?;
-            let spread = as_1d(&index).spread(as_1d(source).shape(), d);
-            let r = scatter_reduce_with(
-                grad_out,
-                input,
-                dim,
-                &spread,
-                source,
-                reduce,
-                include_self,
-                result,
-                parity,
-            )?;
-            Ok(SourceGrad {
-                input: r.input,
-                source: r.src,
-            })
-        })(),
-    )
+    grad_op("grad::index_reduce", |op| {
+        let d = backend::check_index_reduce(
+            input.shape(),
+            dim,
+            index.shape(),
+            index.dtype(),
+            source.shape(),
+            input.dtype(),
+            reduce,
+            include_self,
+        )?;
+        let index = crate::gather::index_operand(op, "index", index)?;
+        let spread = as_1d(&index).spread(as_1d(source).shape(), d);
+        let r = scatter_reduce_with(
+            grad_out,
+            input,
+            dim,
+            &spread,
+            source,
+            reduce,
+            include_self,
+            result,
+            parity,
+        )?;
+        Ok(SourceGrad {
+            input: r.input,
+            source: r.src,
+        })
+    })
 }
 
 /// The gradient of [`take()`](crate::take()) with respect to `input`:
@@ -894,22 +861,18 @@ pub fn take(
     input_shape: &[usize],
     index: &CudaTensor,
 ) -> Result<CudaTensor> {
-    named(
-        "grad::take",
-        (|| -> Result<CudaTensor> {
-            let op = "grad::take";
-            check_shape(
-                op,
-                "grad_output",
-                grad_out.shape(),
-                "the index",
-                index.shape(),
-            )?;
-            let w = widen(op, grad_out)?;
-            let dx = crate::put(&zeros(&w, input_shape)?, index, &w, true)?;
-            cast(&dx, grad_out.dtype())
-        })(),
-    )
+    grad_op("grad::take", |op| {
+        check_shape(
+            op,
+            "grad_output",
+            grad_out.shape(),
+            "the index",
+            index.shape(),
+        )?;
+        let w = widen(op, grad_out)?;
+        let dx = crate::put(&zeros(&w, input_shape)?, index, &w, true)?;
+        cast(&dx, grad_out.dtype())
+    })
 }
 
 /// The gradient of [`take_along_dim()`](crate::take_along_dim()) with respect to `input`. With a
@@ -933,55 +896,50 @@ pub fn take_along_dim(
     index: &CudaTensor,
     dim: Option<isize>,
 ) -> Result<CudaTensor> {
-    named(
-        "grad::take_along_dim",
-        (|| -> Result<CudaTensor> {
-            let op = "grad::take_along_dim";
-            let Some(dim) = dim else {
-                check_shape(
-                    op,
-                    "grad_output",
-                    grad_out.shape(),
-                    "the output of take_along_dim with dim None",
-                    &[index.len()],
-                )?;
-                let dx = take(grad_out, input_shape, &index.reshape(&[index.len()])?)?;
-                return Ok(dx);
-            };
-            // `wide`: the input as the forward read it, broadcast against the index off `dim`.
-            let (d, wide, out_shape) =
-                backend::check_take_along_dim(input_shape, index.shape(), dim)?;
+    grad_op("grad::take_along_dim", |op| {
+        let Some(dim) = dim else {
             check_shape(
                 op,
                 "grad_output",
                 grad_out.shape(),
-                "the output of take_along_dim",
-                &out_shape,
+                "the output of take_along_dim with dim None",
+                &[index.len()],
             )?;
-            let index = crate::gather::index_operand(op, "index", index)?;
-            let g = widen(op, grad_out)?;
-            if g.is_empty() {
-                return cast(&zeros(&g, input_shape)?, grad_out.dtype());
-            }
-            let ib = index.broadcast(&out_shape)?;
-            let size = wide[d];
-            let dx = run(
-                op,
-                &zeros(&g, &wide)?,
-                d,
-                &ib,
-                Some(&g),
-                0,
-                R_SUM,
-                true,
-                None,
-                Bounds::Modulo,
-                &|pos| crate::scatter::strict_error(op, &ib, false, d, size, pos),
-                Fold::Apply,
-            )?;
-            cast(&sum_to(&dx, input_shape)?, grad_out.dtype())
-        })(),
-    )
+            let dx = take(grad_out, input_shape, &index.reshape(&[index.len()])?)?;
+            return Ok(dx);
+        };
+        // `wide`: the input as the forward read it, broadcast against the index off `dim`.
+        let (d, wide, out_shape) = backend::check_take_along_dim(input_shape, index.shape(), dim)?;
+        check_shape(
+            op,
+            "grad_output",
+            grad_out.shape(),
+            "the output of take_along_dim",
+            &out_shape,
+        )?;
+        let index = crate::gather::index_operand(op, "index", index)?;
+        let g = widen(op, grad_out)?;
+        if g.is_empty() {
+            return cast(&zeros(&g, input_shape)?, grad_out.dtype());
+        }
+        let ib = index.broadcast(&out_shape)?;
+        let size = wide[d];
+        let dx = run(
+            op,
+            &zeros(&g, &wide)?,
+            d,
+            &ib,
+            Some(&g),
+            0,
+            R_SUM,
+            true,
+            None,
+            Bounds::Modulo,
+            &|pos| crate::scatter::strict_error(op, &ib, false, d, size, pos),
+            Fold::Apply,
+        )?;
+        cast(&sum_to(&dx, input_shape)?, grad_out.dtype())
+    })
 }
 
 /// The gradients of [`put()`](crate::put()): `input = g` when accumulating, else
@@ -1003,26 +961,22 @@ pub fn put(
     source_shape: &[usize],
     accumulate: bool,
 ) -> Result<SourceGrad> {
-    named(
-        "grad::put",
-        (|| -> Result<SourceGrad> {
-            let op = "grad::put";
-            wide_dtype(op, grad_out.dtype())?;
-            backend::check_put(grad_out.shape(), index.shape(), source_shape)?;
-            let input = if accumulate || index.is_empty() {
-                copy_of(grad_out)?
-            } else {
-                let zero = splat(grad_out.device(), 0, grad_out.dtype(), index.shape())?;
-                crate::put(grad_out, index, &zero, false)?
-            };
-            let source = if index.is_empty() {
-                zeros(grad_out, source_shape)?
-            } else {
-                crate::take(grad_out, index)?.reshape(source_shape)?
-            };
-            Ok(SourceGrad { input, source })
-        })(),
-    )
+    grad_op("grad::put", |op| {
+        wide_dtype(op, grad_out.dtype())?;
+        backend::check_put(grad_out.shape(), index.shape(), source_shape)?;
+        let input = if accumulate || index.is_empty() {
+            copy_of(grad_out)?
+        } else {
+            let zero = splat(grad_out.device(), 0, grad_out.dtype(), index.shape())?;
+            crate::put(grad_out, index, &zero, false)?
+        };
+        let source = if index.is_empty() {
+            zeros(grad_out, source_shape)?
+        } else {
+            crate::take(grad_out, index)?.reshape(source_shape)?
+        };
+        Ok(SourceGrad { input, source })
+    })
 }
 
 /// The gradient of [`sort()`](crate::sort()) (on its values) with respect to `input`: each
@@ -1277,36 +1231,32 @@ pub fn select_batched(
     index: &CudaTensor,
     batch_dims: usize,
 ) -> Result<CudaTensor> {
-    named(
-        "grad::select_batched",
-        (|| -> Result<CudaTensor> {
-            let op = "grad::select_batched";
-            let index = crate::gather::index_operand(op, "index", index)?;
-            let (a, gather_shape, out_shape) =
-                backend::check_select_batched(op, input_shape, axis, index.shape(), batch_dims)?;
-            check_shape(
-                op,
-                "grad_output",
-                grad_out.shape(),
-                "the output of select_batched",
-                &out_shape,
-            )?;
-            if grad_out.is_empty() {
-                return cast(
-                    &zeros(&widen(op, grad_out)?, input_shape)?,
-                    grad_out.dtype(),
-                );
-            }
-            let spread = crate::gather::batched_spread(&index, &gather_shape, batch_dims, a)?;
-            scatter_into_zeros(
-                op,
-                &grad_out.reshape(&gather_shape)?,
-                input_shape,
-                a as isize,
-                &spread,
-            )
-        })(),
-    )
+    grad_op("grad::select_batched", |op| {
+        let index = crate::gather::index_operand(op, "index", index)?;
+        let (a, gather_shape, out_shape) =
+            backend::check_select_batched(op, input_shape, axis, index.shape(), batch_dims)?;
+        check_shape(
+            op,
+            "grad_output",
+            grad_out.shape(),
+            "the output of select_batched",
+            &out_shape,
+        )?;
+        if grad_out.is_empty() {
+            return cast(
+                &zeros(&widen(op, grad_out)?, input_shape)?,
+                grad_out.dtype(),
+            );
+        }
+        let spread = crate::gather::batched_spread(&index, &gather_shape, batch_dims, a)?;
+        scatter_into_zeros(
+            op,
+            &grad_out.reshape(&gather_shape)?,
+            input_shape,
+            a as isize,
+            &spread,
+        )
+    })
 }
 
 #[cfg(test)]
