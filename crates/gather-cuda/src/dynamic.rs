@@ -501,18 +501,11 @@ pub fn call_grad_with(
     // An index of another dtype than the integers is the forward's error, before the shapes
     // (but an empty one is taken where the forward takes it, as PyTorch's scatters do).
     let scatter_like = matches!(op, "gather" | "scatter" | "scatter_add" | "scatter_reduce");
-    if let Some(i) = inputs.get("index") {
-        let float = matches!(
-            i.dtype(),
-            gather::DType::Bool
-                | gather::DType::F16
-                | gather::DType::BF16
-                | gather::DType::F32
-                | gather::DType::F64
-        );
-        if float && !(scatter_like && i.is_empty()) {
-            return Err(gather::backend::index_dtype(op, "index", i.dtype()));
-        }
+    if let Some(i) = inputs
+        .get("index")
+        .filter(|i| !(scatter_like && i.is_empty()))
+    {
+        crate::gather::require_int_index(op, i)?;
     }
     // After the dtypes, and only its name and fill value, as the CPU library's gradients read it.
     let policy = gather::dynamic::grad_bounds_policy(op, args)?;
@@ -521,7 +514,8 @@ pub fn call_grad_with(
         policy.is_none() && (legacy || matches!(op, "scatter_reduce" | "index_reduce"));
     let forward = if matches!(op, "sort" | "topk") || with_result {
         let forward = call(op, args, inputs)?;
-        if !matches!(op, "scatter_reduce" | "index_reduce") {
+        // The reductions' gradients check grad_output against the input themselves.
+        if matches!(op, "sort" | "topk") || legacy {
             gather::backend::check_grad_shape(
                 op,
                 "grad_output",

@@ -277,8 +277,8 @@ impl ScatterPlan {
         include_self: bool,
     ) -> Result<CudaTensor> {
         for (what, t) in [("dst", dst), ("src", src)] {
-            let on = t.device().ordinal();
             if !Arc::ptr_eq(&t.device().inner, &self.dev.inner) {
+                let on = t.device().ordinal();
                 return Err(Error::Op(
                     gather::Error::new(
                         ErrorKind::InvalidArgument,

@@ -937,9 +937,9 @@ impl Geometry {
             let st: Vec<isize> = g.rows_axes.iter().map(|&a| out_strides[a]).collect();
             Layout::exact(&shape, &st)?
         };
-        g.lout = g.lanes_layout(x.shape(), &out_strides)?;
+        g.lout = g.lanes_layout(&out_strides)?;
         if let Some(s) = src {
-            g.lsrc = g.lanes_layout(x.shape(), s.strides())?;
+            g.lsrc = g.lanes_layout(s.strides())?;
             g.rmap = g.rows_layout(s.strides())?;
             g.sp = s.ptr();
         }
@@ -962,20 +962,9 @@ impl Geometry {
         Ok(g)
     }
 
-    /// The lane axes of a tensor of these `strides` (x's extent along dim, the index's on the
-    /// others).
-    fn lanes_layout(&self, x_shape: &[usize], strides: &[isize]) -> Result<Layout> {
-        let shape: Vec<usize> = self
-            .lane_axes
-            .iter()
-            .map(|&a| {
-                if a == self.d {
-                    x_shape[a]
-                } else {
-                    self.ishape[a]
-                }
-            })
-            .collect();
+    /// The lane axes (never dim) of a tensor of the index's extent and these `strides`.
+    fn lanes_layout(&self, strides: &[isize]) -> Result<Layout> {
+        let shape: Vec<usize> = self.lane_axes.iter().map(|&a| self.ishape[a]).collect();
         let st: Vec<isize> = self.lane_axes.iter().map(|&a| strides[a]).collect();
         Layout::exact(&shape, &st)
     }
@@ -1053,7 +1042,7 @@ impl Geometry {
             Fold::Softmax(o, log) => {
                 // The output has src's shape: rows and lanes map into it as into src.
                 let rout = self.rows_layout(o.strides())?;
-                let lo = self.lanes_layout(x.shape(), o.strides())?;
+                let lo = self.lanes_layout(o.strides())?;
                 let name = intern(format!("softmax_{}", dtype_suffix(x.dtype())));
                 let f = dev.function(Source::Groups, name)?;
                 let (op_, log) = (o.ptr(), log as i32);

@@ -71,19 +71,6 @@ fn host_apply(
     src: &TensorView<'_>,
     reduce: Option<(Reduce, bool)>,
 ) -> lib::Result<Tensor> {
-    let (r, incl) = reduce.unwrap_or((Reduce::Sum, true));
-    if dst.dtype() != src.dtype() {
-        return Err(backend::dtype_mismatch(op, "src", dst.dtype(), src.dtype()));
-    }
-    backend::check_scatter_plan_apply(
-        op,
-        plan.len(),
-        plan.size(),
-        dst.shape(),
-        src.shape(),
-        dst.dtype(),
-        r,
-    )?;
     macro_rules! apply {
         ($d:expr, $s:expr) => {
             Ok(Tensor::from(match reduce {
@@ -96,9 +83,16 @@ fn host_apply(
         (TensorView::F32(d), TensorView::F32(s)) => apply!(d, s),
         (TensorView::F64(d), TensorView::F64(s)) => apply!(d, s),
         _ => {
+            // The plan's own checks, which its loops run on the dtypes above.
+            let (r, incl) = reduce.unwrap_or((Reduce::Sum, true));
+            if dst.dtype() != src.dtype() {
+                return Err(backend::dtype_mismatch(op, "src", dst.dtype(), src.dtype()));
+            }
+            let (len, size, dtype) = (plan.len(), plan.size(), dst.dtype());
+            backend::check_scatter_plan_apply(op, len, size, dst.shape(), src.shape(), dtype, r)?;
             let mut column = vec![1; src.shape().len()];
             column[0] = plan.len();
-            // Checked above: src has one row per position, so the column broadcasts to it.
+            // Checked: src has one row per position, so the column broadcasts to it.
             let ids = plan
                 .ids()
                 .into_shape_with_order(column)
@@ -106,14 +100,7 @@ fn host_apply(
             let ids = ids.broadcast(src.shape()).expect("src has the plan's rows");
             let mut args = Args::default();
             args.set("dim", Arg::Int(0));
-            let name = match r {
-                Reduce::Prod => "prod",
-                Reduce::Mean => "mean",
-                Reduce::Amax => "amax",
-                Reduce::Amin => "amin",
-                _ => "sum",
-            };
-            args.set("reduce", Arg::Str(name.into()));
+            args.set("reduce", Arg::Str(r.name().into()));
             args.set("include_self", Arg::Bool(incl));
             let views: TensorViews<'_> = [
                 ("input".to_string(), reborrow(dst)),
