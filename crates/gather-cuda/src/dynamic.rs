@@ -514,14 +514,19 @@ pub fn call_grad_with(
         policy.is_none() && (legacy || matches!(op, "scatter_reduce" | "index_reduce"));
     let forward = if matches!(op, "sort" | "topk") || with_result {
         let forward = call(op, args, inputs)?;
-        // The reductions' gradients check grad_output against the input themselves.
-        if matches!(op, "sort" | "topk") || legacy {
+        // The legacy reduce runs through scatter_reduce's gradient: its grad_output is checked
+        // here, in the words of the CPU library's legacy gradients.
+        if legacy {
+            let name = match inputs.get("src") {
+                Some(_) => "grad::scatter_legacy",
+                None => "grad::scatter_value_legacy",
+            };
             gather::backend::check_grad_shape(
-                op,
+                name,
                 "grad_output",
                 grad_output.shape(),
-                "the output",
-                forward[0].1.shape(),
+                "input (the output of scatter)",
+                x.shape(),
             )?;
         }
         Some(forward)

@@ -80,7 +80,13 @@ pub fn index_select(input: &CudaTensor, dim: isize, index: &CudaTensor) -> Resul
     let op = "index_select";
     gather::dims::normalize_dim(op, dim, input.ndim())?;
     let index = index_operand(op, "index", index)?;
-    let d = backend::check_index_select(input.shape(), dim, index.shape(), index.dtype())?;
+    let d = backend::check_index_select(
+        "index_select",
+        input.shape(),
+        dim,
+        index.shape(),
+        index.dtype(),
+    )?;
     let x = as_1d(input);
     let n = index.len();
     let mut shape = x.shape().to_vec();
@@ -174,7 +180,8 @@ pub fn take_along_dim(
     let Some(dim) = dim else {
         return take_flat(op, input, &index, &[index.len()], Bounds::Strict);
     };
-    let (d, x_shape, idx_shape) = backend::check_take_along_dim(input.shape(), index.shape(), dim)?;
+    let (d, x_shape, idx_shape) =
+        backend::check_take_along_dim("take_along_dim", input.shape(), index.shape(), dim)?;
     let out = CudaTensor::empty(input.device(), &idx_shape, input.dtype())?;
     if out.is_empty() {
         return Ok(out);

@@ -359,7 +359,7 @@ pub fn gather(
             op,
             "grad_output",
             grad_out.shape(),
-            "the index",
+            "the output of gather (the index)",
             index.shape(),
         )?;
         scatter_into_zeros(op, grad_out, input_shape, dim, index)
@@ -678,6 +678,19 @@ pub fn index_select(
 ) -> Result<CudaTensor> {
     grad_op("grad::index_select", |op| {
         let w = widen(op, grad_out)?;
+        // Shapes before values, as the CPU library checks them.
+        let d = backend::check_index_select(op, input_shape, dim, index.shape(), index.dtype())?;
+        let mut want = input_shape.to_vec();
+        if let Some(n) = want.get_mut(d) {
+            *n = index.len();
+        }
+        check_shape(
+            op,
+            "grad_output",
+            grad_out.shape(),
+            "the output of index_select",
+            &want,
+        )?;
         let dx = crate::index_add(&zeros(&w, input_shape)?, dim, index, &w, Scalar::Int(1))?;
         cast(&dx, grad_out.dtype())
     })
@@ -701,10 +714,17 @@ fn source_grad(
         sel = cast(&mul(&w, &a.broadcast(w.shape())?)?, g.dtype())?;
     }
     if sel.len() != source_shape.iter().product::<usize>() {
-        return Err(crate::tensor::invalid(format!(
-            "{op}: source has shape {source_shape:?} but the forward's source must have {} elements",
-            sel.len()
-        )));
+        use gather::error::fmt_shape;
+        let d = gather::dims::normalize_dim(op, dim, g.ndim())?;
+        return Err(gather::Error::new(gather::ErrorKind::ShapeMismatch, format!(
+            "{op}: source has shape {} but the forward's source must have {} elements (self {}, {} indices along dim {d})",
+            fmt_shape(source_shape),
+            sel.len(),
+            fmt_shape(g.shape()),
+            index.len()
+        ))
+        .with_hint("pass the shape of the source the forward call took")
+        .into());
     }
     sel.reshape(source_shape)
 }
@@ -824,6 +844,13 @@ pub fn index_reduce_with(
             reduce,
             include_self,
         )?;
+        check_shape(
+            op,
+            "grad_output",
+            grad_out.shape(),
+            "input (the output of index_reduce)",
+            input.shape(),
+        )?;
         let index = crate::gather::index_operand(op, "index", index)?;
         let spread = as_1d(&index).spread(as_1d(source).shape(), d);
         let r = scatter_reduce_with(
@@ -866,7 +893,7 @@ pub fn take(
             op,
             "grad_output",
             grad_out.shape(),
-            "the index",
+            "the output of take (the index)",
             index.shape(),
         )?;
         let w = widen(op, grad_out)?;
@@ -909,7 +936,8 @@ pub fn take_along_dim(
             return Ok(dx);
         };
         // `wide`: the input as the forward read it, broadcast against the index off `dim`.
-        let (d, wide, out_shape) = backend::check_take_along_dim(input_shape, index.shape(), dim)?;
+        let (d, wide, out_shape) =
+            backend::check_take_along_dim(op, input_shape, index.shape(), dim)?;
         check_shape(
             op,
             "grad_output",
@@ -1079,19 +1107,16 @@ pub fn masked_select(
 ) -> Result<CudaTensor> {
     let op = "grad::masked_select";
     let b = backend::check_masked(op, input_shape, mask.shape())?;
-    if grad_out.ndim() != 1 {
-        return Err(backend::check_grad_shape(
+    let w = widen(op, grad_out)?;
+    let full = crate::masked::scatter_at_mask(&zeros(&w, &b)?, mask, &w, &|count| {
+        check_shape(
             op,
             "grad_output",
             grad_out.shape(),
-            "the output of masked_select (1-d, one element per true position)",
-            &[grad_out.len()],
+            "the output of masked_select (one element per true position)",
+            &[count],
         )
-        .unwrap_err()
-        .into());
-    }
-    let w = widen(op, grad_out)?;
-    let full = crate::masked_scatter(&zeros(&w, &b)?, mask, &w)?;
+    })?;
     cast(&sum_to(&full, input_shape)?, grad_out.dtype())
 }
 
@@ -1158,7 +1183,7 @@ pub fn repeat_interleave(
     let op = "grad::repeat_interleave";
     let values = crate::repeat::host_counts(repeats)?;
     let (d, counts, total) =
-        backend::repeat_plan(input_shape, repeats.shape(), &values, dim, None)?;
+        backend::repeat_plan(op, input_shape, repeats.shape(), &values, dim, None)?;
     sum_copies(op, grad_out, input_shape, d, &counts, total)
 }
 
@@ -1179,7 +1204,7 @@ pub fn repeat_interleave_scalar(
     dim: Option<isize>,
 ) -> Result<CudaTensor> {
     let op = "grad::repeat_interleave";
-    let (d, size, total) = backend::repeat_plan_scalar(input_shape, repeats, dim, None)?;
+    let (d, size, total) = backend::repeat_plan_scalar(op, input_shape, repeats, dim, None)?;
     sum_copies(op, grad_out, input_shape, d, &vec![repeats; size], total)
 }
 

@@ -74,6 +74,17 @@ pub fn masked_scatter(
     mask: &CudaTensor,
     source: &CudaTensor,
 ) -> Result<CudaTensor> {
+    scatter_at_mask(input, mask, source, &|_| Ok(()))
+}
+
+/// [`masked_scatter`], with `check` given the number of true positions before anything is
+/// written (masked_select's gradient checks its grad_output there: one element per position).
+pub(crate) fn scatter_at_mask(
+    input: &CudaTensor,
+    mask: &CudaTensor,
+    source: &CudaTensor,
+    check: &dyn Fn(usize) -> Result<()>,
+) -> Result<CudaTensor> {
     let op = "masked_scatter";
     same_dtype(op, "source", input, source)?;
     bool_mask(op, mask)?;
@@ -82,10 +93,12 @@ pub fn masked_scatter(
     let dev = input.device();
     let out = CudaTensor::empty(dev, &shape, input.dtype())?;
     if n == 0 {
+        check(0)?;
         return Ok(out);
     }
-    crate::gather::copy_into(&input.broadcast(&shape)?, &out)?;
     let (_scratch, pos, count) = positions(&mask.broadcast(&shape)?, n)?;
+    check(count as usize)?;
+    crate::gather::copy_into(&input.broadcast(&shape)?, &out)?;
     if count as usize > source.len() {
         return Err(backend::masked_source_short(source.shape(), count as usize, &shape).into());
     }

@@ -43,8 +43,14 @@ pub fn repeat_interleave(
     output_size: Option<usize>,
 ) -> Result<CudaTensor> {
     let values = host_counts(repeats)?;
-    let (d, counts, total) =
-        backend::repeat_plan(input.shape(), repeats.shape(), &values, dim, output_size)?;
+    let (d, counts, total) = backend::repeat_plan(
+        OP,
+        input.shape(),
+        repeats.shape(),
+        &values,
+        dim,
+        output_size,
+    )?;
     expand(input, d, &counts, total)
 }
 
@@ -66,7 +72,8 @@ pub fn repeat_interleave_scalar(
     dim: Option<isize>,
     output_size: Option<usize>,
 ) -> Result<CudaTensor> {
-    let (d, size, total) = backend::repeat_plan_scalar(input.shape(), repeats, dim, output_size)?;
+    let (d, size, total) =
+        backend::repeat_plan_scalar(OP, input.shape(), repeats, dim, output_size)?;
     expand(input, d, &vec![repeats; size], total)
 }
 

@@ -112,36 +112,38 @@ pub fn check_scatter_plan_apply(
 }
 
 /// The checks of `index_select(input, dim, index)` before the index's values are read: the
-/// normalised dim.
+/// normalised dim. Errors are named `op` (`"index_select"`, or a gradient's name).
 ///
 /// ```
 /// use gather::DType;
-/// assert_eq!(gather::backend::check_index_select(&[4, 5], -1, &[3], DType::I64).unwrap(), 1);
+/// assert_eq!(gather::backend::check_index_select("index_select", &[4, 5], -1, &[3], DType::I64).unwrap(), 1);
 /// ```
 pub fn check_index_select(
+    op: &str,
     input_shape: &[usize],
     dim: isize,
     index_shape: &[usize],
     index_dtype: DType,
 ) -> Result<usize> {
-    crate::ops::index::check_select_shapes(input_shape, dim, index_shape, index_dtype)
+    crate::ops::index::check_select_shapes(op, input_shape, dim, index_shape, index_dtype)
 }
 
 /// The checks of `take_along_dim(input, index, dim)` with an integer `dim`: the normalised dim,
 /// then the shapes that input and index broadcast to (equal but along `dim`); the output has the
-/// index's.
+/// index's. Errors are named `op` (`"take_along_dim"`, or a gradient's name).
 ///
 /// ```
-/// let (d, x, i) = gather::backend::check_take_along_dim(&[4, 1], &[2, 3], 0).unwrap();
+/// let (d, x, i) = gather::backend::check_take_along_dim("take_along_dim", &[4, 1], &[2, 3], 0).unwrap();
 /// assert_eq!((d, x, i), (0, vec![4, 3], vec![2, 3]));
-/// assert!(gather::backend::check_take_along_dim(&[4, 2], &[2, 3], 0).is_err());
+/// assert!(gather::backend::check_take_along_dim("take_along_dim", &[4, 2], &[2, 3], 0).is_err());
 /// ```
 pub fn check_take_along_dim(
+    op: &str,
     input_shape: &[usize],
     index_shape: &[usize],
     dim: isize,
 ) -> Result<(usize, Vec<usize>, Vec<usize>)> {
-    crate::ops::take::along_dim_shapes(input_shape, index_shape, dim)
+    crate::ops::take::along_dim_shapes(op, input_shape, index_shape, dim)
 }
 
 /// The checks of `put(self, index, source)` before the index's values are read: `false` when
@@ -194,16 +196,18 @@ pub fn masked_source_short(source_shape: &[usize], ones: usize, self_shape: &[us
 
 /// The checks of `repeat_interleave(input, repeats, dim, output_size)` with a repeats tensor,
 /// from the input's shape and the repeats' shape and values: the dim (`None`: the input
-/// flattened), one count per slice along it, and their sum.
+/// flattened), one count per slice along it, and their sum. Errors are named `op`
+/// (`"repeat_interleave"`, or a gradient's name).
 ///
 /// ```
 /// use gather::backend::repeat_plan;
-/// let (d, counts, total) = repeat_plan(&[3, 2], &[3], &[1, 0, 2], Some(0), None).unwrap();
+/// let (d, counts, total) = repeat_plan("repeat_interleave", &[3, 2], &[3], &[1, 0, 2], Some(0), None).unwrap();
 /// assert_eq!((d, counts, total), (Some(0), vec![1, 0, 2], 3));
-/// assert!(repeat_plan(&[3, 2], &[3], &[1, -1, 2], Some(0), None).is_err());
-/// assert!(repeat_plan(&[3, 2], &[3], &[1, 0, 2], Some(0), Some(4)).is_err());
+/// assert!(repeat_plan("repeat_interleave", &[3, 2], &[3], &[1, -1, 2], Some(0), None).is_err());
+/// assert!(repeat_plan("repeat_interleave", &[3, 2], &[3], &[1, 0, 2], Some(0), Some(4)).is_err());
 /// ```
 pub fn repeat_plan(
+    op: &str,
     input_shape: &[usize],
     repeats_shape: &[usize],
     repeats: &[i64],
@@ -211,6 +215,7 @@ pub fn repeat_plan(
     output_size: Option<usize>,
 ) -> Result<(Option<usize>, Vec<usize>, usize)> {
     crate::ops::repeat::plan_tensor(
+        op,
         input_shape,
         repeats_shape,
         repeats.iter().copied(),
@@ -221,19 +226,21 @@ pub fn repeat_plan(
 
 /// The checks of `repeat_interleave(input, repeats, dim, output_size)` with one count: the dim
 /// (`None`: the input flattened), the number of slices along it, and the output's length there.
+/// Errors are named `op`.
 ///
 /// ```
-/// let plan = gather::backend::repeat_plan_scalar(&[3, 2], 2, Some(1), None).unwrap();
+/// let plan = gather::backend::repeat_plan_scalar("repeat_interleave", &[3, 2], 2, Some(1), None).unwrap();
 /// assert_eq!(plan, (Some(1), 2, 4));
-/// assert!(gather::backend::repeat_plan_scalar(&[], 2, Some(0), None).is_err());
+/// assert!(gather::backend::repeat_plan_scalar("repeat_interleave", &[], 2, Some(0), None).is_err());
 /// ```
 pub fn repeat_plan_scalar(
+    op: &str,
     input_shape: &[usize],
     repeats: usize,
     dim: Option<isize>,
     output_size: Option<usize>,
 ) -> Result<(Option<usize>, usize, usize)> {
-    crate::ops::repeat::plan_scalar(input_shape, repeats, dim, output_size)
+    crate::ops::repeat::plan_scalar(op, input_shape, repeats, dim, output_size)
 }
 
 /// The checks of `repeat_interleave(repeats, output_size)` (the positions form): one count per

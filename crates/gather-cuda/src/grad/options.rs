@@ -287,7 +287,19 @@ impl GradOptions {
             index,
             (d, n),
             &|m, g| match dim {
-                Some(_) => m.broadcast(g.shape()),
+                Some(dim) => {
+                    // The plain gradient's checks, before the marks are spread over g.
+                    let (_, _, out) =
+                        backend::check_take_along_dim(op, input_shape, index.shape(), dim)?;
+                    check_shape(
+                        op,
+                        "grad_output",
+                        g.shape(),
+                        "the output of take_along_dim",
+                        &out,
+                    )?;
+                    m.broadcast(g.shape())
+                }
                 None => Ok(m.clone()),
             },
             &|g, i| super::take_along_dim(g, input_shape, i, dim),
@@ -319,7 +331,7 @@ impl GradOptions {
         if self.opts.bounds == OutOfBounds::Error {
             return super::select_batched(grad_out, input_shape, axis, index, batch_dims);
         }
-        let (a, gather_shape, _) =
+        let (a, gather_shape, out_shape) =
             backend::check_select_batched(op, input_shape, axis, index.shape(), batch_dims)?;
         self.read(
             op,
@@ -328,15 +340,15 @@ impl GradOptions {
             (a, input_shape[a]),
             &|m, g| {
                 // The marks as the gather saw the index, over g's elements in its order.
-                let s = batched_spread(m, &gather_shape, batch_dims, a)?;
-                if s.len() != g.len() {
-                    return Err(crate::tensor::invalid(format!(
-                        "{op}: grad_output has {} elements, the output {}",
-                        g.len(),
-                        s.len()
-                    )));
-                }
-                Ok(s)
+                // grad_output as the plain gradient checks it, before the marks are spread.
+                check_shape(
+                    op,
+                    "grad_output",
+                    g.shape(),
+                    "the output of select_batched",
+                    &out_shape,
+                )?;
+                batched_spread(m, &gather_shape, batch_dims, a)
             },
             &|g, i| super::select_batched(g, input_shape, axis, i, batch_dims),
         )
@@ -675,7 +687,13 @@ fn gather_broadcast(
     let idx = as_1d(&index);
     let (out_shape, x_shape) = backend::broadcast_gather_shapes(op, &x1, idx.shape(), d)?;
     let g = as_1d(grad_out);
-    check_shape(op, "grad_output", g.shape(), "the output", &out_shape)?;
+    check_shape(
+        op,
+        "grad_output",
+        g.shape(),
+        "the output of gather_broadcast",
+        &out_shape,
+    )?;
     let w = widen(op, &g)?;
     let wide = if out_shape.contains(&0) {
         zeros(&w, &x_shape)?

@@ -28,7 +28,7 @@ pub(crate) fn index_select(args: &Args, inputs: &dyn Inputs) -> Result<Tensor> {
     with_index_tensor!(index, i => Read::IndexSelect(dim, i).on(&x),
     _ => {
         // PyTorch checks the dtype after the shapes, and also for an empty index.
-        check_select_shapes(x.shape(), dim, index.shape(), index.dtype())?;
+        check_select_shapes("index_select", x.shape(), dim, index.shape(), index.dtype())?;
         Err(index_dtype_error("index_select", "index", &index))
     })
 }

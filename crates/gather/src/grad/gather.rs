@@ -14,6 +14,7 @@
 use ndarray::{Array, ArrayBase, Data, Dimension, IntoDimension};
 
 use super::{GradFloat, check_gather_index, check_shape, try_zeros};
+use crate::dims::normalize_dim;
 use crate::error::Result;
 use crate::index::IndexElem;
 
@@ -52,8 +53,8 @@ where
 {
     let op = "grad::gather";
     let shape = input_shape.into_dimension();
-    let idx = index.view().into_dyn();
-    let checked = check_gather_index(op, shape.slice(), dim, &idx)?;
+    // The dim, grad_output's shape, then the index's shape and values: shapes before values.
+    normalize_dim(op, dim, shape.ndim())?;
     check_shape(
         op,
         "grad_output",
@@ -61,6 +62,8 @@ where
         "the output of gather (the index)",
         index.shape(),
     )?;
+    let idx = index.view().into_dyn();
+    let checked = check_gather_index(op, shape.slice(), dim, &idx)?;
     let mut dx = try_zeros::<T, _>(op, shape)?;
     if checked.is_some() {
         crate::scatter_add_inplace(&mut dx, dim, index, grad_out)?;

@@ -85,9 +85,8 @@ where
 {
     let op = "grad::index_select";
     let shape = input_shape.into_dimension();
-    let d = check_select_shapes(shape.slice(), dim, index.shape(), I::DTYPE)?;
-    let idx = index.view().into_dyn();
-    check_bounds(op, &idx, d, nonempty(shape.slice())[d], Bounds::Strict)?;
+    // Shapes before values, as every gradient checks them.
+    let d = check_select_shapes(op, shape.slice(), dim, index.shape(), I::DTYPE)?;
     let want = selected_shape(shape.slice(), d, index.len());
     check_shape(
         op,
@@ -96,6 +95,8 @@ where
         "the output of index_select",
         &want,
     )?;
+    let idx = index.view().into_dyn();
+    check_bounds(op, &idx, d, nonempty(shape.slice())[d], Bounds::Strict)?;
     let mut dx = try_zeros::<T, _>(op, shape)?;
     crate::index_add_inplace(&mut dx, dim, index, grad_out, T::narrow(One::one()))?;
     Ok(dx)

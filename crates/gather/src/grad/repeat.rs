@@ -10,26 +10,8 @@ use ndarray::{Array, Array1, ArrayBase, Data, Dimension, IntoDimension, IxDyn};
 use num_traits::One;
 
 use super::{GradFloat, check_shape, reshape_to, try_zeros};
-use crate::dims::normalize_dim;
-use crate::error::{Error, ErrorKind, Result, fmt_shape};
+use crate::error::{Error, Result};
 use crate::index::IndexElem;
-
-/// The dim the forward repeated along (`None`: the flattened input) and its size, as the forward
-/// resolves it.
-fn resolve(op: &str, shape: &[usize], dim: Option<isize>) -> Result<(Option<usize>, usize)> {
-    match dim {
-        None => Ok((None, shape.iter().product())),
-        Some(d) if shape.is_empty() => Err(Error::new(
-            ErrorKind::DimOutOfRange,
-            format!("{op}: Dimension out of range for a 0-d input with dim {d}"),
-        )
-        .with_hint("a 0-d input repeats only with dim None")),
-        Some(d) => {
-            let d = normalize_dim(op, d, shape.len())?;
-            Ok((Some(d), shape[d]))
-        }
-    }
-}
 
 /// `zeros(input).index_add(dim, [j repeated counts[j] times], g)`.
 fn sum_copies<T, S, DG, D>(
@@ -113,31 +95,15 @@ where
 {
     let op = "grad::repeat_interleave";
     let shape = input_shape.into_dimension();
-    let (d, size) = resolve(op, shape.slice(), dim)?;
-    let single = repeats.ndim() == 0 || (repeats.ndim() == 1 && repeats.len() == 1);
-    if !single && repeats.ndim() != 1 {
-        return Err(Error::rank(format!(
-            "{op}: repeats must be 0-dim or 1-dim tensor (repeats has shape {})",
-            fmt_shape(repeats.shape())
-        )));
-    }
-    if !single && repeats.len() != size {
-        return Err(Error::shape(format!(
-            "{op}: repeats must have the same size as input along dim, but got repeats.size(0) = {} and input.size = {size}",
-            repeats.len()
-        )));
-    }
-    let mut counts = Vec::with_capacity(size);
-    for r in repeats.iter() {
-        let r = r.to_i64();
-        let c = usize::try_from(r)
-            .map_err(|_| Error::invalid(format!("{op}: repeats can not be negative (got {r})")))?;
-        counts.push(c);
-    }
-    if single {
-        let c = counts.first().copied().unwrap_or(0);
-        counts = vec![c; size];
-    }
+    // The forward's checks, in its words, under the gradient's name.
+    let (d, counts, _) = crate::ops::repeat::plan_tensor(
+        op,
+        shape.slice(),
+        repeats.shape(),
+        repeats.iter().map(|r| r.to_i64()),
+        dim,
+        None,
+    )?;
     sum_copies(op, grad_out, shape, d, &counts)
 }
 
@@ -166,13 +132,14 @@ where
 {
     let op = "grad::repeat_interleave";
     let shape = input_shape.into_dimension();
-    let (d, size) = resolve(op, shape.slice(), dim)?;
+    let (d, size, _) = crate::ops::repeat::plan_scalar(op, shape.slice(), repeats, dim, None)?;
     sum_copies(op, grad_out, shape, d, &vec![repeats; size])
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ErrorKind;
     use ndarray::{arr0, array};
 
     #[test]

@@ -448,13 +448,12 @@ where
 {
     let idx = index.view().into_dyn();
     let d = check_scatter_grad(op, input.shape(), dim, &idx, Some(src.shape()))?;
-    check_shape(
-        op,
-        "grad_output",
-        grad_out.shape(),
-        "input (the output of scatter_reduce)",
-        input.shape(),
-    )?;
+    // The legacy gradients differentiate scatter(reduce=...), not scatter_reduce.
+    let output = match op {
+        "grad::scatter_reduce" => "input (the output of scatter_reduce)",
+        _ => "input (the output of scatter)",
+    };
+    check_shape(op, "grad_output", grad_out.shape(), output, input.shape())?;
     check_shape(op, "result", result.shape(), "input", input.shape())?;
     let g = widen(grad_out);
     let x = widen(input);

@@ -19,11 +19,10 @@
 use ndarray::{Array, ArrayBase, ArrayD, ArrayView, Data, Dimension, IntoDimension, IxDyn};
 
 use super::{GradFloat, check_shape, narrow_to, sum_to, try_zeros, widen};
-use crate::dims::{broadcast_shapes, normalize_dim};
-use crate::error::{Error, ErrorKind, Result, fmt_shape};
+use crate::error::{Error, Result, fmt_shape};
 use crate::index::{Bounds, IndexElem, check_bounds};
 use crate::ops::scatter::{Mode, Reduce, scatter_into};
-use crate::ops::take::flat_index_error;
+use crate::ops::take::{along_dim_shapes, flat_index_error};
 
 /// `zeros(shape).put(index, g, accumulate = true)`, after checking `index` against the flat size
 /// under `bounds`.
@@ -159,28 +158,9 @@ fn take_along_dim_dyn<T: GradFloat, I: IndexElem>(
         return put_back(op, grad_out, shape, index, Bounds::Strict);
     };
     let x_shape = shape.slice().to_vec();
-    let nd = x_shape.len();
-    if index.ndim() != nd {
-        return Err(Error::rank(format!(
-            "{op}: input and indices should have the same number of dimensions, but got {nd} dimensions for input, and {} dimensions for indices",
-            index.ndim()
-        ))
-        .with_hint("pass the input shape and index of the forward call"));
-    }
-    if nd == 0 {
-        return Err(Error::new(
-            ErrorKind::DimOutOfRange,
-            format!("{op}: Dimension specified as {dim} but tensor has no dimensions"),
-        )
-        .with_hint("a 0-d input has no dim to take along: use dim None"));
-    }
-    let d = normalize_dim(op, dim, nd)?;
-    let mut self_sizes = x_shape.clone();
-    self_sizes[d] = index.shape()[d];
-    let out_shape = broadcast_shapes(&self_sizes, index.shape())?;
-    let mut idx_sizes = index.shape().to_vec();
-    idx_sizes[d] = x_shape[d];
-    let wide_shape = broadcast_shapes(&idx_sizes, &x_shape)?;
+    // The forward's checks, in its words, under the gradient's name. `wide_shape`: the input as
+    // the forward read it, broadcast against the index off `dim`.
+    let (d, wide_shape, out_shape) = along_dim_shapes(op, &x_shape, index.shape(), dim)?;
     check_shape(
         op,
         "grad_output",
@@ -210,6 +190,7 @@ fn take_along_dim_dyn<T: GradFloat, I: IndexElem>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ErrorKind;
     use half::f16;
     use ndarray::{arr0, array};
 

@@ -101,16 +101,17 @@ pub(crate) fn check_index_vector(op: &str, index_shape: &[usize], dtype: DType) 
 /// The checks of `index_select` before the index's values are looked at: `dim`, the index's rank,
 /// and the one-value rule of a 0-d input. Returns the normalised dim.
 pub(crate) fn check_select_shapes(
+    op: &str,
     input_shape: &[usize],
     dim: isize,
     index_shape: &[usize],
     dtype: DType,
 ) -> Result<usize> {
-    let d = normalize_dim("index_select", dim, input_shape.len())?;
-    check_index_vector("index_select", index_shape, dtype)?;
+    let d = normalize_dim(op, dim, input_shape.len())?;
+    check_index_vector(op, index_shape, dtype)?;
     let n: usize = index_shape.iter().product();
     if input_shape.is_empty() && n != 1 {
-        return Err(Error::shape(format!("index_select: Index to scalar can have only 1 value, got {n} value(s)")).with_hint(
+        return Err(Error::shape(format!("{op}: Index to scalar can have only 1 value, got {n} value(s)")).with_hint(
             "a 0-d input has exactly one element, so the index must hold exactly one value (0); to repeat it, \
              give the input an axis first (`input.insert_axis(Axis(0))`)",
         ));
@@ -354,7 +355,7 @@ fn select_dyn<T: Element, I: IndexElem>(
     dim: isize,
     index: &ArrayView<'_, I, IxDyn>,
 ) -> Result<(usize, Vec<T>)> {
-    let d = check_select_shapes(input.shape(), dim, index.shape(), I::DTYPE)?;
+    let d = check_select_shapes("index_select", input.shape(), dim, index.shape(), I::DTYPE)?;
     let x = view_1d_if_scalar(input);
     let mut out_shape = x.shape().to_vec();
     out_shape[d] = index.len();

@@ -51,23 +51,23 @@ use crate::ops::try_vec;
 const OP: &str = "repeat_interleave";
 
 /// Checks that `values` are non-negative counts and returns them with their sum.
-fn counts_of(values: impl IntoIterator<Item = i64>) -> Result<(Vec<usize>, usize)> {
+fn counts_of(op: &str, values: impl IntoIterator<Item = i64>) -> Result<(Vec<usize>, usize)> {
     let mut counts = Vec::new();
     let mut total: usize = 0;
     for (pos, v) in values.into_iter().enumerate() {
         let c = usize::try_from(v).map_err(|_| {
-            Error::invalid(format!("{OP}: repeats can not be negative (repeats[{pos}] = {v})"))
+            Error::invalid(format!("{op}: repeats can not be negative (repeats[{pos}] = {v})"))
                 .with_hint("every entry counts the copies of one slice, so it must be >= 0; use 0 to drop a slice")
         })?;
-        total = total.checked_add(c).ok_or_else(too_large)?;
+        total = total.checked_add(c).ok_or_else(|| too_large(op))?;
         counts.push(c);
     }
     Ok((counts, total))
 }
 
-fn too_large() -> Error {
+fn too_large(op: &str) -> Error {
     Error::invalid(format!(
-        "{OP}: the repeats ask for more elements than fit in memory"
+        "{op}: the repeats ask for more elements than fit in memory"
     ))
     .with_hint(
         "check the repeats for huge values (an unsigned value above i64::MAX counts as i64::MAX)",
@@ -75,10 +75,10 @@ fn too_large() -> Error {
 }
 
 /// The error for an `output_size` that differs from the sum of a repeats array.
-fn check_output_size_tensor(output_size: Option<usize>, total: usize) -> Result<()> {
+fn check_output_size_tensor(op: &str, output_size: Option<usize>, total: usize) -> Result<()> {
     match output_size {
         Some(o) if o != total => Err(Error::invalid(format!(
-            "{OP}: allocated size does not match required size (output_size = {o}, but the repeats sum to {total})"
+            "{op}: allocated size does not match required size (output_size = {o}, but the repeats sum to {total})"
         ))
         .with_hint(format!("output_size must be the sum of the repeats ({total}), or None"))),
         _ => Ok(()),
@@ -154,21 +154,22 @@ pub(crate) fn plan_repeats_only(
         ))
         .with_hint(hint));
     }
-    let (counts, total) = counts_of(values)?;
-    check_output_size_tensor(output_size, total)?;
+    let (counts, total) = counts_of(OP, values)?;
+    check_output_size_tensor(OP, output_size, total)?;
     Ok((counts, total))
 }
 
 /// The checks of the form with a repeats array, from the input's shape and the repeats' shape
 /// and values: the dim (`None`: flattened), one count per slice, and their sum.
 pub(crate) fn plan_tensor(
+    op: &str,
     input_shape: &[usize],
     repeats_shape: &[usize],
     values: impl IntoIterator<Item = i64>,
     dim: Option<isize>,
     output_size: Option<usize>,
 ) -> Result<(Option<usize>, Vec<usize>, usize)> {
-    let (d, size) = resolve_dim(input_shape, dim)?;
+    let (d, size) = resolve_dim(op, input_shape, dim)?;
     let shown = d.unwrap_or(0);
     let (counts, total) = if repeats_shape.is_empty() || repeats_shape == [1] {
         // One count for every slice (PyTorch expands it, so it is not checked when there are none).
@@ -176,14 +177,14 @@ pub(crate) fn plan_tensor(
         if size == 0 {
             (Vec::new(), 0)
         } else {
-            let (c, _) = counts_of([r])?;
-            let total = c[0].checked_mul(size).ok_or_else(too_large)?;
+            let (c, _) = counts_of(op, [r])?;
+            let total = c[0].checked_mul(size).ok_or_else(|| too_large(op))?;
             (vec![c[0]; size], total)
         }
     } else if repeats_shape.len() == 1 {
         if repeats_shape[0] != size {
             return Err(Error::shape(format!(
-                "{OP}: repeats must have the same size as input along dim, but got repeats.size(0) = {} and input.size({shown}) = {size} (input {})",
+                "{op}: repeats must have the same size as input along dim, but got repeats.size(0) = {} and input.size({shown}) = {size} (input {})",
                 repeats_shape[0],
                 fmt_shape(input_shape)
             ))
@@ -191,33 +192,34 @@ pub(crate) fn plan_tensor(
                 "give one count per slice along dim {shown} ({size} counts), or a single count (0-d or one element) for all of them"
             )));
         }
-        counts_of(values)?
+        counts_of(op, values)?
     } else {
         return Err(Error::rank(format!(
-            "{OP}: repeats must be 0-dim or 1-dim tensor (repeats has {} dims, shape {})",
+            "{op}: repeats must be 0-dim or 1-dim tensor (repeats has {} dims, shape {})",
             repeats_shape.len(),
             fmt_shape(repeats_shape)
         ))
         .with_hint(format!("give one count per slice along dim {shown} as a 1-d array ({size} counts), or a single count")));
     };
-    check_output_size_tensor(output_size, total)?;
+    check_output_size_tensor(op, output_size, total)?;
     Ok((d, counts, total))
 }
 
 /// The checks of the form with one count, from the input's shape: the dim (`None`:
 /// flattened), the number of slices along it, and the output's length there.
 pub(crate) fn plan_scalar(
+    op: &str,
     input_shape: &[usize],
     repeats: usize,
     dim: Option<isize>,
     output_size: Option<usize>,
 ) -> Result<(Option<usize>, usize, usize)> {
-    let (d, size) = resolve_dim(input_shape, dim)?;
-    let total = size.checked_mul(repeats).ok_or_else(too_large)?;
+    let (d, size) = resolve_dim(op, input_shape, dim)?;
+    let total = size.checked_mul(repeats).ok_or_else(|| too_large(op))?;
     if let Some(o) = output_size {
         if o != total {
             return Err(Error::invalid(format!(
-                "{OP}: Invalid output_size, expected {total} but got {o}"
+                "{op}: Invalid output_size, expected {total} but got {o}"
             ))
             .with_hint(format!(
                 "output_size must be {size} slices × {repeats} repeats = {total}, or None"
@@ -228,7 +230,11 @@ pub(crate) fn plan_scalar(
 }
 
 /// The dim to repeat along (`None`: flatten), checked; and the number of slices along it.
-fn resolve_dim(input_shape: &[usize], dim: Option<isize>) -> Result<(Option<usize>, usize)> {
+fn resolve_dim(
+    op: &str,
+    input_shape: &[usize],
+    dim: Option<isize>,
+) -> Result<(Option<usize>, usize)> {
     match dim {
         None => Ok((None, input_shape.iter().product())),
         Some(d) if input_shape.is_empty() => {
@@ -236,12 +242,12 @@ fn resolve_dim(input_shape: &[usize], dim: Option<isize>) -> Result<(Option<usiz
             let got = if d == 0 || d == -1 { 1 } else { d };
             Err(Error::new(
                 ErrorKind::DimOutOfRange,
-                format!("{OP}: Dimension out of range (expected to be in range of [-1, 0], but got {got}) for a 0-d input with dim {d}"),
+                format!("{op}: Dimension out of range (expected to be in range of [-1, 0], but got {got}) for a 0-d input with dim {d}"),
             )
             .with_hint("PyTorch rejects every dim for a 0-d input here (it unsqueezes at dim + 1): pass dim = None to repeat the single element into a 1-d array, or give the input an axis first with `insert_axis(Axis(0))`"))
         }
         Some(d) => {
-            let d = normalize_dim(OP, d, input_shape.len())?;
+            let d = normalize_dim(op, d, input_shape.len())?;
             Ok((Some(d), input_shape[d]))
         }
     }
@@ -346,6 +352,7 @@ where
     DI: Dimension,
 {
     let (d, counts, total) = plan_tensor(
+        OP,
         input.shape(),
         repeats.shape(),
         repeats.iter().map(|v| v.to_i64()),
@@ -386,7 +393,7 @@ where
     S: Data<Elem = T>,
     D: Dimension,
 {
-    let (d, size, total) = plan_scalar(input.shape(), repeats, dim, output_size)?;
+    let (d, size, total) = plan_scalar(OP, input.shape(), repeats, dim, output_size)?;
     expand(input, d, &vec![repeats; size], total)
 }
 

@@ -207,7 +207,7 @@ where
         let data = take_flat(OP, input, index, Bounds::Strict)?;
         return Ok(ArrayD::from_shape_vec(IxDyn(&[data.len()]), data).expect("1-d output"));
     };
-    let (d, x_shape, idx_shape) = along_dim_shapes(input.shape(), index.shape(), dim)?;
+    let (d, x_shape, idx_shape) = along_dim_shapes(OP, input.shape(), index.shape(), dim)?;
     let x = input.view().into_dyn();
     let idx = index.view().into_dyn();
     let internal = || {
@@ -240,15 +240,15 @@ where
 /// normalised dim and the shapes that input and index broadcast to (they differ along `dim`
 /// only).
 pub(crate) fn along_dim_shapes(
+    op: &str,
     input_shape: &[usize],
     index_shape: &[usize],
     dim: isize,
 ) -> Result<(usize, Vec<usize>, Vec<usize>)> {
-    const OP: &str = "take_along_dim";
     let nd = input_shape.len();
     if index_shape.len() != nd {
         return Err(Error::rank(format!(
-            "{OP}: input and indices should have the same number of dimensions, but got {nd} dimensions for input, and {} dimensions for indices (input {}, indices {}, dim {dim})",
+            "{op}: input and indices should have the same number of dimensions, but got {nd} dimensions for input, and {} dimensions for indices (input {}, indices {}, dim {dim})",
             index_shape.len(),
             fmt_shape(input_shape),
             fmt_shape(index_shape)
@@ -258,14 +258,14 @@ pub(crate) fn along_dim_shapes(
     if nd == 0 {
         return Err(Error::new(
             ErrorKind::DimOutOfRange,
-            format!("{OP}: Dimension specified as {dim} but tensor has no dimensions"),
+            format!("{op}: Dimension specified as {dim} but tensor has no dimensions"),
         )
         .with_hint("a 0-d input has no dim to take along: pass dim None to index its single element, or give it an axis with `insert_axis(Axis(0))`"));
     }
-    let d = normalize_dim(OP, dim, nd)?;
+    let d = normalize_dim(op, dim, nd)?;
     let bcast_hint = |e: Error| {
         e.with_hint(format!(
-            "{OP} broadcasts input and index on every dim but {d}: there, each pair of sizes must be equal or one of them 1 (input {}, index {})",
+            "{op} broadcasts input and index on every dim but {d}: there, each pair of sizes must be equal or one of them 1 (input {}, index {})",
             fmt_shape(input_shape),
             fmt_shape(index_shape)
         ))
