@@ -47,15 +47,20 @@ use crate::error::{Error, Result};
 pub fn huge_page_vec<T>(capacity: usize) -> Result<Vec<T>> {
     let mut v = Vec::new();
     v.try_reserve_exact(crate::kernels::huge_page_capacity::<T>(capacity))
-        .map_err(|_| {
-            Error::invalid(format!(
-                "huge_page_vec: cannot allocate {capacity} elements ({} bytes)",
-                capacity.saturating_mul(std::mem::size_of::<T>())
-            ))
-            .with_hint("ask for fewer elements, or work on smaller pieces")
-        })?;
+        .map_err(|_| too_large(capacity, std::mem::size_of::<T>()))?;
     crate::kernels::advise_huge_pages(&mut v);
     Ok(v)
+}
+
+/// The error of a failed [`huge_page_vec`], out of line: compiled once, not per element type.
+#[cold]
+#[inline(never)]
+fn too_large(capacity: usize, elem: usize) -> Error {
+    Error::invalid(format!(
+        "huge_page_vec: cannot allocate {capacity} elements ({} bytes)",
+        capacity.saturating_mul(elem)
+    ))
+    .with_hint("ask for fewer elements, or work on smaller pieces")
 }
 
 #[cfg(test)]

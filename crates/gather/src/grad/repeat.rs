@@ -95,12 +95,14 @@ where
 {
     let op = "grad::repeat_interleave";
     let shape = input_shape.into_dimension();
-    // The forward's checks, in its words, under the gradient's name.
+    // The forward's checks, in its words, under the gradient's name (on a Vec, so that they are
+    // compiled once, not per dtype and index type).
+    let values: Vec<i64> = repeats.iter().map(|r| r.to_i64()).collect();
     let (d, counts, _) = crate::ops::repeat::plan_tensor(
         op,
         shape.slice(),
         repeats.shape(),
-        repeats.iter().map(|r| r.to_i64()),
+        values.iter().copied(),
         dim,
         None,
     )?;

@@ -224,7 +224,11 @@ const ALLOCATOR_OVERHEAD: usize = 32;
 /// allocator, or where the mapping is not aligned, the buffer is as before and only the interior
 /// is advised.
 pub(crate) fn huge_page_capacity<T>(n: usize) -> usize {
-    let elem = std::mem::size_of::<T>();
+    capacity_for(n, std::mem::size_of::<T>())
+}
+
+/// [`huge_page_capacity`] by element size, compiled once.
+fn capacity_for(n: usize, elem: usize) -> usize {
     let bytes = n.saturating_mul(elem);
     if elem == 0 || bytes < HUGE_PAGE_MIN_BYTES {
         return n;
@@ -266,16 +270,20 @@ pub(crate) fn huge_page_capacity<T>(n: usize) -> usize {
 /// into a huge page at once (`MADV_COLLAPSE`, Linux 6.1 on), so that the whole buffer, its first
 /// 2 MiB included, is on huge pages (see docs/performance.md, "kernels/mod.rs: advise_huge_pages").
 pub(crate) fn advise_huge_pages<T>(v: &mut Vec<T>) {
+    let bytes = v.capacity().saturating_mul(std::mem::size_of::<T>());
+    advise_bytes(v.as_mut_ptr() as usize, bytes);
+}
+
+/// [`advise_huge_pages`] on the allocation of `bytes` at address `start`, compiled once.
+fn advise_bytes(start: usize, bytes: usize) {
     // Miri runs no foreign functions: the advice is skipped there (it never changes contents).
     #[cfg(all(target_os = "linux", not(miri)))]
     {
         /// `MADV_COLLAPSE` (Linux 6.1), which the libc crate does not name yet.
         const MADV_COLLAPSE: libc::c_int = 25;
-        let bytes = v.capacity().saturating_mul(std::mem::size_of::<T>());
         if bytes < HUGE_PAGE_MIN_BYTES {
             return;
         }
-        let start = v.as_mut_ptr() as usize;
         let below = start / HUGE_PAGE * HUGE_PAGE;
         let at_boundary = start - below <= 2 * ALLOCATOR_OVERHEAD;
         let lo = if at_boundary {
@@ -302,7 +310,7 @@ pub(crate) fn advise_huge_pages<T>(v: &mut Vec<T>) {
         }
     }
     #[cfg(any(not(target_os = "linux"), miri))]
-    let _ = v;
+    let _ = (start, bytes);
 }
 
 #[cfg(test)]

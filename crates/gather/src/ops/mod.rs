@@ -60,13 +60,18 @@ pub(crate) fn output_len(op: &str, shape: &[usize]) -> Result<usize> {
 /// cannot be had. A large buffer is advised to be backed by huge pages, which makes its first
 /// touch several times cheaper.
 pub(crate) fn try_vec<T>(op: &str, n: usize) -> Result<Vec<T>> {
-    crate::memory::huge_page_vec(n).map_err(|_| {
-        Error::invalid(format!(
-            "{op}: cannot allocate an output of {n} elements ({} bytes)",
-            n.saturating_mul(std::mem::size_of::<T>())
-        ))
-        .with_hint("the output is too large for memory; work on smaller pieces (e.g. slices along the first axis)")
-    })
+    crate::memory::huge_page_vec(n).map_err(|_| output_too_large(op, n, std::mem::size_of::<T>()))
+}
+
+/// [`try_vec`]'s error, out of line: compiled once, not per element type.
+#[cold]
+#[inline(never)]
+fn output_too_large(op: &str, n: usize, elem: usize) -> Error {
+    Error::invalid(format!(
+        "{op}: cannot allocate an output of {n} elements ({} bytes)",
+        n.saturating_mul(elem)
+    ))
+    .with_hint("the output is too large for memory; work on smaller pieces (e.g. slices along the first axis)")
 }
 
 /// A standard-layout copy of `a` (the starting point of every out-of-place write op), failing with
