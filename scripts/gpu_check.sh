@@ -10,11 +10,12 @@
 #     && tar -C /tmp -czf gpu/pack.tgz gpu
 # On the GPU machine (`tar xzf gpu/pack.tgz` first), name the parts in the order they matter;
 # they stop at a deadline (GATHER_VISIT_S, below):
-#   scripts/gpu_check.sh table tests ab counters
+#   scripts/gpu_check.sh table tests limits ab counters
 # `table`: ours against PyTorch, the targets (about 1.5 minutes); `tests`: unit tests, suite,
 # Python, sanitizer (about 2.5); `ab`: this build against the baseline build and its other ways,
 # alternating (about 1.5); `bench` is table and ab; `counters`: Nsight Compute's counters of the
-# kernels of the workloads that miss their targets (about 2). No part: table, then tests.
+# kernels of the workloads that miss their targets (about 2); `limits`: the floor of random
+# reads under W9 and W9x16 (about 0.5). No part: table, then tests.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -43,6 +44,10 @@ if [ "${1:-}" = "--prepare" ]; then
     maturin=$( [ -x "$venv/bin/maturin" ] && echo "$venv/bin/maturin" || echo maturin )
     "$maturin" build --quiet --manifest-path crates/gather-py/Cargo.toml --out gpu 2>&1 | tail -1
     tar -C ../shared -czf gpu/conformance.tgz conformance
+    # `limits` builds its probe with the GPU machine's nvcc; one built here (GATHER_NVCC, or an
+    # nvcc on PATH) is the fallback (CUDA 13's minor-version compatibility runs it there).
+    nvcc=${GATHER_NVCC:-$(command -v nvcc || true)}
+    [ -n "$nvcc" ] && "$nvcc" -O3 -arch=sm_90 -o gpu/random_reads scripts/random_reads.cu
     du -sh gpu/*
     exit 0
 fi
@@ -213,6 +218,21 @@ for f in sorted(glob.glob(f"{sys.argv[1]}/ncu_*.csv")):
 PY
 }
 
+# The floor of random reads under W9 and W9x16, and whether an L2 persisting window or an
+# evict-last policy on x would lift it (scripts/random_reads.cu, built here: a binary built
+# with another CUDA than the machine's may not run on its driver). About 30 seconds.
+limits() {
+    log "random reads: the floor under W9 and W9x16, and L2 policies for x"
+    local nvcc
+    nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+    if ! timeout 90 "$nvcc" -O3 -arch=sm_90 -o /tmp/random_reads scripts/random_reads.cu > "$OUT/limits_build.log" 2>&1; then
+        echo "nvcc failed"; tail -5 "$OUT/limits_build.log"
+        [ -x gpu/random_reads ] || return
+        echo "running the probe built by --prepare"; cp gpu/random_reads /tmp/random_reads
+    fi
+    timeout 90 /tmp/random_reads 2>&1 | tee "$OUT/limits.txt"
+}
+
 # Every step's timeout is cut to what is left before the deadline (GATHER_VISIT_S seconds after
 # the start, default 570: a device call lasts at most 600), and a step that would get under 3
 # seconds is skipped, so that a visit ends in time, with its results, whatever it runs.
@@ -239,7 +259,8 @@ for mode in "$@"; do
         ab) ab ;;
         bench) table; ab ;;
         counters) counters ;;
+        limits) limits ;;
         all) tests; table; ab ;;
-        *) echo "usage: $0 [--prepare] | [table|tests|ab|bench|counters|all]..." >&2; exit 2 ;;
+        *) echo "usage: $0 [--prepare] | [table|tests|ab|bench|counters|limits|all]..." >&2; exit 2 ;;
     esac
 done
