@@ -76,6 +76,8 @@ tests() {
     echo "tile-on tests exit $?"; grep -E "test result" "$OUT/tests_tile_on.log"
     GATHER_CUDA_APPLY=ahead timeout 30 gpu/gpu-tests --test-threads=1 long_fibers counting_sorts bitwise_repeatable > "$OUT/tests_ahead.log" 2>&1
     echo "apply-ahead tests exit $?"; grep -E "test result" "$OUT/tests_ahead.log"
+    GATHER_CUDA_X_HINT=last timeout 30 gpu/gpu-tests --test-threads=1 gather take > "$OUT/tests_xlast.log" 2>&1
+    echo "x evict-last tests exit $?"; grep -E "test result" "$OUT/tests_xlast.log"
 
     log "conformance on CUDA"
     timeout 45 gpu/gather --no-progress conformance --device cuda /tmp/suite/conformance > "$OUT/conformance.log" 2>&1
@@ -140,7 +142,8 @@ ab() {
     # name|environment|workloads
     local variants=("o64|GATHER_CUDA_OFFSETS=64|W5,W9,W10" "narrow|GATHER_CUDA_APPLY=narrow|W6,W7" "ahead|GATHER_CUDA_APPLY=ahead|W6,W7"
         "notile|GATHER_CUDA_TILE=off|W5,W10" "tile128|GATHER_CUDA_TILE_KB=128|W5" "tileon|GATHER_CUDA_TILE=on|W1"
-        "l2f128|GATHER_CUDA_L2_FETCH=128|W9" "l2f128nt|GATHER_CUDA_L2_FETCH=128 GATHER_CUDA_TILE=off|W5")
+        "l2f128|GATHER_CUDA_L2_FETCH=128|W9" "l2f128nt|GATHER_CUDA_L2_FETCH=128 GATHER_CUDA_TILE=off|W5"
+        "xlast|GATHER_CUDA_X_HINT=last|W9" "xlastnt|GATHER_CUDA_X_HINT=last GATHER_CUDA_TILE=off|W5")
     log "A/B, alternating over 3 rounds: this build, the baseline $(cat gpu/BASELINE 2>/dev/null) on $only, and this build's other ways (${variants[*]})"
     local ab="--no-progress bench --device cuda --in-process --repeat 50"
     for round in 1 2 3; do
@@ -162,7 +165,7 @@ def med(v):
             for w in json.load(open(f))["workloads"]:
                 rows.setdefault(w["name"], []).append(w["median_s"])
     return {n: statistics.median(t) for n, t in rows.items()}
-new, cols = med("new"), ["base", "o64", "narrow", "ahead", "notile", "tile128", "tileon", "l2f128", "l2f128nt"]
+new, cols = med("new"), ["base", "o64", "narrow", "ahead", "notile", "tile128", "tileon", "l2f128", "l2f128nt", "xlast", "xlastnt"]
 got = {c: med(c) for c in cols}
 print(f"{'workload':30s} {'new us':>9s}" + "".join(f"{c + '/new':>11s}" for c in cols))
 for n in sorted(set(new) | set(got["base"])):
@@ -187,7 +190,7 @@ counters() {
     rm -f "$OUT"/ncu_*.csv
     # workload:kernels of its first (checked) call[:environment]
     # GATHER_NCU_RUNS="W6:8 W10:1": other runs, as workload:kernels[:environment].
-    for w in ${GATHER_NCU_RUNS:-W5:1 W9:1 W9:1:GATHER_CUDA_L2_FETCH=128 W10:1 W6:6 W6:6:GATHER_CUDA_APPLY=ahead W7:6 W11a:1 W11b:1 W6x16:6}; do
+    for w in ${GATHER_NCU_RUNS:-W5:1 W9:1 W9:1:GATHER_CUDA_L2_FETCH=128 W9:1:GATHER_CUDA_X_HINT=last W10:1 W6:6 W6:6:GATHER_CUDA_APPLY=ahead W7:6 W11a:1 W11b:1 W6x16:6}; do
         IFS=: read -r name count envs <<< "$w"
         timeout 60 env ${envs:-} ncu --clock-control none --csv --page raw --print-units base --metrics "$m" --launch-count "$count" \
             --log-file "$OUT/ncu_${name}_${envs:-default}.csv" \

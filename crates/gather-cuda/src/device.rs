@@ -183,9 +183,19 @@ pub(crate) fn param_counts(ptx: &str) -> HashMap<String, usize> {
     out
 }
 
-/// NVRTC's options besides the architecture.
+/// NVRTC's options besides the architecture. `GATHER_CUDA_X_HINT=last`: gather and take read
+/// x with an L2 evict-last policy (an experiment of scripts/gpu_check.sh's A/B; the option is
+/// part of the PTX cache's key).
 fn nvrtc_options() -> Vec<String> {
-    vec!["-std=c++17".into()]
+    options_with(std::env::var("GATHER_CUDA_X_HINT").is_ok_and(|v| v == "last"))
+}
+
+fn options_with(x_evict_last: bool) -> Vec<String> {
+    let mut options = vec!["-std=c++17".to_string()];
+    if x_evict_last {
+        options.push("-DGATHER_X_EVICT_LAST".into());
+    }
+    options
 }
 
 /// NVRTC's (major, minor) version, part of the cache's key.
@@ -201,10 +211,14 @@ fn nvrtc_version() -> Result<(i32, i32)> {
 }
 
 fn compile(s: Source, arch: &str) -> Result<cudarc::nvrtc::Ptx> {
+    compile_with(s, arch, nvrtc_options())
+}
+
+fn compile_with(s: Source, arch: &str, options: Vec<String>) -> Result<cudarc::nvrtc::Ptx> {
     let arch: &'static str = Box::leak(arch.to_string().into_boxed_str());
     let opts = CompileOptions {
         arch: Some(arch),
-        options: nvrtc_options(),
+        options,
         ..Default::default()
     };
     compile_ptx_with_opts(s.text(), opts)
@@ -935,6 +949,22 @@ pub(crate) use launch;
 
 #[cfg(test)]
 mod tests {
+    /// The A/B's `GATHER_CUDA_X_HINT=last` compiles: the same kernels, their reads of x with
+    /// an L2 cache-policy operand.
+    #[test]
+    fn the_evict_last_experiment_compiles_the_same_kernels() {
+        use super::{Source, compile_with, options_with, param_counts};
+        let Some(plain) = super::compiled_entries(Source::Gather) else {
+            return;
+        };
+        let ptx = compile_with(Source::Gather, "compute_90", options_with(true))
+            .expect("the kernels compile with the hint")
+            .to_src();
+        assert_eq!(param_counts(&ptx), plain);
+        // Two kernels a width and index type (64- and 32-bit offsets), each with its reads.
+        assert!(ptx.matches("ld.global.L2::cache_hint").count() >= 32);
+    }
+
     #[test]
     fn ptx_entries_give_their_parameter_counts() {
         let ptx = ".visible .entry a(\n\t.param .u64 a_param_0,\n\t.param .u32 a_param_1\n)\n{\n}\n.visible .entry b()\n{\n}\n";

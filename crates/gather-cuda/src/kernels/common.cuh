@@ -25,6 +25,43 @@ __device__ __forceinline__ i64 divq(i64 lin, i64 s) {
     return ((u64)(lin | s) >> 32) == 0 ? (i64)((u32)lin / (u32)s) : lin / s;
 }
 
+// A read of x by gather and take. Under GATHER_CUDA_X_HINT=last (an experiment of
+// scripts/gpu_check.sh's A/B, which compiles the kernels with GATHER_X_EVICT_LAST) the read
+// carries an L2 evict-last policy, so that x's lines outlast the index and output streams
+// (read and written evict-first) in W5's and W9's random reads.
+#if defined(GATHER_X_EVICT_LAST) && !defined(GATHER_CUDA_EMU)
+__device__ __forceinline__ u64 x_policy() {
+    u64 p;
+    asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
+    return p;
+}
+__device__ __forceinline__ u8 read_x(const u8* a) {
+    u16 v;
+    asm("ld.global.L2::cache_hint.u8 %0, [%1], %2;" : "=h"(v) : "l"(a), "l"(x_policy()));
+    return (u8)v;
+}
+__device__ __forceinline__ u16 read_x(const u16* a) {
+    u16 v;
+    asm("ld.global.L2::cache_hint.u16 %0, [%1], %2;" : "=h"(v) : "l"(a), "l"(x_policy()));
+    return v;
+}
+__device__ __forceinline__ u32 read_x(const u32* a) {
+    u32 v;
+    asm("ld.global.L2::cache_hint.u32 %0, [%1], %2;" : "=r"(v) : "l"(a), "l"(x_policy()));
+    return v;
+}
+__device__ __forceinline__ u64 read_x(const u64* a) {
+    u64 v;
+    asm("ld.global.L2::cache_hint.u64 %0, [%1], %2;" : "=l"(v) : "l"(a), "l"(x_policy()));
+    return v;
+}
+#else
+template <typename W>
+__device__ __forceinline__ W read_x(const W* a) {
+    return *a;
+}
+#endif
+
 // The element offset of row-major position `lin` of `L`. The first axis takes what is left,
 // so a 1-d walk does no division.
 __device__ __forceinline__ i64 offset_of(const Layout& L, i64 lin) {

@@ -67,7 +67,7 @@ __device__ void gather_impl(W* out, const W* x, Layout xl, const I* idx, Layout 
 #pragma unroll
         for (int k = 0; k < UNROLL; ++k) {
             const O p = base + k * step;
-            if (p < no) __stcs(out + p, v[k] < 0 ? (W)0 : x[xoff[k] + (O)v[k] * (O)xl.stride[dim]]);
+            if (p < no) __stcs(out + p, v[k] < 0 ? (W)0 : read_x(x + (xoff[k] + (O)v[k] * (O)xl.stride[dim])));
         }
     }
 }
@@ -92,7 +92,7 @@ __device__ void take_impl(W* out, const W* x, Layout xl, const I* idx, Layout il
 #pragma unroll
         for (int k = 0; k < UNROLL; ++k) {
             const O p = base + k * step;
-            if (p < no) __stcs(out + p, v[k] < 0 ? (W)0 : x[offset_in<O>(xl, (O)v[k])]);
+            if (p < no) __stcs(out + p, v[k] < 0 ? (W)0 : read_x(x + offset_in<O>(xl, (O)v[k])));
         }
     }
 }
