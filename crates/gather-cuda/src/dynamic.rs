@@ -184,15 +184,7 @@ pub fn call(op: &str, args: &Args, inputs: &CudaTensors) -> gather::Result<Outpu
         "index_copy" => opts.index_copy(&x, args.dim()?, &index, &get("source")?),
         "index_fill" => opts.index_fill(&x, args.dim()?, &index, args.scalar("value")?),
         "index_reduce" => {
-            let reduce = match args.str("reduce")? {
-                r @ ("prod" | "mean" | "amax" | "amin") => r.parse::<Reduce>()?,
-                other => {
-                    return Err(Error::new(
-                        gather::ErrorKind::InvalidArgument,
-                        format!("index_reduce: Expected reduce to be one of prod, mean, amax or amin but got {other}."),
-                    ));
-                }
-            };
+            let reduce = gather::dynamic::index_reduce_arg(args)?;
             let include_self = args.bool_or("include_self", true)?;
             opts.index_reduce(&x, args.dim()?, &index, &get("source")?, reduce, include_self)
         }
@@ -634,7 +626,10 @@ fn differentiate(
                     two("grad_src", (r.input, r.src))
                 }
                 "index_reduce" | "scatter_reduce" => {
-                    let reduce: Reduce = args.str("reduce")?.parse()?;
+                    let reduce: Reduce = match op {
+                        "index_reduce" => gather::dynamic::index_reduce_arg(args)?,
+                        _ => args.str("reduce")?.parse()?,
+                    };
                     let incl = args.bool_or("include_self", true)?;
                     // The forward's result where it ran (no policy), else the gradient
                     // recomputes it under the policy.

@@ -387,9 +387,11 @@ pub fn scatter(
 ) -> Result<ScatterGrad> {
     grad_op("grad::scatter", |op| {
         wide_dtype(op, grad_out.dtype())?;
+        // src's gradient first: it checks the forward's shapes, src's included.
+        let src = src_grad(op, grad_out, dim, index, src_shape)?;
         Ok(ScatterGrad {
             input: scatter_value(grad_out, dim, index)?,
-            src: src_grad(grad_out, dim, index, src_shape)?,
+            src,
         })
     })
 }
@@ -415,11 +417,14 @@ pub fn scatter_value(grad_out: &CudaTensor, dim: isize, index: &CudaTensor) -> R
 
 /// `g.gather(dim, index)` placed in zeros of `src_shape`.
 fn src_grad(
+    op: &str,
     g: &CudaTensor,
     dim: isize,
     index: &CudaTensor,
     src_shape: &[usize],
 ) -> Result<CudaTensor> {
+    // The forward's shapes first (src at least the index's size off dim), as the CPU checks them.
+    backend::check_scatter(op, g.shape(), dim, index.shape(), Some(src_shape))?;
     if index.is_empty() {
         return zeros(g, src_shape);
     }
@@ -449,7 +454,7 @@ pub fn scatter_add(
         wide_dtype(op, grad_out.dtype())?;
         Ok(ScatterGrad {
             input: copy_of(grad_out)?,
-            src: src_grad(grad_out, dim, index, src_shape)?,
+            src: src_grad(op, grad_out, dim, index, src_shape)?,
         })
     })
 }
@@ -1156,7 +1161,7 @@ pub fn masked_scatter(
     let picked = crate::masked_select(grad_out, mask)?;
     let n: usize = source_shape.iter().product();
     if picked.len() > n {
-        return Err(backend::masked_source_short(source_shape, picked.len(), &b).into());
+        return Err(backend::masked_grad_source_short(source_shape, picked.len()).into());
     }
     let source = embed(&picked, &[n])?.reshape(source_shape)?;
     Ok(SourceGrad { input, source })

@@ -3262,6 +3262,10 @@ fn dtype_cases() -> Vec<String> {
         "put accumulate=false input=x index=flat source=s_flat",
         "masked_select input=x mask=mask",
         "masked_scatter input=x mask=mask source=s",
+        // A src narrower than the index, a source with fewer elements than the mask's trues.
+        "scatter dim=1 input=x index=idx src=s_short",
+        "scatter_add dim=1 input=x index=idx src=s_short",
+        "masked_scatter input=x mask=mask source=s_none",
         "sort dim=1 input=x",
         "sort dim=1 descending=true input=x",
         "argsort dim=1 input=x",
@@ -3283,11 +3287,10 @@ fn dtype_cases() -> Vec<String> {
             cases.push(format!(
                 "scatter_reduce dim=1 reduce={r} include_self={incl} input=x index=idx src=s"
             ));
-            if r != "sum" {
-                cases.push(format!(
-                    "index_reduce dim=0 reduce={r} include_self={incl} input=x index=rows source=s_rows"
-                ));
-            }
+            // index_reduce has no sum: an error with a hint on both.
+            cases.push(format!(
+                "index_reduce dim=0 reduce={r} include_self={incl} input=x index=rows source=s_rows"
+            ));
         }
     }
     for r in [
@@ -3473,6 +3476,8 @@ fn dtype_host(rng: &mut Rng, dtype: gather::DType) -> gather::dynamic::Tensors {
             Tensor::from(ndarray::arr1(&[true, false]).into_dyn()),
         ),
         ("s_b", small_tensor(rng, &[1, 2], dtype)),
+        ("s_short", small_tensor(rng, &[3, 1], dtype)),
+        ("s_none", small_tensor(rng, &[0], dtype)),
         ("e_idx", i64s(&[3, 0], &[])),
         ("e_rows", i64s(&[0], &[])),
         ("e_src", small_tensor(rng, &[0, 4], dtype)),

@@ -280,3 +280,189 @@ def test_a_plan_built_from_a_cuda_index_runs_on_the_gpu():
         gather.ScatterPlan(ids, 40).scatter_add(dev(dst), dev(src))
     with pytest.raises(gather.IndexOutOfBoundsError):
         gather.ScatterPlan(dev(np.array([0, 40])), 40)
+
+
+def _sweep_calls(dt):
+    """Every public op (and in-place form) of the package, on arrays of dtype `dt`: valid calls,
+    bad indices, negative ones, bad dims and shapes, and the scalar arguments (value, alpha,
+    reduce names, include_self, accumulate). Each is (name, function, args, kwargs); arrays are
+    NumPy arrays that the sweep hands over as they are or as CUDA arrays."""
+    rng = np.random.default_rng(21)
+    def arr(shape):
+        return (rng.standard_normal(shape) * 3).astype(dt)
+    x, s, s_rows, s_two = arr((3, 4)), arr((3, 2)), arr((3, 4)), arr((2, 4))
+    s_flat, big = arr(3), arr((3, 4))
+    idx = np.array([[0, 3], [1, 1], [2, 0]])
+    bad = np.array([[0, 4], [1, 1], [2, 0]])
+    neg = np.array([[0, -1], [1, 1], [2, 0]])
+    rows, rows_bad, rows_two = np.array([2, 0, 2]), np.array([2, 3, 0]), np.array([2, 0])
+    flat, flat_bad, flat_neg = np.array([0, 11, 5]), np.array([0, 12, 5]), np.array([0, -1, 5])
+    mask = rng.integers(0, 2, (3, 4)).astype(bool)
+    rep = np.array([1, 0, 2])
+    g = gather
+    calls = []
+    for i, label in [(idx, "idx"), (bad, "bad"), (neg, "neg")]:
+        calls += [
+            (f"gather {label}", g.gather, (x, 1, i), {}),
+            (f"take_along_dim {label}", g.take_along_dim, (x, i, 1), {}),
+            (f"select_batched {label}", g.select_batched, (x, 1, i, 1), {}),
+            (f"scatter src {label}", g.scatter, (x, 1, i, s), {}),
+            (f"scatter value {label}", g.scatter, (x, 1, i), {"value": 2}),
+            (f"scatter add {label}", g.scatter, (x, 1, i, s), {"reduce": "add"}),
+            (f"scatter multiply {label}", g.scatter, (x, 1, i, s), {"reduce": "multiply"}),
+            (f"scatter_add {label}", g.scatter_add, (x, 1, i, s), {}),
+            (f"scatter_ {label}", g.scatter_, (x, 1, i, s), {}),
+            (f"scatter_add_ {label}", g.scatter_add_, (x, 1, i, s), {}),
+        ]
+        for r in ["sum", "prod", "mean", "amax", "amin"]:
+            for incl in [True, False]:
+                calls.append((f"scatter_reduce {r} {incl} {label}", g.scatter_reduce, (x, 1, i, s, r),
+                              {"include_self": incl}))
+        calls.append((f"scatter_reduce_ amax {label}", g.scatter_reduce_, (x, 1, i, s, "amax"), {}))
+    for i, label in [(rows, "rows"), (rows_bad, "bad"), (-rows - 1, "neg")]:
+        calls += [
+            (f"index_select {label}", g.index_select, (x, 0, i), {}),
+            (f"index_add {label}", g.index_add, (x, 0, i, s_rows), {"alpha": 2}),
+            (f"index_add_ {label}", g.index_add_, (x, 0, i, s_rows), {}),
+            (f"index_fill {label}", g.index_fill, (x, 0, i, 1), {}),
+            (f"index_fill_ {label}", g.index_fill_, (x, 0, i, 1), {}),
+        ]
+        for r in ["prod", "mean", "amax", "amin"]:
+            calls.append((f"index_reduce {r} {label}", g.index_reduce, (x, 0, i, s_rows, r),
+                          {"include_self": False}))
+        calls.append((f"index_reduce_ amin {label}", g.index_reduce_, (x, 0, i, s_rows, "amin"), {}))
+    for i, label in [(rows_two, "rows"), (np.array([1, 3]), "bad")]:
+        calls += [
+            (f"index_copy {label}", g.index_copy, (x, 0, i, s_two), {}),
+            (f"index_copy_ {label}", g.index_copy_, (x, 0, i, s_two), {}),
+        ]
+    for i, label in [(flat, "flat"), (flat_bad, "bad"), (flat_neg, "neg")]:
+        calls += [
+            (f"take {label}", g.take, (x, i), {}),
+            (f"take_along_dim None {label}", g.take_along_dim, (x, i), {}),
+            (f"put {label}", g.put, (x, i, s_flat), {}),
+            (f"put accumulate {label}", g.put, (x, i, s_flat, True), {}),
+            (f"put_ {label}", g.put_, (x, i, s_flat), {}),
+        ]
+    calls += [
+        ("gather bad dim", g.gather, (x, -3, idx), {}),
+        ("gather rank", g.gather, (x, 1, idx[0]), {}),
+        ("index_select dim", g.index_select, (x, 2, rows), {}),
+        ("index_add bad source", g.index_add, (x, 0, rows, s_two), {}),
+        ("scatter_add short src", g.scatter_add, (x, 1, idx, s[:, :1]), {}),
+        ("scatter_reduce bad name", g.scatter_reduce, (x, 1, idx, s, "max_"), {}),
+        ("index_reduce sum", g.index_reduce, (x, 0, rows, s_rows, "sum"), {}),
+        ("masked_select", g.masked_select, (x, mask), {}),
+        ("masked_select broadcast", g.masked_select, (x, mask[0]), {}),
+        ("masked_scatter", g.masked_scatter, (x, mask, big), {}),
+        ("masked_scatter short", g.masked_scatter, (x, mask, s_flat[:0]), {}),
+        ("masked_scatter_", g.masked_scatter_, (x, mask, big), {}),
+        ("sort", g.sort, (x, 1), {"stable": True}),
+        ("sort descending", g.sort, (x, 0, True), {"stable": True}),
+        ("argsort", g.argsort, (x,), {"stable": True}),
+        ("topk", g.topk, (x, 2, 1), {}),
+        ("topk smallest", g.topk, (x, 3, 0, False), {}),
+        ("topk k", g.topk, (x, 5, 1), {}),
+        ("repeat_interleave", g.repeat_interleave, (x, rep, 0), {}),
+        ("repeat_interleave count", g.repeat_interleave, (x, 2, 1), {}),
+        ("repeat_interleave flat", g.repeat_interleave, (x, 2), {}),
+        ("repeat_interleave length", g.repeat_interleave, (x, rep, 1), {}),
+        ("repeat_interleave negative", g.repeat_interleave, (x, -rep, 0), {}),
+        ("repeat_interleave output_size", g.repeat_interleave, (x, rep, 0), {"output_size": 4}),
+        ("select_batched dims", g.select_batched, (x, 1, idx, 3), {}),
+    ]
+    return calls
+
+
+def _outcome(f, args, kwargs, on_gpu):
+    """A call's result (host arrays) and its inputs after it, or its error's type and text."""
+    held = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
+    given = [dev(a) if on_gpu and isinstance(a, np.ndarray) else a for a in held]
+    try:
+        out = f(*given, **kwargs)
+    except Exception as e:  # noqa: BLE001 - the sweep compares whatever is raised
+        return ("error", type(e).__name__, str(e)), held
+    outs = out if isinstance(out, tuple) else (out,)
+    res = []
+    for o in outs:
+        if on_gpu:
+            # In-place forms return their target: the producer here, whose buffer is `held`'s.
+            res.append(o.a.copy() if isinstance(o, EmuCudaArray) else host(o))
+        else:
+            res.append(np.array(o, copy=True))
+    return ("ok", res), held
+
+
+def test_every_public_op_gives_the_numpy_outcome_on_cuda_arrays():
+    """Each public op and in-place form, on each dtype, valid and invalid: a CUDA array call gives
+    the NumPy call's result (ints, bools and selections exactly, float arithmetic within rounding)
+    and leaves its inputs as the NumPy call leaves them, or raises the same error with the same
+    message."""
+    sums = ("scatter add", "scatter_add", "scatter_reduce sum", "scatter_reduce mean", "index_add",
+            "index_reduce mean", "put accumulate")
+    count, differ = 0, []
+    for dt in [np.float32, np.float64, np.float16, np.int64, np.int32, np.int8, np.uint8, np.bool_]:
+        for name, f, args, kwargs in _sweep_calls(dt):
+            what = f"{name} ({np.dtype(dt).name})"
+            want, want_in = _outcome(f, args, kwargs, on_gpu=False)
+            got, got_in = _outcome(f, args, kwargs, on_gpu=True)
+            count += 1
+            try:
+                assert got[0] == want[0], f"GPU {got}, NumPy {want}"
+                if want[0] == "error":
+                    assert got == want, f"GPU {got[1:]}, NumPy {want[1:]}"
+                else:
+                    assert len(got[1]) == len(want[1])
+                    for g_, w_ in zip(got[1], want[1]):
+                        assert (g_.dtype, g_.shape) == (w_.dtype, w_.shape), (g_.dtype, g_.shape, w_.dtype, w_.shape)
+                        if np.dtype(dt).kind == "f" and name.startswith(sums):
+                            tol = 1e-2 if dt == np.float16 else 1e-5
+                            np.testing.assert_allclose(g_, w_, rtol=tol, atol=tol)
+                        else:
+                            np.testing.assert_array_equal(g_, w_)
+                for g_, w_ in zip(got_in, want_in):
+                    if isinstance(w_, np.ndarray):
+                        np.testing.assert_array_equal(g_, w_, err_msg="inputs after the call")
+            except AssertionError as e:
+                differ.append(f"{what}: {e}")
+    assert count > 900, count
+    assert not differ, f"{len(differ)} of {count} calls differ:\n" + "\n".join(differ)
+
+
+def test_every_gradient_gives_the_numpy_outcome_on_cuda_arrays():
+    """`gather.grad` of each call of the sweep above that has a gradient, with a grad_output of
+    the forward's output shape and one of a wrong shape: the same gradients (within rounding:
+    they add) or the same error, on every dtype (the non-float ones are errors)."""
+    count, differ = 0, []
+    for dt in [np.float32, np.float64, np.float16, np.int64, np.bool_]:
+        rng = np.random.default_rng(4)
+        for name, f, args, kwargs in _sweep_calls(dt):
+            grad_f = getattr(gather.grad, f.__name__, None)
+            if f.__name__.endswith("_") or grad_f is None:
+                continue
+            try:
+                out = f(*args, **kwargs)
+                shape = (out[0] if isinstance(out, tuple) else out).shape
+            except gather.GatherError:
+                shape = args[0].shape
+            wrong = shape[:-1] + (shape[-1] + 1,) if shape else (2,)
+            for go_shape, how in [(shape, ""), (wrong, ", grad_output of a wrong shape")]:
+                go = (rng.standard_normal(go_shape) * 3).astype(dt)
+                what = f"grad {name} ({np.dtype(dt).name}){how}"
+                want, _ = _outcome(grad_f, (go,) + tuple(args), kwargs, on_gpu=False)
+                got, _ = _outcome(grad_f, (go,) + tuple(args), kwargs, on_gpu=True)
+                count += 1
+                try:
+                    assert got[0] == want[0], f"GPU {got}, NumPy {want}"
+                    if want[0] == "error":
+                        assert got == want, f"GPU {got[1:]}, NumPy {want[1:]}"
+                    else:
+                        assert len(got[1]) == len(want[1])
+                        for g_, w_ in zip(got[1], want[1]):
+                            assert (g_.dtype, g_.shape) == (w_.dtype, w_.shape)
+                            tol = 1e-2 if dt == np.float16 else 1e-5
+                            np.testing.assert_allclose(g_, w_, rtol=tol, atol=tol)
+                except AssertionError as e:
+                    differ.append(f"{what}: {e}")
+    assert count > 500, count
+    assert not differ, f"{len(differ)} of {count} calls differ:\n" + "\n".join(differ)

@@ -194,6 +194,17 @@ pub fn masked_source_short(source_shape: &[usize], ones: usize, self_shape: &[us
     crate::ops::masked::source_short(source_shape, ones, self_shape)
 }
 
+/// `grad::masked_scatter`'s error for a forward source shape with fewer elements than the
+/// `ones` true positions of the mask.
+///
+/// ```
+/// let e = gather::backend::masked_grad_source_short(&[2], 3);
+/// assert!(e.message().starts_with("grad::masked_scatter: "));
+/// ```
+pub fn masked_grad_source_short(source_shape: &[usize], ones: usize) -> Error {
+    crate::grad::masked::source_short(source_shape, ones)
+}
+
 /// The checks of `repeat_interleave(input, repeats, dim, output_size)` with a repeats tensor,
 /// from the input's shape and the repeats' shape and values: the dim (`None`: the input
 /// flattened), one count per slice along it, and their sum. Errors are named `op`

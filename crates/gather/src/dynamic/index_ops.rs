@@ -21,6 +21,21 @@ use crate::index::IndexElem;
 use crate::kernels::words::Moved;
 use crate::ops::index::{check_index_vector, check_select_shapes, parse_index_reduce};
 
+/// `index_reduce`'s `reduce` argument: `prod`, `mean`, `amax` or `amin` (no `sum`, no
+/// `max`/`min` aliases, as in PyTorch), or the CPU library's error for the name, with its hint.
+///
+/// ```
+/// use gather::dynamic::{Arg, Args, index_reduce_arg};
+/// let mut a = Args::default();
+/// a.set("reduce", Arg::Str("amax".into()));
+/// assert_eq!(index_reduce_arg(&a).unwrap(), gather::Reduce::Amax);
+/// a.set("reduce", Arg::Str("sum".into()));
+/// assert!(index_reduce_arg(&a).unwrap_err().hint().unwrap().contains("index_add"));
+/// ```
+pub fn index_reduce_arg(args: &Args) -> Result<crate::Reduce> {
+    parse_index_reduce(args.str("reduce")?)
+}
+
 pub(crate) fn index_select(args: &Args, inputs: &dyn Inputs) -> Result<Tensor> {
     let x = input(inputs, "input")?;
     let index = input(inputs, "index")?;

@@ -36,6 +36,7 @@ pub(crate) mod test_util;
 pub use bounds::{bounds_policy, grad_bounds_policy};
 pub use grad::{GRAD_OPS, call_grad, call_grad_with};
 pub use groups::{arg_reduce, bool_fill, group_fill, group_reduce, opt_size, segment_args};
+pub use index_ops::index_reduce_arg;
 pub use onnx::ONNX_OPS;
 pub use sort::{order_args, repeat_interleave_args, repeat_interleave_count};
 pub use take::batch_dims;

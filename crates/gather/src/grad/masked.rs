@@ -67,6 +67,17 @@ where
     Ok(narrow_to::<T, _>(&sum_to(wide, shape.slice()), shape))
 }
 
+/// The gradient's error for a forward source shape with fewer elements than the `ones` true
+/// positions of the mask.
+pub(crate) fn source_short(source_shape: &[usize], ones: usize) -> Error {
+    let n: usize = source_shape.iter().product();
+    Error::shape(format!(
+        "grad::masked_scatter: Number of elements of source < number of ones in mask (source {} has {n} elements; the mask has {ones} true positions)",
+        fmt_shape(source_shape)
+    ))
+    .with_hint("pass the source shape of the forward call")
+}
+
 /// The gradients of [`masked_scatter()`](crate::masked_scatter()): `input = g` with the masked
 /// positions zeroed (summed over the axes along which the input was broadcast);
 /// `source = g.masked_select(mask)`, zero-padded to the source's size and shaped like it (source
@@ -122,12 +133,7 @@ where
     let picked = crate::masked_select(&g, &mb)?;
     let n = source_shape.size();
     if picked.len() > n {
-        return Err(Error::shape(format!(
-            "{op}: Number of elements of source < number of ones in mask (source {} has {n} elements; the mask has {} true positions)",
-            fmt_shape(source_shape.slice()),
-            picked.len()
-        ))
-        .with_hint("pass the source shape of the forward call"));
+        return Err(source_short(source_shape.slice(), picked.len()));
     }
     let mut source = try_zeros::<T, _>(op, source_shape)?;
     for (o, &v) in source.iter_mut().zip(picked.iter()) {

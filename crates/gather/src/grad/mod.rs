@@ -120,7 +120,7 @@ mod bounds;
 mod broadcast;
 mod gather;
 mod index;
-mod masked;
+pub(crate) mod masked;
 mod nd;
 mod put;
 mod reduce;
