@@ -52,8 +52,18 @@ __global__ void fill_idx(I* idx, size_t m, size_t n) {
         idx[i] = (I)(mix(i + 12345) % n);
 }
 
-// Four positions per thread, their reads issued before any is used.
-template <typename I>
+// x read with an L2 evict-last policy (PTX createpolicy + ld.global.L2::cache_hint), so that
+// x's lines outlast the index and output streams (already evict-first).
+__device__ __forceinline__ float ld_last(const float* p) {
+    unsigned long long pol;
+    unsigned v;
+    asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+    asm volatile("ld.global.L2::cache_hint.b32 %0, [%1], %2;" : "=r"(v) : "l"(p), "l"(pol));
+    return __uint_as_float(v);
+}
+
+// Four positions per thread, their reads issued before any is used; LAST: x read evict-last.
+template <typename I, bool LAST>
 __global__ void __launch_bounds__(256) take(const float* __restrict__ x, const I* __restrict__ idx,
                                             float* __restrict__ out, size_t m) {
     size_t base = (blockIdx.x * (size_t)blockDim.x) * 4 + threadIdx.x;
@@ -65,7 +75,7 @@ __global__ void __launch_bounds__(256) take(const float* __restrict__ x, const I
         p[k] = i < m ? __ldcs(idx + i) : 0;
     }
 #pragma unroll
-    for (int k = 0; k < 4; k++) v[k] = x[p[k]];
+    for (int k = 0; k < 4; k++) v[k] = LAST ? ld_last(x + p[k]) : x[p[k]];
 #pragma unroll
     for (int k = 0; k < 4; k++) {
         size_t i = base + k * blockDim.x;
@@ -74,40 +84,12 @@ __global__ void __launch_bounds__(256) take(const float* __restrict__ x, const I
 }
 
 #ifdef __CUDACC_RTC__
-template __global__ void take<long long>(const float*, const long long*, float*, size_t);
-template __global__ void take<int>(const float*, const int*, float*, size_t);
+template __global__ void take<long long, false>(const float*, const long long*, float*, size_t);
+template __global__ void take<long long, true>(const float*, const long long*, float*, size_t);
+template __global__ void take<int, false>(const float*, const int*, float*, size_t);
 template __global__ void fill_idx<long long>(long long*, size_t, size_t);
 template __global__ void fill_idx<int>(int*, size_t, size_t);
 #endif
-
-// x read with an L2 evict-last policy (PTX createpolicy + ld.global.L2::cache_hint), so that
-// x's lines outlast the index and output streams (already evict-first).
-__device__ __forceinline__ float ld_last(const float* p) {
-    unsigned long long pol;
-    unsigned v;
-    asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
-    asm volatile("ld.global.L2::cache_hint.b32 %0, [%1], %2;" : "=r"(v) : "l"(p), "l"(pol));
-    return __uint_as_float(v);
-}
-
-__global__ void __launch_bounds__(256) take_last(const float* __restrict__ x, const long long* __restrict__ idx,
-                                                 float* __restrict__ out, size_t m) {
-    size_t base = (blockIdx.x * (size_t)blockDim.x) * 4 + threadIdx.x;
-    long long p[4];
-    float v[4];
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-        size_t i = base + k * blockDim.x;
-        p[k] = i < m ? __ldcs(idx + i) : 0;
-    }
-#pragma unroll
-    for (int k = 0; k < 4; k++) v[k] = ld_last(x + p[k]);
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-        size_t i = base + k * blockDim.x;
-        if (i < m) __stcs(out + i, v[k]);
-    }
-}
 
 __global__ void __launch_bounds__(256) hash_reads(const float* __restrict__ x, float* __restrict__ out,
                                                   size_t m, size_t n) {
@@ -171,8 +153,8 @@ static void run(const char* name, size_t n, size_t m, cudaStream_t s, const cuda
     fill_idx<<<1024, 256, 0, s>>>(i32, m, n);
     CHECK(cudaStreamSynchronize(s));
     unsigned grid = (unsigned)((m + 1023) / 1024);
-    auto t64 = [&] { take<<<grid, 256, 0, s>>>(x, i64, out, m); };
-    auto t32 = [&] { take<<<grid, 256, 0, s>>>(x, i32, out, m); };
+    auto t64 = [&] { take<long long, false><<<grid, 256, 0, s>>>(x, i64, out, m); };
+    auto t32 = [&] { take<int, false><<<grid, 256, 0, s>>>(x, i32, out, m); };
     auto th = [&] { hash_reads<<<grid, 256, 0, s>>>(x, out, m, n); };
     float a = median_us(s, t64);
     bool ok = check(x, i64, out, m);
@@ -214,7 +196,7 @@ static void run(const char* name, size_t n, size_t m, cudaStream_t s, const cuda
         CHECK(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0));
     }
     // Last, as its evict-last lines may outlast it.
-    float d = median_us(s, [&] { take_last<<<grid, 256, 0, s>>>(x, i64, out, m); });
+    float d = median_us(s, [&] { take<long long, true><<<grid, 256, 0, s>>>(x, i64, out, m); });
     printf("%-6s take_i64 reading x evict-last: %8.1f us%s\n", name, d, check(x, i64, out, m) ? "" : "  (WRONG RESULT)");
     CHECK(cudaFree(x));
     CHECK(cudaFree(out));

@@ -393,6 +393,23 @@ def _outcome(f, args, kwargs, on_gpu):
     return ("ok", res), held
 
 
+def _same_outcome(got, want, dt, rounded):
+    """Asserts that two outcomes of `_outcome` agree: the same error, or results of the same dtypes
+    and shapes, equal (within rounding where `rounded`: float arithmetic that adds)."""
+    assert got[0] == want[0], f"GPU {got}, NumPy {want}"
+    if want[0] == "error":
+        assert got == want, f"GPU {got[1:]}, NumPy {want[1:]}"
+        return
+    assert len(got[1]) == len(want[1])
+    for g, w in zip(got[1], want[1]):
+        assert (g.dtype, g.shape) == (w.dtype, w.shape), (g.dtype, g.shape, w.dtype, w.shape)
+        if rounded:
+            tol = 1e-2 if dt == np.float16 else 1e-5
+            np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
+        else:
+            np.testing.assert_array_equal(g, w)
+
+
 def test_every_public_op_gives_the_numpy_outcome_on_cuda_arrays():
     """Each public op and in-place form, on each dtype, valid and invalid: a CUDA array call gives
     the NumPy call's result (ints, bools and selections exactly, float arithmetic within rounding)
@@ -408,18 +425,7 @@ def test_every_public_op_gives_the_numpy_outcome_on_cuda_arrays():
             got, got_in = _outcome(f, args, kwargs, on_gpu=True)
             count += 1
             try:
-                assert got[0] == want[0], f"GPU {got}, NumPy {want}"
-                if want[0] == "error":
-                    assert got == want, f"GPU {got[1:]}, NumPy {want[1:]}"
-                else:
-                    assert len(got[1]) == len(want[1])
-                    for g_, w_ in zip(got[1], want[1]):
-                        assert (g_.dtype, g_.shape) == (w_.dtype, w_.shape), (g_.dtype, g_.shape, w_.dtype, w_.shape)
-                        if np.dtype(dt).kind == "f" and name.startswith(sums):
-                            tol = 1e-2 if dt == np.float16 else 1e-5
-                            np.testing.assert_allclose(g_, w_, rtol=tol, atol=tol)
-                        else:
-                            np.testing.assert_array_equal(g_, w_)
+                _same_outcome(got, want, dt, np.dtype(dt).kind == "f" and name.startswith(sums))
                 for g_, w_ in zip(got_in, want_in):
                     if isinstance(w_, np.ndarray):
                         np.testing.assert_array_equal(g_, w_, err_msg="inputs after the call")
@@ -453,15 +459,7 @@ def test_every_gradient_gives_the_numpy_outcome_on_cuda_arrays():
                 got, _ = _outcome(grad_f, (go,) + tuple(args), kwargs, on_gpu=True)
                 count += 1
                 try:
-                    assert got[0] == want[0], f"GPU {got}, NumPy {want}"
-                    if want[0] == "error":
-                        assert got == want, f"GPU {got[1:]}, NumPy {want[1:]}"
-                    else:
-                        assert len(got[1]) == len(want[1])
-                        for g_, w_ in zip(got[1], want[1]):
-                            assert (g_.dtype, g_.shape) == (w_.dtype, w_.shape)
-                            tol = 1e-2 if dt == np.float16 else 1e-5
-                            np.testing.assert_allclose(g_, w_, rtol=tol, atol=tol)
+                    _same_outcome(got, want, dt, True)
                 except AssertionError as e:
                     differ.append(f"{what}: {e}")
     assert count > 500, count
