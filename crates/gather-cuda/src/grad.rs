@@ -682,7 +682,7 @@ pub fn index_select(
     index: &CudaTensor,
 ) -> Result<CudaTensor> {
     grad_op("grad::index_select", |op| {
-        let w = widen(op, grad_out)?;
+        wide_dtype(op, grad_out.dtype())?;
         // Shapes before values, as the CPU library checks them.
         let d = backend::check_index_select(op, input_shape, dim, index.shape(), index.dtype())?;
         let mut want = input_shape.to_vec();
@@ -696,6 +696,7 @@ pub fn index_select(
             "the output of index_select",
             &want,
         )?;
+        let w = widen(op, grad_out)?;
         let dx = crate::index_add(&zeros(&w, input_shape)?, dim, index, &w, Scalar::Int(1))?;
         cast(&dx, grad_out.dtype())
     })

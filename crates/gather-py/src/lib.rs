@@ -97,6 +97,7 @@ enum Out {
 
 /// The Python exception for a library error: the class of `gather._errors` for its kind, with
 /// the message and hint as text and `category`, `hint`, `index_value` and `coordinate` attributes.
+/// The hint's Rust calls are written as NumPy's (`gather._errors._python_hint`).
 fn to_pyerr(py: Python<'_>, e: &lib::Error) -> PyErr {
     let class = match e.kind() {
         ErrorKind::DimOutOfRange => "DimOutOfRangeError",
@@ -108,10 +109,22 @@ fn to_pyerr(py: Python<'_>, e: &lib::Error) -> PyErr {
         _ => "GatherError",
     };
     let build = || -> PyResult<PyErr> {
-        let cls = py.import("gather._errors")?.getattr(class)?;
-        let obj = cls.call1((e.to_string(),))?;
+        let errors = py.import("gather._errors")?;
+        let hint = match e.hint() {
+            Some(h) => Some(
+                errors
+                    .call_method1("_python_hint", (h,))?
+                    .extract::<String>()?,
+            ),
+            None => None,
+        };
+        let text = match &hint {
+            Some(h) => format!("{}\nhint: {h}", e.message()),
+            None => e.message().to_string(),
+        };
+        let obj = errors.getattr(class)?.call1((text,))?;
         obj.setattr("category", e.kind().category())?;
-        obj.setattr("hint", e.hint())?;
+        obj.setattr("hint", hint)?;
         obj.setattr("index_value", e.index_value())?;
         obj.setattr("coordinate", e.coordinate().map(|c| c.to_vec()))?;
         Ok(PyErr::from_value(obj))

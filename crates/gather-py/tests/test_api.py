@@ -137,6 +137,77 @@ def test_errors_are_typed_and_carry_the_hint():
         gather.gather(np.array(["a", "b"]), 0, np.array([0]))
 
 
+def _hint_code(e):
+    """The code between the backticks of an error's hint."""
+    import re
+    return re.findall(r"`([^`]*)`", e.hint)
+
+
+def test_hints_show_the_fix_in_numpy_and_the_fix_works():
+    """A Python caller's hints write the fix as NumPy calls (the library's own are Rust), and
+    that code, run on the caller's arrays, makes the call succeed."""
+    import re
+    x = np.arange(4 * 8 * 16, dtype=np.float32).reshape(4, 8, 16)
+    # The top-k idiom: [B, K] positions along dim 1 of [B, N, D].
+    index = np.array([[7, 0, 3, 3, 1]] * 4)
+    with pytest.raises(gather.RankMismatchError) as e:
+        gather.gather(x, 1, index)
+    (fix,) = [c for c in _hint_code(e.value) if "np." in c]
+    assert fix == "np.broadcast_to(np.expand_dims(index, 2), (4, 5, 16))", e.value.hint
+    out = gather.gather(x, 1, eval(fix))
+    np.testing.assert_array_equal(out, x[np.arange(4)[:, None], index])
+    # The token-logit idiom: one position per (batch, token), dim 2 of [B, T, V].
+    logits, labels = np.zeros((2, 3, 10)), np.array([[1, 2, 3], [4, 5, 6]])
+    with pytest.raises(gather.RankMismatchError) as e:
+        gather.gather(logits, 2, labels)
+    (fix,) = [c for c in _hint_code(e.value) if "np." in c]
+    assert gather.gather(logits, 2, eval(fix.replace("index", "labels"))).shape == (2, 3, 1)
+    # A float index: convert it.
+    with pytest.raises(gather.DTypeError) as e:
+        gather.gather(x, 1, np.zeros((4, 5, 16)))
+    assert "`.astype(np.int64)`" in e.value.hint and "mapv" not in str(e.value)
+    # A mask of ints, a src of another dtype.
+    with pytest.raises(gather.DTypeError) as e:
+        gather.masked_select(x[0, 0], np.ones(16, np.int64))
+    mask = np.ones(16, np.int64)
+    (fix,) = _hint_code(e.value)
+    assert gather.masked_select(x[0, 0], eval(fix)).shape == (16,)
+    src = np.ones((4, 5, 16))
+    with pytest.raises(gather.DTypeError) as e:
+        gather.scatter_add(x, 1, np.zeros((4, 5, 16), np.int64), src)
+    (fix,) = _hint_code(e.value)
+    input = x  # noqa: A001 - the name the hint uses
+    gather.scatter_add(x, 1, np.zeros((4, 5, 16), np.int64), eval(fix))
+    # No Rust left in the hints the sweep of an index of the wrong rank meets.
+    for idx in [np.zeros((2, 2, 2, 2), np.int64), np.zeros((4,), np.int64)]:
+        with pytest.raises(gather.RankMismatchError) as e:
+            gather.gather(x, 1, idx)
+        assert not re.search(r"Axis\(|mapv|unwrap|into_shape|insert_axis|index_axis", str(e.value)), e.value
+
+
+@pytest.mark.parametrize("rust, python", [
+    ("`index.view().insert_axis(Axis(0)).insert_axis(Axis(2))`", "`np.expand_dims(index, (0, 2))`"),
+    ("`index.view().insert_axis(Axis(1)).broadcast((2, 3, 4)).unwrap()`",
+     "`np.broadcast_to(np.expand_dims(index, 1), (2, 3, 4))`"),
+    ("`src.insert_axis(Axis(0))`", "`np.expand_dims(src, 0)`"),
+    ("`index.index_axis(Axis(0), 0)` or `into_shape`, or `insert_axis`",
+     "`index.take(0, axis=0)` or `reshape`, or `np.expand_dims`"),
+    ("`mapv(|v| v as i64)`", "`.astype(np.int64)`"),
+    ("`x.mapv(|b| b as u8)`", "`x.astype(np.uint8)`"),
+    ("`src.mapv(|v| v as _)`", "`src.astype(input.dtype)`"),
+    ("`mask.mapv(|v| v != 0)`", "`mask != 0`"),
+    ("`index.mapv(|i| if i < 0 { i + 7 } else { i })`", "`np.where(index < 0, index + 7, index)`"),
+    ("`Array1::from_iter(index.iter().copied())`", "`index.ravel()`"),
+    ("`src.slice_axis(Axis(1), Slice::from(..3))`", "`src.take(range(3), axis=1)`"),
+    ("`self.slice_mut(s![..])`", "`self[...]`"),
+    ("`x.into_shape_with_order(n)`", "`x.reshape(n)`"),
+    ("pass dim None", "pass dim None"),
+])
+def test_hints_are_rewritten_from_rust_to_numpy(rust, python):
+    from gather._errors import _python_hint
+    assert _python_hint(rust) == python
+
+
 def test_scatter_takes_a_value_or_src_and_the_legacy_reduce():
     x = np.zeros((2, 3), np.float32)
     idx = np.array([[0, 2], [1, 1]])

@@ -464,3 +464,52 @@ def test_every_gradient_gives_the_numpy_outcome_on_cuda_arrays():
                     differ.append(f"{what}: {e}")
     assert count > 500, count
     assert not differ, f"{len(differ)} of {count} calls differ:\n" + "\n".join(differ)
+
+
+def test_a_gpu_plan_gives_the_host_plans_outcome():
+    """`ScatterPlan` built from a CUDA index and from the same NumPy index, applied to the same
+    dst and src on every dtype and reduction (and to wrong shapes, dtypes and names): the same
+    results (float sums within rounding) or the same errors; and both plans' own errors alike."""
+    rng = np.random.default_rng(31)
+    ids = rng.integers(0, 6, 40)
+    count, differ = 0, []
+    calls = []
+    for dt in [np.float32, np.float64, np.float16, np.int64, np.int32, np.uint8, np.bool_]:
+        dst = (rng.standard_normal((6, 3)) * 3).astype(dt)
+        src = (rng.standard_normal((40, 3)) * 3).astype(dt)
+        calls += [(dt, "scatter_add", (dst, src), {})]
+        for r in ["sum", "prod", "mean", "amax", "amin", "max"]:
+            for incl in [True, False]:
+                calls.append((dt, f"scatter_reduce {r}", (dst, src, r), {"include_self": incl}))
+        calls += [
+            (dt, "scatter_add short dst", (dst[:5], src), {}),
+            (dt, "scatter_add long src", (dst, np.concatenate([src, src[:1]])), {}),
+            (dt, "scatter_add other dtype", (dst, src.astype(np.float64 if dt != np.float64 else np.float32)), {}),
+            (dt, "scatter_reduce bad name", (dst, src, "median"), {}),
+        ]
+    gpu_plan, host_plan = gather.ScatterPlan(dev(ids), 6), gather.ScatterPlan(ids, 6)
+    for dt, name, args, kwargs in calls:
+        method = name.split()[0]
+        what = f"{name} ({np.dtype(dt).name})"
+        want, _ = _outcome(getattr(host_plan, method), args, kwargs, on_gpu=False)
+        got, _ = _outcome(getattr(gpu_plan, method), args, kwargs, on_gpu=True)
+        count += 1
+        try:
+            rounded = np.dtype(dt).kind == "f" and ("add" in name or "sum" in name or "mean" in name)
+            _same_outcome(got, want, dt, rounded)
+        except AssertionError as e:
+            differ.append(f"{what}: {e}")
+    for bad_ids, size in [(np.array([0, 6]), 6), (np.array([-1, 2]), 6), (np.zeros((2, 2), np.int64), 6),
+                          (np.array([0.0, 1.0]), 6), (np.array([0, 1]), -1)]:
+        def build(ids_, on_gpu):
+            try:
+                gather.ScatterPlan(dev(ids_) if on_gpu else ids_, size)
+                return ("ok",)
+            except Exception as e:  # noqa: BLE001 - compared whatever it is
+                return ("error", type(e).__name__, str(e))
+        count += 1
+        if build(bad_ids, True) != build(bad_ids, False):
+            differ.append(f"ScatterPlan({bad_ids.tolist()}, {size}): GPU {build(bad_ids, True)}, "
+                          f"NumPy {build(bad_ids, False)}")
+    assert count > 120, count
+    assert not differ, f"{len(differ)} of {count} calls differ:\n" + "\n".join(differ)
