@@ -938,8 +938,7 @@ pub fn take_along_dim(
                 "the output of take_along_dim with dim None",
                 &[index.len()],
             )?;
-            let dx = take(grad_out, input_shape, &index.reshape(&[index.len()])?)?;
-            return Ok(dx);
+            return flat_sum(op, grad_out, input_shape, index);
         };
         // `wide`: the input as the forward read it, broadcast against the index off `dim`.
         let (d, wide, out_shape) =
@@ -974,6 +973,43 @@ pub fn take_along_dim(
         )?;
         cast(&sum_to(&dx, input_shape)?, grad_out.dtype())
     })
+}
+
+/// take_along_dim's gradient with `dim = None`: `grad_out` added at the flat positions of the
+/// input, which are not wrapped (a negative one is the forward's error, as on the CPU).
+fn flat_sum(
+    op: &str,
+    g: &CudaTensor,
+    input_shape: &[usize],
+    index: &CudaTensor,
+) -> Result<CudaTensor> {
+    let n: usize = input_shape.iter().product();
+    let index = crate::gather::index_operand(op, "indices", index)?;
+    if n == 0 || index.is_empty() {
+        // No position, or nothing to add: take's gradient says which.
+        return take(g, input_shape, &index.reshape(&[index.len()])?);
+    }
+    let w = widen(op, g)?;
+    let k = index.len();
+    let flat = run(
+        op,
+        &zeros(&w, &[n])?,
+        0,
+        &index.reshape(&[k])?,
+        Some(&w.reshape(&[k])?),
+        0,
+        R_SUM,
+        true,
+        None,
+        Bounds::Strict,
+        &|pos| {
+            let coord = crate::gather::unravel(pos, index.shape());
+            let v = crate::gather::read_index(&index, &coord)?;
+            Ok(backend::flat_out_of_bounds(op, v, coord, input_shape).into())
+        },
+        Fold::Apply,
+    )?;
+    cast(&flat.reshape(input_shape)?, g.dtype())
 }
 
 /// The gradients of [`put()`](crate::put()): `input = g` when accumulating, else

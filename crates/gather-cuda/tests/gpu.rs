@@ -3249,6 +3249,7 @@ fn dtype_cases() -> Vec<String> {
         "gather dim=1 input=x index=idx",
         "take input=x index=flat",
         "take_along_dim dim=1 input=x index=idx",
+        "take_along_dim input=x index=idx",
         "index_select dim=0 input=x index=rows",
         "scatter dim=1 input=x index=idx src=s",
         "scatter dim=1 value=1 input=x index=idx",

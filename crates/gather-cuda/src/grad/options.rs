@@ -69,25 +69,32 @@ impl GradOptions {
     }
 
     /// A read's gradient: `run` on `grad_out` (zero where Fill filled; `spread` views the
-    /// missing marks with `grad_out`'s shape) and the index mapped under the policy.
+    /// missing marks over `grad_out`'s positions, or gives `None` where grad_output is not of
+    /// the forward output's shape) and the index mapped under the policy.
     fn read(
         &self,
         op: &str,
         grad_out: &CudaTensor,
         index: &CudaTensor,
         (dim, size): (usize, usize),
-        spread: &dyn Fn(&CudaTensor, &CudaTensor) -> Result<CudaTensor>,
+        spread: &dyn Fn(&CudaTensor, &CudaTensor) -> Result<Option<CudaTensor>>,
         run: &dyn Fn(&CudaTensor, &CudaTensor) -> Result<CudaTensor>,
     ) -> Result<CudaTensor> {
         backend::reads_only(op, &self.opts.bounds)?;
         let index = index_operand(op, "index", index)?;
         let m = resolve(op, &index, dim, size, &self.opts.bounds, 0)?;
         let r = match (&self.opts.bounds, &m.missing) {
-            (OutOfBounds::Fill(_), Some(missing)) => {
-                let g = copy_of(grad_out)?;
-                fill_where(&g, &spread(missing, &g)?, 0)?;
-                run(&g, &m.index)
-            }
+            (OutOfBounds::Fill(_), Some(missing)) => match spread(missing, grad_out)? {
+                // fill_where reads one mark per position of grad_out.
+                Some(marks) if marks.len() == grad_out.len() => {
+                    let g = copy_of(grad_out)?;
+                    fill_where(&g, &marks, 0)?;
+                    run(&g, &m.index)
+                }
+                // A grad_output the marks do not fit: the plain gradient refuses it, in the
+                // words the CPU library's (which also checks it after the policy) uses.
+                _ => run(grad_out, &m.index),
+            },
             _ => run(grad_out, &m.index),
         };
         super::named(op, r)
@@ -175,8 +182,8 @@ impl GradOptions {
             index,
             (d, size),
             &|m, g| match broadcast {
-                true => as_1d(m).broadcast(as_1d(g).shape()),
-                false => Ok(m.clone()),
+                true => Ok(as_1d(m).broadcast(as_1d(g).shape()).ok()),
+                false => Ok(Some(m.clone())),
             },
             &plain,
         )
@@ -212,7 +219,11 @@ impl GradOptions {
             grad_out,
             index,
             (d, size),
-            &|m, g| Ok(as_1d(m).spread(as_1d(g).shape(), d)),
+            // One mark per index value, along dim: only where grad_output has that many there.
+            &|m, g| {
+                let g1 = as_1d(g);
+                Ok((g1.shape().get(d) == Some(&m.len())).then(|| as_1d(m).spread(g1.shape(), d)))
+            },
             &|g, i| super::index_select(g, input_shape, dim, i),
         )
     }
@@ -245,7 +256,7 @@ impl GradOptions {
             grad_out,
             index,
             (0, n),
-            &|m, _| Ok(m.clone()),
+            &|m, _| Ok(Some(m.clone())),
             &|g, i| super::take(g, input_shape, i),
         )
     }
@@ -287,20 +298,8 @@ impl GradOptions {
             index,
             (d, n),
             &|m, g| match dim {
-                Some(dim) => {
-                    // The plain gradient's checks, before the marks are spread over g.
-                    let (_, _, out) =
-                        backend::check_take_along_dim(op, input_shape, index.shape(), dim)?;
-                    check_shape(
-                        op,
-                        "grad_output",
-                        g.shape(),
-                        "the output of take_along_dim",
-                        &out,
-                    )?;
-                    m.broadcast(g.shape())
-                }
-                None => Ok(m.clone()),
+                Some(_) => Ok(m.broadcast(g.shape()).ok()),
+                None => Ok(Some(m.clone())),
             },
             &|g, i| super::take_along_dim(g, input_shape, i, dim),
         )
@@ -340,15 +339,10 @@ impl GradOptions {
             (a, input_shape[a]),
             &|m, g| {
                 // The marks as the gather saw the index, over g's elements in its order.
-                // grad_output as the plain gradient checks it, before the marks are spread.
-                check_shape(
-                    op,
-                    "grad_output",
-                    g.shape(),
-                    "the output of select_batched",
-                    &out_shape,
-                )?;
-                batched_spread(m, &gather_shape, batch_dims, a)
+                if g.shape() != out_shape.as_slice() {
+                    return Ok(None);
+                }
+                batched_spread(m, &gather_shape, batch_dims, a).map(Some)
             },
             &|g, i| super::select_batched(g, input_shape, axis, i, batch_dims),
         )
