@@ -81,7 +81,8 @@ class EmuCudaArray:
 
 DTYPES = {(2, 16): np.float16, (2, 32): np.float32, (2, 64): np.float64, (0, 8): np.int8,
           (0, 16): np.int16, (0, 32): np.int32, (0, 64): np.int64, (1, 8): np.uint8,
-          (1, 16): np.uint16, (1, 32): np.uint32, (1, 64): np.uint64, (6, 8): np.bool_}
+          (1, 16): np.uint16, (1, 32): np.uint32, (1, 64): np.uint64, (6, 8): np.bool_,
+          (4, 16): np.uint16}  # bfloat16, read as its bits
 
 
 def host(r):
@@ -374,10 +375,11 @@ def _sweep_calls(dt):
     return calls
 
 
-def _outcome(f, args, kwargs, on_gpu):
-    """A call's result (host arrays) and its inputs after it, or its error's type and text."""
+def _outcome(f, args, kwargs, on_gpu, wrap=None):
+    """A call's result (host arrays) and its inputs after it, or its error's type and text.
+    `wrap` presents a NumPy argument as a CUDA array (default `dev`)."""
     held = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
-    given = [dev(a) if on_gpu and isinstance(a, np.ndarray) else a for a in held]
+    given = [(wrap or dev)(a) if on_gpu and isinstance(a, np.ndarray) else a for a in held]
     try:
         out = f(*given, **kwargs)
     except Exception as e:  # noqa: BLE001 - the sweep compares whatever is raised
@@ -512,4 +514,60 @@ def test_a_gpu_plan_gives_the_host_plans_outcome():
             differ.append(f"ScatterPlan({bad_ids.tolist()}, {size}): GPU {build(bad_ids, True)}, "
                           f"NumPy {build(bad_ids, False)}")
     assert count > 120, count
+    assert not differ, f"{len(differ)} of {count} calls differ:\n" + "\n".join(differ)
+
+
+class Bf16CudaArray(EmuCudaArray):
+    """A uint16 NumPy array of bfloat16 bits presented as a bfloat16 CUDA array (DLPack's
+    kDLBfloat)."""
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        capsule = super().__dlpack__(stream=stream, max_version=max_version)
+        t = _managed(capsule).dl_tensor
+        t.dtype.code, t.dtype.bits = 4, 16
+        return capsule
+
+
+def _bf16(a):
+    """float32 values as bfloat16 bits (uint16), other arrays as they are."""
+    if isinstance(a, np.ndarray) and a.dtype == np.float32:
+        return (a.view(np.uint32) >> 16).astype(np.uint16)
+    return a
+
+
+def test_bfloat16_cuda_arrays_give_the_numpy_outcome():
+    """The op and gradient sweeps above in bfloat16: NumPy's uint16 bits with dtype="bfloat16"
+    against bfloat16 CUDA arrays (results compared as values, within bfloat16's rounding for
+    the sums)."""
+    def as_float(r):
+        return [(x.astype(np.uint32) << 16).view(np.float32) if x.dtype == np.uint16 else x for x in r]
+    wrap = lambda a: Bf16CudaArray(a) if a.dtype == np.uint16 else dev(a)  # noqa: E731
+    rng = np.random.default_rng(8)
+    count, differ = 0, []
+    for name, f, args, kwargs in _sweep_calls(np.float32):
+        args = tuple(_bf16(a) for a in args)
+        calls = [(name, f, args)]
+        grad_f = getattr(gather.grad, f.__name__, None)
+        if grad_f is not None and not f.__name__.endswith("_"):
+            try:
+                out = f(*args, dtype="bfloat16", **kwargs)
+                shape = (out[0] if isinstance(out, tuple) else out).shape
+            except gather.GatherError:
+                shape = args[0].shape
+            go = _bf16((rng.standard_normal(shape) * 3).astype(np.float32))
+            calls.append((f"grad {name}", grad_f, (go,) + args))
+        for what, fn, a in calls:
+            want, want_in = _outcome(fn, a, {**kwargs, "dtype": "bfloat16"}, on_gpu=False)
+            got, got_in = _outcome(fn, a, kwargs, on_gpu=True, wrap=wrap)
+            count += 1
+            try:
+                if want[0] == "ok" and got[0] == "ok":
+                    got, want = ("ok", as_float(got[1])), ("ok", as_float(want[1]))
+                _same_outcome(got, want, np.float16, True)
+                for g_, w_ in zip(got_in, want_in):
+                    if isinstance(w_, np.ndarray):
+                        np.testing.assert_array_equal(g_, w_, err_msg="inputs after the call")
+            except AssertionError as e:
+                differ.append(f"{what} (bfloat16): {e}")
+    assert count > 240, count
     assert not differ, f"{len(differ)} of {count} calls differ:\n" + "\n".join(differ)
