@@ -395,9 +395,13 @@ def _outcome(f, args, kwargs, on_gpu, wrap=None):
     return ("ok", res), held
 
 
-def _same_outcome(got, want, dt, rounded):
+def _same_outcome(got, want, dt, rounded, inputs=((), ())):
     """Asserts that two outcomes of `_outcome` agree: the same error, or results of the same dtypes
-    and shapes, equal (within rounding where `rounded`: float arithmetic that adds)."""
+    and shapes, equal (within rounding where `rounded`: float arithmetic that adds); and the
+    calls' `inputs` (GPU's, NumPy's) left alike."""
+    for g, w in zip(*inputs):
+        if isinstance(w, np.ndarray):
+            np.testing.assert_array_equal(g, w, err_msg="inputs after the call")
     assert got[0] == want[0], f"GPU {got}, NumPy {want}"
     if want[0] == "error":
         assert got == want, f"GPU {got[1:]}, NumPy {want[1:]}"
@@ -427,10 +431,8 @@ def test_every_public_op_gives_the_numpy_outcome_on_cuda_arrays():
             got, got_in = _outcome(f, args, kwargs, on_gpu=True)
             count += 1
             try:
-                _same_outcome(got, want, dt, np.dtype(dt).kind == "f" and name.startswith(sums))
-                for g_, w_ in zip(got_in, want_in):
-                    if isinstance(w_, np.ndarray):
-                        np.testing.assert_array_equal(g_, w_, err_msg="inputs after the call")
+                rounded = np.dtype(dt).kind == "f" and name.startswith(sums)
+                _same_outcome(got, want, dt, rounded, (got_in, want_in))
             except AssertionError as e:
                 differ.append(f"{what}: {e}")
     assert count > 900, count
@@ -563,10 +565,7 @@ def test_bfloat16_cuda_arrays_give_the_numpy_outcome():
             try:
                 if want[0] == "ok" and got[0] == "ok":
                     got, want = ("ok", as_float(got[1])), ("ok", as_float(want[1]))
-                _same_outcome(got, want, np.float16, True)
-                for g_, w_ in zip(got_in, want_in):
-                    if isinstance(w_, np.ndarray):
-                        np.testing.assert_array_equal(g_, w_, err_msg="inputs after the call")
+                _same_outcome(got, want, np.float16, True, (got_in, want_in))
             except AssertionError as e:
                 differ.append(f"{what} (bfloat16): {e}")
     assert count > 240, count
