@@ -902,6 +902,9 @@ pub fn take(
             "the output of take (the index)",
             index.shape(),
         )?;
+        if input_shape.contains(&0) && !index.is_empty() {
+            return Err(backend::take_grad_from_empty(op, input_shape, index.len()).into());
+        }
         let w = widen(op, grad_out)?;
         let dx = crate::put(&zeros(&w, input_shape)?, index, &w, true)?;
         cast(&dx, grad_out.dtype())
@@ -985,9 +988,11 @@ fn flat_sum(
 ) -> Result<CudaTensor> {
     let n: usize = input_shape.iter().product();
     let index = crate::gather::index_operand(op, "indices", index)?;
-    if n == 0 || index.is_empty() {
-        // No position, or nothing to add: take's gradient says which.
-        return take(g, input_shape, &index.reshape(&[index.len()])?);
+    if n == 0 && !index.is_empty() {
+        return Err(backend::take_grad_from_empty(op, input_shape, index.len()).into());
+    }
+    if index.is_empty() {
+        return take(g, input_shape, &index.reshape(&[0])?);
     }
     let w = widen(op, g)?;
     let k = index.len();

@@ -3367,6 +3367,14 @@ fn dtype_cases() -> Vec<String> {
             "index_select dim=0 input=x0 index=i0",
             "sort dim=0 input=x0",
             "topk k=1 dim=0 input=x0",
+            // An empty input: only an empty index is valid for it.
+            "take input=xe index=flat",
+            "take input=xe index=e_rows",
+            "take_along_dim input=xe index=flat",
+            "take_along_dim input=xe index=e_rows",
+            "put accumulate=true input=xe index=flat source=s_flat",
+            "index_select dim=0 input=xe index=rows",
+            "gather dim=0 input=xe index=idx",
         ]
         .map(String::from),
     );
@@ -3483,6 +3491,7 @@ fn dtype_host(rng: &mut Rng, dtype: gather::DType) -> gather::dynamic::Tensors {
         ("e_rows", i64s(&[0], &[])),
         ("e_src", small_tensor(rng, &[0, 4], dtype)),
         ("x0", small_tensor(rng, &[], dtype)),
+        ("xe", small_tensor(rng, &[0, 4], dtype)),
         ("i0", i64s(&[], &[0])),
         ("n_idx", i64s(&[3, 2], &[-1, 0, -4, 2, 3, -2])),
         ("n_rows", i64s(&[2], &[-1, 0])),
@@ -3614,7 +3623,8 @@ fn every_dtype_gets_the_cpu_librarys_outcome_in_gradients() {
             let valid = case.replace("w_idx", "idx").replace("w_rows", "rows");
             let valid = valid
                 .replace("w_flat", "flat")
-                .replace("index=n_", "index=");
+                .replace("index=n_", "index=")
+                .replace("input=xe", "input=x");
             let (_, vargs, vcpu, _) = dtype_call(&g, &host, &valid);
             let shape = match gather::dynamic::call(&op, &vargs, &vcpu) {
                 Ok(out) => out[0].1.shape().to_vec(),

@@ -348,6 +348,17 @@ pub fn take_from_empty(input_shape: &[usize], index_shape: &[usize]) -> Error {
     crate::ops::take::take_from_empty(input_shape, index_shape)
 }
 
+/// The error of take's gradient, and of take_along_dim's without a dim, for a non-empty index
+/// into an empty input.
+///
+/// ```
+/// let e = gather::backend::take_grad_from_empty("grad::take", &[0, 3], 2);
+/// assert!(e.message().contains("the input is empty (shape [0, 3])"));
+/// ```
+pub fn take_grad_from_empty(op: &str, input_shape: &[usize], index_len: usize) -> Error {
+    crate::ops::take::grad_from_empty(op, input_shape, index_len)
+}
+
 /// The checks of `index_add`/`index_reduce` (`self`, `dim`, a 0-d or 1-d index, `source`) before
 /// the index's values are read: the normalised dim.
 ///

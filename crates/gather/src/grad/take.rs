@@ -19,10 +19,10 @@
 use ndarray::{Array, ArrayBase, ArrayD, ArrayView, Data, Dimension, IntoDimension, IxDyn};
 
 use super::{GradFloat, check_shape, narrow_to, sum_to, try_zeros, widen};
-use crate::error::{Error, Result, fmt_shape};
+use crate::error::{Error, Result};
 use crate::index::{Bounds, IndexElem, check_bounds};
 use crate::ops::scatter::{Mode, Reduce, scatter_into};
-use crate::ops::take::{along_dim_shapes, flat_index_error};
+use crate::ops::take::{along_dim_shapes, flat_index_error, grad_from_empty};
 
 /// `zeros(shape).put(index, g, accumulate = true)`, after checking `index` against the flat size
 /// under `bounds`.
@@ -36,12 +36,7 @@ fn put_back<T: GradFloat, I: IndexElem>(
     let dims = shape.slice().to_vec();
     let n = shape.size();
     if n == 0 && !index.is_empty() {
-        return Err(Error::bounds(format!(
-            "{op}: the input is empty (shape {}) but the index has {} elements",
-            fmt_shape(&dims),
-            index.len()
-        ))
-        .with_hint("an empty input has no element to take; only an empty index is valid for it"));
+        return Err(grad_from_empty(op, &dims, index.len()));
     }
     check_bounds(op, index, 0, n, bounds).map_err(|e| flat_index_error(op, e, &dims))?;
     let mut dx = try_zeros::<T, IxDyn>(op, shape)?;

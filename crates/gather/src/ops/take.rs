@@ -46,8 +46,6 @@ use crate::error::{Error, ErrorKind, Result, fmt_shape};
 use crate::index::{Bounds, CheckedIndex, IndexElem};
 use crate::kernels;
 
-/// Rewrites a bounds error of a flat index (checked as "dimension 0" of the flattening) into
-/// PyTorch's wording for take/put, keeping the value and its coordinate.
 /// take's error for a non-empty index into an empty input.
 pub(crate) fn take_from_empty(input_shape: &[usize], index_shape: &[usize]) -> Error {
     Error::bounds(format!(
@@ -58,6 +56,18 @@ pub(crate) fn take_from_empty(input_shape: &[usize], index_shape: &[usize]) -> E
     .with_hint("an empty input has no element to take; only an empty index is valid for it")
 }
 
+/// The gradients' error (take's, and take_along_dim's without a dim) for a non-empty index into
+/// an empty input: there is no position to add a gradient at.
+pub(crate) fn grad_from_empty(op: &str, input_shape: &[usize], index_len: usize) -> Error {
+    Error::bounds(format!(
+        "{op}: the input is empty (shape {}) but the index has {index_len} elements",
+        fmt_shape(input_shape),
+    ))
+    .with_hint("an empty input has no element to take; only an empty index is valid for it")
+}
+
+/// Rewrites a bounds error of a flat index (checked as "dimension 0" of the flattening) into
+/// PyTorch's wording for take/put, keeping the value and its coordinate.
 pub(crate) fn flat_index_error(op: &str, e: Error, shape: &[usize]) -> Error {
     let (Some(value), Some(coord)) = (e.index_value(), e.coordinate()) else {
         return e;
