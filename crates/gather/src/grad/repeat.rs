@@ -10,16 +10,18 @@ use ndarray::{Array, Array1, ArrayBase, Data, Dimension, IntoDimension, IxDyn};
 use num_traits::One;
 
 use super::{GradFloat, check_shape, reshape_to, try_zeros};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::index::IndexElem;
 
-/// `zeros(input).index_add(dim, [j repeated counts[j] times], g)`.
+/// `zeros(input).index_add(dim, [j repeated counts[j] times], g)`; `total` is the sum of the
+/// counts, as the forward's plan gives it.
 fn sum_copies<T, S, DG, D>(
     op: &str,
     grad_out: &ArrayBase<S, DG>,
     shape: D,
     dim: Option<usize>,
     counts: &[usize],
+    total: usize,
 ) -> Result<Array<T, D>>
 where
     T: GradFloat,
@@ -27,10 +29,6 @@ where
     DG: Dimension,
     D: Dimension,
 {
-    let total = counts
-        .iter()
-        .try_fold(0usize, |a, &c| a.checked_add(c))
-        .ok_or_else(|| Error::invalid(format!("{op}: the repeats overflow")))?;
     let mut want = shape.slice().to_vec();
     match dim {
         None => want = vec![total],
@@ -43,11 +41,7 @@ where
         "the output of repeat_interleave",
         &want,
     )?;
-    let mut positions = crate::ops::try_vec(op, total)?;
-    for (j, &c) in counts.iter().enumerate() {
-        positions.extend(std::iter::repeat_n(j as i64, c));
-    }
-    let positions = Array1::from_vec(positions);
+    let positions = Array1::from_vec(crate::ops::repeat::positions(op, counts, total)?);
     let one = T::narrow(One::one());
     match dim {
         Some(d) => {
@@ -98,7 +92,7 @@ where
     // The forward's checks, in its words, under the gradient's name (on a Vec, so that they are
     // compiled once, not per dtype and index type).
     let values: Vec<i64> = repeats.iter().map(|r| r.to_i64()).collect();
-    let (d, counts, _) = crate::ops::repeat::plan_tensor(
+    let (d, counts, total) = crate::ops::repeat::plan_tensor(
         op,
         shape.slice(),
         repeats.shape(),
@@ -106,7 +100,7 @@ where
         dim,
         None,
     )?;
-    sum_copies(op, grad_out, shape, d, &counts)
+    sum_copies(op, grad_out, shape, d, &counts, total)
 }
 
 /// The gradient of [`repeat_interleave_scalar()`](crate::ops::repeat::repeat_interleave_scalar()) (every slice
@@ -134,8 +128,8 @@ where
 {
     let op = "grad::repeat_interleave";
     let shape = input_shape.into_dimension();
-    let (d, size, _) = crate::ops::repeat::plan_scalar(op, shape.slice(), repeats, dim, None)?;
-    sum_copies(op, grad_out, shape, d, &vec![repeats; size])
+    let (d, size, total) = crate::ops::repeat::plan_scalar(op, shape.slice(), repeats, dim, None)?;
+    sum_copies(op, grad_out, shape, d, &vec![repeats; size], total)
 }
 
 #[cfg(test)]

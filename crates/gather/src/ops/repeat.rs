@@ -85,9 +85,10 @@ fn check_output_size_tensor(op: &str, output_size: Option<usize>, total: usize) 
     }
 }
 
-/// `[0] * c0 + [1] * c1 + ...`; an error (not an abort) when it does not fit in memory.
-fn positions(counts: &[usize], total: usize) -> Result<Vec<i64>> {
-    let mut out = try_vec(OP, total)?;
+/// `[0] * c0 + [1] * c1 + ...`; an error named `op` (not an abort) when it does not fit in
+/// memory.
+pub(crate) fn positions(op: &str, counts: &[usize], total: usize) -> Result<Vec<i64>> {
+    let mut out = try_vec(op, total)?;
     for (i, &c) in counts.iter().enumerate() {
         out.extend(std::iter::repeat_n(i as i64, c));
     }
@@ -128,7 +129,7 @@ where
         repeats.iter().map(|v| v.to_i64()),
         output_size,
     )?;
-    Ok(Array1::from(positions(&counts, total)?))
+    Ok(Array1::from(positions(OP, &counts, total)?))
 }
 
 /// The checks of the repeats-only form from the repeats' shape and values: one count per
@@ -289,7 +290,7 @@ where
     let mut out_shape = x.shape().to_vec();
     out_shape[d] = total;
     checked_numel(&out_shape)?;
-    let pos = Array1::from(positions(counts, total)?);
+    let pos = Array1::from(positions(OP, counts, total)?);
     let mut along = vec![1usize; x.ndim()];
     along[d] = total;
     let pos = pos
