@@ -312,6 +312,7 @@ pub fn run_case_on(dir: &Path, gpu: Option<&gather_cuda::Cuda>) -> CaseResult {
             };
         }
     };
+    CASE.with(|c| c.replace(name.clone()));
     let (outcome, grad) = match check_case(dir, &case, gpu) {
         Ok(g) => (Ok(()), g),
         Err(e) => (Err(e), GradCheck::None),
@@ -751,17 +752,29 @@ thread_local! {
     static CATCHING: Cell<bool> = const { Cell::new(false) };
     /// The message and location of the last panic caught on this thread.
     static LAST_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
+    /// The case this thread is running, for the hook of a build that cannot catch a panic.
+    static CASE: RefCell<String> = const { RefCell::new(String::new()) };
 }
 
 /// Installs (once) a panic hook that, on a thread inside [`catch_panic`], records the message and
 /// location instead of printing them; on every other thread it defers to the previous hook (a
 /// panic on a thread the op itself started is printed, and still reported through its payload).
+/// The release command does not unwind (`panic = "abort"`, the workspace's Cargo.toml): there
+/// the hook names the case, as the report would have, before the process ends.
 fn install_panic_hook() {
     HOOK.call_once(|| {
         let previous = panic::take_hook();
         panic::set_hook(Box::new(move |info| {
             if CATCHING.with(Cell::get) {
-                LAST_PANIC.with(|p| *p.borrow_mut() = Some(one_line(&info.to_string())));
+                let line = one_line(&info.to_string());
+                if cfg!(panic = "abort") {
+                    let case = CASE.with(|c| c.borrow().clone());
+                    eprintln!(
+                        "error: internal error (a bug in gather): case {case}: the op panicked: {line}\nhint: please report the case; a debug build (`cargo run -p gather-cli -- conformance ...`) reports it and goes on with the suite"
+                    );
+                } else {
+                    LAST_PANIC.with(|p| *p.borrow_mut() = Some(line));
+                }
             } else {
                 previous(info);
             }
