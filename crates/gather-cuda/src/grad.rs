@@ -1196,9 +1196,19 @@ pub fn masked_scatter(
         "the broadcast of input and mask",
         &b,
     )?;
+    // The forward's mask check, in its words, as before the write below.
+    crate::masked::bool_mask("masked_scatter", mask)?;
+    // g where the mask is false, 0 where it is true: elementwise, without numbering the mask's
+    // true positions (masked_select below does that once).
     let w = widen(op, grad_out)?;
-    let no_source = constant(&w, 0.0, &[w.len().max(1)])?;
-    let kept = crate::masked_scatter(&w, mask, &no_source)?;
+    let kept = if w.dtype() == grad_out.dtype() {
+        let copy = CudaTensor::empty(w.device(), w.shape(), w.dtype())?;
+        crate::gather::copy_into(&w, &copy)?;
+        copy
+    } else {
+        w
+    };
+    crate::options::fill_where(&kept, &mask.broadcast(&b)?, 0)?;
     let input = cast(&sum_to(&kept, input_shape)?, grad_out.dtype())?;
     let picked = crate::masked_select(grad_out, mask)?;
     let n: usize = source_shape.iter().product();

@@ -112,7 +112,7 @@ pub(crate) fn scatter_at_mask(
 }
 
 /// An error unless the mask is bool.
-fn bool_mask(op: &str, mask: &CudaTensor) -> Result<()> {
+pub(crate) fn bool_mask(op: &str, mask: &CudaTensor) -> Result<()> {
     match mask.dtype() {
         DType::Bool => Ok(()),
         other => Err(backend::mask_dtype(op, other).into()),
