@@ -3406,6 +3406,8 @@ fn dtype_cases() -> Vec<String> {
             "index_select dim=0 input=x index=rows_T",
             "index_add dim=0 input=x index=rows_T source=s_rows",
             "take input=x index=rows_T",
+            "take input=xe index=rows_T",
+            "take_along_dim input=xe index=rows_T",
             "put input=x index=rows_T source=s_rows_flat",
         ] {
             cases.push(case.replace('T', t));
