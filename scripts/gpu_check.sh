@@ -38,11 +38,12 @@ if [ "${1:-}" = "--prepare" ]; then
     git worktree remove --force target/baseline-src
     git rev-parse --short "$base" > gpu/BASELINE
     strip gpu/gather gpu/gather-base gpu/gpu-tests
-    # The Python package (abi3 wheel, dev profile: it reuses what cargo test built) for the
+    # The Python package (abi3 wheel, dev profile: it reuses what cargo test built; the wheel
+    # profile of pyproject.toml would compile the library again, optimised) for the
     # CUDA-array tests; pytest, torch, cupy and jax are on the GPU machine.
     venv="${GATHER_PY_VENV:-target/py-venv}"
     maturin=$( [ -x "$venv/bin/maturin" ] && echo "$venv/bin/maturin" || echo maturin )
-    "$maturin" build --quiet --manifest-path crates/gather-py/Cargo.toml --out gpu 2>&1 | tail -1
+    "$maturin" build --quiet --profile dev --manifest-path crates/gather-py/Cargo.toml --out gpu 2>&1 | tail -1
     tar -C ../shared -czf gpu/conformance.tgz conformance
     # `limits` builds its probe with the GPU machine's nvcc; one built here (GATHER_NVCC, or an
     # nvcc on PATH) is the fallback (CUDA 13's minor-version compatibility runs it there).
