@@ -372,6 +372,16 @@ def _sweep_calls(dt):
         ("repeat_interleave output_size", g.repeat_interleave, (x, rep, 0), {"output_size": 4}),
         ("select_batched dims", g.select_batched, (x, 1, idx, 3), {}),
     ]
+    # An empty input: only an empty index is valid for it.
+    xe = x[:0]
+    calls += [
+        ("take empty input", g.take, (xe, flat), {}),
+        ("take empty input and index", g.take, (xe, flat[:0]), {}),
+        ("take_along_dim None empty input", g.take_along_dim, (xe, flat), {}),
+        ("put empty input", g.put, (xe, flat, s_flat), {}),
+        ("index_select empty input", g.index_select, (xe, 0, rows), {}),
+        ("gather empty input", g.gather, (xe, 0, idx), {}),
+    ]
     return calls
 
 
@@ -455,6 +465,14 @@ def test_every_gradient_gives_the_numpy_outcome_on_cuda_arrays():
                 shape = (out[0] if isinstance(out, tuple) else out).shape
             except gather.GatherError:
                 shape = args[0].shape
+                if args[0].size == 0:
+                    # An empty input: grad_output of the forward's shape on a filled input, so
+                    # that the gradient reaches its own check of the empty one.
+                    filled = np.zeros((3,) + args[0].shape[1:], args[0].dtype)
+                    try:
+                        shape = f(filled, *args[1:], **kwargs).shape
+                    except gather.GatherError:
+                        pass
             wrong = shape[:-1] + (shape[-1] + 1,) if shape else (2,)
             for go_shape, how in [(shape, ""), (wrong, ", grad_output of a wrong shape")]:
                 go = (rng.standard_normal(go_shape) * 3).astype(dt)
