@@ -992,7 +992,7 @@ fn flat_sum(
         return Err(backend::take_grad_from_empty(op, input_shape, index.len()).into());
     }
     if index.is_empty() {
-        return take(g, input_shape, &index.reshape(&[0])?);
+        return zeros(g, input_shape);
     }
     let w = widen(op, g)?;
     let k = index.len();
@@ -1202,9 +1202,7 @@ pub fn masked_scatter(
     // true positions (masked_select below does that once).
     let w = widen(op, grad_out)?;
     let kept = if w.dtype() == grad_out.dtype() {
-        let copy = CudaTensor::empty(w.device(), w.shape(), w.dtype())?;
-        crate::gather::copy_into(&w, &copy)?;
-        copy
+        copy_of(&w)?
     } else {
         w
     };

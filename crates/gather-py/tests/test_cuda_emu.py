@@ -449,6 +449,25 @@ def test_every_public_op_gives_the_numpy_outcome_on_cuda_arrays():
     assert not differ, f"{len(differ)} of {count} calls differ:\n" + "\n".join(differ)
 
 
+def _forward_shape(f, args, kwargs):
+    """The shape of the forward's output, the grad_output a gradient takes; the input's where the
+    forward fails, or, for an empty input, the forward's on a filled one (so that the gradient
+    reaches its own check of the empty input)."""
+    def shape_of(a):
+        out = f(*a, **kwargs)
+        return (out[0] if isinstance(out, tuple) else out).shape
+    try:
+        return shape_of(args)
+    except gather.GatherError:
+        pass
+    if args[0].size == 0:
+        try:
+            return shape_of((np.zeros((3,) + args[0].shape[1:], args[0].dtype),) + tuple(args[1:]))
+        except gather.GatherError:
+            pass
+    return args[0].shape
+
+
 def test_every_gradient_gives_the_numpy_outcome_on_cuda_arrays():
     """`gather.grad` of each call of the sweep above that has a gradient, with a grad_output of
     the forward's output shape and one of a wrong shape: the same gradients (within rounding:
@@ -460,19 +479,7 @@ def test_every_gradient_gives_the_numpy_outcome_on_cuda_arrays():
             grad_f = getattr(gather.grad, f.__name__, None)
             if f.__name__.endswith("_") or grad_f is None:
                 continue
-            try:
-                out = f(*args, **kwargs)
-                shape = (out[0] if isinstance(out, tuple) else out).shape
-            except gather.GatherError:
-                shape = args[0].shape
-                if args[0].size == 0:
-                    # An empty input: grad_output of the forward's shape on a filled input, so
-                    # that the gradient reaches its own check of the empty one.
-                    filled = np.zeros((3,) + args[0].shape[1:], args[0].dtype)
-                    try:
-                        shape = f(filled, *args[1:], **kwargs).shape
-                    except gather.GatherError:
-                        pass
+            shape = _forward_shape(f, args, kwargs)
             wrong = shape[:-1] + (shape[-1] + 1,) if shape else (2,)
             for go_shape, how in [(shape, ""), (wrong, ", grad_output of a wrong shape")]:
                 go = (rng.standard_normal(go_shape) * 3).astype(dt)
@@ -569,11 +576,7 @@ def test_bfloat16_cuda_arrays_give_the_numpy_outcome():
         calls = [(name, f, args)]
         grad_f = getattr(gather.grad, f.__name__, None)
         if grad_f is not None and not f.__name__.endswith("_"):
-            try:
-                out = f(*args, dtype="bfloat16", **kwargs)
-                shape = (out[0] if isinstance(out, tuple) else out).shape
-            except gather.GatherError:
-                shape = args[0].shape
+            shape = _forward_shape(f, args, {**kwargs, "dtype": "bfloat16"})
             go = _bf16((rng.standard_normal(shape) * 3).astype(np.float32))
             calls.append((f"grad {name}", grad_f, (go,) + args))
         for what, fn, a in calls:
