@@ -101,7 +101,7 @@ pub fn call(op: &str, args: &Args, inputs: &CudaTensors) -> gather::Result<Outpu
             }
             _ => {
                 let x = get("input")?;
-                let r = gather::dynamic::repeat_interleave_count(args, x.ndim(), dim)?;
+                let r = gather::dynamic::repeat_interleave_count(op, args, x.ndim(), dim)?;
                 crate::repeat_interleave_scalar(&x, r, dim, output_size)
             }
         };
@@ -483,13 +483,9 @@ pub fn call_grad_with(
     ) {
         return Err(gather::backend::not_float(op, x.dtype()));
     }
-    if grad_output.dtype() != x.dtype() {
-        return Err(invalid(format!(
-            "{op}: grad_output must have the input's dtype {}, but got {}",
-            x.dtype(),
-            grad_output.dtype()
-        )));
-    }
+    gather::dynamic::check_grad_dtypes(op, x.dtype(), grad_output.dtype(), &|name| {
+        inputs.get(name).map(|t| t.dtype())
+    })?;
     // An index of another dtype than the integers is the forward's error, before the shapes
     // (but an empty one is taken where the forward takes it, as PyTorch's scatters do).
     let scatter_like = matches!(op, "gather" | "scatter" | "scatter_add" | "scatter_reduce");
@@ -581,7 +577,12 @@ fn differentiate(
             one(match inputs.get("repeats") {
                 Some(r) => grad::repeat_interleave(g, shape, r, dim)?,
                 None => {
-                    let r = gather::dynamic::repeat_interleave_count(args, x.ndim(), dim)?;
+                    let r = gather::dynamic::repeat_interleave_count(
+                        "grad::repeat_interleave",
+                        args,
+                        x.ndim(),
+                        dim,
+                    )?;
                     grad::repeat_interleave_scalar(g, shape, r, dim)?
                 }
             })

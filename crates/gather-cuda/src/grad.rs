@@ -1153,6 +1153,8 @@ pub fn masked_select(
     mask: &CudaTensor,
 ) -> Result<CudaTensor> {
     let op = "grad::masked_select";
+    // The forward's mask check, in its words, before the shapes.
+    crate::masked::bool_mask("masked_select", mask)?;
     let b = backend::check_masked(op, input_shape, mask.shape())?;
     let w = widen(op, grad_out)?;
     let full = crate::masked::scatter_at_mask(&zeros(&w, &b)?, mask, &w, &|count| {
@@ -1188,6 +1190,8 @@ pub fn masked_scatter(
     source_shape: &[usize],
 ) -> Result<SourceGrad> {
     let op = "grad::masked_scatter";
+    // The forward's mask check, in its words, before the shapes.
+    crate::masked::bool_mask("masked_scatter", mask)?;
     let b = backend::check_masked(op, input_shape, mask.shape())?;
     check_shape(
         op,
@@ -1196,8 +1200,6 @@ pub fn masked_scatter(
         "the broadcast of input and mask",
         &b,
     )?;
-    // The forward's mask check, in its words, as before the write below.
-    crate::masked::bool_mask("masked_scatter", mask)?;
     // g where the mask is false, 0 where it is true: elementwise, without numbering the mask's
     // true positions (masked_select below does that once).
     let w = widen(op, grad_out)?;

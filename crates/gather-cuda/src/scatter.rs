@@ -436,7 +436,8 @@ pub fn put(
 ) -> Result<CudaTensor> {
     let op = "put";
     let index = index_operand(op, "index", index)?;
-    same_dtype(op, "source", input, source)?;
+    // Named as PyTorch (and the CPU library) name this error.
+    same_dtype("put_()", "source", input, source)?;
     if !backend::check_put(input.shape(), index.shape(), source.shape())? {
         return copy_of(input);
     }

@@ -6,7 +6,7 @@ use ndarray::ArrayViewD;
 use super::scatter::empty_index_or_error;
 use super::with_index_tensor;
 use super::{Arg, Args, Inputs, Tensor, TensorElem, TensorView, input};
-use crate::element::Scalar;
+use crate::element::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::grad::{self, GradFloat, Parity};
 use crate::index::IndexElem;
@@ -53,6 +53,51 @@ pub const GRAD_OPS: &[(&str, &[&str])] = &[
     ("repeat_interleave", &["input"]),
     ("select_batched", &["input"]),
 ];
+
+/// The dtype checks of [`call_grad`] once the input is known to be a float: `grad_output` must
+/// have the input's dtype, a mask must be bool, and the other differentiable inputs of `op`
+/// ([`GRAD_OPS`]: src, source) the input's dtype, the last two in the forward's words.
+/// `dtype_of(name)` is the dtype of the input so named, `None` where there is none. Public for
+/// the crates that run the gradients on other devices (`gather-cuda`), so that a bad call fails
+/// there with the same error, checked in the same order.
+///
+/// ```
+/// use gather::DType;
+/// use gather::dynamic::check_grad_dtypes;
+/// let dtypes = |name: &str| (name == "src").then_some(DType::F64);
+/// let e = check_grad_dtypes("scatter_add", DType::F32, DType::F32, &dtypes).unwrap_err();
+/// assert!(e.message().starts_with("scatter_add: expected self and src to have the same dtype"));
+/// assert!(check_grad_dtypes("gather", DType::F32, DType::F32, &dtypes).is_ok());
+/// ```
+pub fn check_grad_dtypes(
+    op: &str,
+    input: DType,
+    grad_output: DType,
+    dtype_of: &dyn Fn(&str) -> Option<DType>,
+) -> Result<()> {
+    if grad_output != input {
+        return Err(Error::invalid(format!(
+            "{op}: grad_output must have the input's dtype {input}, but got {grad_output}"
+        )));
+    }
+    if matches!(op, "masked_select" | "masked_scatter") {
+        if let Some(m) = dtype_of("mask").filter(|&m| m != DType::Bool) {
+            return Err(crate::error::mask_dtype(op, m));
+        }
+    }
+    // put's forward names this error as PyTorch does.
+    let forward = if op == "put" { "put_()" } else { op };
+    let others = GRAD_OPS
+        .iter()
+        .find(|(n, _)| *n == op)
+        .map_or(&[][..], |(_, i)| i);
+    for &name in others.iter().filter(|&&n| n != "input") {
+        if let Some(d) = dtype_of(name).filter(|&d| d != input) {
+            return Err(crate::error::dtype_mismatch(forward, name, input, d));
+        }
+    }
+    Ok(())
+}
 
 /// The gradients of `op` (PyTorch's name) called with `args` and `inputs`, given the gradient of
 /// its output: one `grad_<name>` tensor per differentiable input (`grad_input`, `grad_src`,
@@ -171,6 +216,9 @@ fn typed<T: GradFloat + TensorElem>(
     grad_output: &TensorView<'_>,
     parity: Parity,
 ) -> Result<Vec<(String, Tensor)>> {
+    check_grad_dtypes(op, T::DTYPE, grad_output.dtype(), &|name| {
+        inputs.tensor(name).map(|t| t.dtype())
+    })?;
     let g = same::<T>(op, "grad_output", grad_output)?;
     match op {
         "masked_select" | "masked_scatter" => return masked(op, inputs, x, &g),
@@ -302,12 +350,7 @@ fn masked<T: GradFloat + TensorElem>(
 ) -> Result<Vec<(String, Tensor)>> {
     let mask = match input(inputs, "mask")? {
         TensorView::Bool(m) => m,
-        other => {
-            return Err(Error::invalid(format!(
-                "{op}: expected a bool mask, but got mask with dtype {}",
-                other.dtype()
-            )));
-        }
+        other => return Err(crate::error::mask_dtype(op, other.dtype())),
     };
     if op == "masked_select" {
         return Ok(vec![named(
@@ -366,17 +409,13 @@ fn repeat<T: GradFloat + TensorElem>(
     g: &ArrayViewD<'_, T>,
 ) -> Result<Vec<(String, Tensor)>> {
     let op = "repeat_interleave";
-    let dim = args.opt_int("dim")?.map(|d| d as isize);
+    let (dim, _) = super::repeat_interleave_args(args)?;
     let dx = match inputs.tensor("repeats") {
         Some(r) => with_index_tensor!(r, ri => grad::repeat_interleave(g, x.raw_dim(), ri, dim)?,
             _ => return Err(super::index_dtype_error(op, "repeats", &r))),
         None => {
-            let r = args.int("repeats")?;
-            let r = usize::try_from(r).map_err(|_| {
-                Error::invalid(format!(
-                    "{op}: Repeats must be non-negative (repeats = {r})"
-                ))
-            })?;
+            let grad_op = "grad::repeat_interleave";
+            let r = super::repeat_interleave_count(grad_op, args, x.ndim(), dim)?;
             grad::repeat_interleave_scalar(g, x.raw_dim(), r, dim)?
         }
     };

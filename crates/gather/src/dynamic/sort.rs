@@ -116,24 +116,30 @@ pub fn repeat_interleave_args(args: &Args) -> Result<(Option<isize>, Option<usiz
 
 /// The one count of `repeat_interleave` without a repeats tensor (the `repeats` argument), for an
 /// input of `ndim` dims: PyTorch wraps `dim` first, then requires the count to be non-negative.
+/// Errors are named `op` (the forward's name, or its gradient's).
 ///
 /// ```
 /// use gather::dynamic::{Arg, Args, repeat_interleave_count};
 /// let mut a = Args::default();
 /// a.set("repeats", Arg::Int(3));
-/// assert_eq!(repeat_interleave_count(&a, 2, Some(1)).unwrap(), 3);
-/// assert!(repeat_interleave_count(&a, 2, Some(2)).is_err());
+/// assert_eq!(repeat_interleave_count("repeat_interleave", &a, 2, Some(1)).unwrap(), 3);
+/// assert!(repeat_interleave_count("repeat_interleave", &a, 2, Some(2)).is_err());
 /// a.set("repeats", Arg::Int(-1));
-/// assert!(repeat_interleave_count(&a, 2, None).is_err());
+/// let e = repeat_interleave_count("grad::repeat_interleave", &a, 2, None).unwrap_err();
+/// assert!(e.message().starts_with("grad::repeat_interleave: Repeats must be non-negative"));
 /// ```
-pub fn repeat_interleave_count(args: &Args, ndim: usize, dim: Option<isize>) -> Result<usize> {
-    const OP: &str = "repeat_interleave";
+pub fn repeat_interleave_count(
+    op: &str,
+    args: &Args,
+    ndim: usize,
+    dim: Option<isize>,
+) -> Result<usize> {
     let r = args.int("repeats")?;
     if let Some(d) = dim {
-        normalize_dim(OP, d, ndim)?;
+        normalize_dim(op, d, ndim)?;
     }
     usize::try_from(r).map_err(|_| {
-        Error::invalid(format!("{OP}: Repeats must be non-negative (repeats = {r})"))
+        Error::invalid(format!("{op}: Repeats must be non-negative (repeats = {r})"))
             .with_hint("repeats counts the copies of every slice, so it must be >= 0; use 0 for an empty result")
     })
 }
@@ -167,7 +173,7 @@ pub(crate) fn repeat_interleave(args: &Args, inputs: &dyn Inputs) -> Result<Tens
             _ => Err(index_dtype_error(OP, "repeats", &r)))
         }
         (Some(x), None) => {
-            let r = repeat_interleave_count(args, x.shape().len(), dim)?;
+            let r = repeat_interleave_count(OP, args, x.shape().len(), dim)?;
             Read::RepeatInterleaveScalar(r, dim, output_size).on(&x)
         }
     }
