@@ -493,6 +493,10 @@ pub fn call_grad_with(
         .get("index")
         .filter(|i| !(scatter_like && i.is_empty()))
     {
+        if scatter_like && !i.dtype().is_integer() {
+            // The scatter family's dim comes before its index's dtype, as in its forwards.
+            gather::dims::normalize_dim(op, args.dim()?, x.ndim())?;
+        }
         crate::gather::require_int_index(op, i)?;
     }
     // After the dtypes, and only its name and fill value, as the CPU library's gradients read it.

@@ -78,15 +78,9 @@ pub(crate) fn gather_op(
 /// ```
 pub fn index_select(input: &CudaTensor, dim: isize, index: &CudaTensor) -> Result<CudaTensor> {
     let op = "index_select";
-    gather::dims::normalize_dim(op, dim, input.ndim())?;
+    // The shapes before the index's dtype, as PyTorch (and the CPU library) check them.
+    let d = backend::check_index_select(op, input.shape(), dim, index.shape(), index.dtype())?;
     let index = index_operand(op, "index", index)?;
-    let d = backend::check_index_select(
-        "index_select",
-        input.shape(),
-        dim,
-        index.shape(),
-        index.dtype(),
-    )?;
     let x = as_1d(input);
     let n = index.len();
     let mut shape = x.shape().to_vec();

@@ -411,6 +411,7 @@ pub fn scatter(
 pub fn scatter_value(grad_out: &CudaTensor, dim: isize, index: &CudaTensor) -> Result<CudaTensor> {
     grad_op("grad::scatter_value", |op| {
         wide_dtype(op, grad_out.dtype())?;
+        backend::check_scatter(op, grad_out.shape(), dim, index.shape(), None)?;
         crate::scatter(grad_out, dim, index, Scalar::Int(0))
     })
 }
@@ -756,6 +757,7 @@ pub fn index_add(
 ) -> Result<SourceGrad> {
     grad_op("grad::index_add", |op| {
         wide_dtype(op, grad_out.dtype())?;
+        backend::check_index_dim(op, grad_out.shape(), dim, index.shape(), index.dtype())?;
         Ok(SourceGrad {
             input: copy_of(grad_out)?,
             source: source_grad(op, grad_out, dim, index, source_shape, Some(alpha))?,
@@ -783,6 +785,7 @@ pub fn index_copy(
     source_shape: &[usize],
 ) -> Result<SourceGrad> {
     grad_op("grad::index_copy", |op| {
+        backend::check_index_dim(op, grad_out.shape(), dim, index.shape(), index.dtype())?;
         // The source's gradient first: it checks the index as index_copy does (no negative
         // values), index_fill would take them.
         let source = source_grad(op, grad_out, dim, index, source_shape, None)?;
@@ -808,6 +811,7 @@ pub fn index_copy(
 pub fn index_fill(grad_out: &CudaTensor, dim: isize, index: &CudaTensor) -> Result<CudaTensor> {
     grad_op("grad::index_fill", |op| {
         wide_dtype(op, grad_out.dtype())?;
+        backend::check_index_dim(op, grad_out.shape(), dim, index.shape(), index.dtype())?;
         crate::index_fill(grad_out, dim, index, Scalar::Int(0))
     })
 }
@@ -1038,6 +1042,7 @@ pub fn put(
 ) -> Result<SourceGrad> {
     grad_op("grad::put", |op| {
         wide_dtype(op, grad_out.dtype())?;
+        backend::check_put_grad(op, source_shape, index.shape())?;
         backend::check_put(grad_out.shape(), index.shape(), source_shape)?;
         let input = if accumulate || index.is_empty() {
             copy_of(grad_out)?

@@ -179,6 +179,11 @@ pub fn index_add(
     alpha: Scalar,
 ) -> Result<CudaTensor> {
     let op = "index_add";
+    // dim and the index's rank, the dtypes, then the shapes, in the CPU library's order.
+    backend::check_index_dim(op, input.shape(), dim, index.shape(), index.dtype())?;
+    require_int_index(op, index)?;
+    same_dtype(op, "source", input, source)?;
+    let alpha = scalar_bits(op, alpha, input.dtype())?;
     let d = backend::check_index_source(
         op,
         input.shape(),
@@ -187,10 +192,7 @@ pub fn index_add(
         index.dtype(),
         source.shape(),
     )?;
-    require_int_index(op, index)?;
     let index = index_operand(op, "index", index)?;
-    same_dtype(op, "source", input, source)?;
-    let alpha = scalar_bits(op, alpha, input.dtype())?;
     index_family(
         op,
         input,
@@ -226,6 +228,10 @@ pub fn index_copy(
     source: &CudaTensor,
 ) -> Result<CudaTensor> {
     let op = "index_copy";
+    // dim and the index's rank, the dtypes, then the shapes, in the CPU library's order.
+    backend::check_index_dim(op, input.shape(), dim, index.shape(), index.dtype())?;
+    require_int_index(op, index)?;
+    same_dtype(op, "source", input, source)?;
     let d = backend::check_index_copy(
         input.shape(),
         dim,
@@ -233,9 +239,7 @@ pub fn index_copy(
         index.dtype(),
         source.shape(),
     )?;
-    require_int_index(op, index)?;
     let index = index_operand(op, "index", index)?;
-    same_dtype(op, "source", input, source)?;
     index_family(
         op,
         input,
@@ -314,7 +318,7 @@ pub fn index_reduce(
         // PyTorch's first check: index_reduce has no sum.
         backend::check_index_reduce(&[], 0, &[], DType::I64, &[], input.dtype(), reduce, true)?;
     }
-    gather::dims::normalize_dim(op, dim, input.ndim())?;
+    backend::check_index_dim(op, input.shape(), dim, index.shape(), index.dtype())?;
     require_int_index(op, index)?;
     same_dtype(op, "source", input, source)?;
     let d = backend::check_index_reduce(

@@ -626,3 +626,80 @@ def test_bfloat16_cuda_arrays_give_the_numpy_outcome():
                 differ.append(f"{what} (bfloat16): {e}")
     assert count > 240, count
     assert not differ, f"{len(differ)} of {count} calls differ:\n" + "\n".join(differ)
+
+
+def _faulty_calls(faults, index_dtype):
+    """The index ops with `faults` (a set of: dim, val, idtype, sshape, sdtype, rank), each as
+    (name, function, args, kwargs) on float32 arrays; the index in `index_dtype` unless `idtype`
+    makes it float."""
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((3, 4)) * 3).astype(np.float32)
+
+    def index(kind):
+        i = {"rows": np.array([2, 0, 2]), "flat": np.array([0, 11, 5]),
+             "idx": np.array([[0, 3], [1, 1], [2, 0]])}[kind]
+        if "val" in faults:
+            i = {"rows": np.array([2, 7, 2]), "flat": np.array([0, 12, 5]),
+                 "idx": np.array([[0, 4], [1, 1], [2, 0]])}[kind]
+        if "rank" in faults:
+            i = i[0] if kind == "idx" else i.reshape(3, 1)
+        return i.astype(np.float32 if "idtype" in faults else index_dtype)
+
+    def src(shape):
+        s = (rng.standard_normal(shape[:-1] + (1,) if "sshape" in faults else shape) * 3)
+        return s.astype(np.float64 if "sdtype" in faults else np.float32)
+
+    def dim(d):
+        return 5 if "dim" in faults else d
+    g = gather
+    return [
+        ("gather", g.gather, (x, dim(1), index("idx")), {}),
+        ("take_along_dim", g.take_along_dim, (x, index("idx"), dim(1)), {}),
+        ("select_batched", g.select_batched, (x, dim(1), index("idx"), 1), {}),
+        ("scatter", g.scatter, (x, dim(1), index("idx"), src((3, 2))), {}),
+        ("scatter value", g.scatter, (x, dim(1), index("idx")), {"value": 2.0}),
+        ("scatter multiply", g.scatter, (x, dim(1), index("idx"), src((3, 2))), {"reduce": "multiply"}),
+        ("scatter_add", g.scatter_add, (x, dim(1), index("idx"), src((3, 2))), {}),
+        ("scatter_reduce", g.scatter_reduce, (x, dim(1), index("idx"), src((3, 2)), "amax"),
+         {"include_self": False}),
+        ("index_select", g.index_select, (x, dim(0), index("rows")), {}),
+        ("index_add", g.index_add, (x, dim(0), index("rows"), src((3, 4))), {}),
+        ("index_copy", g.index_copy, (x, dim(0), index("rows"), src((3, 4))), {}),
+        ("index_fill", g.index_fill, (x, dim(0), index("rows"), 1.0), {}),
+        ("index_reduce", g.index_reduce, (x, dim(0), index("rows"), src((3, 4)), "mean"), {}),
+        ("take", g.take, (x, index("flat")), {}),
+        ("put", g.put, (x, index("flat"), src((3,))), {"accumulate": True}),
+    ]
+
+
+def test_calls_with_one_or_two_faults_fail_alike_on_cuda_arrays():
+    """Each index op and its gradient with one fault or two at once (a bad dim, index value,
+    index dtype or rank, a src of a wrong shape or dtype), with int64, int16, uint8 and int32
+    indices, and a grad_output of the right shape, a wrong one or another dtype: a CUDA array call fails with the NumPy call's error (the same check comes first) or
+    gives its result."""
+    import itertools
+    kinds = ["dim", "val", "idtype", "sshape", "sdtype", "rank"]
+    rng = np.random.default_rng(6)
+    count, differ = 0, []
+    for index_dtype in (np.int64, np.int16, np.uint8, np.int32):
+        for k in (1, 2):
+            for faults in itertools.combinations(kinds, k):
+                for name, f, args, kwargs in _faulty_calls(set(faults), index_dtype):
+                    grad_f = getattr(gather.grad, f.__name__)
+                    shape = _forward_shape(f, args, kwargs)
+                    calls = [("", f, args)]
+                    for go_shape, go_dtype, how in [(shape, np.float32, ""), ((5, 5), np.float32, " wrong shape"),
+                                                    (shape, np.float64, " wrong dtype")]:
+                        go = (rng.standard_normal(go_shape) * 3).astype(go_dtype)
+                        calls.append((f"grad ({how.strip() or 'grad_output'}) ", grad_f, (go,) + args))
+                    for how, fn, a in calls:
+                        what = f"{how}{name} {faults} index {np.dtype(index_dtype).name}"
+                        want, _ = _outcome(fn, a, kwargs, on_gpu=False)
+                        got, _ = _outcome(fn, a, kwargs, on_gpu=True)
+                        count += 1
+                        try:
+                            _same_outcome(got, want, np.float32, True)
+                        except AssertionError as e:
+                            differ.append(f"{what}: {e}")
+    assert count > 4500, count
+    assert not differ, f"{len(differ)} of {count} calls differ:\n" + "\n".join(differ[:40])

@@ -485,6 +485,37 @@ pub fn check_grad_shape(
     crate::grad::check_shape(op, what, got, want_what, want)
 }
 
+/// The first checks of `index_add`, `index_copy`, `index_fill` and `index_reduce` and of their
+/// gradients (`op` names which): `dim` for `shape` (self's, or the gradient's), then a 0-d or 1-d
+/// index, before the index's dtype and the source. Returns the normalised dim.
+///
+/// ```
+/// use gather::DType;
+/// use gather::backend::check_index_dim;
+/// assert_eq!(check_index_dim("grad::index_add", &[3, 4], -1, &[2], DType::I64).unwrap(), 1);
+/// let e = check_index_dim("index_add", &[3, 4], 0, &[2, 1], DType::I64).unwrap_err();
+/// assert_eq!(e.kind(), gather::ErrorKind::RankMismatch);
+/// ```
+pub fn check_index_dim(
+    op: &str,
+    shape: &[usize],
+    dim: isize,
+    index_shape: &[usize],
+    index_dtype: DType,
+) -> Result<usize> {
+    crate::ops::index::check_dim_and_vector(op, shape, dim, index_shape, index_dtype)
+}
+
+/// The check of `put`'s gradient on the forward's source shape: as many elements as the index.
+///
+/// ```
+/// assert!(gather::backend::check_put_grad("grad::put", &[3], &[3, 1]).is_ok());
+/// assert!(gather::backend::check_put_grad("grad::put", &[2], &[3]).is_err());
+/// ```
+pub fn check_put_grad(op: &str, source_shape: &[usize], index_shape: &[usize]) -> Result<()> {
+    crate::grad::put::check_source_numel(op, source_shape, index_shape)
+}
+
 /// The error for an index tensor `what` of a non-integer `dtype`, as the ops word it.
 ///
 /// ```

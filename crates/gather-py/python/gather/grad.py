@@ -13,8 +13,7 @@ amax/amin tie bug).
 
 Gradients copy their inputs once (they go through the library's run-time typed layer). CUDA
 arrays (PyTorch, CuPy, JAX) are differentiated on their GPU, without a copy, and the gradients come
-back as the caller's type; there ``masked_select``, ``masked_scatter``, ``repeat_interleave``,
-``select_batched`` and the bounds policies are an error so far.
+back as the caller's type.
 
 >>> import numpy as np, gather
 >>> x = np.array([[1., 2., 3.]])

@@ -10,7 +10,7 @@ use crate::element::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::grad::{self, GradFloat, Parity};
 use crate::index::IndexElem;
-use crate::ops::index::parse_index_reduce;
+use crate::ops::index::{check_dim_and_vector, check_select_shapes, parse_index_reduce};
 use crate::ops::scatter::{LegacyReduce, Reduce};
 
 /// Runs `$body` with `$a` bound to the typed array of a float [`Tensor`]; other dtypes are an
@@ -260,6 +260,12 @@ fn indexed<T: GradFloat + TensorElem, I: IndexElem>(
 ) -> Result<Vec<(String, Tensor)>> {
     let source =
         || -> Result<ArrayViewD<'_, T>> { same::<T>(op, "source", &input(inputs, "source")?) };
+    // dim and the index's rank before the gradients see the index widened to i64, so that the
+    // error names the index's own dtype, as the forwards' do.
+    let index_dtype = input(inputs, "index")?.dtype();
+    let vector = |name: &str, shape: &[usize], dim: isize| {
+        check_dim_and_vector(name, shape, dim, index.shape(), index_dtype).map(|_| ())
+    };
     let pair = |r: grad::SourceGrad<T, ndarray::IxDyn, ndarray::IxDyn>| {
         Ok(vec![
             named("grad_input", r.input),
@@ -267,39 +273,41 @@ fn indexed<T: GradFloat + TensorElem, I: IndexElem>(
         ])
     };
     match op {
-        "index_select" => Ok(vec![named(
-            "grad_input",
-            grad::index_select(g, x.raw_dim(), args.dim()?, index)?,
-        )]),
+        "index_select" => {
+            let dim = args.dim()?;
+            let op = "grad::index_select";
+            check_select_shapes(op, x.shape(), dim, index.shape(), index_dtype)?;
+            Ok(vec![named(
+                "grad_input",
+                grad::index_select(g, x.raw_dim(), dim, index)?,
+            )])
+        }
         "index_add" => {
             let alpha = match args.get("alpha") {
                 None => Scalar::Int(1),
                 Some(_) => args.scalar("alpha")?,
             };
             let alpha = T::from_scalar(alpha)?;
-            pair(grad::index_add(
-                g,
-                args.dim()?,
-                index,
-                source()?.raw_dim(),
-                alpha,
-            )?)
+            let (dim, source_shape) = (args.dim()?, source()?.raw_dim());
+            vector("grad::index_add", g.shape(), dim)?;
+            pair(grad::index_add(g, dim, index, source_shape, alpha)?)
         }
-        "index_copy" => pair(grad::index_copy(
-            g,
-            args.dim()?,
-            index,
-            source()?.raw_dim(),
-        )?),
-        "index_fill" => Ok(vec![named(
-            "grad_input",
-            grad::index_fill(g, args.dim()?, index)?,
-        )]),
+        "index_copy" => {
+            let (dim, source_shape) = (args.dim()?, source()?.raw_dim());
+            vector("grad::index_copy", g.shape(), dim)?;
+            pair(grad::index_copy(g, dim, index, source_shape)?)
+        }
+        "index_fill" => {
+            let dim = args.dim()?;
+            vector("grad::index_fill", g.shape(), dim)?;
+            Ok(vec![named("grad_input", grad::index_fill(g, dim, index)?)])
+        }
         "index_reduce" => {
             let reduce = parse_index_reduce(args.str("reduce")?)?;
             let include_self = args.bool_or("include_self", true)?;
             let dim = args.dim()?;
             let source = source()?;
+            vector("index_reduce", x.shape(), dim)?;
             let out = crate::index_reduce(x, dim, index, &source, reduce, include_self)?;
             pair(grad::index_reduce_with(
                 g,

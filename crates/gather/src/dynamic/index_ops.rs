@@ -14,12 +14,11 @@ use super::{
     Args, Inputs, Tensor, TensorElem, TensorViewMut, index_dtype_error, input, same_dtype,
 };
 use super::{with_index_tensor, with_view_mut};
-use crate::dims::normalize_dim;
 use crate::element::Scalar;
 use crate::error::Result;
 use crate::index::IndexElem;
 use crate::kernels::words::Moved;
-use crate::ops::index::{check_index_vector, check_select_shapes, parse_index_reduce};
+use crate::ops::index::{check_dim_and_vector, check_select_shapes, parse_index_reduce};
 
 /// `index_reduce`'s `reduce` argument: `prod`, `mean`, `amax` or `amin` (no `sum`, no
 /// `max`/`min` aliases, as in PyTorch), or the CPU library's error for the name, with its hint.
@@ -59,8 +58,7 @@ pub(crate) fn index_family(
     }
     let index = input(inputs, "index")?;
     let dim = args.dim()?;
-    normalize_dim(op, dim, target.shape().len())?;
-    check_index_vector(op, index.shape(), index.dtype())?;
+    check_dim_and_vector(op, target.shape(), dim, index.shape(), index.dtype())?;
     with_view_mut!(*target, dst => {
         with_index_tensor!(index, i => index_typed(op, args, dst, dim, i, inputs),
             _ => Err(index_dtype_error(op, "index", &index)))

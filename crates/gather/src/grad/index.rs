@@ -28,7 +28,7 @@ use super::{
 use crate::dims::normalize_dim;
 use crate::error::{Error, Result, fmt_shape};
 use crate::index::{Bounds, IndexElem, check_bounds};
-use crate::ops::index::{check_index_vector, check_select_shapes};
+use crate::ops::index::{check_dim_and_vector, check_select_shapes};
 use crate::ops::scatter::Reduce;
 
 /// The shape of `index_select(x, dim, index)`'s output: `x`'s shape with `n` at `dim` (a 0-d `x`
@@ -50,8 +50,7 @@ fn check_write<I: IndexElem>(
     index: &ndarray::ArrayView<'_, I, IxDyn>,
     bounds: Bounds,
 ) -> Result<usize> {
-    let d = normalize_dim(op, dim, grad_shape.len())?;
-    check_index_vector(op, index.shape(), I::DTYPE)?;
+    let d = check_dim_and_vector(op, grad_shape, dim, index.shape(), I::DTYPE)?;
     let size = nonempty(grad_shape)[d];
     check_bounds(op, index, d, size, bounds)?;
     Ok(d)

@@ -122,7 +122,7 @@ mod gather;
 mod index;
 pub(crate) mod masked;
 mod nd;
-mod put;
+pub(crate) mod put;
 mod reduce;
 mod repeat;
 mod scatter;

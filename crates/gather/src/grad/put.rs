@@ -53,16 +53,7 @@ where
 {
     let op = "grad::put";
     let source_shape = source_shape.into_dimension();
-    if source_shape.size() != index.len() {
-        return Err(Error::shape(format!(
-            "{op}: Expected source and index to have the same number of elements, but got source.numel() = {}, index.numel() = {} (source {}, index {})",
-            source_shape.size(),
-            index.len(),
-            fmt_shape(source_shape.slice()),
-            fmt_shape(index.shape())
-        ))
-        .with_hint("pass the source shape and index of the forward call"));
-    }
+    check_source_numel(op, source_shape.slice(), index.shape())?;
     if index.is_empty() {
         return Ok(SourceGrad {
             input: crate::ops::try_to_owned(op, grad_out)?,
@@ -88,6 +79,27 @@ where
 }
 
 /// The forward's index checks, worded for the gradient.
+/// The gradient's check of the forward's source shape: one element per index element.
+pub(crate) fn check_source_numel(
+    op: &str,
+    source_shape: &[usize],
+    index_shape: &[usize],
+) -> Result<()> {
+    let (n, k) = (
+        source_shape.iter().product::<usize>(),
+        index_shape.iter().product::<usize>(),
+    );
+    if n == k {
+        return Ok(());
+    }
+    Err(Error::shape(format!(
+        "{op}: Expected source and index to have the same number of elements, but got source.numel() = {n}, index.numel() = {k} (source {}, index {})",
+        fmt_shape(source_shape),
+        fmt_shape(index_shape)
+    ))
+    .with_hint("pass the source shape and index of the forward call"))
+}
+
 fn check<T, S: Data<Elem = T>, D: Dimension, I: IndexElem, SI: Data<Elem = I>, DI: Dimension>(
     op: &str,
     grad_out: &ArrayBase<S, D>,

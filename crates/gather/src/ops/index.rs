@@ -57,6 +57,20 @@ use crate::ops::scatter::Reduce;
 // Checks shared with the dynamic layer
 // ---------------------------------------------------------------------------------------------
 
+/// The first checks of the index_* ops that write (and of their gradients): `dim` for `shape`,
+/// then a 0-d or 1-d index, before the index's dtype and the source. Returns the normalised dim.
+pub(crate) fn check_dim_and_vector(
+    op: &str,
+    shape: &[usize],
+    dim: isize,
+    index_shape: &[usize],
+    index_dtype: DType,
+) -> Result<usize> {
+    let d = normalize_dim(op, dim, shape.len())?;
+    check_index_vector(op, index_shape, index_dtype)?;
+    Ok(d)
+}
+
 /// The rule every op of the family shares: the index is 0-d or 1-d. `dtype` is the index's element
 /// type (PyTorch prints it for `index_add`/`index_reduce`).
 pub(crate) fn check_index_vector(op: &str, index_shape: &[usize], dtype: DType) -> Result<()> {
