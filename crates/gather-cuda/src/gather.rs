@@ -230,16 +230,7 @@ pub fn select_batched(
     let index = index_operand(op, "index", index)?;
     let (a, gather_shape, out_shape) =
         backend::check_select_batched(op, input.shape(), axis, index.shape(), batch_dims)?;
-    let size = input.shape()[a];
-    // Every value is checked first, against the index's own coordinates (as the CPU library).
-    let flat = index.reshape(&[index.len()])?;
-    if !index.is_empty() {
-        if let Some(pos) = check_values(&flat, size, Bounds::Strict)? {
-            let coord = unravel(pos, index.shape());
-            let value = read_index(&index, &coord)?;
-            return Err(backend::out_of_bounds(op, value, coord, a, size, Bounds::Strict).into());
-        }
-    }
+    check_own_values(op, &index, a, input.shape()[a])?;
     let out = CudaTensor::empty(input.device(), &out_shape, input.dtype())?;
     if out.is_empty() {
         return Ok(out);
@@ -262,6 +253,28 @@ pub fn select_batched(
 
 /// select_batched's index as `index[..batch_dims] + [M]` seen over `gather_shape`, with stride 0
 /// on the input's other axes (never copied): a gather index along `a`.
+/// Every value of `index` in `0..size`, a bad one reported against the index's own coordinates
+/// (not those of its spread over the batch), as the CPU library reports select_batched's.
+pub(crate) fn check_own_values(
+    op: &str,
+    index: &CudaTensor,
+    axis: usize,
+    size: usize,
+) -> Result<()> {
+    if index.is_empty() {
+        return Ok(());
+    }
+    let flat = index.reshape(&[index.len()])?;
+    match check_values(&flat, size, Bounds::Strict)? {
+        Some(pos) => {
+            let coord = unravel(pos, index.shape());
+            let value = read_index(index, &coord)?;
+            Err(backend::out_of_bounds(op, value, coord, axis, size, Bounds::Strict).into())
+        }
+        None => Ok(()),
+    }
+}
+
 pub(crate) fn batched_spread(
     index: &CudaTensor,
     gather_shape: &[usize],

@@ -1329,6 +1329,7 @@ pub fn select_batched(
             "the output of select_batched",
             &out_shape,
         )?;
+        crate::gather::check_own_values(op, &index, a, input_shape[a])?;
         if grad_out.is_empty() {
             return cast(
                 &zeros(&widen(op, grad_out)?, input_shape)?,

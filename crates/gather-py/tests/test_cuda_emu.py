@@ -703,3 +703,67 @@ def test_calls_with_one_or_two_faults_fail_alike_on_cuda_arrays():
                             differ.append(f"{what}: {e}")
     assert count > 4500, count
     assert not differ, f"{len(differ)} of {count} calls differ:\n" + "\n".join(differ[:40])
+
+
+def test_sort_repeat_masked_and_batched_calls_fail_alike_on_cuda_arrays():
+    """sort, argsort, topk, repeat_interleave, masked_select/scatter, take_along_dim and
+    select_batched on float, int, bool, 0-d and empty inputs, over good and bad dims, k,
+    repeats (counts, negative, of a wrong length or rank or dtype), output sizes, masks (of
+    other shapes, not bool), sources and indices, each with its gradient given a grad_output
+    of the forward's shape and of a wrong one: a CUDA array call gives the NumPy call's
+    outcome (result, or the same error)."""
+    rng = np.random.default_rng(7)
+
+    def arr(shape, dt=np.float32):
+        return np.asarray((rng.standard_normal(shape) * 3).astype(dt))
+    g = gather
+    inputs = {"float32": arr((3, 4)), "int64": arr((3, 4), np.int64), "bool": arr((3, 4)) > 0,
+              "0-d": np.array(1.5, dtype=np.float32), "empty": arr((0, 4))}
+    repeats = [2, -1, np.array([1, 0, 2]), np.array([1, -1, 2]), np.array([1, 2]),
+               np.array([[1, 2, 0]]), np.array([1.0, 2.0, 0.0]), np.array([3])]
+    masks = [arr((3, 4)) > 0, arr((4,)) > 0, arr((3,)) > 0, (arr((3, 4)) > 0).astype(np.uint8),
+             arr((1, 4)) > 0]
+    indices = [np.array([[0, 3], [1, 1], [2, 0]]), np.array([[0], [1], [2]]), np.array([0, 1]),
+               np.array([[[0]]]), np.array([[0, 9]])]
+    calls = []
+    for xn, x in inputs.items():
+        for d in [0, 1, -1, 2, -3]:
+            calls += [(f"sort {xn} dim {d}", g.sort, (x, d), {"stable": True}),
+                      (f"argsort {xn} dim {d}", g.argsort, (x, d, True), {"stable": True})]
+            for k in [-1, 0, 2, 5]:
+                calls.append((f"topk {xn} k {k} dim {d}", g.topk, (x, k, d), {}))
+                calls.append((f"topk smallest {xn} k {k} dim {d}", g.topk, (x, k, d, False), {}))
+            for r in repeats:
+                for size in [None, 4, 3]:
+                    calls.append((f"repeat_interleave {xn} {r!r} dim {d} output_size {size}",
+                                  g.repeat_interleave, (x, r, d), {"output_size": size}))
+        for m in masks:
+            for s in [arr((12,)).astype(x.dtype), arr((2,)).astype(x.dtype), arr((12,), np.float64)]:
+                calls.append((f"masked_scatter {xn} mask {m.shape} {m.dtype} source {s.shape} {s.dtype}",
+                              g.masked_scatter, (x, m, s), {}))
+            calls.append((f"masked_select {xn} mask {m.shape} {m.dtype}", g.masked_select, (x, m), {}))
+        for i in indices:
+            for d in [None, 0, 1, 2]:
+                calls.append((f"take_along_dim {xn} index {i.shape} dim {d}", g.take_along_dim, (x, i, d), {}))
+            for axis, batch in [(1, 1), (0, 0), (1, 0), (2, 1), (1, 2), (-1, 1)]:
+                calls.append((f"select_batched {xn} index {i.shape} axis {axis} batch_dims {batch}",
+                              g.select_batched, (x, axis, i, batch), {}))
+    count, differ = 0, []
+    for name, f, args, kwargs in calls:
+        runs = [(name, f, args)]
+        grad_f = getattr(g.grad, f.__name__, None)
+        if grad_f is not None:
+            shape = _forward_shape(f, args, kwargs)
+            dt = args[0].dtype if args[0].dtype.kind == "f" else np.float32
+            runs += [(f"grad {name}", grad_f, (arr(shape, dt),) + args),
+                     (f"grad {name}, grad_output of a wrong shape", grad_f, (arr((5, 5), dt),) + args)]
+        for what, fn, a in runs:
+            want, _ = _outcome(fn, a, kwargs, on_gpu=False)
+            got, _ = _outcome(fn, a, kwargs, on_gpu=True)
+            count += 1
+            try:
+                _same_outcome(got, want, np.float32, True)
+            except AssertionError as e:
+                differ.append(f"{what}: {e}")
+    assert count > 3000, count
+    assert not differ, f"{len(differ)} of {count} calls differ:\n" + "\n".join(differ[:40])

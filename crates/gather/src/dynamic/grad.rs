@@ -395,9 +395,9 @@ fn sort_like<T: GradFloat + TensorElem>(
         crate::sort(x, dim, descending, stable)?.1
     } else {
         let k = args.int("k")?;
-        let k = usize::try_from(k).map_err(|_| {
-            Error::invalid(format!("topk: selected index k out of range (k = {k})"))
-        })?;
+        // The forward's check of k, in its words (k is then in 0..=size).
+        crate::ops::sort::check_topk(x.shape(), k, dim, T::DTYPE)?;
+        let k = k as usize;
         let largest = opt_bool(args, "largest", true)?;
         let sorted = opt_bool(args, "sorted", true)?;
         crate::topk(x, k, dim, largest, sorted)?.1

@@ -15,7 +15,6 @@ use ndarray::{Array, ArrayBase, ArrayD, Data, Dimension, IntoDimension, IxDyn, Z
 use num_traits::Zero;
 
 use super::{GradFloat, SourceGrad, check_shape, narrow_to, reshape_to, sum_to, try_zeros};
-use crate::dims::broadcast_shapes;
 use crate::error::{Error, Result, fmt_shape};
 
 /// The gradient of [`masked_select()`](crate::masked_select()) with respect to `input`: `grad_out`
@@ -45,7 +44,7 @@ where
 {
     let op = "grad::masked_select";
     let shape = input_shape.into_dimension();
-    let b = broadcast_shapes(mask.shape(), shape.slice())?;
+    let b = crate::ops::masked::broadcast_shape(op, shape.slice(), mask.shape())?;
     let m = mask.view().into_dyn();
     let mb = m
         .broadcast(IxDyn(&b))
@@ -112,7 +111,7 @@ where
     let op = "grad::masked_scatter";
     let shape = input_shape.into_dimension();
     let source_shape = source_shape.into_dimension();
-    let b = broadcast_shapes(mask.shape(), shape.slice())?;
+    let b = crate::ops::masked::broadcast_shape(op, shape.slice(), mask.shape())?;
     check_shape(
         op,
         "grad_output",
