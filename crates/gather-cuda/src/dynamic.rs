@@ -82,6 +82,12 @@ pub fn call(op: &str, args: &Args, inputs: &CudaTensors) -> gather::Result<Outpu
         ));
     }
     let names: Vec<&str> = inputs.keys().map(String::as_str).collect();
+    // With a bounds policy the CPU library reads the index's dtype before the policy and dim.
+    if gather::dynamic::takes_bounds_policy(op, args) {
+        if let (Some(_), Some(i)) = (inputs.get("input"), inputs.get("index")) {
+            crate::gather::require_int_index(op, i)?;
+        }
+    }
     let policy = gather::dynamic::bounds_policy(op, args, &names)?;
     // Before `input` is required: most group ops have none.
     if let Some(out) = group_op(op, args, inputs, &names)? {
@@ -255,10 +261,31 @@ fn group_op(
             ("indices".to_string(), i),
         ]))
     };
+    // The CPU library reads an index (or the segments) after the arguments and before the
+    // shapes, and a softmax's src dtype before either.
+    let int_index = |what: &str, t: &CudaTensor| -> gather::Result<()> {
+        if t.dtype().is_integer() {
+            Ok(())
+        } else {
+            Err(gather::backend::index_dtype(op, what, t.dtype()))
+        }
+    };
+    let softmax_src = |src: &CudaTensor| match op.ends_with("softmax") {
+        true => gather::backend::softmax_dtype(op, src.dtype()),
+        false => Ok(()),
+    };
     if op.starts_with("segment_") {
         let src = get("src")?;
         let (name, dim, num_segments) = gather::dynamic::segment_args(op, args, names)?;
         let t = get(name)?;
+        let segments_first = || -> gather::Result<()> {
+            softmax_src(src)?;
+            int_index(name, t)?;
+            match t.ndim() {
+                1 => Ok(()),
+                _ => Err(gather::backend::segments_rank(op, name, t.shape())),
+            }
+        };
         let segments = match name {
             "offsets" => crate::Segments::Offsets(t),
             "ids" => crate::Segments::Ids {
@@ -271,17 +298,30 @@ fn group_op(
             "segment_reduce" => {
                 let reduce = group_reduce(op, args)?;
                 let fill = group_fill(op, args)?;
+                segments_first()?;
                 one(crate::segment_reduce(src, dim, segments, reduce, fill))
             }
             "segment_arg_reduce" => {
                 let reduce = arg_reduce(op, args)?;
                 let fill = group_fill(op, args)?;
+                segments_first()?;
                 two(crate::segment_arg_reduce(src, dim, segments, reduce, fill))
             }
-            "segment_any" => one(crate::segment_any(src, dim, segments, bool_fill(op, args)?)),
-            "segment_all" => one(crate::segment_all(src, dim, segments, bool_fill(op, args)?)),
-            "segment_softmax" => one(crate::segment_softmax(src, dim, segments)),
-            "segment_log_softmax" => one(crate::segment_log_softmax(src, dim, segments)),
+            "segment_any" | "segment_all" => {
+                let fill = bool_fill(op, args)?;
+                segments_first()?;
+                one(match op {
+                    "segment_all" => crate::segment_all(src, dim, segments, fill),
+                    _ => crate::segment_any(src, dim, segments, fill),
+                })
+            }
+            "segment_softmax" | "segment_log_softmax" => {
+                segments_first()?;
+                one(match op {
+                    "segment_log_softmax" => crate::segment_log_softmax(src, dim, segments),
+                    _ => crate::segment_softmax(src, dim, segments),
+                })
+            }
             _ => Ok(None),
         };
     }
@@ -294,6 +334,7 @@ fn group_op(
                 dim_size: opt_size(op, args, "dim_size")?,
                 fill: group_fill(op, args)?,
             };
+            int_index("index", index)?;
             one(crate::scatter_groups(src, dim, index, reduce, opts))
         }
         "scatter_any" | "scatter_all" => {
@@ -303,6 +344,7 @@ fn group_op(
                 dim_size: opt_size(op, args, "dim_size")?,
                 fill: bool_fill(op, args)?,
             };
+            int_index("index", index)?;
             one(if op == "scatter_all" {
                 crate::scatter_all(src, dim, index, opts)
             } else {
@@ -312,6 +354,8 @@ fn group_op(
         "scatter_softmax" | "scatter_log_softmax" => {
             let (src, index) = (get("src")?, get("index")?);
             let dim = args.dim()?;
+            softmax_src(src)?;
+            int_index("index", index)?;
             one(if op == "scatter_log_softmax" {
                 crate::scatter_log_softmax(src, dim, index)
             } else {
@@ -323,6 +367,8 @@ fn group_op(
             let dim = args.dim()?;
             let reduce = arg_reduce(op, args)?;
             let include_self = args.bool_or("include_self", true)?;
+            int_index("index", index)?;
+            crate::scatter::same_dtype(op, "src", x, src)?;
             two(crate::scatter_reduce_arg(
                 x,
                 dim,

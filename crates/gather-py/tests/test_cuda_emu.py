@@ -767,3 +767,107 @@ def test_sort_repeat_masked_and_batched_calls_fail_alike_on_cuda_arrays():
                 differ.append(f"{what}: {e}")
     assert count > 3000, count
     assert not differ, f"{len(differ)} of {count} calls differ:\n" + "\n".join(differ[:40])
+
+
+def _call_outcome(op, data, plain, args, on_gpu):
+    """`_native._call(op, data, plain, args)` (the ops by name, as gather.torch_scatter calls
+    them): its outputs as host arrays, or its error's type and text."""
+    from gather import _native
+    wrap = dev if on_gpu else (lambda a: a)
+    try:
+        out = _native._call(op, {k: wrap(v) for k, v in data.items()},
+                            {k: wrap(v) for k, v in plain.items()}, args)
+    except Exception as e:  # noqa: BLE001 - the sweep compares whatever is raised
+        return ("error", type(e).__name__, str(e))
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    return ("ok", [host(o) if on_gpu else np.array(o) for o in outs])
+
+
+def test_group_segment_and_bounded_calls_fail_alike_on_cuda_arrays():
+    """The group and segment reductions by name (every reduce and fill, bad dims, indices of
+    bad values, shapes or dtypes; segments as offsets, lengths and ids, unsorted, negative, of
+    a wrong rank or dtype; float, int, bool and empty src) and the index ops under each bounds
+    policy (with bad, negative and float indices and bad dims, and misused policy arguments):
+    a CUDA array call gives the NumPy call's outcome (result, or the same error)."""
+    rng = np.random.default_rng(8)
+
+    def arr(shape, dt=np.float32):
+        return np.asarray((rng.standard_normal(shape) * 3).astype(dt))
+    x, src = arr((3, 4)), arr((3, 4))
+    ok = np.array([[0, 2, 1, 0], [1, 1, 0, 2], [2, 0, 0, 1]])
+    bad, neg = ok.copy(), ok.copy()
+    bad[1, 2], neg[2, 3] = 7, -1
+    indices = [(ok, "ok"), (bad, "bad"), (neg, "negative"), (ok[:2], "short"),
+               (ok.astype(np.float32), "float"), (ok[0], "1-d")]
+    calls = []
+    for s in [src, arr((3, 4), np.int64), arr((3, 4)) > 0, arr((3, 4), np.float64), arr((3, 4), np.float16)]:
+        for i, iname in indices:
+            for d in [0, 1, 2]:
+                what = f"{s.dtype} src, {iname} index, dim {d}"
+                for red in ["sum", "prod", "mean", "amax", "amin", "first", "last", "logsumexp", "var", "std",
+                            "max", "median"]:
+                    for fill in [None, "nan", "zero", 2.5]:
+                        a = {"dim": d, "reduce": red, **({} if fill is None else {"fill": fill})}
+                        calls.append((f"scatter_groups {red} fill {fill}, {what}", "scatter_groups",
+                                      {"src": s}, {"index": i}, a))
+                    calls.append((f"scatter_groups {red} dim_size 2, {what}", "scatter_groups",
+                                  {"src": s}, {"index": i}, {"dim": d, "reduce": red, "dim_size": 2}))
+                for op in ["scatter_any", "scatter_all", "scatter_softmax", "scatter_log_softmax"]:
+                    calls.append((f"{op}, {what}", op, {"src": s}, {"index": i}, {"dim": d}))
+                for red in ["amax", "amin", "sum"]:
+                    for incl in [True, False]:
+                        a = {"dim": d, "reduce": red, "include_self": incl}
+                        calls.append((f"scatter_reduce_arg {red} {incl}, {what}", "scatter_reduce_arg",
+                                      {"input": x.astype(s.dtype), "src": s}, {"index": i}, a))
+                        calls.append((f"scatter_reduce_arg {red} {incl} float64 input, {what}",
+                                      "scatter_reduce_arg", {"input": x.astype(np.float64), "src": s},
+                                      {"index": i}, a))
+    segments = {"offsets": [np.array([0, 1, 3]), np.array([0, 2, 1]), np.array([1, 3]), np.array([0, 4]),
+                            np.array([[0, 3]]), np.array([0.0, 3.0])],
+                "lengths": [np.array([1, 2]), np.array([1, 1]), np.array([2, -1, 2]), np.array([4])],
+                "ids": [np.array([0, 0, 2]), np.array([0, 2, 1]), np.array([0, 0, 5]), np.array([-1, 0, 0])]}
+    reduces = {"segment_reduce": ["sum", "mean", "amax", "var", "first"],
+               "segment_arg_reduce": ["amax", "amin", "sum"]}
+    for s in [src, arr((3, 4), np.int64), arr((3, 4)) > 0, arr((0, 4))]:
+        for kind, given in segments.items():
+            for seg in given:
+                for d in [0, 1, -3]:
+                    for op in ["segment_reduce", "segment_arg_reduce", "segment_any", "segment_all",
+                               "segment_softmax", "segment_log_softmax"]:
+                        for red in reduces.get(op, [None]):
+                            a = {"dim": d, **({"reduce": red} if red else {}),
+                                 **({"num_segments": 3} if kind == "ids" else {})}
+                            calls.append((f"{op} {red}, {s.dtype} src {s.shape}, {kind} {seg.tolist()}, dim {d}",
+                                          op, {"src": s}, {kind: seg}, a))
+    for policy in [{"bounds": "wrap"}, {"bounds": "clip"}, {"bounds": "fill", "fill_value": 0.5},
+                   {"bounds": "drop"}, {"bounds": "fill"}, {"bounds": "nope"}, {"fill_value": 1.0}]:
+        for i, iname in indices[:3] + indices[4:5]:
+            for d in [1, 5]:
+                what = f"{policy}, {iname} index, dim {d}"
+                calls += [
+                    (f"gather {what}", "gather", {"input": x}, {"index": i}, {"dim": d, **policy}),
+                    (f"scatter_add {what}", "scatter_add", {"input": x, "src": src}, {"index": i},
+                     {"dim": d, **policy}),
+                    (f"scatter {what}", "scatter", {"input": x, "src": src}, {"index": i}, {"dim": d, **policy}),
+                    (f"scatter_reduce {what}", "scatter_reduce", {"input": x, "src": src}, {"index": i},
+                     {"dim": d, "reduce": "amax", **policy}),
+                    (f"index_select {what}", "index_select", {"input": x}, {"index": i[0]}, {"dim": d, **policy}),
+                    (f"index_add {what}", "index_add", {"input": x, "source": src}, {"index": i[0]},
+                     {"dim": d, **policy}),
+                    (f"take {what}", "take", {"input": x}, {"index": i * 3}, dict(policy)),
+                    (f"put {what}", "put", {"input": x, "source": src}, {"index": i * 3}, dict(policy)),
+                    (f"take_along_dim {what}", "take_along_dim", {"input": x}, {"index": i}, {"dim": d, **policy}),
+                    (f"select_batched {what}", "select_batched", {"input": x}, {"index": i},
+                     {"dim": d, "batch_dims": 1, **policy}),
+                ]
+    count, differ = 0, []
+    for what, op, data, plain, a in calls:
+        want = _call_outcome(op, data, plain, a, on_gpu=False)
+        got = _call_outcome(op, data, plain, a, on_gpu=True)
+        count += 1
+        try:
+            _same_outcome(got, want, np.float32, True)
+        except AssertionError as e:
+            differ.append(f"{what}: {e}")
+    assert count > 9000, count
+    assert not differ, f"{len(differ)} of {count} calls differ:\n" + "\n".join(differ[:40])

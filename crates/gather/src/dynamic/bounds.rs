@@ -118,6 +118,22 @@ pub(crate) fn call(op: &str, args: &Args, inputs: &dyn Inputs) -> Result<Tensor>
     })
 }
 
+/// True when a call of `op` asks for a bounds policy and `op` takes one: the CPU library then
+/// reads the index's dtype first, before the policy's arguments and the dim. For backends that
+/// run the ops elsewhere (`gather-cuda`), so that a call with two faults fails alike.
+///
+/// ```
+/// use gather::dynamic::{Arg, Args, takes_bounds_policy};
+/// let mut args = Args::default();
+/// assert!(!takes_bounds_policy("gather", &args));
+/// args.set("bounds", Arg::Str("wrap".into()));
+/// assert!(takes_bounds_policy("gather", &args));
+/// assert!(!takes_bounds_policy("sort", &args));
+/// ```
+pub fn takes_bounds_policy(op: &str, args: &Args) -> bool {
+    requested(args) && (MOVING_OPS.contains(&op) || ARITH_OPS.contains(&op))
+}
+
 /// The bounds policy a call asks for (arguments `bounds` and `fill_value`), checked against the
 /// op as [`call`](super::call) checks it; `None` when it asks for PyTorch's rule. `inputs` names
 /// the tensors the call is given. For backends that run the ops elsewhere (`gather-cuda`).
