@@ -96,8 +96,20 @@ pub fn call(op: &str, args: &Args, inputs: &CudaTensors) -> gather::Result<Outpu
     let opts = Options::new()
         .bounds(policy.unwrap_or(OutOfBounds::Error))
         .broadcast(op.ends_with("_broadcast"));
+    let full = op;
     let op = op.strip_suffix("_broadcast").unwrap_or(op);
     let get = |name: &str| input(inputs, name).cloned();
+    // The broadcasting ops read the index's dtype (and the scatters src's) before the dim,
+    // named in full, as the CPU library does.
+    let broadcast_dtypes = |x: &CudaTensor, index: &CudaTensor| -> gather::Result<()> {
+        if full != op {
+            crate::gather::require_int_index(full, index)?;
+            if op != "gather" {
+                crate::scatter::same_dtype(full, "src", x, &get("src")?)?;
+            }
+        }
+        Ok(())
+    };
     if op == "repeat_interleave" {
         let (dim, output_size) = gather::dynamic::repeat_interleave_args(args)?;
         let out = match (inputs.get("input"), inputs.get("repeats")) {
@@ -154,7 +166,10 @@ pub fn call(op: &str, args: &Args, inputs: &CudaTensors) -> gather::Result<Outpu
         }
     };
     let out = match op {
-        "gather" => opts.gather(&x, args.dim()?, &index),
+        "gather" => {
+            broadcast_dtypes(&x, &index)?;
+            opts.gather(&x, args.dim()?, &index)
+        }
         "index_select" => opts.index_select(&x, args.dim()?, &index),
         "take" => opts.take(&x, &index),
         "select_batched" => {
@@ -174,12 +189,17 @@ pub fn call(op: &str, args: &Args, inputs: &CudaTensors) -> gather::Result<Outpu
         }
         // `deterministic=false` opts into the atomic folds (CPU calls are always in order).
         "scatter_add" => {
+            broadcast_dtypes(&x, &index)?;
             let opts = opts.deterministic(args.bool_or("deterministic", true)?);
             opts.scatter_add(&x, args.dim()?, &index, &get("src")?)
         }
         "scatter_reduce" => {
-            let reduce: Reduce = args.str("reduce")?.parse()?;
+            let reduce: Reduce = match args.str("reduce")?.parse() {
+                Err(e) if full != op => Err(gather::backend::prefixed(full, e)),
+                r => r,
+            }?;
             let include_self = args.bool_or("include_self", true)?;
+            broadcast_dtypes(&x, &index)?;
             let opts = opts.deterministic(args.bool_or("deterministic", true)?);
             opts.scatter_reduce(&x, args.dim()?, &index, &get("src")?, reduce, include_self)
         }
@@ -196,6 +216,7 @@ pub fn call(op: &str, args: &Args, inputs: &CudaTensors) -> gather::Result<Outpu
         }
         _ => {
             // scatter: src or value, with PyTorch's legacy reduce="add"|"multiply".
+            broadcast_dtypes(&x, &index)?;
             let s = match inputs.get("src") {
                 Some(t) => Src::Tensor(t),
                 None => Src::Value(args.scalar("value")?),

@@ -871,3 +871,51 @@ def test_group_segment_and_bounded_calls_fail_alike_on_cuda_arrays():
             differ.append(f"{what}: {e}")
     assert count > 9000, count
     assert not differ, f"{len(differ)} of {count} calls differ:\n" + "\n".join(differ[:40])
+
+
+def test_broadcasting_calls_fail_alike_on_cuda_arrays():
+    """gather_broadcast and the broadcasting scatters by name: indices and srcs that broadcast
+    along the other dims or do not, of bad values, ranks and dtypes, every reduction (and a bad
+    name), good and bad dims, with and without bounds policies: a CUDA array call gives the
+    NumPy call's outcome (result, or the same error)."""
+    rng = np.random.default_rng(9)
+
+    def arr(shape, dt=np.float32):
+        return np.asarray((rng.standard_normal(shape) * 3).astype(dt))
+    x = arr((3, 4))
+    indices = [(np.array([[0, 3]]), "row"), (np.array([[0], [2], [1]]), "column"),
+               (np.array([[0, 3], [1, 1], [2, 0]]), "full"), (np.array([[0, 4]]), "bad"),
+               (np.array([[0, -1]]), "negative"), (np.array([[0.0, 3.0]]), "float"), (np.array([0, 3]), "1-d"),
+               (np.array([[[0]]]), "3-d"), (np.array([[0, 3, 1]]), "wide")]
+    srcs = [arr((3, 2)), arr((1, 2)), arr((3, 1)), arr(()), arr((2, 2)), arr((3, 2), np.float64),
+            arr((3, 2), np.int64)]
+    calls = []
+    for i, iname in indices:
+        for d in [0, 1, -1, 2]:
+            calls.append((f"gather_broadcast {iname} index, dim {d}", "gather_broadcast", {"input": x},
+                          {"index": i}, {"dim": d}))
+            for s in srcs:
+                what = f"{iname} index, src {s.shape} {s.dtype}, dim {d}"
+                for op in ["scatter_broadcast", "scatter_add_broadcast"]:
+                    calls.append((f"{op} {what}", op, {"input": x, "src": s}, {"index": i}, {"dim": d}))
+                for red in ["sum", "amax", "mean", "nope"]:
+                    for incl in [True, False]:
+                        calls.append((f"scatter_reduce_broadcast {red} {incl} {what}", "scatter_reduce_broadcast",
+                                      {"input": x, "src": s}, {"index": i},
+                                      {"dim": d, "reduce": red, "include_self": incl}))
+            for policy in [{"bounds": "clip"}, {"bounds": "fill", "fill_value": 0.0}, {"bounds": "drop"}]:
+                calls.append((f"gather_broadcast {policy} {iname} index, dim {d}", "gather_broadcast",
+                              {"input": x}, {"index": i}, {"dim": d, **policy}))
+                calls.append((f"scatter_add_broadcast {policy} {iname} index, dim {d}", "scatter_add_broadcast",
+                              {"input": x, "src": arr((3, 2))}, {"index": i}, {"dim": d, **policy}))
+    count, differ = 0, []
+    for what, op, data, plain, a in calls:
+        want = _call_outcome(op, data, plain, a, on_gpu=False)
+        got = _call_outcome(op, data, plain, a, on_gpu=True)
+        count += 1
+        try:
+            _same_outcome(got, want, np.float32, True)
+        except AssertionError as e:
+            differ.append(f"{what}: {e}")
+    assert count > 2500, count
+    assert not differ, f"{len(differ)} of {count} calls differ:\n" + "\n".join(differ[:40])

@@ -516,6 +516,18 @@ pub fn check_put_grad(op: &str, source_shape: &[usize], index_shape: &[usize]) -
     crate::grad::put::check_source_numel(op, source_shape, index_shape)
 }
 
+/// `e` with `op: ` in front of its message, for the errors of parsers that do not know the op
+/// (`"nope".parse::<Reduce>()`).
+///
+/// ```
+/// let e = "nope".parse::<gather::Reduce>().unwrap_err();
+/// let e = gather::backend::prefixed("scatter_reduce_broadcast", e);
+/// assert!(e.message().starts_with("scatter_reduce_broadcast: reduce argument"));
+/// ```
+pub fn prefixed(op: &str, e: Error) -> Error {
+    crate::error::prefixed(op, e)
+}
+
 /// The error for an index tensor `what` of a non-integer `dtype`, as the ops word it.
 ///
 /// ```
