@@ -628,12 +628,51 @@ def test_bfloat16_cuda_arrays_give_the_numpy_outcome():
     assert not differ, f"{len(differ)} of {count} calls differ:\n" + "\n".join(differ)
 
 
+def _call_outcome(op, data, plain, args, on_gpu):
+    """`_native._call(op, data, plain, args)` (the ops by name, as gather.torch_scatter calls
+    them): its outputs as host arrays, or its error's type and text."""
+    from gather import _native
+    wrap = dev if on_gpu else (lambda a: a)
+    try:
+        out = _native._call(op, {k: wrap(v) for k, v in data.items()},
+                            {k: wrap(v) for k, v in plain.items()}, args)
+    except Exception as e:  # noqa: BLE001 - the sweep compares whatever is raised
+        return ("error", type(e).__name__, str(e))
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    return ("ok", [host(o) if on_gpu else np.array(o) for o in outs])
+
+
+def _assert_calls_agree(calls, at_least, outcome=lambda *call, on_gpu: _outcome(*call, on_gpu)[0]):
+    """Each (what, *call) of `calls` gives on CUDA arrays what it gives on NumPy arrays, as
+    `outcome(*call, on_gpu=...)` sees it (default `_outcome` of (function, args, kwargs)): the
+    same outputs (float sums within rounding) or the same error."""
+    differ = []
+    for what, *call in calls:
+        want = outcome(*call, on_gpu=False)
+        got = outcome(*call, on_gpu=True)
+        try:
+            _same_outcome(got, want, np.float32, True)
+        except AssertionError as e:
+            differ.append(f"{what}: {e}")
+    assert len(calls) > at_least, len(calls)
+    assert not differ, f"{len(differ)} of {len(calls)} calls differ:\n" + "\n".join(differ[:40])
+
+
+def _arrays(seed):
+    """A maker of random arrays (of a shape and dtype, values of a few units) from `seed`."""
+    rng = np.random.default_rng(seed)
+
+    def arr(shape, dt=np.float32):
+        return np.asarray((rng.standard_normal(shape) * 3).astype(dt))
+    return arr
+
+
 def _faulty_calls(faults, index_dtype):
     """The index ops with `faults` (a set of: dim, val, idtype, sshape, sdtype, rank), each as
     (name, function, args, kwargs) on float32 arrays; the index in `index_dtype` unless `idtype`
     makes it float."""
-    rng = np.random.default_rng(5)
-    x = (rng.standard_normal((3, 4)) * 3).astype(np.float32)
+    arr = _arrays(5)
+    x = arr((3, 4))
 
     def index(kind):
         i = {"rows": np.array([2, 0, 2]), "flat": np.array([0, 11, 5]),
@@ -646,8 +685,8 @@ def _faulty_calls(faults, index_dtype):
         return i.astype(np.float32 if "idtype" in faults else index_dtype)
 
     def src(shape):
-        s = (rng.standard_normal(shape[:-1] + (1,) if "sshape" in faults else shape) * 3)
-        return s.astype(np.float64 if "sdtype" in faults else np.float32)
+        return arr(shape[:-1] + (1,) if "sshape" in faults else shape,
+                   np.float64 if "sdtype" in faults else np.float32)
 
     def dim(d):
         return 5 if "dim" in faults else d
@@ -679,30 +718,21 @@ def test_calls_with_one_or_two_faults_fail_alike_on_cuda_arrays():
     gives its result."""
     import itertools
     kinds = ["dim", "val", "idtype", "sshape", "sdtype", "rank"]
-    rng = np.random.default_rng(6)
-    count, differ = 0, []
+    arr = _arrays(6)
+    calls = []
     for index_dtype in (np.int64, np.int16, np.uint8, np.int32):
         for k in (1, 2):
             for faults in itertools.combinations(kinds, k):
                 for name, f, args, kwargs in _faulty_calls(set(faults), index_dtype):
+                    what = f"{name} {faults} index {np.dtype(index_dtype).name}"
                     grad_f = getattr(gather.grad, f.__name__)
                     shape = _forward_shape(f, args, kwargs)
-                    calls = [("", f, args)]
-                    for go_shape, go_dtype, how in [(shape, np.float32, ""), ((5, 5), np.float32, " wrong shape"),
-                                                    (shape, np.float64, " wrong dtype")]:
-                        go = (rng.standard_normal(go_shape) * 3).astype(go_dtype)
-                        calls.append((f"grad ({how.strip() or 'grad_output'}) ", grad_f, (go,) + args))
-                    for how, fn, a in calls:
-                        what = f"{how}{name} {faults} index {np.dtype(index_dtype).name}"
-                        want, _ = _outcome(fn, a, kwargs, on_gpu=False)
-                        got, _ = _outcome(fn, a, kwargs, on_gpu=True)
-                        count += 1
-                        try:
-                            _same_outcome(got, want, np.float32, True)
-                        except AssertionError as e:
-                            differ.append(f"{what}: {e}")
-    assert count > 4500, count
-    assert not differ, f"{len(differ)} of {count} calls differ:\n" + "\n".join(differ[:40])
+                    calls.append((what, f, args, kwargs))
+                    for go_shape, go_dtype, how in [(shape, np.float32, ""), ((5, 5), np.float32, ", wrong shape"),
+                                                    (shape, np.float64, ", wrong dtype")]:
+                        go = arr(go_shape, go_dtype)
+                        calls.append((f"grad {what}{how}", grad_f, (go,) + args, kwargs))
+    _assert_calls_agree(calls, at_least=4500)
 
 
 def test_sort_repeat_masked_and_batched_calls_fail_alike_on_cuda_arrays():
@@ -712,10 +742,7 @@ def test_sort_repeat_masked_and_batched_calls_fail_alike_on_cuda_arrays():
     other shapes, not bool), sources and indices, each with its gradient given a grad_output
     of the forward's shape and of a wrong one: a CUDA array call gives the NumPy call's
     outcome (result, or the same error)."""
-    rng = np.random.default_rng(7)
-
-    def arr(shape, dt=np.float32):
-        return np.asarray((rng.standard_normal(shape) * 3).astype(dt))
+    arr = _arrays(7)
     g = gather
     inputs = {"float32": arr((3, 4)), "int64": arr((3, 4), np.int64), "bool": arr((3, 4)) > 0,
               "0-d": np.array(1.5, dtype=np.float32), "empty": arr((0, 4))}
@@ -748,39 +775,16 @@ def test_sort_repeat_masked_and_batched_calls_fail_alike_on_cuda_arrays():
             for axis, batch in [(1, 1), (0, 0), (1, 0), (2, 1), (1, 2), (-1, 1)]:
                 calls.append((f"select_batched {xn} index {i.shape} axis {axis} batch_dims {batch}",
                               g.select_batched, (x, axis, i, batch), {}))
-    count, differ = 0, []
+    runs = []
     for name, f, args, kwargs in calls:
-        runs = [(name, f, args)]
+        runs.append((name, f, args, kwargs))
         grad_f = getattr(g.grad, f.__name__, None)
         if grad_f is not None:
             shape = _forward_shape(f, args, kwargs)
             dt = args[0].dtype if args[0].dtype.kind == "f" else np.float32
-            runs += [(f"grad {name}", grad_f, (arr(shape, dt),) + args),
-                     (f"grad {name}, grad_output of a wrong shape", grad_f, (arr((5, 5), dt),) + args)]
-        for what, fn, a in runs:
-            want, _ = _outcome(fn, a, kwargs, on_gpu=False)
-            got, _ = _outcome(fn, a, kwargs, on_gpu=True)
-            count += 1
-            try:
-                _same_outcome(got, want, np.float32, True)
-            except AssertionError as e:
-                differ.append(f"{what}: {e}")
-    assert count > 3000, count
-    assert not differ, f"{len(differ)} of {count} calls differ:\n" + "\n".join(differ[:40])
-
-
-def _call_outcome(op, data, plain, args, on_gpu):
-    """`_native._call(op, data, plain, args)` (the ops by name, as gather.torch_scatter calls
-    them): its outputs as host arrays, or its error's type and text."""
-    from gather import _native
-    wrap = dev if on_gpu else (lambda a: a)
-    try:
-        out = _native._call(op, {k: wrap(v) for k, v in data.items()},
-                            {k: wrap(v) for k, v in plain.items()}, args)
-    except Exception as e:  # noqa: BLE001 - the sweep compares whatever is raised
-        return ("error", type(e).__name__, str(e))
-    outs = out if isinstance(out, (tuple, list)) else (out,)
-    return ("ok", [host(o) if on_gpu else np.array(o) for o in outs])
+            runs += [(f"grad {name}", grad_f, (arr(shape, dt),) + args, kwargs),
+                     (f"grad {name}, grad_output of a wrong shape", grad_f, (arr((5, 5), dt),) + args, kwargs)]
+    _assert_calls_agree(runs, at_least=3000)
 
 
 def test_group_segment_and_bounded_calls_fail_alike_on_cuda_arrays():
@@ -789,10 +793,7 @@ def test_group_segment_and_bounded_calls_fail_alike_on_cuda_arrays():
     a wrong rank or dtype; float, int, bool and empty src) and the index ops under each bounds
     policy (with bad, negative and float indices and bad dims, and misused policy arguments):
     a CUDA array call gives the NumPy call's outcome (result, or the same error)."""
-    rng = np.random.default_rng(8)
-
-    def arr(shape, dt=np.float32):
-        return np.asarray((rng.standard_normal(shape) * 3).astype(dt))
+    arr = _arrays(8)
     x, src = arr((3, 4)), arr((3, 4))
     ok = np.array([[0, 2, 1, 0], [1, 1, 0, 2], [2, 0, 0, 1]])
     bad, neg = ok.copy(), ok.copy()
@@ -860,17 +861,7 @@ def test_group_segment_and_bounded_calls_fail_alike_on_cuda_arrays():
                     (f"select_batched {what}", "select_batched", {"input": x}, {"index": i},
                      {"dim": d, "batch_dims": 1, **policy}),
                 ]
-    count, differ = 0, []
-    for what, op, data, plain, a in calls:
-        want = _call_outcome(op, data, plain, a, on_gpu=False)
-        got = _call_outcome(op, data, plain, a, on_gpu=True)
-        count += 1
-        try:
-            _same_outcome(got, want, np.float32, True)
-        except AssertionError as e:
-            differ.append(f"{what}: {e}")
-    assert count > 9000, count
-    assert not differ, f"{len(differ)} of {count} calls differ:\n" + "\n".join(differ[:40])
+    _assert_calls_agree(calls, at_least=9000, outcome=_call_outcome)
 
 
 def test_broadcasting_calls_fail_alike_on_cuda_arrays():
@@ -878,10 +869,7 @@ def test_broadcasting_calls_fail_alike_on_cuda_arrays():
     along the other dims or do not, of bad values, ranks and dtypes, every reduction (and a bad
     name), good and bad dims, with and without bounds policies: a CUDA array call gives the
     NumPy call's outcome (result, or the same error)."""
-    rng = np.random.default_rng(9)
-
-    def arr(shape, dt=np.float32):
-        return np.asarray((rng.standard_normal(shape) * 3).astype(dt))
+    arr = _arrays(9)
     x = arr((3, 4))
     indices = [(np.array([[0, 3]]), "row"), (np.array([[0], [2], [1]]), "column"),
                (np.array([[0, 3], [1, 1], [2, 0]]), "full"), (np.array([[0, 4]]), "bad"),
@@ -908,14 +896,4 @@ def test_broadcasting_calls_fail_alike_on_cuda_arrays():
                               {"input": x}, {"index": i}, {"dim": d, **policy}))
                 calls.append((f"scatter_add_broadcast {policy} {iname} index, dim {d}", "scatter_add_broadcast",
                               {"input": x, "src": arr((3, 2))}, {"index": i}, {"dim": d, **policy}))
-    count, differ = 0, []
-    for what, op, data, plain, a in calls:
-        want = _call_outcome(op, data, plain, a, on_gpu=False)
-        got = _call_outcome(op, data, plain, a, on_gpu=True)
-        count += 1
-        try:
-            _same_outcome(got, want, np.float32, True)
-        except AssertionError as e:
-            differ.append(f"{what}: {e}")
-    assert count > 2500, count
-    assert not differ, f"{len(differ)} of {count} calls differ:\n" + "\n".join(differ[:40])
+    _assert_calls_agree(calls, at_least=2500, outcome=_call_outcome)
