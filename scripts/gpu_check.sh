@@ -87,8 +87,13 @@ tests() {
     log "Python: torch, CuPy and JAX CUDA arrays through DLPack"
     rm -rf /tmp/pyg && python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/pyg gpu/gather-*.whl
     # JAX would otherwise take 75% of the GPU memory at its first array, beside torch and ours.
-    XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONPATH=/tmp/pyg timeout 90 python3 -m pytest -q -p no:cacheprovider -rs crates/gather-py/tests/test_cuda.py > "$OUT/python_cuda.log" 2>&1
+    XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONPATH=/tmp/pyg timeout 90 python3 -m pytest -q -p no:cacheprovider -rs \
+        -k "not emulator_sweeps" crates/gather-py/tests/test_cuda.py > "$OUT/python_cuda.log" 2>&1
     echo "python exit $?"; tail -15 "$OUT/python_cuda.log"
+    log "Python: the emulator's sweeps (about 24,000 calls, one or two faults at once) on torch CUDA tensors"
+    PYTHONPATH=/tmp/pyg timeout 120 python3 -m pytest -q -p no:cacheprovider -k emulator_sweeps \
+        crates/gather-py/tests/test_cuda.py > "$OUT/python_sweeps.log" 2>&1
+    echo "sweeps exit $?"; grep -E "passed|failed|calls differ" "$OUT/python_sweeps.log" | head -8
 
     log "conformance failures by op (ops not on the GPU yet, then the others)"
     grep "does not run on the GPU" "$OUT/conformance.log" | awk '{print $2}' | sed 's/__.*//' | sort | uniq -c | sort -rn | tr '\n' ' '; echo

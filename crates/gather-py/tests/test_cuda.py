@@ -225,6 +225,25 @@ def test_ten_thousand_gpu_calls_leave_torchs_memory_where_it_started():
 
 
 @gpu
+def test_the_emulator_sweeps_give_the_numpy_outcomes_on_torch_cuda_tensors(monkeypatch):
+    """The sweeps of test_cuda_emu.py (about 24,000 calls: every op, in-place form and gradient,
+    and the ops by name, valid and with one or two faults at once) on torch CUDA tensors, with
+    the GPU's own kernels and bad-index flag: each call gives the NumPy call's result, or the same
+    error with the same message, and leaves its inputs as the NumPy call leaves them."""
+    import test_cuda_emu as emu
+
+    monkeypatch.setattr(emu, "dev", lambda a: torch.as_tensor(np.array(a)).cuda())
+    monkeypatch.setattr(emu, "host", lambda r: r.detach().cpu().numpy())
+    failed = []
+    for sweep in emu.SWEEPS:
+        try:
+            sweep()
+        except AssertionError as e:
+            failed.append(f"{sweep.__name__}: {str(e)[:4000]}")
+    assert not failed, "\n\n".join(failed)
+
+
+@gpu
 def test_cupy_and_jax_gpu_arrays_come_back_as_their_own_type():
     cp = pytest.importorskip("cupy")
     x = cp.arange(12, dtype=cp.float32).reshape(3, 4)

@@ -9,6 +9,7 @@ on the library path (.ci/run); tests/test_cuda.py covers the frameworks on a rea
 
 import ctypes
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -424,7 +425,7 @@ def _outcome(f, args, kwargs, on_gpu, wrap=None):
     try:
         out = f(*given, **kwargs)
     except Exception as e:  # noqa: BLE001 - the sweep compares whatever is raised
-        return ("error", type(e).__name__, str(e)), held
+        return ("error", type(e).__name__, str(e)), _written_back(held, given)
     outs = out if isinstance(out, tuple) else (out,)
     res = []
     for o in outs:
@@ -433,7 +434,16 @@ def _outcome(f, args, kwargs, on_gpu, wrap=None):
             res.append(o.a.copy() if isinstance(o, EmuCudaArray) else host(o))
         else:
             res.append(np.array(o, copy=True))
-    return ("ok", res), held
+    return ("ok", res), _written_back(held, given)
+
+
+def _written_back(held, given):
+    """`held`, with the device arrays of `given` that do not share its buffers (a real GPU's, as
+    tests/test_cuda.py runs these sweeps) copied back, so that in-place writes show."""
+    for h, g in zip(held, given):
+        if isinstance(h, np.ndarray) and g is not h and getattr(g, "a", None) is not h:
+            h[...] = host(g)
+    return held
 
 
 def _same_outcome(got, want, dt, rounded, inputs=((), ())):
@@ -897,3 +907,25 @@ def test_broadcasting_calls_fail_alike_on_cuda_arrays():
                 calls.append((f"scatter_add_broadcast {policy} {iname} index, dim {d}", "scatter_add_broadcast",
                               {"input": x, "src": arr((3, 2))}, {"index": i}, {"dim": d, **policy}))
     _assert_calls_agree(calls, at_least=2500, outcome=_call_outcome)
+
+
+# The sweeps that tests/test_cuda.py runs again on a real GPU, with CuPy arrays for `dev`.
+SWEEPS = [
+    test_every_public_op_gives_the_numpy_outcome_on_cuda_arrays,
+    test_every_gradient_gives_the_numpy_outcome_on_cuda_arrays,
+    test_calls_with_one_or_two_faults_fail_alike_on_cuda_arrays,
+    test_sort_repeat_masked_and_batched_calls_fail_alike_on_cuda_arrays,
+    test_group_segment_and_bounded_calls_fail_alike_on_cuda_arrays,
+    test_broadcasting_calls_fail_alike_on_cuda_arrays,
+]
+
+
+def test_the_sweeps_see_in_place_writes_on_device_arrays_that_are_copies(monkeypatch):
+    """The sweeps as test_cuda.py runs them on a GPU, where the device array is a copy of the
+    NumPy one: played here by producers over copies, whose writes `_outcome` copies back. The
+    op sweep (in-place forms among its calls) agrees; a lost write back would fail it."""
+    emu_host = host
+    monkeypatch.setattr(sys.modules[__name__], "dev", lambda a: EmuCudaArray(np.array(a, copy=True)))
+    monkeypatch.setattr(sys.modules[__name__], "host",
+                        lambda r: r.a.copy() if isinstance(r, EmuCudaArray) else emu_host(r))
+    test_every_public_op_gives_the_numpy_outcome_on_cuda_arrays()
