@@ -580,11 +580,10 @@ pub fn call_grad_with(
                 Some(_) => "grad::scatter_legacy",
                 None => "grad::scatter_value_legacy",
             };
-            gather::backend::check_grad_shape(
+            gather::backend::check_grad_output(
                 name,
-                "grad_output",
+                gather::backend::GradOutputOf::Scatter,
                 grad_output.shape(),
-                "input (the output of scatter)",
                 x.shape(),
             )?;
         }

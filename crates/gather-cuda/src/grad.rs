@@ -29,7 +29,7 @@
 //! # Ok::<(), gather_cuda::Error>(())
 //! ```
 
-use gather::backend::{self, Bounds};
+use gather::backend::{self, Bounds, GradOutputOf};
 use gather::{DType, Reduce, Scalar};
 
 pub use gather::grad::Parity;
@@ -355,13 +355,7 @@ pub fn gather(
     grad_op("grad::gather", |op| {
         // The dim before the shapes, as the CPU library checks them.
         gather::dims::normalize_dim(op, dim, input_shape.len())?;
-        check_shape(
-            op,
-            "grad_output",
-            grad_out.shape(),
-            "the output of gather (the index)",
-            index.shape(),
-        )?;
+        backend::check_grad_output(op, GradOutputOf::Gather, grad_out.shape(), index.shape())?;
         scatter_into_zeros(op, grad_out, input_shape, dim, index)
     })
 }
@@ -530,11 +524,10 @@ pub fn scatter_reduce_with(
     parity: Parity,
 ) -> Result<ScatterGrad> {
     grad_op("grad::scatter_reduce", |op| {
-        check_shape(
+        backend::check_grad_output(
             op,
-            "grad_output",
+            GradOutputOf::ScatterReduce,
             grad_out.shape(),
-            "input (the output of scatter_reduce)",
             input.shape(),
         )?;
         check_shape(op, "result", result.shape(), "input", input.shape())?;
@@ -690,13 +683,7 @@ pub fn index_select(
         if let Some(n) = want.get_mut(d) {
             *n = index.len();
         }
-        check_shape(
-            op,
-            "grad_output",
-            grad_out.shape(),
-            "the output of index_select",
-            &want,
-        )?;
+        backend::check_grad_output(op, GradOutputOf::IndexSelect, grad_out.shape(), &want)?;
         let w = widen(op, grad_out)?;
         let dx = crate::index_add(&zeros(&w, input_shape)?, dim, index, &w, Scalar::Int(1))?;
         cast(&dx, grad_out.dtype())
@@ -854,11 +841,10 @@ pub fn index_reduce_with(
             reduce,
             include_self,
         )?;
-        check_shape(
+        backend::check_grad_output(
             op,
-            "grad_output",
+            GradOutputOf::IndexReduce,
             grad_out.shape(),
-            "input (the output of index_reduce)",
             input.shape(),
         )?;
         let index = crate::gather::index_operand(op, "index", index)?;
@@ -899,13 +885,7 @@ pub fn take(
     index: &CudaTensor,
 ) -> Result<CudaTensor> {
     grad_op("grad::take", |op| {
-        check_shape(
-            op,
-            "grad_output",
-            grad_out.shape(),
-            "the output of take (the index)",
-            index.shape(),
-        )?;
+        backend::check_grad_output(op, GradOutputOf::Take, grad_out.shape(), index.shape())?;
         if input_shape.contains(&0) && !index.is_empty() {
             return Err(backend::take_grad_from_empty(op, input_shape, index.len()).into());
         }
@@ -938,11 +918,10 @@ pub fn take_along_dim(
 ) -> Result<CudaTensor> {
     grad_op("grad::take_along_dim", |op| {
         let Some(dim) = dim else {
-            check_shape(
+            backend::check_grad_output(
                 op,
-                "grad_output",
+                GradOutputOf::TakeAlongDimFlat,
                 grad_out.shape(),
-                "the output of take_along_dim with dim None",
                 &[index.len()],
             )?;
             return flat_sum(op, grad_out, input_shape, index);
@@ -950,13 +929,7 @@ pub fn take_along_dim(
         // `wide`: the input as the forward read it, broadcast against the index off `dim`.
         let (d, wide, out_shape) =
             backend::check_take_along_dim(op, input_shape, index.shape(), dim)?;
-        check_shape(
-            op,
-            "grad_output",
-            grad_out.shape(),
-            "the output of take_along_dim",
-            &out_shape,
-        )?;
+        backend::check_grad_output(op, GradOutputOf::TakeAlongDim, grad_out.shape(), &out_shape)?;
         let index = crate::gather::index_operand(op, "index", index)?;
         let g = widen(op, grad_out)?;
         if g.is_empty() {
@@ -1163,13 +1136,8 @@ pub fn masked_select(
     let b = backend::check_masked(op, input_shape, mask.shape())?;
     let w = widen(op, grad_out)?;
     let full = crate::masked::scatter_at_mask(&zeros(&w, &b)?, mask, &w, &|count| {
-        check_shape(
-            op,
-            "grad_output",
-            grad_out.shape(),
-            "the output of masked_select (one element per true position)",
-            &[count],
-        )
+        backend::check_grad_output(op, GradOutputOf::MaskedSelect, grad_out.shape(), &[count])
+            .map_err(Into::into)
     })?;
     cast(&sum_to(&full, input_shape)?, grad_out.dtype())
 }
@@ -1198,13 +1166,7 @@ pub fn masked_scatter(
     // The forward's mask check, in its words, before the shapes.
     crate::masked::bool_mask("masked_scatter", mask)?;
     let b = backend::check_masked(op, input_shape, mask.shape())?;
-    check_shape(
-        op,
-        "grad_output",
-        grad_out.shape(),
-        "the broadcast of input and mask",
-        &b,
-    )?;
+    backend::check_grad_output(op, GradOutputOf::MaskedScatter, grad_out.shape(), &b)?;
     // g where the mask is false, 0 where it is true: elementwise, without numbering the mask's
     // true positions (masked_select below does that once).
     let w = widen(op, grad_out)?;
@@ -1285,13 +1247,7 @@ fn sum_copies(
     };
     let mut want = flat.clone();
     want[d] = total;
-    check_shape(
-        op,
-        "grad_output",
-        g.shape(),
-        "the output of repeat_interleave",
-        &want,
-    )?;
+    backend::check_grad_output(op, GradOutputOf::RepeatInterleave, g.shape(), &want)?;
     let w = widen(op, g)?;
     let pos = crate::repeat::positions(g.device(), counts, total, DType::I64)?;
     let dx = crate::index_add(&zeros(&w, &flat)?, d as isize, &pos, &w, Scalar::Int(1))?;
@@ -1322,11 +1278,10 @@ pub fn select_batched(
         let index = crate::gather::index_operand(op, "index", index)?;
         let (a, gather_shape, out_shape) =
             backend::check_select_batched(op, input_shape, axis, index.shape(), batch_dims)?;
-        check_shape(
+        backend::check_grad_output(
             op,
-            "grad_output",
+            GradOutputOf::SelectBatched,
             grad_out.shape(),
-            "the output of select_batched",
             &out_shape,
         )?;
         crate::gather::check_own_values(op, &index, a, input_shape[a])?;

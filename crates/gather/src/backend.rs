@@ -15,6 +15,7 @@ use crate::ops::bounds::OutOfBounds;
 use crate::ops::scatter::Reduce;
 use crate::ops::{check_index_fits, check_index_rank};
 
+pub use crate::grad::output::GradOutputOf;
 pub use crate::index::Bounds;
 
 /// The checks of `gather(input, dim, index)` before the index's values are read: the normalised
@@ -526,6 +527,19 @@ pub fn check_put_grad(op: &str, source_shape: &[usize], index_shape: &[usize]) -
 /// ```
 pub fn prefixed(op: &str, e: Error) -> Error {
     crate::error::prefixed(op, e)
+}
+
+/// The gradients' error for a `grad_output` of shape `got` where the forward output `of` has
+/// shape `want`, in the words of the CPU library's gradient `op`.
+///
+/// ```
+/// use gather::backend::{GradOutputOf, check_grad_output};
+/// assert!(check_grad_output("grad::take", GradOutputOf::Take, &[3], &[3]).is_ok());
+/// let e = check_grad_output("grad::take", GradOutputOf::Take, &[2], &[3]).unwrap_err();
+/// assert_eq!(e.kind(), gather::ErrorKind::ShapeMismatch);
+/// ```
+pub fn check_grad_output(op: &str, of: GradOutputOf, got: &[usize], want: &[usize]) -> Result<()> {
+    crate::grad::output::check_grad_output(op, of, got, want)
 }
 
 /// The error for an index tensor `what` of a non-integer `dtype`, as the ops word it.

@@ -15,10 +15,10 @@
 //! the gradient where it filled; a write under Drop sends the dropped positions to one more
 //! slice of zeros along the axis (where the forward sent them), cut off afterwards.
 
-use gather::backend;
+use gather::backend::{self, GradOutputOf};
 use gather::{OutOfBounds, Reduce, Scalar};
 
-use super::{ScatterGrad, SourceGrad, as_1d_shape, cast, check_shape, sum_to, widen, zeros};
+use super::{ScatterGrad, SourceGrad, as_1d_shape, cast, sum_to, widen, zeros};
 use crate::error::Result;
 use crate::gather::{as_1d, batched_spread, index_operand};
 use crate::options::{fill_where, resolve};
@@ -446,13 +446,7 @@ impl GradOptions {
         include_self: bool,
     ) -> Result<ScatterGrad> {
         let op = "grad::scatter_reduce";
-        check_shape(
-            op,
-            "grad_output",
-            grad_out.shape(),
-            "the input",
-            input.shape(),
-        )?;
+        backend::check_grad_output(op, GradOutputOf::Input, grad_out.shape(), input.shape())?;
         let broadcast = self.opts.broadcast;
         let strict = |g: &CudaTensor, i: &CudaTensor| -> Result<(CudaTensor, Option<CudaTensor>)> {
             let x = input_like(input, g, dim)?;
@@ -499,13 +493,7 @@ impl GradOptions {
     ) -> Result<SourceGrad> {
         let op = "grad::index_reduce";
         self.no_broadcast(op)?;
-        check_shape(
-            op,
-            "grad_output",
-            grad_out.shape(),
-            "the input",
-            input.shape(),
-        )?;
+        backend::check_grad_output(op, GradOutputOf::Input, grad_out.shape(), input.shape())?;
         let strict = |g: &CudaTensor, i: &CudaTensor| -> Result<(CudaTensor, Option<CudaTensor>)> {
             let x = input_like(input, g, dim)?;
             let out = crate::index_reduce(&x, dim, i, source, reduce, include_self)?;
@@ -681,13 +669,7 @@ fn gather_broadcast(
     let idx = as_1d(&index);
     let (out_shape, x_shape) = backend::broadcast_gather_shapes(op, &x1, idx.shape(), d)?;
     let g = as_1d(grad_out);
-    check_shape(
-        op,
-        "grad_output",
-        g.shape(),
-        "the output of gather_broadcast",
-        &out_shape,
-    )?;
+    backend::check_grad_output(op, GradOutputOf::GatherBroadcast, g.shape(), &out_shape)?;
     let w = widen(op, &g)?;
     let wide = if out_shape.contains(&0) {
         zeros(&w, &x_shape)?

@@ -84,7 +84,12 @@ where
         &ArrayView<'_, i64, IxDyn>,
     ) -> Result<(ArrayD<T>, R)>,
 {
-    super::check_shape(op, "grad_output", grad_out.shape(), "the input", x.shape())?;
+    super::output::check_grad_output(
+        op,
+        super::output::GradOutputOf::Input,
+        grad_out.shape(),
+        x.shape(),
+    )?;
     write_grad(
         op,
         grad_out.view().into_dyn(),

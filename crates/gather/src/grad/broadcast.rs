@@ -22,6 +22,7 @@
 //!
 //! The sums over broadcast axes run in the wide type (`f32` for `f16`/`bf16`), which rounds once.
 
+use super::output::{GradOutputOf, check_grad_output};
 use ndarray::{Array, ArrayBase, ArrayD, Data, Dimension, IntoDimension, IxDyn};
 use num_traits::Zero;
 
@@ -81,13 +82,7 @@ where
     let idx = view_nonempty(index);
     let (out_shape, x_shape) = gather_shapes(op, &xs, idx.shape(), d)?;
     let want: &[usize] = if index.ndim() == 0 { &[] } else { &out_shape };
-    check_shape(
-        op,
-        "grad_output",
-        grad_out.shape(),
-        "the output of gather_broadcast",
-        want,
-    )?;
+    check_grad_output(op, GradOutputOf::GatherBroadcast, grad_out.shape(), want)?;
     let ib = idx
         .broadcast(IxDyn(&out_shape))
         .ok_or_else(|| broadcast_failed(op, idx.shape(), &out_shape))?;

@@ -11,9 +11,10 @@
 //!  └───┴───┘           └───┴───┘    └─────┴───┴───┘
 //! ```
 
+use super::output::{GradOutputOf, check_grad_output};
 use ndarray::{Array, ArrayBase, Data, Dimension, IntoDimension};
 
-use super::{GradFloat, check_gather_index, check_shape, try_zeros};
+use super::{GradFloat, check_gather_index, try_zeros};
 use crate::dims::normalize_dim;
 use crate::error::Result;
 use crate::index::IndexElem;
@@ -55,13 +56,7 @@ where
     let shape = input_shape.into_dimension();
     // The dim, grad_output's shape, then the index's shape and values: shapes before values.
     normalize_dim(op, dim, shape.ndim())?;
-    check_shape(
-        op,
-        "grad_output",
-        grad_out.shape(),
-        "the output of gather (the index)",
-        index.shape(),
-    )?;
+    check_grad_output(op, GradOutputOf::Gather, grad_out.shape(), index.shape())?;
     let idx = index.view().into_dyn();
     let checked = check_gather_index(op, shape.slice(), dim, &idx)?;
     let mut dx = try_zeros::<T, _>(op, shape)?;

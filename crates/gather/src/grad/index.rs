@@ -17,6 +17,7 @@
 //! last write survived. `index_reduce` follows `scatter_reduce` (see the [module docs](super)),
 //! with the correct `include_self = false` tie rule by default.
 
+use super::output::{GradOutputOf, check_grad_output};
 use ndarray::{Array, ArrayBase, ArrayD, Axis, Data, Dimension, IntoDimension, IxDyn};
 use num_traits::{One, Zero};
 
@@ -87,13 +88,7 @@ where
     // Shapes before values, as every gradient checks them.
     let d = check_select_shapes(op, shape.slice(), dim, index.shape(), I::DTYPE)?;
     let want = selected_shape(shape.slice(), d, index.len());
-    check_shape(
-        op,
-        "grad_output",
-        grad_out.shape(),
-        "the output of index_select",
-        &want,
-    )?;
+    check_grad_output(op, GradOutputOf::IndexSelect, grad_out.shape(), &want)?;
     let idx = index.view().into_dyn();
     check_bounds(op, &idx, d, nonempty(shape.slice())[d], Bounds::Strict)?;
     let mut dx = try_zeros::<T, _>(op, shape)?;
@@ -432,11 +427,10 @@ where
         "input with one slice per index at dim",
         &want,
     )?;
-    check_shape(
+    check_grad_output(
         op,
-        "grad_output",
+        GradOutputOf::IndexReduce,
         grad_out.shape(),
-        "input (the output of index_reduce)",
         input.shape(),
     )?;
     check_shape(op, "result", result.shape(), "input", input.shape())?;

@@ -11,10 +11,11 @@
 //! Input and mask broadcast against each other in the forward; the input's gradient is summed
 //! over the axes along which the input was broadcast.
 
+use super::output::{GradOutputOf, check_grad_output};
 use ndarray::{Array, ArrayBase, ArrayD, Data, Dimension, IntoDimension, IxDyn, Zip};
 use num_traits::Zero;
 
-use super::{GradFloat, SourceGrad, check_shape, narrow_to, reshape_to, sum_to, try_zeros};
+use super::{GradFloat, SourceGrad, narrow_to, reshape_to, sum_to, try_zeros};
 use crate::error::{Error, Result, fmt_shape};
 
 /// The gradient of [`masked_select()`](crate::masked_select()) with respect to `input`: `grad_out`
@@ -50,13 +51,7 @@ where
         .broadcast(IxDyn(&b))
         .ok_or_else(|| Error::shape(format!("{op}: the mask does not broadcast")))?;
     let count = mb.iter().filter(|&&v| v).count();
-    check_shape(
-        op,
-        "grad_output",
-        grad_out.shape(),
-        "the output of masked_select (one element per true position)",
-        &[count],
-    )?;
+    check_grad_output(op, GradOutputOf::MaskedSelect, grad_out.shape(), &[count])?;
     let mut full = try_zeros::<T, _>(op, IxDyn(&b))?;
     crate::masked_scatter_inplace(&mut full, &mb, grad_out)?;
     if b == shape.slice() {
@@ -112,13 +107,7 @@ where
     let shape = input_shape.into_dimension();
     let source_shape = source_shape.into_dimension();
     let b = crate::ops::masked::broadcast_shape(op, shape.slice(), mask.shape())?;
-    check_shape(
-        op,
-        "grad_output",
-        grad_out.shape(),
-        "the broadcast of input and mask",
-        &b,
-    )?;
+    check_grad_output(op, GradOutputOf::MaskedScatter, grad_out.shape(), &b)?;
     let m = mask.view().into_dyn();
     let mb = m
         .broadcast(IxDyn(&b))

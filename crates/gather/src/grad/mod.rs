@@ -122,6 +122,7 @@ mod gather;
 mod index;
 pub(crate) mod masked;
 mod nd;
+pub(crate) mod output;
 pub(crate) mod put;
 mod reduce;
 mod repeat;

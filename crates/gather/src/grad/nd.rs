@@ -47,11 +47,10 @@ where
     let zeros = ArrayD::<T>::from_elem(IxDyn(&shape), T::default());
     let idx = indices.view().into_dyn();
     let fwd = gather_nd_bounded(op, zeros.view(), idx.view(), batch_dims, Bounds::Strict)?;
-    super::check_shape(
+    super::output::check_grad_output(
         op,
-        "grad_output",
+        super::output::GradOutputOf::GatherNd,
         grad_out.shape(),
-        "the output of gather_nd",
         fwd.shape(),
     )?;
     // Batch axes become leading coordinates of each tuple: [B.., M.., k] -> [B.., M.., b + k].

@@ -6,10 +6,11 @@
 //!  g = [10, 20, 30]   →   d input = [10 + 20, 0, 30]   (each element's copies add up)
 //! ```
 
+use super::output::{GradOutputOf, check_grad_output};
 use ndarray::{Array, Array1, ArrayBase, Data, Dimension, IntoDimension, IxDyn};
 use num_traits::One;
 
-use super::{GradFloat, check_shape, reshape_to, try_zeros};
+use super::{GradFloat, reshape_to, try_zeros};
 use crate::error::Result;
 use crate::index::IndexElem;
 
@@ -34,13 +35,7 @@ where
         None => want = vec![total],
         Some(d) => want[d] = total,
     }
-    check_shape(
-        op,
-        "grad_output",
-        grad_out.shape(),
-        "the output of repeat_interleave",
-        &want,
-    )?;
+    check_grad_output(op, GradOutputOf::RepeatInterleave, grad_out.shape(), &want)?;
     let positions = Array1::from_vec(crate::ops::repeat::positions(op, counts, total)?);
     let one = T::narrow(One::one());
     match dim {

@@ -23,6 +23,7 @@ use crate::kernels::zip::{map, map2, map3};
 use ndarray::{Array, ArrayBase, ArrayD, ArrayView, Data, Dimension, IxDyn, Zip};
 use num_traits::{Float, Zero};
 
+use super::output::{GradOutputOf, check_grad_output};
 use super::{
     GradFloat, Parity, check_shape, embed_leading, leading_block, narrow_to, view_nonempty, widen,
 };
@@ -307,6 +308,7 @@ where
 {
     reduce_grad(
         "grad::scatter_reduce",
+        GradOutputOf::ScatterReduce,
         grad_out,
         input,
         dim,
@@ -357,6 +359,7 @@ where
 {
     reduce_grad(
         "grad::scatter_legacy",
+        GradOutputOf::Scatter,
         grad_out,
         input,
         dim,
@@ -407,6 +410,7 @@ where
     let src = crate::dims::splat(&value, index.shape());
     let g = reduce_grad(
         op,
+        GradOutputOf::Scatter,
         grad_out,
         input,
         dim,
@@ -424,6 +428,7 @@ where
 #[allow(clippy::too_many_arguments)]
 fn reduce_grad<T, S, D, I, SI, DI, SS, DS, SX, SR>(
     op: &str,
+    output: GradOutputOf,
     grad_out: &ArrayBase<S, D>,
     input: &ArrayBase<SX, D>,
     dim: isize,
@@ -449,11 +454,7 @@ where
     let idx = index.view().into_dyn();
     let d = check_scatter_grad(op, input.shape(), dim, &idx, Some(src.shape()))?;
     // The legacy gradients differentiate scatter(reduce=...), not scatter_reduce.
-    let output = match op {
-        "grad::scatter_reduce" => "input (the output of scatter_reduce)",
-        _ => "input (the output of scatter)",
-    };
-    check_shape(op, "grad_output", grad_out.shape(), output, input.shape())?;
+    check_grad_output(op, output, grad_out.shape(), input.shape())?;
     check_shape(op, "result", result.shape(), "input", input.shape())?;
     let g = widen(grad_out);
     let x = widen(input);

@@ -16,9 +16,10 @@
 //!                                      └───┴───┘
 //! ```
 
+use super::output::{GradOutputOf, check_grad_output};
 use ndarray::{ArrayBase, ArrayD, Data, Dimension, IntoDimension, IxDyn};
 
-use super::{GradFloat, check_shape};
+use super::GradFloat;
 use crate::error::Result;
 use crate::index::{Bounds, IndexElem, check_bounds};
 use crate::ops::select::{flatten_own_axes, plan, reshaped, with_unit_axes};
@@ -60,11 +61,10 @@ where
     let shape = input_shape.into_dimension();
     let shape = shape.slice();
     let p = plan(op, shape, axis, index.shape(), batch_dims)?;
-    check_shape(
+    check_grad_output(
         op,
-        "grad_output",
+        GradOutputOf::SelectBatched,
         grad_out.shape(),
-        "the output of select_batched",
         &p.out_shape,
     )?;
     let idx = index.view().into_dyn();

@@ -16,9 +16,10 @@
 //! wrap modulo the size of `dim`, as in the forward). With `dim = None` it is `take` on the
 //! flattened input, without wrapping.
 
+use super::output::{GradOutputOf, check_grad_output};
 use ndarray::{Array, ArrayBase, ArrayD, ArrayView, Data, Dimension, IntoDimension, IxDyn};
 
-use super::{GradFloat, check_shape, narrow_to, sum_to, try_zeros, widen};
+use super::{GradFloat, narrow_to, sum_to, try_zeros, widen};
 use crate::error::{Error, Result};
 use crate::index::{Bounds, IndexElem, check_bounds};
 use crate::ops::scatter::{Mode, Reduce, scatter_into};
@@ -71,13 +72,7 @@ where
     Sh: IntoDimension,
 {
     let op = "grad::take";
-    check_shape(
-        op,
-        "grad_output",
-        grad_out.shape(),
-        "the output of take (the index)",
-        index.shape(),
-    )?;
+    check_grad_output(op, GradOutputOf::Take, grad_out.shape(), index.shape())?;
     let shape = input_shape.into_dimension();
     let dx = put_back(
         op,
@@ -143,11 +138,10 @@ fn take_along_dim_dyn<T: GradFloat, I: IndexElem>(
 ) -> Result<ArrayD<T>> {
     let op = "grad::take_along_dim";
     let Some(dim) = dim else {
-        check_shape(
+        check_grad_output(
             op,
-            "grad_output",
+            GradOutputOf::TakeAlongDimFlat,
             grad_out.shape(),
-            "the output of take_along_dim with dim None",
             &[index.len()],
         )?;
         return put_back(op, grad_out, shape, index, Bounds::Strict);
@@ -156,13 +150,7 @@ fn take_along_dim_dyn<T: GradFloat, I: IndexElem>(
     // The forward's checks, in its words, under the gradient's name. `wide_shape`: the input as
     // the forward read it, broadcast against the index off `dim`.
     let (d, wide_shape, out_shape) = along_dim_shapes(op, &x_shape, index.shape(), dim)?;
-    check_shape(
-        op,
-        "grad_output",
-        grad_out.shape(),
-        "the output of take_along_dim",
-        &out_shape,
-    )?;
+    check_grad_output(op, GradOutputOf::TakeAlongDim, grad_out.shape(), &out_shape)?;
     let ib = index
         .broadcast(IxDyn(&out_shape))
         .ok_or_else(|| Error::shape(format!("{op}: the index does not broadcast")))?;
