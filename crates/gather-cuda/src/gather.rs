@@ -251,8 +251,6 @@ pub fn select_batched(
     }
 }
 
-/// select_batched's index as `index[..batch_dims] + [M]` seen over `gather_shape`, with stride 0
-/// on the input's other axes (never copied): a gather index along `a`.
 /// Every value of `index` in `0..size`, a bad one reported against the index's own coordinates
 /// (not those of its spread over the batch), as the CPU library reports select_batched's.
 pub(crate) fn check_own_values(
@@ -275,6 +273,8 @@ pub(crate) fn check_own_values(
     }
 }
 
+/// select_batched's index as `index[..batch_dims] + [M]` seen over `gather_shape`, with stride 0
+/// on the input's other axes (never copied): a gather index along `a`.
 pub(crate) fn batched_spread(
     index: &CudaTensor,
     gather_shape: &[usize],

@@ -7,6 +7,7 @@ use ndarray::{
     Slice,
 };
 
+use super::output::{GradOutputOf, check_grad_output};
 use super::{GradFloat, ScatterGrad, SourceGrad};
 use crate::error::Result;
 use crate::index::IndexElem;
@@ -84,12 +85,7 @@ where
         &ArrayView<'_, i64, IxDyn>,
     ) -> Result<(ArrayD<T>, R)>,
 {
-    super::output::check_grad_output(
-        op,
-        super::output::GradOutputOf::Input,
-        grad_out.shape(),
-        x.shape(),
-    )?;
+    check_grad_output(op, GradOutputOf::Input, grad_out.shape(), x.shape())?;
     write_grad(
         op,
         grad_out.view().into_dyn(),

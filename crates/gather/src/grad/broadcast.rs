@@ -22,10 +22,10 @@
 //!
 //! The sums over broadcast axes run in the wide type (`f32` for `f16`/`bf16`), which rounds once.
 
-use super::output::{GradOutputOf, check_grad_output};
 use ndarray::{Array, ArrayBase, ArrayD, Data, Dimension, IntoDimension, IxDyn};
 use num_traits::Zero;
 
+use super::output::{GradOutputOf, check_grad_output};
 use super::scatter::ScatterGrad;
 use super::{GradFloat, check_shape, narrow_to, sum_to, try_zeros, view_nonempty, widen};
 use crate::dims::normalize_dim;

@@ -11,9 +11,9 @@
 //!  └───┴───┘           └───┴───┘    └─────┴───┴───┘
 //! ```
 
-use super::output::{GradOutputOf, check_grad_output};
 use ndarray::{Array, ArrayBase, Data, Dimension, IntoDimension};
 
+use super::output::{GradOutputOf, check_grad_output};
 use super::{GradFloat, check_gather_index, try_zeros};
 use crate::dims::normalize_dim;
 use crate::error::Result;

@@ -17,10 +17,10 @@
 //! last write survived. `index_reduce` follows `scatter_reduce` (see the [module docs](super)),
 //! with the correct `include_self = false` tie rule by default.
 
-use super::output::{GradOutputOf, check_grad_output};
 use ndarray::{Array, ArrayBase, ArrayD, Axis, Data, Dimension, IntoDimension, IxDyn};
 use num_traits::{One, Zero};
 
+use super::output::{GradOutputOf, check_grad_output};
 use super::scatter::reduce_core;
 use super::{
     GradFloat, Parity, SourceGrad, check_shape, narrow_to, nonempty, reshape_to, try_zeros,

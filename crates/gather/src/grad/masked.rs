@@ -11,10 +11,10 @@
 //! Input and mask broadcast against each other in the forward; the input's gradient is summed
 //! over the axes along which the input was broadcast.
 
-use super::output::{GradOutputOf, check_grad_output};
 use ndarray::{Array, ArrayBase, ArrayD, Data, Dimension, IntoDimension, IxDyn, Zip};
 use num_traits::Zero;
 
+use super::output::{GradOutputOf, check_grad_output};
 use super::{GradFloat, SourceGrad, narrow_to, reshape_to, sum_to, try_zeros};
 use crate::error::{Error, Result, fmt_shape};
 

@@ -11,6 +11,7 @@
 use ndarray::{ArrayBase, ArrayD, Data, Dimension, IntoDimension, IxDyn};
 
 use super::GradFloat;
+use super::output::{GradOutputOf, check_grad_output};
 use crate::error::{Error, Result};
 use crate::index::{Bounds, IndexElem};
 use crate::ops::nd::{Reduction, gather_nd_bounded, scatter_nd_bounded};
@@ -47,12 +48,7 @@ where
     let zeros = ArrayD::<T>::from_elem(IxDyn(&shape), T::default());
     let idx = indices.view().into_dyn();
     let fwd = gather_nd_bounded(op, zeros.view(), idx.view(), batch_dims, Bounds::Strict)?;
-    super::output::check_grad_output(
-        op,
-        super::output::GradOutputOf::GatherNd,
-        grad_out.shape(),
-        fwd.shape(),
-    )?;
+    check_grad_output(op, GradOutputOf::GatherNd, grad_out.shape(), fwd.shape())?;
     // Batch axes become leading coordinates of each tuple: [B.., M.., k] -> [B.., M.., b + k].
     let q = idx.ndim();
     let k = idx.shape()[q - 1];

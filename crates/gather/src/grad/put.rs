@@ -78,7 +78,6 @@ where
     })
 }
 
-/// The forward's index checks, worded for the gradient.
 /// The gradient's check of the forward's source shape: one element per index element.
 pub(crate) fn check_source_numel(
     op: &str,
@@ -100,6 +99,7 @@ pub(crate) fn check_source_numel(
     .with_hint("pass the source shape and index of the forward call"))
 }
 
+/// The forward's index checks, worded for the gradient.
 fn check<T, S: Data<Elem = T>, D: Dimension, I: IndexElem, SI: Data<Elem = I>, DI: Dimension>(
     op: &str,
     grad_out: &ArrayBase<S, D>,

@@ -6,10 +6,10 @@
 //!  g = [10, 20, 30]   →   d input = [10 + 20, 0, 30]   (each element's copies add up)
 //! ```
 
-use super::output::{GradOutputOf, check_grad_output};
 use ndarray::{Array, Array1, ArrayBase, Data, Dimension, IntoDimension, IxDyn};
 use num_traits::One;
 
+use super::output::{GradOutputOf, check_grad_output};
 use super::{GradFloat, reshape_to, try_zeros};
 use crate::error::Result;
 use crate::index::IndexElem;

@@ -16,10 +16,10 @@
 //!                                      └───┴───┘
 //! ```
 
-use super::output::{GradOutputOf, check_grad_output};
 use ndarray::{ArrayBase, ArrayD, Data, Dimension, IntoDimension, IxDyn};
 
 use super::GradFloat;
+use super::output::{GradOutputOf, check_grad_output};
 use crate::error::Result;
 use crate::index::{Bounds, IndexElem, check_bounds};
 use crate::ops::select::{flatten_own_axes, plan, reshaped, with_unit_axes};

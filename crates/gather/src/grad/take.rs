@@ -16,9 +16,9 @@
 //! wrap modulo the size of `dim`, as in the forward). With `dim = None` it is `take` on the
 //! flattened input, without wrapping.
 
-use super::output::{GradOutputOf, check_grad_output};
 use ndarray::{Array, ArrayBase, ArrayD, ArrayView, Data, Dimension, IntoDimension, IxDyn};
 
+use super::output::{GradOutputOf, check_grad_output};
 use super::{GradFloat, narrow_to, sum_to, try_zeros, widen};
 use crate::error::{Error, Result};
 use crate::index::{Bounds, IndexElem, check_bounds};
