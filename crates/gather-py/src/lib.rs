@@ -199,6 +199,22 @@ impl<'py> Call<'py> {
         self
     }
 
+    /// The bounds policy of the call (`bounds=`, `fill_value=`), when either is given: the
+    /// library checks them against the op, on either device.
+    fn bounds(
+        &mut self,
+        bounds: Option<&str>,
+        fill_value: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<&mut Self> {
+        if let Some(b) = bounds {
+            self.arg("bounds", Arg::Str(b.to_string()));
+        }
+        if let Some(v) = fill_value {
+            self.arg("fill_value", scalar_arg("fill_value", v)?);
+        }
+        Ok(self)
+    }
+
     /// A data array (`input`, `src`, `source`, `grad_output`): bfloat16 bit patterns under
     /// `dtype="bfloat16"`.
     fn data(&mut self, name: &'static str, obj: &Bound<'py, PyAny>) -> PyResult<&mut Self> {
@@ -914,7 +930,7 @@ fn opt_int(v: Option<i64>) -> Arg {
 // ---------------------------------------------------------------------------------------------
 // The forward functions; their doc comments are the Python docstrings (run by tests/test_api.py).
 
-/// gather(input, dim, index, *, dtype=None)
+/// gather(input, dim, index, *, bounds=None, fill_value=None, dtype=None)
 ///
 /// torch.gather: ``out[i][j] = input[index[i][j]][j]`` for dim 0 (``input[i][index[i][j]]`` for
 /// dim 1); the output has the index's shape. ``index.ndim == input.ndim`` and
@@ -926,21 +942,31 @@ fn opt_int(v: Option<i64>) -> Arg {
 ///        [50, 40]])
 /// >>> gather.gather(x, 0, np.array([[1, 0, 1]]))
 /// array([[40, 20, 60]])
+///
+/// ``bounds=`` chooses what an index outside ``dim`` does (see :mod:`gather`): ``-1`` as padding
+/// that reads ``fill_value``, say.
+///
+/// >>> gather.gather(x, 1, np.array([[2, -1], [0, -1]]), bounds="fill", fill_value=0)
+/// array([[30,  0],
+///        [40,  0]])
 #[pyfunction]
-#[pyo3(signature = (input, dim, index, *, dtype=None))]
+#[pyo3(signature = (input, dim, index, *, bounds=None, fill_value=None, dtype=None))]
 fn gather<'py>(
     py: Python<'py>,
     input: &Bound<'py, PyAny>,
     dim: i64,
     index: &Bound<'py, PyAny>,
+    bounds: Option<&str>,
+    fill_value: Option<&Bound<'py, PyAny>>,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
     let mut c = Call::new(py, "gather", dtype)?;
+    c.bounds(bounds, fill_value)?;
     c.data("input", input)?.plain("index", index)?;
     c.arg("dim", Arg::Int(dim)).output()
 }
 
-/// scatter(input, dim, index, src=None, *, value=None, reduce=None, dtype=None)
+/// scatter(input, dim, index, src=None, *, value=None, reduce=None, bounds=None, fill_value=None, dtype=None)
 ///
 /// torch.scatter (out of place): a copy of ``input`` with ``out[index[i][j]][j] = src[i][j]``
 /// (dim 0). ``src`` may be an array or a scalar (``value=``); ``reduce="add"``/``"multiply"`` is
@@ -955,7 +981,7 @@ fn gather<'py>(
 /// array([[0., 7., 0.],
 ///        [0., 0., 0.]])
 #[pyfunction]
-#[pyo3(signature = (input, dim, index, src=None, *, value=None, reduce=None, dtype=None))]
+#[pyo3(signature = (input, dim, index, src=None, *, value=None, reduce=None, bounds=None, fill_value=None, dtype=None))]
 #[allow(clippy::too_many_arguments)]
 fn scatter<'py>(
     py: Python<'py>,
@@ -965,12 +991,16 @@ fn scatter<'py>(
     src: Option<&Bound<'py, PyAny>>,
     value: Option<&Bound<'py, PyAny>>,
     reduce: Option<&str>,
+    bounds: Option<&str>,
+    fill_value: Option<&Bound<'py, PyAny>>,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
-    scatter_call(py, input, dim, index, src, value, reduce, dtype)?.output()
+    scatter_call(py, input, dim, index, src, value, reduce, dtype)?
+        .bounds(bounds, fill_value)?
+        .output()
 }
 
-/// scatter_(input, dim, index, src=None, *, value=None, reduce=None, dtype=None)
+/// scatter_(input, dim, index, src=None, *, value=None, reduce=None, bounds=None, fill_value=None, dtype=None)
 ///
 /// In-place :func:`scatter`: writes into ``input`` (a writable NumPy array, or a tensor that
 /// shares its memory through DLPack) and returns it. On error ``input`` is unchanged.
@@ -981,7 +1011,7 @@ fn scatter<'py>(
 /// >>> x
 /// array([6., 0., 5.])
 #[pyfunction]
-#[pyo3(signature = (input, dim, index, src=None, *, value=None, reduce=None, dtype=None))]
+#[pyo3(signature = (input, dim, index, src=None, *, value=None, reduce=None, bounds=None, fill_value=None, dtype=None))]
 #[allow(clippy::too_many_arguments)]
 fn scatter_<'py>(
     py: Python<'py>,
@@ -991,9 +1021,13 @@ fn scatter_<'py>(
     src: Option<&Bound<'py, PyAny>>,
     value: Option<&Bound<'py, PyAny>>,
     reduce: Option<&str>,
+    bounds: Option<&str>,
+    fill_value: Option<&Bound<'py, PyAny>>,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
-    scatter_call(py, input, dim, index, src, value, reduce, dtype)?.into_input(input)
+    let mut c = scatter_call(py, input, dim, index, src, value, reduce, dtype)?;
+    c.bounds(bounds, fill_value)?;
+    c.into_input(input)
 }
 
 /// The call of `scatter` and `scatter_`.
@@ -1038,7 +1072,7 @@ fn scatter_call<'py>(
     Ok(c)
 }
 
-/// scatter_add(input, dim, index, src, *, deterministic=True, dtype=None)
+/// scatter_add(input, dim, index, src, *, deterministic=True, bounds=None, fill_value=None, dtype=None)
 ///
 /// torch.scatter_add: ``out[index[i][j]][j] += src[i][j]`` (dim 0), on a copy of ``input``.
 /// Deterministic: float sums run in index order (float16/bfloat16 accumulate in float32).
@@ -1048,8 +1082,12 @@ fn scatter_call<'py>(
 ///
 /// >>> gather.scatter_add(np.zeros(3), 0, np.array([0, 2, 0]), np.array([1.0, 2.0, 3.0]))
 /// array([4., 0., 2.])
+/// >>> gather.scatter_add(np.zeros(3), 0, np.array([0, 9, 0]), np.array([1.0, 2.0, 3.0]),
+/// ...                    bounds="drop")
+/// array([4., 0., 0.])
 #[pyfunction]
-#[pyo3(signature = (input, dim, index, src, *, deterministic=true, dtype=None))]
+#[pyo3(signature = (input, dim, index, src, *, deterministic=true, bounds=None, fill_value=None, dtype=None))]
+#[allow(clippy::too_many_arguments)]
 fn scatter_add<'py>(
     py: Python<'py>,
     input: &Bound<'py, PyAny>,
@@ -1057,12 +1095,16 @@ fn scatter_add<'py>(
     index: &Bound<'py, PyAny>,
     src: &Bound<'py, PyAny>,
     deterministic: bool,
+    bounds: Option<&str>,
+    fill_value: Option<&Bound<'py, PyAny>>,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
-    scatter_add_call(py, input, dim, index, src, deterministic, dtype)?.output()
+    scatter_add_call(py, input, dim, index, src, deterministic, dtype)?
+        .bounds(bounds, fill_value)?
+        .output()
 }
 
-/// scatter_add_(input, dim, index, src, *, deterministic=True, dtype=None)
+/// scatter_add_(input, dim, index, src, *, deterministic=True, bounds=None, fill_value=None, dtype=None)
 ///
 /// In-place :func:`scatter_add`: writes into ``input`` (a writable NumPy array, or a tensor that
 /// shares its memory through DLPack) and returns it. On error ``input`` is unchanged.
@@ -1073,7 +1115,8 @@ fn scatter_add<'py>(
 /// >>> x
 /// array([4., 0., 2.])
 #[pyfunction]
-#[pyo3(signature = (input, dim, index, src, *, deterministic=true, dtype=None))]
+#[pyo3(signature = (input, dim, index, src, *, deterministic=true, bounds=None, fill_value=None, dtype=None))]
+#[allow(clippy::too_many_arguments)]
 fn scatter_add_<'py>(
     py: Python<'py>,
     input: &Bound<'py, PyAny>,
@@ -1081,9 +1124,13 @@ fn scatter_add_<'py>(
     index: &Bound<'py, PyAny>,
     src: &Bound<'py, PyAny>,
     deterministic: bool,
+    bounds: Option<&str>,
+    fill_value: Option<&Bound<'py, PyAny>>,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
-    scatter_add_call(py, input, dim, index, src, deterministic, dtype)?.into_input(input)
+    let mut c = scatter_add_call(py, input, dim, index, src, deterministic, dtype)?;
+    c.bounds(bounds, fill_value)?;
+    c.into_input(input)
 }
 
 /// The call of `scatter_add` and `scatter_add_`.
@@ -1107,7 +1154,7 @@ fn scatter_add_call<'py>(
     Ok(c)
 }
 
-/// scatter_reduce(input, dim, index, src, reduce, *, include_self=True, deterministic=True, dtype=None)
+/// scatter_reduce(input, dim, index, src, reduce, *, include_self=True, deterministic=True, bounds=None, fill_value=None, dtype=None)
 ///
 /// torch.scatter_reduce with ``reduce`` one of "sum", "prod", "mean", "amax", "amin" ("max"/"min"
 /// are accepted too). ``include_self=False`` reduces the referenced positions over ``src`` only.
@@ -1122,7 +1169,7 @@ fn scatter_add_call<'py>(
 /// ...                       include_self=False)
 /// array([4.5, 2. , 0.5])
 #[pyfunction]
-#[pyo3(signature = (input, dim, index, src, reduce, *, include_self=true, deterministic=true, dtype=None))]
+#[pyo3(signature = (input, dim, index, src, reduce, *, include_self=true, deterministic=true, bounds=None, fill_value=None, dtype=None))]
 #[allow(clippy::too_many_arguments)]
 fn scatter_reduce<'py>(
     py: Python<'py>,
@@ -1133,13 +1180,17 @@ fn scatter_reduce<'py>(
     reduce: &str,
     include_self: bool,
     deterministic: bool,
+    bounds: Option<&str>,
+    fill_value: Option<&Bound<'py, PyAny>>,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
     let how = (reduce, include_self, deterministic);
-    scatter_reduce_call(py, input, dim, index, src, how, dtype)?.output()
+    scatter_reduce_call(py, input, dim, index, src, how, dtype)?
+        .bounds(bounds, fill_value)?
+        .output()
 }
 
-/// scatter_reduce_(input, dim, index, src, reduce, *, include_self=True, deterministic=True, dtype=None)
+/// scatter_reduce_(input, dim, index, src, reduce, *, include_self=True, deterministic=True, bounds=None, fill_value=None, dtype=None)
 ///
 /// In-place :func:`scatter_reduce`: writes into ``input`` (a writable NumPy array, or a tensor that
 /// shares its memory through DLPack) and returns it. On error ``input`` is unchanged.
@@ -1150,7 +1201,7 @@ fn scatter_reduce<'py>(
 /// >>> x
 /// array([5., 2., 3.])
 #[pyfunction]
-#[pyo3(signature = (input, dim, index, src, reduce, *, include_self=true, deterministic=true, dtype=None))]
+#[pyo3(signature = (input, dim, index, src, reduce, *, include_self=true, deterministic=true, bounds=None, fill_value=None, dtype=None))]
 #[allow(clippy::too_many_arguments)]
 fn scatter_reduce_<'py>(
     py: Python<'py>,
@@ -1161,10 +1212,14 @@ fn scatter_reduce_<'py>(
     reduce: &str,
     include_self: bool,
     deterministic: bool,
+    bounds: Option<&str>,
+    fill_value: Option<&Bound<'py, PyAny>>,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
     let how = (reduce, include_self, deterministic);
-    scatter_reduce_call(py, input, dim, index, src, how, dtype)?.into_input(input)
+    let mut c = scatter_reduce_call(py, input, dim, index, src, how, dtype)?;
+    c.bounds(bounds, fill_value)?;
+    c.into_input(input)
 }
 
 /// The call of `scatter_reduce` and `scatter_reduce_`.
@@ -1191,7 +1246,7 @@ fn scatter_reduce_call<'py>(
     Ok(c)
 }
 
-/// index_select(input, dim, index, *, dtype=None)
+/// index_select(input, dim, index, *, bounds=None, fill_value=None, dtype=None)
 ///
 /// torch.index_select: the slices ``index[k]`` of ``input`` along ``dim`` (a 0-d or 1-d index).
 ///
@@ -1199,20 +1254,23 @@ fn scatter_reduce_call<'py>(
 /// array([[5, 6],
 ///        [1, 2]])
 #[pyfunction]
-#[pyo3(signature = (input, dim, index, *, dtype=None))]
+#[pyo3(signature = (input, dim, index, *, bounds=None, fill_value=None, dtype=None))]
 fn index_select<'py>(
     py: Python<'py>,
     input: &Bound<'py, PyAny>,
     dim: i64,
     index: &Bound<'py, PyAny>,
+    bounds: Option<&str>,
+    fill_value: Option<&Bound<'py, PyAny>>,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
     let mut c = Call::new(py, "index_select", dtype)?;
+    c.bounds(bounds, fill_value)?;
     c.data("input", input)?.plain("index", index)?;
     c.arg("dim", Arg::Int(dim)).output()
 }
 
-/// index_add(input, dim, index, source, *, alpha=1, dtype=None)
+/// index_add(input, dim, index, source, *, alpha=1, bounds=None, fill_value=None, dtype=None)
 ///
 /// torch.index_add: slice ``index[k]`` of a copy of ``input`` along ``dim`` gets
 /// ``alpha * source[k]`` added.
@@ -1222,7 +1280,8 @@ fn index_select<'py>(
 ///        [0., 0.],
 ///        [0., 0.]])
 #[pyfunction]
-#[pyo3(signature = (input, dim, index, source, *, alpha=None, dtype=None))]
+#[pyo3(signature = (input, dim, index, source, *, alpha=None, bounds=None, fill_value=None, dtype=None))]
+#[allow(clippy::too_many_arguments)]
 fn index_add<'py>(
     py: Python<'py>,
     input: &Bound<'py, PyAny>,
@@ -1230,12 +1289,16 @@ fn index_add<'py>(
     index: &Bound<'py, PyAny>,
     source: &Bound<'py, PyAny>,
     alpha: Option<&Bound<'py, PyAny>>,
+    bounds: Option<&str>,
+    fill_value: Option<&Bound<'py, PyAny>>,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
-    index_add_call(py, input, dim, index, source, alpha, dtype)?.output()
+    index_add_call(py, input, dim, index, source, alpha, dtype)?
+        .bounds(bounds, fill_value)?
+        .output()
 }
 
-/// index_add_(input, dim, index, source, *, alpha=None, dtype=None)
+/// index_add_(input, dim, index, source, *, alpha=None, bounds=None, fill_value=None, dtype=None)
 ///
 /// In-place :func:`index_add`: writes into ``input`` (a writable NumPy array, or a tensor that
 /// shares its memory through DLPack) and returns it. On error ``input`` is unchanged.
@@ -1246,7 +1309,8 @@ fn index_add<'py>(
 /// >>> x
 /// array([0., 5., 0.])
 #[pyfunction]
-#[pyo3(signature = (input, dim, index, source, *, alpha=None, dtype=None))]
+#[pyo3(signature = (input, dim, index, source, *, alpha=None, bounds=None, fill_value=None, dtype=None))]
+#[allow(clippy::too_many_arguments)]
 fn index_add_<'py>(
     py: Python<'py>,
     input: &Bound<'py, PyAny>,
@@ -1254,9 +1318,13 @@ fn index_add_<'py>(
     index: &Bound<'py, PyAny>,
     source: &Bound<'py, PyAny>,
     alpha: Option<&Bound<'py, PyAny>>,
+    bounds: Option<&str>,
+    fill_value: Option<&Bound<'py, PyAny>>,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
-    index_add_call(py, input, dim, index, source, alpha, dtype)?.into_input(input)
+    let mut c = index_add_call(py, input, dim, index, source, alpha, dtype)?;
+    c.bounds(bounds, fill_value)?;
+    c.into_input(input)
 }
 
 /// The call of `index_add` and `index_add_`.
@@ -1280,7 +1348,7 @@ fn index_add_call<'py>(
     Ok(c)
 }
 
-/// index_copy(input, dim, index, source, *, dtype=None)
+/// index_copy(input, dim, index, source, *, bounds=None, fill_value=None, dtype=None)
 ///
 /// torch.index_copy: slice ``index[k]`` of a copy of ``input`` along ``dim`` becomes ``source[k]``.
 ///
@@ -1289,19 +1357,24 @@ fn index_add_call<'py>(
 ///        [0., 0.],
 ///        [7., 8.]])
 #[pyfunction]
-#[pyo3(signature = (input, dim, index, source, *, dtype=None))]
+#[pyo3(signature = (input, dim, index, source, *, bounds=None, fill_value=None, dtype=None))]
+#[allow(clippy::too_many_arguments)]
 fn index_copy<'py>(
     py: Python<'py>,
     input: &Bound<'py, PyAny>,
     dim: i64,
     index: &Bound<'py, PyAny>,
     source: &Bound<'py, PyAny>,
+    bounds: Option<&str>,
+    fill_value: Option<&Bound<'py, PyAny>>,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
-    index_copy_call(py, input, dim, index, source, dtype)?.output()
+    index_copy_call(py, input, dim, index, source, dtype)?
+        .bounds(bounds, fill_value)?
+        .output()
 }
 
-/// index_copy_(input, dim, index, source, *, dtype=None)
+/// index_copy_(input, dim, index, source, *, bounds=None, fill_value=None, dtype=None)
 ///
 /// In-place :func:`index_copy`: writes into ``input`` (a writable NumPy array, or a tensor that
 /// shares its memory through DLPack) and returns it. On error ``input`` is unchanged.
@@ -1312,16 +1385,21 @@ fn index_copy<'py>(
 /// >>> x
 /// array([0., 0., 7.])
 #[pyfunction]
-#[pyo3(signature = (input, dim, index, source, *, dtype=None))]
+#[pyo3(signature = (input, dim, index, source, *, bounds=None, fill_value=None, dtype=None))]
+#[allow(clippy::too_many_arguments)]
 fn index_copy_<'py>(
     py: Python<'py>,
     input: &Bound<'py, PyAny>,
     dim: i64,
     index: &Bound<'py, PyAny>,
     source: &Bound<'py, PyAny>,
+    bounds: Option<&str>,
+    fill_value: Option<&Bound<'py, PyAny>>,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
-    index_copy_call(py, input, dim, index, source, dtype)?.into_input(input)
+    let mut c = index_copy_call(py, input, dim, index, source, dtype)?;
+    c.bounds(bounds, fill_value)?;
+    c.into_input(input)
 }
 
 /// The call of `index_copy` and `index_copy_`.
@@ -1341,7 +1419,7 @@ fn index_copy_call<'py>(
     Ok(c)
 }
 
-/// index_fill(input, dim, index, value, *, dtype=None)
+/// index_fill(input, dim, index, value, *, bounds=None, fill_value=None, dtype=None)
 ///
 /// torch.index_fill: the slices ``index[k]`` along ``dim`` of a copy of ``input`` are set to
 /// ``value``; negative indices wrap.
@@ -1350,19 +1428,24 @@ fn index_copy_call<'py>(
 /// array([[0, 0, 9],
 ///        [0, 0, 9]], dtype=int32)
 #[pyfunction]
-#[pyo3(signature = (input, dim, index, value, *, dtype=None))]
+#[pyo3(signature = (input, dim, index, value, *, bounds=None, fill_value=None, dtype=None))]
+#[allow(clippy::too_many_arguments)]
 fn index_fill<'py>(
     py: Python<'py>,
     input: &Bound<'py, PyAny>,
     dim: i64,
     index: &Bound<'py, PyAny>,
     value: &Bound<'py, PyAny>,
+    bounds: Option<&str>,
+    fill_value: Option<&Bound<'py, PyAny>>,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
-    index_fill_call(py, input, dim, index, value, dtype)?.output()
+    index_fill_call(py, input, dim, index, value, dtype)?
+        .bounds(bounds, fill_value)?
+        .output()
 }
 
-/// index_fill_(input, dim, index, value, *, dtype=None)
+/// index_fill_(input, dim, index, value, *, bounds=None, fill_value=None, dtype=None)
 ///
 /// In-place :func:`index_fill`: writes into ``input`` (a writable NumPy array, or a tensor that
 /// shares its memory through DLPack) and returns it. On error ``input`` is unchanged.
@@ -1373,16 +1456,21 @@ fn index_fill<'py>(
 /// >>> x
 /// array([9., 0., 9.])
 #[pyfunction]
-#[pyo3(signature = (input, dim, index, value, *, dtype=None))]
+#[pyo3(signature = (input, dim, index, value, *, bounds=None, fill_value=None, dtype=None))]
+#[allow(clippy::too_many_arguments)]
 fn index_fill_<'py>(
     py: Python<'py>,
     input: &Bound<'py, PyAny>,
     dim: i64,
     index: &Bound<'py, PyAny>,
     value: &Bound<'py, PyAny>,
+    bounds: Option<&str>,
+    fill_value: Option<&Bound<'py, PyAny>>,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
-    index_fill_call(py, input, dim, index, value, dtype)?.into_input(input)
+    let mut c = index_fill_call(py, input, dim, index, value, dtype)?;
+    c.bounds(bounds, fill_value)?;
+    c.into_input(input)
 }
 
 /// The call of `index_fill` and `index_fill_`.
@@ -1401,14 +1489,14 @@ fn index_fill_call<'py>(
     Ok(c)
 }
 
-/// index_reduce(input, dim, index, source, reduce, *, include_self=True, dtype=None)
+/// index_reduce(input, dim, index, source, reduce, *, include_self=True, bounds=None, fill_value=None, dtype=None)
 ///
 /// torch.index_reduce with ``reduce`` one of "prod", "mean", "amax", "amin".
 ///
 /// >>> gather.index_reduce(np.ones(3), 0, np.array([0, 0]), np.array([2.0, 5.0]), "prod")
 /// array([10.,  1.,  1.])
 #[pyfunction]
-#[pyo3(signature = (input, dim, index, source, reduce, *, include_self=true, dtype=None))]
+#[pyo3(signature = (input, dim, index, source, reduce, *, include_self=true, bounds=None, fill_value=None, dtype=None))]
 #[allow(clippy::too_many_arguments)]
 fn index_reduce<'py>(
     py: Python<'py>,
@@ -1418,12 +1506,16 @@ fn index_reduce<'py>(
     source: &Bound<'py, PyAny>,
     reduce: &str,
     include_self: bool,
+    bounds: Option<&str>,
+    fill_value: Option<&Bound<'py, PyAny>>,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
-    index_reduce_call(py, input, dim, index, source, reduce, include_self, dtype)?.output()
+    index_reduce_call(py, input, dim, index, source, reduce, include_self, dtype)?
+        .bounds(bounds, fill_value)?
+        .output()
 }
 
-/// index_reduce_(input, dim, index, source, reduce, *, include_self=True, dtype=None)
+/// index_reduce_(input, dim, index, source, reduce, *, include_self=True, bounds=None, fill_value=None, dtype=None)
 ///
 /// In-place :func:`index_reduce`: writes into ``input`` (a writable NumPy array, or a tensor that
 /// shares its memory through DLPack) and returns it. On error ``input`` is unchanged.
@@ -1434,7 +1526,7 @@ fn index_reduce<'py>(
 /// >>> x
 /// array([10.,  1.,  1.])
 #[pyfunction]
-#[pyo3(signature = (input, dim, index, source, reduce, *, include_self=true, dtype=None))]
+#[pyo3(signature = (input, dim, index, source, reduce, *, include_self=true, bounds=None, fill_value=None, dtype=None))]
 #[allow(clippy::too_many_arguments)]
 fn index_reduce_<'py>(
     py: Python<'py>,
@@ -1444,9 +1536,13 @@ fn index_reduce_<'py>(
     source: &Bound<'py, PyAny>,
     reduce: &str,
     include_self: bool,
+    bounds: Option<&str>,
+    fill_value: Option<&Bound<'py, PyAny>>,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
-    index_reduce_call(py, input, dim, index, source, reduce, include_self, dtype)?.into_input(input)
+    let mut c = index_reduce_call(py, input, dim, index, source, reduce, include_self, dtype)?;
+    c.bounds(bounds, fill_value)?;
+    c.into_input(input)
 }
 
 /// The call of `index_reduce` and `index_reduce_`.
@@ -1471,7 +1567,7 @@ fn index_reduce_call<'py>(
     Ok(c)
 }
 
-/// take(input, index, *, dtype=None)
+/// take(input, index, *, bounds=None, fill_value=None, dtype=None)
 ///
 /// torch.take: ``input`` flattened in row-major order, read at ``index`` (negative indices wrap);
 /// the output has the index's shape.
@@ -1479,19 +1575,22 @@ fn index_reduce_call<'py>(
 /// >>> gather.take(np.array([[1, 2], [3, 4]]), np.array([[3, -4]]))
 /// array([[4, 1]])
 #[pyfunction]
-#[pyo3(signature = (input, index, *, dtype=None))]
+#[pyo3(signature = (input, index, *, bounds=None, fill_value=None, dtype=None))]
 fn take<'py>(
     py: Python<'py>,
     input: &Bound<'py, PyAny>,
     index: &Bound<'py, PyAny>,
+    bounds: Option<&str>,
+    fill_value: Option<&Bound<'py, PyAny>>,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
     let mut c = Call::new(py, "take", dtype)?;
+    c.bounds(bounds, fill_value)?;
     c.data("input", input)?.plain("index", index)?;
     c.output()
 }
 
-/// take_along_dim(input, indices, dim=None, *, dtype=None)
+/// take_along_dim(input, indices, dim=None, *, bounds=None, fill_value=None, dtype=None)
 ///
 /// torch.take_along_dim: like gather, broadcasting ``input`` and ``indices`` off ``dim`` (and
 /// indices taken modulo the size); ``dim=None`` reads the flattened input.
@@ -1500,20 +1599,23 @@ fn take<'py>(
 /// array([[3],
 ///        [4]])
 #[pyfunction]
-#[pyo3(signature = (input, indices, dim=None, *, dtype=None))]
+#[pyo3(signature = (input, indices, dim=None, *, bounds=None, fill_value=None, dtype=None))]
 fn take_along_dim<'py>(
     py: Python<'py>,
     input: &Bound<'py, PyAny>,
     indices: &Bound<'py, PyAny>,
     dim: Option<i64>,
+    bounds: Option<&str>,
+    fill_value: Option<&Bound<'py, PyAny>>,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
     let mut c = Call::new(py, "take_along_dim", dtype)?;
+    c.bounds(bounds, fill_value)?;
     c.data("input", input)?.plain("index", indices)?;
     c.arg("dim", opt_int(dim)).output()
 }
 
-/// put(input, index, source, accumulate=False, *, dtype=None)
+/// put(input, index, source, accumulate=False, *, bounds=None, fill_value=None, dtype=None)
 ///
 /// torch.put (out of place): a copy of ``input`` with its row-major flattening written (or, with
 /// ``accumulate=True``, added to) at ``index``; negative indices wrap.
@@ -1522,19 +1624,24 @@ fn take_along_dim<'py>(
 /// array([[4., 0.],
 ///        [0., 2.]])
 #[pyfunction]
-#[pyo3(signature = (input, index, source, accumulate=false, *, dtype=None))]
+#[pyo3(signature = (input, index, source, accumulate=false, *, bounds=None, fill_value=None, dtype=None))]
+#[allow(clippy::too_many_arguments)]
 fn put<'py>(
     py: Python<'py>,
     input: &Bound<'py, PyAny>,
     index: &Bound<'py, PyAny>,
     source: &Bound<'py, PyAny>,
     accumulate: bool,
+    bounds: Option<&str>,
+    fill_value: Option<&Bound<'py, PyAny>>,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
-    put_call(py, input, index, source, accumulate, dtype)?.output()
+    put_call(py, input, index, source, accumulate, dtype)?
+        .bounds(bounds, fill_value)?
+        .output()
 }
 
-/// put_(input, index, source, accumulate=False, *, dtype=None)
+/// put_(input, index, source, accumulate=False, *, bounds=None, fill_value=None, dtype=None)
 ///
 /// In-place :func:`put`: writes into ``input`` (a writable NumPy array, or a tensor that
 /// shares its memory through DLPack) and returns it. On error ``input`` is unchanged.
@@ -1545,16 +1652,21 @@ fn put<'py>(
 /// >>> x
 /// array([0., 0., 4.])
 #[pyfunction]
-#[pyo3(signature = (input, index, source, accumulate=false, *, dtype=None))]
+#[pyo3(signature = (input, index, source, accumulate=false, *, bounds=None, fill_value=None, dtype=None))]
+#[allow(clippy::too_many_arguments)]
 fn put_<'py>(
     py: Python<'py>,
     input: &Bound<'py, PyAny>,
     index: &Bound<'py, PyAny>,
     source: &Bound<'py, PyAny>,
     accumulate: bool,
+    bounds: Option<&str>,
+    fill_value: Option<&Bound<'py, PyAny>>,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
-    put_call(py, input, index, source, accumulate, dtype)?.into_input(input)
+    let mut c = put_call(py, input, index, source, accumulate, dtype)?;
+    c.bounds(bounds, fill_value)?;
+    c.into_input(input)
 }
 
 /// The call of `put` and `put_`.
@@ -1765,7 +1877,7 @@ fn repeat_interleave<'py>(
         .output()
 }
 
-/// select_batched(input, axis, index, batch_dims=0, *, dtype=None)
+/// select_batched(input, axis, index, batch_dims=0, *, bounds=None, fill_value=None, dtype=None)
 ///
 /// One position per batch row: the output is ``input`` with ``axis`` replaced by the index's
 /// trailing dims; the first ``batch_dims`` dims of ``index`` and ``input`` are the batch
@@ -1775,16 +1887,20 @@ fn repeat_interleave<'py>(
 /// >>> gather.select_batched(logits, -1, np.array([[1, 0]]), 2)
 /// array([[0.9, 0.6]])
 #[pyfunction]
-#[pyo3(signature = (input, axis, index, batch_dims=0, *, dtype=None))]
+#[pyo3(signature = (input, axis, index, batch_dims=0, *, bounds=None, fill_value=None, dtype=None))]
+#[allow(clippy::too_many_arguments)]
 fn select_batched<'py>(
     py: Python<'py>,
     input: &Bound<'py, PyAny>,
     axis: i64,
     index: &Bound<'py, PyAny>,
     batch_dims: i64,
+    bounds: Option<&str>,
+    fill_value: Option<&Bound<'py, PyAny>>,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
     let mut c = Call::new(py, "select_batched", dtype)?;
+    c.bounds(bounds, fill_value)?;
     c.data("input", input)?.plain("index", index)?;
     c.arg("dim", Arg::Int(axis))
         .arg("batch_dims", Arg::Int(batch_dims))
@@ -1801,16 +1917,20 @@ mod grad_fns {
     /// grad.gather(grad_output, <the arguments of gather.gather>): the gradient of every differentiable input
     /// (one array, or a tuple (grad_input, grad_src/grad_source)); see gather.grad.
     #[pyfunction]
-    #[pyo3(signature = (grad_output, input, dim, index, *, dtype=None))]
+    #[pyo3(signature = (grad_output, input, dim, index, *, bounds=None, fill_value=None, dtype=None))]
+    #[allow(clippy::too_many_arguments)]
     pub fn gather<'py>(
         py: Python<'py>,
         grad_output: &Bound<'py, PyAny>,
         input: &Bound<'py, PyAny>,
         dim: i64,
         index: &Bound<'py, PyAny>,
+        bounds: Option<&str>,
+        fill_value: Option<&Bound<'py, PyAny>>,
         dtype: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
         let mut c = Call::new(py, "gather", dtype)?;
+        c.bounds(bounds, fill_value)?;
         c.data("input", input)?.plain("index", index)?;
         c.arg("dim", Arg::Int(dim)).grads(grad_output, "correct")
     }
@@ -1818,7 +1938,7 @@ mod grad_fns {
     /// grad.scatter(grad_output, <the arguments of gather.scatter>): the gradient of every differentiable input
     /// (one array, or a tuple (grad_input, grad_src/grad_source)); see gather.grad.
     #[pyfunction]
-    #[pyo3(signature = (grad_output, input, dim, index, src=None, *, value=None, reduce=None, dtype=None))]
+    #[pyo3(signature = (grad_output, input, dim, index, src=None, *, value=None, reduce=None, bounds=None, fill_value=None, dtype=None))]
     #[allow(clippy::too_many_arguments)]
     pub fn scatter<'py>(
         py: Python<'py>,
@@ -1829,9 +1949,12 @@ mod grad_fns {
         src: Option<&Bound<'py, PyAny>>,
         value: Option<&Bound<'py, PyAny>>,
         reduce: Option<&str>,
+        bounds: Option<&str>,
+        fill_value: Option<&Bound<'py, PyAny>>,
         dtype: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
         let mut c = Call::new(py, "scatter", dtype)?;
+        c.bounds(bounds, fill_value)?;
         c.data("input", input)?.plain("index", index)?;
         c.arg("dim", Arg::Int(dim));
         match (src, value) {
@@ -1859,7 +1982,8 @@ mod grad_fns {
     /// grad.scatter_add(grad_output, <the arguments of gather.scatter_add>): the gradient of every differentiable input
     /// (one array, or a tuple (grad_input, grad_src/grad_source)); see gather.grad.
     #[pyfunction]
-    #[pyo3(signature = (grad_output, input, dim, index, src, *, dtype=None))]
+    #[pyo3(signature = (grad_output, input, dim, index, src, *, bounds=None, fill_value=None, dtype=None))]
+    #[allow(clippy::too_many_arguments)]
     pub fn scatter_add<'py>(
         py: Python<'py>,
         grad_output: &Bound<'py, PyAny>,
@@ -1867,9 +1991,12 @@ mod grad_fns {
         dim: i64,
         index: &Bound<'py, PyAny>,
         src: &Bound<'py, PyAny>,
+        bounds: Option<&str>,
+        fill_value: Option<&Bound<'py, PyAny>>,
         dtype: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
         let mut c = Call::new(py, "scatter_add", dtype)?;
+        c.bounds(bounds, fill_value)?;
         c.data("input", input)?
             .plain("index", index)?
             .data("src", src)?;
@@ -1879,7 +2006,7 @@ mod grad_fns {
     /// grad.scatter_reduce(grad_output, <the arguments of gather.scatter_reduce>): the gradient of every differentiable input
     /// (one array, or a tuple (grad_input, grad_src/grad_source)); see gather.grad.
     #[pyfunction]
-    #[pyo3(signature = (grad_output, input, dim, index, src, reduce, *, include_self=true, parity="correct", dtype=None))]
+    #[pyo3(signature = (grad_output, input, dim, index, src, reduce, *, include_self=true, parity="correct", bounds=None, fill_value=None, dtype=None))]
     #[allow(clippy::too_many_arguments)]
     pub fn scatter_reduce<'py>(
         py: Python<'py>,
@@ -1891,9 +2018,12 @@ mod grad_fns {
         reduce: &str,
         include_self: bool,
         parity: &str,
+        bounds: Option<&str>,
+        fill_value: Option<&Bound<'py, PyAny>>,
         dtype: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
         let mut c = Call::new(py, "scatter_reduce", dtype)?;
+        c.bounds(bounds, fill_value)?;
         c.data("input", input)?
             .plain("index", index)?
             .data("src", src)?;
@@ -1906,16 +2036,20 @@ mod grad_fns {
     /// grad.index_select(grad_output, <the arguments of gather.index_select>): the gradient of every differentiable input
     /// (one array, or a tuple (grad_input, grad_src/grad_source)); see gather.grad.
     #[pyfunction]
-    #[pyo3(signature = (grad_output, input, dim, index, *, dtype=None))]
+    #[pyo3(signature = (grad_output, input, dim, index, *, bounds=None, fill_value=None, dtype=None))]
+    #[allow(clippy::too_many_arguments)]
     pub fn index_select<'py>(
         py: Python<'py>,
         grad_output: &Bound<'py, PyAny>,
         input: &Bound<'py, PyAny>,
         dim: i64,
         index: &Bound<'py, PyAny>,
+        bounds: Option<&str>,
+        fill_value: Option<&Bound<'py, PyAny>>,
         dtype: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
         let mut c = Call::new(py, "index_select", dtype)?;
+        c.bounds(bounds, fill_value)?;
         c.data("input", input)?.plain("index", index)?;
         c.arg("dim", Arg::Int(dim)).grads(grad_output, "correct")
     }
@@ -1923,7 +2057,7 @@ mod grad_fns {
     /// grad.index_add(grad_output, <the arguments of gather.index_add>): the gradient of every differentiable input
     /// (one array, or a tuple (grad_input, grad_src/grad_source)); see gather.grad.
     #[pyfunction]
-    #[pyo3(signature = (grad_output, input, dim, index, source, *, alpha=None, dtype=None))]
+    #[pyo3(signature = (grad_output, input, dim, index, source, *, alpha=None, bounds=None, fill_value=None, dtype=None))]
     #[allow(clippy::too_many_arguments)]
     pub fn index_add<'py>(
         py: Python<'py>,
@@ -1933,9 +2067,12 @@ mod grad_fns {
         index: &Bound<'py, PyAny>,
         source: &Bound<'py, PyAny>,
         alpha: Option<&Bound<'py, PyAny>>,
+        bounds: Option<&str>,
+        fill_value: Option<&Bound<'py, PyAny>>,
         dtype: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
         let mut c = Call::new(py, "index_add", dtype)?;
+        c.bounds(bounds, fill_value)?;
         c.data("input", input)?
             .plain("index", index)?
             .data("source", source)?;
@@ -1949,7 +2086,8 @@ mod grad_fns {
     /// grad.index_copy(grad_output, <the arguments of gather.index_copy>): the gradient of every differentiable input
     /// (one array, or a tuple (grad_input, grad_src/grad_source)); see gather.grad.
     #[pyfunction]
-    #[pyo3(signature = (grad_output, input, dim, index, source, *, dtype=None))]
+    #[pyo3(signature = (grad_output, input, dim, index, source, *, bounds=None, fill_value=None, dtype=None))]
+    #[allow(clippy::too_many_arguments)]
     pub fn index_copy<'py>(
         py: Python<'py>,
         grad_output: &Bound<'py, PyAny>,
@@ -1957,9 +2095,12 @@ mod grad_fns {
         dim: i64,
         index: &Bound<'py, PyAny>,
         source: &Bound<'py, PyAny>,
+        bounds: Option<&str>,
+        fill_value: Option<&Bound<'py, PyAny>>,
         dtype: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
         let mut c = Call::new(py, "index_copy", dtype)?;
+        c.bounds(bounds, fill_value)?;
         c.data("input", input)?
             .plain("index", index)?
             .data("source", source)?;
@@ -1969,7 +2110,8 @@ mod grad_fns {
     /// grad.index_fill(grad_output, <the arguments of gather.index_fill>): the gradient of every differentiable input
     /// (one array, or a tuple (grad_input, grad_src/grad_source)); see gather.grad.
     #[pyfunction]
-    #[pyo3(signature = (grad_output, input, dim, index, value, *, dtype=None))]
+    #[pyo3(signature = (grad_output, input, dim, index, value, *, bounds=None, fill_value=None, dtype=None))]
+    #[allow(clippy::too_many_arguments)]
     pub fn index_fill<'py>(
         py: Python<'py>,
         grad_output: &Bound<'py, PyAny>,
@@ -1977,9 +2119,12 @@ mod grad_fns {
         dim: i64,
         index: &Bound<'py, PyAny>,
         value: &Bound<'py, PyAny>,
+        bounds: Option<&str>,
+        fill_value: Option<&Bound<'py, PyAny>>,
         dtype: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
         let mut c = Call::new(py, "index_fill", dtype)?;
+        c.bounds(bounds, fill_value)?;
         c.data("input", input)?.plain("index", index)?;
         c.arg("dim", Arg::Int(dim))
             .arg("value", scalar_arg("value", value)?)
@@ -1989,7 +2134,7 @@ mod grad_fns {
     /// grad.index_reduce(grad_output, <the arguments of gather.index_reduce>): the gradient of every differentiable input
     /// (one array, or a tuple (grad_input, grad_src/grad_source)); see gather.grad.
     #[pyfunction]
-    #[pyo3(signature = (grad_output, input, dim, index, source, reduce, *, include_self=true, parity="correct", dtype=None))]
+    #[pyo3(signature = (grad_output, input, dim, index, source, reduce, *, include_self=true, parity="correct", bounds=None, fill_value=None, dtype=None))]
     #[allow(clippy::too_many_arguments)]
     pub fn index_reduce<'py>(
         py: Python<'py>,
@@ -2001,9 +2146,12 @@ mod grad_fns {
         reduce: &str,
         include_self: bool,
         parity: &str,
+        bounds: Option<&str>,
+        fill_value: Option<&Bound<'py, PyAny>>,
         dtype: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
         let mut c = Call::new(py, "index_reduce", dtype)?;
+        c.bounds(bounds, fill_value)?;
         c.data("input", input)?
             .plain("index", index)?
             .data("source", source)?;
@@ -2016,15 +2164,18 @@ mod grad_fns {
     /// grad.take(grad_output, <the arguments of gather.take>): the gradient of every differentiable input
     /// (one array, or a tuple (grad_input, grad_src/grad_source)); see gather.grad.
     #[pyfunction]
-    #[pyo3(signature = (grad_output, input, index, *, dtype=None))]
+    #[pyo3(signature = (grad_output, input, index, *, bounds=None, fill_value=None, dtype=None))]
     pub fn take<'py>(
         py: Python<'py>,
         grad_output: &Bound<'py, PyAny>,
         input: &Bound<'py, PyAny>,
         index: &Bound<'py, PyAny>,
+        bounds: Option<&str>,
+        fill_value: Option<&Bound<'py, PyAny>>,
         dtype: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
         let mut c = Call::new(py, "take", dtype)?;
+        c.bounds(bounds, fill_value)?;
         c.data("input", input)?.plain("index", index)?;
         c.grads(grad_output, "correct")
     }
@@ -2032,16 +2183,20 @@ mod grad_fns {
     /// grad.take_along_dim(grad_output, <the arguments of gather.take_along_dim>): the gradient of every differentiable input
     /// (one array, or a tuple (grad_input, grad_src/grad_source)); see gather.grad.
     #[pyfunction]
-    #[pyo3(signature = (grad_output, input, indices, dim=None, *, dtype=None))]
+    #[pyo3(signature = (grad_output, input, indices, dim=None, *, bounds=None, fill_value=None, dtype=None))]
+    #[allow(clippy::too_many_arguments)]
     pub fn take_along_dim<'py>(
         py: Python<'py>,
         grad_output: &Bound<'py, PyAny>,
         input: &Bound<'py, PyAny>,
         indices: &Bound<'py, PyAny>,
         dim: Option<i64>,
+        bounds: Option<&str>,
+        fill_value: Option<&Bound<'py, PyAny>>,
         dtype: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
         let mut c = Call::new(py, "take_along_dim", dtype)?;
+        c.bounds(bounds, fill_value)?;
         c.data("input", input)?.plain("index", indices)?;
         c.arg("dim", opt_int(dim)).grads(grad_output, "correct")
     }
@@ -2049,7 +2204,7 @@ mod grad_fns {
     /// grad.put(grad_output, <the arguments of gather.put>): the gradient of every differentiable input
     /// (one array, or a tuple (grad_input, grad_src/grad_source)); see gather.grad.
     #[pyfunction]
-    #[pyo3(signature = (grad_output, input, index, source, accumulate=false, *, dtype=None))]
+    #[pyo3(signature = (grad_output, input, index, source, accumulate=false, *, bounds=None, fill_value=None, dtype=None))]
     #[allow(clippy::too_many_arguments)]
     pub fn put<'py>(
         py: Python<'py>,
@@ -2058,9 +2213,12 @@ mod grad_fns {
         index: &Bound<'py, PyAny>,
         source: &Bound<'py, PyAny>,
         accumulate: bool,
+        bounds: Option<&str>,
+        fill_value: Option<&Bound<'py, PyAny>>,
         dtype: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
         let mut c = Call::new(py, "put", dtype)?;
+        c.bounds(bounds, fill_value)?;
         c.data("input", input)?
             .plain("index", index)?
             .data("source", source)?;
@@ -2177,7 +2335,7 @@ mod grad_fns {
     /// grad.select_batched(grad_output, <the arguments of gather.select_batched>): the gradient of every differentiable input
     /// (one array, or a tuple (grad_input, grad_src/grad_source)); see gather.grad.
     #[pyfunction]
-    #[pyo3(signature = (grad_output, input, axis, index, batch_dims=0, *, dtype=None))]
+    #[pyo3(signature = (grad_output, input, axis, index, batch_dims=0, *, bounds=None, fill_value=None, dtype=None))]
     #[allow(clippy::too_many_arguments)]
     pub fn select_batched<'py>(
         py: Python<'py>,
@@ -2186,9 +2344,12 @@ mod grad_fns {
         axis: i64,
         index: &Bound<'py, PyAny>,
         batch_dims: i64,
+        bounds: Option<&str>,
+        fill_value: Option<&Bound<'py, PyAny>>,
         dtype: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
         let mut c = Call::new(py, "select_batched", dtype)?;
+        c.bounds(bounds, fill_value)?;
         c.data("input", input)?.plain("index", index)?;
         c.arg("dim", Arg::Int(axis))
             .arg("batch_dims", Arg::Int(batch_dims))

@@ -201,6 +201,23 @@ def test_a_bad_index_gives_the_cpu_error():
     assert str(gpu.value) == str(cpu.value)
 
 
+def test_bounds_policies_by_keyword_run_on_the_gpu():
+    x = np.array([10.0, 20.0, 30.0])
+    idx = np.array([-1, 1, 5])
+    got = gather.take(dev(x), dev(idx), bounds="fill", fill_value=0.5)
+    np.testing.assert_array_equal(host(got), [0.5, 20.0, 0.5])
+    np.testing.assert_array_equal(host(gather.take(dev(x), dev(idx), bounds="clip")), [10.0, 20.0, 30.0])
+    target = np.zeros(3)
+    gather.scatter_add_(dev(target), 0, dev(idx), dev(x), bounds="drop")
+    assert target.tolist() == [0.0, 20.0, 0.0]
+    g = np.array([1.0, 2.0, 3.0])
+    gi, gs = gather.grad.scatter_add(dev(g), dev(x), 0, dev(idx), dev(x), bounds="drop")
+    np.testing.assert_array_equal(host(gi), g)
+    np.testing.assert_array_equal(host(gs), [0.0, 2.0, 0.0])
+    with pytest.raises(gather.InvalidArgumentError, match="Drop policy is for writes"):
+        gather.gather(dev(x), 0, dev(idx), bounds="drop")
+
+
 def test_mixed_devices_are_errors_that_say_so():
     with pytest.raises(gather.InvalidArgumentError, match="host memory"):
         gather.gather(dev(np.ones(3)), 0, np.array([0]))
@@ -346,6 +363,13 @@ def _sweep_calls(dt):
             (f"put accumulate {label}", g.put, (x, i, s_flat, True), {}),
             (f"put_ {label}", g.put_, (x, i, s_flat), {}),
         ]
+    # The same calls of the ops that take a bounds policy, under each policy (and PyTorch's rule
+    # by name): the public keywords, forwards, in-place forms and, in the gradient sweep, grads.
+    bounded = [c for c in calls if "bounds" in (c[1].__text_signature__ or "")]
+    assert len(bounded) > 100, len(bounded)
+    for policy in [{"bounds": "wrap"}, {"bounds": "clip"}, {"bounds": "fill", "fill_value": 2},
+                   {"bounds": "drop"}, {"bounds": "error"}]:
+        calls += [(f"{name} {policy}", f, args, {**kw, **policy}) for name, f, args, kw in bounded]
     calls += [
         ("gather bad dim", g.gather, (x, -3, idx), {}),
         ("gather rank", g.gather, (x, 1, idx[0]), {}),

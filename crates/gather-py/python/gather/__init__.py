@@ -15,6 +15,31 @@ the framework is not known). Every array of a call is then on that GPU, where th
 ``index_fill_``, ``index_reduce_``, ``put_``, ``masked_scatter_``): they write into the caller's
 own array or tensor, return it, and leave it unchanged when they fail.
 
+Bounds policies: what PyTorch has no word for is a keyword. ``bounds=`` says what an index value
+outside its dimension (size ``n``) does, on every indexing op (gather, take_along_dim,
+index_select, take, select_batched; scatter with ``src``, scatter_add, scatter_reduce, index_add,
+index_copy, index_fill, index_reduce, put; their in-place forms and their gradients in
+:mod:`gather.grad`), on host and CUDA arrays alike::
+
+    bounds          reads (gather, take ...)             writes (scatter, index_add ...)
+    None, "error"   PyTorch's rule: an error naming      the same
+                    the value and its position
+    "wrap"          -n..n, negatives from the end        the same
+    "clip"          clamped into 0..n                    the same
+    "fill"          outside 0..n reads fill_value        an error
+    "drop"          an error                             outside 0..n is skipped
+
+Gradients flow to the element that was read or written (wrapped or clipped), and not at all from
+filled positions or dropped writes.
+
+>>> x = np.array([10, 20, 30])
+>>> gather.take(x, np.array([-1, 1, 5]), bounds="clip")
+array([10, 20, 30])
+>>> gather.take(x, np.array([-1, 1, 5]), bounds="fill", fill_value=0)
+array([ 0, 20,  0])
+>>> gather.put(x, np.array([-1, 7]), np.array([1, 2]), True, bounds="drop")
+array([10, 20, 30])
+
 bfloat16: NumPy has no bfloat16 dtype, so bfloat16 data travels as its uint16 bit patterns
 (``value == float32 of (bits << 16)``): pass ``dtype="bfloat16"`` and the uint16 data arrays
 (``input``, ``src``, ``source``, ``grad_output``; never indices or masks) are read as bfloat16, and

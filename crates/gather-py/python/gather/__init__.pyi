@@ -29,6 +29,9 @@ Scalar = Union[bool, int, float, np.generic]
 DType = Optional[Literal["bfloat16"]]
 Reduce = Literal["sum", "prod", "mean", "amax", "amin", "max", "min"]
 IndexReduce = Literal["prod", "mean", "amax", "amin"]
+# What an index outside its dimension does (None and "error": PyTorch's rule); "fill" reads
+# `fill_value` there, "drop" skips the write.
+Bounds = Optional[Literal["error", "wrap", "clip", "fill", "drop"]]
 # The target of an in-place form: a writable NumPy array, or a tensor that shares its memory
 # through DLPack (a PyTorch CPU tensor); it is returned.
 Target = TypeVar("Target")
@@ -71,7 +74,7 @@ class ScatterPlan:
         dtype: DType = None,
     ) -> Out: ...
 
-def gather(input: Array, dim: int, index: Array, *, dtype: DType = None) -> Out: ...
+def gather(input: Array, dim: int, index: Array, *, bounds: Bounds = None, fill_value: Optional[Scalar] = None, dtype: DType = None) -> Out: ...
 def scatter(
     input: Array,
     dim: int,
@@ -80,10 +83,12 @@ def scatter(
     *,
     value: Optional[Scalar] = None,
     reduce: Optional[Literal["add", "multiply"]] = None,
+    bounds: Bounds = None,
+    fill_value: Optional[Scalar] = None,
     dtype: DType = None,
 ) -> Out: ...
 def scatter_add(
-    input: Array, dim: int, index: Array, src: Array, *, deterministic: bool = True, dtype: DType = None
+    input: Array, dim: int, index: Array, src: Array, *, deterministic: bool = True, bounds: Bounds = None, fill_value: Optional[Scalar] = None, dtype: DType = None
 ) -> Out: ...
 def scatter_reduce(
     input: Array,
@@ -94,14 +99,16 @@ def scatter_reduce(
     *,
     include_self: bool = True,
     deterministic: bool = True,
+    bounds: Bounds = None,
+    fill_value: Optional[Scalar] = None,
     dtype: DType = None,
 ) -> Out: ...
-def index_select(input: Array, dim: int, index: Array, *, dtype: DType = None) -> Out: ...
+def index_select(input: Array, dim: int, index: Array, *, bounds: Bounds = None, fill_value: Optional[Scalar] = None, dtype: DType = None) -> Out: ...
 def index_add(
-    input: Array, dim: int, index: Array, source: Array, *, alpha: Optional[Scalar] = None, dtype: DType = None
+    input: Array, dim: int, index: Array, source: Array, *, alpha: Optional[Scalar] = None, bounds: Bounds = None, fill_value: Optional[Scalar] = None, dtype: DType = None
 ) -> Out: ...
-def index_copy(input: Array, dim: int, index: Array, source: Array, *, dtype: DType = None) -> Out: ...
-def index_fill(input: Array, dim: int, index: Array, value: Scalar, *, dtype: DType = None) -> Out: ...
+def index_copy(input: Array, dim: int, index: Array, source: Array, *, bounds: Bounds = None, fill_value: Optional[Scalar] = None, dtype: DType = None) -> Out: ...
+def index_fill(input: Array, dim: int, index: Array, value: Scalar, *, bounds: Bounds = None, fill_value: Optional[Scalar] = None, dtype: DType = None) -> Out: ...
 def index_reduce(
     input: Array,
     dim: int,
@@ -110,11 +117,13 @@ def index_reduce(
     reduce: IndexReduce,
     *,
     include_self: bool = True,
+    bounds: Bounds = None,
+    fill_value: Optional[Scalar] = None,
     dtype: DType = None,
 ) -> Out: ...
-def take(input: Array, index: Array, *, dtype: DType = None) -> Out: ...
-def take_along_dim(input: Array, indices: Array, dim: Optional[int] = None, *, dtype: DType = None) -> Out: ...
-def put(input: Array, index: Array, source: Array, accumulate: bool = False, *, dtype: DType = None) -> Out: ...
+def take(input: Array, index: Array, *, bounds: Bounds = None, fill_value: Optional[Scalar] = None, dtype: DType = None) -> Out: ...
+def take_along_dim(input: Array, indices: Array, dim: Optional[int] = None, *, bounds: Bounds = None, fill_value: Optional[Scalar] = None, dtype: DType = None) -> Out: ...
+def put(input: Array, index: Array, source: Array, accumulate: bool = False, *, bounds: Bounds = None, fill_value: Optional[Scalar] = None, dtype: DType = None) -> Out: ...
 def masked_select(input: Array, mask: Array, *, dtype: DType = None) -> Out: ...
 def masked_scatter(input: Array, mask: Array, source: Array, *, dtype: DType = None) -> Out: ...
 def sort(
@@ -134,7 +143,7 @@ def repeat_interleave(
     output_size: Optional[int] = None,
     dtype: DType = None,
 ) -> Out: ...
-def select_batched(input: Array, axis: int, index: Array, batch_dims: int = 0, *, dtype: DType = None) -> Out: ...
+def select_batched(input: Array, axis: int, index: Array, batch_dims: int = 0, *, bounds: Bounds = None, fill_value: Optional[Scalar] = None, dtype: DType = None) -> Out: ...
 
 # In-place forms: they write into `input` and return it; on error `input` is unchanged.
 def scatter_(
@@ -145,10 +154,12 @@ def scatter_(
     *,
     value: Optional[Scalar] = None,
     reduce: Optional[Literal["add", "multiply"]] = None,
+    bounds: Bounds = None,
+    fill_value: Optional[Scalar] = None,
     dtype: DType = None,
 ) -> Target: ...
 def scatter_add_(
-    input: Target, dim: int, index: Array, src: Array, *, deterministic: bool = True, dtype: DType = None
+    input: Target, dim: int, index: Array, src: Array, *, deterministic: bool = True, bounds: Bounds = None, fill_value: Optional[Scalar] = None, dtype: DType = None
 ) -> Target: ...
 def scatter_reduce_(
     input: Target,
@@ -159,13 +170,15 @@ def scatter_reduce_(
     *,
     include_self: bool = True,
     deterministic: bool = True,
+    bounds: Bounds = None,
+    fill_value: Optional[Scalar] = None,
     dtype: DType = None,
 ) -> Target: ...
 def index_add_(
-    input: Target, dim: int, index: Array, source: Array, *, alpha: Optional[Scalar] = None, dtype: DType = None
+    input: Target, dim: int, index: Array, source: Array, *, alpha: Optional[Scalar] = None, bounds: Bounds = None, fill_value: Optional[Scalar] = None, dtype: DType = None
 ) -> Target: ...
-def index_copy_(input: Target, dim: int, index: Array, source: Array, *, dtype: DType = None) -> Target: ...
-def index_fill_(input: Target, dim: int, index: Array, value: Scalar, *, dtype: DType = None) -> Target: ...
+def index_copy_(input: Target, dim: int, index: Array, source: Array, *, bounds: Bounds = None, fill_value: Optional[Scalar] = None, dtype: DType = None) -> Target: ...
+def index_fill_(input: Target, dim: int, index: Array, value: Scalar, *, bounds: Bounds = None, fill_value: Optional[Scalar] = None, dtype: DType = None) -> Target: ...
 def index_reduce_(
     input: Target,
     dim: int,
@@ -174,7 +187,9 @@ def index_reduce_(
     reduce: IndexReduce,
     *,
     include_self: bool = True,
+    bounds: Bounds = None,
+    fill_value: Optional[Scalar] = None,
     dtype: DType = None,
 ) -> Target: ...
-def put_(input: Target, index: Array, source: Array, accumulate: bool = False, *, dtype: DType = None) -> Target: ...
+def put_(input: Target, index: Array, source: Array, accumulate: bool = False, *, bounds: Bounds = None, fill_value: Optional[Scalar] = None, dtype: DType = None) -> Target: ...
 def masked_scatter_(input: Target, mask: Array, source: Array, *, dtype: DType = None) -> Target: ...

@@ -115,6 +115,9 @@ _RULES = [
     (re.compile(r"`into_shape`"), "`reshape`"),
     (re.compile(r"`insert_axis`"), "`np.expand_dims`"),
     (re.compile(r"`mapv`"), "`astype`"),
+    (re.compile(r"OutOfBounds::Fill\((\w+)\)"), r'bounds="fill", fill_value=\1'),
+    (re.compile(r"OutOfBounds::(\w+)"), lambda m: f'bounds="{m.group(1).lower()}"'),
+    (re.compile(r", or (Clip|Wrap)$"), lambda m: f', or bounds="{m.group(1).lower()}"'),
 ]
 
 

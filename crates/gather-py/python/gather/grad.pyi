@@ -4,12 +4,12 @@ from typing import Literal, Optional, Tuple, Union
 
 import numpy as np
 
-from . import Array, DType, IndexReduce, Out, Reduce, Scalar
+from . import Array, Bounds, DType, IndexReduce, Out, Reduce, Scalar
 
 Parity = Literal["correct", "pytorch"]
 Pair = Tuple[Out, Out]
 
-def gather(grad_output: Array, input: Array, dim: int, index: Array, *, dtype: DType = None) -> Out: ...
+def gather(grad_output: Array, input: Array, dim: int, index: Array, *, bounds: Bounds = None, fill_value: Optional[Scalar] = None, dtype: DType = None) -> Out: ...
 def scatter(
     grad_output: Array,
     input: Array,
@@ -19,9 +19,11 @@ def scatter(
     *,
     value: Optional[Scalar] = None,
     reduce: Optional[Literal["add", "multiply"]] = None,
+    bounds: Bounds = None,
+    fill_value: Optional[Scalar] = None,
     dtype: DType = None,
 ) -> Union[Out, Pair]: ...
-def scatter_add(grad_output: Array, input: Array, dim: int, index: Array, src: Array, *, dtype: DType = None) -> Pair: ...
+def scatter_add(grad_output: Array, input: Array, dim: int, index: Array, src: Array, *, bounds: Bounds = None, fill_value: Optional[Scalar] = None, dtype: DType = None) -> Pair: ...
 def scatter_reduce(
     grad_output: Array,
     input: Array,
@@ -32,9 +34,11 @@ def scatter_reduce(
     *,
     include_self: bool = True,
     parity: Parity = "correct",
+    bounds: Bounds = None,
+    fill_value: Optional[Scalar] = None,
     dtype: DType = None,
 ) -> Pair: ...
-def index_select(grad_output: Array, input: Array, dim: int, index: Array, *, dtype: DType = None) -> Out: ...
+def index_select(grad_output: Array, input: Array, dim: int, index: Array, *, bounds: Bounds = None, fill_value: Optional[Scalar] = None, dtype: DType = None) -> Out: ...
 def index_add(
     grad_output: Array,
     input: Array,
@@ -43,10 +47,12 @@ def index_add(
     source: Array,
     *,
     alpha: Optional[Scalar] = None,
+    bounds: Bounds = None,
+    fill_value: Optional[Scalar] = None,
     dtype: DType = None,
 ) -> Pair: ...
-def index_copy(grad_output: Array, input: Array, dim: int, index: Array, source: Array, *, dtype: DType = None) -> Pair: ...
-def index_fill(grad_output: Array, input: Array, dim: int, index: Array, value: Scalar, *, dtype: DType = None) -> Out: ...
+def index_copy(grad_output: Array, input: Array, dim: int, index: Array, source: Array, *, bounds: Bounds = None, fill_value: Optional[Scalar] = None, dtype: DType = None) -> Pair: ...
+def index_fill(grad_output: Array, input: Array, dim: int, index: Array, value: Scalar, *, bounds: Bounds = None, fill_value: Optional[Scalar] = None, dtype: DType = None) -> Out: ...
 def index_reduce(
     grad_output: Array,
     input: Array,
@@ -57,14 +63,16 @@ def index_reduce(
     *,
     include_self: bool = True,
     parity: Parity = "correct",
+    bounds: Bounds = None,
+    fill_value: Optional[Scalar] = None,
     dtype: DType = None,
 ) -> Pair: ...
-def take(grad_output: Array, input: Array, index: Array, *, dtype: DType = None) -> Out: ...
+def take(grad_output: Array, input: Array, index: Array, *, bounds: Bounds = None, fill_value: Optional[Scalar] = None, dtype: DType = None) -> Out: ...
 def take_along_dim(
-    grad_output: Array, input: Array, indices: Array, dim: Optional[int] = None, *, dtype: DType = None
+    grad_output: Array, input: Array, indices: Array, dim: Optional[int] = None, *, bounds: Bounds = None, fill_value: Optional[Scalar] = None, dtype: DType = None
 ) -> Out: ...
 def put(
-    grad_output: Array, input: Array, index: Array, source: Array, accumulate: bool = False, *, dtype: DType = None
+    grad_output: Array, input: Array, index: Array, source: Array, accumulate: bool = False, *, bounds: Bounds = None, fill_value: Optional[Scalar] = None, dtype: DType = None
 ) -> Pair: ...
 def masked_select(grad_output: Array, input: Array, mask: Array, *, dtype: DType = None) -> Out: ...
 def masked_scatter(grad_output: Array, input: Array, mask: Array, source: Array, *, dtype: DType = None) -> Pair: ...
@@ -91,5 +99,5 @@ def repeat_interleave(
     dtype: DType = None,
 ) -> Out: ...
 def select_batched(
-    grad_output: Array, input: Array, axis: int, index: Array, batch_dims: int = 0, *, dtype: DType = None
+    grad_output: Array, input: Array, axis: int, index: Array, batch_dims: int = 0, *, bounds: Bounds = None, fill_value: Optional[Scalar] = None, dtype: DType = None
 ) -> Out: ...

@@ -58,10 +58,13 @@ fn policy_of(op: &str, args: &Args) -> Result<OutOfBounds<Scalar>> {
     };
     let has_fill = !matches!(args.get("fill_value"), None | Some(Arg::None));
     if has_fill != (name == "fill") {
-        return Err(Error::invalid(format!(
-            "{op}: fill_value goes with bounds=fill and only with it (bounds is {name})"
-        ))
-        .with_hint("e.g. bounds=fill with fill_value=0 reads 0 for out-of-range indices"));
+        let message = if has_fill {
+            format!("{op}: fill_value goes with bounds=fill only, but bounds is {name}")
+        } else {
+            format!("{op}: bounds=fill needs a fill_value, the value read at out-of-range indices")
+        };
+        return Err(Error::invalid(message)
+            .with_hint("e.g. bounds=fill with fill_value=0 reads 0 for out-of-range indices"));
     }
     Ok(match name {
         "error" => OutOfBounds::Error,
