@@ -11,6 +11,14 @@ floating point (float16, float32, float64, or bfloat16 with ``dtype="bfloat16"``
 correct gradient) or ``parity="pytorch"`` (PyTorch's numbers, including its ``include_self=False``
 amax/amin tie bug).
 
+The gradients of the indexing ops take the forward's ``bounds=`` and ``fill_value=`` (see
+:mod:`gather`): the gradient flows to the element each index reached (wrapped or clipped), and
+filled positions and dropped writes get none.
+
+>>> gather.grad.take(np.array([1., 10., 100.]), np.array([5., 6., 7.]), np.array([-1, 1, 9]),
+...                  bounds="clip")
+array([  1.,  10., 100.])
+
 Gradients copy their inputs once (they go through the library's run-time typed layer). CUDA
 arrays (PyTorch, CuPy, JAX) are differentiated on their GPU, without a copy, and the gradients come
 back as the caller's type.
