@@ -965,6 +965,89 @@ mod tests {
         assert!(ptx.matches("ld.global.L2::cache_hint").count() >= 32);
     }
 
+    /// With `GATHER_PTXAS` (a ptxas, as PyPI's `nvidia-cuda-nvcc` has one; `.ci/run` sets it),
+    /// the PTX of every source, and of the evict-last experiment, assembles for sm_90 as the
+    /// driver assembles it on an H100 or H200. NVRTC passes inline PTX through unchecked, so a
+    /// bad instruction would otherwise first fail on a GPU. No kernel may spill registers to
+    /// local memory: in these memory-bound loops a spill is a slowdown to explain first.
+    #[test]
+    fn every_kernel_assembles_for_sm_90_without_spills() {
+        use super::{Source, compile_with, options_with};
+        let Ok(ptxas) = std::env::var("GATHER_PTXAS") else {
+            return;
+        };
+        let mut jobs: Vec<(String, Source, bool)> = Source::ALL
+            .iter()
+            .map(|&s| (format!("{s:?}"), s, false))
+            .collect();
+        jobs.push(("Gather (evict-last)".into(), Source::Gather, true));
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let workers = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
+        let dir = std::env::temp_dir();
+        let reports: Vec<(String, String)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..workers)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut done = Vec::new();
+                        loop {
+                            let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            let Some((name, source, hint)) = jobs.get(k) else {
+                                return done;
+                            };
+                            let ptx = compile_with(*source, "compute_90", options_with(*hint))
+                                .unwrap_or_else(|e| panic!("{name}: {e}"))
+                                .to_src();
+                            let stem = dir.join(format!("gather-ptxas-{}-{k}", std::process::id()));
+                            let (input, output) =
+                                (stem.with_extension("ptx"), stem.with_extension("cubin"));
+                            std::fs::write(&input, ptx).unwrap();
+                            let run = std::process::Command::new(&ptxas)
+                                .args(["-arch=sm_90", "-v", "-o"])
+                                .args([&output, &input])
+                                .output()
+                                .unwrap_or_else(|e| panic!("{ptxas}: {e}"));
+                            let _ = (std::fs::remove_file(&input), std::fs::remove_file(&output));
+                            let text = String::from_utf8_lossy(&run.stderr).to_string()
+                                + &String::from_utf8_lossy(&run.stdout);
+                            assert!(
+                                run.status.success(),
+                                "ptxas refused the {name} kernels:\n{text}"
+                            );
+                            done.push((name.clone(), text));
+                        }
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap())
+                .collect()
+        });
+        assert_eq!(reports.len(), jobs.len());
+        let mut spills = Vec::new();
+        for (name, text) in &reports {
+            let mut entry = "";
+            for line in text.lines() {
+                if let Some(rest) = line.split("entry function '").nth(1) {
+                    entry = rest.split('\'').next().unwrap_or(rest);
+                } else if line.contains("spill stores")
+                    && !line.contains(" 0 bytes spill stores, 0 bytes spill loads")
+                {
+                    spills.push(format!("{name} {entry}: {}", line.trim()));
+                }
+            }
+            assert!(
+                text.contains("entry function"),
+                "{name}: no kernels in ptxas's report:\n{text}"
+            );
+        }
+        assert!(
+            spills.is_empty(),
+            "kernels that spill:\n{}",
+            spills.join("\n")
+        );
+    }
+
     #[test]
     fn ptx_entries_give_their_parameter_counts() {
         let ptx = ".visible .entry a(\n\t.param .u64 a_param_0,\n\t.param .u32 a_param_1\n)\n{\n}\n.visible .entry b()\n{\n}\n";
