@@ -117,7 +117,6 @@ _RULES = [
     (re.compile(r"`mapv`"), "`astype`"),
     (re.compile(r"OutOfBounds::Fill\((\w+)\)"), r'bounds="fill", fill_value=\1'),
     (re.compile(r"OutOfBounds::(\w+)"), lambda m: f'bounds="{m.group(1).lower()}"'),
-    (re.compile(r", or (Clip|Wrap)$"), lambda m: f', or bounds="{m.group(1).lower()}"'),
 ]
 
 

@@ -136,7 +136,7 @@ pub(crate) fn reads_only<T>(op: &str, policy: &OutOfBounds<T>) -> Result<()> {
         return Err(Error::invalid(format!(
             "{op}: the Drop policy is for writes, but {op} reads"
         ))
-        .with_hint("a read must produce a value at every position: use OutOfBounds::Fill(value) to read a value for out-of-range indices, or Clip"));
+        .with_hint("a read must produce a value at every position: use OutOfBounds::Fill(value) to read a value for out-of-range indices, or OutOfBounds::Clip"));
     }
     Ok(())
 }
@@ -146,7 +146,7 @@ pub(crate) fn writes_only<T>(op: &str, policy: &OutOfBounds<T>) -> Result<()> {
         return Err(Error::invalid(format!(
             "{op}: the Fill policy is for reads, but {op} writes"
         ))
-        .with_hint("a write has no value to fill in: use OutOfBounds::Drop to skip out-of-range writes, or Clip"));
+        .with_hint("a write has no value to fill in: use OutOfBounds::Drop to skip out-of-range writes, or OutOfBounds::Clip"));
     }
     Ok(())
 }
