@@ -202,10 +202,10 @@ impl<'py> Call<'py> {
     /// The bounds policy of the call (`bounds=`, `fill_value=`), when either is given: the
     /// library checks them against the op, on either device.
     fn bounds(
-        &mut self,
+        mut self,
         bounds: Option<&str>,
         fill_value: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<&mut Self> {
+    ) -> PyResult<Self> {
         if let Some(b) = bounds {
             self.arg("bounds", Arg::Str(b.to_string()));
         }
@@ -960,8 +960,7 @@ fn gather<'py>(
     fill_value: Option<&Bound<'py, PyAny>>,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
-    let mut c = Call::new(py, "gather", dtype)?;
-    c.bounds(bounds, fill_value)?;
+    let mut c = Call::new(py, "gather", dtype)?.bounds(bounds, fill_value)?;
     c.data("input", input)?.plain("index", index)?;
     c.arg("dim", Arg::Int(dim)).output()
 }
@@ -1025,9 +1024,9 @@ fn scatter_<'py>(
     fill_value: Option<&Bound<'py, PyAny>>,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
-    let mut c = scatter_call(py, input, dim, index, src, value, reduce, dtype)?;
-    c.bounds(bounds, fill_value)?;
-    c.into_input(input)
+    scatter_call(py, input, dim, index, src, value, reduce, dtype)?
+        .bounds(bounds, fill_value)?
+        .into_input(input)
 }
 
 /// The call of `scatter` and `scatter_`.
@@ -1128,9 +1127,9 @@ fn scatter_add_<'py>(
     fill_value: Option<&Bound<'py, PyAny>>,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
-    let mut c = scatter_add_call(py, input, dim, index, src, deterministic, dtype)?;
-    c.bounds(bounds, fill_value)?;
-    c.into_input(input)
+    scatter_add_call(py, input, dim, index, src, deterministic, dtype)?
+        .bounds(bounds, fill_value)?
+        .into_input(input)
 }
 
 /// The call of `scatter_add` and `scatter_add_`.
@@ -1217,9 +1216,9 @@ fn scatter_reduce_<'py>(
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
     let how = (reduce, include_self, deterministic);
-    let mut c = scatter_reduce_call(py, input, dim, index, src, how, dtype)?;
-    c.bounds(bounds, fill_value)?;
-    c.into_input(input)
+    scatter_reduce_call(py, input, dim, index, src, how, dtype)?
+        .bounds(bounds, fill_value)?
+        .into_input(input)
 }
 
 /// The call of `scatter_reduce` and `scatter_reduce_`.
@@ -1264,8 +1263,7 @@ fn index_select<'py>(
     fill_value: Option<&Bound<'py, PyAny>>,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
-    let mut c = Call::new(py, "index_select", dtype)?;
-    c.bounds(bounds, fill_value)?;
+    let mut c = Call::new(py, "index_select", dtype)?.bounds(bounds, fill_value)?;
     c.data("input", input)?.plain("index", index)?;
     c.arg("dim", Arg::Int(dim)).output()
 }
@@ -1322,9 +1320,9 @@ fn index_add_<'py>(
     fill_value: Option<&Bound<'py, PyAny>>,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
-    let mut c = index_add_call(py, input, dim, index, source, alpha, dtype)?;
-    c.bounds(bounds, fill_value)?;
-    c.into_input(input)
+    index_add_call(py, input, dim, index, source, alpha, dtype)?
+        .bounds(bounds, fill_value)?
+        .into_input(input)
 }
 
 /// The call of `index_add` and `index_add_`.
@@ -1397,9 +1395,9 @@ fn index_copy_<'py>(
     fill_value: Option<&Bound<'py, PyAny>>,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
-    let mut c = index_copy_call(py, input, dim, index, source, dtype)?;
-    c.bounds(bounds, fill_value)?;
-    c.into_input(input)
+    index_copy_call(py, input, dim, index, source, dtype)?
+        .bounds(bounds, fill_value)?
+        .into_input(input)
 }
 
 /// The call of `index_copy` and `index_copy_`.
@@ -1468,9 +1466,9 @@ fn index_fill_<'py>(
     fill_value: Option<&Bound<'py, PyAny>>,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
-    let mut c = index_fill_call(py, input, dim, index, value, dtype)?;
-    c.bounds(bounds, fill_value)?;
-    c.into_input(input)
+    index_fill_call(py, input, dim, index, value, dtype)?
+        .bounds(bounds, fill_value)?
+        .into_input(input)
 }
 
 /// The call of `index_fill` and `index_fill_`.
@@ -1540,9 +1538,9 @@ fn index_reduce_<'py>(
     fill_value: Option<&Bound<'py, PyAny>>,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
-    let mut c = index_reduce_call(py, input, dim, index, source, reduce, include_self, dtype)?;
-    c.bounds(bounds, fill_value)?;
-    c.into_input(input)
+    index_reduce_call(py, input, dim, index, source, reduce, include_self, dtype)?
+        .bounds(bounds, fill_value)?
+        .into_input(input)
 }
 
 /// The call of `index_reduce` and `index_reduce_`.
@@ -1584,8 +1582,7 @@ fn take<'py>(
     fill_value: Option<&Bound<'py, PyAny>>,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
-    let mut c = Call::new(py, "take", dtype)?;
-    c.bounds(bounds, fill_value)?;
+    let mut c = Call::new(py, "take", dtype)?.bounds(bounds, fill_value)?;
     c.data("input", input)?.plain("index", index)?;
     c.output()
 }
@@ -1609,8 +1606,7 @@ fn take_along_dim<'py>(
     fill_value: Option<&Bound<'py, PyAny>>,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
-    let mut c = Call::new(py, "take_along_dim", dtype)?;
-    c.bounds(bounds, fill_value)?;
+    let mut c = Call::new(py, "take_along_dim", dtype)?.bounds(bounds, fill_value)?;
     c.data("input", input)?.plain("index", indices)?;
     c.arg("dim", opt_int(dim)).output()
 }
@@ -1664,9 +1660,9 @@ fn put_<'py>(
     fill_value: Option<&Bound<'py, PyAny>>,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
-    let mut c = put_call(py, input, index, source, accumulate, dtype)?;
-    c.bounds(bounds, fill_value)?;
-    c.into_input(input)
+    put_call(py, input, index, source, accumulate, dtype)?
+        .bounds(bounds, fill_value)?
+        .into_input(input)
 }
 
 /// The call of `put` and `put_`.
@@ -1899,8 +1895,7 @@ fn select_batched<'py>(
     fill_value: Option<&Bound<'py, PyAny>>,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
-    let mut c = Call::new(py, "select_batched", dtype)?;
-    c.bounds(bounds, fill_value)?;
+    let mut c = Call::new(py, "select_batched", dtype)?.bounds(bounds, fill_value)?;
     c.data("input", input)?.plain("index", index)?;
     c.arg("dim", Arg::Int(axis))
         .arg("batch_dims", Arg::Int(batch_dims))
@@ -1929,8 +1924,7 @@ mod grad_fns {
         fill_value: Option<&Bound<'py, PyAny>>,
         dtype: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
-        let mut c = Call::new(py, "gather", dtype)?;
-        c.bounds(bounds, fill_value)?;
+        let mut c = Call::new(py, "gather", dtype)?.bounds(bounds, fill_value)?;
         c.data("input", input)?.plain("index", index)?;
         c.arg("dim", Arg::Int(dim)).grads(grad_output, "correct")
     }
@@ -1953,8 +1947,7 @@ mod grad_fns {
         fill_value: Option<&Bound<'py, PyAny>>,
         dtype: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
-        let mut c = Call::new(py, "scatter", dtype)?;
-        c.bounds(bounds, fill_value)?;
+        let mut c = Call::new(py, "scatter", dtype)?.bounds(bounds, fill_value)?;
         c.data("input", input)?.plain("index", index)?;
         c.arg("dim", Arg::Int(dim));
         match (src, value) {
@@ -1995,8 +1988,7 @@ mod grad_fns {
         fill_value: Option<&Bound<'py, PyAny>>,
         dtype: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
-        let mut c = Call::new(py, "scatter_add", dtype)?;
-        c.bounds(bounds, fill_value)?;
+        let mut c = Call::new(py, "scatter_add", dtype)?.bounds(bounds, fill_value)?;
         c.data("input", input)?
             .plain("index", index)?
             .data("src", src)?;
@@ -2022,8 +2014,7 @@ mod grad_fns {
         fill_value: Option<&Bound<'py, PyAny>>,
         dtype: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
-        let mut c = Call::new(py, "scatter_reduce", dtype)?;
-        c.bounds(bounds, fill_value)?;
+        let mut c = Call::new(py, "scatter_reduce", dtype)?.bounds(bounds, fill_value)?;
         c.data("input", input)?
             .plain("index", index)?
             .data("src", src)?;
@@ -2048,8 +2039,7 @@ mod grad_fns {
         fill_value: Option<&Bound<'py, PyAny>>,
         dtype: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
-        let mut c = Call::new(py, "index_select", dtype)?;
-        c.bounds(bounds, fill_value)?;
+        let mut c = Call::new(py, "index_select", dtype)?.bounds(bounds, fill_value)?;
         c.data("input", input)?.plain("index", index)?;
         c.arg("dim", Arg::Int(dim)).grads(grad_output, "correct")
     }
@@ -2071,8 +2061,7 @@ mod grad_fns {
         fill_value: Option<&Bound<'py, PyAny>>,
         dtype: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
-        let mut c = Call::new(py, "index_add", dtype)?;
-        c.bounds(bounds, fill_value)?;
+        let mut c = Call::new(py, "index_add", dtype)?.bounds(bounds, fill_value)?;
         c.data("input", input)?
             .plain("index", index)?
             .data("source", source)?;
@@ -2099,8 +2088,7 @@ mod grad_fns {
         fill_value: Option<&Bound<'py, PyAny>>,
         dtype: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
-        let mut c = Call::new(py, "index_copy", dtype)?;
-        c.bounds(bounds, fill_value)?;
+        let mut c = Call::new(py, "index_copy", dtype)?.bounds(bounds, fill_value)?;
         c.data("input", input)?
             .plain("index", index)?
             .data("source", source)?;
@@ -2123,8 +2111,7 @@ mod grad_fns {
         fill_value: Option<&Bound<'py, PyAny>>,
         dtype: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
-        let mut c = Call::new(py, "index_fill", dtype)?;
-        c.bounds(bounds, fill_value)?;
+        let mut c = Call::new(py, "index_fill", dtype)?.bounds(bounds, fill_value)?;
         c.data("input", input)?.plain("index", index)?;
         c.arg("dim", Arg::Int(dim))
             .arg("value", scalar_arg("value", value)?)
@@ -2150,8 +2137,7 @@ mod grad_fns {
         fill_value: Option<&Bound<'py, PyAny>>,
         dtype: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
-        let mut c = Call::new(py, "index_reduce", dtype)?;
-        c.bounds(bounds, fill_value)?;
+        let mut c = Call::new(py, "index_reduce", dtype)?.bounds(bounds, fill_value)?;
         c.data("input", input)?
             .plain("index", index)?
             .data("source", source)?;
@@ -2174,8 +2160,7 @@ mod grad_fns {
         fill_value: Option<&Bound<'py, PyAny>>,
         dtype: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
-        let mut c = Call::new(py, "take", dtype)?;
-        c.bounds(bounds, fill_value)?;
+        let mut c = Call::new(py, "take", dtype)?.bounds(bounds, fill_value)?;
         c.data("input", input)?.plain("index", index)?;
         c.grads(grad_output, "correct")
     }
@@ -2195,8 +2180,7 @@ mod grad_fns {
         fill_value: Option<&Bound<'py, PyAny>>,
         dtype: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
-        let mut c = Call::new(py, "take_along_dim", dtype)?;
-        c.bounds(bounds, fill_value)?;
+        let mut c = Call::new(py, "take_along_dim", dtype)?.bounds(bounds, fill_value)?;
         c.data("input", input)?.plain("index", indices)?;
         c.arg("dim", opt_int(dim)).grads(grad_output, "correct")
     }
@@ -2217,8 +2201,7 @@ mod grad_fns {
         fill_value: Option<&Bound<'py, PyAny>>,
         dtype: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
-        let mut c = Call::new(py, "put", dtype)?;
-        c.bounds(bounds, fill_value)?;
+        let mut c = Call::new(py, "put", dtype)?.bounds(bounds, fill_value)?;
         c.data("input", input)?
             .plain("index", index)?
             .data("source", source)?;
@@ -2348,8 +2331,7 @@ mod grad_fns {
         fill_value: Option<&Bound<'py, PyAny>>,
         dtype: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
-        let mut c = Call::new(py, "select_batched", dtype)?;
-        c.bounds(bounds, fill_value)?;
+        let mut c = Call::new(py, "select_batched", dtype)?.bounds(bounds, fill_value)?;
         c.data("input", input)?.plain("index", index)?;
         c.arg("dim", Arg::Int(axis))
             .arg("batch_dims", Arg::Int(batch_dims))
