@@ -174,3 +174,108 @@ def test_float16_mean_of_a_group_larger_than_float16_can_count(client):
     got = gd.scatter(da.from_array(src, chunks=(10_000, 1)), da.from_array(np.zeros(n, np.int64), chunks=10_000),
                      0, dim_size=1, reduce="mean").compute()
     assert got.dtype == np.float16 and got[0, 0] == 1.0
+
+
+READS = [{"bounds": "wrap"}, {"bounds": "clip"}, {"bounds": "fill", "fill_value": -7}]
+WRITES = ["wrap", "clip", "drop"]
+
+
+def _values(rng, shape, n, bounds):
+    """Index values in -n..2n (-n..n under wrap): some in range, some not."""
+    return rng.integers(-n, n if bounds == "wrap" else 2 * n, shape)
+
+
+@pytest.mark.parametrize("policy", READS, ids=lambda p: p["bounds"])
+def test_reads_under_each_bounds_policy_equal_the_in_memory_calls(client, policy):
+    rng = np.random.default_rng(10)
+    x = rng.integers(0, 1000, (60, 7)).astype(np.int32)
+    X = da.from_array(x, chunks=(9, 4))
+    flat = _values(rng, 41, 60, policy["bounds"])
+    want = gather.index_select(x, 0, flat, **policy)
+    # A NumPy index (routed on the client) and a Dask index (routed in the tasks) read the same.
+    for index in (flat, da.from_array(flat, chunks=6)):
+        np.testing.assert_array_equal(gd.take(X, index, 0, **policy).compute(), want)
+        np.testing.assert_array_equal(gd.index_select(X, 0, index, **policy).compute(), want)
+    nd = _values(rng, (3, 4), 7, policy["bounds"])
+    np.testing.assert_array_equal(gd.take(X, nd, 1, **policy).compute(),
+                                  gather.index_select(x, 1, nd.ravel(), **policy).reshape(60, 3, 4))
+    gi = _values(rng, (50, 6), 60, policy["bounds"])
+    got = gd.gather(X, 0, da.from_array(gi, chunks=(11, 5)), **policy).compute()
+    np.testing.assert_array_equal(got, gather.gather(x, 0, gi, **policy))
+    if policy["bounds"] == "fill":
+        # Out-of-range values read the fill value, negative ones included, and nothing else does.
+        out = (gi < 0) | (gi >= 60)
+        assert out.any() and (got[out] == -7).all()
+        np.testing.assert_array_equal(got[~out], np.take_along_axis(x[:, :6], np.where(out, 0, gi), 0)[~out])
+
+
+@pytest.mark.parametrize("bounds", WRITES)
+def test_writes_under_each_bounds_policy_equal_the_in_memory_calls(client, bounds):
+    rng = np.random.default_rng(11)
+    src = rng.integers(1, 4, (90, 5)).astype(np.float64)  # small integers: every order is exact
+    inp = rng.integers(0, 9, (20, 5)).astype(np.float64)
+    full = _values(rng, (90, 5), 20, bounds)
+    lane = _values(rng, 90, 20, bounds)
+    S = da.from_array(src, chunks=(17, 3))
+    for index, spread in ((da.from_array(full, chunks=(13, 2)), full),
+                          (da.from_array(lane, chunks=17), np.broadcast_to(lane[:, None], src.shape))):
+        for reduce in ["sum", "prod", "mean", "amax", "amin"]:
+            for include_self in [True, False]:
+                got = gd.scatter_reduce(inp, 0, index, S, reduce, include_self, split_every=2, bounds=bounds)
+                want = gather.scatter_reduce(inp, 0, spread, src, reduce, include_self=include_self, bounds=bounds)
+                np.testing.assert_array_equal(got.compute(), want, err_msg=f"{reduce} {include_self}")
+        np.testing.assert_array_equal(gd.scatter_add(inp, 0, index, S, bounds=bounds).compute(),
+                                      gather.scatter_add(inp, 0, spread, src, bounds=bounds))
+    if bounds == "drop":
+        # A dropped write leaves its row as it was, and counts no member of a mean.
+        got = gd.scatter_reduce(inp, 0, da.from_array(np.full(90, 25), chunks=17), S, "mean", bounds="drop")
+        np.testing.assert_array_equal(got.compute(), inp)
+
+
+def test_a_misused_policy_raises_the_librarys_error_when_the_graph_is_built(client):
+    X = da.from_array(np.zeros((10, 2)), chunks=5)
+    i2 = np.zeros((1, 2), np.int64)
+    cases = [
+        (lambda: gd.take(X, [1], bounds="drop"), "take: the Drop policy is for writes", 'bounds="fill"'),
+        (lambda: gd.gather(X, 0, i2, bounds="fill"), "gather: bounds=fill needs a fill_value", None),
+        (lambda: gd.index_select(X, 0, [1], bounds="modulo"), "index_select: unknown bounds policy", None),
+        (lambda: gd.take(X, [1], fill_value=0), "fill_value goes with bounds=fill only", None),
+        (lambda: gd.scatter_add(X, 0, i2, np.ones((1, 2)), bounds="fill", fill_value=0),
+         "scatter_add: the Fill policy is for reads", 'bounds="drop"'),
+        (lambda: gd.scatter_reduce(X, 0, i2, np.ones((1, 2)), "amax", bounds="fill", fill_value=0),
+         "scatter_reduce: the Fill policy is for reads", 'bounds="drop"'),
+        (lambda: gd.take(X.astype(np.uint8), [1], bounds="fill", fill_value=300), "without overflow", None),
+    ]
+    for build, message, hint in cases:
+        with pytest.raises(gather.InvalidArgumentError) as e:
+            build()  # no compute: the graph is never built
+        assert message in str(e.value)
+        if hint:
+            assert hint in e.value.hint
+
+
+def test_a_bad_index_is_reported_at_its_position_in_the_whole_index(client):
+    X = da.from_array(np.zeros((10, 4)), chunks=(3, 2))
+    cases = []
+    flat = np.zeros((4, 5), np.int64)
+    flat[2, 3] = 10  # block 2 of the flattened index (chunks of 4), its position 1
+    cases.append((lambda: gd.take(X, da.from_array(flat.ravel(), chunks=4).reshape(4, 5), 0), 10, [2, 3]))
+    cases.append((lambda: gd.take(X, flat, 0, bounds="wrap"), 10, [2, 3]))
+    g, h = np.zeros((7, 4), np.int64), np.zeros((7, 4), np.int64)
+    g[5, 3], h[5, 3] = -1, -11  # in block (1, 1) of the index
+    cases.append((lambda: gd.gather(X, 0, da.from_array(g, chunks=(3, 2))), -1, [5, 3]))
+    cases.append((lambda: gd.gather(X, 0, da.from_array(h, chunks=(3, 2)), bounds="wrap"), -11, [5, 3]))
+    src = np.ones((9, 4))
+    w = np.zeros((9, 4), np.int64)
+    w[7, 1] = 10
+    cases.append((lambda: gd.scatter_add(X, 0, da.from_array(w, chunks=(2, 3)), da.from_array(src, chunks=(2, 3))),
+                  10, [7, 1]))
+    lane = np.zeros(9, np.int64)
+    lane[6] = -11
+    cases.append((lambda: gd.scatter_reduce(X, 0, da.from_array(lane, chunks=4), src, "amax", bounds="wrap"),
+                  -11, [6]))
+    for run, value, position in cases:
+        with pytest.raises(gather.IndexOutOfBoundsError) as e:
+            run().compute()
+        assert (e.value.index_value, e.value.coordinate) == (value, position)
+        assert f"at index position {position})" in str(e.value)

@@ -19,6 +19,13 @@ then combine ``split_every`` at a time (add, multiply, max, min; counts add), an
 the op's rule for empty groups. Every group is reduced in index order within a block, and blocks
 and chains in block order, so a result is deterministic for a given chunking.
 
+The torch-named ops (``take``, ``index_select``, ``gather``, ``scatter_add``, ``scatter_reduce``)
+take the in-memory functions' keyword-only ``bounds=`` and ``fill_value=`` (see :mod:`gather`):
+reads route each index value where the policy sends it (and read no block where ``"fill"``
+fills), writes pass the policy to every block's kernel (``"drop"`` skips a write, and counts no
+member for ``"mean"``). A misused policy raises the library's error when the graph is built; an
+index value that is an error raises at compute time, with its position in the whole index.
+
 The kernels are parallel (rayon) inside each task: give worker processes that run one task at a
 time the machine's cores, or set ``RAYON_NUM_THREADS`` to the threads a task may use (e.g.
 ``LocalCluster(..., threads_per_worker=1, env={"RAYON_NUM_THREADS": "1"})`` with one worker per
@@ -50,6 +57,7 @@ from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 
 from . import _native
+from ._errors import IndexOutOfBoundsError
 
 __all__ = [
     "take",
@@ -82,75 +90,142 @@ def _norm_dim(dim, ndim, op):
     return dim % max(ndim, 1)
 
 
+def _in_whole(call, origin, flat_shape=None, along=None):
+    """``call()``, with a bad index value's position in its error moved from the block's index to
+    the whole index: ``origin`` is the block's first position; with ``flat_shape`` the block is a
+    run of the flattened index of that shape; with ``along`` it is a 1-D index spread along that
+    axis of ``src``."""
+    try:
+        return call()
+    except IndexOutOfBoundsError as e:
+        if e.coordinate is None:
+            raise
+        if along is not None:
+            pos = [origin[0] + e.coordinate[along]]
+        else:
+            pos = [o + c for o, c in zip(origin, e.coordinate)]
+        if flat_shape is not None:
+            pos = [int(v) for v in np.unravel_index(pos[0], flat_shape)]
+        moved = type(e)(str(e).replace(f"position {e.coordinate}", f"position {pos}", 1))
+        moved.hint, moved.index_value, moved.coordinate = e.hint, e.index_value, pos
+        raise moved from None
+
+
+def _origin(chunks, block):
+    """The first position of block ``block`` of an array with ``chunks``."""
+    return tuple(int(sum(c[:b])) for c, b in zip(chunks, block))
+
+
 # ---------------------------------------------------------------------------------------------
 # Reads
 
 
-def _check_range(ib, n):
-    """Raises the library's IndexOutOfBoundsError for a value of ``ib`` outside ``[-n, n)``."""
-    if ib.size and (ib.min() < -n or ib.max() >= n):
-        _native.take(np.zeros(n, np.int8), ib)
+def _read_fill(op, dtype, bounds, fill_value):
+    """Checks a read's policy by the library's own call on a two-element table (so a misuse raises
+    its error, at graph time), and returns the fill value as the library converts it to ``dtype``
+    (None unless ``bounds="fill"``)."""
+    table, index = np.zeros(2, dtype), np.array([0, 2] if bounds == "fill" else [0])
+    args = (table, index) if op is _native.take else (table, 0, index)
+    got = op(*args, bounds=bounds, fill_value=fill_value)
+    return got[1] if bounds == "fill" else None
 
 
-def _take_piece(xblock, ib, lo, hi, n, axis):
+def _bad(ib, n, bounds, wraps):
+    """Whether some value of ``ib`` is an error under ``bounds`` for a dimension of size ``n``
+    (``wraps``: negative values count from the end under the default policy, as in torch.take)."""
+    if not ib.size or bounds == "fill":
+        return False
+    if bounds == "clip":
+        return n == 0
+    lo = -n if (wraps or bounds == "wrap") else 0
+    return bool(ib.min() < lo or ib.max() >= n)
+
+
+def _positions(ib, n, bounds, wraps):
+    """``ib`` mapped into ``0..n`` under the policy, and which values read (None: all of them, or
+    every one that lands in ``0..n``; values that are errors land outside and read nothing)."""
+    if bounds == "clip":
+        return np.clip(ib, 0, max(n - 1, 0)), None
+    if bounds == "fill":
+        keep = (ib >= 0) & (ib < n)
+        return np.where(keep, ib, 0), keep
+    if wraps or bounds == "wrap":
+        return np.where(ib < 0, ib + n, ib), None
+    return ib, None
+
+
+def _take_piece(xblock, ib, lo, hi, n, axis, bounds):
     """The values of one table block for the index values that fall in it: (positions, values)."""
-    ib = np.where(ib < 0, ib + n, ib)
-    pos = np.nonzero((ib >= lo) & (ib < hi))[0]
-    return pos, _native.index_select(xblock, axis, ib[pos] - lo)
+    w, keep = _positions(ib, n, bounds, True)
+    here = (w >= lo) & (w < hi)
+    pos = np.nonzero(here if keep is None else here & keep)[0]
+    return pos, _native.index_select(xblock, axis, w[pos] - lo)
 
 
-def _take_assemble(ib, n, axis, block_shape, dtype, *pieces):
-    """One output block from its pieces, in index order."""
-    _check_range(ib, n)
+def _take_assemble(ib, n, axis, block_shape, dtype, bounds, fill, start, idx_shape, *pieces):
+    """One output block from its pieces, in index order (fill where the policy reads no block)."""
+    if _bad(ib, n, bounds, True):
+        # The library's error (value, position and hint) from a stride-0 table of n elements.
+        table = np.broadcast_to(np.zeros(1, np.int8), (n,))
+        _in_whole(lambda: _native.take(table, ib, bounds=bounds), (start,), idx_shape)
     shape = list(block_shape)
     shape[axis] = ib.size
-    out = np.empty(shape, dtype)
+    out = np.empty(shape, dtype) if fill is None else np.full(shape, fill, dtype)
     for pos, vals in pieces:
         if pos.size:
             _native.index_copy_(out, axis, pos, vals)
     return out
 
 
-def _route(values, bounds):
+def _route(values, bounds, policy):
     """For a NumPy index: which table blocks each index block reads (nonempty pieces only)."""
     n = bounds[-1]
-    w = np.where(values < 0, values + n, values)
+    w, keep = _positions(values, n, policy, True)
+    w = w if keep is None else w[keep]
     return {k for k in np.unique(np.searchsorted(bounds, w[(w >= 0) & (w < n)], side="right") - 1)}
 
 
-def take(x, index, axis=0):
+def take(x, index, axis=0, *, bounds=None, fill_value=None):
     """``x`` read at ``index`` along ``axis`` (``np.take`` with an axis; negative indices wrap, as in
     ``torch.take``): the output has ``x.shape[:axis] + index.shape + x.shape[axis + 1:]``.
 
     ``x`` is a Dask array (or an array to wrap); ``index`` a NumPy or Dask integer array of any
-    shape. Out-of-range values raise :class:`gather.IndexOutOfBoundsError` at compute time."""
+    shape. Out-of-range values raise :class:`gather.IndexOutOfBoundsError` at compute time, unless
+    ``bounds`` says otherwise (``"wrap"``, ``"clip"``, or ``"fill"`` with ``fill_value``, as in
+    :func:`gather.take`)."""
+    return _take(x, index, axis, bounds, fill_value, _native.take)
+
+
+def _take(x, index, axis, policy, fill_value, op):
     x = _as_dask(x)
     axis = _norm_dim(axis, x.ndim, "take")
+    fill = _read_fill(op, x.dtype, policy, fill_value)
     small = not isinstance(index, da.Array)
     idx_shape = tuple(np.shape(index))
     flat = _as_dask(np.asarray(index).reshape(-1) if small else index.reshape(-1),
                     like=max(1, max(x.chunks[axis])) if small else None)
     n = x.shape[axis]
     bounds = np.concatenate([[0], np.cumsum(x.chunks[axis])])
-    token = tokenize(x, flat, axis)
+    token = tokenize(x, flat, axis, policy, fill)
     piece_name, out_name = "gather-take-piece-" + token, "gather-take-" + token
     dsk = {}
     others = [range(nb) for a, nb in enumerate(x.numblocks) if a != axis]
     values = np.asarray(index).reshape(-1) if small else None
     offsets = np.concatenate([[0], np.cumsum(flat.chunks[0])]).astype(int)
     for c in range(flat.numblocks[0]):
-        needed = (_route(values[offsets[c]:offsets[c + 1]], bounds) if small
+        needed = (_route(values[offsets[c]:offsets[c + 1]], bounds, policy) if small
                   else range(len(bounds) - 1))
         for j in itertools.product(*others):
             pieces = []
             for k in sorted(needed):
                 xkey = (x.name,) + j[:axis] + (k,) + j[axis:]
                 pkey = (piece_name, c, k) + j
-                dsk[pkey] = (_take_piece, xkey, (flat.name, c), int(bounds[k]), int(bounds[k + 1]), n, axis)
+                dsk[pkey] = (_take_piece, xkey, (flat.name, c), int(bounds[k]), int(bounds[k + 1]), n, axis, policy)
                 pieces.append(pkey)
             block_shape = tuple(x.chunks[a][(j[:axis] + (0,) + j[axis:])[a]] for a in range(x.ndim))
             okey = (out_name,) + j[:axis] + (c,) + j[axis:]
-            dsk[okey] = (_take_assemble, (flat.name, c), n, axis, block_shape, x.dtype) + tuple(pieces)
+            dsk[okey] = (_take_assemble, (flat.name, c), n, axis, block_shape, x.dtype, policy, fill,
+                         int(offsets[c]), idx_shape) + tuple(pieces)
     chunks = x.chunks[:axis] + (flat.chunks[0],) + x.chunks[axis + 1:]
     graph = HighLevelGraph.from_collections(out_name, dsk, dependencies=[x, flat])
     out = da.Array(graph, out_name, chunks, meta=np.empty((0,) * x.ndim, x.dtype))
@@ -159,39 +234,46 @@ def take(x, index, axis=0):
     return out
 
 
-def index_select(input, dim, index):
+def index_select(input, dim, index, *, bounds=None, fill_value=None):
     """``torch.index_select`` on a Dask array: the slices ``index[k]`` along ``dim`` (a 1-D index;
-    negative values wrap, as in :func:`take`)."""
+    negative values wrap, as in :func:`take`; ``bounds`` and ``fill_value`` as in
+    :func:`gather.index_select`)."""
     if len(np.shape(index)) > 1:
         raise ValueError(f"index_select: index must be 0-d or 1-d, got {len(np.shape(index))} dims")
-    return take(input, index, axis=dim)
+    return _take(input, index, dim, bounds, fill_value, _native.index_select)
 
 
-def _gather_step(prev, xblock, ib, lo, hi, n, dim):
+def _gather_step(prev, xblock, ib, lo, hi, n, dim, bounds, fill, origin):
     """``prev`` with the elements whose index falls in ``[lo, hi)`` read from ``xblock``."""
     if prev is None:
-        bad = (ib < 0) | (ib >= n)
-        if bad.any():
-            # The library's error for the first bad value (torch.gather does not wrap negatives).
-            shape = [1] * ib.ndim
+        if _bad(ib, n, bounds, False):
+            # The library's error for the first bad value and its position in the block, from a
+            # stride-0 table of the block's shape.
+            shape = list(ib.shape)
             shape[dim] = n
-            _native.gather(np.zeros(shape, np.int8), dim, np.full([1] * ib.ndim, ib[bad][0]))
-        prev = np.zeros(ib.shape, xblock.dtype)
-    mask = (ib >= lo) & (ib < hi)
+            table = np.broadcast_to(np.zeros(1, np.int8), shape)
+            _in_whole(lambda: _native.gather(table, dim, ib, bounds=bounds), origin)
+        prev = np.zeros(ib.shape, xblock.dtype) if fill is None else np.full(ib.shape, fill, xblock.dtype)
+    w, keep = _positions(ib, n, bounds, False)
+    mask = (w >= lo) & (w < hi)
+    if keep is not None:
+        mask &= keep
     if mask.any():
         sub = xblock[tuple(slice(0, s) if a != dim else slice(None) for a, s in enumerate(ib.shape))]
-        got = _native.gather(sub, dim, np.where(mask, ib - lo, 0))
+        got = _native.gather(sub, dim, np.where(mask, w - lo, 0))
         np.copyto(prev, got, where=mask)
     return prev
 
 
-def gather(input, dim, index):
+def gather(input, dim, index, *, bounds=None, fill_value=None):
     """``torch.gather`` on Dask arrays: ``out[i][j] = input[index[i][j]][j]`` for ``dim = 0``; the
     output has the index's shape (``index.shape[d] <= input.shape[d]`` off ``dim``; as in PyTorch,
-    negative values are out of bounds). Each output block walks the table blocks along ``dim`` in order, so a task holds one
-    table block at a time."""
+    negative values are out of bounds unless ``bounds`` says otherwise, as in
+    :func:`gather.gather`). Each output block walks the table blocks along ``dim`` in order, so a
+    task holds one table block at a time."""
     x = _as_dask(input)
     dim = _norm_dim(dim, x.ndim, "gather")
+    fill = _read_fill(_native.gather, x.dtype, bounds, fill_value)
     index = _as_dask(index)
     if index.ndim != x.ndim or any(index.shape[a] > x.shape[a] for a in range(x.ndim) if a != dim):
         # The library's shape error, with its numbers and hint.
@@ -203,16 +285,17 @@ def gather(input, dim, index):
     )
     index = index.rechunk(cut)
     n = x.shape[dim]
-    bounds = np.concatenate([[0], np.cumsum(x.chunks[dim])])
-    token = tokenize(x, index, dim)
+    edges = np.concatenate([[0], np.cumsum(x.chunks[dim])])
+    token = tokenize(x, index, dim, bounds, fill)
     step, out_name = "gather-gather-step-" + token, "gather-gather-" + token
     dsk = {}
     for b in itertools.product(*[range(nb) for nb in index.numblocks]):
         prev = None
-        for k in range(len(bounds) - 1):
+        for k in range(len(edges) - 1):
             xkey = (x.name,) + tuple(k if a == dim else b[a] for a in range(x.ndim))
             key = (step, k) + b
-            dsk[key] = (_gather_step, prev, xkey, (index.name,) + b, int(bounds[k]), int(bounds[k + 1]), n, dim)
+            dsk[key] = (_gather_step, prev, xkey, (index.name,) + b, int(edges[k]), int(edges[k + 1]), n, dim,
+                        bounds, fill, _origin(index.chunks, b))
             prev = key
         dsk[(out_name,) + b] = (_same, prev)
     graph = HighLevelGraph.from_collections(out_name, dsk, dependencies=[x, index])
@@ -263,7 +346,7 @@ def _wide(block):
     return block.astype(np.float32) if block.dtype == np.float16 else block
 
 
-def _partial(sblock, iblock, dim, dim_size, reduce):
+def _partial(sblock, iblock, dim, dim_size, reduce, bounds, origin):
     """The first block of a chain: fresh groups (the reduction's identity, no members), then the
     block reduced into them by :func:`_accumulate`."""
     shape = list(sblock.shape)
@@ -272,7 +355,7 @@ def _partial(sblock, iblock, dim, dim_size, reduce):
     ident = _identity(dtype, reduce)
     values = np.zeros(shape, dtype) if ident == 0 else np.full(shape, ident, dtype)
     counts = np.zeros(dim_size if iblock.ndim == 1 else shape, np.int64)
-    return _accumulate((values, counts), sblock, iblock, dim, reduce)
+    return _accumulate((values, counts), sblock, iblock, dim, reduce, bounds, origin)
 
 
 def _own(a):
@@ -281,7 +364,7 @@ def _own(a):
     return a if a.flags.writeable and a.flags.aligned else a.copy()
 
 
-def _accumulate(acc, sblock, iblock, dim, reduce):
+def _accumulate(acc, sblock, iblock, dim, reduce, bounds, origin):
     """``acc`` (the previous block's groups) with one more block of ``src`` reduced into it by the
     library, in place: each chain has one accumulator, whose task is its only reader, and the
     library's in-place calls change nothing when they fail, so a retried task starts from the
@@ -289,15 +372,25 @@ def _accumulate(acc, sblock, iblock, dim, reduce):
     values, counts = _own(acc[0]), _own(acc[1])
     sblock = _wide(sblock)
     idx = _spread(iblock, sblock, dim)
+    one_d = iblock.ndim == 1
+    where = dict(origin=(origin[dim],) if one_d else origin, along=dim if one_d else None)
     if reduce in ("sum", "mean"):
-        _native.scatter_add_(values, dim, idx, sblock)
+        _in_whole(lambda: _native.scatter_add_(values, dim, idx, sblock, bounds=bounds), **where)
     else:
-        _native.scatter_reduce_(values, dim, idx, sblock, reduce)
+        _in_whole(lambda: _native.scatter_reduce_(values, dim, idx, sblock, reduce, bounds=bounds), **where)
     if iblock.ndim == 1:
-        # The kernel has checked every value against dim_size.
-        counts += np.bincount(iblock, minlength=counts.shape[0])[: counts.shape[0]]
+        # The kernel has checked every value against dim_size under the policy.
+        n = counts.shape[0]
+        if bounds == "drop":
+            iblock = iblock[(iblock >= 0) & (iblock < n)]
+        elif bounds == "clip":
+            iblock = np.clip(iblock, 0, n - 1)
+        elif bounds == "wrap":
+            iblock = np.where(iblock < 0, iblock + n, iblock)
+        counts += np.bincount(iblock, minlength=n)[:n]
     else:
-        _native.scatter_add_(counts, dim, iblock, np.broadcast_to(np.ones(1, np.int64), sblock.shape))
+        ones = np.broadcast_to(np.ones(1, np.int64), sblock.shape)
+        _native.scatter_add_(counts, dim, iblock, ones, bounds=bounds)
     return values, counts
 
 
@@ -311,7 +404,7 @@ def _combine(parts, reduce):
     return values, counts
 
 
-def _tree(src, index, dim, dim_size, reduce, split_every):
+def _tree(src, index, dim, dim_size, reduce, split_every, bounds=None):
     """(values, counts) of every group as two Dask arrays: values hold the reduction's identity
     where a group is empty; counts have dim_size entries (1-D index) or the output's shape.
 
@@ -325,7 +418,7 @@ def _tree(src, index, dim, dim_size, reduce, split_every):
     # A fresh token per call: the chains write into their accumulators in place, so two graphs
     # must never share a chain key (a second compute could pick up an accumulator that a first
     # one has already advanced).
-    token = tokenize(src, index, dim, dim_size, reduce, split_every, uuid.uuid4().hex)
+    token = tokenize(src, index, dim, dim_size, reduce, split_every, bounds, uuid.uuid4().hex)
     aname = "gather-scatter-chain-" + token
     dsk = {}
     others = [range(nb) for a, nb in enumerate(src.numblocks) if a != dim]
@@ -337,10 +430,10 @@ def _tree(src, index, dim, dim_size, reduce, split_every):
             ikey = (index.name, k) if one_d else (index.name,) + sb
             key = (aname, k) + j
             if k % split_every == 0:
-                dsk[key] = (_partial, (src.name,) + sb, ikey, dim, dim_size, reduce)
+                dsk[key] = (_partial, (src.name,) + sb, ikey, dim, dim_size, reduce, bounds, _origin(src.chunks, sb))
                 level.append(key)
             else:
-                dsk[key] = (_accumulate, level[-1], (src.name,) + sb, ikey, dim, reduce)
+                dsk[key] = (_accumulate, level[-1], (src.name,) + sb, ikey, dim, reduce, bounds, _origin(src.chunks, sb))
                 level[-1] = key
         depth = 0
         while len(level) > 1:
@@ -429,16 +522,24 @@ def scatter(src, index, dim=0, dim_size=None, reduce="sum", split_every=None):
     return values.astype(src.dtype)
 
 
-def scatter_add(input, dim, index, src, split_every=None):
+def scatter_add(input, dim, index, src, split_every=None, *, bounds=None, fill_value=None):
     """``torch.scatter_add`` on Dask arrays: ``input`` plus the sums of ``src`` into the positions
-    ``index`` names along ``dim`` (``index`` 1-D along ``dim``, or ``src``'s shape)."""
-    return scatter_reduce(input, dim, index, src, "sum", include_self=True, split_every=split_every)
+    ``index`` names along ``dim`` (``index`` 1-D along ``dim``, or ``src``'s shape). ``bounds``
+    (``"wrap"``, ``"clip"``, ``"drop"``) as in :func:`gather.scatter_add`."""
+    return _scatter_reduce(input, dim, index, src, "sum", True, split_every, bounds, fill_value, "scatter_add")
 
 
-def scatter_reduce(input, dim, index, src, reduce, include_self=True, split_every=None):
+def scatter_reduce(input, dim, index, src, reduce, include_self=True, split_every=None, *, bounds=None,
+                   fill_value=None):
     """``torch.scatter_reduce`` on Dask arrays (``reduce``: sum, prod, mean, amax, amin). Positions
     no element of ``src`` reaches keep ``input``'s value; with ``include_self=False`` the others
-    reduce ``src`` alone."""
+    reduce ``src`` alone. ``bounds`` (``"wrap"``, ``"clip"``, ``"drop"``) as in
+    :func:`gather.scatter_reduce`."""
+    return _scatter_reduce(input, dim, index, src, reduce, include_self, split_every, bounds, fill_value,
+                           "scatter_reduce")
+
+
+def _scatter_reduce(input, dim, index, src, reduce, include_self, split_every, bounds, fill_value, op):
     r = _REDUCE.get(reduce)
     if r is None or reduce in ("add", "mul", "max", "min"):
         raise ValueError(f'scatter_reduce: reduce must be "sum", "prod", "mean", "amax" or "amin", got {reduce!r}')
@@ -447,7 +548,13 @@ def scatter_reduce(input, dim, index, src, reduce, include_self=True, split_ever
     src, index, d, _ = _prepare(src, index, d, input.shape[d], "scatter_reduce")
     if src.dtype != input.dtype:
         raise TypeError(f"scatter_reduce: expected self and src to have the same dtype, but got {input.dtype} and {src.dtype}")
-    values, counts = _tree(src, index, d, input.shape[d], r, split_every)
+    # The policy checked by the library's own call (its error for a misuse, at graph time).
+    one, at = np.zeros(1, input.dtype), np.zeros(1, np.int64)
+    if op == "scatter_add":
+        _native.scatter_add(one, 0, at, one, bounds=bounds, fill_value=fill_value)
+    else:
+        _native.scatter_reduce(one, 0, at, one, r, bounds=bounds, fill_value=fill_value)
+    values, counts = _tree(src, index, d, input.shape[d], r, split_every, bounds)
     values = values.rechunk(input.chunks) if values.shape == input.shape else values
     c = _counts_like(counts, values, d)
     hit = c > 0

@@ -6,12 +6,16 @@ from typing import Any, Literal, Optional, Union
 import dask.array as da
 import numpy.typing as npt
 
+from . import Bounds, Scalar
+
 ArrayLike = Union[da.Array, npt.ArrayLike]
 Reduce = Literal["sum", "add", "prod", "mul", "mean", "amax", "max", "amin", "min"]
 
-def take(x: ArrayLike, index: ArrayLike, axis: int = 0) -> da.Array: ...
-def index_select(input: ArrayLike, dim: int, index: ArrayLike) -> da.Array: ...
-def gather(input: ArrayLike, dim: int, index: ArrayLike) -> da.Array: ...
+def take(x: ArrayLike, index: ArrayLike, axis: int = 0, *, bounds: Bounds = None, fill_value: Optional[Scalar] = None) -> da.Array: ...
+def index_select(
+    input: ArrayLike, dim: int, index: ArrayLike, *, bounds: Bounds = None, fill_value: Optional[Scalar] = None
+) -> da.Array: ...
+def gather(input: ArrayLike, dim: int, index: ArrayLike, *, bounds: Bounds = None, fill_value: Optional[Scalar] = None) -> da.Array: ...
 def scatter(
     src: ArrayLike,
     index: ArrayLike,
@@ -20,7 +24,16 @@ def scatter(
     reduce: Reduce = "sum",
     split_every: Optional[int] = None,
 ) -> da.Array: ...
-def scatter_add(input: ArrayLike, dim: int, index: ArrayLike, src: ArrayLike, split_every: Optional[int] = None) -> da.Array: ...
+def scatter_add(
+    input: ArrayLike,
+    dim: int,
+    index: ArrayLike,
+    src: ArrayLike,
+    split_every: Optional[int] = None,
+    *,
+    bounds: Bounds = None,
+    fill_value: Optional[Scalar] = None,
+) -> da.Array: ...
 def scatter_reduce(
     input: ArrayLike,
     dim: int,
@@ -29,6 +42,9 @@ def scatter_reduce(
     reduce: Literal["sum", "prod", "mean", "amax", "amin"],
     include_self: bool = True,
     split_every: Optional[int] = None,
+    *,
+    bounds: Bounds = None,
+    fill_value: Optional[Scalar] = None,
 ) -> da.Array: ...
 def segment_coo(
     src: ArrayLike, index: ArrayLike, dim_size: Optional[int] = None, reduce: Reduce = "sum", split_every: Optional[int] = None
