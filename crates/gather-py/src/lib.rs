@@ -1947,29 +1947,9 @@ mod grad_fns {
         fill_value: Option<&Bound<'py, PyAny>>,
         dtype: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
-        let mut c = Call::new(py, "scatter", dtype)?.bounds(bounds, fill_value)?;
-        c.data("input", input)?.plain("index", index)?;
-        c.arg("dim", Arg::Int(dim));
-        match (src, value) {
-            (Some(s), None) if is_scalar(s)? => {
-                c.arg("value", scalar_arg("value", s)?);
-            }
-            (Some(s), None) => {
-                c.data("src", s)?;
-            }
-            (None, Some(v)) => {
-                c.arg("value", scalar_arg("value", v)?);
-            }
-            _ => {
-                return Err(PyTypeError::new_err(
-                    "grad.scatter: give exactly one of src (an array) or value (a scalar)",
-                ));
-            }
-        }
-        if let Some(r) = reduce {
-            c.arg("reduce", Arg::Str(r.to_string()));
-        }
-        c.grads(grad_output, "correct")
+        scatter_call(py, input, dim, index, src, value, reduce, dtype)?
+            .bounds(bounds, fill_value)?
+            .grads(grad_output, "correct")
     }
 
     /// grad.scatter_add(grad_output, <the arguments of gather.scatter_add>): the gradient of every differentiable input
@@ -1988,11 +1968,9 @@ mod grad_fns {
         fill_value: Option<&Bound<'py, PyAny>>,
         dtype: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
-        let mut c = Call::new(py, "scatter_add", dtype)?.bounds(bounds, fill_value)?;
-        c.data("input", input)?
-            .plain("index", index)?
-            .data("src", src)?;
-        c.arg("dim", Arg::Int(dim)).grads(grad_output, "correct")
+        scatter_add_call(py, input, dim, index, src, true, dtype)?
+            .bounds(bounds, fill_value)?
+            .grads(grad_output, "correct")
     }
 
     /// grad.scatter_reduce(grad_output, <the arguments of gather.scatter_reduce>): the gradient of every differentiable input
@@ -2014,13 +1992,9 @@ mod grad_fns {
         fill_value: Option<&Bound<'py, PyAny>>,
         dtype: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
-        let mut c = Call::new(py, "scatter_reduce", dtype)?.bounds(bounds, fill_value)?;
-        c.data("input", input)?
-            .plain("index", index)?
-            .data("src", src)?;
-        c.arg("dim", Arg::Int(dim))
-            .arg("reduce", Arg::Str(reduce.to_string()))
-            .arg("include_self", Arg::Bool(include_self))
+        let how = (reduce, include_self, true);
+        scatter_reduce_call(py, input, dim, index, src, how, dtype)?
+            .bounds(bounds, fill_value)?
             .grads(grad_output, parity)
     }
 
@@ -2061,15 +2035,9 @@ mod grad_fns {
         fill_value: Option<&Bound<'py, PyAny>>,
         dtype: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
-        let mut c = Call::new(py, "index_add", dtype)?.bounds(bounds, fill_value)?;
-        c.data("input", input)?
-            .plain("index", index)?
-            .data("source", source)?;
-        c.arg("dim", Arg::Int(dim));
-        if let Some(a) = alpha {
-            c.arg("alpha", scalar_arg("alpha", a)?);
-        }
-        c.grads(grad_output, "correct")
+        index_add_call(py, input, dim, index, source, alpha, dtype)?
+            .bounds(bounds, fill_value)?
+            .grads(grad_output, "correct")
     }
 
     /// grad.index_copy(grad_output, <the arguments of gather.index_copy>): the gradient of every differentiable input
@@ -2088,11 +2056,9 @@ mod grad_fns {
         fill_value: Option<&Bound<'py, PyAny>>,
         dtype: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
-        let mut c = Call::new(py, "index_copy", dtype)?.bounds(bounds, fill_value)?;
-        c.data("input", input)?
-            .plain("index", index)?
-            .data("source", source)?;
-        c.arg("dim", Arg::Int(dim)).grads(grad_output, "correct")
+        index_copy_call(py, input, dim, index, source, dtype)?
+            .bounds(bounds, fill_value)?
+            .grads(grad_output, "correct")
     }
 
     /// grad.index_fill(grad_output, <the arguments of gather.index_fill>): the gradient of every differentiable input
@@ -2111,10 +2077,8 @@ mod grad_fns {
         fill_value: Option<&Bound<'py, PyAny>>,
         dtype: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
-        let mut c = Call::new(py, "index_fill", dtype)?.bounds(bounds, fill_value)?;
-        c.data("input", input)?.plain("index", index)?;
-        c.arg("dim", Arg::Int(dim))
-            .arg("value", scalar_arg("value", value)?)
+        index_fill_call(py, input, dim, index, value, dtype)?
+            .bounds(bounds, fill_value)?
             .grads(grad_output, "correct")
     }
 
@@ -2137,13 +2101,8 @@ mod grad_fns {
         fill_value: Option<&Bound<'py, PyAny>>,
         dtype: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
-        let mut c = Call::new(py, "index_reduce", dtype)?.bounds(bounds, fill_value)?;
-        c.data("input", input)?
-            .plain("index", index)?
-            .data("source", source)?;
-        c.arg("dim", Arg::Int(dim))
-            .arg("reduce", Arg::Str(reduce.to_string()))
-            .arg("include_self", Arg::Bool(include_self))
+        index_reduce_call(py, input, dim, index, source, reduce, include_self, dtype)?
+            .bounds(bounds, fill_value)?
             .grads(grad_output, parity)
     }
 
@@ -2201,11 +2160,8 @@ mod grad_fns {
         fill_value: Option<&Bound<'py, PyAny>>,
         dtype: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
-        let mut c = Call::new(py, "put", dtype)?.bounds(bounds, fill_value)?;
-        c.data("input", input)?
-            .plain("index", index)?
-            .data("source", source)?;
-        c.arg("accumulate", Arg::Bool(accumulate))
+        put_call(py, input, index, source, accumulate, dtype)?
+            .bounds(bounds, fill_value)?
             .grads(grad_output, "correct")
     }
 
@@ -2237,11 +2193,7 @@ mod grad_fns {
         source: &Bound<'py, PyAny>,
         dtype: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
-        let mut c = Call::new(py, "masked_scatter", dtype)?;
-        c.data("input", input)?
-            .plain("mask", mask)?
-            .data("source", source)?;
-        c.grads(grad_output, "correct")
+        masked_scatter_call(py, input, mask, source, dtype)?.grads(grad_output, "correct")
     }
 
     /// grad.sort(grad_output, <the arguments of gather.sort>): the gradient of every differentiable input
