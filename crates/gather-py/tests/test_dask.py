@@ -279,3 +279,30 @@ def test_a_bad_index_is_reported_at_its_position_in_the_whole_index(client):
             run().compute()
         assert (e.value.index_value, e.value.coordinate) == (value, position)
         assert f"at index position {position})" in str(e.value)
+
+
+def test_arrays_of_unknown_chunk_sizes_are_read_or_refused_with_the_fix(client):
+    # Boolean indexing leaves Dask arrays with unknown (NaN) chunk sizes.
+    x = np.arange(30.0) * 2
+    X = da.from_array(x, chunks=8)
+    ids = da.from_array(np.arange(30)[::-1], chunks=7)
+    kept = ids[ids > 5]
+    assert np.isnan(kept.chunks[0][0])
+    # A read routes each block in its own task, whatever its size.
+    np.testing.assert_array_equal(gd.take(X, kept).compute(), x[np.arange(30)[::-1][np.arange(30)[::-1] > 5]])
+    with pytest.raises(gather.IndexOutOfBoundsError):
+        gd.take(X, kept + 30).compute()
+    # Ops that align an index's blocks with another array's ask for the sizes first.
+    ones = kept.map_blocks(np.ones_like, dtype=np.float64)
+    for build, name in [
+        (lambda: gd.scatter_add(np.zeros(30), 0, kept, ones), "src"),
+        (lambda: gd.gather(X, 0, kept), "index"),
+        (lambda: gd.scatter(ones, kept, dim_size=30), "src"),
+        (lambda: gd.bincount(kept), "x"),
+    ]:
+        with pytest.raises(ValueError, match=rf"unknown chunk sizes[\s\S]*{name}\.compute_chunk_sizes\(\)"):
+            build()
+    kept.compute_chunk_sizes()
+    ones.compute_chunk_sizes()
+    want = np.bincount(kept.compute(), minlength=30).astype(np.float64)
+    np.testing.assert_array_equal(gd.scatter_add(np.zeros(30), 0, kept, ones).compute(), want)

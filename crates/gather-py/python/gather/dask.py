@@ -84,6 +84,17 @@ def _as_dask(a, like=None):
     return da.from_array(a, chunks=like if like is not None else "auto")
 
 
+def _known(op, **arrays):
+    """Raises a ValueError with the fix when an array's chunk sizes are unknown (NaN, as after
+    boolean indexing), which aligning its blocks with another array's needs."""
+    for name, a in arrays.items():
+        if any(math.isnan(c) for c in a.shape):
+            raise ValueError(
+                f"{op}: {name} has unknown chunk sizes {a.chunks} (as after boolean indexing), and its "
+                f"blocks must be aligned with the other arrays'\nhint: call `{name}.compute_chunk_sizes()` first"
+            )
+
+
 def _norm_dim(dim, ndim, op):
     if not -ndim <= dim < max(ndim, 1):
         _native.gather(np.zeros((1,) * ndim), dim, np.zeros((1,) * ndim, np.int64))  # the library's error
@@ -167,6 +178,8 @@ def _take_assemble(ib, n, axis, block_shape, dtype, bounds, fill, start, idx_sha
     if _bad(ib, n, bounds, True):
         # The library's error (value, position and hint) from a stride-0 table of n elements.
         table = np.broadcast_to(np.zeros(1, np.int8), (n,))
+        if start is None:
+            _native.take(table, ib, bounds=bounds)
         _in_whole(lambda: _native.take(table, ib, bounds=bounds), (start,), idx_shape)
     shape = list(block_shape)
     shape[axis] = ib.size
@@ -211,9 +224,12 @@ def _take(x, index, axis, policy, fill_value, op):
     dsk = {}
     others = [range(nb) for a, nb in enumerate(x.numblocks) if a != axis]
     values = np.asarray(index).reshape(-1) if small else None
-    offsets = np.concatenate([[0], np.cumsum(flat.chunks[0])]).astype(int)
+    # A Dask index may have unknown chunk sizes (NaN, as after boolean indexing): its tasks read
+    # as well, but report a bad value at its position in its block.
+    known = not any(math.isnan(c) for c in flat.chunks[0])
+    offsets = np.concatenate([[0], np.cumsum(flat.chunks[0])]) if known else None
     for c in range(flat.numblocks[0]):
-        needed = (_route(values[offsets[c]:offsets[c + 1]], bounds, policy) if small
+        needed = (_route(values[int(offsets[c]):int(offsets[c + 1])], bounds, policy) if small
                   else range(len(bounds) - 1))
         for j in itertools.product(*others):
             pieces = []
@@ -225,7 +241,7 @@ def _take(x, index, axis, policy, fill_value, op):
             block_shape = tuple(x.chunks[a][(j[:axis] + (0,) + j[axis:])[a]] for a in range(x.ndim))
             okey = (out_name,) + j[:axis] + (c,) + j[axis:]
             dsk[okey] = (_take_assemble, (flat.name, c), n, axis, block_shape, x.dtype, policy, fill,
-                         int(offsets[c]), idx_shape) + tuple(pieces)
+                         int(offsets[c]) if known else None, idx_shape) + tuple(pieces)
     chunks = x.chunks[:axis] + (flat.chunks[0],) + x.chunks[axis + 1:]
     graph = HighLevelGraph.from_collections(out_name, dsk, dependencies=[x, flat])
     out = da.Array(graph, out_name, chunks, meta=np.empty((0,) * x.ndim, x.dtype))
@@ -275,6 +291,7 @@ def gather(input, dim, index, *, bounds=None, fill_value=None):
     dim = _norm_dim(dim, x.ndim, "gather")
     fill = _read_fill(_native.gather, x.dtype, bounds, fill_value)
     index = _as_dask(index)
+    _known("gather", index=index)
     if index.ndim != x.ndim or any(index.shape[a] > x.shape[a] for a in range(x.ndim) if a != dim):
         # The library's shape error, with its numbers and hint.
         _native.gather(np.zeros(x.shape, np.int8) if x.size < 2**20 else np.zeros((1,) * x.ndim, np.int8),
@@ -475,6 +492,7 @@ def _prepare(src, index, dim, dim_size, op):
     src = _as_dask(src)
     dim = _norm_dim(dim, src.ndim, op)
     index = _as_dask(index)
+    _known(op, src=src, index=index)
     if index.ndim not in (1, src.ndim):
         raise ValueError(f"{op}: index must be 1-D (along dim) or have src's {src.ndim} dims, got {index.ndim}")
     if index.ndim == 1 and index.shape[0] != src.shape[dim]:
@@ -544,8 +562,8 @@ def _scatter_reduce(input, dim, index, src, reduce, include_self, split_every, b
     if r is None or reduce in ("add", "mul", "max", "min"):
         raise ValueError(f'scatter_reduce: reduce must be "sum", "prod", "mean", "amax" or "amin", got {reduce!r}')
     input = _as_dask(input)
-    d = _norm_dim(dim, input.ndim, "scatter_reduce")
-    src, index, d, _ = _prepare(src, index, d, input.shape[d], "scatter_reduce")
+    d = _norm_dim(dim, input.ndim, op)
+    src, index, d, _ = _prepare(src, index, d, input.shape[d], op)
     if src.dtype != input.dtype:
         raise TypeError(f"scatter_reduce: expected self and src to have the same dtype, but got {input.dtype} and {src.dtype}")
     # The policy checked by the library's own call (its error for a misuse, at graph time).
@@ -600,6 +618,7 @@ def bincount(x, weights=None, minlength=0, split_every=None):
     x = _as_dask(x)
     if x.ndim != 1:
         raise ValueError(f"bincount: x must be 1-D, got {x.ndim} dims")
+    _known("bincount", x=x)
     size = max(int(x.max().compute()) + 1 if x.size else 0, minlength)
     if weights is None:
         _, counts = _tree(da.zeros(x.shape, np.int8, chunks=x.chunks), x, 0, size, "sum", split_every)
