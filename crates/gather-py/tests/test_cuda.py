@@ -339,3 +339,22 @@ def test_a_plan_of_a_cuda_index_runs_on_its_gpu_and_equals_torch():
         assert torch.equal(got, dst.scatter_reduce(0, idx, src, "amax", include_self=False))
     with pytest.raises(gather.InvalidArgumentError, match="host memory"):
         plan.scatter_add(dst.cpu(), src.cpu())
+
+
+@gpu
+def test_torch_autograd_records_the_ops_on_cuda_tensors_with_torchs_gradients():
+    g = torch.Generator().manual_seed(11)
+    x = torch.randn(50, 8, dtype=torch.float64, generator=g).cuda().requires_grad_()
+    src = torch.randn(300, 8, dtype=torch.float64, generator=g).cuda().requires_grad_()
+    rows = torch.randint(0, 50, (300, 1), generator=g).cuda().expand(300, 8)
+    out = gather.scatter_add(x, 0, rows, src)  # deterministic by default, on the GPU
+    assert out.is_cuda and out.grad_fn is not None
+    w = torch.randn(50, 8, dtype=torch.float64, generator=g).cuda()
+    (out * w).sum().backward()
+    x2, s2 = x.detach().clone().requires_grad_(), src.detach().clone().requires_grad_()
+    (torch.scatter_add(x2, 0, rows, s2) * w).sum().backward()
+    torch.testing.assert_close(out, torch.scatter_add(x2, 0, rows, s2))
+    torch.testing.assert_close(x.grad, x2.grad)
+    torch.testing.assert_close(src.grad, s2.grad)
+    assert src.grad.is_cuda
+    assert torch.autograd.gradcheck(lambda a: gather.gather(a, 0, rows[:20]), (x,))

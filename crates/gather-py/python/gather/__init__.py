@@ -15,6 +15,12 @@ the framework is not known). Every array of a call is then on that GPU, where th
 ``index_fill_``, ``index_reduce_``, ``put_``, ``masked_scatter_``): they write into the caller's
 own array or tensor, return it, and leave it unchanged when they fail.
 
+Torch autograd records the ops: where a tensor argument requires grad, the op runs inside a
+``torch.autograd.Function`` whose backward is its gradient in :mod:`gather.grad` (on the CPU or
+the GPU), so ``loss.backward()`` reaches ``input``, ``src`` and ``source`` as it does through
+PyTorch's own ops; under ``torch.no_grad()`` nothing is recorded. The in-place forms record
+nothing: with grad mode on they refuse a tensor that requires grad, and say so.
+
 Bounds policies: what PyTorch has no word for is a keyword. ``bounds=`` says what an index value
 outside its dimension (size ``n``) does, on every indexing op (gather, take_along_dim,
 index_select, take, select_batched; scatter with ``src``, scatter_add, scatter_reduce, index_add,
@@ -68,38 +74,37 @@ from ._errors import (
     RankMismatchError,
     ShapeMismatchError,
 )
-from ._native import (
-    CudaArray,
-    ScatterPlan,
-    argsort,
-    gather,
-    index_add,
-    index_add_,
-    index_copy,
-    index_copy_,
-    index_fill,
-    index_fill_,
-    index_reduce,
-    index_reduce_,
-    index_select,
-    masked_scatter,
-    masked_scatter_,
-    masked_select,
-    put,
-    put_,
-    repeat_interleave,
-    scatter,
-    scatter_,
-    scatter_add,
-    scatter_add_,
-    scatter_reduce,
-    scatter_reduce_,
-    select_batched,
-    sort,
-    take,
-    take_along_dim,
-    topk,
-)
+from ._native import CudaArray, ScatterPlan
+from ._autograd import differentiable as _differentiable, in_place as _in_place
+
+gather = _differentiable("gather")
+scatter = _differentiable("scatter")
+scatter_add = _differentiable("scatter_add")
+scatter_reduce = _differentiable("scatter_reduce")
+index_select = _differentiable("index_select")
+index_add = _differentiable("index_add")
+index_copy = _differentiable("index_copy")
+index_fill = _differentiable("index_fill")
+index_reduce = _differentiable("index_reduce")
+take = _differentiable("take")
+take_along_dim = _differentiable("take_along_dim")
+put = _differentiable("put")
+masked_select = _differentiable("masked_select")
+masked_scatter = _differentiable("masked_scatter")
+sort = _differentiable("sort")
+argsort = _differentiable("argsort")
+topk = _differentiable("topk")
+repeat_interleave = _differentiable("repeat_interleave")
+select_batched = _differentiable("select_batched")
+scatter_ = _in_place("scatter_")
+scatter_add_ = _in_place("scatter_add_")
+scatter_reduce_ = _in_place("scatter_reduce_")
+index_add_ = _in_place("index_add_")
+index_copy_ = _in_place("index_copy_")
+index_fill_ = _in_place("index_fill_")
+index_reduce_ = _in_place("index_reduce_")
+put_ = _in_place("put_")
+masked_scatter_ = _in_place("masked_scatter_")
 from . import grad
 from . import torch_scatter
 

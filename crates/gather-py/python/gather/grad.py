@@ -19,6 +19,9 @@ filled positions and dropped writes get none.
 ...                  bounds="clip")
 array([  1.,  10., 100.])
 
+Torch users need not call these: ``gather.gather`` and the other ops are recorded by torch's
+autograd, whose backward calls them.
+
 Gradients copy their inputs once (they go through the library's run-time typed layer). CUDA
 arrays (PyTorch, CuPy, JAX) are differentiated on their GPU, without a copy, and the gradients come
 back as the caller's type.

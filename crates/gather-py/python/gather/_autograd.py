@@ -1,0 +1,130 @@
+"""Torch autograd for the ops of :mod:`gather`.
+
+DLPack does not export a tensor that requires grad, so a torch tensor that does cannot reach the
+library as it is. Each op of :mod:`gather` is therefore a thin wrapper: when no argument is a
+torch tensor that requires grad it calls the op directly; otherwise it runs the op on detached
+tensors inside a ``torch.autograd.Function`` whose backward is the op's gradient in
+:mod:`gather.grad` (on the same device, CPU or CUDA), so that ``loss.backward()`` reaches
+``input``, ``src`` and ``source``. Under ``torch.no_grad()`` the op runs on detached tensors and
+records nothing. The in-place forms do not record gradients: with grad mode on they refuse a
+tensor that requires grad (with the fix), under ``torch.no_grad()`` they write into it.
+"""
+
+import inspect
+import sys
+
+from . import _native
+from ._errors import InvalidArgumentError
+from ._native import grad as _grad
+
+# The arguments an op's gradient differentiates, in the order gather.grad returns them.
+_DATA = ("input", "src", "source")
+_FUNCTION = {}
+
+
+def _requires_grad(torch, args, kwargs):
+    t = torch.Tensor
+    return any(isinstance(a, t) and a.requires_grad for a in args) or any(
+        isinstance(a, t) and a.requires_grad for a in kwargs.values()
+    )
+
+
+def _detached(torch, values):
+    """The names of the arguments that require grad, and the arguments with those detached."""
+    names = [n for n, v in values.items() if isinstance(v, torch.Tensor) and v.requires_grad]
+    return names, {n: (v.detach() if n in names else v) for n, v in values.items()}
+
+
+def _function(torch):
+    """The autograd Function, made on first use (torch is imported only by the caller)."""
+    if "fn" in _FUNCTION:
+        return _FUNCTION["fn"]
+
+    class GatherFunction(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, call, values, names, *tensors):
+            out = call["forward"](**values)
+            ctx.call, ctx.values, ctx.names = call, values, names
+            # The originals, so that torch reports an in-place change made before backward.
+            ctx.save_for_backward(*tensors)
+            if isinstance(out, tuple):  # sort, topk: (values, indices)
+                ctx.mark_non_differentiable(out[1])
+            return out
+
+        @staticmethod
+        @torch.autograd.function.once_differentiable
+        def backward(ctx, grad_output, *_):
+            values = dict(ctx.values)
+            for n, t in zip(ctx.names, ctx.saved_tensors):
+                values[n] = t.detach()
+            back = {k: v for k, v in values.items() if k in ctx.call["grad_params"]}
+            grads = ctx.call["grad"](grad_output.detach(), **back)
+            if not isinstance(grads, tuple):
+                grads = (grads,)
+            # gather.grad returns grad_input, then grad_src or grad_source where the op has one.
+            by_name = dict(zip(["input"] + [n for n in _DATA[1:] if n in values], grads))
+            return (None, None, None) + tuple(by_name.get(n) for n in ctx.names)
+
+    _FUNCTION["fn"] = GatherFunction
+    return GatherFunction
+
+
+def _wrap(fn, op, native):
+    fn.__name__ = fn.__qualname__ = op
+    fn.__doc__ = native.__doc__
+    fn.__module__ = "gather"
+    fn.__wrapped__ = native
+    try:
+        fn.__signature__ = inspect.signature(native)
+    except ValueError:
+        pass
+    return fn
+
+
+def differentiable(op):
+    """``gather.<op>``, recorded by torch's autograd when a tensor argument requires grad."""
+    native = getattr(_native, op)
+    signature = inspect.signature(native)
+    grad = getattr(_grad, op, None)  # None: an op whose outputs are indices (argsort)
+    call = {"forward": native, "grad": grad,
+            "grad_params": set(inspect.signature(grad).parameters) if grad else set()}
+
+    def run(*args, **kwargs):
+        torch = sys.modules.get("torch")
+        if torch is None or not _requires_grad(torch, args, kwargs):
+            return native(*args, **kwargs)
+        given = signature.bind(*args, **kwargs).arguments
+        names, values = _detached(torch, given)
+        names = [n for n in names if n in _DATA]
+        if grad is None or not names or not torch.is_grad_enabled():
+            return native(**values)
+        return _function(torch).apply(call, values, names, *(given[n] for n in names))
+
+    return _wrap(run, op, native)
+
+
+def in_place(op):
+    """``gather.<op>_``: writes into a tensor that requires grad only under ``torch.no_grad()``."""
+    native = getattr(_native, op)
+    signature = inspect.signature(native)
+
+    def run(*args, **kwargs):
+        torch = sys.modules.get("torch")
+        if torch is None or not _requires_grad(torch, args, kwargs):
+            return native(*args, **kwargs)
+        given = signature.bind(*args, **kwargs).arguments
+        names, values = _detached(torch, given)
+        if torch.is_grad_enabled():
+            verb = "requires" if len(names) == 1 else "require"
+            hint = (f"use gather.{op[:-1]} (out of place), which torch's autograd records, or write "
+                    f"under `with torch.no_grad():`")
+            err = InvalidArgumentError(
+                f"{op}: {' and '.join(names)} {verb} grad, and the in-place forms do not record "
+                f"gradients\nhint: {hint}"
+            )
+            err.hint = hint
+            raise err
+        native(**values)
+        return given["input"]
+
+    return _wrap(run, op, native)

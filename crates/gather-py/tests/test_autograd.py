@@ -1,0 +1,191 @@
+"""Torch autograd through gather's ops: tensors that require grad get the same outputs and
+gradients as PyTorch's own ops (and pass torch.autograd.gradcheck's finite differences), no
+gradient is recorded under torch.no_grad(), and the in-place forms refuse to drop one silently."""
+
+import numpy as np
+import pytest
+
+import gather
+
+torch = pytest.importorskip("torch")
+
+GEN = torch.Generator().manual_seed(7)
+
+
+def rand(*shape):
+    return torch.randn(*shape, dtype=torch.float64, generator=GEN)
+
+
+def perm(n, k):
+    """k distinct positions below n (duplicate-free indices, where PyTorch picks no winner)."""
+    return torch.randperm(n, generator=GEN)[:k]
+
+
+def same_as_torch(ours, theirs, *tensors):
+    """Output and gradients of ``ours`` equal PyTorch's ``theirs`` for the same tensors and the
+    same weighted loss."""
+    mine = [t.clone().requires_grad_() for t in tensors]
+    ref = [t.clone().requires_grad_() for t in tensors]
+    out, want = ours(*mine), theirs(*ref)
+    assert isinstance(out, torch.Tensor) and out.requires_grad
+    torch.testing.assert_close(out, want)
+    w = rand(*want.shape)
+    (out * w).sum().backward()
+    (want * w).sum().backward()
+    for a, b in zip(mine, ref):
+        torch.testing.assert_close(a.grad, b.grad)
+
+
+def test_reads_have_pytorchs_gradients():
+    x = rand(4, 5)
+    idx = torch.randint(0, 5, (4, 3), generator=GEN)
+    same_as_torch(lambda a: gather.gather(a, 1, idx), lambda a: torch.gather(a, 1, idx), x)
+    rows = torch.tensor([3, 0, 3, 1])
+    same_as_torch(lambda a: gather.index_select(a, 0, rows), lambda a: torch.index_select(a, 0, rows), x)
+    flat = torch.tensor([[19, 0], [-1, 7]])
+    same_as_torch(lambda a: gather.take(a, flat), lambda a: torch.take(a, flat), x)
+    same_as_torch(lambda a: gather.take_along_dim(a, idx, 1), lambda a: torch.take_along_dim(a, idx, 1), x)
+    mask = torch.rand(4, 5, generator=GEN) > 0.5
+    same_as_torch(lambda a: gather.masked_select(a, mask), lambda a: torch.masked_select(a, mask), x)
+    reps = torch.tensor([2, 0, 1, 3])
+    same_as_torch(lambda a: gather.repeat_interleave(a, reps, 0), lambda a: torch.repeat_interleave(a, reps, 0), x)
+    same_as_torch(lambda a: gather.sort(a, 1, True)[0], lambda a: torch.sort(a, 1, True)[0], x)
+    same_as_torch(lambda a: gather.topk(a, 2, 0)[0], lambda a: torch.topk(a, 2, 0)[0], x)
+
+
+@pytest.mark.filterwarnings("ignore:index_reduce\\(\\) is in beta")
+def test_writes_have_pytorchs_gradients_for_input_and_src():
+    x, src = rand(6, 3), rand(4, 3)
+    rows = torch.stack([perm(6, 4) for _ in range(3)], 1)  # per column distinct: one writer a row
+    same_as_torch(lambda a, s: gather.scatter(a, 0, rows, s), lambda a, s: torch.scatter(a, 0, rows, s), x, src)
+    same_as_torch(lambda a: gather.scatter(a, 0, rows, value=2.5), lambda a: torch.scatter(a, 0, rows, 2.5), x)
+    dup = torch.randint(0, 6, (4, 3), generator=GEN)
+    same_as_torch(lambda a, s: gather.scatter_add(a, 0, dup, s), lambda a, s: torch.scatter_add(a, 0, dup, s),
+                  x, src)
+    for reduce in ["sum", "prod", "mean", "amax", "amin"]:
+        for include_self in [True, False]:
+            same_as_torch(lambda a, s: gather.scatter_reduce(a, 0, dup, s, reduce, include_self=include_self),
+                          lambda a, s: torch.scatter_reduce(a, 0, dup, s, reduce, include_self=include_self),
+                          x, src)
+            if reduce != "sum":  # index_reduce has no sum (index_add is its sum)
+                same_as_torch(lambda a, s: gather.index_reduce(a, 0, dup[:, 0], s, reduce, include_self=include_self),
+                              lambda a, s: torch.index_reduce(a, 0, dup[:, 0], s, reduce, include_self=include_self),
+                              x, src)
+    ids = perm(6, 4)
+    same_as_torch(lambda a, s: gather.index_add(a, 0, dup[:, 0], s, alpha=2.0),
+                  lambda a, s: torch.index_add(a, 0, dup[:, 0], s, alpha=2.0), x, src)
+    same_as_torch(lambda a, s: gather.index_copy(a, 0, ids, s), lambda a, s: torch.index_copy(a, 0, ids, s), x, src)
+    same_as_torch(lambda a: gather.index_fill(a, 1, torch.tensor([2, 0]), -1.0),
+                  lambda a: torch.index_fill(a, 1, torch.tensor([2, 0]), -1.0), x)
+    flat = perm(18, 5)
+    five = rand(5)
+    for accumulate in [False, True]:
+        same_as_torch(lambda a, s: gather.put(a, flat, s, accumulate),
+                      lambda a, s: torch.put(a, flat, s, accumulate), x, five)
+    mask = torch.rand(6, 3, generator=GEN) > 0.4
+    source = rand(18)
+    same_as_torch(lambda a, s: gather.masked_scatter(a, mask, s), lambda a, s: torch.masked_scatter(a, mask, s),
+                  x, source)
+
+
+def test_gradients_pass_gradcheck_also_for_ops_and_policies_pytorch_lacks():
+    x = rand(3, 4).requires_grad_()
+    s = rand(3, 2).requires_grad_()
+    idx = torch.tensor([[0, 3], [1, 1], [2, 0]])
+    batch = rand(2, 5, 3).requires_grad_()
+    picks = torch.tensor([[4, 0], [2, 2]])
+    checks = [
+        (lambda a, b: gather.scatter_add(a, 1, idx, b), (x, s)),
+        (lambda a, b: gather.scatter_reduce(a, 1, idx, b, "amax", include_self=False), (x, s)),
+        (lambda a: gather.select_batched(a, 1, picks, 1), (batch,)),
+        (lambda a: gather.gather(a, 1, torch.tensor([[5, -1], [0, 9], [3, 3]]), bounds="fill", fill_value=0.0), (x,)),
+        (lambda a, b: gather.scatter_add(a, 1, torch.tensor([[7, -1], [0, 1], [3, 3]]), b, bounds="drop"), (x, s)),
+        (lambda a: gather.take(a, torch.tensor([-20, 5, 30]), bounds="clip"), (x,)),
+    ]
+    for f, inputs in checks:
+        assert torch.autograd.gradcheck(f, inputs)
+
+
+def test_policy_gradients_reach_the_element_each_index_reached():
+    x = rand(3, 4)
+    idx = torch.tensor([[-9, 2], [7, 0], [3, 3]])
+    clipped = idx.clamp(0, 3)
+    same_as_torch(lambda a: gather.gather(a, 1, idx, bounds="clip"), lambda a: torch.gather(a, 1, clipped), x)
+    wrapped = torch.tensor([[-1, 2], [-4, 0], [3, -2]])
+    same_as_torch(lambda a: gather.gather(a, 1, wrapped, bounds="wrap"),
+                  lambda a: torch.gather(a, 1, wrapped % 4), x)
+
+
+def test_a_training_step_updates_a_parameter_through_the_ops():
+    emb = torch.nn.Parameter(rand(10, 4))
+    opt = torch.optim.SGD([emb], lr=0.5)
+    ids = torch.tensor([1, 7, 1])
+    before = emb.detach().clone()
+    rows = gather.index_select(emb, 0, ids)
+    per_node = gather.scatter_add(torch.zeros(2, 4, dtype=torch.float64), 0,
+                                  torch.tensor([[0], [1], [0]]).expand(3, 4), rows)
+    per_node.pow(2).sum().backward()
+    opt.step()
+    # d/d emb[1] of |emb1 + emb1|^2 + |emb7|^2 is 8 emb1; of emb7, 2 emb7; the rest stays.
+    torch.testing.assert_close(emb.detach()[1], before[1] - 0.5 * 8 * before[1])
+    torch.testing.assert_close(emb.detach()[7], before[7] - 0.5 * 2 * before[7])
+    changed = (emb.detach() != before).any(1)
+    assert changed.tolist() == [i in (1, 7) for i in range(10)]
+
+
+def test_no_grad_mode_runs_on_tensors_that_require_grad_and_records_nothing():
+    x = rand(3, 4).requires_grad_()
+    with torch.no_grad():
+        out = gather.gather(x, 1, torch.tensor([[1], [0], [3]]))
+        values, indices = gather.sort(x)
+    assert not out.requires_grad and out.grad_fn is None
+    torch.testing.assert_close(out, torch.gather(x.detach(), 1, torch.tensor([[1], [0], [3]])))
+    assert not values.requires_grad
+    # argsort's output is indices: never differentiable, and read without a copy of x.
+    order = gather.argsort(x, 1)
+    assert order.dtype == torch.int64 and not order.requires_grad
+    assert torch.equal(order, torch.argsort(x.detach(), dim=1, stable=True))
+
+
+def test_sort_and_topk_indices_are_not_differentiable():
+    x = rand(5).requires_grad_()
+    values, indices = gather.topk(x, 3)
+    assert values.requires_grad and not indices.requires_grad
+    values.sum().backward()
+    assert x.grad.tolist() == [1.0 if i in indices.tolist() else 0.0 for i in range(5)]
+
+
+def test_in_place_forms_refuse_a_tensor_that_requires_grad_unless_under_no_grad():
+    x = rand(4).requires_grad_()
+    src = torch.ones(2, dtype=torch.float64)
+    idx = torch.tensor([0, 3])
+    with pytest.raises(gather.InvalidArgumentError, match="scatter_add_: input requires grad") as e:
+        gather.scatter_add_(x, 0, idx, src)
+    assert "gather.scatter_add (out of place)" in e.value.hint
+    before = x.detach().clone()
+    with torch.no_grad():
+        assert gather.scatter_add_(x, 0, idx, src) is x
+    torch.testing.assert_close(x.detach(), before + torch.tensor([1.0, 0.0, 0.0, 1.0], dtype=torch.float64))
+    plain = torch.zeros(4, dtype=torch.float64)
+    with pytest.raises(gather.InvalidArgumentError, match="index_copy_: source requires grad"):
+        gather.index_copy_(plain, 0, idx, src.clone().requires_grad_())
+
+
+def test_backward_reports_an_input_changed_in_place_after_the_forward():
+    x = rand(3).requires_grad_()
+    y = x * 2
+    out = gather.take(y, torch.tensor([2, 0]))
+    y.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()
+
+
+def test_the_wrappers_keep_the_ops_names_signatures_and_docs():
+    import inspect
+
+    for name in ["gather", "scatter_reduce", "index_add_", "argsort", "select_batched"]:
+        f = getattr(gather, name)
+        assert f.__name__ == name and f.__doc__ == getattr(gather._native, name).__doc__
+        assert list(inspect.signature(f).parameters) == list(inspect.signature(getattr(gather._native, name)).parameters)
+    # NumPy arrays take the direct path and come back as NumPy arrays.
+    assert isinstance(gather.gather(np.arange(3.0), 0, np.array([2])), np.ndarray)
