@@ -189,3 +189,23 @@ def test_the_wrappers_keep_the_ops_names_signatures_and_docs():
         assert list(inspect.signature(f).parameters) == list(inspect.signature(getattr(gather._native, name)).parameters)
     # NumPy arrays take the direct path and come back as NumPy arrays.
     assert isinstance(gather.gather(np.arange(3.0), 0, np.array([2])), np.ndarray)
+
+
+def test_a_scatter_plan_is_recorded_with_the_ops_gradients():
+    ids = torch.tensor([2, 0, 2, 1, 2])
+    plan = gather.ScatterPlan(ids, 3)
+    dst, src = rand(3, 4), rand(5, 4)
+    spread = ids[:, None].expand(5, 4)
+    same_as_torch(lambda d, s: plan.scatter_add(d, s), lambda d, s: torch.scatter_add(d, 0, spread, s), dst, src)
+    for reduce in ["sum", "prod", "mean", "amax", "amin"]:
+        same_as_torch(lambda d, s: plan.scatter_reduce(d, s, reduce, include_self=False),
+                      lambda d, s: torch.scatter_reduce(d, 0, spread, s, reduce, include_self=False), dst, src)
+    # The plan keeps its own copy of the rows: changing the caller's index changes no gradient.
+    ids[0] = 1
+    s = src.clone().requires_grad_()
+    per_row = torch.tensor([[1.0], [10.0], [100.0]], dtype=torch.float64)
+    (plan.scatter_add(dst, s) * per_row).sum().backward()
+    want = torch.tensor([100.0, 1.0, 100.0, 10.0, 100.0], dtype=torch.float64)[:, None].expand(5, 4)
+    torch.testing.assert_close(s.grad, want)
+    assert torch.autograd.gradcheck(lambda d, s: plan.scatter_reduce(d, s, "amax"),
+                                    (dst.clone().requires_grad_(), src.clone().requires_grad_()))

@@ -74,8 +74,8 @@ from ._errors import (
     RankMismatchError,
     ShapeMismatchError,
 )
-from ._native import CudaArray, ScatterPlan
-from ._autograd import differentiable as _differentiable, in_place as _in_place
+from ._native import CudaArray
+from ._autograd import ScatterPlan, differentiable as _differentiable, in_place as _in_place
 
 gather = _differentiable("gather")
 scatter = _differentiable("scatter")

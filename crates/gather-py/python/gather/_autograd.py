@@ -6,7 +6,9 @@ torch tensor that requires grad it calls the op directly; otherwise it runs the 
 tensors inside a ``torch.autograd.Function`` whose backward is the op's gradient in
 :mod:`gather.grad` (on the same device, CPU or CUDA), so that ``loss.backward()`` reaches
 ``input``, ``src`` and ``source``. Under ``torch.no_grad()`` the op runs on detached tensors and
-records nothing. The in-place forms do not record gradients: with grad mode on they refuse a
+records nothing. :class:`ScatterPlan` is a thin wrapper too: its ``scatter_add`` and
+``scatter_reduce`` are recorded with the gradients of the ops they equal, for the graph networks
+that scatter over the same edges in every training step. The in-place forms do not record gradients: with grad mode on they refuse a
 tensor that requires grad (with the fix), under ``torch.no_grad()`` they write into it.
 """
 
@@ -61,8 +63,7 @@ def _function(torch):
             grads = ctx.call["grad"](grad_output.detach(), **back)
             if not isinstance(grads, tuple):
                 grads = (grads,)
-            # gather.grad returns grad_input, then grad_src or grad_source where the op has one.
-            by_name = dict(zip(["input"] + [n for n in _DATA[1:] if n in values], grads))
+            by_name = dict(zip(ctx.call["order"](values), grads))
             return (None, None, None) + tuple(by_name.get(n) for n in ctx.names)
 
     _FUNCTION["fn"] = GatherFunction
@@ -81,12 +82,17 @@ def _wrap(fn, op, native):
     return fn
 
 
+def _op_order(values):
+    """gather.grad returns grad_input, then grad_src or grad_source where the op has one."""
+    return ["input"] + [n for n in _DATA[1:] if n in values]
+
+
 def differentiable(op):
     """``gather.<op>``, recorded by torch's autograd when a tensor argument requires grad."""
     native = getattr(_native, op)
     signature = inspect.signature(native)
     grad = getattr(_grad, op, None)  # None: an op whose outputs are indices (argsort)
-    call = {"forward": native, "grad": grad,
+    call = {"forward": native, "grad": grad, "order": _op_order,
             "grad_params": set(inspect.signature(grad).parameters) if grad else set()}
 
     def run(*args, **kwargs):
@@ -128,3 +134,74 @@ def in_place(op):
         return given["input"]
 
     return _wrap(run, op, native)
+
+
+def _expanded(index, like):
+    """The plan's 1-d row index as a view of ``like``'s shape (stride 0 off dim 0)."""
+    shape = (-1,) + (1,) * (like.ndim - 1)
+    if hasattr(index, "expand"):  # torch
+        return index.reshape(shape).expand(like.shape)
+    import numpy as np
+
+    return np.broadcast_to(np.asarray(index).reshape(shape), like.shape)
+
+
+class ScatterPlan:
+    __doc__ = _native.ScatterPlan.__doc__
+
+    def __init__(self, index, size):
+        self._plan = _native.ScatterPlan(index, size)
+        # The rows, for the gradient of src (a copy: a later change to the caller's index must
+        # not change what a backward reads).
+        torch = sys.modules.get("torch")
+        if torch is not None and isinstance(index, torch.Tensor):
+            self._index = index.detach().clone()
+        else:
+            import numpy as np
+
+            self._index = np.array(index) if isinstance(index, (np.ndarray, list, tuple)) else index
+
+    def __len__(self):
+        return len(self._plan)
+
+    @property
+    def size(self):
+        """The number of rows a destination must have (the size the index was checked against)."""
+        return self._plan.size
+
+    @property
+    def device(self):
+        """Where the plan lives and applies: ``"cpu"`` or ``"cuda:N"``."""
+        return self._plan.device
+
+    def __repr__(self):
+        return repr(self._plan)
+
+    def _run(self, values):
+        torch = sys.modules.get("torch")
+        native = self._plan.scatter_add if "reduce" not in values else self._plan.scatter_reduce
+        if torch is None or not _requires_grad(torch, (), values):
+            return native(**values)
+        names, detached = _detached(torch, values)
+        if not torch.is_grad_enabled():
+            return native(**detached)
+        call = {"forward": native, "grad": self._grad, "order": lambda v: ["dst", "src"],
+                "grad_params": {"dst", "src", "reduce", "include_self", "dtype"}}
+        return _function(torch).apply(call, detached, names, *(values[n] for n in names))
+
+    def _grad(self, grad_output, dst, src, reduce=None, include_self=True, dtype=None):
+        index = _expanded(self._index, src)
+        if reduce is None:
+            return _grad.scatter_add(grad_output, dst, 0, index, src, dtype=dtype)
+        return _grad.scatter_reduce(grad_output, dst, 0, index, src, reduce, include_self=include_self,
+                                    dtype=dtype)
+
+    def scatter_add(self, dst, src, *, dtype=None):
+        return self._run({"dst": dst, "src": src, "dtype": dtype})
+
+    def scatter_reduce(self, dst, src, reduce, *, include_self=True, dtype=None):
+        return self._run({"dst": dst, "src": src, "reduce": reduce, "include_self": include_self,
+                          "dtype": dtype})
+
+    scatter_add.__doc__ = _native.ScatterPlan.scatter_add.__doc__
+    scatter_reduce.__doc__ = _native.ScatterPlan.scatter_reduce.__doc__
