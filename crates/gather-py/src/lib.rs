@@ -367,7 +367,10 @@ impl<'py> Call<'py> {
         if !self.gpu.is_empty() || on_gpu.is_some() {
             return self.run_grad_gpu(grad_output, on_gpu, parity);
         }
-        let g = if self.bf16 {
+        let g = if let Some(bits) = framework_bf16_bits(self.py, grad_output)? {
+            // A framework's own bfloat16 (torch's backward hands one over), as for `data`.
+            bf16_bits(self.py, self.op, "grad_output", &bits)?
+        } else if self.bf16 {
             bf16_bits(self.py, self.op, "grad_output", grad_output)?
         } else {
             borrow(self.py, self.op, "grad_output", grad_output)?

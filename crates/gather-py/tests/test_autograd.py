@@ -209,3 +209,17 @@ def test_a_scatter_plan_is_recorded_with_the_ops_gradients():
     torch.testing.assert_close(s.grad, want)
     assert torch.autograd.gradcheck(lambda d, s: plan.scatter_reduce(d, s, "amax"),
                                     (dst.clone().requires_grad_(), src.clone().requires_grad_()))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_half_and_single_precision_tensors_get_gradients_of_their_own_dtype(dtype):
+    x = rand(3, 4).to(dtype)
+    src = rand(3, 2).to(dtype)
+    idx = torch.tensor([[0, 0], [1, 2], [3, 3]])
+    # assert_close allows each dtype its rounding (gather accumulates half precision in float32).
+    same_as_torch(lambda a: gather.gather(a, 1, idx), lambda a: torch.gather(a, 1, idx), x)
+    same_as_torch(lambda a, s: gather.scatter_add(a, 1, idx, s), lambda a, s: torch.scatter_add(a, 1, idx, s),
+                  x, src)
+    # gather.grad itself takes the framework's bfloat16 as grad_output.
+    g = gather.grad.gather(torch.ones(3, 2, dtype=dtype), x, 1, idx)
+    assert g.dtype == dtype and g.tolist() == [[2, 0, 0, 0], [0, 1, 1, 0], [0, 0, 0, 2]]
