@@ -223,3 +223,22 @@ def test_half_and_single_precision_tensors_get_gradients_of_their_own_dtype(dtyp
     # gather.grad itself takes the framework's bfloat16 as grad_output.
     g = gather.grad.gather(torch.ones(3, 2, dtype=dtype), x, 1, idx)
     assert g.dtype == dtype and g.tolist() == [[2, 0, 0, 0], [0, 1, 1, 0], [0, 0, 0, 2]]
+
+
+def test_gather_grad_reads_tensors_that_require_grad_as_a_custom_functions_backward_has_them():
+    class Pick(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, idx):
+            ctx.save_for_backward(x, idx)
+            return gather.gather(x.detach(), 1, idx)
+
+        @staticmethod
+        def backward(ctx, g):
+            x, idx = ctx.saved_tensors  # x requires grad here
+            return gather.grad.gather(g, x, 1, idx), None
+
+    x = rand(2, 3).requires_grad_()
+    idx = torch.tensor([[2, 2], [0, 1]])
+    Pick.apply(x, idx).sum().backward()
+    assert x.grad.tolist() == [[0.0, 0.0, 2.0], [1.0, 1.0, 0.0]]
+    assert gather.grad.gather.__module__ == "gather.grad" and gather.grad.gather.__name__ == "gather"

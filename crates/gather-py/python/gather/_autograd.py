@@ -70,10 +70,26 @@ def _function(torch):
     return GatherFunction
 
 
-def _wrap(fn, op, native):
+def detaching(native):
+    """A gradient of :mod:`gather.grad` that takes tensors that require grad (a custom
+    Function's saved tensors do) by reading them detached: the result records no graph."""
+
+    def run(*args, **kwargs):
+        torch = sys.modules.get("torch")
+        if torch is None or not _requires_grad(torch, args, kwargs):
+            return native(*args, **kwargs)
+        t = torch.Tensor
+        args = [a.detach() if isinstance(a, t) else a for a in args]
+        kwargs = {k: (a.detach() if isinstance(a, t) else a) for k, a in kwargs.items()}
+        return native(*args, **kwargs)
+
+    return _wrap(run, native.__name__, native, "gather.grad")
+
+
+def _wrap(fn, op, native, module="gather"):
     fn.__name__ = fn.__qualname__ = op
     fn.__doc__ = native.__doc__
-    fn.__module__ = "gather"
+    fn.__module__ = module
     fn.__wrapped__ = native
     try:
         fn.__signature__ = inspect.signature(native)

@@ -20,7 +20,8 @@ filled positions and dropped writes get none.
 array([  1.,  10., 100.])
 
 Torch users need not call these: ``gather.gather`` and the other ops are recorded by torch's
-autograd, whose backward calls them.
+autograd, whose backward calls them. Called by hand (in a custom ``torch.autograd.Function``'s
+backward, say) they read tensors that require grad as detached, and record no graph.
 
 Gradients copy their inputs once (they go through the library's run-time typed layer). CUDA
 arrays (PyTorch, CuPy, JAX) are differentiated on their GPU, without a copy, and the gradients come
@@ -32,26 +33,27 @@ back as the caller's type.
 array([[ 0.,  0., 11.]])
 """
 
+from ._autograd import detaching as _detaching
 from ._native import grad as _g
 
-gather = _g.gather
-scatter = _g.scatter
-scatter_add = _g.scatter_add
-scatter_reduce = _g.scatter_reduce
-index_select = _g.index_select
-index_add = _g.index_add
-index_copy = _g.index_copy
-index_fill = _g.index_fill
-index_reduce = _g.index_reduce
-take = _g.take
-take_along_dim = _g.take_along_dim
-put = _g.put
-masked_select = _g.masked_select
-masked_scatter = _g.masked_scatter
-sort = _g.sort
-topk = _g.topk
-repeat_interleave = _g.repeat_interleave
-select_batched = _g.select_batched
+gather = _detaching(_g.gather)
+scatter = _detaching(_g.scatter)
+scatter_add = _detaching(_g.scatter_add)
+scatter_reduce = _detaching(_g.scatter_reduce)
+index_select = _detaching(_g.index_select)
+index_add = _detaching(_g.index_add)
+index_copy = _detaching(_g.index_copy)
+index_fill = _detaching(_g.index_fill)
+index_reduce = _detaching(_g.index_reduce)
+take = _detaching(_g.take)
+take_along_dim = _detaching(_g.take_along_dim)
+put = _detaching(_g.put)
+masked_select = _detaching(_g.masked_select)
+masked_scatter = _detaching(_g.masked_scatter)
+sort = _detaching(_g.sort)
+topk = _detaching(_g.topk)
+repeat_interleave = _detaching(_g.repeat_interleave)
+select_batched = _detaching(_g.select_batched)
 
 __all__ = [
     "gather",
