@@ -200,8 +200,7 @@ def test_a_scatter_plan_is_recorded_with_the_ops_gradients():
     for reduce in ["sum", "prod", "mean", "amax", "amin"]:
         same_as_torch(lambda d, s: plan.scatter_reduce(d, s, reduce, include_self=False),
                       lambda d, s: torch.scatter_reduce(d, 0, spread, s, reduce, include_self=False), dst, src)
-    # The plan keeps its own copy of the rows: changing the caller's index changes no gradient.
-    ids[0] = 1
+    # Each src row's gradient is its target row's: the plan's rows, read again by backward.
     s = src.clone().requires_grad_()
     per_row = torch.tensor([[1.0], [10.0], [100.0]], dtype=torch.float64)
     (plan.scatter_add(dst, s) * per_row).sum().backward()
@@ -209,6 +208,12 @@ def test_a_scatter_plan_is_recorded_with_the_ops_gradients():
     torch.testing.assert_close(s.grad, want)
     assert torch.autograd.gradcheck(lambda d, s: plan.scatter_reduce(d, s, "amax"),
                                     (dst.clone().requires_grad_(), src.clone().requires_grad_()))
+    # An index changed in place since the plan was built is an error in backward, not a gradient
+    # that differs from the forward.
+    out = plan.scatter_add(dst, src.clone().requires_grad_())
+    ids[0] = 1
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])

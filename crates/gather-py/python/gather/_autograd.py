@@ -6,10 +6,12 @@ torch tensor that requires grad it calls the op directly; otherwise it runs the 
 tensors inside a ``torch.autograd.Function`` whose backward is the op's gradient in
 :mod:`gather.grad` (on the same device, CPU or CUDA), so that ``loss.backward()`` reaches
 ``input``, ``src`` and ``source``. Under ``torch.no_grad()`` the op runs on detached tensors and
-records nothing. :class:`ScatterPlan` is a thin wrapper too: its ``scatter_add`` and
-``scatter_reduce`` are recorded with the gradients of the ops they equal, for the graph networks
-that scatter over the same edges in every training step. The in-place forms do not record gradients: with grad mode on they refuse a
+records nothing. The in-place forms do not record gradients: with grad mode on they refuse a
 tensor that requires grad (with the fix), under ``torch.no_grad()`` they write into it.
+
+:class:`ScatterPlan` is a thin wrapper too: its ``scatter_add`` and ``scatter_reduce`` are
+recorded with the gradients of the ops they equal, for the graph networks that scatter over the
+same edges in every training step.
 """
 
 import inspect
@@ -163,19 +165,17 @@ def _expanded(index, like):
 
 
 class ScatterPlan:
-    __doc__ = _native.ScatterPlan.__doc__
+    __doc__ = _native.ScatterPlan.__doc__.rstrip() + """
+
+Torch's autograd records ``scatter_add`` and ``scatter_reduce`` where ``dst`` or ``src``
+requires grad. Their backward reads the plan's index again, without a copy: a torch index
+changed in place since the plan was built is an error there, as in torch's own autograd.
+"""
 
     def __init__(self, index, size):
         self._plan = _native.ScatterPlan(index, size)
-        # The rows, for the gradient of src (a copy: a later change to the caller's index must
-        # not change what a backward reads).
-        torch = sys.modules.get("torch")
-        if torch is not None and isinstance(index, torch.Tensor):
-            self._index = index.detach().clone()
-        else:
-            import numpy as np
-
-            self._index = np.array(index) if isinstance(index, (np.ndarray, list, tuple)) else index
+        self._index = index
+        self._version = getattr(index, "_version", None)  # torch's count of in-place changes
 
     def __len__(self):
         return len(self._plan)
@@ -206,6 +206,12 @@ class ScatterPlan:
         return _function(torch).apply(call, detached, names, *(values[n] for n in names))
 
     def _grad(self, grad_output, dst, src, reduce=None, include_self=True, dtype=None):
+        if getattr(self._index, "_version", None) != self._version:
+            raise RuntimeError(
+                "ScatterPlan: the index the plan was built from has been modified by an inplace "
+                "operation since, so the gradient would not match the forward\nhint: build a new "
+                "plan after changing the index, or change a clone of it"
+            )
         index = _expanded(self._index, src)
         if reduce is None:
             return _grad.scatter_add(grad_output, dst, 0, index, src, dtype=dtype)
