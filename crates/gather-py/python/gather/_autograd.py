@@ -26,11 +26,18 @@ _DATA = ("input", "src", "source")
 _FUNCTION = {}
 
 
-def _requires_grad(torch, args, kwargs):
+def _grad_torch(args, kwargs):
+    """torch where an argument is a torch tensor that requires grad, else None (the direct
+    path: torch not even imported, or no such tensor)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
     t = torch.Tensor
-    return any(isinstance(a, t) and a.requires_grad for a in args) or any(
+    if any(isinstance(a, t) and a.requires_grad for a in args) or any(
         isinstance(a, t) and a.requires_grad for a in kwargs.values()
-    )
+    ):
+        return torch
+    return None
 
 
 def _detached(torch, values):
@@ -77,8 +84,8 @@ def detaching(native):
     Function's saved tensors do) by reading them detached: the result records no graph."""
 
     def run(*args, **kwargs):
-        torch = sys.modules.get("torch")
-        if torch is None or not _requires_grad(torch, args, kwargs):
+        torch = _grad_torch(args, kwargs)
+        if torch is None:
             return native(*args, **kwargs)
         t = torch.Tensor
         args = [a.detach() if isinstance(a, t) else a for a in args]
@@ -114,8 +121,8 @@ def differentiable(op):
             "grad_params": set(inspect.signature(grad).parameters) if grad else set()}
 
     def run(*args, **kwargs):
-        torch = sys.modules.get("torch")
-        if torch is None or not _requires_grad(torch, args, kwargs):
+        torch = _grad_torch(args, kwargs)
+        if torch is None:
             return native(*args, **kwargs)
         given = signature.bind(*args, **kwargs).arguments
         names, values = _detached(torch, given)
@@ -133,11 +140,10 @@ def in_place(op):
     signature = inspect.signature(native)
 
     def run(*args, **kwargs):
-        torch = sys.modules.get("torch")
-        if torch is None or not _requires_grad(torch, args, kwargs):
+        torch = _grad_torch(args, kwargs)
+        if torch is None:
             return native(*args, **kwargs)
-        given = signature.bind(*args, **kwargs).arguments
-        names, values = _detached(torch, given)
+        names, values = _detached(torch, signature.bind(*args, **kwargs).arguments)
         if torch.is_grad_enabled():
             verb = "requires" if len(names) == 1 else "require"
             hint = (f"use gather.{op[:-1]} (out of place), which torch's autograd records, or write "
@@ -149,7 +155,7 @@ def in_place(op):
             err.hint = hint
             raise err
         native(**values)
-        return given["input"]
+        return signature.bind(*args, **kwargs).arguments["input"]
 
     return _wrap(run, op, native)
 
@@ -194,9 +200,9 @@ changed in place since the plan was built is an error there, as in torch's own a
         return repr(self._plan)
 
     def _run(self, values):
-        torch = sys.modules.get("torch")
         native = self._plan.scatter_add if "reduce" not in values else self._plan.scatter_reduce
-        if torch is None or not _requires_grad(torch, (), values):
+        torch = _grad_torch((), values)
+        if torch is None:
             return native(**values)
         names, detached = _detached(torch, values)
         if not torch.is_grad_enabled():
