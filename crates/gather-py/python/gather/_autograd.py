@@ -17,6 +17,8 @@ same edges in every training step.
 import inspect
 import sys
 
+import numpy as np
+
 from . import _native
 from ._errors import InvalidArgumentError
 from ._native import grad as _grad
@@ -26,17 +28,21 @@ _DATA = ("input", "src", "source")
 _FUNCTION = {}
 
 
+# Argument types that are never torch tensors: skipped without isinstance, whose check against
+# torch.Tensor's metaclass costs about 300 ns an argument.
+_PLAIN = {np.ndarray, int, float, bool, str, type(None)}
+
+
 def _grad_torch(args, kwargs):
     """torch where an argument is a torch tensor that requires grad, else None (the direct
     path: torch not even imported, or no such tensor)."""
     torch = sys.modules.get("torch")
     if torch is None:
         return None
-    t = torch.Tensor
-    if any(isinstance(a, t) and a.requires_grad for a in args) or any(
-        isinstance(a, t) and a.requires_grad for a in kwargs.values()
-    ):
-        return torch
+    for group in (args, kwargs.values()):
+        for a in group:
+            if type(a) not in _PLAIN and isinstance(a, torch.Tensor) and a.requires_grad:
+                return torch
     return None
 
 
@@ -165,8 +171,6 @@ def _expanded(index, like):
     shape = (-1,) + (1,) * (like.ndim - 1)
     if hasattr(index, "expand"):  # torch
         return index.reshape(shape).expand(like.shape)
-    import numpy as np
-
     return np.broadcast_to(np.asarray(index).reshape(shape), like.shape)
 
 
