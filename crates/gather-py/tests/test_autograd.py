@@ -247,3 +247,54 @@ def test_gather_grad_reads_tensors_that_require_grad_as_a_custom_functions_backw
     Pick.apply(x, idx).sum().backward()
     assert x.grad.tolist() == [[0.0, 0.0, 2.0], [1.0, 1.0, 0.0]]
     assert gather.grad.gather.__module__ == "gather.grad" and gather.grad.gather.__name__ == "gather"
+
+
+def test_torch_compile_keeps_the_core_ops_in_one_graph_with_their_gradients():
+    idx = torch.tensor([[0, 3], [1, 1], [2, 0]])
+    rows = torch.tensor([2, 0, 2])
+
+    def f(x, s):
+        a = gather.gather(x, 1, idx, bounds="clip")
+        b = gather.scatter_add(x, 1, idx, s)
+        c = gather.index_select(x, 0, rows)
+        d = gather.scatter_reduce(x, 1, idx, s, "amax", include_self=False)
+        e = gather.index_add(x, 0, rows, c, alpha=2.0)
+        t = gather.take(x, idx)
+        return a.sum() + (b * b).sum() + c.sum() + d.sum() + e.sum() + (t * t).sum()
+
+    x, s = rand(3, 4), rand(3, 2)
+    # fullgraph=True: a graph break at any of the six ops is an error.
+    same = torch.compile(f, fullgraph=True)
+    mine = [x.clone().requires_grad_(), s.clone().requires_grad_()]
+    ref = [x.clone().requires_grad_(), s.clone().requires_grad_()]
+    got, want = same(*mine), f(*ref)
+    torch.testing.assert_close(got, want)
+    got.backward()
+    want.backward()
+    for a, b in zip(mine, ref):
+        torch.testing.assert_close(a.grad, b.grad)
+    # The graph holds gather's custom operators, which call the library at run time.
+    assert torch.ops.gather.gather(x, 1, idx).tolist() == torch.gather(x, 1, idx).tolist()
+
+
+def test_the_compiled_ops_are_the_custom_operators_defined():
+    from gather import _autograd, _torch_ops
+
+    assert _autograd._COMPILED == _torch_ops.COMPILED
+    for op in _torch_ops.COMPILED:
+        assert hasattr(torch.ops.gather, op) and hasattr(torch.ops.gather, op + "_backward")
+
+
+def test_importing_gather_before_torch_still_defines_the_operators():
+    import subprocess
+    import sys
+
+    code = (
+        "import gather\n"
+        "import torch\n"
+        "import importlib.resources\n"
+        "assert importlib.resources.files(torch).joinpath('__init__.py').is_file()\n"
+        "print(hasattr(torch.ops.gather, 'scatter_add'), hasattr(torch.ops.gather, 'take_backward'))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "True"], out.stderr

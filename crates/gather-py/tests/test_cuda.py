@@ -358,3 +358,25 @@ def test_torch_autograd_records_the_ops_on_cuda_tensors_with_torchs_gradients():
     torch.testing.assert_close(src.grad, s2.grad)
     assert src.grad.is_cuda
     assert torch.autograd.gradcheck(lambda a: gather.gather(a, 0, rows[:20]), (x,))
+
+
+@gpu
+def test_torch_compile_keeps_the_core_ops_in_the_graph_on_cuda():
+    g = torch.Generator().manual_seed(12)
+    x = torch.randn(40, 8, dtype=torch.float32, generator=g).cuda()
+    src = torch.randn(200, 8, dtype=torch.float32, generator=g).cuda()
+    rows = torch.randint(0, 40, (200, 1), generator=g).cuda().expand(200, 8)
+
+    def step(a, s):
+        return (gather.scatter_add(a, 0, rows, s) * gather.gather(a, 0, rows[:40])).sum()
+
+    mine = [x.clone().requires_grad_(), src.clone().requires_grad_()]
+    ref = [x.clone().requires_grad_(), src.clone().requires_grad_()]
+    got = torch.compile(step, fullgraph=True)(*mine)
+    want = step(*ref)
+    torch.testing.assert_close(got, want)
+    got.backward()
+    want.backward()
+    for a, b in zip(mine, ref):
+        torch.testing.assert_close(a.grad, b.grad)
+        assert a.grad.is_cuda

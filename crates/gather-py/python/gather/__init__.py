@@ -19,7 +19,10 @@ Torch autograd records the ops: where a tensor argument requires grad, the op ru
 ``torch.autograd.Function`` whose backward is its gradient in :mod:`gather.grad` (on the CPU or
 the GPU), so ``loss.backward()`` reaches ``input``, ``src`` and ``source`` as it does through
 PyTorch's own ops; under ``torch.no_grad()`` nothing is recorded. The in-place forms record
-nothing: with grad mode on they refuse a tensor that requires grad, and say so.
+nothing: with grad mode on they refuse a tensor that requires grad, and say so. Under
+``torch.compile`` gather, take, index_select, scatter_add, scatter_reduce and index_add are torch
+custom operators (``torch.ops.gather.*``) that stay in the compiled graph, gradients included
+(``fullgraph=True`` works); the other ops break the graph and run eagerly.
 
 Bounds policies: what PyTorch has no word for is a keyword. ``bounds=`` says what an index value
 outside its dimension (size ``n``) does, on every indexing op (gather, take_along_dim,
@@ -64,7 +67,9 @@ array([[10, 30],
 array([5., 0., 2.])
 """
 
-from . import _native
+import sys as _sys
+
+from . import _autograd, _native
 from ._errors import (
     DimOutOfRangeError,
     DTypeError,
@@ -107,6 +112,12 @@ put_ = _in_place("put_")
 masked_scatter_ = _in_place("masked_scatter_")
 from . import grad
 from . import torch_scatter
+
+# torch.compile keeps the core ops in its graph as torch custom operators, defined with torch.
+if "torch" in _sys.modules:
+    _autograd.define_torch_ops()
+else:
+    _sys.meta_path.insert(0, _autograd.AfterTorchImport())
 
 __all__ = [
     "gather",

@@ -9,6 +9,11 @@ tensors inside a ``torch.autograd.Function`` whose backward is the op's gradient
 records nothing. The in-place forms do not record gradients: with grad mode on they refuse a
 tensor that requires grad (with the fix), under ``torch.no_grad()`` they write into it.
 
+Under ``torch.compile`` the core ops (gather, take, index_select, scatter_add, scatter_reduce,
+index_add) become torch custom operators (``gather._torch_ops``), which Dynamo keeps in its
+graph, forward and backward; the other ops run eagerly between graphs, as any function that
+Dynamo cannot trace.
+
 :class:`ScatterPlan` is a thin wrapper too: its ``scatter_add`` and ``scatter_reduce`` are
 recorded with the gradients of the ops they equal, for the graph networks that scatter over the
 same edges in every training step.
@@ -33,17 +38,69 @@ _FUNCTION = {}
 _PLAIN = {np.ndarray, int, float, bool, str, type(None)}
 
 
-def _grad_torch(args, kwargs):
-    """torch where an argument is a torch tensor that requires grad, else None (the direct
-    path: torch not even imported, or no such tensor)."""
+def _torch_tensors(args, kwargs):
+    """``(torch, whether one requires grad)`` where an argument is a torch tensor, else
+    ``(None, False)``: the direct path, torch not even imported or no tensor of it."""
     torch = sys.modules.get("torch")
     if torch is None:
-        return None
+        return None, False
+    found = False
     for group in (args, kwargs.values()):
         for a in group:
-            if type(a) not in _PLAIN and isinstance(a, torch.Tensor) and a.requires_grad:
-                return torch
-    return None
+            if type(a) not in _PLAIN and isinstance(a, torch.Tensor):
+                if a.requires_grad:
+                    return torch, True
+                found = True
+    return (torch if found else None), False
+
+
+# The ops _torch_ops defines as torch custom operators (kept in step with its _SPECS by a test).
+_COMPILED = frozenset({"gather", "take", "index_select", "scatter_add", "scatter_reduce", "index_add"})
+
+
+def define_torch_ops():
+    """Defines ``torch.ops.gather.*`` (torch must be imported). Dynamo cannot trace
+    torch.library's registration, so this runs when torch is imported, not at the first
+    compiled call; a failure leaves the ops to break torch.compile's graphs, with a warning."""
+    try:
+        from . import _torch_ops  # noqa: F401
+    except Exception as e:  # never fail the import of torch or gather over this
+        import warnings
+
+        warnings.warn(f"gather: torch.compile will break its graphs at gather's ops: {e!r}", stacklevel=2)
+
+
+class _ThenDefine:
+    """torch's own loader, which defines gather's custom operators once torch has loaded."""
+
+    def __init__(self, loader):
+        self._loader = loader
+
+    def __getattr__(self, name):
+        return getattr(self._loader, name)
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        define_torch_ops()
+
+
+class AfterTorchImport:
+    """A one-shot import hook for ``import gather`` before ``import torch`` (isort's order):
+    it hands torch's spec back with a loader that defines gather's operators after torch's."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch":
+            return None
+        sys.meta_path.remove(self)
+        import importlib.util
+
+        spec = importlib.util.find_spec(name)
+        if spec is not None and hasattr(spec.loader, "exec_module"):
+            spec.loader = _ThenDefine(spec.loader)
+        return spec
 
 
 def _detached(torch, values):
@@ -90,8 +147,8 @@ def detaching(native):
     Function's saved tensors do) by reading them detached: the result records no graph."""
 
     def run(*args, **kwargs):
-        torch = _grad_torch(args, kwargs)
-        if torch is None:
+        torch, grad = _torch_tensors(args, kwargs)
+        if not grad:
             return native(*args, **kwargs)
         t = torch.Tensor
         args = [a.detach() if isinstance(a, t) else a for a in args]
@@ -126,9 +183,17 @@ def differentiable(op):
     call = {"forward": native, "grad": grad, "order": _op_order,
             "grad_params": set(inspect.signature(grad).parameters) if grad else set()}
 
+    compiled = op in _COMPILED
+
     def run(*args, **kwargs):
-        torch = _grad_torch(args, kwargs)
+        torch, needs_grad = _torch_tensors(args, kwargs)
         if torch is None:
+            return native(*args, **kwargs)
+        if compiled and torch.compiler.is_compiling():
+            # Dynamo is tracing: the custom operator (defined when torch was imported) goes
+            # into the graph.
+            return getattr(torch.ops.gather, op)(*args, **kwargs)
+        if not needs_grad:
             return native(*args, **kwargs)
         given = signature.bind(*args, **kwargs).arguments
         names, values = _detached(torch, given)
@@ -146,8 +211,8 @@ def in_place(op):
     signature = inspect.signature(native)
 
     def run(*args, **kwargs):
-        torch = _grad_torch(args, kwargs)
-        if torch is None:
+        torch, grad = _torch_tensors(args, kwargs)
+        if not grad:
             return native(*args, **kwargs)
         names, values = _detached(torch, signature.bind(*args, **kwargs).arguments)
         if torch.is_grad_enabled():
@@ -205,8 +270,8 @@ changed in place since the plan was built is an error there, as in torch's own a
 
     def _run(self, values):
         native = self._plan.scatter_add if "reduce" not in values else self._plan.scatter_reduce
-        torch = _grad_torch((), values)
-        if torch is None:
+        torch, grad = _torch_tensors((), values)
+        if not grad:
             return native(**values)
         names, detached = _detached(torch, values)
         if not torch.is_grad_enabled():
