@@ -253,6 +253,8 @@ def test_torch_compile_keeps_the_core_ops_in_one_graph_with_their_gradients():
     idx = torch.tensor([[0, 3], [1, 1], [2, 0]])
     rows = torch.tensor([2, 0, 2])
 
+    w2, w4 = rand(3, 2), rand(3, 4)  # weights that tell every element apart, whatever its layout
+
     def f(x, s):
         a = gather.gather(x, 1, idx, bounds="clip")
         b = gather.scatter_add(x, 1, idx, s)
@@ -260,19 +262,21 @@ def test_torch_compile_keeps_the_core_ops_in_one_graph_with_their_gradients():
         d = gather.scatter_reduce(x, 1, idx, s, "amax", include_self=False)
         e = gather.index_add(x, 0, rows, c, alpha=2.0)
         t = gather.take(x, idx)
-        return a.sum() + (b * b).sum() + c.sum() + d.sum() + e.sum() + (t * t).sum()
+        return (a * w2).sum() + (b * b * w4).sum() + (c * w4).sum() + (d * w4).sum() + (e * w4).sum() + (t * w2).sum()
 
-    x, s = rand(3, 4), rand(3, 2)
     # fullgraph=True: a graph break at any of the six ops is an error.
     same = torch.compile(f, fullgraph=True)
-    mine = [x.clone().requires_grad_(), s.clone().requires_grad_()]
-    ref = [x.clone().requires_grad_(), s.clone().requires_grad_()]
-    got, want = same(*mine), f(*ref)
-    torch.testing.assert_close(got, want)
-    got.backward()
-    want.backward()
-    for a, b in zip(mine, ref):
-        torch.testing.assert_close(a.grad, b.grad)
+    # A transposed input too: the library's results are C-contiguous whatever the input's
+    # layout, and the fakes must say so.
+    for x, s in [(rand(3, 4), rand(3, 2)), (rand(4, 3).t(), rand(2, 3).t())]:
+        mine = [x.clone().requires_grad_(), s.clone().requires_grad_()]
+        ref = [x.clone().requires_grad_(), s.clone().requires_grad_()]
+        got, want = same(*mine), f(*ref)
+        torch.testing.assert_close(got, want)
+        got.backward()
+        want.backward()
+        for a, b in zip(mine, ref):
+            torch.testing.assert_close(a.grad, b.grad)
     # The graph holds gather's custom operators, which call the library at run time.
     assert torch.ops.gather.gather(x, 1, idx).tolist() == torch.gather(x, 1, idx).tolist()
 

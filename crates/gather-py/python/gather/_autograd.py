@@ -191,7 +191,12 @@ def differentiable(op):
             return native(*args, **kwargs)
         if compiled and torch.compiler.is_compiling():
             # Dynamo is tracing: the custom operator (defined when torch was imported) goes
-            # into the graph.
+            # into the graph, on contiguous tensors. With a transposed input Inductor asserted
+            # transposed strides on the op's output, whatever its fake said, while the library's
+            # results are always C-contiguous.
+            t = torch.Tensor
+            args = [a.contiguous() if isinstance(a, t) else a for a in args]
+            kwargs = {k: (a.contiguous() if isinstance(a, t) else a) for k, a in kwargs.items()}
             return getattr(torch.ops.gather, op)(*args, **kwargs)
         if not needs_grad:
             return native(*args, **kwargs)

@@ -6,7 +6,9 @@ gradient registered as another custom operator (``torch.ops.gather.<op>_backward
 puts them in the graph instead of breaking it, and AOTAutograd traces forward and backward
 without calling the library. At run time they call the same functions as eager code.
 
-Imported on first use under compilation, so that ``import gather`` never imports torch.
+Imported when torch is (see ``gather/__init__.py``), so that ``import gather`` alone never
+imports torch. The fakes are C-contiguous, as every result of the library is, whatever the
+layout of its arguments.
 """
 
 import torch
@@ -36,16 +38,16 @@ _SPECS = {
     ),
     "scatter_add": (
         "Tensor input, SymInt dim, Tensor index, Tensor src", "bool deterministic=True, ", ("input", "src"),
-        lambda input, *_: torch.empty_like(input),
+        lambda input, *_: input.new_empty(input.shape),
     ),
     "scatter_reduce": (
         "Tensor input, SymInt dim, Tensor index, Tensor src, str reduce",
         "bool include_self=True, bool deterministic=True, ", ("input", "src"),
-        lambda input, *_: torch.empty_like(input),
+        lambda input, *_: input.new_empty(input.shape),
     ),
     "index_add": (
         "Tensor input, SymInt dim, Tensor index, Tensor source", "Scalar? alpha=None, ", ("input", "source"),
-        lambda input, *_: torch.empty_like(input),
+        lambda input, *_: input.new_empty(input.shape),
     ),
 }
 COMPILED = frozenset(_SPECS)
@@ -80,7 +82,7 @@ def _define(op):
         return backward(*map(_plain, args), **kwargs)
 
     def fake_grad(grad_output, *args, **kwargs):
-        got = tuple(torch.empty_like(args[names.index(n)]) for n in diff)
+        got = tuple(args[names.index(n)].new_empty(args[names.index(n)].shape) for n in diff)
         return got[0] if len(got) == 1 else got
 
     bwd = torch.library.custom_op(
