@@ -281,6 +281,32 @@ def test_torch_compile_keeps_the_core_ops_in_one_graph_with_their_gradients():
     assert torch.ops.gather.gather(x, 1, idx).tolist() == torch.gather(x, 1, idx).tolist()
 
 
+def test_torch_compile_keeps_the_index_family_put_and_take_along_dim_in_one_graph():
+    rows, flat, along = torch.tensor([2, 0, 3]), torch.tensor([5, 0, 11]), torch.tensor([[1], [0], [3]])
+    w4 = rand(4, 3)
+
+    def f(x, src):
+        a = gather.index_copy(x, 0, rows, src)
+        b = gather.index_fill(x, 1, torch.tensor([2]), -1.5)
+        c = gather.index_reduce(x, 0, torch.tensor([1, 1, 3]), src, "prod", include_self=False)
+        d = gather.put(x, flat, src[0], accumulate=True)
+        e = gather.take_along_dim(x, along, 0)  # broadcast off dim: (3, 1) against (4, 3)
+        g = gather.take_along_dim(x, flat)  # dim=None: the flattened input
+        return ((a * w4).sum() + (b * w4).sum() + (c * w4).sum() + (d * w4).sum() + (e * w4[:3]).sum()
+                + (g * g).sum())
+
+    same = torch.compile(f, fullgraph=True)
+    for x, s in [(rand(4, 3), rand(3, 3)), (rand(3, 4).t(), rand(3, 3).t())]:
+        mine = [x.clone().requires_grad_(), s.clone().requires_grad_()]
+        ref = [x.clone().requires_grad_(), s.clone().requires_grad_()]
+        got, want = same(*mine), f(*ref)
+        torch.testing.assert_close(got, want)
+        got.backward()
+        want.backward()
+        for a, b in zip(mine, ref):
+            torch.testing.assert_close(a.grad, b.grad)
+
+
 def test_the_compiled_ops_are_the_custom_operators_defined():
     from gather import _autograd, _torch_ops
 

@@ -9,8 +9,8 @@ tensors inside a ``torch.autograd.Function`` whose backward is the op's gradient
 records nothing. The in-place forms do not record gradients: with grad mode on they refuse a
 tensor that requires grad (with the fix), under ``torch.no_grad()`` they write into it.
 
-Under ``torch.compile`` the core ops (gather, take, index_select, scatter_add, scatter_reduce,
-index_add) become torch custom operators (``gather._torch_ops``), which Dynamo keeps in its
+Under ``torch.compile`` the ops in ``_COMPILED`` (the gather, scatter and index families, take,
+take_along_dim, put) become torch custom operators (``gather._torch_ops``), which Dynamo keeps in its
 graph, forward and backward; the other ops run eagerly between graphs, as any function that
 Dynamo cannot trace.
 
@@ -55,7 +55,8 @@ def _torch_tensors(args, kwargs):
 
 
 # The ops _torch_ops defines as torch custom operators (kept in step with its _SPECS by a test).
-_COMPILED = frozenset({"gather", "take", "index_select", "scatter_add", "scatter_reduce", "index_add"})
+_COMPILED = frozenset({"gather", "take", "take_along_dim", "index_select", "scatter_add", "scatter_reduce",
+                       "index_add", "index_copy", "index_fill", "index_reduce", "put"})
 
 
 def define_torch_ops():

@@ -1,10 +1,10 @@
 """The ops that ``torch.compile`` keeps in its graph.
 
-Under ``torch.compile`` the core ops of :mod:`gather` are called as torch custom operators
-(``torch.ops.gather.<op>``), each with a fake kernel that gives its output's shape, and with its
-gradient registered as another custom operator (``torch.ops.gather.<op>_backward``): Dynamo
-puts them in the graph instead of breaking it, and AOTAutograd traces forward and backward
-without calling the library. At run time they call the same functions as eager code.
+Under ``torch.compile`` the ops of :mod:`gather` named in ``_SPECS`` are called as torch custom
+operators (``torch.ops.gather.<op>``), each with a fake kernel that gives its output's shape,
+and with its gradient registered as another custom operator (``torch.ops.gather.<op>_backward``):
+Dynamo puts them in the graph instead of breaking it, and AOTAutograd traces forward and
+backward without calling the library. At run time they call the same functions as eager code.
 
 Imported when torch is (see ``gather/__init__.py``), so that ``import gather`` alone never
 imports torch. The fakes are C-contiguous, as every result of the library is, whatever the
@@ -49,12 +49,44 @@ _SPECS = {
         "Tensor input, SymInt dim, Tensor index, Tensor source", "Scalar? alpha=None, ", ("input", "source"),
         lambda input, *_: input.new_empty(input.shape),
     ),
+    "index_copy": (
+        "Tensor input, SymInt dim, Tensor index, Tensor source", "", ("input", "source"),
+        lambda input, *_: input.new_empty(input.shape),
+    ),
+    "index_fill": (
+        "Tensor input, SymInt dim, Tensor index, Scalar value", "", ("input",),
+        lambda input, *_: input.new_empty(input.shape),
+    ),
+    "index_reduce": (
+        "Tensor input, SymInt dim, Tensor index, Tensor source, str reduce", "bool include_self=True, ",
+        ("input", "source"),
+        lambda input, *_: input.new_empty(input.shape),
+    ),
+    "put": (
+        "Tensor input, Tensor index, Tensor source, bool accumulate=False", "", ("input", "source"),
+        lambda input, *_: input.new_empty(input.shape),
+    ),
+    "take_along_dim": (
+        "Tensor input, Tensor indices, SymInt? dim=None", "", ("input",),
+        lambda input, indices, dim=None: input.new_empty(_along(input, indices, dim)),
+    ),
 }
 COMPILED = frozenset(_SPECS)
 
 
+def _along(input, indices, dim):
+    """take_along_dim's output shape: the index's along ``dim``, the broadcast of both off it
+    (the flattened input's with ``dim=None``: the index's)."""
+    if dim is None:
+        return indices.shape
+    d = dim % input.dim()
+    off = torch.broadcast_shapes(input.shape[:d] + (1,) + input.shape[d + 1:],
+                                 indices.shape[:d] + (1,) + indices.shape[d + 1:])
+    return off[:d] + (indices.shape[d],) + off[d + 1:]
+
+
 def _names(args):
-    return [a.split()[-1] for a in args.split(", ")]
+    return [a.split()[-1].split("=")[0] for a in args.split(", ")]
 
 
 def _plain(a):
