@@ -249,6 +249,22 @@ def test_gather_grad_reads_tensors_that_require_grad_as_a_custom_functions_backw
     assert gather.grad.gather.__module__ == "gather.grad" and gather.grad.gather.__name__ == "gather"
 
 
+def compiled_same_as_eager(f, cases):
+    """``torch.compile(f, fullgraph=True)`` (a graph break is an error) gives eager ``f``'s
+    value and gradients for each case of inputs, among them transposed ones: the library's
+    results are C-contiguous whatever the inputs' layout, and the fakes must say so."""
+    same = torch.compile(f, fullgraph=True)
+    for case in cases:
+        mine = [t.clone().requires_grad_() for t in case]
+        ref = [t.clone().requires_grad_() for t in case]
+        got, want = same(*mine), f(*ref)
+        torch.testing.assert_close(got, want)
+        got.backward()
+        want.backward()
+        for a, b in zip(mine, ref):
+            torch.testing.assert_close(a.grad, b.grad)
+
+
 def test_torch_compile_keeps_the_core_ops_in_one_graph_with_their_gradients():
     idx = torch.tensor([[0, 3], [1, 1], [2, 0]])
     rows = torch.tensor([2, 0, 2])
@@ -264,20 +280,9 @@ def test_torch_compile_keeps_the_core_ops_in_one_graph_with_their_gradients():
         t = gather.take(x, idx)
         return (a * w2).sum() + (b * b * w4).sum() + (c * w4).sum() + (d * w4).sum() + (e * w4).sum() + (t * w2).sum()
 
-    # fullgraph=True: a graph break at any of the six ops is an error.
-    same = torch.compile(f, fullgraph=True)
-    # A transposed input too: the library's results are C-contiguous whatever the input's
-    # layout, and the fakes must say so.
-    for x, s in [(rand(3, 4), rand(3, 2)), (rand(4, 3).t(), rand(2, 3).t())]:
-        mine = [x.clone().requires_grad_(), s.clone().requires_grad_()]
-        ref = [x.clone().requires_grad_(), s.clone().requires_grad_()]
-        got, want = same(*mine), f(*ref)
-        torch.testing.assert_close(got, want)
-        got.backward()
-        want.backward()
-        for a, b in zip(mine, ref):
-            torch.testing.assert_close(a.grad, b.grad)
+    compiled_same_as_eager(f, [(rand(3, 4), rand(3, 2)), (rand(4, 3).t(), rand(2, 3).t())])
     # The graph holds gather's custom operators, which call the library at run time.
+    x = rand(3, 4)
     assert torch.ops.gather.gather(x, 1, idx).tolist() == torch.gather(x, 1, idx).tolist()
 
 
@@ -295,16 +300,7 @@ def test_torch_compile_keeps_the_index_family_put_and_take_along_dim_in_one_grap
         return ((a * w4).sum() + (b * w4).sum() + (c * w4).sum() + (d * w4).sum() + (e * w4[:3]).sum()
                 + (g * g).sum())
 
-    same = torch.compile(f, fullgraph=True)
-    for x, s in [(rand(4, 3), rand(3, 3)), (rand(3, 4).t(), rand(3, 3).t())]:
-        mine = [x.clone().requires_grad_(), s.clone().requires_grad_()]
-        ref = [x.clone().requires_grad_(), s.clone().requires_grad_()]
-        got, want = same(*mine), f(*ref)
-        torch.testing.assert_close(got, want)
-        got.backward()
-        want.backward()
-        for a, b in zip(mine, ref):
-            torch.testing.assert_close(a.grad, b.grad)
+    compiled_same_as_eager(f, [(rand(4, 3), rand(3, 3)), (rand(3, 4).t(), rand(3, 3).t())])
 
 
 def test_the_compiled_ops_are_the_custom_operators_defined():
