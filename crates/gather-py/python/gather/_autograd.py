@@ -104,6 +104,14 @@ class AfterTorchImport:
         return spec
 
 
+def _each_tensor(torch, args, kwargs, method):
+    """``args`` and ``kwargs`` with ``method`` (``"detach"``, ``"contiguous"``) applied to the
+    torch tensors among them."""
+    t = torch.Tensor
+    args = [getattr(a, method)() if isinstance(a, t) else a for a in args]
+    return args, {k: (getattr(a, method)() if isinstance(a, t) else a) for k, a in kwargs.items()}
+
+
 def _detached(torch, values):
     """The names of the arguments that require grad, and the arguments with those detached."""
     names = [n for n, v in values.items() if isinstance(v, torch.Tensor) and v.requires_grad]
@@ -151,9 +159,7 @@ def detaching(native):
         torch, grad = _torch_tensors(args, kwargs)
         if not grad:
             return native(*args, **kwargs)
-        t = torch.Tensor
-        args = [a.detach() if isinstance(a, t) else a for a in args]
-        kwargs = {k: (a.detach() if isinstance(a, t) else a) for k, a in kwargs.items()}
+        args, kwargs = _each_tensor(torch, args, kwargs, "detach")
         return native(*args, **kwargs)
 
     return _wrap(run, native.__name__, native, "gather.grad")
@@ -195,9 +201,7 @@ def differentiable(op):
             # into the graph, on contiguous tensors. With a transposed input Inductor asserted
             # transposed strides on the op's output, whatever its fake said, while the library's
             # results are always C-contiguous.
-            t = torch.Tensor
-            args = [a.contiguous() if isinstance(a, t) else a for a in args]
-            kwargs = {k: (a.contiguous() if isinstance(a, t) else a) for k, a in kwargs.items()}
+            args, kwargs = _each_tensor(torch, args, kwargs, "contiguous")
             return getattr(torch.ops.gather, op)(*args, **kwargs)
         if not needs_grad:
             return native(*args, **kwargs)
@@ -220,7 +224,8 @@ def in_place(op):
         torch, grad = _torch_tensors(args, kwargs)
         if not grad:
             return native(*args, **kwargs)
-        names, values = _detached(torch, signature.bind(*args, **kwargs).arguments)
+        given = signature.bind(*args, **kwargs).arguments
+        names, values = _detached(torch, given)
         if torch.is_grad_enabled():
             verb = "requires" if len(names) == 1 else "require"
             hint = (f"use gather.{op[:-1]} (out of place), which torch's autograd records, or write "
@@ -232,7 +237,7 @@ def in_place(op):
             err.hint = hint
             raise err
         native(**values)
-        return signature.bind(*args, **kwargs).arguments["input"]
+        return given["input"]
 
     return _wrap(run, op, native)
 

@@ -18,6 +18,12 @@ from ._native import grad as _grad
 
 _POLICY = "str? bounds=None, Scalar? fill_value=None, str? dtype=None"
 
+
+def _same_shape(input, *_):
+    """The fake of an op whose output has ``input``'s shape (the scatter and index writes)."""
+    return input.new_empty(input.shape)
+
+
 # op: (positional arguments, keyword-only ones before the policy, the differentiated arguments
 # in the order gather.grad returns their gradients, the output's fake)
 _SPECS = {
@@ -38,33 +44,33 @@ _SPECS = {
     ),
     "scatter_add": (
         "Tensor input, SymInt dim, Tensor index, Tensor src", "bool deterministic=True, ", ("input", "src"),
-        lambda input, *_: input.new_empty(input.shape),
+        _same_shape,
     ),
     "scatter_reduce": (
         "Tensor input, SymInt dim, Tensor index, Tensor src, str reduce",
         "bool include_self=True, bool deterministic=True, ", ("input", "src"),
-        lambda input, *_: input.new_empty(input.shape),
+        _same_shape,
     ),
     "index_add": (
         "Tensor input, SymInt dim, Tensor index, Tensor source", "Scalar? alpha=None, ", ("input", "source"),
-        lambda input, *_: input.new_empty(input.shape),
+        _same_shape,
     ),
     "index_copy": (
         "Tensor input, SymInt dim, Tensor index, Tensor source", "", ("input", "source"),
-        lambda input, *_: input.new_empty(input.shape),
+        _same_shape,
     ),
     "index_fill": (
         "Tensor input, SymInt dim, Tensor index, Scalar value", "", ("input",),
-        lambda input, *_: input.new_empty(input.shape),
+        _same_shape,
     ),
     "index_reduce": (
         "Tensor input, SymInt dim, Tensor index, Tensor source, str reduce", "bool include_self=True, ",
         ("input", "source"),
-        lambda input, *_: input.new_empty(input.shape),
+        _same_shape,
     ),
     "put": (
         "Tensor input, Tensor index, Tensor source, bool accumulate=False", "", ("input", "source"),
-        lambda input, *_: input.new_empty(input.shape),
+        _same_shape,
     ),
     "take_along_dim": (
         "Tensor input, Tensor indices, SymInt? dim=None", "", ("input",),
