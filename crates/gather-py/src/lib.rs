@@ -1859,8 +1859,10 @@ fn repeat_interleave<'py>(
 ) -> PyResult<Py<PyAny>> {
     let mut c = Call::new(py, "repeat_interleave", dtype)?;
     match repeats {
-        // torch.repeat_interleave(repeats): the only argument is the repeats.
+        // torch.repeat_interleave(repeats): the only argument is the repeats, whose framework
+        // the result takes (torch in, torch out), as a data argument's.
         None => {
+            c.like = framework(py, input)?;
             c.plain("repeats", input)?;
         }
         Some(r) if r.is_instance_of::<PyInt>() && !r.is_instance_of::<PyBool>() => {

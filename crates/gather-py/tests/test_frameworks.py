@@ -85,3 +85,12 @@ def test_mixed_frameworks_return_the_type_of_the_data_argument():
     assert isinstance(out, torch.Tensor) and out.tolist() == [4, 1]
     out = gather.index_select(np.arange(5), 0, torch.tensor([4, 1]))
     assert isinstance(out, np.ndarray) and out.tolist() == [4, 1]
+
+
+def test_repeat_interleave_of_repeats_alone_returns_the_repeats_framework():
+    # torch.repeat_interleave(repeats) has no data argument: the repeats decide the type.
+    out = gather.repeat_interleave(torch.tensor([1, 0, 2]))
+    assert isinstance(out, torch.Tensor) and out.tolist() == torch.repeat_interleave(torch.tensor([1, 0, 2])).tolist()
+    out = gather.repeat_interleave(jnp.array([2, 1]))
+    assert isinstance(out, jax.Array) and out.tolist() == [0, 0, 1]
+    assert isinstance(gather.repeat_interleave(np.array([1, 1])), np.ndarray)
