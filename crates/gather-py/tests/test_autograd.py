@@ -303,12 +303,112 @@ def test_torch_compile_keeps_the_index_family_put_and_take_along_dim_in_one_grap
     compiled_same_as_eager(f, [(rand(4, 3), rand(3, 3)), (rand(3, 4).t(), rand(3, 3).t())])
 
 
-def test_the_compiled_ops_are_the_custom_operators_defined():
-    from gather import _autograd, _torch_ops
+def test_torch_compile_keeps_scatter_selection_sorting_masks_and_repeats_in_one_graph():
+    idx = torch.tensor([[0, 3], [1, 2], [2, 0]])
+    w4 = rand(3, 4)
 
-    assert _autograd._COMPILED == _torch_ops.COMPILED
-    for op in _torch_ops.COMPILED:
-        assert hasattr(torch.ops.gather, op) and hasattr(torch.ops.gather, op + "_backward")
+    def f(x, s):
+        a = gather.scatter(x, 1, idx, s)
+        b = gather.scatter(x, 1, idx, value=2.5)  # the number form: another operator
+        c = gather.select_batched(x, 1, torch.tensor([[3, 0], [1, 1], [2, 2]]), 1)
+        v, i = gather.sort(x, 1, stable=True)
+        tv, ti = gather.topk(x, 2, 0)
+        o = gather.argsort(x, 0, descending=True)
+        m = gather.masked_select(x, x > 0)  # a length known only at run time
+        ms = gather.masked_scatter(x, x > 0, torch.cat([s.flatten(), s.flatten()]))
+        r = gather.repeat_interleave(x, torch.tensor([1, 0, 2]), 0)  # run-time length too
+        ro = gather.repeat_interleave(x, torch.tensor([1, 0, 2]), 0, output_size=3)
+        ri = gather.repeat_interleave(x, 2, 1)  # the integer form
+        return ((a * w4).sum() + (b * w4).sum() + (c * c).sum() + (v * w4).sum() + (tv * w4[:2]).sum()
+                + (torch.gather(x, 0, o) * w4).sum() + (m * m).sum() + (ms * w4).sum() + (r * r).sum()
+                + (ro * ro).sum() + (ri * ri).sum() + i.sum() + ti.sum())
+
+    compiled_same_as_eager(f, [(rand(3, 4), rand(3, 2)), (rand(4, 3).t(), rand(2, 3).t())])
+
+
+def test_torch_compile_keeps_the_in_place_forms_in_one_graph_writing_through_views():
+    idx = torch.tensor([[0, 3], [1, 2], [2, 0]])
+
+    def f(x, s):
+        y = x.clone()
+        gather.scatter_(y, 1, idx, s)
+        gather.scatter_(y, 1, torch.tensor([[1], [2], [3]]), 7.0)
+        gather.scatter_add_(y, 1, idx, s)
+        gather.scatter_reduce_(y, 1, idx, s, "amin", include_self=False)
+        gather.index_add_(y.t(), 1, torch.tensor([2, 0]), torch.cat([s, s[:1]]))  # through a view
+        gather.index_copy_(y, 0, torch.tensor([1]), s.flatten()[:4].reshape(1, 4))
+        gather.index_fill_(y, 1, torch.tensor([0]), -3.0)
+        gather.index_reduce_(y, 0, torch.tensor([2, 2]), torch.cat([s.flatten(), s.flatten()[:2]]).reshape(2, 4),
+                             "mean")
+        gather.put_(y, torch.tensor([11, 0]), s[0], accumulate=True)
+        assert gather.masked_scatter_(y, y > 1, s.flatten().repeat(2)) is y
+        return y
+
+    same = torch.compile(f, fullgraph=True)
+    for x, s in [(rand(3, 4), rand(3, 2)), (rand(4, 3).t(), rand(2, 3).t())]:
+        torch.testing.assert_close(same(x, s), f(x, s))
+
+    # An optimizer's update of a parameter under no_grad, compiled.
+    w, rows = torch.nn.Parameter(torch.zeros(4, 2)), torch.tensor([1, 3])
+
+    @torch.compile(fullgraph=True)
+    def step(g):
+        with torch.no_grad():
+            gather.index_add_(w, 0, rows, g, alpha=-0.5)
+
+    step(torch.ones(2, 2))
+    assert w.tolist() == [[0, 0], [-0.5, -0.5], [0, 0], [-0.5, -0.5]]
+
+
+def _operator_cases():
+    t = torch.tensor
+    x, idx, s = rand(3, 4), t([[0, 3], [1, 1], [2, 0]]), rand(3, 2)
+    return {
+        "gather": ((x, 1, idx), {"bounds": "clip"}),
+        "take": ((x, idx), {}),
+        "index_select": ((x, 0, t([2, 0])), {}),
+        "take_along_dim": ((x, t([[1], [0], [2]]), 1), {}),
+        "select_batched": ((rand(2, 3, 4), 2, t([[1, 0], [3, 3]]), 1), {}),
+        "scatter": ((x, 1, t([[0, 3], [1, 2], [2, 0]]), s), {}),
+        "scatter_value": ((x, 1, idx, 2.5), {"reduce": "add"}),
+        "scatter_add": ((x, 1, idx, s), {}),
+        "scatter_reduce": ((x, 1, idx, s, "amax"), {"include_self": False}),
+        "index_add": ((x, 0, t([2, 0]), rand(2, 4)), {"alpha": 2.0}),
+        "index_copy": ((x, 0, t([2, 0]), rand(2, 4)), {}),
+        "index_fill": ((x, 1, t([2]), -1.5), {}),
+        "index_reduce": ((x, 0, t([1, 1]), rand(2, 4), "prod"), {}),
+        "put": ((x, t([5, 0]), rand(2)), {"accumulate": True}),
+        "masked_select": ((x, x > 0), {}),
+        "masked_scatter": ((x, x > 0, rand(12)), {}),
+        "sort": ((x, 1), {"stable": True}),
+        "topk": ((x, 2, 0), {}),
+        "argsort": ((x,), {"descending": True}),
+        "repeat_interleave": ((x, t([1, 0, 2]), 0), {}),
+        "repeat_interleave_int": ((x, 2, 1), {}),
+    }
+
+
+def test_every_custom_operator_passes_torchs_opcheck():
+    """torch.library.opcheck: the fakes give the real outputs' shapes, strides and dtypes, the
+    schemas say what is mutated, and autograd is registered as AOTAutograd traces it."""
+    from gather import _torch_ops
+
+    cases = _operator_cases()
+    for op, operator in _torch_ops._OPS.items():
+        args, kwargs = cases[op.rstrip("_")]
+        if op.endswith("_"):
+            args = (args[0].clone(),) + args[1:]
+        torch.library.opcheck(operator, args, kwargs)
+
+
+def test_every_op_and_in_place_form_is_a_custom_operator_under_compile():
+    from gather import _torch_ops
+
+    ops = {n for n in gather.__all__ if getattr(getattr(gather, n), "__wrapped__", None) is not None}
+    assert ops == _torch_ops.COMPILED and len(ops) == 28
+    for op in _torch_ops._SPECS:
+        assert hasattr(torch.ops.gather, op)
+        assert hasattr(torch.ops.gather, op + "_backward") == (_torch_ops._SPECS[op].diff not in (None, ()))
 
 
 def test_importing_gather_before_torch_still_defines_the_operators():
@@ -324,3 +424,27 @@ def test_importing_gather_before_torch_still_defines_the_operators():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["True", "True"], out.stderr
+
+
+def test_torch_compile_keeps_a_scatter_plans_calls_in_the_graph_with_their_gradients():
+    from gather import _torch_ops
+
+    plan = gather.ScatterPlan(torch.tensor([2, 0, 2, 1, 2]), 3)
+    w = rand(3, 4)
+
+    def f(x, s):
+        a = plan.scatter_add(x, s)
+        b = plan.scatter_reduce(x, s * 2, "amax", include_self=False)
+        c = plan.scatter_reduce(x, s, "mean")
+        return (a * w).sum() + (b * w).sum() + (c * w).sum()
+
+    compiled_same_as_eager(f, [(rand(3, 4), rand(5, 4)), (rand(4, 3).t(), rand(4, 5).t())])
+    torch.library.opcheck(_torch_ops._PLAN_OPS["scatter_add"], (plan._key, rand(3, 4), rand(5, 4)), {})
+    torch.library.opcheck(_torch_ops._PLAN_OPS["scatter_reduce"], (plan._key, rand(3, 4), rand(5, 4), "prod"),
+                          {"include_self": False})
+
+    # Another plan through the same compiled function: its own edges, not the first plan's.
+    other = gather.ScatterPlan(torch.tensor([0, 0, 1, 1, 1]), 2)
+    apply = torch.compile(lambda p, x, s: p.scatter_add(x, s), fullgraph=True)
+    assert apply(plan, torch.zeros(3, 1), torch.ones(5, 1)).flatten().tolist() == [1, 1, 3]
+    assert apply(other, torch.zeros(2, 1), torch.ones(5, 1)).flatten().tolist() == [2, 3]

@@ -361,14 +361,18 @@ def test_torch_autograd_records_the_ops_on_cuda_tensors_with_torchs_gradients():
 
 
 @gpu
-def test_torch_compile_keeps_the_core_ops_in_the_graph_on_cuda():
+def test_torch_compile_keeps_the_ops_and_a_plan_in_the_graph_on_cuda():
     g = torch.Generator().manual_seed(12)
     x = torch.randn(40, 8, dtype=torch.float32, generator=g).cuda()
     src = torch.randn(200, 8, dtype=torch.float32, generator=g).cuda()
     rows = torch.randint(0, 40, (200, 1), generator=g).cuda().expand(200, 8)
 
+    plan = gather.ScatterPlan(rows[:, 0].contiguous(), 40)
+
     def step(a, s):
-        return (gather.scatter_add(a, 0, rows, s) * gather.gather(a, 0, rows[:40])).sum()
+        v, _ = gather.sort(a, 1)
+        return ((gather.scatter_add(a, 0, rows, s) * gather.gather(a, 0, rows[:40])).sum()
+                + (plan.scatter_reduce(a, s, "amax") * v).sum() + gather.masked_select(a, a > 0).sum())
 
     mine = [x.clone().requires_grad_(), src.clone().requires_grad_()]
     ref = [x.clone().requires_grad_(), src.clone().requires_grad_()]

@@ -20,10 +20,10 @@ Torch autograd records the ops: where a tensor argument requires grad, the op ru
 the GPU), so ``loss.backward()`` reaches ``input``, ``src`` and ``source`` as it does through
 PyTorch's own ops; under ``torch.no_grad()`` nothing is recorded. The in-place forms record
 nothing: with grad mode on they refuse a tensor that requires grad, and say so. Under
-``torch.compile`` gather, take, take_along_dim, index_select, scatter_add, scatter_reduce,
-index_add, index_copy, index_fill, index_reduce and put are torch custom operators
-(``torch.ops.gather.*``) that stay in the compiled graph, gradients included (``fullgraph=True``
-works); the other ops break the graph and run eagerly.
+``torch.compile`` every op, every in-place form and :class:`ScatterPlan`'s calls are torch
+custom operators (``torch.ops.gather.*``) that stay in the compiled graph, gradients included
+(``fullgraph=True`` works); ``masked_select`` and ``repeat_interleave`` without ``output_size``
+give a length that torch learns at run time.
 
 Bounds policies: what PyTorch has no word for is a keyword. ``bounds=`` says what an index value
 outside its dimension (size ``n``) does, on every indexing op (gather, take_along_dim,
@@ -114,7 +114,7 @@ masked_scatter_ = _in_place("masked_scatter_")
 from . import grad
 from . import torch_scatter
 
-# torch.compile keeps the core ops in its graph as torch custom operators, defined with torch.
+# torch.compile keeps the ops in its graph as torch custom operators, defined with torch.
 if "torch" in _sys.modules:
     _autograd.define_torch_ops()
 else:

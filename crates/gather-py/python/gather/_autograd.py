@@ -9,10 +9,8 @@ tensors inside a ``torch.autograd.Function`` whose backward is the op's gradient
 records nothing. The in-place forms do not record gradients: with grad mode on they refuse a
 tensor that requires grad (with the fix), under ``torch.no_grad()`` they write into it.
 
-Under ``torch.compile`` the ops in ``_COMPILED`` (the gather, scatter and index families, take,
-take_along_dim, put) become torch custom operators (``gather._torch_ops``), which Dynamo keeps in its
-graph, forward and backward; the other ops run eagerly between graphs, as any function that
-Dynamo cannot trace.
+Under ``torch.compile`` every op, every in-place form and ScatterPlan's calls become torch
+custom operators (``gather._torch_ops``), which Dynamo keeps in its graph, forward and backward.
 
 :class:`ScatterPlan` is a thin wrapper too: its ``scatter_add`` and ``scatter_reduce`` are
 recorded with the gradients of the ops they equal, for the graph networks that scatter over the
@@ -20,7 +18,9 @@ same edges in every training step.
 """
 
 import inspect
+import itertools
 import sys
+import weakref
 
 import numpy as np
 
@@ -54,17 +54,20 @@ def _torch_tensors(args, kwargs):
     return (torch if found else None), False
 
 
-# The ops _torch_ops defines as torch custom operators (kept in step with its _SPECS by a test).
-_COMPILED = frozenset({"gather", "take", "take_along_dim", "index_select", "scatter_add", "scatter_reduce",
-                       "index_add", "index_copy", "index_fill", "index_reduce", "put"})
+# gather._torch_ops once torch's custom operators are defined (None: torch.compile breaks its
+# graphs at gather's ops).
+_torch_ops = None
 
 
 def define_torch_ops():
     """Defines ``torch.ops.gather.*`` (torch must be imported). Dynamo cannot trace
     torch.library's registration, so this runs when torch is imported, not at the first
     compiled call; a failure leaves the ops to break torch.compile's graphs, with a warning."""
+    global _torch_ops
     try:
-        from . import _torch_ops  # noqa: F401
+        from . import _torch_ops as ops
+
+        _torch_ops = ops
     except Exception as e:  # never fail the import of torch or gather over this
         import warnings
 
@@ -190,19 +193,17 @@ def differentiable(op):
     call = {"forward": native, "grad": grad, "order": _op_order,
             "grad_params": set(inspect.signature(grad).parameters) if grad else set()}
 
-    compiled = op in _COMPILED
-
     def run(*args, **kwargs):
         torch, needs_grad = _torch_tensors(args, kwargs)
         if torch is None:
             return native(*args, **kwargs)
-        if compiled and torch.compiler.is_compiling():
+        if _torch_ops is not None and torch.compiler.is_compiling():
             # Dynamo is tracing: the custom operator (defined when torch was imported) goes
             # into the graph, on contiguous tensors. With a transposed input Inductor asserted
             # transposed strides on the op's output, whatever its fake said, while the library's
             # results are always C-contiguous.
             args, kwargs = _each_tensor(torch, args, kwargs, "contiguous")
-            return getattr(torch.ops.gather, op)(*args, **kwargs)
+            return _torch_ops.call(op, args, kwargs)
         if not needs_grad:
             return native(*args, **kwargs)
         given = signature.bind(*args, **kwargs).arguments
@@ -222,6 +223,11 @@ def in_place(op):
 
     def run(*args, **kwargs):
         torch, grad = _torch_tensors(args, kwargs)
+        if torch is not None and not (grad and torch.is_grad_enabled()) and _torch_ops is not None \
+                and torch.compiler.is_compiling():
+            # The operator mutates the caller's `input` itself: no contiguous copies here.
+            _torch_ops.call(op, args, kwargs)
+            return args[0] if args else kwargs["input"]
         if not grad:
             return native(*args, **kwargs)
         given = signature.bind(*args, **kwargs).arguments
@@ -250,18 +256,28 @@ def _expanded(index, like):
     return np.broadcast_to(np.asarray(index).reshape(shape), like.shape)
 
 
+# The live plans by key: a compiled graph names its plan by the key (a custom operator takes no
+# Python object), and the operator finds the plan here when it runs.
+PLANS = weakref.WeakValueDictionary()
+_PLAN_KEYS = itertools.count()
+
+
 class ScatterPlan:
     __doc__ = _native.ScatterPlan.__doc__.rstrip() + """
 
 Torch's autograd records ``scatter_add`` and ``scatter_reduce`` where ``dst`` or ``src``
 requires grad. Their backward reads the plan's index again, without a copy: a torch index
 changed in place since the plan was built is an error there, as in torch's own autograd.
+Under ``torch.compile`` both calls stay in the graph (custom operators that name the plan),
+with their gradients; build the plan outside the compiled function and reuse it.
 """
 
     def __init__(self, index, size):
         self._plan = _native.ScatterPlan(index, size)
         self._index = index
         self._version = getattr(index, "_version", None)  # torch's count of in-place changes
+        self._key = next(_PLAN_KEYS)
+        PLANS[self._key] = self
 
     def __len__(self):
         return len(self._plan)
@@ -282,6 +298,8 @@ changed in place since the plan was built is an error there, as in torch's own a
     def _run(self, values):
         native = self._plan.scatter_add if "reduce" not in values else self._plan.scatter_reduce
         torch, grad = _torch_tensors((), values)
+        if torch is not None and _torch_ops is not None and torch.compiler.is_compiling():
+            return _torch_ops.call_plan(self._key, values)
         if not grad:
             return native(**values)
         names, detached = _detached(torch, values)
