@@ -18,11 +18,11 @@ layout of its arguments. Outputs whose length depends on values (``masked_select
 ``repeat_interleave`` without ``output_size``) get a size that torch learns at run time.
 """
 
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import torch
 
-from . import _autograd, _native
+from . import _autograd, _native, _shapes
 from ._native import grad as _grad
 
 _POLICY = "str? bounds=None, Scalar? fill_value=None, "
@@ -30,7 +30,6 @@ _POLICY = "str? bounds=None, Scalar? fill_value=None, "
 
 class _Spec(NamedTuple):
     positional: str  # the schema's positional arguments
-    fake: Callable  # the output's fake, from the positional and keyword arguments
     keywords: str = ""  # keyword-only arguments before the bounds policy and dtype
     diff: tuple = ("input",)  # differentiated arguments, in the order gather.grad returns them
     returns: str = "Tensor"
@@ -39,112 +38,61 @@ class _Spec(NamedTuple):
     moved: tuple = ()  # positional arguments of the schema that the function takes by keyword
 
 
-def _same_shape(input, *_, **__):
-    """The fake of an op whose output has ``input``'s shape (the scatter and index writes)."""
-    return input.new_empty(input.shape)
+class _Sizes:
+    """The shape context of the fakes (see gather._shapes): symbolic broadcasts, and lengths
+    that torch learns once the op has run."""
+
+    broadcast = staticmethod(torch.broadcast_shapes)
+
+    @staticmethod
+    def dynamic(op, hint):
+        return torch.library.get_ctx().new_dynamic_size()
 
 
-def _dynamic():
-    """A length torch learns when the op has run (it depends on the values)."""
-    return torch.library.get_ctx().new_dynamic_size()
+def _fake(op):
+    """The fake kernel of ``op``: C-contiguous outputs of the shapes and dtypes of gather._shapes."""
+    shapes, kinds = getattr(_shapes, op), _shapes.kinds(op)
 
+    def fake(input, *args, **kwargs):
+        outs = tuple(input.new_empty(s, dtype=input.dtype if k == "input" else torch.long)
+                     for s, k in zip(shapes(_Sizes, input, *args, **kwargs), kinds))
+        return outs if len(outs) > 1 else outs[0]
 
-def _index_select(input, dim, index, **_):
-    if not input.dim():
-        return input.new_empty((index.numel(),))
-    d = dim % input.dim()
-    return input.new_empty(input.shape[:d] + (index.numel(),) + input.shape[d + 1:])
-
-
-def _along(input, indices, dim=None, **_):
-    """take_along_dim's output: the index's length along ``dim``, the broadcast of both off it
-    (the index's shape with ``dim=None``: the flattened input)."""
-    if dim is None:
-        return input.new_empty(indices.shape)
-    d = dim % input.dim()
-    off = torch.broadcast_shapes(input.shape[:d] + (1,) + input.shape[d + 1:],
-                                 indices.shape[:d] + (1,) + indices.shape[d + 1:])
-    return input.new_empty(off[:d] + (indices.shape[d],) + off[d + 1:])
-
-
-def _selected(input, axis, index, batch_dims=0, **_):
-    """select_batched's output: ``input`` with ``axis`` replaced by the index's dims after the batch."""
-    a = axis % input.dim()
-    b = batch_dims % index.dim() if batch_dims < 0 else batch_dims
-    return input.new_empty(input.shape[:a] + index.shape[b:] + input.shape[a + 1:])
-
-
-def _sorted(input, *_, **__):
-    return input.new_empty(input.shape), input.new_empty(input.shape, dtype=torch.long)
-
-
-def _top(input, k, dim=-1, *_, **__):
-    shape = list(input.shape)
-    if shape:
-        shape[dim % len(shape)] = k
-    return input.new_empty(shape), input.new_empty(shape, dtype=torch.long)
-
-
-def _repeated(input, repeats=None, dim=None, *, output_size=None, **_):
-    """repeat_interleave's output with a repeats tensor (or the repeats alone): its length along
-    ``dim`` is ``output_size`` when given, else known only once the op has run."""
-    n = output_size if output_size is not None else _dynamic()
-    if dim is None:
-        return input.new_empty((n,))
-    shape = list(input.shape)
-    shape[dim % len(shape)] = n
-    return input.new_empty(shape)
-
-
-def _repeated_int(input, repeats, dim=None, **_):
-    if dim is None:
-        return input.new_empty((input.numel() * repeats,))
-    shape = list(input.shape)
-    shape[dim % len(shape)] *= repeats
-    return input.new_empty(shape)
+    return fake
 
 
 _SPECS = {
-    "gather": _Spec("Tensor input, SymInt dim, Tensor index",
-                    lambda input, dim, index, **_: input.new_empty(index.shape)),
-    "take": _Spec("Tensor input, Tensor index", lambda input, index, **_: input.new_empty(index.shape)),
-    "index_select": _Spec("Tensor input, SymInt dim, Tensor index", _index_select),
-    "take_along_dim": _Spec("Tensor input, Tensor indices, SymInt? dim=None", _along),
-    "select_batched": _Spec("Tensor input, SymInt axis, Tensor index, SymInt batch_dims=0", _selected),
-    "scatter": _Spec("Tensor input, SymInt dim, Tensor index, Tensor src", _same_shape,
-                     "str? reduce=None, ", ("input", "src")),
-    "scatter_value": _Spec("Tensor input, SymInt dim, Tensor index, Scalar value", _same_shape,
-                           "str? reduce=None, ", native="scatter", moved=("value",)),
-    "scatter_add": _Spec("Tensor input, SymInt dim, Tensor index, Tensor src", _same_shape,
-                         "bool deterministic=True, ", ("input", "src")),
-    "scatter_reduce": _Spec("Tensor input, SymInt dim, Tensor index, Tensor src, str reduce", _same_shape,
+    "gather": _Spec("Tensor input, SymInt dim, Tensor index"),
+    "take": _Spec("Tensor input, Tensor index"),
+    "index_select": _Spec("Tensor input, SymInt dim, Tensor index"),
+    "take_along_dim": _Spec("Tensor input, Tensor indices, SymInt? dim=None"),
+    "select_batched": _Spec("Tensor input, SymInt axis, Tensor index, SymInt batch_dims=0"),
+    "scatter": _Spec("Tensor input, SymInt dim, Tensor index, Tensor src", "str? reduce=None, ", ("input", "src")),
+    "scatter_value": _Spec("Tensor input, SymInt dim, Tensor index, Scalar value", "str? reduce=None, ",
+                           native="scatter", moved=("value",)),
+    "scatter_add": _Spec("Tensor input, SymInt dim, Tensor index, Tensor src", "bool deterministic=True, ",
+                         ("input", "src")),
+    "scatter_reduce": _Spec("Tensor input, SymInt dim, Tensor index, Tensor src, str reduce",
                             "bool include_self=True, bool deterministic=True, ", ("input", "src")),
-    "index_add": _Spec("Tensor input, SymInt dim, Tensor index, Tensor source", _same_shape,
-                       "Scalar? alpha=None, ", ("input", "source")),
-    "index_copy": _Spec("Tensor input, SymInt dim, Tensor index, Tensor source", _same_shape,
-                        diff=("input", "source")),
-    "index_fill": _Spec("Tensor input, SymInt dim, Tensor index, Scalar value", _same_shape),
-    "index_reduce": _Spec("Tensor input, SymInt dim, Tensor index, Tensor source, str reduce", _same_shape,
+    "index_add": _Spec("Tensor input, SymInt dim, Tensor index, Tensor source", "Scalar? alpha=None, ",
+                       ("input", "source")),
+    "index_copy": _Spec("Tensor input, SymInt dim, Tensor index, Tensor source", diff=("input", "source")),
+    "index_fill": _Spec("Tensor input, SymInt dim, Tensor index, Scalar value"),
+    "index_reduce": _Spec("Tensor input, SymInt dim, Tensor index, Tensor source, str reduce",
                           "bool include_self=True, ", ("input", "source")),
-    "put": _Spec("Tensor input, Tensor index, Tensor source, bool accumulate=False", _same_shape,
-                 diff=("input", "source")),
-    "masked_select": _Spec("Tensor input, Tensor mask", lambda input, mask, **_: input.new_empty((_dynamic(),)),
-                           policy=False),
-    "masked_scatter": _Spec("Tensor input, Tensor mask, Tensor source",
-                            lambda input, mask, source, **_: input.new_empty(
-                                torch.broadcast_shapes(input.shape, mask.shape)),
-                            diff=("input", "source"), policy=False),
-    "sort": _Spec("Tensor input, SymInt dim=-1, bool descending=False", _sorted, "bool stable=False, ",
+    "put": _Spec("Tensor input, Tensor index, Tensor source, bool accumulate=False", diff=("input", "source")),
+    "masked_select": _Spec("Tensor input, Tensor mask", policy=False),
+    "masked_scatter": _Spec("Tensor input, Tensor mask, Tensor source", diff=("input", "source"), policy=False),
+    "sort": _Spec("Tensor input, SymInt dim=-1, bool descending=False", "bool stable=False, ",
                   returns="(Tensor, Tensor)", policy=False),
-    "topk": _Spec("Tensor input, SymInt k, SymInt dim=-1, bool largest=True, bool sorted=True", _top,
+    "topk": _Spec("Tensor input, SymInt k, SymInt dim=-1, bool largest=True, bool sorted=True",
                   returns="(Tensor, Tensor)", policy=False),
-    "argsort": _Spec("Tensor input, SymInt dim=-1, bool descending=False",
-                     lambda input, *_, **__: input.new_empty(input.shape, dtype=torch.long),
-                     "bool stable=False, ", diff=(), policy=False),
-    "repeat_interleave": _Spec("Tensor input, Tensor? repeats=None, SymInt? dim=None", _repeated,
-                               "SymInt? output_size=None, ", policy=False),
-    "repeat_interleave_int": _Spec("Tensor input, SymInt repeats, SymInt? dim=None", _repeated_int,
-                                   "SymInt? output_size=None, ", policy=False, native="repeat_interleave"),
+    "argsort": _Spec("Tensor input, SymInt dim=-1, bool descending=False", "bool stable=False, ", diff=(),
+                     policy=False),
+    "repeat_interleave": _Spec("Tensor input, Tensor? repeats=None, SymInt? dim=None", "SymInt? output_size=None, ",
+                               policy=False),
+    "repeat_interleave_int": _Spec("Tensor input, SymInt repeats, SymInt? dim=None", "SymInt? output_size=None, ",
+                                   policy=False, native="repeat_interleave"),
 }
 
 # The in-place forms: the writes above, mutating ``input`` and returning nothing.
@@ -153,7 +101,7 @@ for _op in ("scatter", "scatter_value", "scatter_add", "scatter_reduce", "index_
     _s = _SPECS[_op]
     _SPECS[_op + "_"] = _s._replace(
         positional=_s.positional.replace("Tensor input", "Tensor(a!) input", 1),
-        fake=lambda *_, **__: None, diff=None, returns="()", native=(_s.native or _op) + "_",
+        diff=None, returns="()", native=(_s.native or _op) + "_",
     )
 
 # The functions of gather that run as these operators under torch.compile.
@@ -195,7 +143,7 @@ def _define(op):
         f"gather::{op}", run, mutates_args=("input",) if spec.diff is None else (),
         schema=f"({spec.positional}, *, {spec.keywords}{tail}) -> {spec.returns}",
     )
-    fwd.register_fake(spec.fake)
+    fwd.register_fake((lambda *_, **__: None) if spec.diff is None else _fake(spec.native or op))
     if spec.diff is None:  # it records no gradient
         return fwd
     outputs = spec.returns.count("Tensor")
