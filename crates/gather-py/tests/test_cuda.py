@@ -261,6 +261,11 @@ def test_cupy_and_jax_gpu_arrays_come_back_as_their_own_type():
     assert np.asarray(outj).ravel().tolist() == [3.0, 4.0, 9.0]
     with pytest.raises(gather.InvalidArgumentError, match="read-only"):
         gather.scatter_(xj, 1, ij, 0.0)
+    # Under jax.jit and jax.grad the op is a host callback: GPU arrays go through the host.
+    outj = jax.jit(lambda x: gather.gather(x, 1, ij))(xj)
+    assert np.asarray(outj).ravel().tolist() == [3.0, 4.0, 9.0]
+    grad = jax.grad(lambda x: gather.gather(x, 1, ij).sum())(xj)
+    assert np.asarray(grad).ravel().tolist() == [0, 0, 0, 1, 1, 0, 0, 0, 0, 1, 0, 0]
 
 
 @gpu

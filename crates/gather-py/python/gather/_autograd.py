@@ -107,6 +107,18 @@ class AfterTorchImport:
         return spec
 
 
+def _jax_traced(args, kwargs):
+    """Whether an argument is a traced JAX array (inside jax.jit, jax.grad, jax.vmap): the op
+    then runs as a callback of the computation (gather._jax_ops)."""
+    for group in (args, kwargs.values()):
+        for a in group:
+            if type(a) not in _PLAIN:
+                jax = sys.modules.get("jax")
+                if jax is not None and isinstance(a, jax.core.Tracer):
+                    return True
+    return False
+
+
 def _each_tensor(torch, args, kwargs, method):
     """``args`` and ``kwargs`` with ``method`` (``"detach"``, ``"contiguous"``) applied to the
     torch tensors among them."""
@@ -196,6 +208,10 @@ def differentiable(op):
     def run(*args, **kwargs):
         torch, needs_grad = _torch_tensors(args, kwargs)
         if torch is None:
+            if _jax_traced(args, kwargs):
+                from . import _jax_ops
+
+                return _jax_ops.call(op, args, kwargs)
             return native(*args, **kwargs)
         if _torch_ops is not None and torch.compiler.is_compiling():
             # Dynamo is tracing: the custom operator (defined when torch was imported) goes
@@ -228,6 +244,11 @@ def in_place(op):
             # The operator mutates the caller's `input` itself: no contiguous copies here.
             _torch_ops.call(op, args, kwargs)
             return args[0] if args else kwargs["input"]
+        if torch is None and _jax_traced(args, kwargs):
+            hint = f"JAX arrays are immutable: call gather.{op[:-1]} (out of place), which returns the result"
+            err = InvalidArgumentError(f"{op}: `input` is a traced JAX array, which cannot be written\nhint: {hint}")
+            err.hint = hint
+            raise err
         if not grad:
             return native(*args, **kwargs)
         given = signature.bind(*args, **kwargs).arguments
@@ -300,6 +321,10 @@ with their gradients; build the plan outside the compiled function and reuse it.
         torch, grad = _torch_tensors((), values)
         if torch is not None and _torch_ops is not None and torch.compiler.is_compiling():
             return _torch_ops.call_plan(self._key, values)
+        if torch is None and _jax_traced((), values):
+            from . import _jax_ops
+
+            return _jax_ops.call_plan(native, self._grad, values)
         if not grad:
             return native(**values)
         names, detached = _detached(torch, values)

@@ -1,0 +1,118 @@
+"""JAX's transformations through gather's ops: under jax.jit, jax.grad and jax.vmap the ops give
+what they give eagerly, their gradients pass JAX's finite-difference check, and what cannot be
+traced (a length that depends on values, a write into an immutable array) is refused with a fix."""
+
+import numpy as np
+import pytest
+
+import gather
+
+jax = pytest.importorskip("jax")
+jnp = jax.numpy
+from jax.test_util import check_grads  # noqa: E402
+
+RNG = np.random.default_rng(5)
+
+
+def rand(*shape):
+    return jnp.asarray(RNG.standard_normal(shape))
+
+
+def cases():
+    """(name, function of (x, s), x, s): every op, with the arrays it is traced through."""
+    t = jnp.array
+    idx = t([[0, 3], [1, 2], [2, 0]])
+    return [
+        ("gather", lambda x, s: gather.gather(x, 1, idx, bounds="clip")),
+        ("take", lambda x, s: gather.take(x, idx)),
+        ("index_select", lambda x, s: gather.index_select(x, 0, t([2, 0, 2]))),
+        ("take_along_dim", lambda x, s: gather.take_along_dim(x, t([[1], [0], [3]]), 1)),
+        ("select_batched", lambda x, s: gather.select_batched(x, 1, t([3, 0, 1]), 1)),
+        ("scatter", lambda x, s: gather.scatter(x, 1, idx, s)),
+        ("scatter value", lambda x, s: gather.scatter(x, 1, idx, value=2.5)),
+        ("scatter_add", lambda x, s: gather.scatter_add(x, 1, idx, s)),
+        ("scatter_reduce", lambda x, s: gather.scatter_reduce(x, 1, idx, s, "amax", include_self=False)),
+        ("index_add", lambda x, s: gather.index_add(x, 1, t([3, 0]), s, alpha=2.0)),
+        ("index_copy", lambda x, s: gather.index_copy(x, 1, t([3, 0]), s)),
+        ("index_fill", lambda x, s: gather.index_fill(x, 1, t([2]), -1.5)),
+        ("index_reduce", lambda x, s: gather.index_reduce(x, 1, t([3, 3]), s, "prod")),
+        ("put", lambda x, s: gather.put(x, t([11, 0]), s[0], accumulate=True)),
+        ("masked_scatter", lambda x, s: gather.masked_scatter(x, x > 0, jnp.concatenate([s.ravel()] * 2))),
+        ("sort", lambda x, s: gather.sort(x, 1)[0]),
+        ("topk", lambda x, s: gather.topk(x, 2, 0)[0]),
+        ("repeat_interleave", lambda x, s: gather.repeat_interleave(x, 2, 1)),
+        ("repeat_interleave sized", lambda x, s: gather.repeat_interleave(x, t([1, 0, 2]), 0, output_size=3)),
+    ]
+
+
+@pytest.mark.parametrize("name,f", cases(), ids=[c[0] for c in cases()])
+def test_jit_gives_the_eager_result_and_grad_passes_finite_differences(name, f):
+    x, s = rand(3, 4), rand(3, 2)
+    np.testing.assert_array_equal(np.asarray(jax.jit(f)(x, s)), np.asarray(f(x, s)))
+    with jax.enable_x64(True):
+        x, s = rand(3, 4), rand(3, 2)
+        assert x.dtype == jnp.float64
+        check_grads(f, (x, s), order=1, modes=["rev"])
+        check_grads(jax.jit(f), (x, s), order=1, modes=["rev"])
+
+
+def test_gradients_equal_the_library_gradients_called_by_hand():
+    x, s = rand(3, 4), rand(3, 2)
+    idx = jnp.array([[0, 3], [1, 1], [2, 0]])
+    g = rand(3, 4)
+    gx, gs = jax.grad(lambda x, s: (gather.scatter_reduce(x, 1, idx, s, "mean") * g).sum(), (0, 1))(x, s)
+    want = gather.grad.scatter_reduce(g, x, 1, idx, s, "mean")
+    np.testing.assert_array_equal(np.asarray(gx), np.asarray(want[0]))
+    np.testing.assert_array_equal(np.asarray(gs), np.asarray(want[1]))
+
+
+def test_indices_come_back_as_jaxs_index_dtype_and_are_not_differentiated():
+    x = rand(3, 4)
+    values, indices = jax.jit(lambda x: gather.sort(x, 1, descending=True))(x)
+    assert indices.dtype == jnp.int32  # without jax_enable_x64
+    np.testing.assert_array_equal(np.asarray(values), np.asarray(jnp.sort(x, 1)[:, ::-1]))
+    order = jax.jit(lambda x: gather.argsort(x, 0))(x)
+    np.testing.assert_array_equal(np.asarray(order), np.asarray(jnp.argsort(x, 0, stable=True)))
+    # A loss through argsort's indices: the gradient flows through the take only.
+    grad = jax.grad(lambda x: gather.take_along_dim(x, gather.argsort(x, 1)[:, :1], 1).sum())(x)
+    np.testing.assert_array_equal(np.asarray(grad), np.asarray(x == x.min(1, keepdims=True), dtype=np.float32))
+
+
+def test_vmap_runs_the_op_once_per_batch_element():
+    x = rand(5, 3, 4)
+    idx = jnp.array([[2], [0], [3]])
+    got = jax.vmap(lambda x: gather.take_along_dim(x, idx, 1))(x)
+    want = np.stack([np.asarray(gather.take_along_dim(x[b], idx, 1)) for b in range(5)])
+    np.testing.assert_array_equal(np.asarray(got), want)
+    per_row = jnp.array([[0, 1], [3, 3], [2, 0], [1, 1], [0, 0]])
+    got = jax.vmap(lambda x, i: gather.index_select(x, 1, i))(x, per_row)
+    want = np.stack([np.asarray(gather.index_select(x[b], 1, per_row[b])) for b in range(5)])
+    np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def test_a_scatter_plan_is_traced_with_its_gradient():
+    plan = gather.ScatterPlan(jnp.array([2, 0, 2, 1]), 3)
+    dst, src = rand(3, 2), rand(4, 2)
+    f = jax.jit(lambda d, s: plan.scatter_reduce(d, s, "sum"))
+    np.testing.assert_array_equal(np.asarray(f(dst, src)), np.asarray(plan.scatter_reduce(dst, src, "sum")))
+    with jax.enable_x64(True):
+        check_grads(lambda d, s: plan.scatter_add(d, s), (rand(3, 2), rand(4, 2)), order=1, modes=["rev"])
+
+
+def test_a_value_dependent_length_is_refused_when_tracing_with_the_fix():
+    x = rand(3, 4)
+    with pytest.raises(gather.InvalidArgumentError, match="output_size"):
+        jax.jit(lambda x: gather.repeat_interleave(x, jnp.array([1, 0, 2]), 0))(x)
+    with pytest.raises(gather.InvalidArgumentError, match="masked_select's depends on the values"):
+        jax.jit(lambda x: gather.masked_select(x, x > 0))(x)
+
+
+def test_in_place_forms_refuse_a_traced_array_with_the_out_of_place_fix():
+    with pytest.raises(gather.InvalidArgumentError, match="gather.index_fill"):
+        jax.jit(lambda x: gather.index_fill_(x, 0, jnp.array([0]), 1.0))(rand(3))
+
+
+def test_a_bad_index_is_reported_when_the_computation_runs():
+    f = jax.jit(lambda x, i: gather.take(x, i))
+    with pytest.raises(Exception, match="tried to access index 30"):
+        f(rand(3, 4), jnp.array([30])).block_until_ready()
