@@ -94,3 +94,30 @@ def test_repeat_interleave_of_repeats_alone_returns_the_repeats_framework():
     out = gather.repeat_interleave(jnp.array([2, 1]))
     assert isinstance(out, jax.Array) and out.tolist() == [0, 0, 1]
     assert isinstance(gather.repeat_interleave(np.array([1, 1])), np.ndarray)
+
+
+def test_torch_cpu_tensors_go_through_numpy_views_with_the_dlpack_results():
+    # The wrappers hand CPU tensors over as NumPy views (faster than DLPack's export); the
+    # results, their types and the writes of the in-place forms are those of the DLPack path.
+    x, idx = torch.arange(12.0).reshape(3, 4), torch.tensor([[3, 0], [1, 1], [0, 2]])
+    out = gather.gather(x, 1, idx)
+    assert isinstance(out, torch.Tensor) and torch.equal(out, gather._native.gather(x, 1, idx))
+    values, order = gather.topk(x, 2, 1)
+    assert isinstance(order, torch.Tensor) and order.dtype == torch.int64
+    y = torch.zeros(3, 4)
+    assert gather.scatter_add_(y, 1, idx, torch.ones(3, 2)) is y and y.sum().item() == 6.0
+    # A NumPy input keeps the NumPy result, whatever the other arguments are.
+    assert isinstance(gather.gather(x.numpy(), 1, idx), np.ndarray)
+
+
+def test_torch_negative_views_are_read_with_their_sign():
+    # z.conj().imag is a view with the negative bit, which torch's DLPack export drops: it is
+    # resolved before the library reads it, and refused as an in-place target.
+    z = torch.tensor([1 + 2j, 3 - 1j, -2 + 0.5j])
+    view, rows = z.conj().imag, torch.tensor([2, 0])
+    assert view.is_neg()
+    assert torch.equal(gather.index_select(view, 0, rows), torch.index_select(view, 0, rows))
+    assert torch.equal(gather.take(view, rows), torch.take(view, rows))
+    assert torch.equal(gather.index_select(torch.arange(3.0), 0, rows), torch.tensor([2.0, 0.0]))
+    with pytest.raises(gather.InvalidArgumentError, match="negative bit"):
+        gather.index_fill_(view, 0, rows, 1.0)
