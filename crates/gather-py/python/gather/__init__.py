@@ -117,11 +117,11 @@ masked_scatter_ = _in_place("masked_scatter_")
 from . import grad
 from . import torch_scatter
 
-# torch.compile keeps the ops in its graph as torch custom operators, defined with torch.
-if "torch" in _sys.modules:
+# torch.compile keeps the ops in its graph as torch custom operators, defined with Dynamo.
+if "torch._dynamo" in _sys.modules:
     _autograd.define_torch_ops()
 else:
-    _sys.meta_path.insert(0, _autograd.AfterTorchImport())
+    _sys.meta_path.insert(0, _autograd.AfterDynamoImport())
 
 __all__ = [
     "gather",

@@ -61,8 +61,10 @@ _torch_ops = None
 
 def define_torch_ops():
     """Defines ``torch.ops.gather.*`` (torch must be imported). Dynamo cannot trace
-    torch.library's registration, so this runs when torch is imported, not at the first
-    compiled call; a failure leaves the ops to break torch.compile's graphs, with a warning."""
+    torch.library's registration, so this runs when Dynamo is imported (``torch.compile`` and
+    ``torch.export`` import it before they trace), not at the first compiled call nor with torch
+    itself, which would cost every process that never compiles about 0.1 s. A failure leaves the
+    ops to break torch.compile's graphs, with a warning."""
     global _torch_ops
     try:
         from . import _torch_ops as ops
@@ -75,7 +77,7 @@ def define_torch_ops():
 
 
 class _ThenDefine:
-    """torch's own loader, which defines gather's custom operators once torch has loaded."""
+    """Dynamo's own loader, which defines gather's custom operators once Dynamo has loaded."""
 
     def __init__(self, loader):
         self._loader = loader
@@ -91,12 +93,12 @@ class _ThenDefine:
         define_torch_ops()
 
 
-class AfterTorchImport:
-    """A one-shot import hook for ``import gather`` before ``import torch`` (isort's order):
-    it hands torch's spec back with a loader that defines gather's operators after torch's."""
+class AfterDynamoImport:
+    """A one-shot import hook for ``import gather`` before Dynamo (``torch._dynamo``) is loaded:
+    it hands Dynamo's spec back with a loader that defines gather's operators after Dynamo's."""
 
     def find_spec(self, name, path=None, target=None):
-        if name != "torch":
+        if name != "torch._dynamo":
             return None
         sys.meta_path.remove(self)
         import importlib.util

@@ -12,8 +12,8 @@ A schema has no union of a tensor and a number, so ``scatter``'s number form is
 picks the operator from the arguments. The in-place forms mutate ``input`` and return nothing
 (a custom operator returns no alias of its argument); their wrappers return ``input``.
 
-Imported when torch is (see ``gather/__init__.py``), so that ``import gather`` alone never
-imports torch. The fakes are C-contiguous, as every result of the library is, whatever the
+Imported when Dynamo (``torch._dynamo``) is (see ``gather/__init__.py``), so that neither
+``import gather`` nor ``import torch`` pays for defining the operators. The fakes are C-contiguous, as every result of the library is, whatever the
 layout of its arguments. Outputs whose length depends on values (``masked_select``,
 ``repeat_interleave`` without ``output_size``) get a size that torch learns at run time.
 """
