@@ -88,7 +88,7 @@ tests() {
     rm -rf /tmp/pyg && python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/pyg gpu/gather-*.whl
     # JAX would otherwise take 75% of the GPU memory at its first array, beside torch and ours.
     XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONPATH=/tmp/pyg timeout 90 python3 -m pytest -q -p no:cacheprovider -rs \
-        -k "not emulator_sweeps" crates/gather-py/tests/test_cuda.py > "$OUT/python_cuda.log" 2>&1
+        -k "not emulator_sweeps and not torch_compile" crates/gather-py/tests/test_cuda.py > "$OUT/python_cuda.log" 2>&1
     echo "python exit $?"; tail -15 "$OUT/python_cuda.log"
     log "Python: the emulator's sweeps (about 24,000 calls, one or two faults at once) on torch CUDA tensors"
     PYTHONPATH=/tmp/pyg timeout 120 python3 -m pytest -q -p no:cacheprovider -k emulator_sweeps \
@@ -123,6 +123,12 @@ tests() {
     GATHER_CUDA_EXACT_ALLOC=1 timeout 40 compute-sanitizer --tool memcheck --error-exitcode 9 gpu/gather --no-progress conformance \
         --device cuda --filter err_ /tmp/suite/conformance > "$OUT/sanitizer_conformance.log" 2>&1
     echo "sanitizer conformance exit $?"; grep -E "ERROR SUMMARY|passed" "$OUT/sanitizer_conformance.log" | tail -3
+
+    # Last: Dynamo's import and Inductor's compile (Triton kernels) take tens of seconds.
+    log "Python: torch.compile on CUDA tensors (ops, a plan, a run-time length), with gradients"
+    PYTHONPATH=/tmp/pyg timeout 120 python3 -m pytest -q -p no:cacheprovider -rs -k torch_compile \
+        crates/gather-py/tests/test_cuda.py > "$OUT/python_compile.log" 2>&1
+    echo "compile exit $?"; tail -5 "$OUT/python_compile.log"
 }
 
 table() {
