@@ -251,7 +251,7 @@ def differentiable(op):
                 return _jax_ops.call(op, args, kwargs)
             return native(*args, **kwargs)
         if _torch_ops is not None and torch.compiler.is_compiling():
-            # Dynamo is tracing: the custom operator (defined when torch was imported) goes
+            # Dynamo is tracing: the custom operator (defined when Dynamo was imported) goes
             # into the graph, on contiguous tensors. With a transposed input Inductor asserted
             # transposed strides on the op's output, whatever its fake said, while the library's
             # results are always C-contiguous.
