@@ -40,7 +40,7 @@ use numpy::{
 };
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString, PyTuple};
 
 /// A borrowed NumPy array of one of the supported element types, or an owned bfloat16 array.
 enum Arr<'py> {
@@ -218,6 +218,7 @@ impl<'py> Call<'py> {
     /// A data array (`input`, `src`, `source`, `grad_output`): bfloat16 bit patterns under
     /// `dtype="bfloat16"`.
     fn data(&mut self, name: &'static str, obj: &Bound<'py, PyAny>) -> PyResult<&mut Self> {
+        let obj = &readable(obj)?;
         if self.like.is_none() {
             self.like = framework(self.py, obj)?;
         }
@@ -238,6 +239,7 @@ impl<'py> Call<'py> {
 
     /// An index, mask or repeats array (never bfloat16).
     fn plain(&mut self, name: &'static str, obj: &Bound<'py, PyAny>) -> PyResult<&mut Self> {
+        let obj = &readable(obj)?;
         if self.cuda_input(name, obj)? {
             return Ok(self);
         }
@@ -363,6 +365,7 @@ impl<'py> Call<'py> {
                 ));
             }
         };
+        let grad_output = &readable(grad_output)?;
         let on_gpu = cuda::device_of(grad_output)?;
         if !self.gpu.is_empty() || on_gpu.is_some() {
             return self.run_grad_gpu(grad_output, on_gpu, parity);
@@ -449,6 +452,17 @@ impl<'py> Call<'py> {
 
     /// Runs the in-place form of the op on `input`, the caller's own array, and returns it.
     fn into_input(mut self, input: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+        if is_torch(input) && input.call_method0("is_neg")?.is_truthy()? {
+            return Err(py_error(
+                self.py,
+                "InvalidArgumentError",
+                "invalid_argument",
+                format!(
+                    "{op}_: `input` is a view with the negative bit set (as `z.conj().imag` is), which the library cannot write through\nhint: write into a tensor without it (`x = x.resolve_neg()` copies), or call the out-of-place {op}",
+                    op = self.op
+                ),
+            ));
+        }
         if !self.gpu.is_empty() {
             return self.into_gpu_input(input);
         }
@@ -522,11 +536,14 @@ impl<'py> Call<'py> {
         let Some(module) = &self.like else {
             return Ok(arr);
         };
-        let out = module.call_method1("from_dlpack", (arr,))?;
+        // torch's `from_numpy` is the same hand-over as its `from_dlpack`, without the latter's
+        // Python-level checks.
+        let torch = module.getattr("__name__")?.extract::<String>()? == "torch";
+        let out = module.call_method1(if torch { "from_numpy" } else { "from_dlpack" }, (arr,))?;
         if !(bf16 && self.like_bf16) {
             return Ok(out.unbind());
         }
-        let as_bf16 = if module.getattr("__name__")?.extract::<String>()? == "torch" {
+        let as_bf16 = if torch {
             out.call_method1("view", (module.getattr("bfloat16")?,))?
         } else {
             let lax = self.py.import("jax.lax")?;
@@ -791,9 +808,38 @@ fn ndarray_of<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Bound<'
 }
 
 /// A NumPy array sharing the memory of `obj`, a tensor of another framework on the CPU
-/// (PyTorch, JAX, ...), through the DLPack protocol: no copy.
+/// (PyTorch, JAX, ...), through the DLPack protocol: no copy. A torch tensor's own `numpy()`
+/// is the same view at a tenth of the cost (torch's DLPack export is Python code), where it
+/// has one (not for bfloat16 or a tensor that requires grad: DLPack's error then).
 fn from_dlpack<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    if is_torch(obj) {
+        if let Ok(view) = obj.call_method0("numpy") {
+            return Ok(view);
+        }
+    }
     py.import("numpy")?.call_method1("from_dlpack", (obj,))
+}
+
+/// Whether `obj` is a torch tensor (its type is torch's, or a subclass in torch's modules).
+pub(crate) fn is_torch(obj: &Bound<'_, PyAny>) -> bool {
+    let Ok(module) = obj.get_type().getattr("__module__") else {
+        return false;
+    };
+    let Ok(module) = module.cast_into::<PyString>() else {
+        return false;
+    };
+    module
+        .to_cow()
+        .is_ok_and(|m| m == "torch" || m.starts_with("torch."))
+}
+
+/// `obj` to be read: a torch tensor with the negative bit (as `z.conj().imag` has it) resolved
+/// into a copy, as torch's DLPack export drops the bit and the values' signs would flip.
+fn readable<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    if is_torch(obj) && obj.call_method0("is_neg")?.is_truthy()? {
+        return obj.call_method0("resolve_neg");
+    }
+    Ok(obj.clone())
 }
 
 /// The bit patterns of `obj` as a uint16 NumPy array sharing its memory, when `obj` is a

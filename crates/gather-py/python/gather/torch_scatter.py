@@ -80,6 +80,9 @@ def _on_device(x):
     its framework's array operations, not NumPy's."""
     if isinstance(x, np.ndarray):
         return False
+    is_cuda = getattr(x, "is_cuda", None)  # torch's answer, without its __dlpack_device__ (5 µs)
+    if isinstance(is_cuda, bool):
+        return is_cuda
     f = getattr(x, "__dlpack_device__", None)
     if f is None:
         return False
@@ -128,7 +131,7 @@ def _index_np(index):
     if isinstance(index, np.ndarray):
         return index
     if hasattr(index, "__dlpack__"):
-        return np.from_dlpack(index)
+        return _np(index)
     return np.asarray(index)
 
 
@@ -171,8 +174,16 @@ def _arg_sentinel(arg, n):
 
 
 def _np(x):
-    """``x`` as a NumPy array sharing its memory."""
-    return x if isinstance(x, np.ndarray) else np.from_dlpack(x)
+    """``x`` as a NumPy array sharing its memory: a torch tensor's own ``numpy()`` is the same
+    view as DLPack's at a tenth of its cost, where it has one (not bfloat16: DLPack's error)."""
+    if isinstance(x, np.ndarray):
+        return x
+    if type(x).__module__.startswith("torch"):
+        try:
+            return x.numpy()
+        except (TypeError, RuntimeError):
+            pass
+    return np.from_dlpack(x)
 
 
 def _np_dtype(src):
@@ -200,13 +211,13 @@ def _fresh(src, shape, fill):
 
 
 def _like(src, out):
-    """A NumPy result ``out`` as ``src``'s type (through DLPack: no copy)."""
+    """A NumPy result ``out`` as ``src``'s type (no copy)."""
     if isinstance(out, np.ndarray) and not isinstance(src, np.ndarray):
         root = type(src).__module__.split(".")[0]
         if root == "torch":
             import torch
 
-            return torch.from_dlpack(out)
+            return torch.from_numpy(out)
         if root in ("jax", "jaxlib"):
             import jax.numpy as jnp
 
