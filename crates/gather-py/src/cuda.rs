@@ -33,9 +33,13 @@ pub(crate) fn device_of(obj: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
     if obj.cast::<PyUntypedArray>().is_ok() || !obj.hasattr("__dlpack_device__")? {
         return Ok(None);
     }
-    // torch's `__dlpack_device__` is Python code (about 5 µs); `is_cuda` answers for the CPU.
-    if crate::is_torch(obj) && !obj.getattr("is_cuda")?.is_truthy()? {
-        return Ok(None);
+    // torch's `__dlpack_device__` is Python code (about 5 µs); `is_cuda` and `get_device()`
+    // give the same answer.
+    if crate::is_torch(obj) {
+        if !obj.getattr("is_cuda")?.is_truthy()? {
+            return Ok(None);
+        }
+        return Ok(Some(obj.call_method0("get_device")?.extract::<i64>()?.max(0) as usize));
     }
     let d = dlpark::python::dlpack_device(obj.as_borrowed())?;
     Ok(matches!(
