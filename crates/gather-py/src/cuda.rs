@@ -39,7 +39,9 @@ pub(crate) fn device_of(obj: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
         if !obj.getattr("is_cuda")?.is_truthy()? {
             return Ok(None);
         }
-        return Ok(Some(obj.call_method0("get_device")?.extract::<i64>()?.max(0) as usize));
+        return Ok(Some(
+            obj.call_method0("get_device")?.extract::<i64>()?.max(0) as usize,
+        ));
     }
     let d = dlpark::python::dlpack_device(obj.as_borrowed())?;
     Ok(matches!(
