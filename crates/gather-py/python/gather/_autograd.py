@@ -25,7 +25,7 @@ import weakref
 import numpy as np
 
 from . import _native
-from ._errors import InvalidArgumentError
+from ._errors import refused
 from ._native import grad as _grad
 
 # The arguments an op's gradient differentiates, in the order gather.grad returns them.
@@ -275,10 +275,8 @@ def in_place(op):
             _torch_ops.call(op, args, kwargs)
             return args[0] if args else kwargs["input"]
         if torch is None and _jax_traced(args, kwargs):
-            hint = f"JAX arrays are immutable: call gather.{op[:-1]} (out of place), which returns the result"
-            err = InvalidArgumentError(f"{op}: `input` is a traced JAX array, which cannot be written\nhint: {hint}")
-            err.hint = hint
-            raise err
+            raise refused(f"{op}: `input` is a traced JAX array, which cannot be written",
+                          f"JAX arrays are immutable: call gather.{op[:-1]} (out of place), which returns the result")
         if not grad:
             views = _numpy_views(torch, args, kwargs) if torch is not None else None
             if views is None:
@@ -289,14 +287,11 @@ def in_place(op):
         names, values = _detached(torch, given)
         if torch.is_grad_enabled():
             verb = "requires" if len(names) == 1 else "require"
-            hint = (f"use gather.{op[:-1]} (out of place), which torch's autograd records, or write "
-                    f"under `with torch.no_grad():`")
-            err = InvalidArgumentError(
-                f"{op}: {' and '.join(names)} {verb} grad, and the in-place forms do not record "
-                f"gradients\nhint: {hint}"
+            raise refused(
+                f"{op}: {' and '.join(names)} {verb} grad, and the in-place forms do not record gradients",
+                f"use gather.{op[:-1]} (out of place), which torch's autograd records, or write under "
+                f"`with torch.no_grad():`",
             )
-            err.hint = hint
-            raise err
         native(**values)
         return given["input"]
 

@@ -125,3 +125,11 @@ def _python_hint(hint: str) -> str:
     for pattern, repl in _RULES:
         hint = pattern.sub(repl, hint)
     return hint
+
+
+def refused(message: str, hint: str) -> InvalidArgumentError:
+    """The error of a call the Python layer refuses itself, shaped as the library's own: the
+    message, a ``hint:`` line, and ``hint`` set."""
+    err = InvalidArgumentError(f"{message}\nhint: {hint}")
+    err.hint = hint
+    return err

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _native, _shapes
-from ._errors import InvalidArgumentError
+from ._errors import refused
 from ._native import grad as _grad
 
 
@@ -34,13 +34,11 @@ class _Static:
 
     @staticmethod
     def dynamic(op, hint):
-        hint = f"{hint}, or call {op} outside jax.jit"
-        err = InvalidArgumentError(
+        raise refused(
             f"{op}: under a JAX transformation the output's length must be known when tracing, "
-            f"and {op}'s depends on the values\nhint: {hint}"
+            f"and {op}'s depends on the values",
+            f"{hint}, or call {op} outside jax.jit",
         )
-        err.hint = hint
-        raise err
 
 
 def _is_array(a):
@@ -59,8 +57,7 @@ def call(op, args, kwargs):
     shapes = getattr(_shapes, op)(_Static, **values)
     outputs = [jax.ShapeDtypeStruct(s, dtype if k == "input" else _index_dtype())
                for s, k in zip(shapes, _shapes.kinds(op))]
-    arrays = [n for n, v in values.items() if _is_array(v)]
-    order = ["input"] + [n for n in ("src", "source") if n in arrays]  # how gather.grad returns them
+    order = ["input"] + [n for n in ("src", "source") if _is_array(values.get(n))]  # as gather.grad returns them
     return apply(native, getattr(_grad, op, None), values, outputs, order)
 
 

@@ -13,8 +13,8 @@ picks the operator from the arguments. The in-place forms mutate ``input`` and r
 (a custom operator returns no alias of its argument); their wrappers return ``input``.
 
 Imported when Dynamo (``torch._dynamo``) is (see ``gather/__init__.py``), so that neither
-``import gather`` nor ``import torch`` pays for defining the operators. The fakes are C-contiguous, as every result of the library is, whatever the
-layout of its arguments. Outputs whose length depends on values (``masked_select``,
+``import gather`` nor ``import torch`` pays for defining the operators. The fakes are
+C-contiguous, as every result of the library is, whatever the layout of its arguments. Outputs whose length depends on values (``masked_select``,
 ``repeat_interleave`` without ``output_size``) get a size that torch learns at run time.
 """
 
