@@ -27,6 +27,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 mod cuda;
 mod plan;
+mod xla;
 
 use ::gather as lib;
 use ::gather::dynamic::{self, Arg, Args, Tensor, TensorView, TensorViewMut, TensorViews};
@@ -2397,6 +2398,18 @@ fn _call<'py>(
     c.pair()
 }
 
+/// _xla_handler(platform)
+///
+/// The XLA FFI handler of every op on ``platform`` (``"cpu"`` or ``"cuda"``) as a capsule, for
+/// ``jax.ffi.register_ffi_target`` (see ``gather._jax_ops``).
+#[pyfunction]
+fn _xla_handler<'py>(
+    py: Python<'py>,
+    platform: &str,
+) -> PyResult<Bound<'py, pyo3::types::PyCapsule>> {
+    xla::capsule(py, platform)
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<cuda::CudaArray>()?;
@@ -2421,6 +2434,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(repeat_interleave, m)?)?;
     m.add_function(wrap_pyfunction!(select_batched, m)?)?;
     m.add_function(wrap_pyfunction!(_call, m)?)?;
+    m.add_function(wrap_pyfunction!(_xla_handler, m)?)?;
     m.add_function(wrap_pyfunction!(scatter_, m)?)?;
     m.add_function(wrap_pyfunction!(scatter_add_, m)?)?;
     m.add_function(wrap_pyfunction!(scatter_reduce_, m)?)?;

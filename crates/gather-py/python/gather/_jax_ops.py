@@ -1,21 +1,25 @@
 """JAX's transformations through gather's ops: ``jax.jit``, ``jax.grad``, ``jax.vmap``.
 
 A traced JAX array (inside ``jax.jit``, ``jax.grad`` or ``jax.vmap``) has no DLPack and no
-values, so it cannot reach the library. With one among its arguments an op becomes a
-``jax.pure_callback`` that calls the library on the concrete arrays when the computation runs,
-with the output's shape from ``gather._shapes``, inside a ``jax.custom_vjp`` whose backward is
-the op's gradient in :mod:`gather.grad`, called back the same way. ``jax.vmap`` runs the op once
-per batch element (``vmap_method="sequential"``), so every op keeps its semantics.
+values, so it cannot reach the library when the op is called. With one among its arguments an op
+becomes an XLA custom call (``jax.ffi.ffi_call``) that the compiled program makes when it runs:
+the extension's FFI handler runs the library on XLA's own buffers, in host memory on the CPU and
+in device memory, in XLA's stream order, on an NVIDIA GPU. The output's shape comes from
+``gather._shapes``; the call sits inside a ``jax.custom_vjp`` whose backward is the op's gradient
+(:mod:`gather.grad`), called the same way. ``jax.vmap`` runs the op once per batch element
+(``vmap_method="sequential"``), so every op keeps its semantics.
 
-The callback runs on the host: arrays on a GPU are copied to the host and back. An output whose
-length depends on values (``masked_select``, ``repeat_interleave`` without ``output_size``) has
-no static shape and is refused when tracing, as ``jnp.repeat`` refuses one without
-``total_repeat_length``. An error of the library (a bad index) surfaces when the computation
-runs, as JAX's runtime error with the library's message.
+What the handler cannot take (a ``ScatterPlan``'s call, ``dtype="bfloat16"`` bit patterns, a
+traced scalar argument, another platform) runs as a ``jax.pure_callback`` instead, on the host.
+An output whose length depends on values (``masked_select``, ``repeat_interleave`` without
+``output_size``) has no static shape and is refused when tracing, as ``jnp.repeat`` refuses one
+without ``total_repeat_length``. An error of the library (a bad index) surfaces when the
+computation runs, as JAX's runtime error with the library's message.
 
 Imported only once a traced JAX array reaches an op, so that ``import gather`` never imports jax.
 """
 
+import functools
 import inspect
 
 import jax
@@ -55,17 +59,164 @@ def call(op, args, kwargs):
     values = dict(inspect.signature(native).bind(*args, **kwargs).arguments)
     dtype = jnp.result_type(values["input"])
     shapes = getattr(_shapes, op)(_Static, **values)
+    kinds = _shapes.kinds(op)
+    if op == "repeat_interleave" and values.get("repeats") is None:
+        kinds = ("long",)  # the repeats-only form gives indices
     outputs = [jax.ShapeDtypeStruct(s, dtype if k == "input" else _index_dtype())
-               for s, k in zip(shapes, _shapes.kinds(op))]
+               for s, k in zip(shapes, kinds)]
     order = ["input"] + [n for n in ("src", "source") if _is_array(values.get(n))]  # as gather.grad returns them
-    return apply(native, getattr(_grad, op, None), values, outputs, order)
+    backward = getattr(_grad, op, None)
+    names, diff = _operands(values, order, backward)
+    request = _describe(op, values) if _ffi_ready() else None
+    if request is None:
+        runners = _callbacks(native, backward, values, names, outputs, order, diff)
+    else:
+        runners = _ffi(op, request, names, outputs, kinds, diff)
+    return apply(runners, values, names, diff, len(outputs) == 1)
 
 
 def call_plan(forward, backward, values):
-    """A ScatterPlan's call on traced arrays: its output has ``dst``'s shape and dtype."""
+    """A ScatterPlan's call on traced arrays: its output has ``dst``'s shape and dtype. The plan
+    lives in the host's memory, so its calls run as callbacks."""
     dst = values["dst"]
     outputs = [jax.ShapeDtypeStruct(dst.shape, jnp.result_type(dst))]
-    return apply(forward, backward, values, outputs, ["dst", "src"])
+    order = ["dst", "src"]
+    names, diff = _operands(values, order, backward)
+    runners = _callbacks(forward, backward, values, names, outputs, order, diff)
+    return apply(runners, values, names, diff, True)
+
+
+_TARGET = "gather_op"
+
+
+@functools.cache
+def _ffi_platforms():
+    """Registers the extension's XLA handlers; returns JAX's backends that have one."""
+    jax.ffi.register_ffi_target(_TARGET, _native._xla_handler("cpu"), platform="cpu")
+    platforms = {"cpu"}
+    try:
+        cuda = jax.devices("cuda")
+    except RuntimeError:  # no CUDA backend in this jaxlib, or no NVIDIA GPU
+        cuda = []
+    if cuda:
+        jax.ffi.register_ffi_target(_TARGET, _native._xla_handler("cuda"), platform="CUDA")
+        platforms.add("gpu")
+    return frozenset(platforms)
+
+
+def _ffi_ready():
+    """Whether traced calls lower to the FFI handler: on JAX's CPU and NVIDIA backends."""
+    return jax.default_backend() in _ffi_platforms()
+
+
+# The library's names of the array arguments (gather._native's `indices` and `axis` are
+# take_along_dim's and select_batched's PyTorch and JAX names for them).
+_ARRAYS = {"input", "src", "source", "index", "mask", "repeats"}
+_RENAME = {"indices": "index", "axis": "dim"}
+# Ops whose in-place form the handler runs into its result, which XLA fills with `input` first.
+_IN_PLACE = {"scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy", "index_fill",
+             "index_reduce", "put", "masked_scatter"}
+
+
+def _attribute(v):
+    """A non-array argument as an XLA attribute (None where it cannot be one)."""
+    if isinstance(v, (bool, np.bool_)):
+        return np.bool_(v)
+    if isinstance(v, (int, np.integer)):
+        return np.int64(v)
+    if isinstance(v, (float, np.floating)):
+        return np.float64(v)
+    if isinstance(v, str):
+        return v
+    return None
+
+
+def _describe(op, values):
+    """The handler's view of the call: ``(library name of each array argument, attributes)``,
+    or None where it needs the callback."""
+    if values.get("dtype") is not None:
+        return None  # bfloat16 bit patterns: the callback reads them as bfloat16
+    arrays, attrs = {}, {}
+    for name, v in values.items():
+        lib = _RENAME.get(name, name)
+        if name == "dtype" or v is None:
+            continue
+        if op == "repeat_interleave" and name == "input" and values.get("repeats") is None:
+            lib = "repeats"  # the repeats-only form
+        if _is_array(v) and lib in _ARRAYS:
+            arrays[name] = lib
+        elif op == "scatter" and name == "src":
+            attrs["value"] = _attribute(v)  # scatter's scalar form
+        elif _is_array(v):
+            return None  # a traced scalar (index_fill's value, say) is no attribute
+        else:
+            attrs[lib] = _attribute(v)
+    if any(a is None for a in attrs.values()):
+        return None
+    return arrays, attrs
+
+
+def _operands(values, order, backward):
+    """The names of the array arguments (the call's operands) and of those differentiated."""
+    names = [n for n, v in values.items() if _is_array(v)]
+    diff = [n for n in order if backward is not None and jnp.issubdtype(values[n].dtype, jnp.inexact)]
+    return names, diff
+
+
+def _ffi(op, request, names, outputs, kinds, diff):
+    """The forward and backward of ``op`` as calls of the FFI handler."""
+    lib_of, attrs = request
+    libs = [lib_of[n] for n in names]
+    pairs = _index_dtype() == np.int32
+    # An index output under JAX's int32 is int32 pairs holding the library's int64 values.
+    declared = [jax.ShapeDtypeStruct(s.shape + (2,), np.int32) if k == "long" and pairs
+                else jax.ShapeDtypeStruct(s.shape, np.int64) if k == "long" else s
+                for s, k in zip(outputs, kinds)]
+    out_names = ["output"] if len(outputs) == 1 else ["values", "indices"]
+    in_place = op in _IN_PLACE
+    aliases = {libs.index("input"): 0} if in_place else None
+
+    def forward(*arrays):
+        got = jax.ffi.ffi_call(_TARGET, declared, vmap_method="sequential", input_output_aliases=aliases)(
+            *arrays, _op=op, _mode="inplace" if in_place else "call", _inputs=",".join(libs),
+            _outputs=",".join(out_names), **attrs)
+        got = [g[..., 0] if d.shape != s.shape else g for g, d, s in zip(got, declared, outputs)]
+        return tuple(g.astype(s.dtype) if g.dtype != s.dtype else g for g, s in zip(got, outputs))
+
+    def backward(grad_output, *arrays):
+        wanted = [jax.ShapeDtypeStruct(arrays[names.index(n)].shape, arrays[names.index(n)].dtype) for n in diff]
+        return jax.ffi.ffi_call(_TARGET, wanted, vmap_method="sequential")(
+            grad_output, *arrays, _op=op, _mode="grad", _inputs=",".join(["grad_output"] + libs),
+            _outputs=",".join("grad_" + lib_of[n] for n in diff), **attrs)
+
+    return forward, backward
+
+
+def _callbacks(forward, backward, values, names, outputs, order, diff):
+    """The forward and backward as host callbacks: ``forward(**values)`` with ``outputs``
+    (shape-dtype structs), and ``backward(grad_output, **values)``, which returns the gradients
+    of ``order``'s arguments. Arrays among ``values`` are the callback's operands; the rest stay
+    Python values."""
+    static = {n: v for n, v in values.items() if n not in names}
+
+    def run(*arrays):
+        return _host(forward(**static, **dict(zip(names, _numpy(arrays)))), outputs)
+
+    def fwd(*arrays):
+        return jax.pure_callback(run, tuple(outputs), *arrays, vmap_method="sequential")
+
+    def bwd(grad_output, *arrays):
+        wanted = [jax.ShapeDtypeStruct(arrays[names.index(n)].shape, arrays[names.index(n)].dtype) for n in diff]
+
+        def run_grad(g, *arrays):
+            g, *arrays = _numpy((g,) + arrays)
+            grads = backward(g, **static, **dict(zip(names, arrays)))
+            by_name = dict(zip(order, grads if isinstance(grads, tuple) else (grads,)))
+            return _host(tuple(by_name[n] for n in diff), wanted)
+
+        return jax.pure_callback(run_grad, tuple(wanted), grad_output, *arrays, vmap_method="sequential")
+
+    return fwd, bwd
 
 
 def _zero(a):
@@ -88,22 +239,15 @@ def _host(outs, structs):
     return tuple(np.asarray(o).astype(s.dtype, copy=False) for o, s in zip(outs, structs))
 
 
-def apply(forward, backward, values, outputs, order):
-    """``forward(**values)`` as a callback with ``outputs`` (shape-dtype structs), differentiable
-    through ``backward(grad_output, **values)``, which returns the gradients of ``order``'s
-    arguments. Arrays among ``values`` are the callback's operands; the rest stay Python values."""
-    names = [n for n, v in values.items() if _is_array(v)]
-    static = {n: v for n, v in values.items() if n not in names}
-    diff = [n for n in order if backward is not None and jnp.issubdtype(values[n].dtype, jnp.inexact)]
-    single = len(outputs) == 1
-
-    def run(*arrays):
-        return _host(forward(**static, **dict(zip(names, _numpy(arrays)))), outputs)
+def apply(runners, values, names, diff, single):
+    """The op on ``values``' arrays (``names``) through ``runners``' forward, differentiable
+    through their backward, which gives the gradients of ``diff``'s arguments."""
+    forward, backward = runners
 
     @jax.custom_vjp
     def op(*arrays):
-        out = jax.pure_callback(run, tuple(outputs), *arrays, vmap_method="sequential")
-        return out[0] if single else out
+        out = forward(*arrays)
+        return out[0] if single else tuple(out)
 
     def op_fwd(*arrays):
         return op(*arrays), arrays
@@ -111,18 +255,7 @@ def apply(forward, backward, values, outputs, order):
     def op_bwd(arrays, grad_output):
         if not single:  # sort, topk: no gradient reaches the indices
             grad_output = grad_output[0]
-        got = {}
-        if diff:
-            wanted = [jax.ShapeDtypeStruct(arrays[names.index(n)].shape, arrays[names.index(n)].dtype) for n in diff]
-
-            def run_grad(g, *arrays):
-                g, *arrays = _numpy((g,) + arrays)
-                grads = backward(g, **static, **dict(zip(names, arrays)))
-                by_name = dict(zip(order, grads if isinstance(grads, tuple) else (grads,)))
-                return _host(tuple(by_name[n] for n in diff), wanted)
-
-            got = dict(zip(diff, jax.pure_callback(run_grad, tuple(wanted), grad_output, *arrays,
-                                                   vmap_method="sequential")))
+        got = dict(zip(diff, backward(grad_output, *arrays))) if diff else {}
         return tuple(got[n] if n in got else _zero(a) for n, a in zip(names, arrays))
 
     op.defvjp(op_fwd, op_bwd)

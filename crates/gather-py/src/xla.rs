@@ -1,0 +1,701 @@
+//! The ops as an XLA FFI handler, which `jax.jit` calls in its compiled program (`jax.ffi`).
+//!
+//! A traced JAX array has no memory to hand over; under `jax.jit`, `jax.grad` or `jax.vmap` an
+//! op is a custom call, and XLA calls [`handle_cpu`] or [`handle_cuda`] with its buffers: in
+//! host memory on the CPU, in device memory with XLA's stream on a GPU. So the ops run on the
+//! arrays where they are, without a Python callback and without a copy to the host.
+//!
+//! The structs mirror XLA's C ABI (`xla/ffi/api/c_api.h`, API version 0.3; `jax.ffi.include_dir()`
+//! has the header). One handler serves every op: its attributes name the op (`_op`), the
+//! library's name of each operand (`_inputs`) and result (`_outputs`), the kind of call
+//! (`_mode`: `call`, `inplace` into the first result, which aliases `input`, or `grad`), and the
+//! op's own arguments under their library names. An index result of JAX's int32 (no
+//! `jax_enable_x64`) is declared as int32 pairs, one more axis of 2, that the library fills with
+//! int64 values: JAX keeps the low words, so no device kernel converts them.
+
+use std::ffi::{CString, c_char, c_void};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::ptr::NonNull;
+
+use ::gather as lib;
+use ::gather::DType;
+use ::gather::dynamic::{self, Arg, Args, Tensor, TensorView, TensorViewMut, TensorViews};
+use ::gather::grad::Parity;
+use ::gather::with_tensor;
+use gather_cuda::{Cuda, CudaTensor};
+use ndarray::{ArrayViewD, ArrayViewMutD, IxDyn};
+use pyo3::prelude::*;
+use pyo3::types::PyCapsule;
+
+#[repr(C)]
+struct ExtensionBase {
+    struct_size: usize,
+    kind: i32,
+    next: *mut ExtensionBase,
+}
+
+const EXTENSION_METADATA: i32 = 1;
+
+#[repr(C)]
+struct ApiVersion {
+    struct_size: usize,
+    extension_start: *mut ExtensionBase,
+    major: i32,
+    minor: i32,
+}
+
+#[repr(C)]
+struct Buffer {
+    struct_size: usize,
+    extension_start: *mut ExtensionBase,
+    dtype: i32,
+    data: *mut c_void,
+    rank: i64,
+    dims: *const i64,
+}
+
+#[repr(C)]
+struct ByteSpan {
+    ptr: *const u8,
+    len: usize,
+}
+
+#[repr(C)]
+struct Scalar {
+    dtype: i32,
+    value: *const c_void,
+}
+
+/// `XLA_FFI_Args` and `XLA_FFI_Rets`, which have the same layout.
+#[repr(C)]
+struct Operands {
+    struct_size: usize,
+    extension_start: *mut ExtensionBase,
+    size: i64,
+    types: *const i32,
+    items: *const *mut c_void,
+}
+
+#[repr(C)]
+struct Attrs {
+    struct_size: usize,
+    extension_start: *mut ExtensionBase,
+    size: i64,
+    types: *const i32,
+    names: *const *const ByteSpan,
+    attrs: *const *const c_void,
+}
+
+#[repr(C)]
+struct CallFrame {
+    struct_size: usize,
+    extension_start: *mut ExtensionBase,
+    api: *const Api,
+    ctx: *mut c_void,
+    stage: i32,
+    args: Operands,
+    rets: Operands,
+    attrs: Attrs,
+    future: *mut c_void,
+}
+
+/// `XLA_FFI_CallFrame_STRUCT_SIZE`: up to and including `attrs`.
+const CALL_FRAME_SIZE: usize = std::mem::offset_of!(CallFrame, future);
+
+#[repr(C)]
+struct Metadata {
+    struct_size: usize,
+    api_version: ApiVersion,
+    traits: u32,
+    state_type_id: i64,
+}
+
+#[repr(C)]
+struct MetadataExtension {
+    base: ExtensionBase,
+    metadata: *mut Metadata,
+}
+
+#[repr(C)]
+struct ErrorCreateArgs {
+    struct_size: usize,
+    extension_start: *mut ExtensionBase,
+    message: *const c_char,
+    errc: i32,
+}
+
+/// `XLA_FFI_Stream_Get_Args` and `XLA_FFI_DeviceOrdinal_Get_Args`: the context and one output.
+#[repr(C)]
+struct ContextQuery<T> {
+    struct_size: usize,
+    extension_start: *mut ExtensionBase,
+    ctx: *mut c_void,
+    out: T,
+}
+
+type Fn = Option<unsafe extern "C" fn(*mut c_void) -> *mut c_void>;
+
+#[repr(C)]
+struct Api {
+    struct_size: usize,
+    extension_start: *mut ExtensionBase,
+    api_version: ApiVersion,
+    internal_api: *const c_void,
+    error_create: Option<unsafe extern "C" fn(*mut ErrorCreateArgs) -> *mut c_void>,
+    error_get_message: Fn,
+    error_destroy: Fn,
+    handler_register: Fn,
+    stream_get: Fn,
+    type_register: Fn,
+    execution_context_get: Fn,
+    state_set: Fn,
+    state_get: Fn,
+    device_memory_allocate: Fn,
+    device_memory_free: Fn,
+    thread_pool_schedule: Fn,
+    thread_pool_num_threads: Fn,
+    future_create: Fn,
+    future_set_available: Fn,
+    future_set_error: Fn,
+    run_id_get: Fn,
+    device_ordinal_get: Fn,
+}
+
+const STAGE_EXECUTE: i32 = 3;
+const ERROR_INVALID_ARGUMENT: i32 = 3;
+const ERROR_OUT_OF_RANGE: i32 = 11;
+const ERROR_INTERNAL: i32 = 13;
+
+/// A failed call: XLA's error code and the message JAX raises.
+struct Failure(i32, String);
+
+impl From<lib::Error> for Failure {
+    fn from(e: lib::Error) -> Self {
+        let code = match e.kind() {
+            lib::ErrorKind::IndexOutOfBounds => ERROR_OUT_OF_RANGE,
+            _ => ERROR_INVALID_ARGUMENT,
+        };
+        Failure(code, e.to_string())
+    }
+}
+
+impl From<gather_cuda::Error> for Failure {
+    fn from(e: gather_cuda::Error) -> Self {
+        Failure::from(lib::Error::from(e))
+    }
+}
+
+fn invalid(message: String) -> Failure {
+    Failure(ERROR_INVALID_ARGUMENT, message)
+}
+
+/// XLA's dtype codes (`XLA_FFI_DataType`) of the library's dtypes.
+fn dtype_of(code: i32) -> Option<DType> {
+    Some(match code {
+        1 => DType::Bool,
+        2 => DType::I8,
+        3 => DType::I16,
+        4 => DType::I32,
+        5 => DType::I64,
+        6 => DType::U8,
+        7 => DType::U16,
+        8 => DType::U32,
+        9 => DType::U64,
+        10 => DType::F16,
+        11 => DType::F32,
+        12 => DType::F64,
+        16 => DType::BF16,
+        _ => return None,
+    })
+}
+
+/// One operand or result: its dtype (XLA's code), address and row-major shape.
+struct Raw {
+    code: i32,
+    data: *mut c_void,
+    shape: Vec<usize>,
+}
+
+impl Raw {
+    fn dtype(&self, what: &str) -> Result<DType, Failure> {
+        dtype_of(self.code).ok_or_else(|| {
+            invalid(format!(
+                "{what} has XLA dtype code {}, which gather does not support",
+                self.code
+            ))
+        })
+    }
+
+    /// The address as a valid pointer for a slice or view: XLA may give null for no elements.
+    fn ptr<T>(&self) -> *mut T {
+        if self.data.is_null() {
+            NonNull::<T>::dangling().as_ptr()
+        } else {
+            self.data.cast()
+        }
+    }
+}
+
+/// What the attributes say.
+struct Request {
+    op: String,
+    mode: String,
+    inputs: Vec<String>,
+    outputs: Vec<String>,
+    args: Args,
+}
+
+/// The call frame's contents, read once.
+struct Frame {
+    api: *const Api,
+    ctx: *mut c_void,
+    args: Vec<Raw>,
+    rets: Vec<Raw>,
+    request: Request,
+}
+
+/// Reads one buffer operand.
+///
+/// # Safety
+/// `kind` and `item` come from a call frame that XLA built for this call.
+unsafe fn raw(kind: i32, item: *mut c_void, what: &str) -> Result<Raw, Failure> {
+    if kind != 1 || item.is_null() {
+        return Err(invalid(format!("{what} is not a buffer")));
+    }
+    // SAFETY: XLA passes an `XLA_FFI_Buffer` for an operand of type BUFFER; `dims` has `rank`
+    // entries (and may be null for rank 0).
+    let b = unsafe { &*(item as *const Buffer) };
+    let shape = if b.rank == 0 {
+        Vec::new()
+    } else {
+        // SAFETY: see above.
+        unsafe { std::slice::from_raw_parts(b.dims, b.rank as usize) }
+            .iter()
+            .map(|&d| d as usize)
+            .collect()
+    };
+    Ok(Raw {
+        code: b.dtype,
+        data: b.data,
+        shape,
+    })
+}
+
+/// # Safety
+/// `ops` is a call frame's `args` or `rets`.
+unsafe fn operands(ops: &Operands, what: &str) -> Result<Vec<Raw>, Failure> {
+    (0..ops.size.max(0) as usize)
+        .map(|i| {
+            // SAFETY: `types` and `items` have `size` entries.
+            unsafe { raw(*ops.types.add(i), *ops.items.add(i), &format!("{what} {i}")) }
+        })
+        .collect()
+}
+
+/// # Safety
+/// `span` points to an `XLA_FFI_ByteSpan` of the call frame.
+unsafe fn text(span: *const ByteSpan) -> String {
+    // SAFETY: XLA's byte spans point to `len` bytes that live as long as the call.
+    let s = unsafe { &*span };
+    let bytes = unsafe { std::slice::from_raw_parts(s.ptr, s.len) };
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The attributes as a request: the reserved names, and every other one as an argument of the
+/// op (booleans, integers, floats, strings).
+///
+/// # Safety
+/// `attrs` is a call frame's `attrs`.
+unsafe fn request(attrs: &Attrs) -> Result<Request, Failure> {
+    let mut r = Request {
+        op: String::new(),
+        mode: "call".into(),
+        inputs: Vec::new(),
+        outputs: Vec::new(),
+        args: Args::default(),
+    };
+    for i in 0..attrs.size.max(0) as usize {
+        // SAFETY: `types`, `names` and `attrs` have `size` entries; a SCALAR is an
+        // `XLA_FFI_Scalar` whose value has its dtype, a STRING an `XLA_FFI_ByteSpan`.
+        let (kind, name, attr) = unsafe {
+            (
+                *attrs.types.add(i),
+                text(*attrs.names.add(i)),
+                *attrs.attrs.add(i),
+            )
+        };
+        let value = match kind {
+            4 => Arg::Str(unsafe { text(attr as *const ByteSpan) }),
+            3 => {
+                let s = unsafe { &*(attr as *const Scalar) };
+                match s.dtype {
+                    1 => Arg::Bool(unsafe { *(s.value as *const u8) } != 0),
+                    4 => Arg::Int(unsafe { *(s.value as *const i32) } as i64),
+                    5 => Arg::Int(unsafe { *(s.value as *const i64) }),
+                    11 => Arg::Float(unsafe { *(s.value as *const f32) } as f64),
+                    12 => Arg::Float(unsafe { *(s.value as *const f64) }),
+                    d => return Err(invalid(format!("attribute {name}: scalar dtype code {d}"))),
+                }
+            }
+            k => return Err(invalid(format!("attribute {name}: attribute kind {k}"))),
+        };
+        let list = |v: &Arg| match v {
+            Arg::Str(s) if !s.is_empty() => s.split(',').map(str::to_string).collect(),
+            _ => Vec::new(),
+        };
+        match name.as_str() {
+            "_op" => r.op = list(&value).concat(),
+            "_mode" => r.mode = list(&value).concat(),
+            "_inputs" => r.inputs = list(&value),
+            "_outputs" => r.outputs = list(&value),
+            _ => r.args.set(&name, value),
+        }
+    }
+    Ok(r)
+}
+
+/// Reads the call frame, or answers XLA's metadata query (`Ok(None)`).
+///
+/// # Safety
+/// `frame` is the call frame XLA passed to the handler.
+unsafe fn enter(frame: *mut CallFrame) -> Result<Option<Frame>, Failure> {
+    // SAFETY: XLA passes a valid call frame, whose struct_size says how much of it there is.
+    let f = unsafe { &*frame };
+    if f.struct_size < CALL_FRAME_SIZE {
+        return Err(invalid(format!(
+            "XLA's call frame has {} bytes, gather's handler reads {CALL_FRAME_SIZE}",
+            f.struct_size
+        )));
+    }
+    if !f.extension_start.is_null() {
+        // SAFETY: an extension chain starts with an `XLA_FFI_Extension_Base`.
+        let ext = unsafe { &*f.extension_start };
+        if ext.kind == EXTENSION_METADATA {
+            // SAFETY: an extension of type Metadata is an `XLA_FFI_Metadata_Extension`.
+            let m = unsafe { &mut *(*(f.extension_start as *mut MetadataExtension)).metadata };
+            m.api_version = ApiVersion {
+                struct_size: std::mem::size_of::<ApiVersion>(),
+                extension_start: std::ptr::null_mut(),
+                major: 0,
+                minor: 3,
+            };
+            m.traits = 0; // not for command buffers: a call waits for its error flag
+            return Ok(None);
+        }
+    }
+    if f.stage != STAGE_EXECUTE {
+        return Err(invalid(format!(
+            "gather's handler runs at the execute stage, called at stage {}",
+            f.stage
+        )));
+    }
+    // SAFETY: the frame's operand and attribute lists are XLA's for this call.
+    let (args, rets, request) = unsafe {
+        (
+            operands(&f.args, "operand")?,
+            operands(&f.rets, "result")?,
+            request(&f.attrs)?,
+        )
+    };
+    if request.inputs.len() != args.len() || request.outputs.len() != rets.len() {
+        return Err(invalid(format!(
+            "{}: {} operands and {} results, but the attributes name {} and {}",
+            request.op,
+            args.len(),
+            rets.len(),
+            request.inputs.len(),
+            request.outputs.len()
+        )));
+    }
+    Ok(Some(Frame {
+        api: f.api,
+        ctx: f.ctx,
+        args,
+        rets,
+        request,
+    }))
+}
+
+/// `failure` as an XLA error (null when XLA's API has no way to make one).
+///
+/// # Safety
+/// `api` is the call frame's API.
+unsafe fn error(api: *const Api, failure: Failure) -> *mut c_void {
+    let Failure(errc, message) = failure;
+    let message = CString::new(message.replace('\0', " ")).unwrap_or_default();
+    let mut args = ErrorCreateArgs {
+        struct_size: std::mem::size_of::<ErrorCreateArgs>(),
+        extension_start: std::ptr::null_mut(),
+        message: message.as_ptr(),
+        errc,
+    };
+    // SAFETY: XLA's API table outlives the call; Error_Create copies the message.
+    match unsafe { api.as_ref().and_then(|a| a.error_create) } {
+        Some(create) => unsafe { create(&mut args) },
+        None => std::ptr::null_mut(),
+    }
+}
+
+/// Runs `body` on the frame, turning its failure or panic into XLA's error.
+///
+/// # Safety
+/// `frame` is the call frame XLA passed to the handler.
+unsafe fn handle(
+    frame: *mut CallFrame,
+    body: impl FnOnce(&Frame) -> Result<(), Failure>,
+) -> *mut c_void {
+    // SAFETY: the caller's frame; `api` is read before anything else can fail.
+    let api = unsafe { (*frame).api };
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: see above.
+        match unsafe { enter(frame) }? {
+            Some(f) => body(&f),
+            None => Ok(()),
+        }
+    }));
+    let failure = match result {
+        Ok(Ok(())) => return std::ptr::null_mut(),
+        Ok(Err(f)) => f,
+        Err(_) => Failure(
+            ERROR_INTERNAL,
+            "internal error (a panic in gather's XLA handler); this is a bug in gather, please \
+             report it with the call's shapes and dtypes"
+                .into(),
+        ),
+    };
+    // SAFETY: the frame's API.
+    unsafe { error(api, failure) }
+}
+
+/// The XLA FFI handler of the ops on the CPU.
+///
+/// # Safety
+/// Called by XLA with a call frame of its FFI ABI.
+unsafe extern "C" fn handle_cpu(frame: *mut c_void) -> *mut c_void {
+    // SAFETY: XLA's call frame.
+    unsafe { handle(frame.cast(), run_cpu) }
+}
+
+/// The XLA FFI handler of the ops on an NVIDIA GPU, in XLA's stream order.
+///
+/// # Safety
+/// Called by XLA with a call frame of its FFI ABI.
+unsafe extern "C" fn handle_cuda(frame: *mut c_void) -> *mut c_void {
+    // SAFETY: XLA's call frame.
+    unsafe { handle(frame.cast(), run_cuda) }
+}
+
+macro_rules! view_of {
+    ($kind:ident, $view:ident, $raw:expr, $dtype:expr) => {{
+        let r = $raw;
+        let shape = IxDyn(&r.shape);
+        // SAFETY: XLA's buffer holds len() row-major elements of this dtype for the whole call,
+        // and no other view of it is alive while this one is.
+        unsafe {
+            match $dtype {
+                DType::Bool => $kind::Bool($view::from_shape_ptr(shape, r.ptr())),
+                DType::U8 => $kind::U8($view::from_shape_ptr(shape, r.ptr())),
+                DType::I8 => $kind::I8($view::from_shape_ptr(shape, r.ptr())),
+                DType::I16 => $kind::I16($view::from_shape_ptr(shape, r.ptr())),
+                DType::I32 => $kind::I32($view::from_shape_ptr(shape, r.ptr())),
+                DType::I64 => $kind::I64($view::from_shape_ptr(shape, r.ptr())),
+                DType::U16 => $kind::U16($view::from_shape_ptr(shape, r.ptr())),
+                DType::U32 => $kind::U32($view::from_shape_ptr(shape, r.ptr())),
+                DType::U64 => $kind::U64($view::from_shape_ptr(shape, r.ptr())),
+                DType::F16 => $kind::F16($view::from_shape_ptr(shape, r.ptr())),
+                DType::BF16 => $kind::BF16($view::from_shape_ptr(shape, r.ptr())),
+                DType::F32 => $kind::F32($view::from_shape_ptr(shape, r.ptr())),
+                DType::F64 => $kind::F64($view::from_shape_ptr(shape, r.ptr())),
+                other => return Err(invalid(format!("gather has no XLA buffers of {other}"))),
+            }
+        }
+    }};
+}
+
+/// Checks that a result of the library (`dtype`, `shape`) fits XLA's `ret`: of its dtype and
+/// shape, or int32 pairs for an int64 index (one more axis of 2).
+fn target(op: &str, name: &str, ret: &Raw, dtype: DType, shape: &[usize]) -> Result<(), Failure> {
+    let same = ret.dtype(name).ok() == Some(dtype) && ret.shape == shape;
+    let pairs = dtype == DType::I64
+        && ret.code == 4
+        && ret.shape.len() == shape.len() + 1
+        && ret.shape[..shape.len()] == *shape
+        && ret.shape[shape.len()] == 2;
+    if same || pairs {
+        return Ok(());
+    }
+    Err(invalid(format!(
+        "{op}: `{name}` is {dtype} {shape:?}, but XLA's result {name} is dtype code {} {:?}",
+        ret.code, ret.shape
+    )))
+}
+
+/// Copies `t` into `ret` (see [`target`]).
+fn write(op: &str, name: &str, t: &Tensor, ret: &Raw) -> Result<(), Failure> {
+    target(op, name, ret, t.dtype(), t.shape())?;
+    let bytes = t.len() * t.dtype().size_of();
+    with_tensor!(t, a => {
+        let a = a.as_standard_layout();
+        let src = a.as_slice().unwrap_or_default();
+        // SAFETY: `ret` holds `bytes` bytes (checked against the result's shape and dtype),
+        // and the library's result is not XLA's memory.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr().cast::<u8>(), ret.ptr::<u8>(), bytes) };
+    });
+    Ok(())
+}
+
+fn parity(args: &Args) -> Result<Parity, Failure> {
+    match args.get("parity") {
+        None | Some(Arg::None) => Ok(Parity::Correct),
+        Some(Arg::Str(s)) if s == "correct" => Ok(Parity::Correct),
+        Some(Arg::Str(s)) if s == "pytorch" => Ok(Parity::PyTorch),
+        Some(other) => Err(invalid(format!(
+            "parity must be \"correct\" or \"pytorch\", got {other:?}"
+        ))),
+    }
+}
+
+/// The op on host buffers.
+fn run_cpu(f: &Frame) -> Result<(), Failure> {
+    let r = &f.request;
+    let mut views = TensorViews::new();
+    for (name, raw) in r.inputs.iter().zip(&f.args) {
+        // In place, the first result aliases `input`: it is only read through the target.
+        if r.mode == "inplace" && name == "input" {
+            continue;
+        }
+        views.insert(
+            name.clone(),
+            view_of!(TensorView, ArrayViewD, raw, raw.dtype(name)?),
+        );
+    }
+    let outputs = match r.mode.as_str() {
+        "inplace" => {
+            let ret = &f.rets[0];
+            let target = view_of!(TensorViewMut, ArrayViewMutD, ret, ret.dtype("input")?);
+            return Ok(dynamic::call_inplace(&r.op, &r.args, target, &views)?);
+        }
+        "grad" => {
+            let g = views
+                .remove("grad_output")
+                .ok_or_else(|| invalid(format!("grad::{}: no grad_output operand", r.op)))?;
+            let p = parity(&r.args)?;
+            dynamic::call_grad_with(&r.op, &r.args, &views, &g, p)?
+        }
+        _ => dynamic::call(&r.op, &r.args, &views)?,
+    };
+    for (name, ret) in r.outputs.iter().zip(&f.rets) {
+        let t = outputs
+            .iter()
+            .find(|(n, _)| n == name)
+            .ok_or_else(|| invalid(format!("{}: gives no output `{name}`", r.op)))?;
+        write(&r.op, name, &t.1, ret)?;
+    }
+    Ok(())
+}
+
+/// Asks XLA's context for something through one of its API's getters.
+///
+/// # Safety
+/// `f` is the frame of the running call; `get` one of its API's context getters.
+unsafe fn query<T: Copy>(f: &Frame, get: Fn, what: &str, zero: T) -> Result<T, Failure> {
+    let get = get.ok_or_else(|| invalid(format!("XLA's FFI API has no {what} getter")))?;
+    let mut q = ContextQuery {
+        struct_size: std::mem::size_of::<ContextQuery<T>>(),
+        extension_start: std::ptr::null_mut(),
+        ctx: f.ctx,
+        out: zero,
+    };
+    // SAFETY: the getter fills `out` from the call's context; it returns an XLA error or null.
+    let err = unsafe { get((&mut q as *mut ContextQuery<T>).cast()) };
+    if !err.is_null() {
+        return Err(invalid(format!("XLA could not give the call's {what}")));
+    }
+    Ok(q.out)
+}
+
+/// The op on device buffers: after the work XLA queued before it, and before the work XLA
+/// queues after it.
+fn run_cuda(f: &Frame) -> Result<(), Failure> {
+    // SAFETY: `f.api` is XLA's table for this call, read up to the size it reports.
+    let api = unsafe { &*f.api };
+    let has_ordinal = api.struct_size >= std::mem::size_of::<Api>();
+    // SAFETY: the getters of XLA's API for this call's context.
+    let stream = unsafe { query(f, api.stream_get, "stream", std::ptr::null_mut::<c_void>())? };
+    let ordinal = if has_ordinal {
+        unsafe { query(f, api.device_ordinal_get, "device ordinal", 0i32)? }
+    } else {
+        0
+    };
+    let gpu = Cuda::new(ordinal.max(0) as usize)?;
+    // SAFETY: XLA's stream of this call, on this device.
+    unsafe { gpu.wait_for(stream as u64)? };
+    let r = &f.request;
+    let wrap = |raw: &Raw, dtype: DType, shape: &[usize]| -> Result<CudaTensor, Failure> {
+        let mut strides = vec![1isize; shape.len()];
+        for d in (0..shape.len().saturating_sub(1)).rev() {
+            strides[d] = strides[d + 1] * shape[d + 1].max(1) as isize;
+        }
+        // SAFETY: XLA's buffer holds these row-major elements on this device until its stream
+        // passes this call, which waits for ours below.
+        let t = unsafe {
+            CudaTensor::from_device_ptr(&gpu, raw.data as u64, shape, &strides, dtype, Box::new(()))
+        };
+        Ok(t?)
+    };
+    let mut inputs = gather_cuda::dynamic::CudaTensors::new();
+    for (name, raw) in r.inputs.iter().zip(&f.args) {
+        if !(r.mode == "inplace" && name == "input") {
+            inputs.insert(name.clone(), wrap(raw, raw.dtype(name)?, &raw.shape)?);
+        }
+    }
+    let result = (|| -> Result<(), Failure> {
+        let outputs = match r.mode.as_str() {
+            "inplace" => {
+                let ret = &f.rets[0];
+                let target = wrap(ret, ret.dtype("input")?, &ret.shape)?;
+                return Ok(gather_cuda::dynamic::call_inplace(
+                    &r.op, &r.args, &target, &inputs,
+                )?);
+            }
+            "grad" => {
+                let g = inputs
+                    .remove("grad_output")
+                    .ok_or_else(|| invalid(format!("grad::{}: no grad_output operand", r.op)))?;
+                let p = parity(&r.args)?;
+                gather_cuda::dynamic::call_grad_with(&r.op, &r.args, &inputs, &g, p)?
+            }
+            _ => gather_cuda::dynamic::call(&r.op, &r.args, &inputs)?,
+        };
+        for (name, ret) in r.outputs.iter().zip(&f.rets) {
+            let t = outputs
+                .iter()
+                .find(|(n, _)| n == name)
+                .ok_or_else(|| invalid(format!("{}: gives no output `{name}`", r.op)))?;
+            target(&r.op, name, ret, t.1.dtype(), t.1.shape())?;
+            wrap(ret, t.1.dtype(), t.1.shape())?.assign(&t.1)?;
+        }
+        Ok(())
+    })();
+    // Ordered whether the call failed or not: XLA may reuse the operands' memory after it.
+    // SAFETY: XLA's stream of this call, on this device.
+    unsafe { gpu.order_before(stream as u64)? };
+    result
+}
+
+/// The handler of `platform` (`"cpu"` or `"cuda"`) in a capsule, as
+/// `jax.ffi.register_ffi_target` takes it.
+pub(crate) fn capsule<'py>(py: Python<'py>, platform: &str) -> PyResult<Bound<'py, PyCapsule>> {
+    let f: unsafe extern "C" fn(*mut c_void) -> *mut c_void = match platform {
+        "cpu" => handle_cpu,
+        "cuda" => handle_cuda,
+        other => {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "no XLA handler for platform {other:?} (gather has \"cpu\" and \"cuda\")"
+            )));
+        }
+    };
+    let ptr = NonNull::new(f as *mut c_void).expect("a function's address is not null");
+    // SAFETY: the capsule holds the address of a function that lives as long as the module.
+    unsafe { PyCapsule::new_with_pointer(py, ptr, c"gather.xla_handler") }
+}
