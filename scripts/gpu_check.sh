@@ -88,8 +88,12 @@ tests() {
     rm -rf /tmp/pyg && python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/pyg gpu/gather-*.whl
     # JAX would otherwise take 75% of the GPU memory at its first array, beside torch and ours.
     XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONPATH=/tmp/pyg timeout 90 python3 -m pytest -q -p no:cacheprovider -rs \
-        -k "not emulator_sweeps and not torch_compile" crates/gather-py/tests/test_cuda.py > "$OUT/python_cuda.log" 2>&1
+        -k "not emulator_sweeps and not torch_compile and not jax_jit" crates/gather-py/tests/test_cuda.py > "$OUT/python_cuda.log" 2>&1
     echo "python exit $?"; tail -15 "$OUT/python_cuda.log"
+    log "Python: jax.jit through the CUDA FFI handler (its own pytest: a crash there loses nothing else)"
+    XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONPATH=/tmp/pyg timeout 60 python3 -m pytest -q -p no:cacheprovider -rs -k jax_jit \
+        crates/gather-py/tests/test_cuda.py > "$OUT/python_jax_jit.log" 2>&1
+    echo "jax jit exit $?"; tail -8 "$OUT/python_jax_jit.log"
     log "Python: the emulator's sweeps (about 24,000 calls, one or two faults at once) on torch CUDA tensors"
     PYTHONPATH=/tmp/pyg timeout 120 python3 -m pytest -q -p no:cacheprovider -k emulator_sweeps \
         crates/gather-py/tests/test_cuda.py > "$OUT/python_sweeps.log" 2>&1

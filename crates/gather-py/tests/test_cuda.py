@@ -261,11 +261,55 @@ def test_cupy_and_jax_gpu_arrays_come_back_as_their_own_type():
     assert np.asarray(outj).ravel().tolist() == [3.0, 4.0, 9.0]
     with pytest.raises(gather.InvalidArgumentError, match="read-only"):
         gather.scatter_(xj, 1, ij, 0.0)
-    # Under jax.jit and jax.grad the op is a host callback: GPU arrays go through the host.
+    # Under jax.jit and jax.grad the op is a custom call of the CUDA handler (below).
     outj = jax.jit(lambda x: gather.gather(x, 1, ij))(xj)
     assert np.asarray(outj).ravel().tolist() == [3.0, 4.0, 9.0]
     grad = jax.grad(lambda x: gather.gather(x, 1, ij).sum())(xj)
     assert np.asarray(grad).ravel().tolist() == [0, 0, 0, 1, 1, 0, 0, 0, 0, 1, 0, 0]
+
+
+@gpu
+def test_jax_jit_runs_the_ops_on_the_gpu_in_xlas_stream_order():
+    """jax.jit lowers the ops to the CUDA FFI handler: results equal the CPU handler's, stay on
+    the GPU, follow XLA's stream order from call to call, and a bad index is XLA's error.
+    scripts/gpu_check.sh runs this in a pytest of its own (-k jax_jit)."""
+    jax = pytest.importorskip("jax")
+    gpus = [d for d in jax.devices() if d.platform == "gpu"]
+    if not gpus:
+        pytest.skip("JAX sees no GPU")
+    jnp, cpu = jax.numpy, jax.devices("cpu")[0]
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((300, 64)).astype(np.float32)
+    s = rng.standard_normal((500, 64)).astype(np.float32)
+    i = rng.integers(0, 300, (500, 64))
+
+    def step(x, s, i):
+        y = gather.scatter_add(x, 0, i, s)  # in place into the result that aliases x
+        v, k = gather.topk(y, 3, 1)  # int64 indices as int32 pairs
+        z = gather.gather(y, 1, k) * v
+        return (z ** 2).sum() + gather.scatter_reduce(x, 0, i, s, "amax", include_self=False).sum()
+
+    f = jax.jit(jax.value_and_grad(step, (0, 1)))
+    on = [jax.device_put(a, gpus[0]) for a in (x, s, i)]
+    text = f.lower(*on).as_text()
+    assert "gather_op" in text and "callback" not in text
+    got = f(*on)
+    want = f(*[jax.device_put(a, cpu) for a in (x, s, i)])
+    assert got[0].devices() == {gpus[0]} and got[1][0].devices() == {gpus[0]}
+    np.testing.assert_allclose(np.asarray(got[0]), np.asarray(want[0]), rtol=1e-5)
+    for g, w in zip(got[1], want[1]):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-5)
+    # Each call reads what the one before wrote: XLA's stream waits for ours, ours for XLA's.
+    perm = jax.device_put(rng.permutation(300), gpus[0])
+    shift = jax.jit(lambda y: gather.index_select(y, 0, perm) + 1.0)
+    y, ref, p = on[0], x.copy(), np.asarray(perm)
+    for _ in range(50):
+        y, ref = shift(y), ref[p] + 1.0
+    np.testing.assert_array_equal(np.asarray(y), ref)
+    batched = jax.jit(jax.vmap(lambda r, j: gather.take(r, j)))(on[0][:4], on[2][:4, :5] % 64)
+    np.testing.assert_array_equal(np.asarray(batched), np.take_along_axis(x[:4], i[:4, :5] % 64, 1))
+    with pytest.raises(Exception, match="out of bounds|tried to access index"):
+        jax.jit(lambda x: gather.take(x, jnp.array([10**6])))(on[0]).block_until_ready()
 
 
 @gpu

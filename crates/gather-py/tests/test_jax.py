@@ -56,6 +56,55 @@ def test_jit_gives_the_eager_result_and_grad_passes_finite_differences(name, f):
         check_grads(jax.jit(f), (x, s), order=1, modes=["rev"])
 
 
+@pytest.mark.parametrize("name,f", cases(), ids=[c[0] for c in cases()])
+def test_traced_calls_are_custom_calls_of_the_library_not_host_callbacks(name, f):
+    x, s = rand(3, 4), rand(3, 2)
+    for traced in (jax.jit(f), jax.jit(jax.grad(lambda x, s: f(x, s).sum(), (0, 1)))):
+        text = traced.lower(x, s).as_text()
+        assert "gather_op" in text and "callback" not in text
+
+
+@pytest.mark.parametrize("dtype", [jnp.bfloat16, jnp.float16, jnp.int8, jnp.uint32, jnp.bool_])
+def test_every_dtype_gives_the_eager_result_under_jit(dtype):
+    x = jnp.asarray(RNG.standard_normal((4, 5)) * 20).astype(dtype)
+    i = jnp.array([[3, 0, 1, 1, 2]])
+    np.testing.assert_array_equal(np.asarray(jax.jit(lambda x: gather.gather(x, 0, i))(x)),
+                                  np.asarray(gather.gather(x, 0, i)))
+    s = jnp.ones((1, 5), dtype)
+    got = jax.jit(lambda x, s: gather.scatter(x, 0, i, s))(x, s)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(gather.scatter(x, 0, i, s)))
+
+
+def test_what_the_handler_cannot_take_runs_as_a_callback_with_the_same_result():
+    x, idx = rand(3, 4), jnp.array([2, 0])
+    f = jax.jit(lambda x, v: gather.index_fill(x, 1, idx, v))  # a traced scalar
+    assert "callback" in f.lower(x, 2.5).as_text()
+    np.testing.assert_array_equal(np.asarray(f(x, 2.5)), np.asarray(gather.index_fill(x, 1, idx, 2.5)))
+    bits = jnp.asarray(np.array([[16256, 16384], [16448, 0]], np.uint16))  # bfloat16 1, 2, 3, 0
+    g = jax.jit(lambda b: gather.take(b, jnp.array([2, 0]), dtype="bfloat16"))
+    assert "callback" in g.lower(bits).as_text()
+    np.testing.assert_array_equal(np.asarray(g(bits)), [16448, 16256])
+
+
+def test_an_in_place_call_into_a_donated_input_gives_the_eager_result():
+    x, s = rand(4, 3), rand(2, 3)
+    i = jnp.array([[3, 0, 3], [1, 3, 0]])
+    want = np.asarray(gather.scatter_add(x, 0, i, s))
+    f = jax.jit(lambda x, s: gather.scatter_add(x, 0, i, s), donate_argnums=0)
+    np.testing.assert_array_equal(np.asarray(f(jnp.array(x), s)), want)
+
+
+def test_indices_are_int64_with_jax_enable_x64_and_the_repeats_only_form_traces():
+    x = rand(3, 4)
+    with jax.enable_x64(True):
+        values, indices = jax.jit(lambda x: gather.topk(x, 2, 1))(x)
+        assert indices.dtype == jnp.int64
+        np.testing.assert_array_equal(np.asarray(indices), np.asarray(gather.topk(x, 2, 1)[1]))
+    r = jnp.array([1, 0, 2])
+    got = jax.jit(lambda r: gather.repeat_interleave(r, output_size=3))(r)
+    np.testing.assert_array_equal(np.asarray(got), [0, 2, 2])
+
+
 def test_gradients_equal_the_library_gradients_called_by_hand():
     x, s = rand(3, 4), rand(3, 2)
     idx = jnp.array([[0, 3], [1, 1], [2, 0]])
@@ -71,6 +120,7 @@ def test_indices_come_back_as_jaxs_index_dtype_and_are_not_differentiated():
     values, indices = jax.jit(lambda x: gather.sort(x, 1, descending=True))(x)
     assert indices.dtype == jnp.int32  # without jax_enable_x64
     np.testing.assert_array_equal(np.asarray(values), np.asarray(jnp.sort(x, 1)[:, ::-1]))
+    np.testing.assert_array_equal(np.asarray(indices), np.asarray(jnp.argsort(-x, 1, stable=True)))
     order = jax.jit(lambda x: gather.argsort(x, 0))(x)
     np.testing.assert_array_equal(np.asarray(order), np.asarray(jnp.argsort(x, 0, stable=True)))
     # A loss through argsort's indices: the gradient flows through the take only.

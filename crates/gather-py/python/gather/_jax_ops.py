@@ -60,8 +60,6 @@ def call(op, args, kwargs):
     dtype = jnp.result_type(values["input"])
     shapes = getattr(_shapes, op)(_Static, **values)
     kinds = _shapes.kinds(op)
-    if op == "repeat_interleave" and values.get("repeats") is None:
-        kinds = ("long",)  # the repeats-only form gives indices
     outputs = [jax.ShapeDtypeStruct(s, dtype if k == "input" else _index_dtype())
                for s, k in zip(shapes, kinds)]
     order = ["input"] + [n for n in ("src", "source") if _is_array(values.get(n))]  # as gather.grad returns them
