@@ -24,9 +24,9 @@ nothing: with grad mode on they refuse a tensor that requires grad, and say so. 
 custom operators (``torch.ops.gather.*``) that stay in the compiled graph, gradients included
 (``fullgraph=True`` works); ``masked_select`` and ``repeat_interleave`` without ``output_size``
 give a length that torch learns at run time. Under JAX's ``jax.jit``, ``jax.grad`` and
-``jax.vmap`` every op runs as a callback of the computation (``jax.pure_callback``, on the host)
-with its gradient from :mod:`gather.grad` (``jax.custom_vjp``); an output whose length depends
-on values is refused there with the fix.
+``jax.vmap`` every op is a custom call of the compiled program (an XLA FFI handler that runs the
+library on XLA's buffers, on the CPU or an NVIDIA GPU) with its gradient from :mod:`gather.grad`
+(``jax.custom_vjp``); an output whose length depends on values is refused there with the fix.
 
 Bounds policies: what PyTorch has no word for is a keyword. ``bounds=`` says what an index value
 outside its dimension (size ``n``) does, on every indexing op (gather, take_along_dim,

@@ -139,7 +139,7 @@ def _on_torch(torch, native, args, kwargs):
 
 def _jax_traced(args, kwargs):
     """Whether an argument is a traced JAX array (inside jax.jit, jax.grad, jax.vmap): the op
-    then runs as a callback of the computation (gather._jax_ops)."""
+    then runs as a custom call of the computation (gather._jax_ops)."""
     for group in (args, kwargs.values()):
         for a in group:
             if type(a) not in _PLAIN:
