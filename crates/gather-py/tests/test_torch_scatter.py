@@ -200,6 +200,35 @@ def test_pyg_style_message_passing_matches_pytorch_forward_and_backward():
         x.grad, w.grad = None, None
 
 
+def test_out_with_the_negative_bit_is_written_with_its_sign():
+    # z.conj().imag is a view whose memory holds the values negated; a NumPy or DLPack view of
+    # it drops the bit, so writes through one would land with the wrong sign.
+    torch = _torch()
+    src, index = torch.from_numpy(SRC), torch.from_numpy(INDEX)
+    ids, ptr = index.sort().values, torch.tensor([0, 2, 2, 5, 6])
+    calls = [
+        (5, lambda out: ts.scatter_sum(src, index, 0, out=out)),
+        (5, lambda out: ts.scatter_mean(src, index, 0, out)),
+        (5, lambda out: ts.scatter_max(src, index, 0, out=out)),
+        (5, lambda out: ts.scatter(src, index, 0, out=out, reduce="mul")),
+        (5, lambda out: ts.segment_coo(src, ids, out=out, reduce="mean")),
+        (4, lambda out: ts.segment_csr(src, ptr, out=out, reduce="min")),
+    ]
+    for rows, call in calls:
+        z = torch.complex(torch.zeros(rows, 2, dtype=torch.float64), torch.full((rows, 2), 2.0, dtype=torch.float64))
+        plain = torch.full((rows, 2), 2.0, dtype=torch.float64)
+        view = z.conj().imag  # -2 everywhere, through the negative bit
+        plain.neg_()
+        assert view.is_neg()
+        got, want = call(view), call(plain)
+        got, want = (got, want) if isinstance(got, tuple) else ((got,), (want,))
+        assert got[0] is view
+        torch.testing.assert_close(view, plain, rtol=0, atol=0)
+        torch.testing.assert_close(z.imag, -plain, rtol=0, atol=0)
+        for g, w in zip(got[1:], want[1:]):
+            torch.testing.assert_close(g, w)
+
+
 def test_out_with_gradients_is_a_clear_error():
     torch = _torch()
     x = torch.ones(3, 2, requires_grad=True)

@@ -38,6 +38,7 @@ The arg of ``scatter_max``/``scatter_min``/``segment_*`` is pytorch_scatter's: t
 library's own ``scatter_reduce_arg`` says -1 there; it is mapped).
 """
 
+import inspect
 import math
 import sys
 
@@ -718,3 +719,35 @@ scatter_max = _differentiable("max", "scatter_max")(scatter_max)
 scatter_min = _differentiable("min", "scatter_min")(scatter_min)
 scatter_logsumexp = _differentiable("logsumexp", "scatter_logsumexp", "eps")(scatter_logsumexp)
 scatter_std = _differentiable("std", "scatter_std", "unbiased")(scatter_std)
+
+
+def _resolving_neg_out(fn):
+    """Wraps a public function with ``out=`` for a torch ``out`` whose negative bit is set (a view
+    such as ``z.conj().imag``: its memory holds the values negated). NumPy and DLPack views of
+    it drop the bit, so the function runs on a resolved copy, written back with torch's
+    ``copy_``, which honours it."""
+    pos = list(inspect.signature(fn).parameters).index("out")
+
+    def inner(*args, **kwargs):
+        out = args[pos] if len(args) > pos else kwargs.get("out")
+        if out is None or not type(out).__module__.startswith("torch") or not out.is_neg():
+            return fn(*args, **kwargs)
+        resolved = out.resolve_neg()  # a copy holding the values
+        if len(args) > pos:
+            args = args[:pos] + (resolved,) + args[pos + 1:]
+        else:
+            kwargs["out"] = resolved
+        result = fn(*args, **kwargs)
+        out.copy_(result[0] if isinstance(result, tuple) else result)
+        return (out,) + tuple(result[1:]) if isinstance(result, tuple) else out
+
+    inner.__name__, inner.__qualname__, inner.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    inner.__wrapped__ = fn
+    return inner
+
+
+for _name in __all__:
+    _f = globals()[_name]
+    if "out" in inspect.signature(_f).parameters:
+        globals()[_name] = _resolving_neg_out(_f)
+del _name, _f
