@@ -2,7 +2,10 @@
 //! or a CPU tensor of another framework) it applies to host arrays; built from a CUDA index it
 //! lives on that GPU (`gather_cuda::ScatterPlan`) and applies to CUDA arrays there.
 
+use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 
 use ::gather as lib;
 use ::gather::dynamic::{self, Arg, Args, Tensor, TensorView, TensorViews};
@@ -12,9 +15,30 @@ use pyo3::prelude::*;
 
 use crate::{Call, Out, py_error, to_pyerr};
 
-enum Plan {
+pub(crate) enum Plan {
     Host(lib::ScatterPlan),
     Gpu(gather_cuda::ScatterPlan),
+}
+
+/// The live plans by key: a program compiled by `jax.jit` names its plan by the key (an XLA
+/// attribute is a number, not an object), and the XLA handler finds the plan here when it
+/// runs. Weak, so that a plan lives as long as its Python object.
+static PLANS: Mutex<Option<HashMap<u64, Weak<Plan>>>> = Mutex::new(None);
+static NEXT_KEY: AtomicU64 = AtomicU64::new(1);
+
+/// The plan of `key`, while its Python object lives.
+pub(crate) fn plan_of(key: u64) -> Option<Arc<Plan>> {
+    let plans = PLANS.lock().unwrap_or_else(|p| p.into_inner());
+    plans.as_ref()?.get(&key)?.upgrade()
+}
+
+fn register(plan: &Arc<Plan>) -> u64 {
+    let key = NEXT_KEY.fetch_add(1, Ordering::Relaxed);
+    let mut plans = PLANS.lock().unwrap_or_else(|p| p.into_inner());
+    let plans = plans.get_or_insert_with(HashMap::new);
+    plans.retain(|_, p| p.strong_count() > 0);
+    plans.insert(key, Arc::downgrade(plan));
+    key
 }
 
 /// ScatterPlan(index, size)
@@ -37,7 +61,8 @@ enum Plan {
 /// (3, 3)
 #[pyclass(module = "gather._native", frozen)]
 pub(crate) struct ScatterPlan {
-    plan: Plan,
+    plan: Arc<Plan>,
+    key: u64,
 }
 
 /// The host plan of an integer index view.
@@ -64,7 +89,7 @@ fn host_plan(index: &TensorView<'_>, size: usize) -> lib::Result<lib::ScatterPla
 /// compiled for f32 and f64 only (about 50 KB of the extension each); the other dtypes run the
 /// op with the plan's checked rows expanded over src's shape: the same result, without the
 /// grouping the plan keeps.
-fn host_apply(
+pub(crate) fn host_apply(
     plan: &lib::ScatterPlan,
     op: &str,
     dst: &TensorView<'_>,
@@ -142,12 +167,20 @@ impl ScatterPlan {
             let r = py.detach(|| catch_unwind(AssertUnwindSafe(|| host_plan(&view, size))));
             Plan::Host(c.finish(r)?)
         };
-        Ok(ScatterPlan { plan })
+        let plan = Arc::new(plan);
+        let key = register(&plan);
+        Ok(ScatterPlan { plan, key })
+    }
+
+    /// The plan's key for the XLA handler (see `gather._jax_ops`).
+    #[getter]
+    fn _key(&self) -> u64 {
+        self.key
     }
 
     /// The number of index positions (rows of ``src`` a call reads).
     fn __len__(&self) -> usize {
-        match &self.plan {
+        match &*self.plan {
             Plan::Host(p) => p.len(),
             Plan::Gpu(p) => p.len(),
         }
@@ -156,7 +189,7 @@ impl ScatterPlan {
     /// The number of rows a destination must have (the size the index was checked against).
     #[getter]
     fn size(&self) -> usize {
-        match &self.plan {
+        match &*self.plan {
             Plan::Host(p) => p.size(),
             Plan::Gpu(p) => p.size(),
         }
@@ -165,7 +198,7 @@ impl ScatterPlan {
     /// Where the plan lives and applies: ``"cpu"`` or ``"cuda:N"``.
     #[getter]
     fn device(&self) -> String {
-        match &self.plan {
+        match &*self.plan {
             Plan::Host(_) => "cpu".to_string(),
             Plan::Gpu(p) => format!("cuda:{}", p.device().ordinal()),
         }
@@ -241,7 +274,7 @@ impl ScatterPlan {
                 ),
             )
         };
-        match &self.plan {
+        match &*self.plan {
             Plan::Gpu(plan) => {
                 let [(_, d, _), (_, s, _)] = &c.gpu[..] else {
                     return Err(elsewhere(

@@ -19,10 +19,14 @@ use std::ptr::NonNull;
 
 use ::gather as lib;
 use ::gather::DType;
+use ::gather::Reduce;
 use ::gather::dynamic::{self, Arg, Args, Tensor, TensorView, TensorViewMut, TensorViews};
 use ::gather::grad::Parity;
 use ::gather::with_tensor;
 use gather_cuda::{Cuda, CudaTensor};
+use std::sync::Arc;
+
+use crate::plan::{Plan, host_apply, plan_of};
 use ndarray::{ArrayViewD, ArrayViewMutD, IxDyn};
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
@@ -582,6 +586,14 @@ fn run_cpu(f: &Frame) -> Result<(), Failure> {
             let p = parity(&r.args)?;
             dynamic::call_grad_with(&r.op, &r.args, &views, &g, p)?
         }
+        "plan" => {
+            let (op, plan, reduce) = plan_call(r)?;
+            let Plan::Host(plan) = &*plan else {
+                return Err(plan_elsewhere(op, &plan, "dst and src are in host memory"));
+            };
+            let (dst, src) = (operand(&views, op, "dst")?, operand(&views, op, "src")?);
+            vec![("output".into(), host_apply(plan, op, dst, src, reduce)?)]
+        }
         _ => dynamic::call(&r.op, &r.args, &views)?,
     };
     for (name, ret) in r.outputs.iter().zip(&f.rets) {
@@ -592,6 +604,53 @@ fn run_cpu(f: &Frame) -> Result<(), Failure> {
         write(&r.op, name, &t.1, ret)?;
     }
     Ok(())
+}
+
+type PlanCall = (&'static str, Arc<Plan>, Option<(Reduce, bool)>);
+
+/// A plan's call (`_mode` `plan`): the op's name for messages, the plan of the `_plan` key, and
+/// the reduction (`None`: `scatter_add`).
+fn plan_call(r: &Request) -> Result<PlanCall, Failure> {
+    let (op, reduce) = match r.op.as_str() {
+        "scatter_add" => ("ScatterPlan::scatter_add", None),
+        "scatter_reduce" => {
+            let reduce: Reduce = r.args.str("reduce")?.parse()?;
+            let include_self = r.args.bool_or("include_self", true)?;
+            ("ScatterPlan::scatter_reduce", Some((reduce, include_self)))
+        }
+        other => return Err(invalid(format!("a plan has no call {other:?}"))),
+    };
+    let key = r.args.int("_plan")?;
+    let plan = plan_of(key as u64).ok_or_else(|| {
+        invalid(format!(
+            "{op}: the plan this program was compiled with no longer exists\nhint: keep the \
+             ScatterPlan alive as long as the jitted function that uses it"
+        ))
+    })?;
+    Ok((op, plan, reduce))
+}
+
+fn plan_elsewhere(op: &str, plan: &Plan, what: &str) -> Failure {
+    let (on, hint) = match plan {
+        Plan::Host(_) => ("cpu", "build the plan from the index on that GPU"),
+        Plan::Gpu(p) => (
+            &*format!("cuda:{}", p.device().ordinal()),
+            "build the plan from a host index for host arrays, or from the index on the arrays' GPU",
+        ),
+    };
+    invalid(format!(
+        "{op}: the plan is on {on} but {what}\nhint: {hint}"
+    ))
+}
+
+/// The operand `name` of a call.
+fn operand<'m, T>(
+    map: &'m std::collections::BTreeMap<String, T>,
+    op: &str,
+    name: &str,
+) -> Result<&'m T, Failure> {
+    map.get(name)
+        .ok_or_else(|| invalid(format!("{op}: no `{name}` operand")))
 }
 
 /// Asks XLA's context for something through one of its API's getters.
@@ -664,6 +723,22 @@ fn run_cuda(f: &Frame) -> Result<(), Failure> {
                     .ok_or_else(|| invalid(format!("grad::{}: no grad_output operand", r.op)))?;
                 let p = parity(&r.args)?;
                 gather_cuda::dynamic::call_grad_with(&r.op, &r.args, &inputs, &g, p)?
+            }
+            "plan" => {
+                let (op, plan, reduce) = plan_call(r)?;
+                let on = format!("dst and src are on cuda:{ordinal}");
+                let plan = match &*plan {
+                    Plan::Gpu(p) if p.device().ordinal() == gpu.ordinal() => p,
+                    _ => return Err(plan_elsewhere(op, &plan, &on)),
+                };
+                let (dst, src) = (operand(&inputs, op, "dst")?, operand(&inputs, op, "src")?);
+                let out = match reduce {
+                    None => plan.scatter_add(dst, src)?,
+                    Some((reduce, include_self)) => {
+                        plan.scatter_reduce(dst, src, reduce, include_self)?
+                    }
+                };
+                vec![("output".into(), out)]
             }
             _ => gather_cuda::dynamic::call(&r.op, &r.args, &inputs)?,
         };

@@ -306,6 +306,17 @@ def test_jax_jit_runs_the_ops_on_the_gpu_in_xlas_stream_order():
     for _ in range(50):
         y, ref = shift(y), ref[p] + 1.0
     np.testing.assert_array_equal(np.asarray(y), ref)
+    # A plan built from a GPU index applies there, with its gradient.
+    plans = {"gpu": gather.ScatterPlan(on[2][:, 0], 300), "cpu": gather.ScatterPlan(i[:, 0], 300)}
+    for reduce in ("sum", "amax"):
+        runs = {}
+        for where, dev in (("gpu", gpus[0]), ("cpu", cpu)):
+            loss = lambda d, s, p=plans[where]: (p.scatter_reduce(d, s, reduce) ** 2).sum()  # noqa: E731
+            runs[where] = jax.jit(jax.value_and_grad(loss, (0, 1)))(*[jax.device_put(a, dev) for a in (x, s)])
+        assert "callback" not in jax.jit(lambda d, s: plans["gpu"].scatter_add(d, s)).lower(*on[:2]).as_text()
+        np.testing.assert_allclose(np.asarray(runs["gpu"][0]), np.asarray(runs["cpu"][0]), rtol=1e-5)
+        for g, w in zip(runs["gpu"][1], runs["cpu"][1]):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-5)
     batched = jax.jit(jax.vmap(lambda r, j: gather.take(r, j)))(on[0][:4], on[2][:4, :5] % 64)
     np.testing.assert_array_equal(np.asarray(batched), np.take_along_axis(x[:4], i[:4, :5] % 64, 1))
     with pytest.raises(Exception, match="out of bounds|tried to access index"):

@@ -149,6 +149,46 @@ def test_a_scatter_plan_is_traced_with_its_gradient():
         check_grads(lambda d, s: plan.scatter_add(d, s), (rand(3, 2), rand(4, 2)), order=1, modes=["rev"])
 
 
+@pytest.mark.parametrize("reduce,include_self", [(None, True), ("sum", True), ("prod", True), ("mean", False),
+                                                  ("amax", True), ("amin", False), ("sum", False)])
+def test_plan_calls_are_custom_calls_with_the_gradients_of_the_expanded_index(reduce, include_self):
+    index = jnp.array([2, 0, 2, 1, 2])
+    plan = gather.ScatterPlan(index, 4)
+    if reduce is None:
+        f = lambda d, s: plan.scatter_add(d, s)  # noqa: E731
+        eager = lambda d, s, i: gather.scatter_add(d, 0, i, s)  # noqa: E731
+        grad = lambda g, d, s, i: gather.grad.scatter_add(g, d, 0, i, s)  # noqa: E731
+    else:
+        f = lambda d, s: plan.scatter_reduce(d, s, reduce, include_self=include_self)  # noqa: E731
+        eager = lambda d, s, i: gather.scatter_reduce(d, 0, i, s, reduce, include_self=include_self)  # noqa: E731
+        grad = lambda g, d, s, i: gather.grad.scatter_reduce(g, d, 0, i, s, reduce, include_self=include_self)  # noqa: E731
+    with jax.enable_x64(True):
+        dst, src, g = rand(4, 3), rand(5, 3), rand(4, 3)
+        expanded = np.broadcast_to(np.asarray(index)[:, None], (5, 3))
+        text = jax.jit(f).lower(dst, src).as_text()
+        assert ("callback" in text) == (reduce == "sum" and not include_self)  # index_add has no include_self
+        np.testing.assert_array_equal(np.asarray(jax.jit(f)(dst, src)), np.asarray(eager(dst, src, expanded)))
+        got = jax.jit(jax.vjp(f, dst, src)[1])(g)
+        want = grad(g, dst, src, expanded)
+        np.testing.assert_allclose(np.asarray(got[0]), np.asarray(want[0]), rtol=1e-12)
+        np.testing.assert_allclose(np.asarray(got[1]), np.asarray(want[1]), rtol=1e-12)
+        check_grads(jax.jit(f), (dst, src), order=1, modes=["rev"])
+
+
+def test_a_plan_that_no_longer_exists_is_an_error_of_the_compiled_call():
+    plan = gather.ScatterPlan(jnp.array([1, 0]), 2)
+    f = jax.jit(lambda d, s: plan.scatter_add(d, s))
+    dst, src = rand(2, 3), rand(2, 3)
+    f(dst, src).block_until_ready()
+    compiled = f.lower(dst, src).compile()
+    del plan, f
+    import gc
+
+    gc.collect()
+    with pytest.raises(Exception, match="no longer exists"):
+        compiled(dst, src).block_until_ready()
+
+
 def test_a_value_dependent_length_is_refused_when_tracing_with_the_fix():
     x = rand(3, 4)
     with pytest.raises(gather.InvalidArgumentError, match="output_size"):

@@ -130,3 +130,30 @@ def test_empty_and_zero_dimensional_buffers(platform):
     assert xla([x, np.array(4)], [scalar], _op="take", _inputs="input,index",
                _outputs="output") is None
     assert scalar == 4.0
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_plan_call_finds_the_plan_by_its_key_on_its_device(platform):
+    index = np.array([2, 0, 2, 1])
+    if platform == "cuda":
+        from test_cuda_emu import dev  # a NumPy array presented as GPU memory
+
+        plan = gather.ScatterPlan(dev(index), 3)
+    else:
+        plan = gather.ScatterPlan(index, 3)
+    dst, src = RNG.standard_normal((3, 2)), RNG.standard_normal((4, 2))
+    out = np.zeros((3, 2))
+    xla = Xla(platform)
+    assert xla([dst, src], [out], _op="scatter_reduce", _mode="plan", _inputs="dst,src",
+               _outputs="output", _plan=plan._plan._key, reduce="amax", include_self=False) is None
+    np.testing.assert_array_equal(out, gather.ScatterPlan(index, 3).scatter_reduce(dst, src, "amax", include_self=False))
+    other = gather.ScatterPlan(index, 3) if platform == "cuda" else None
+    if other is not None:  # a host plan called with device buffers
+        code, message = xla([dst, src], [out], _op="scatter_add", _mode="plan", _inputs="dst,src",
+                            _outputs="output", _plan=other._plan._key)
+        assert code == INVALID_ARGUMENT and "the plan is on cpu but dst and src are on cuda:0" in message
+    key = plan._plan._key
+    del plan
+    code, message = xla([dst, src], [out], _op="scatter_add", _mode="plan", _inputs="dst,src",
+                        _outputs="output", _plan=key)
+    assert code == INVALID_ARGUMENT and "no longer exists" in message

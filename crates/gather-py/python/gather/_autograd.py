@@ -353,7 +353,7 @@ with their gradients; build the plan outside the compiled function and reuse it.
         if torch is None and _jax_traced((), values):
             from . import _jax_ops
 
-            return _jax_ops.call_plan(native, self._grad, values)
+            return _jax_ops.call_plan(self, native, values)
         if not grad:
             return native(**values)
         names, detached = _detached(torch, values)

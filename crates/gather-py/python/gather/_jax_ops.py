@@ -73,15 +73,41 @@ def call(op, args, kwargs):
     return apply(runners, values, names, diff, len(outputs) == 1)
 
 
-def call_plan(forward, backward, values):
-    """A ScatterPlan's call on traced arrays: its output has ``dst``'s shape and dtype. The plan
-    lives in the host's memory, so its calls run as callbacks."""
+def call_plan(plan, forward, values):
+    """A ScatterPlan's call on traced arrays: its output has ``dst``'s shape and dtype. The FFI
+    handler finds the plan by its key; the gradient is index_add's or index_reduce's with the
+    plan's 1-d index (the same as scatter_add's and scatter_reduce's with it expanded)."""
     dst = values["dst"]
     outputs = [jax.ShapeDtypeStruct(dst.shape, jnp.result_type(dst))]
     order = ["dst", "src"]
-    names, diff = _operands(values, order, backward)
-    runners = _callbacks(forward, backward, values, names, outputs, order, diff)
-    return apply(runners, values, names, diff, True)
+    names, diff = _operands(values, order, plan._grad)
+    reduce, include_self = values.get("reduce"), values.get("include_self", True)
+    if values.get("dtype") is not None or not _ffi_ready() or (reduce == "sum" and not include_self):
+        # index_add has no include_self: that gradient comes from scatter_reduce's, by callback.
+        runners = _callbacks(forward, plan._grad, values, names, outputs, order, diff)
+        return apply(runners, values, names, diff, True)
+    attrs = {"_plan": np.int64(plan._plan._key)}
+    if reduce is not None:
+        attrs.update(reduce=reduce, include_self=np.bool_(include_self))
+    op = "scatter_add" if reduce is None else "scatter_reduce"
+    index = jnp.asarray(plan._index)
+    grad_op = "index_add" if reduce in (None, "sum") else "index_reduce"
+    grad_attrs = {"dim": np.int64(0)} | ({} if grad_op == "index_add" else
+                                         {"reduce": reduce, "include_self": np.bool_(include_self)})
+    grad_names = {"dst": "grad_input", "src": "grad_source"}
+
+    def forward_(dst, src):
+        return jax.ffi.ffi_call(_TARGET, outputs, vmap_method="sequential")(
+            dst, src, _op=op, _mode="plan", _inputs="dst,src", _outputs="output", **attrs)
+
+    def backward_(grad_output, dst, src):
+        wanted = [jax.ShapeDtypeStruct(values[n].shape, values[n].dtype) for n in diff]
+        return jax.ffi.ffi_call(_TARGET, wanted, vmap_method="sequential")(
+            grad_output, dst, index, src, _op=grad_op, _mode="grad",
+            _inputs="grad_output,input,index,source", _outputs=",".join(grad_names[n] for n in diff),
+            **grad_attrs)
+
+    return apply((forward_, backward_), values, names, diff, True)
 
 
 _TARGET = "gather_op"
