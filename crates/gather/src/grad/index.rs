@@ -115,8 +115,8 @@ where
     DS: Dimension,
 {
     let mut sel = crate::index_select(grad_out, dim, index)?.into_dyn();
-    if let Some(a) = alpha {
-        let a = a.widen();
+    // alpha 1 changes no value (1 * v rounds to v): no pass over the selection.
+    if let Some(a) = alpha.map(T::widen).filter(|a| *a != num_traits::One::one()) {
         sel.mapv_inplace(|v| T::narrow(a * v.widen()));
     }
     if sel.len() != source_shape.size() {

@@ -439,8 +439,14 @@ pub(crate) fn reshape_to<T: Clone, D: Dimension>(
         ))
         .with_hint("pass the shape of the tensor the forward call took"));
     }
-    let v: Vec<T> = a.iter().cloned().collect();
-    Ok(Array::from_shape_vec(shape, v).expect("same number of elements"))
+    // A row-major array takes the shape as it is; only another layout is copied.
+    let a = if a.is_standard_layout() {
+        a
+    } else {
+        a.as_standard_layout().into_owned()
+    };
+    Ok(a.into_shape_with_order(shape)
+        .expect("a row-major array of the same number of elements"))
 }
 
 /// The leading index-shaped block of `src` (both seen with the 0-d → 1-d convention).
