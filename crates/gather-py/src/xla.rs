@@ -230,6 +230,27 @@ impl Raw {
         })
     }
 
+    /// Element `coord` of the leading `batch.len()` axes (each of its size in `batch`, or 1 where
+    /// the operand is the same for every element): the buffer of one call of a vmapped op.
+    fn element(&self, coord: &[usize]) -> Result<Raw, Failure> {
+        let lead = coord.len();
+        let inner: usize = self.shape[lead..].iter().product();
+        let mut block = 0;
+        for (d, &c) in coord.iter().enumerate() {
+            block = block * self.shape[d] + if self.shape[d] == 1 { 0 } else { c };
+        }
+        let size = self.dtype("a batched buffer")?.size_of();
+        Ok(Raw {
+            code: self.code,
+            data: self
+                .data
+                .cast::<u8>()
+                .wrapping_add(block * inner * size)
+                .cast(),
+            shape: self.shape[lead..].to_vec(),
+        })
+    }
+
     /// The address as a valid pointer for a slice or view: XLA may give null for no elements.
     fn ptr<T>(&self) -> *mut T {
         if self.data.is_null() {
@@ -246,6 +267,10 @@ struct Request {
     mode: String,
     inputs: Vec<String>,
     outputs: Vec<String>,
+    /// The rank of each operand and result in an unbatched call (`_ranks`, `_out_ranks`):
+    /// under `jax.vmap` the buffers have leading batch axes beyond them.
+    ranks: Vec<usize>,
+    out_ranks: Vec<usize>,
     args: Args,
 }
 
@@ -316,6 +341,8 @@ unsafe fn request(attrs: &Attrs) -> Result<Request, Failure> {
         mode: "call".into(),
         inputs: Vec::new(),
         outputs: Vec::new(),
+        ranks: Vec::new(),
+        out_ranks: Vec::new(),
         args: Args::default(),
     };
     for i in 0..attrs.size.max(0) as usize {
@@ -352,10 +379,22 @@ unsafe fn request(attrs: &Attrs) -> Result<Request, Failure> {
             "_mode" => r.mode = list(&value).concat(),
             "_inputs" => r.inputs = list(&value),
             "_outputs" => r.outputs = list(&value),
+            "_ranks" => r.ranks = numbers(&name, list(&value))?,
+            "_out_ranks" => r.out_ranks = numbers(&name, list(&value))?,
             _ => r.args.set(&name, value),
         }
     }
     Ok(r)
+}
+
+fn numbers(name: &str, items: Vec<String>) -> Result<Vec<usize>, Failure> {
+    items
+        .iter()
+        .map(|v| {
+            v.parse()
+                .map_err(|_| invalid(format!("attribute {name}: {v:?} is not a rank")))
+        })
+        .collect()
 }
 
 /// Reads the call frame, or answers XLA's metadata query (`Ok(None)`).
@@ -559,11 +598,87 @@ fn parity(args: &Args) -> Result<Parity, Failure> {
     }
 }
 
+/// The leading batch axes of a call under `jax.vmap` (empty for an unbatched call), checked
+/// against every buffer: each has them, of their sizes or of size 1.
+fn batch_axes(r: &Request, args: &[Raw], rets: &[Raw]) -> Result<Vec<usize>, Failure> {
+    let (Some(&out_rank), Some(ret)) = (r.out_ranks.first(), rets.first()) else {
+        return Ok(Vec::new());
+    };
+    let lead = ret.shape.len().saturating_sub(out_rank);
+    let batch = ret.shape[..lead].to_vec();
+    let fits = |raw: &Raw, rank: Option<&usize>, broadcast: bool| {
+        rank.is_some_and(|&k| raw.shape.len() == k + lead)
+            && (0..lead).all(|d| raw.shape[d] == batch[d] || (broadcast && raw.shape[d] == 1))
+    };
+    let ok = args
+        .iter()
+        .enumerate()
+        .all(|(i, a)| fits(a, r.ranks.get(i), true))
+        && rets
+            .iter()
+            .enumerate()
+            .all(|(i, a)| fits(a, r.out_ranks.get(i), false));
+    if !ok {
+        return Err(invalid(format!(
+            "{}: buffers of shapes {:?} -> {:?} do not share {lead} leading batch axes over ranks {:?} -> {:?}",
+            r.op,
+            args.iter().map(|a| &a.shape).collect::<Vec<_>>(),
+            rets.iter().map(|a| &a.shape).collect::<Vec<_>>(),
+            r.ranks,
+            r.out_ranks
+        )));
+    }
+    Ok(batch)
+}
+
+/// Runs `body` once per element of the batch axes (once for an unbatched call), on that
+/// element's buffers; an error names the element.
+fn each_element(
+    r: &Request,
+    args: &[Raw],
+    rets: &[Raw],
+    mut body: impl FnMut(&[Raw], &[Raw]) -> Result<(), Failure>,
+) -> Result<(), Failure> {
+    let batch = batch_axes(r, args, rets)?;
+    if batch.is_empty() {
+        return body(args, rets);
+    }
+    let mut coord = vec![0; batch.len()];
+    for b in 0..batch.iter().product::<usize>() {
+        let mut rest = b;
+        for d in (0..batch.len()).rev() {
+            coord[d] = rest % batch[d];
+            rest /= batch[d];
+        }
+        let a: Vec<Raw> = args
+            .iter()
+            .map(|x| x.element(&coord))
+            .collect::<Result<_, _>>()?;
+        let o: Vec<Raw> = rets
+            .iter()
+            .map(|x| x.element(&coord))
+            .collect::<Result<_, _>>()?;
+        body(&a, &o).map_err(|Failure(code, m)| {
+            Failure(
+                code,
+                format!("{m}\n(in jax.vmap's batch element {coord:?})"),
+            )
+        })?;
+    }
+    Ok(())
+}
+
 /// The op on host buffers.
 fn run_cpu(f: &Frame) -> Result<(), Failure> {
-    let r = &f.request;
+    each_element(&f.request, &f.args, &f.rets, |args, rets| {
+        run_host(&f.request, args, rets)
+    })
+}
+
+/// One call on host buffers.
+fn run_host(r: &Request, args: &[Raw], rets: &[Raw]) -> Result<(), Failure> {
     let mut views = TensorViews::new();
-    for (name, raw) in r.inputs.iter().zip(&f.args) {
+    for (name, raw) in r.inputs.iter().zip(args) {
         // In place, the first result aliases `input`: it is only read through the target.
         if r.mode == "inplace" && name == "input" {
             continue;
@@ -575,7 +690,7 @@ fn run_cpu(f: &Frame) -> Result<(), Failure> {
     }
     let outputs = match r.mode.as_str() {
         "inplace" => {
-            let ret = &f.rets[0];
+            let ret = &rets[0];
             let target = view_of!(TensorViewMut, ArrayViewMutD, ret, ret.dtype("input")?);
             return Ok(dynamic::call_inplace(&r.op, &r.args, target, &views)?);
         }
@@ -596,7 +711,7 @@ fn run_cpu(f: &Frame) -> Result<(), Failure> {
         }
         _ => dynamic::call(&r.op, &r.args, &views)?,
     };
-    for (name, ret) in r.outputs.iter().zip(&f.rets) {
+    for (name, ret) in r.outputs.iter().zip(rets) {
         let t = outputs
             .iter()
             .find(|(n, _)| n == name)
@@ -690,72 +805,83 @@ fn run_cuda(f: &Frame) -> Result<(), Failure> {
     // SAFETY: XLA's stream of this call, on this device.
     unsafe { gpu.wait_for(stream as u64)? };
     let r = &f.request;
+    let result = each_element(r, &f.args, &f.rets, |args, rets| {
+        run_device(r, &gpu, ordinal, args, rets)
+    });
+    // Ordered whether the call failed or not: XLA may reuse the operands' memory after it.
+    // SAFETY: XLA's stream of this call, on this device.
+    unsafe { gpu.order_before(stream as u64)? };
+    result
+}
+
+/// One call on device buffers, queued on our stream.
+fn run_device(
+    r: &Request,
+    gpu: &Cuda,
+    ordinal: i32,
+    args: &[Raw],
+    rets: &[Raw],
+) -> Result<(), Failure> {
     let wrap = |raw: &Raw, dtype: DType, shape: &[usize]| -> Result<CudaTensor, Failure> {
         let mut strides = vec![1isize; shape.len()];
         for d in (0..shape.len().saturating_sub(1)).rev() {
             strides[d] = strides[d + 1] * shape[d + 1].max(1) as isize;
         }
         // SAFETY: XLA's buffer holds these row-major elements on this device until its stream
-        // passes this call, which waits for ours below.
+        // passes this call, which waits for ours (run_cuda).
         let t = unsafe {
-            CudaTensor::from_device_ptr(&gpu, raw.data as u64, shape, &strides, dtype, Box::new(()))
+            CudaTensor::from_device_ptr(gpu, raw.data as u64, shape, &strides, dtype, Box::new(()))
         };
         Ok(t?)
     };
     let mut inputs = gather_cuda::dynamic::CudaTensors::new();
-    for (name, raw) in r.inputs.iter().zip(&f.args) {
+    for (name, raw) in r.inputs.iter().zip(args) {
         if !(r.mode == "inplace" && name == "input") {
             inputs.insert(name.clone(), wrap(raw, raw.dtype(name)?, &raw.shape)?);
         }
     }
-    let result = (|| -> Result<(), Failure> {
-        let outputs = match r.mode.as_str() {
-            "inplace" => {
-                let ret = &f.rets[0];
-                let target = wrap(ret, ret.dtype("input")?, &ret.shape)?;
-                return Ok(gather_cuda::dynamic::call_inplace(
-                    &r.op, &r.args, &target, &inputs,
-                )?);
-            }
-            "grad" => {
-                let g = inputs
-                    .remove("grad_output")
-                    .ok_or_else(|| invalid(format!("grad::{}: no grad_output operand", r.op)))?;
-                let p = parity(&r.args)?;
-                gather_cuda::dynamic::call_grad_with(&r.op, &r.args, &inputs, &g, p)?
-            }
-            "plan" => {
-                let (op, plan, reduce) = plan_call(r)?;
-                let on = format!("dst and src are on cuda:{ordinal}");
-                let plan = match &*plan {
-                    Plan::Gpu(p) if p.device().ordinal() == gpu.ordinal() => p,
-                    _ => return Err(plan_elsewhere(op, &plan, &on)),
-                };
-                let (dst, src) = (operand(&inputs, op, "dst")?, operand(&inputs, op, "src")?);
-                let out = match reduce {
-                    None => plan.scatter_add(dst, src)?,
-                    Some((reduce, include_self)) => {
-                        plan.scatter_reduce(dst, src, reduce, include_self)?
-                    }
-                };
-                vec![("output".into(), out)]
-            }
-            _ => gather_cuda::dynamic::call(&r.op, &r.args, &inputs)?,
-        };
-        for (name, ret) in r.outputs.iter().zip(&f.rets) {
-            let t = outputs
-                .iter()
-                .find(|(n, _)| n == name)
-                .ok_or_else(|| invalid(format!("{}: gives no output `{name}`", r.op)))?;
-            target(&r.op, name, ret, t.1.dtype(), t.1.shape())?;
-            wrap(ret, t.1.dtype(), t.1.shape())?.assign(&t.1)?;
+    let outputs = match r.mode.as_str() {
+        "inplace" => {
+            let ret = &rets[0];
+            let target = wrap(ret, ret.dtype("input")?, &ret.shape)?;
+            return Ok(gather_cuda::dynamic::call_inplace(
+                &r.op, &r.args, &target, &inputs,
+            )?);
         }
-        Ok(())
-    })();
-    // Ordered whether the call failed or not: XLA may reuse the operands' memory after it.
-    // SAFETY: XLA's stream of this call, on this device.
-    unsafe { gpu.order_before(stream as u64)? };
-    result
+        "grad" => {
+            let g = inputs
+                .remove("grad_output")
+                .ok_or_else(|| invalid(format!("grad::{}: no grad_output operand", r.op)))?;
+            let p = parity(&r.args)?;
+            gather_cuda::dynamic::call_grad_with(&r.op, &r.args, &inputs, &g, p)?
+        }
+        "plan" => {
+            let (op, plan, reduce) = plan_call(r)?;
+            let on = format!("dst and src are on cuda:{ordinal}");
+            let plan = match &*plan {
+                Plan::Gpu(p) if p.device().ordinal() == gpu.ordinal() => p,
+                _ => return Err(plan_elsewhere(op, &plan, &on)),
+            };
+            let (dst, src) = (operand(&inputs, op, "dst")?, operand(&inputs, op, "src")?);
+            let out = match reduce {
+                None => plan.scatter_add(dst, src)?,
+                Some((reduce, include_self)) => {
+                    plan.scatter_reduce(dst, src, reduce, include_self)?
+                }
+            };
+            vec![("output".into(), out)]
+        }
+        _ => gather_cuda::dynamic::call(&r.op, &r.args, &inputs)?,
+    };
+    for (name, ret) in r.outputs.iter().zip(rets) {
+        let t = outputs
+            .iter()
+            .find(|(n, _)| n == name)
+            .ok_or_else(|| invalid(format!("{}: gives no output `{name}`", r.op)))?;
+        target(&r.op, name, ret, t.1.dtype(), t.1.shape())?;
+        wrap(ret, t.1.dtype(), t.1.shape())?.assign(&t.1)?;
+    }
+    Ok(())
 }
 
 /// The handler of `platform` (`"cpu"` or `"cuda"`) in a capsule, as

@@ -140,6 +140,53 @@ def test_vmap_runs_the_op_once_per_batch_element():
     np.testing.assert_array_equal(np.asarray(got), want)
 
 
+@pytest.mark.parametrize("name,f", cases(), ids=[c[0] for c in cases()])
+def test_vmap_and_per_example_gradients_equal_a_loop_of_eager_calls(name, f):
+    # The handler loops over the batch axes itself; x batched, s shared (one broadcast axis).
+    xs, s = rand(4, 3, 4), rand(3, 2)
+    batched = jax.jit(jax.vmap(f, in_axes=(0, None)))
+    assert "while" not in batched.lower(xs, s).as_text()  # no loop of custom calls in XLA
+    got = batched(xs, s)
+    want = np.stack([np.asarray(f(xs[b], s)) for b in range(4)])
+    np.testing.assert_array_equal(np.asarray(got), want)
+    with jax.enable_x64(True):
+        xs, s = rand(4, 3, 4), rand(3, 2)
+        loss = lambda x, s: (f(x, s) ** 2).sum()  # noqa: E731
+        got = jax.jit(jax.vmap(jax.grad(loss, (0, 1)), in_axes=(0, None)))(xs, s)
+        for b in range(4):
+            want = jax.grad(loss, (0, 1))(xs[b], s)
+            np.testing.assert_allclose(np.asarray(got[0][b]), np.asarray(want[0]), rtol=1e-12)
+            np.testing.assert_allclose(np.asarray(got[1][b]), np.asarray(want[1]), rtol=1e-12)
+
+
+def test_nested_vmap_with_sort_and_a_plan_equal_eager_calls():
+    xs = rand(2, 3, 5, 4)
+    got_v, got_i = jax.jit(jax.vmap(jax.vmap(lambda x: gather.topk(x, 2, 1))))(xs)
+    assert got_i.dtype == jnp.int32
+    for a in range(2):
+        for b in range(3):
+            v, i = gather.topk(xs[a, b], 2, 1)
+            np.testing.assert_array_equal(np.asarray(got_v[a, b]), np.asarray(v))
+            np.testing.assert_array_equal(np.asarray(got_i[a, b]), np.asarray(i))
+    plan = gather.ScatterPlan(jnp.array([2, 0, 2, 1]), 3)
+    dst, srcs = rand(3, 2), rand(5, 4, 2)
+    got = jax.jit(jax.vmap(lambda s: plan.scatter_reduce(dst, s, "mean"), in_axes=0))(srcs)
+    want = np.stack([np.asarray(plan.scatter_reduce(dst, srcs[b], "mean")) for b in range(5)])
+    np.testing.assert_array_equal(np.asarray(got), want)
+    # An in-place form's result aliases input, which then gets the batch axis too.
+    idx = jnp.array([[0, 1], [2, 2]])
+    got = jax.jit(jax.vmap(lambda s: gather.scatter_add(jnp.ones((3, 2)), 0, idx, s)))(srcs[:, :2])
+    want = np.stack([np.asarray(gather.scatter_add(jnp.ones((3, 2)), 0, idx, srcs[b, :2])) for b in range(5)])
+    np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def test_a_bad_index_in_one_batch_element_names_the_element():
+    x, idx = rand(3, 4), jnp.array([[1], [2], [30]])
+    f = jax.jit(jax.vmap(lambda i: gather.take(x, i)))
+    with pytest.raises(Exception, match=r"(?s)tried to access index 30.*batch element \[2\]"):
+        f(idx).block_until_ready()
+
+
 def test_a_scatter_plan_is_traced_with_its_gradient():
     plan = gather.ScatterPlan(jnp.array([2, 0, 2, 1]), 3)
     dst, src = rand(3, 2), rand(4, 2)

@@ -157,3 +157,25 @@ def test_a_plan_call_finds_the_plan_by_its_key_on_its_device(platform):
     code, message = xla([dst, src], [out], _op="scatter_add", _mode="plan", _inputs="dst,src",
                         _outputs="output", _plan=key)
     assert code == INVALID_ARGUMENT and "no longer exists" in message
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_vmapped_call_runs_once_per_batch_element_with_shared_operands_of_size_one(platform):
+    # jax.vmap(..., vmap_method="expand_dims"): batch axes (2, 3) lead; the table is shared
+    # (axes of size 1), the index batched on both.
+    x = RNG.standard_normal((1, 1, 5, 4))
+    i = RNG.integers(0, 5, (2, 3, 2, 4))
+    out = np.zeros((2, 3, 2, 4))
+    assert Xla(platform)([x, i], [out], _op="gather", _inputs="input,index", _outputs="output",
+                         _ranks="2,2", _out_ranks="2", dim=0) is None
+    for a in range(2):
+        for b in range(3):
+            np.testing.assert_array_equal(out[a, b], gather.gather(x[0, 0], 0, i[a, b]))
+    bad = i.copy()
+    bad[1, 2, 0, 0] = 9
+    code, message = Xla(platform)([x, bad], [out], _op="gather", _inputs="input,index",
+                                  _outputs="output", _ranks="2,2", _out_ranks="2", dim=0)
+    assert code == OUT_OF_RANGE and "batch element [1, 2]" in message
+    code, message = Xla(platform)([x, i[:, :2]], [out], _op="gather", _inputs="input,index",
+                                  _outputs="output", _ranks="2,2", _out_ranks="2", dim=0)
+    assert code == INVALID_ARGUMENT and "leading batch axes" in message

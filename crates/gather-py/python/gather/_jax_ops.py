@@ -97,15 +97,16 @@ def call_plan(plan, forward, values):
     grad_names = {"dst": "grad_input", "src": "grad_source"}
 
     def forward_(dst, src):
-        return jax.ffi.ffi_call(_TARGET, outputs, vmap_method="sequential")(
-            dst, src, _op=op, _mode="plan", _inputs="dst,src", _outputs="output", **attrs)
+        return jax.ffi.ffi_call(_TARGET, outputs, vmap_method="expand_dims")(
+            dst, src, _op=op, _mode="plan", _inputs="dst,src", _outputs="output",
+            **_ranks((dst, src), outputs), **attrs)
 
     def backward_(grad_output, dst, src):
         wanted = [jax.ShapeDtypeStruct(values[n].shape, values[n].dtype) for n in diff]
-        return jax.ffi.ffi_call(_TARGET, wanted, vmap_method="sequential")(
+        return jax.ffi.ffi_call(_TARGET, wanted, vmap_method="expand_dims")(
             grad_output, dst, index, src, _op=grad_op, _mode="grad",
             _inputs="grad_output,input,index,source", _outputs=",".join(grad_names[n] for n in diff),
-            **grad_attrs)
+            **_ranks((grad_output, dst, index, src), wanted), **grad_attrs)
 
     return apply((forward_, backward_), values, names, diff, True)
 
@@ -140,6 +141,13 @@ _RENAME = {"indices": "index", "axis": "dim"}
 # Ops whose in-place form the handler runs into its result, which XLA fills with `input` first.
 _IN_PLACE = {"scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy", "index_fill",
              "index_reduce", "put", "masked_scatter"}
+
+
+def _ranks(operands, results):
+    """The ranks of an unbatched call's operands and results, as attributes: under ``jax.vmap``
+    the handler finds the batch axes beyond them and runs the op once per batch element."""
+    return {"_ranks": ",".join(str(np.ndim(a)) for a in operands),
+            "_out_ranks": ",".join(str(len(r.shape)) for r in results)}
 
 
 def _attribute(v):
@@ -201,17 +209,21 @@ def _ffi(op, request, names, outputs, kinds, diff):
     aliases = {libs.index("input"): 0} if in_place else None
 
     def forward(*arrays):
-        got = jax.ffi.ffi_call(_TARGET, declared, vmap_method="sequential", input_output_aliases=aliases)(
+        # vmap: the handler loops over the leading batch axes; an in-place call's result aliases
+        # input, so every operand gets them (broadcast_all), else only the batched ones.
+        got = jax.ffi.ffi_call(_TARGET, declared, vmap_method="broadcast_all" if in_place else "expand_dims",
+                               input_output_aliases=aliases)(
             *arrays, _op=op, _mode="inplace" if in_place else "call", _inputs=",".join(libs),
-            _outputs=",".join(out_names), **attrs)
+            _outputs=",".join(out_names), **_ranks(arrays, declared), **attrs)
         got = [g[..., 0] if d.shape != s.shape else g for g, d, s in zip(got, declared, outputs)]
         return tuple(g.astype(s.dtype) if g.dtype != s.dtype else g for g, s in zip(got, outputs))
 
     def backward(grad_output, *arrays):
         wanted = [jax.ShapeDtypeStruct(arrays[names.index(n)].shape, arrays[names.index(n)].dtype) for n in diff]
-        return jax.ffi.ffi_call(_TARGET, wanted, vmap_method="sequential")(
+        return jax.ffi.ffi_call(_TARGET, wanted, vmap_method="expand_dims")(
             grad_output, *arrays, _op=op, _mode="grad", _inputs=",".join(["grad_output"] + libs),
-            _outputs=",".join("grad_" + lib_of[n] for n in diff), **attrs)
+            _outputs=",".join("grad_" + lib_of[n] for n in diff), **_ranks((grad_output,) + arrays, wanted),
+            **attrs)
 
     return forward, backward
 
