@@ -6,11 +6,14 @@ becomes an XLA custom call (``jax.ffi.ffi_call``) that the compiled program make
 the extension's FFI handler runs the library on XLA's own buffers, in host memory on the CPU and
 in device memory, in XLA's stream order, on an NVIDIA GPU. The output's shape comes from
 ``gather._shapes``; the call sits inside a ``jax.custom_vjp`` whose backward is the op's gradient
-(:mod:`gather.grad`), called the same way. ``jax.vmap`` runs the op once per batch element
-(``vmap_method="sequential"``), so every op keeps its semantics.
+(:mod:`gather.grad`), called the same way. Under ``jax.vmap`` the handler gets the batch axes
+in front of the buffers and runs the op once per batch element, so every op keeps its
+semantics (the callbacks run sequentially).
 
-What the handler cannot take (a ``ScatterPlan``'s call, ``dtype="bfloat16"`` bit patterns, a
-traced scalar argument, another platform) runs as a ``jax.pure_callback`` instead, on the host.
+A ``ScatterPlan``'s calls go to the handler too, which finds the plan by a key. What the
+handler cannot take (``dtype="bfloat16"`` bit patterns, a traced scalar argument, a plan's
+``"sum"`` without ``include_self``, another platform) runs as a ``jax.pure_callback`` instead,
+on the host.
 An output whose length depends on values (``masked_select``, ``repeat_interleave`` without
 ``output_size``) has no static shape and is refused when tracing, as ``jnp.repeat`` refuses one
 without ``total_repeat_length``. An error of the library (a bad index) surfaces when the
