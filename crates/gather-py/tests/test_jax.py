@@ -86,6 +86,25 @@ def test_what_the_handler_cannot_take_runs_as_a_callback_with_the_same_result():
     np.testing.assert_array_equal(np.asarray(g(bits)), [16448, 16256])
 
 
+def test_a_jaxlib_that_refuses_the_handler_keeps_the_callbacks_and_says_so(monkeypatch):
+    from gather import _jax_ops
+
+    def refuse(*args, **kwargs):
+        raise ValueError("handler's API version (0.3) is incompatible")
+
+    _jax_ops._ffi_platforms.cache_clear()
+    monkeypatch.setattr(jax.ffi, "register_ffi_target", refuse)
+    try:
+        x, idx = rand(3, 4), jnp.array([[2], [0], [1]])
+        with pytest.warns(RuntimeWarning, match="refused gather's cpu handler"):
+            f = jax.jit(lambda x: gather.gather(x, 1, idx))
+            assert "callback" in f.lower(x).as_text()
+        np.testing.assert_array_equal(np.asarray(f(x)), np.asarray(gather.gather(x, 1, idx)))
+    finally:
+        monkeypatch.undo()
+        _jax_ops._ffi_platforms.cache_clear()
+
+
 def test_an_in_place_call_into_a_donated_input_gives_the_eager_result():
     x, s = rand(4, 3), rand(2, 3)
     i = jnp.array([[3, 0, 3], [1, 3, 0]])

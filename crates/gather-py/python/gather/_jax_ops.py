@@ -24,6 +24,7 @@ Imported only once a traced JAX array reaches an op, so that ``import gather`` n
 
 import functools
 import inspect
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -119,16 +120,22 @@ _TARGET = "gather_op"
 
 @functools.cache
 def _ffi_platforms():
-    """Registers the extension's XLA handlers; returns JAX's backends that have one."""
-    jax.ffi.register_ffi_target(_TARGET, _native._xla_handler("cpu"), platform="cpu")
-    platforms = {"cpu"}
+    """Registers the extension's XLA handlers; returns JAX's backends that have one. A jaxlib
+    whose FFI refuses the handler (its API version range, say) keeps the callbacks, and says so."""
+    platforms = set()
     try:
-        cuda = jax.devices("cuda")
+        cuda = bool(jax.devices("cuda"))
     except RuntimeError:  # no CUDA backend in this jaxlib, or no NVIDIA GPU
-        cuda = []
-    if cuda:
-        jax.ffi.register_ffi_target(_TARGET, _native._xla_handler("cuda"), platform="CUDA")
-        platforms.add("gpu")
+        cuda = False
+    for platform, backend in [("cpu", "cpu")] + ([("cuda", "gpu")] if cuda else []):
+        try:
+            jax.ffi.register_ffi_target(_TARGET, _native._xla_handler(platform), platform=platform.upper()
+                                        if platform == "cuda" else platform)
+        except Exception as e:  # noqa: BLE001 - any refusal leaves the callbacks, which work
+            warnings.warn(f"gather: JAX's XLA FFI refused gather's {platform} handler ({e}); traced "
+                          "calls run as host callbacks there", RuntimeWarning, stacklevel=3)
+            continue
+        platforms.add(backend)
     return frozenset(platforms)
 
 
