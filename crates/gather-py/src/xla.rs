@@ -573,17 +573,52 @@ fn target(op: &str, name: &str, ret: &Raw, dtype: DType, shape: &[usize]) -> Res
     )))
 }
 
-/// Copies `t` into `ret` (see [`target`]).
+/// Copies `t` into `ret` (see [`target`]) as bytes, so that one loop serves every dtype: one
+/// copy for a row-major `t`, else element by element in row-major order.
 fn write(op: &str, name: &str, t: &Tensor, ret: &Raw) -> Result<(), Failure> {
     target(op, name, ret, t.dtype(), t.shape())?;
-    let bytes = t.len() * t.dtype().size_of();
-    with_tensor!(t, a => {
-        let a = a.as_standard_layout();
-        let src = a.as_slice().unwrap_or_default();
-        // SAFETY: `ret` holds `bytes` bytes (checked against the result's shape and dtype),
-        // and the library's result is not XLA's memory.
-        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr().cast::<u8>(), ret.ptr::<u8>(), bytes) };
+    let size = t.dtype().size_of();
+    let (src, strides): (*const u8, Vec<isize>) =
+        with_tensor!(t, a => (a.as_ptr().cast(), a.strides().to_vec()));
+    let (shape, dst) = (t.shape(), ret.ptr::<u8>());
+    if t.is_empty() {
+        return Ok(());
+    }
+    let mut step = 1isize;
+    let row_major = shape.iter().zip(&strides).rev().all(|(&n, &s)| {
+        let ok = n <= 1 || s == step;
+        step *= n as isize;
+        ok
     });
+    if row_major {
+        // SAFETY: `t`'s elements are the `t.len()` in a row from `src`; `ret` holds as many.
+        unsafe { std::ptr::copy_nonoverlapping(src, dst, t.len() * size) };
+        return Ok(());
+    }
+    let mut coord = vec![0usize; shape.len()];
+    for n in 0..t.len() {
+        let offset: isize = coord
+            .iter()
+            .zip(&strides)
+            .map(|(&c, &s)| c as isize * s)
+            .sum();
+        // SAFETY: `offset` is an element of `t` (its coordinates are within its shape), and
+        // element `n` of `ret` is within its `t.len()` elements (checked by `target`).
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                src.offset(offset * size as isize),
+                dst.add(n * size),
+                size,
+            )
+        };
+        for d in (0..shape.len()).rev() {
+            coord[d] += 1;
+            if coord[d] < shape[d] {
+                break;
+            }
+            coord[d] = 0;
+        }
+    }
     Ok(())
 }
 
