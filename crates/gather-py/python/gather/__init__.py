@@ -23,7 +23,9 @@ nothing: with grad mode on they refuse a tensor that requires grad, and say so. 
 ``torch.compile`` every op, every in-place form and :class:`ScatterPlan`'s calls are torch
 custom operators (``torch.ops.gather.*``) that stay in the compiled graph, gradients included
 (``fullgraph=True`` works); ``masked_select`` and ``repeat_interleave`` without ``output_size``
-give a length that torch learns at run time. Under JAX's ``jax.jit``, ``jax.grad`` and
+give a length that torch learns at run time. Under ``torch.func``'s ``vmap``, ``grad``,
+``vjp`` and ``jacrev`` (per-example gradients as ``vmap(grad(f))``) every op runs once per batch
+element with its gradient; forward mode and second derivatives are refused. Under JAX's ``jax.jit``, ``jax.grad`` and
 ``jax.vmap`` every op is a custom call of the compiled program (an XLA FFI handler that runs the
 library on XLA's buffers, on the CPU or an NVIDIA GPU) with its gradient from :mod:`gather.grad`
 (``jax.custom_vjp``); an output whose length depends on values is refused there with the fix.

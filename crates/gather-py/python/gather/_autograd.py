@@ -196,6 +196,101 @@ def _function(torch):
     return GatherFunction
 
 
+def _functorch(torch, args, kwargs):
+    """Whether a tensor argument is wrapped by a ``torch.func`` transform (vmap's batched
+    tensors, grad's tracking tensors): it has no storage of its own, so the op goes through
+    the transform's autograd.Function rules (:func:`_func_function`)."""
+    wrapped = torch._C._functorch.is_functorch_wrapped_tensor
+    return any(isinstance(a, torch.Tensor) and wrapped(a)
+               for group in (args, kwargs.values()) for a in group if type(a) not in _PLAIN)
+
+
+def _slices(tensors, dims, b):
+    """Batch element ``b`` of each tensor (``select`` along its batch axis, or the tensor
+    itself where it has none)."""
+    return [t if d is None else t.select(d, b) for t, d in zip(tensors, dims)]
+
+
+def _stack(torch, outs):
+    """Per-element results stacked along a new batch axis 0 (sort, topk: each of the pair)."""
+    if isinstance(outs[0], tuple):
+        return tuple(torch.stack(o) for o in zip(*outs)), (0,) * len(outs[0])
+    return torch.stack(outs), 0
+
+
+def _func_function(torch):
+    """The autograd.Functions that ``torch.func``'s transforms can run (made on first use):
+    the op, whose backward is the gradient as another Function, each with a ``vmap`` rule that
+    runs it once per batch element (so every op keeps its semantics, and transforms nest).
+    Reverse mode only: the gradient has no gradient of its own, and forward mode (jvp) is
+    refused, with words that say so."""
+    if "func" in _FUNCTION:
+        return _FUNCTION["func"]
+
+    class GatherGrad(torch.autograd.Function):
+        @staticmethod
+        def forward(call, values, names, grad_output, *tensors):
+            given = dict(values, **dict(zip(names, tensors)))
+            back = {k: v for k, v in given.items() if k in call["grad_params"]}
+            grads = _on_torch(torch, call["grad"], (grad_output,), back)
+            return grads if isinstance(grads, tuple) else (grads,)
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.op = inputs[0]["op"]
+
+        @staticmethod
+        def backward(ctx, *grads):
+            raise RuntimeError(
+                f"gather.{ctx.op}: its gradient has no gradient of its own (second derivatives "
+                "through gather's ops are not supported)")
+
+        @staticmethod
+        def vmap(info, in_dims, call, values, names, grad_output, *tensors):
+            dims = in_dims[3:]
+            outs = [GatherGrad.apply(call, values, names, *_slices((grad_output,) + tensors, dims, b))
+                    for b in range(info.batch_size)]
+            return _stack(torch, outs)
+
+    class GatherOp(torch.autograd.Function):
+        @staticmethod
+        def forward(call, values, names, *tensors):
+            return _on_torch(torch, call["forward"], (), dict(values, **dict(zip(names, tensors))))
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            call, values, names, *tensors = inputs
+            ctx.call, ctx.values, ctx.names = call, values, names
+            ctx.save_for_backward(*tensors)
+            if isinstance(output, tuple):  # sort, topk: (values, indices)
+                ctx.mark_non_differentiable(output[1])
+
+        @staticmethod
+        def backward(ctx, grad_output, *_):
+            tensors = ctx.saved_tensors
+            given = dict(ctx.values, **dict(zip(ctx.names, tensors)))
+            order = ctx.call["order"](given)
+            grads = GatherGrad.apply(ctx.call, ctx.values, ctx.names, grad_output, *tensors)
+            by_name = dict(zip(order, grads))
+            return (None, None, None) + tuple(by_name.get(n) for n in ctx.names)
+
+        @staticmethod
+        def jvp(ctx, *tangents):
+            raise RuntimeError(
+                f"gather.{ctx.call['op']}: forward-mode AD (torch.func.jvp, jacfwd, hessian) is not "
+                "supported; reverse mode is (torch.func.grad, vjp, jacrev)")
+
+        @staticmethod
+        def vmap(info, in_dims, call, values, names, *tensors):
+            dims = in_dims[3:]
+            outs = [GatherOp.apply(call, values, names, *_slices(tensors, dims, b))
+                    for b in range(info.batch_size)]
+            return _stack(torch, outs)
+
+    _FUNCTION["func"] = GatherOp
+    return GatherOp
+
+
 def detaching(native):
     """A gradient of :mod:`gather.grad` that takes tensors that require grad (a custom
     Function's saved tensors do) by reading them detached: the result records no graph."""
@@ -232,7 +327,7 @@ def differentiable(op):
     native = getattr(_native, op)
     signature = inspect.signature(native)
     grad = getattr(_grad, op, None)  # None: an op whose outputs are indices (argsort)
-    call = {"forward": native, "grad": grad, "order": _op_order,
+    call = {"op": op, "forward": native, "grad": grad, "order": _op_order,
             "grad_params": set(inspect.signature(grad).parameters) if grad else set()}
 
     def run(*args, **kwargs):
@@ -250,6 +345,11 @@ def differentiable(op):
             # results are always C-contiguous.
             args, kwargs = _each_tensor(torch, args, kwargs, "contiguous")
             return _torch_ops.call(op, args, kwargs)
+        if _functorch(torch, args, kwargs):
+            given = signature.bind(*args, **kwargs).arguments
+            names = [n for n, v in given.items() if isinstance(v, torch.Tensor)]
+            values = {n: v for n, v in given.items() if n not in names}
+            return _func_function(torch).apply(call, values, names, *(given[n] for n in names))
         if not needs_grad:
             return _on_torch(torch, native, args, kwargs)
         given = signature.bind(*args, **kwargs).arguments
@@ -274,6 +374,10 @@ def in_place(op):
             # The operator mutates the caller's `input` itself: no contiguous copies here.
             _torch_ops.call(op, args, kwargs)
             return args[0] if args else kwargs["input"]
+        if torch is not None and _functorch(torch, args, kwargs):
+            raise refused(f"{op}: under a torch.func transform (vmap, grad) the in-place forms "
+                          "cannot write into the transform's tensors",
+                          f"call gather.{op[:-1]} (out of place), which the transforms run")
         if torch is None and _jax_traced(args, kwargs):
             raise refused(f"{op}: `input` is a traced JAX array, which cannot be written",
                           f"JAX arrays are immutable: call gather.{op[:-1]} (out of place), which returns the result")
@@ -354,13 +458,17 @@ with their gradients; build the plan outside the compiled function and reuse it.
             from . import _jax_ops
 
             return _jax_ops.call_plan(self, native, values)
+        call = {"op": f"ScatterPlan.{native.__name__}", "forward": native, "grad": self._grad,
+                "order": lambda v: ["dst", "src"], "grad_params": {"dst", "src", "reduce", "include_self", "dtype"}}
+        if torch is not None and _functorch(torch, (), values):
+            names = [n for n in ("dst", "src") if isinstance(values[n], torch.Tensor)]
+            rest = {n: v for n, v in values.items() if n not in names}
+            return _func_function(torch).apply(call, rest, names, *(values[n] for n in names))
         if not grad:
             return native(**values)
         names, detached = _detached(torch, values)
         if not torch.is_grad_enabled():
             return native(**detached)
-        call = {"forward": native, "grad": self._grad, "order": lambda v: ["dst", "src"],
-                "grad_params": {"dst", "src", "reduce", "include_self", "dtype"}}
         return _function(torch).apply(call, detached, names, *(values[n] for n in names))
 
     def _grad(self, grad_output, dst, src, reduce=None, include_self=True, dtype=None):

@@ -1,0 +1,112 @@
+"""torch.func's transforms through gather's ops: vmap gives a loop of eager calls, grad and
+per-example gradients (vmap of grad) equal torch.autograd's through the same ops, jacrev equals
+PyTorch's own ops' Jacobian, transforms nest, and what is not supported (forward mode, second
+derivatives, in-place forms) is refused with words that say so."""
+
+import pytest
+
+import gather
+
+torch = pytest.importorskip("torch")
+func = torch.func
+
+G = torch.Generator().manual_seed(7)
+
+
+def rand(*shape):
+    return torch.randn(*shape, dtype=torch.float64, generator=G)
+
+
+def cases():
+    """(name, function of (x, s)): every differentiable op, x (3, 4) and s (3, 2)."""
+    t = torch.tensor
+    idx = t([[0, 3], [1, 2], [2, 0]])
+    return [
+        ("gather", lambda x, s: gather.gather(x, 1, idx, bounds="clip")),
+        ("take", lambda x, s: gather.take(x, idx)),
+        ("index_select", lambda x, s: gather.index_select(x, 0, t([2, 0, 2]))),
+        ("take_along_dim", lambda x, s: gather.take_along_dim(x, t([[1], [0], [3]]), 1)),
+        ("select_batched", lambda x, s: gather.select_batched(x, 1, t([3, 0, 1]), 1)),
+        ("scatter", lambda x, s: gather.scatter(x, 1, idx, s)),
+        ("scatter value", lambda x, s: gather.scatter(x, 1, idx, value=2.5)),
+        ("scatter_add", lambda x, s: gather.scatter_add(x, 1, idx, s)),
+        ("scatter_reduce", lambda x, s: gather.scatter_reduce(x, 1, idx, s, "amax", include_self=False)),
+        ("index_add", lambda x, s: gather.index_add(x, 1, t([3, 0]), s, alpha=2.0)),
+        ("index_copy", lambda x, s: gather.index_copy(x, 1, t([3, 0]), s)),
+        ("index_fill", lambda x, s: gather.index_fill(x, 1, t([2]), -1.5)),
+        ("index_reduce", lambda x, s: gather.index_reduce(x, 1, t([3, 3]), s, "prod")),
+        ("put", lambda x, s: gather.put(x, t([11, 0]), s[0], accumulate=True)),
+        ("masked_scatter", lambda x, s: gather.masked_scatter(x, x > 0, torch.cat([s.ravel()] * 2))),
+        ("sort", lambda x, s: gather.sort(x, 1)[0]),
+        ("topk", lambda x, s: gather.topk(x, 2, 0)[0]),
+        ("repeat_interleave", lambda x, s: gather.repeat_interleave(x, 2, 1)),
+        ("masked_select", lambda x, s: gather.masked_select(x, x > 0)),
+    ]
+
+
+def grads_by_autograd(f, x, s):
+    """d(sum f(x, s)^2) / d(x, s) by torch.autograd through the same op (not torch.func)."""
+    x, s = x.clone().requires_grad_(), s.clone().requires_grad_()
+    (f(x, s) ** 2).sum().backward()
+    return (x.grad if x.grad is not None else torch.zeros_like(x),
+            s.grad if s.grad is not None else torch.zeros_like(s))
+
+
+@pytest.mark.parametrize("name,f", cases(), ids=[c[0] for c in cases()])
+def test_vmap_and_per_example_gradients_equal_a_loop_over_the_batch(name, f):
+    xs, s = rand(4, 3, 4), rand(3, 2)
+    if name != "masked_select":  # a length per element: no batched shape
+        got = func.vmap(f, in_dims=(0, None))(xs, s)
+        torch.testing.assert_close(got, torch.stack([f(xs[b], s) for b in range(4)]), rtol=0, atol=0)
+    loss = lambda x, s: (f(x, s) ** 2).sum()  # noqa: E731
+    gx, gs = func.grad(loss, (0, 1))(xs[0], s)
+    want = grads_by_autograd(f, xs[0], s)
+    torch.testing.assert_close((gx, gs), want)
+    if name != "masked_select":
+        per_example = func.vmap(func.grad(loss, (0, 1)), in_dims=(0, None))(xs, s)
+        for b in range(4):
+            torch.testing.assert_close((per_example[0][b], per_example[1][b]), grads_by_autograd(f, xs[b], s))
+
+
+def test_jacrev_equals_the_jacobian_of_pytorchs_own_ops():
+    x, s = rand(3, 4), rand(3, 2)
+    idx = torch.tensor([[0, 3], [1, 2], [2, 0]])
+    for ours, theirs in [
+        (lambda x: gather.gather(x, 1, idx), lambda x: torch.gather(x, 1, idx)),
+        (lambda x: gather.scatter_reduce(x, 1, idx, s, "mean"), lambda x: torch.scatter_reduce(x, 1, idx, s, "mean")),
+        (lambda x: gather.index_select(x, 1, idx[0]), lambda x: torch.index_select(x, 1, idx[0])),
+    ]:
+        torch.testing.assert_close(func.jacrev(ours)(x), func.jacrev(theirs)(x))
+
+
+def test_a_batched_index_nested_vmaps_and_sort_indices():
+    x = rand(5, 4)
+    per_row = torch.tensor([[0, 1], [3, 3], [2, 0]])
+    got = func.vmap(lambda i: gather.index_select(x, 1, i))(per_row)
+    torch.testing.assert_close(got, torch.stack([torch.index_select(x, 1, i) for i in per_row]))
+    xs = rand(2, 3, 5)
+    values, indices = func.vmap(func.vmap(lambda r: gather.sort(r, 0, descending=True)))(xs)
+    want = torch.sort(xs, stable=True, dim=-1, descending=True)
+    torch.testing.assert_close(values, want.values)
+    assert indices.dtype == torch.int64 and torch.equal(indices, want.indices)
+
+
+def test_a_plans_per_example_gradients_equal_those_of_the_expanded_index():
+    idx = torch.tensor([2, 0, 2, 1])
+    plan = gather.ScatterPlan(idx, 3)
+    dst, src = rand(5, 3, 2), rand(5, 4, 2)
+    expanded = idx[:, None].expand(4, 2)
+    ours = func.vmap(func.grad(lambda d, s: (plan.scatter_reduce(d, s, "mean") ** 2).sum(), (0, 1)))(dst, src)
+    theirs = func.vmap(func.grad(lambda d, s: (torch.scatter_reduce(d, 0, expanded, s, "mean") ** 2).sum(),
+                                 (0, 1)))(dst, src)
+    torch.testing.assert_close(ours, theirs)
+
+
+def test_forward_mode_second_derivatives_and_in_place_forms_are_refused_with_the_reason():
+    x, idx = rand(3, 4), torch.tensor([[0], [2], [1]])
+    with pytest.raises(RuntimeError, match="forward-mode AD .* is not supported; reverse mode is"):
+        func.jvp(lambda x: gather.gather(x, 1, idx), (x,), (torch.ones_like(x),))
+    with pytest.raises(RuntimeError, match="its gradient has no gradient of its own"):
+        func.grad(lambda x: func.grad(lambda y: (gather.gather(y, 1, idx) ** 3).sum())(x).sum())(x)
+    with pytest.raises(gather.InvalidArgumentError, match="call gather.scatter_add \\(out of place\\)"):
+        func.vmap(lambda r: gather.scatter_add_(r, 0, idx[:, 0], r[:3]))(rand(2, 4))
