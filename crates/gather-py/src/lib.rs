@@ -2384,6 +2384,13 @@ fn _call<'py>(
     for (k, v) in plain.iter() {
         c.plain(name(&k)?, &v)?;
     }
+    c.args = py_args(args)?;
+    c.pair()
+}
+
+/// A dict of non-array arguments as the library's: None, strings, numbers.
+fn py_args(args: &Bound<'_, PyDict>) -> PyResult<Args> {
+    let mut out = Args::default();
     for (k, v) in args.iter() {
         let k: String = k.extract()?;
         let arg = if v.is_none() {
@@ -2393,9 +2400,9 @@ fn _call<'py>(
         } else {
             scalar_arg(&k, &v)?
         };
-        c.arg(&k, arg);
+        out.set(&k, arg);
     }
-    c.pair()
+    Ok(out)
 }
 
 /// _xla_handler(platform)
@@ -2435,6 +2442,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(select_batched, m)?)?;
     m.add_function(wrap_pyfunction!(_call, m)?)?;
     m.add_function(wrap_pyfunction!(_xla_handler, m)?)?;
+    m.add_function(wrap_pyfunction!(xla::_batched, m)?)?;
     m.add_function(wrap_pyfunction!(scatter_, m)?)?;
     m.add_function(wrap_pyfunction!(scatter_add_, m)?)?;
     m.add_function(wrap_pyfunction!(scatter_reduce_, m)?)?;

@@ -28,8 +28,10 @@ use std::sync::Arc;
 
 use crate::plan::{Plan, host_apply, plan_of};
 use ndarray::{ArrayViewD, ArrayViewMutD, IxDyn};
+use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyCapsule;
+use pyo3::types::{PyCapsule, PyDict};
 
 #[repr(C)]
 struct ExtensionBase {
@@ -171,7 +173,33 @@ const ERROR_OUT_OF_RANGE: i32 = 11;
 const ERROR_INTERNAL: i32 = 13;
 
 /// A failed call: XLA's error code and the message JAX raises.
-struct Failure(i32, String);
+struct Failure {
+    code: i32,
+    message: String,
+    /// The library's error, for a Python caller's exception class and fields.
+    error: Option<Box<lib::Error>>,
+    /// The batch element of a vmapped call it came from.
+    element: Option<Vec<usize>>,
+}
+
+impl Failure {
+    fn new(code: i32, message: String) -> Self {
+        Failure {
+            code,
+            message,
+            error: None,
+            element: None,
+        }
+    }
+
+    /// The message, and the batch element where there is one.
+    fn text(&self) -> String {
+        match &self.element {
+            Some(e) => format!("{}\n(in vmap's batch element {e:?})", self.message),
+            None => self.message.clone(),
+        }
+    }
+}
 
 impl From<lib::Error> for Failure {
     fn from(e: lib::Error) -> Self {
@@ -179,7 +207,10 @@ impl From<lib::Error> for Failure {
             lib::ErrorKind::IndexOutOfBounds => ERROR_OUT_OF_RANGE,
             _ => ERROR_INVALID_ARGUMENT,
         };
-        Failure(code, e.to_string())
+        Failure {
+            error: Some(Box::new(e.clone())),
+            ..Failure::new(code, e.to_string())
+        }
     }
 }
 
@@ -190,7 +221,7 @@ impl From<gather_cuda::Error> for Failure {
 }
 
 fn invalid(message: String) -> Failure {
-    Failure(ERROR_INVALID_ARGUMENT, message)
+    Failure::new(ERROR_INVALID_ARGUMENT, message)
 }
 
 /// XLA's dtype codes (`XLA_FFI_DataType`) of the library's dtypes.
@@ -464,7 +495,7 @@ unsafe fn enter(frame: *mut CallFrame) -> Result<Option<Frame>, Failure> {
 /// # Safety
 /// `api` is the call frame's API.
 unsafe fn error(api: *const Api, failure: Failure) -> *mut c_void {
-    let Failure(errc, message) = failure;
+    let (errc, message) = (failure.code, failure.text());
     let message = CString::new(message.replace('\0', " ")).unwrap_or_default();
     let mut args = ErrorCreateArgs {
         struct_size: std::mem::size_of::<ErrorCreateArgs>(),
@@ -499,7 +530,7 @@ unsafe fn handle(
     let failure = match result {
         Ok(Ok(())) => return std::ptr::null_mut(),
         Ok(Err(f)) => f,
-        Err(_) => Failure(
+        Err(_) => Failure::new(
             ERROR_INTERNAL,
             "internal error (a panic in gather's XLA handler); this is a bug in gather, please \
              report it with the call's shapes and dtypes"
@@ -693,11 +724,9 @@ fn each_element(
             .iter()
             .map(|x| x.element(&coord))
             .collect::<Result<_, _>>()?;
-        body(&a, &o).map_err(|Failure(code, m)| {
-            Failure(
-                code,
-                format!("{m}\n(in jax.vmap's batch element {coord:?})"),
-            )
+        body(&a, &o).map_err(|f| Failure {
+            element: Some(coord.clone()),
+            ..f
         })?;
     }
     Ok(())
@@ -919,6 +948,119 @@ fn run_device(
     Ok(())
 }
 
+/// XLA's dtype code (`XLA_FFI_DataType`) of a NumPy array's dtype, by kind and size.
+fn numpy_code(a: &Bound<'_, PyUntypedArray>) -> Option<i32> {
+    let d = a.dtype();
+    Some(match (d.kind(), d.itemsize()) {
+        (b'b', 1) => 1,
+        (b'i', 1) => 2,
+        (b'i', 2) => 3,
+        (b'i', 4) => 4,
+        (b'i', 8) => 5,
+        (b'u', 1) => 6,
+        (b'u', 2) => 7,
+        (b'u', 4) => 8,
+        (b'u', 8) => 9,
+        (b'f', 2) => 10,
+        (b'f', 4) => 11,
+        (b'f', 8) => 12,
+        _ => return None,
+    })
+}
+
+/// Host buffers a call runs on without the GIL.
+struct HostBuffers(Vec<Raw>, Vec<Raw>);
+
+// SAFETY: the buffers are NumPy arrays that the caller keeps alive, and does not touch, until
+// `_batched` returns; they are only read (and the results written) by the call.
+unsafe impl Send for HostBuffers {}
+
+/// _batched(op, mode, inputs, outputs, args, ranks, out_ranks)
+///
+/// The op run once per element of the leading batch axes of C-contiguous NumPy arrays, as the
+/// XLA handler runs a vmapped call (``inputs`` and ``outputs`` are ``(library name, array)``
+/// pairs; an input's batch axes may have size 1, shared by every element; ``mode`` is
+/// ``"call"``, ``"inplace"`` (into ``outputs[0]``, which is also the input named ``input``) or
+/// ``"grad"``). For ``torch.func.vmap`` (``gather._autograd``).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn _batched(
+    py: Python<'_>,
+    op: String,
+    mode: String,
+    inputs: Vec<(String, Bound<'_, PyUntypedArray>)>,
+    outputs: Vec<(String, Bound<'_, PyUntypedArray>)>,
+    args: &Bound<'_, PyDict>,
+    ranks: Vec<usize>,
+    out_ranks: Vec<usize>,
+) -> PyResult<()> {
+    let raw = |name: &str, a: &Bound<'_, PyUntypedArray>, write: bool| -> PyResult<Raw> {
+        let code = numpy_code(a).ok_or_else(|| {
+            PyTypeError::new_err(format!("_batched: `{name}` has dtype {}", a.dtype()))
+        })?;
+        // SAFETY: a NumPy array object; its flags and data pointer are read, not changed.
+        let fields = unsafe { &(*a.as_array_ptr()).fields };
+        let (flags, data) = (fields.flags, fields.data);
+        let (contiguous, aligned, writeable) = (0x1, 0x100, 0x400); // NPY_ARRAY_C_CONTIGUOUS, ALIGNED, WRITEABLE
+        if flags & contiguous == 0 || flags & aligned == 0 || (write && flags & writeable == 0) {
+            return Err(PyValueError::new_err(format!(
+                "_batched: `{name}` must be a C-contiguous, aligned{} array",
+                if write { ", writeable" } else { "" }
+            )));
+        }
+        Ok(Raw {
+            code,
+            data: data.cast(),
+            shape: a.shape().to_vec(),
+        })
+    };
+    let request = Request {
+        op,
+        mode,
+        inputs: inputs.iter().map(|(n, _)| n.clone()).collect(),
+        outputs: outputs.iter().map(|(n, _)| n.clone()).collect(),
+        ranks,
+        out_ranks,
+        args: crate::py_args(args)?,
+    };
+    let buffers = HostBuffers(
+        inputs
+            .iter()
+            .map(|(n, a)| raw(n, a, false))
+            .collect::<PyResult<_>>()?,
+        outputs
+            .iter()
+            .map(|(n, a)| raw(n, a, true))
+            .collect::<PyResult<_>>()?,
+    );
+    let r = &request;
+    let result = py.detach(move || {
+        let buffers = buffers;
+        catch_unwind(AssertUnwindSafe(|| {
+            each_element(r, &buffers.0, &buffers.1, |a, o| run_host(r, a, o))
+        }))
+    });
+    match result {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(f)) => {
+            let err = match &f.error {
+                Some(e) => crate::to_pyerr(py, e),
+                None => PyValueError::new_err(f.message.clone()),
+            };
+            if let Some(e) = &f.element {
+                let note = format!("in vmap's batch element {e:?}");
+                let _ = err.value(py).call_method1("add_note", (note,));
+            }
+            Err(err)
+        }
+        Err(_) => Err(PyRuntimeError::new_err(format!(
+            "{}: internal error (a panic in the library); this is a bug in gather, please report \
+             it with the call's shapes and dtypes",
+            r.op
+        ))),
+    }
+}
+
 /// The handler of `platform` (`"cpu"` or `"cuda"`) in a capsule, as
 /// `jax.ffi.register_ffi_target` takes it.
 pub(crate) fn capsule<'py>(py: Python<'py>, platform: &str) -> PyResult<Bound<'py, PyCapsule>> {
@@ -926,7 +1068,7 @@ pub(crate) fn capsule<'py>(py: Python<'py>, platform: &str) -> PyResult<Bound<'p
         "cpu" => handle_cpu,
         "cuda" => handle_cuda,
         other => {
-            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            return Err(PyValueError::new_err(format!(
                 "no XLA handler for platform {other:?} (gather has \"cpu\" and \"cuda\")"
             )));
         }

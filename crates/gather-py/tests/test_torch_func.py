@@ -55,8 +55,10 @@ def grads_by_autograd(f, x, s):
 @pytest.mark.parametrize("name,f", cases(), ids=[c[0] for c in cases()])
 def test_vmap_and_per_example_gradients_equal_a_loop_over_the_batch(name, f):
     xs, s = rand(4, 3, 4), rand(3, 2)
+    before = xs.clone()
     if name != "masked_select":  # a length per element: no batched shape
         got = func.vmap(f, in_dims=(0, None))(xs, s)
+        torch.testing.assert_close(xs, before, rtol=0, atol=0)  # the in-place forms write into a copy
         torch.testing.assert_close(got, torch.stack([f(xs[b], s) for b in range(4)]), rtol=0, atol=0)
     loss = lambda x, s: (f(x, s) ** 2).sum()  # noqa: E731
     gx, gs = func.grad(loss, (0, 1))(xs[0], s)
@@ -66,6 +68,20 @@ def test_vmap_and_per_example_gradients_equal_a_loop_over_the_batch(name, f):
         per_example = func.vmap(func.grad(loss, (0, 1)), in_dims=(0, None))(xs, s)
         for b in range(4):
             torch.testing.assert_close((per_example[0][b], per_example[1][b]), grads_by_autograd(f, xs[b], s))
+
+
+def test_vmap_and_its_gradient_are_one_call_of_the_library_each(monkeypatch):
+    from gather import _native
+
+    calls = []
+    real = _native._batched
+    monkeypatch.setattr(_native, "_batched", lambda *a: calls.append(a[:2]) or real(*a))
+    x, idx = rand(200, 6, 3), torch.randint(0, 6, (200, 2, 3), generator=G)
+    loss = lambda x, i: (gather.gather(x, 0, i) ** 2).sum()  # noqa: E731
+    per_example = func.vmap(func.grad(loss))(x, idx)
+    assert calls == [("gather", "call"), ("gather", "grad")]
+    want = torch.stack([torch.func.grad(lambda x: (torch.gather(x, 0, idx[b]) ** 2).sum())(x[b]) for b in range(200)])
+    torch.testing.assert_close(per_example, want)
 
 
 def test_jacrev_equals_the_jacobian_of_pytorchs_own_ops():
@@ -110,3 +126,11 @@ def test_forward_mode_second_derivatives_and_in_place_forms_are_refused_with_the
         func.grad(lambda x: func.grad(lambda y: (gather.gather(y, 1, idx) ** 3).sum())(x).sum())(x)
     with pytest.raises(gather.InvalidArgumentError, match="call gather.scatter_add \\(out of place\\)"):
         func.vmap(lambda r: gather.scatter_add_(r, 0, idx[:, 0], r[:3]))(rand(2, 4))
+
+
+def test_a_bad_index_in_one_batch_element_is_the_librarys_error_naming_the_element():
+    x, idx = rand(3, 4), torch.tensor([[1], [2], [30]])
+    with pytest.raises(gather.IndexOutOfBoundsError, match="tried to access index 30") as caught:
+        func.vmap(lambda i: gather.take(x, i))(idx)
+    assert caught.value.index_value == 30
+    assert "in vmap's batch element [2]" in getattr(caught.value, "__notes__", [])

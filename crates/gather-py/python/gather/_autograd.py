@@ -24,7 +24,7 @@ import weakref
 
 import numpy as np
 
-from . import _native
+from . import _calls, _native, _shapes
 from ._errors import refused
 from ._native import grad as _grad
 
@@ -218,6 +218,71 @@ def _stack(torch, outs):
     return torch.stack(outs), 0
 
 
+class _Dynamic(Exception):
+    """An output whose length depends on the values: no batched shape."""
+
+
+class _Shapes:
+    """The shape context of a batched call (see gather._shapes)."""
+
+    broadcast = staticmethod(np.broadcast_shapes)
+
+    @staticmethod
+    def dynamic(op, hint):
+        raise _Dynamic(op)
+
+
+def _vmapped(torch, call, values, names, tensors, dims, size, grad=None):
+    """``torch.func.vmap``'s rule in one call of the library, which runs the op (or with
+    ``grad``, ``(grad_output, its batch axis)``, its gradient) once per batch element on the
+    arrays' memory (``_native._batched``): the batch axis first, of size 1 where a tensor has
+    none. None where that cannot run (a plan, GPU or bfloat16 tensors, a tensor still wrapped by
+    an outer transform, an output whose length depends on the values): the caller loops."""
+    op = call["op"]
+    every = tensors if grad is None else (grad[0],) + tensors
+    wrapped = torch._C._functorch.is_functorch_wrapped_tensor
+    if not hasattr(_native, op) or size == 0 or any(
+            t.device.type != "cpu" or t.dtype == torch.bfloat16 or wrapped(t) for t in every):
+        return None
+    one = dict(values, **{n: t if d is None else t.select(d, 0) for n, t, d in zip(names, tensors, dims)})
+    described = _calls.describe(op, one, lambda v: isinstance(v, torch.Tensor))
+    if described is None:
+        return None
+    lib_of, args = described
+
+    def batched(t, d):
+        t = t.detach()
+        return (t.unsqueeze(0) if d is None else t.movedim(d, 0)).contiguous()
+
+    operands = [(lib_of[n], batched(t, d)) for n, t, d in zip(names, tensors, dims)]
+    ranks = [one[n].ndim for n in names]
+    if grad is None:
+        try:
+            shapes = getattr(_shapes, op)(_Shapes, **one)
+        except _Dynamic:
+            return None
+        results = [torch.empty((size,) + tuple(s), dtype=one["input"].dtype if k == "input" else torch.int64)
+                   for s, k in zip(shapes, _shapes.kinds(op))]
+        out_names, mode = _calls.output_names(len(results)), "call"
+        if op in _calls.IN_PLACE:  # into the first result, which holds input first
+            i = next(k for k, (lib, _) in enumerate(operands) if lib == "input")
+            results[0].copy_(operands[i][1])  # a new tensor: never the caller's
+            operands[i], mode = ("input", results[0]), "inplace"
+    else:
+        g, d = grad
+        order = call["order"](one)
+        results = [torch.empty((size,) + tuple(one[n].shape), dtype=one[n].dtype) for n in order]
+        out_names, mode = ["grad_" + lib_of[n] for n in order], "grad"
+        operands.insert(0, ("grad_output", batched(g, d)))
+        ranks.insert(0, g.ndim - (d is not None))
+    _native._batched(op, mode, [(n, t.numpy()) for n, t in operands],
+                     [(n, t.numpy()) for n, t in zip(out_names, results)],
+                     args, ranks, [r.ndim - 1 for r in results])
+    if grad is not None or len(results) > 1:
+        return tuple(results), (0,) * len(results)
+    return results[0], 0
+
+
 def _func_function(torch):
     """The autograd.Functions that ``torch.func``'s transforms can run (made on first use):
     the op, whose backward is the gradient as another Function, each with a ``vmap`` rule that
@@ -248,6 +313,10 @@ def _func_function(torch):
         @staticmethod
         def vmap(info, in_dims, call, values, names, grad_output, *tensors):
             dims = in_dims[3:]
+            fast = _vmapped(torch, call, values, names, tensors, dims[1:], info.batch_size,
+                            (grad_output, dims[0]))
+            if fast is not None:
+                return fast
             outs = [GatherGrad.apply(call, values, names, *_slices((grad_output,) + tensors, dims, b))
                     for b in range(info.batch_size)]
             return _stack(torch, outs)
@@ -283,6 +352,9 @@ def _func_function(torch):
         @staticmethod
         def vmap(info, in_dims, call, values, names, *tensors):
             dims = in_dims[3:]
+            fast = _vmapped(torch, call, values, names, tensors, dims, info.batch_size)
+            if fast is not None:
+                return fast
             outs = [GatherOp.apply(call, values, names, *_slices(tensors, dims, b))
                     for b in range(info.batch_size)]
             return _stack(torch, outs)

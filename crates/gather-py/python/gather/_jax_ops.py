@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _native, _shapes
+from . import _calls, _native, _shapes
 from ._errors import refused
 from ._native import grad as _grad
 
@@ -144,15 +144,6 @@ def _ffi_ready():
     return jax.default_backend() in _ffi_platforms()
 
 
-# The library's names of the array arguments (gather._native's `indices` and `axis` are
-# take_along_dim's and select_batched's PyTorch and JAX names for them).
-_ARRAYS = {"input", "src", "source", "index", "mask", "repeats"}
-_RENAME = {"indices": "index", "axis": "dim"}
-# Ops whose in-place form the handler runs into its result, which XLA fills with `input` first.
-_IN_PLACE = {"scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy", "index_fill",
-             "index_reduce", "put", "masked_scatter"}
-
-
 def _ranks(operands, results):
     """The ranks of an unbatched call's operands and results, as attributes: under ``jax.vmap``
     the handler finds the batch axes beyond them and runs the op once per batch element."""
@@ -176,23 +167,11 @@ def _attribute(v):
 def _describe(op, values):
     """The handler's view of the call: ``(library name of each array argument, attributes)``,
     or None where it needs the callback."""
-    if values.get("dtype") is not None:
-        return None  # bfloat16 bit patterns: the callback reads them as bfloat16
-    arrays, attrs = {}, {}
-    for name, v in values.items():
-        lib = _RENAME.get(name, name)
-        if name == "dtype" or v is None:
-            continue
-        if op == "repeat_interleave" and name == "input" and values.get("repeats") is None:
-            lib = "repeats"  # the repeats-only form
-        if _is_array(v) and lib in _ARRAYS:
-            arrays[name] = lib
-        elif op == "scatter" and name == "src":
-            attrs["value"] = _attribute(v)  # scatter's scalar form
-        elif _is_array(v):
-            return None  # a traced scalar (index_fill's value, say) is no attribute
-        else:
-            attrs[lib] = _attribute(v)
+    described = _calls.describe(op, values, _is_array)
+    if described is None:
+        return None
+    arrays, args = described
+    attrs = {k: _attribute(v) for k, v in args.items()}
     if any(a is None for a in attrs.values()):
         return None
     return arrays, attrs
@@ -214,8 +193,8 @@ def _ffi(op, request, names, outputs, kinds, diff):
     declared = [jax.ShapeDtypeStruct(s.shape + (2,), np.int32) if k == "long" and pairs
                 else jax.ShapeDtypeStruct(s.shape, np.int64) if k == "long" else s
                 for s, k in zip(outputs, kinds)]
-    out_names = ["output"] if len(outputs) == 1 else ["values", "indices"]
-    in_place = op in _IN_PLACE
+    out_names = _calls.output_names(len(outputs))
+    in_place = op in _calls.IN_PLACE
     aliases = {libs.index("input"): 0} if in_place else None
 
     def forward(*arrays):
