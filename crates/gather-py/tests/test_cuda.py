@@ -269,6 +269,16 @@ def test_cupy_and_jax_gpu_arrays_come_back_as_their_own_type():
 
 
 @gpu
+def test_torch_func_per_example_gradients_on_cuda_tensors_equal_the_cpus():
+    x = torch.randn(6, 5, 3, dtype=torch.float64)
+    i = torch.randint(0, 5, (6, 2, 3))
+    loss = lambda x, i: (gather.scatter_reduce(x, 0, i, x[:2] * 2, "amax", include_self=False) ** 2).sum()  # noqa: E731
+    on_gpu = torch.func.vmap(torch.func.grad(loss))(x.cuda(), i.cuda())
+    assert on_gpu.is_cuda
+    torch.testing.assert_close(on_gpu.cpu(), torch.func.vmap(torch.func.grad(loss))(x, i))
+
+
+@gpu
 def test_jax_jit_runs_the_ops_on_the_gpu_in_xlas_stream_order():
     """jax.jit lowers the ops to the CUDA FFI handler: results equal the CPU handler's, stay on
     the GPU, follow XLA's stream order from call to call, and a bad index is XLA's error.
