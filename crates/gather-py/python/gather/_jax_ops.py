@@ -127,10 +127,10 @@ def _ffi_platforms():
         cuda = bool(jax.devices("cuda"))
     except RuntimeError:  # no CUDA backend in this jaxlib, or no NVIDIA GPU
         cuda = False
-    for platform, backend in [("cpu", "cpu")] + ([("cuda", "gpu")] if cuda else []):
+    # (the extension's platform, XLA's name for it, JAX's backend)
+    for platform, xla, backend in [("cpu", "cpu", "cpu")] + ([("cuda", "CUDA", "gpu")] if cuda else []):
         try:
-            jax.ffi.register_ffi_target(_TARGET, _native._xla_handler(platform), platform=platform.upper()
-                                        if platform == "cuda" else platform)
+            jax.ffi.register_ffi_target(_TARGET, _native._xla_handler(platform), platform=xla)
         except Exception as e:  # noqa: BLE001 - any refusal leaves the callbacks, which work
             warnings.warn(f"gather: JAX's XLA FFI refused gather's {platform} handler ({e}); traced "
                           "calls run as host callbacks there", RuntimeWarning, stacklevel=3)
