@@ -8,10 +8,14 @@
 //! The structs mirror XLA's C ABI (`xla/ffi/api/c_api.h`, API version 0.3; `jax.ffi.include_dir()`
 //! has the header). One handler serves every op: its attributes name the op (`_op`), the
 //! library's name of each operand (`_inputs`) and result (`_outputs`), the kind of call
-//! (`_mode`: `call`, `inplace` into the first result, which aliases `input`, or `grad`), and the
+//! (`_mode`: `call`; `inplace` into the first result, which aliases `input`; `grad`; `plan`, a
+//! `ScatterPlan` found by its key `_plan`), the unbatched ranks (`_ranks`, `_out_ranks`: under
+//! `jax.vmap` the buffers have batch axes in front, and the op runs once per element), and the
 //! op's own arguments under their library names. An index result of JAX's int32 (no
 //! `jax_enable_x64`) is declared as int32 pairs, one more axis of 2, that the library fills with
 //! int64 values: JAX keeps the low words, so no device kernel converts them.
+//!
+//! `torch.func.vmap` runs the same host code on NumPy arrays ([`_batched`]).
 
 use std::ffi::{CString, c_char, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
