@@ -351,21 +351,8 @@ impl<'py> Call<'py> {
         grad_output: &Bound<'py, PyAny>,
         parity: &str,
     ) -> PyResult<Vec<(String, Out)>> {
-        let parity = match parity {
-            "correct" => Parity::Correct,
-            "pytorch" => Parity::PyTorch,
-            other => {
-                return Err(py_error(
-                    self.py,
-                    "InvalidArgumentError",
-                    "invalid_argument",
-                    format!(
-                        "{}: parity must be \"correct\" or \"pytorch\", got {other:?}",
-                        self.op
-                    ),
-                ));
-            }
-        };
+        let parity = parse_parity(self.op, parity)
+            .map_err(|m| py_error(self.py, "InvalidArgumentError", "invalid_argument", m))?;
         let grad_output = &readable(grad_output)?;
         let on_gpu = cuda::device_of(grad_output)?;
         if !self.gpu.is_empty() || on_gpu.is_some() {
@@ -2386,6 +2373,17 @@ fn _call<'py>(
     }
     c.args = py_args(args)?;
     c.pair()
+}
+
+/// `parity=` of a gradient (`"correct"`, `"pytorch"`), or the message that refuses it.
+fn parse_parity(op: &str, parity: &str) -> Result<Parity, String> {
+    match parity {
+        "correct" => Ok(Parity::Correct),
+        "pytorch" => Ok(Parity::PyTorch),
+        other => Err(format!(
+            "{op}: parity must be \"correct\" or \"pytorch\", got {other:?}"
+        )),
+    }
 }
 
 /// A dict of non-array arguments as the library's: None, strings, numbers.

@@ -2,7 +2,7 @@
 //! or a CPU tensor of another framework) it applies to host arrays; built from a CUDA index it
 //! lives on that GPU (`gather_cuda::ScatterPlan`) and applies to CUDA arrays there.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -23,19 +23,18 @@ pub(crate) enum Plan {
 /// The live plans by key: a program compiled by `jax.jit` names its plan by the key (an XLA
 /// attribute is a number, not an object), and the XLA handler finds the plan here when it
 /// runs. Weak, so that a plan lives as long as its Python object.
-static PLANS: Mutex<Option<HashMap<u64, Weak<Plan>>>> = Mutex::new(None);
+static PLANS: Mutex<BTreeMap<u64, Weak<Plan>>> = Mutex::new(BTreeMap::new());
 static NEXT_KEY: AtomicU64 = AtomicU64::new(1);
 
 /// The plan of `key`, while its Python object lives.
 pub(crate) fn plan_of(key: u64) -> Option<Arc<Plan>> {
     let plans = PLANS.lock().unwrap_or_else(|p| p.into_inner());
-    plans.as_ref()?.get(&key)?.upgrade()
+    plans.get(&key)?.upgrade()
 }
 
 fn register(plan: &Arc<Plan>) -> u64 {
     let key = NEXT_KEY.fetch_add(1, Ordering::Relaxed);
     let mut plans = PLANS.lock().unwrap_or_else(|p| p.into_inner());
-    let plans = plans.get_or_insert_with(HashMap::new);
     plans.retain(|_, p| p.strong_count() > 0);
     plans.insert(key, Arc::downgrade(plan));
     key

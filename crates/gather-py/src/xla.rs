@@ -613,18 +613,15 @@ fn target(op: &str, name: &str, ret: &Raw, dtype: DType, shape: &[usize]) -> Res
 fn write(op: &str, name: &str, t: &Tensor, ret: &Raw) -> Result<(), Failure> {
     target(op, name, ret, t.dtype(), t.shape())?;
     let size = t.dtype().size_of();
-    let (src, strides): (*const u8, Vec<isize>) =
-        with_tensor!(t, a => (a.as_ptr().cast(), a.strides().to_vec()));
+    let (src, strides, row_major): (*const u8, Vec<isize>, bool) = with_tensor!(t, a => (
+        a.as_ptr().cast(),
+        a.strides().to_vec(),
+        a.is_standard_layout()
+    ));
     let (shape, dst) = (t.shape(), ret.ptr::<u8>());
     if t.is_empty() {
         return Ok(());
     }
-    let mut step = 1isize;
-    let row_major = shape.iter().zip(&strides).rev().all(|(&n, &s)| {
-        let ok = n <= 1 || s == step;
-        step *= n as isize;
-        ok
-    });
     if row_major {
         // SAFETY: `t`'s elements are the `t.len()` in a row from `src`; `ret` holds as many.
         unsafe { std::ptr::copy_nonoverlapping(src, dst, t.len() * size) };
@@ -657,13 +654,12 @@ fn write(op: &str, name: &str, t: &Tensor, ret: &Raw) -> Result<(), Failure> {
     Ok(())
 }
 
-fn parity(args: &Args) -> Result<Parity, Failure> {
+fn parity(op: &str, args: &Args) -> Result<Parity, Failure> {
     match args.get("parity") {
         None | Some(Arg::None) => Ok(Parity::Correct),
-        Some(Arg::Str(s)) if s == "correct" => Ok(Parity::Correct),
-        Some(Arg::Str(s)) if s == "pytorch" => Ok(Parity::PyTorch),
+        Some(Arg::Str(s)) => crate::parse_parity(op, s).map_err(invalid),
         Some(other) => Err(invalid(format!(
-            "parity must be \"correct\" or \"pytorch\", got {other:?}"
+            "{op}: parity must be \"correct\" or \"pytorch\", got {other:?}"
         ))),
     }
 }
@@ -766,7 +762,7 @@ fn run_host(r: &Request, args: &[Raw], rets: &[Raw]) -> Result<(), Failure> {
             let g = views
                 .remove("grad_output")
                 .ok_or_else(|| invalid(format!("grad::{}: no grad_output operand", r.op)))?;
-            let p = parity(&r.args)?;
+            let p = parity(&r.op, &r.args)?;
             dynamic::call_grad_with(&r.op, &r.args, &views, &g, p)?
         }
         "plan" => {
@@ -920,7 +916,7 @@ fn run_device(
             let g = inputs
                 .remove("grad_output")
                 .ok_or_else(|| invalid(format!("grad::{}: no grad_output operand", r.op)))?;
-            let p = parity(&r.args)?;
+            let p = parity(&r.op, &r.args)?;
             gather_cuda::dynamic::call_grad_with(&r.op, &r.args, &inputs, &g, p)?
         }
         "plan" => {
