@@ -18,7 +18,6 @@ same edges in every training step.
 """
 
 import inspect
-import itertools
 import sys
 import weakref
 
@@ -199,7 +198,10 @@ def _function(torch):
 def _functorch(torch, args, kwargs):
     """Whether a tensor argument is wrapped by a ``torch.func`` transform (vmap's batched
     tensors, grad's tracking tensors): it has no storage of its own, so the op goes through
-    the transform's autograd.Function rules (:func:`_func_function`)."""
+    the transform's autograd.Function rules (:func:`_func_function`). Outside every transform
+    (one C call tells) no argument is looked at: this runs on every call with torch tensors."""
+    if torch._C._functorch.peek_interpreter_stack() is None:
+        return False
     wrapped = torch._C._functorch.is_functorch_wrapped_tensor
     return any(isinstance(a, torch.Tensor) and wrapped(a)
                for group in (args, kwargs.values()) for a in group if type(a) not in _PLAIN)
@@ -485,7 +487,6 @@ def _expanded(index, like):
 # The live plans by key: a compiled graph names its plan by the key (a custom operator takes no
 # Python object), and the operator finds the plan here when it runs.
 PLANS = weakref.WeakValueDictionary()
-_PLAN_KEYS = itertools.count()
 
 
 class ScatterPlan:
@@ -502,7 +503,7 @@ with their gradients; build the plan outside the compiled function and reuse it.
         self._plan = _native.ScatterPlan(index, size)
         self._index = index
         self._version = getattr(index, "_version", None)  # torch's count of in-place changes
-        self._key = next(_PLAN_KEYS)
+        self._key = self._plan._key  # the extension's key, which JAX's handler reads too
         PLANS[self._key] = self
 
     def __len__(self):

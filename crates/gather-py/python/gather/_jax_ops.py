@@ -90,7 +90,7 @@ def call_plan(plan, forward, values):
         # index_add has no include_self: that gradient comes from scatter_reduce's, by callback.
         runners = _callbacks(forward, plan._grad, values, names, outputs, order, diff)
         return apply(runners, values, names, diff, True)
-    attrs = {"_plan": np.int64(plan._plan._key)}
+    attrs = {"_plan": np.int64(plan._key)}
     if reduce is not None:
         attrs.update(reduce=reduce, include_self=np.bool_(include_self))
     op = "scatter_add" if reduce is None else "scatter_reduce"
