@@ -1,7 +1,7 @@
 """torch.func's transforms through gather's ops: vmap gives a loop of eager calls, grad and
 per-example gradients (vmap of grad) equal torch.autograd's through the same ops, jacrev equals
-PyTorch's own ops' Jacobian, transforms nest, and what is not supported (forward mode, second
-derivatives, in-place forms) is refused with words that say so."""
+PyTorch's own ops' Jacobian, transforms nest, and the in-place forms are refused with words
+that say so (forward mode and second derivatives: tests/test_higher_order.py)."""
 
 import pytest
 
@@ -100,12 +100,8 @@ def test_a_plans_per_example_gradients_equal_those_of_the_expanded_index():
     torch.testing.assert_close(ours, theirs)
 
 
-def test_forward_mode_second_derivatives_and_in_place_forms_are_refused_with_the_reason():
-    x, idx = rand(3, 4), torch.tensor([[0], [2], [1]])
-    with pytest.raises(RuntimeError, match="forward-mode AD .* is not supported; reverse mode is"):
-        func.jvp(lambda x: gather.gather(x, 1, idx), (x,), (torch.ones_like(x),))
-    with pytest.raises(RuntimeError, match="its gradient has no gradient of its own"):
-        func.grad(lambda x: func.grad(lambda y: (gather.gather(y, 1, idx) ** 3).sum())(x).sum())(x)
+def test_in_place_forms_are_refused_with_the_reason():
+    idx = torch.tensor([[0], [2], [1]])
     with pytest.raises(gather.InvalidArgumentError, match="call gather.scatter_add \\(out of place\\)"):
         func.vmap(lambda r: gather.scatter_add_(r, 0, idx[:, 0], r[:3]))(rand(2, 4))
 

@@ -2,10 +2,12 @@
 
 DLPack does not export a tensor that requires grad, so a torch tensor that does cannot reach the
 library as it is. Each op of :mod:`gather` is therefore a thin wrapper: when no argument is a
-torch tensor that requires grad it calls the op directly; otherwise it runs the op on detached
-tensors inside a ``torch.autograd.Function`` whose backward is the op's gradient in
-:mod:`gather.grad` (on the same device, CPU or CUDA), so that ``loss.backward()`` reaches
-``input``, ``src`` and ``source``. Under ``torch.no_grad()`` the op runs on detached tensors and
+torch tensor that requires grad (or carries a forward-mode tangent) it calls the op directly;
+otherwise it runs the op on detached tensors inside a ``torch.autograd.Function`` whose backward
+is the op's gradient in :mod:`gather.grad` (on the same device, CPU or CUDA), so that
+``loss.backward()`` reaches ``input``, ``src`` and ``source``. With ``create_graph=True`` the
+gradient is recorded as a Function too, whose own backward and forward-mode rules are made of
+the ops (``gather._tangents``), so gradients have gradients. Under ``torch.no_grad()`` the op runs on detached tensors and
 records nothing. The in-place forms do not record gradients: with grad mode on they refuse a
 tensor that requires grad (with the fix), under ``torch.no_grad()`` they write into it.
 
@@ -23,7 +25,7 @@ import weakref
 
 import numpy as np
 
-from . import _calls, _native, _shapes
+from . import _calls, _native, _shapes, _tangents
 from ._errors import refused
 from ._native import grad as _grad
 
@@ -156,43 +158,32 @@ def _each_tensor(torch, args, kwargs, method):
     return args, {k: (getattr(a, method)() if isinstance(a, t) else a) for k, a in kwargs.items()}
 
 
+def _dual(torch):
+    """Whether a forward-mode level is open (``torch.autograd.forward_ad.dual_level``), where a
+    tensor may carry a tangent without requiring grad."""
+    return getattr(torch.autograd.forward_ad, "_current_level", -1) >= 0
+
+
+def _differentiated(torch, given, data):
+    """The names of the ``data`` arguments to differentiate (they require grad with grad mode
+    on, or carry a forward-mode tangent), and the arguments with every tensor that requires
+    grad or may carry a tangent detached."""
+    grad_on, dual = torch.is_grad_enabled(), _dual(torch)
+    unpack = torch.autograd.forward_ad.unpack_dual
+    names = [n for n, v in given.items() if n in data and isinstance(v, torch.Tensor) and (
+        (grad_on and v.requires_grad) or (dual and unpack(v).tangent is not None))]
+    return names, {n: (v.detach() if isinstance(v, torch.Tensor) and (dual or v.requires_grad) else v)
+                   for n, v in given.items()}
+
+
+def _without(values, names):
+    return {n: v for n, v in values.items() if n not in names}
+
+
 def _detached(torch, values):
     """The names of the arguments that require grad, and the arguments with those detached."""
     names = [n for n, v in values.items() if isinstance(v, torch.Tensor) and v.requires_grad]
     return names, {n: (v.detach() if n in names else v) for n, v in values.items()}
-
-
-def _function(torch):
-    """The autograd Function, made on first use (torch is imported only by the caller)."""
-    if "fn" in _FUNCTION:
-        return _FUNCTION["fn"]
-
-    class GatherFunction(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, call, values, names, *tensors):
-            out = _on_torch(torch, call["forward"], (), values)
-            ctx.call, ctx.values, ctx.names = call, values, names
-            # The originals, so that torch reports an in-place change made before backward.
-            ctx.save_for_backward(*tensors)
-            if isinstance(out, tuple):  # sort, topk: (values, indices)
-                ctx.mark_non_differentiable(out[1])
-            return out
-
-        @staticmethod
-        @torch.autograd.function.once_differentiable
-        def backward(ctx, grad_output, *_):
-            values = dict(ctx.values)
-            for n, t in zip(ctx.names, ctx.saved_tensors):
-                values[n] = t.detach()
-            back = {k: v for k, v in values.items() if k in ctx.call["grad_params"]}
-            grads = _on_torch(torch, ctx.call["grad"], (grad_output.detach(),), back)
-            if not isinstance(grads, tuple):
-                grads = (grads,)
-            by_name = dict(zip(ctx.call["order"](values), grads))
-            return (None, None, None) + tuple(by_name.get(n) for n in ctx.names)
-
-    _FUNCTION["fn"] = GatherFunction
-    return GatherFunction
 
 
 def _functorch(torch, args, kwargs):
@@ -285,32 +276,151 @@ def _vmapped(torch, call, values, names, tensors, dims, size, grad=None):
     return results[0], 0
 
 
+def _grads(torch, call, values, names, grad_output, tensors):
+    """The op's gradient of each data argument, by name, run directly on the tensors' memory
+    (outside the autograd graph)."""
+    given = dict(values, **{n: t.detach() for n, t in zip(names, tensors)})
+    back = {k: v for k, v in given.items() if k in call["grad_params"]}
+    grads = _on_torch(torch, call["grad"], (grad_output.detach(),), back)
+    return dict(zip(call["order"](given), grads if isinstance(grads, tuple) else (grads,)))
+
+
+def _is_tensor(torch):
+    return lambda v: isinstance(v, torch.Tensor)
+
+
+def _one_forward_level(torch, op):
+    """Refuses forward mode over forward mode (``jvp`` of ``jvp``, ``jacfwd`` of ``jacfwd``):
+    torch.func drops what a custom Function's jvp rule computes from the outer level's view (its
+    derivative would be zero, silently)."""
+    from torch._functorch.pyfunctorch import retrieve_all_functorch_interpreters
+
+    jvp = torch._C._functorch.TransformType.Jvp
+    if sum(i.key() == jvp for i in retrieve_all_functorch_interpreters()) > 1:
+        raise RuntimeError(
+            f"gather.{op}: forward mode over forward mode (jvp of jvp, jacfwd of jacfwd) is not "
+            "supported: torch.func does not differentiate a custom Function's jvp rule again\n"
+            "hint: use reverse mode for the inner derivative: torch.func.hessian (jacfwd of "
+            "jacrev), jacrev of jacrev, or jvp of grad")
+
+
 def _func_function(torch):
-    """The autograd.Functions that ``torch.func``'s transforms can run (made on first use):
-    the op, whose backward is the gradient as another Function, each with a ``vmap`` rule that
-    runs it once per batch element (so every op keeps its semantics, and transforms nest).
-    Reverse mode only: the gradient has no gradient of its own, and forward mode (jvp) is
-    refused, with words that say so."""
+    """The autograd.Functions of the ops (made on first use), for torch's autograd and for
+    ``torch.func``'s transforms: the op, whose backward is its gradient as another Function,
+    whose backward is in turn the op's derivative along a direction (``gather._tangents``),
+    made of the ops, so that gradients have gradients. Both have a ``jvp`` rule (forward mode:
+    ``torch.func.jvp``, ``jacfwd``, ``hessian``, ``torch.autograd.forward_ad``) and a ``vmap``
+    rule that runs them once per batch element (so every op keeps its semantics, and
+    transforms nest). A product's third derivative in its data is refused."""
     if "func" in _FUNCTION:
         return _FUNCTION["func"]
+    is_tensor = _is_tensor(torch)
+    curved = _tangents.curved
+
+    def run_grad(call):
+        def run(g, values):
+            names = [n for n, v in values.items() if is_tensor(v)]
+            rest = {n: v for n, v in values.items() if n not in names}
+            tensors = [values[n] for n in names]
+            if curved(call, values):  # the weights depend on the data: keep them differentiable
+                return dict(zip(call["order"](values), GatherGrad.apply(call, rest, names, g, *tensors)))
+            if _functorch(torch, (g,), values):
+                grads = GatherGrad.apply(call, rest, names, g, *tensors)
+                return dict(zip(call["order"](values), (t.detach() for t in grads)))
+            return _grads(torch, call, rest, names, g, tensors)
+
+        return run
+
+    def keep(ctx, inputs, gradient):
+        """Saves the op's tensors (and a product's grad_output, for its curvature)."""
+        call, values, names, *rest = inputs
+        ctx.call, ctx.values, ctx.names = call, values, names
+        ctx.offset = 1 if gradient and curved(call, values) else 0
+        tensors = rest[1 - ctx.offset:] if gradient else rest
+        ctx.save_for_backward(*tensors)
+        ctx.save_for_forward(*tensors)
+
+    def primal(ctx, detach=True):
+        """The call's arguments with the saved tensors (detached, but for the products, whose
+        derivatives depend on the data: their weights are GatherGrad's, which differentiates)."""
+        saved = ctx.saved_tensors[ctx.offset:]
+        if detach or not curved(ctx.call, ctx.values):
+            saved = [t.detach() for t in saved]
+        return dict(ctx.values, **dict(zip(ctx.names, saved)))
+
+    def curvature(ctx, along):
+        """A product's ``H v`` (gather._tangents.curvature) by data name; its own derivative
+        in the data (a third derivative) is refused."""
+        values = primal(ctx)
+        hv = _tangents.curvature(ctx.call, values, ctx.saved_tensors[0].detach(), along, torch, is_tensor)
+        data = [t for n, t in zip(ctx.names, ctx.saved_tensors[1:]) if n in hv]
+        return {n: Third.apply(ctx.call["op"], h, *data) for n, h in hv.items()}
+
+    class Third(torch.autograd.Function):
+        """A product's curvature, whose derivative in the data is refused."""
+
+        generate_vmap_rule = True
+
+        @staticmethod
+        def forward(op, hv, *data):
+            return hv.clone()
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.op, ctx.count = inputs[0], len(inputs) - 2
+
+        @staticmethod
+        def refuse(op):
+            raise RuntimeError(f"gather.{op}: the third derivative of a product (reduce='prod', "
+                               "'multiply') with respect to its data is not supported")
+
+        @staticmethod
+        def backward(ctx, g):
+            if any(ctx.needs_input_grad[2:]):
+                Third.refuse(ctx.op)
+            return (None, g) + (None,) * ctx.count
+
+        @staticmethod
+        def jvp(ctx, _op, t, *data_ts):
+            _one_forward_level(torch, ctx.op)
+            if any(d is not None for d in data_ts):
+                Third.refuse(ctx.op)
+            return t
 
     class GatherGrad(torch.autograd.Function):
         @staticmethod
         def forward(call, values, names, grad_output, *tensors):
-            given = dict(values, **dict(zip(names, tensors)))
-            back = {k: v for k, v in given.items() if k in call["grad_params"]}
-            grads = _on_torch(torch, call["grad"], (grad_output,), back)
-            return grads if isinstance(grads, tuple) else (grads,)
+            by_name = _grads(torch, call, values, names, grad_output, tensors)
+            return tuple(by_name[n] for n in call["order"](dict(values, **dict(zip(names, tensors)))))
 
         @staticmethod
         def setup_context(ctx, inputs, output):
-            ctx.op = inputs[0]["op"]
+            keep(ctx, inputs, True)
 
         @staticmethod
-        def backward(ctx, *grads):
-            raise RuntimeError(
-                f"gather.{ctx.op}: its gradient has no gradient of its own (second derivatives "
-                "through gather's ops are not supported)")
+        def backward(ctx, *cotangents):
+            # <grad(g, x), v> = <g, J(x) v>: the gradient of g is the derivative along v; that of
+            # x is zero (selections, piecewise-constant weights) but for the products.
+            values = primal(ctx, detach=False)
+            along = dict(zip(ctx.call["order"](values), cotangents))
+            g = _tangents.tangent(ctx.call, values, along, torch, run_grad(ctx.call), is_tensor)
+            hv = curvature(ctx, along) if curved(ctx.call, ctx.values) else {}
+            return (None, None, None, g) + tuple(hv.get(n) for n in ctx.names)
+
+        @staticmethod
+        def jvp(ctx, _call, _values, _names, grad_output_t, *tensor_ts):
+            # Linear in grad_output, plus the products' curvature along the data's tangents.
+            _one_forward_level(torch, ctx.call["op"])
+            values = primal(ctx, detach=False)
+            order = ctx.call["order"](values)
+            tensors = [values[n] for n in ctx.names]
+            out = tuple(torch.zeros_like(values[n]) for n in order) if grad_output_t is None else \
+                GatherGrad.apply(ctx.call, ctx.values, ctx.names, grad_output_t, *tensors)
+            along = {n: t for n, t in zip(ctx.names, tensor_ts) if n in _tangents.DATA and t is not None}
+            if along and curved(ctx.call, ctx.values):
+                hv = curvature(ctx, along)
+                out = tuple(o + hv[n] for o, n in zip(out, order))
+            return out
 
         @staticmethod
         def vmap(info, in_dims, call, values, names, grad_output, *tensors):
@@ -326,30 +436,31 @@ def _func_function(torch):
     class GatherOp(torch.autograd.Function):
         @staticmethod
         def forward(call, values, names, *tensors):
-            return _on_torch(torch, call["forward"], (), dict(values, **dict(zip(names, tensors))))
+            given = dict(values, **{n: t.detach() for n, t in zip(names, tensors)})
+            return _on_torch(torch, call["forward"], (), given)
 
         @staticmethod
         def setup_context(ctx, inputs, output):
-            call, values, names, *tensors = inputs
-            ctx.call, ctx.values, ctx.names = call, values, names
-            ctx.save_for_backward(*tensors)
+            keep(ctx, inputs, 0)
             if isinstance(output, tuple):  # sort, topk: (values, indices)
                 ctx.mark_non_differentiable(output[1])
 
         @staticmethod
         def backward(ctx, grad_output, *_):
             tensors = ctx.saved_tensors
-            given = dict(ctx.values, **dict(zip(ctx.names, tensors)))
-            order = ctx.call["order"](given)
-            grads = GatherGrad.apply(ctx.call, ctx.values, ctx.names, grad_output, *tensors)
-            by_name = dict(zip(order, grads))
+            if torch.is_grad_enabled():  # create_graph: record the gradient, to differentiate it
+                grads = GatherGrad.apply(ctx.call, ctx.values, ctx.names, grad_output, *tensors)
+                by_name = dict(zip(ctx.call["order"](primal(ctx)), grads))
+            else:
+                by_name = _grads(torch, ctx.call, ctx.values, ctx.names, grad_output, tensors)
             return (None, None, None) + tuple(by_name.get(n) for n in ctx.names)
 
         @staticmethod
-        def jvp(ctx, *tangents):
-            raise RuntimeError(
-                f"gather.{ctx.call['op']}: forward-mode AD (torch.func.jvp, jacfwd, hessian) is not "
-                "supported; reverse mode is (torch.func.grad, vjp, jacrev)")
+        def jvp(ctx, _call, _values, _names, *tensor_ts):
+            _one_forward_level(torch, ctx.call["op"])
+            out = _tangents.tangent(ctx.call, primal(ctx, detach=False), dict(zip(ctx.names, tensor_ts)),
+                                    torch, run_grad(ctx.call), is_tensor)
+            return (out, None) if ctx.call["op"] in ("sort", "topk") else out
 
         @staticmethod
         def vmap(info, in_dims, call, values, names, *tensors):
@@ -424,14 +535,13 @@ def differentiable(op):
             names = [n for n, v in given.items() if isinstance(v, torch.Tensor)]
             values = {n: v for n, v in given.items() if n not in names}
             return _func_function(torch).apply(call, values, names, *(given[n] for n in names))
-        if not needs_grad:
+        if not needs_grad and not _dual(torch):
             return _on_torch(torch, native, args, kwargs)
         given = signature.bind(*args, **kwargs).arguments
-        names, values = _detached(torch, given)
-        names = [n for n in names if n in _DATA]
-        if grad is None or not names or not torch.is_grad_enabled():
+        names, values = _differentiated(torch, given, _DATA)
+        if grad is None or not names:
             return _on_torch(torch, native, (), values)
-        return _function(torch).apply(call, values, names, *(given[n] for n in names))
+        return _func_function(torch).apply(call, _without(values, names), names, *(given[n] for n in names))
 
     return _wrap(run, op, native)
 
@@ -531,18 +641,18 @@ with their gradients; build the plan outside the compiled function and reuse it.
             from . import _jax_ops
 
             return _jax_ops.call_plan(self, native, values)
-        call = {"op": f"ScatterPlan.{native.__name__}", "forward": native, "grad": self._grad,
+        call = {"op": f"ScatterPlan.{native.__name__}", "forward": native, "grad": self._grad, "plan": self,
                 "order": lambda v: ["dst", "src"], "grad_params": {"dst", "src", "reduce", "include_self", "dtype"}}
         if torch is not None and _functorch(torch, (), values):
             names = [n for n in ("dst", "src") if isinstance(values[n], torch.Tensor)]
             rest = {n: v for n, v in values.items() if n not in names}
             return _func_function(torch).apply(call, rest, names, *(values[n] for n in names))
-        if not grad:
+        if not grad and not (torch is not None and _dual(torch)):
             return native(**values)
-        names, detached = _detached(torch, values)
-        if not torch.is_grad_enabled():
+        names, detached = _differentiated(torch, values, ("dst", "src"))
+        if not names:
             return native(**detached)
-        return _function(torch).apply(call, detached, names, *(values[n] for n in names))
+        return _func_function(torch).apply(call, _without(detached, names), names, *(values[n] for n in names))
 
     def _grad(self, grad_output, dst, src, reduce=None, include_self=True, dtype=None):
         if getattr(self._index, "_version", None) != self._version:
