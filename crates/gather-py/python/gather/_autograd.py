@@ -472,8 +472,28 @@ def _func_function(torch):
                     for b in range(info.batch_size)]
             return _stack(torch, outs)
 
-    _FUNCTION["func"] = GatherOp
+    class GatherEager(torch.autograd.Function):
+        """GatherOp for torch's own autograd, with the same rules: a forward that takes ctx
+        spares Function.apply's binding of forward's signature, a fifth of a tiny call's
+        forward and backward."""
+
+        @staticmethod
+        def forward(ctx, *inputs):
+            out = GatherOp.forward(*inputs)
+            GatherOp.setup_context(ctx, inputs, out)
+            return out
+
+        backward = staticmethod(GatherOp.backward)
+        jvp = staticmethod(GatherOp.jvp)
+
+    _FUNCTION["func"], _FUNCTION["eager"] = GatherOp, GatherEager
     return GatherOp
+
+
+def _eager_function(torch):
+    """GatherOp's twin for torch's autograd outside torch.func's transforms."""
+    _func_function(torch)
+    return _FUNCTION["eager"]
 
 
 def detaching(native):
@@ -541,7 +561,7 @@ def differentiable(op):
         names, values = _differentiated(torch, given, _DATA)
         if grad is None or not names:
             return _on_torch(torch, native, (), values)
-        return _func_function(torch).apply(call, _without(values, names), names, *(given[n] for n in names))
+        return _eager_function(torch).apply(call, _without(values, names), names, *(given[n] for n in names))
 
     return _wrap(run, op, native)
 
@@ -652,7 +672,7 @@ with their gradients; build the plan outside the compiled function and reuse it.
         names, detached = _differentiated(torch, values, ("dst", "src"))
         if not names:
             return native(**detached)
-        return _func_function(torch).apply(call, _without(detached, names), names, *(values[n] for n in names))
+        return _eager_function(torch).apply(call, _without(detached, names), names, *(values[n] for n in names))
 
     def _grad(self, grad_output, dst, src, reduce=None, include_self=True, dtype=None):
         if getattr(self._index, "_version", None) != self._version:
