@@ -91,7 +91,7 @@ tests() {
         -k "not emulator_sweeps and not torch_compile and not jax_jit" crates/gather-py/tests/test_cuda.py > "$OUT/python_cuda.log" 2>&1
     echo "python exit $?"; tail -15 "$OUT/python_cuda.log"
     log "Python: jax.jit through the CUDA FFI handler (its own pytest: a crash there loses nothing else)"
-    XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONPATH=/tmp/pyg timeout 60 python3 -m pytest -q -p no:cacheprovider -rs -k jax_jit \
+    XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONPATH=/tmp/pyg timeout 90 python3 -m pytest -q -p no:cacheprovider -rs -k jax_jit \
         crates/gather-py/tests/test_cuda.py > "$OUT/python_jax_jit.log" 2>&1
     echo "jax jit exit $?"; tail -8 "$OUT/python_jax_jit.log"
     log "Python: the emulator's sweeps (about 24,000 calls, one or two faults at once) on torch CUDA tensors"

@@ -279,6 +279,65 @@ def test_torch_func_per_example_gradients_on_cuda_tensors_equal_the_cpus():
 
 
 @gpu
+def test_second_derivatives_and_forward_mode_of_cuda_tensors_equal_the_cpus():
+    """create_graph, forward AD and torch.func.hessian on CUDA tensors: the derivatives are the
+    ops themselves on the GPU (the products' curvature included) and equal the CPU's."""
+    x, s = torch.randn(4, 5, dtype=torch.float64), torch.randn(4, 3, dtype=torch.float64)
+    x[1, 2], s[2, 0] = 0.0, 0.0  # zeros in the products' groups
+    i = torch.tensor([[0, 4, 4], [1, 1, 2], [3, 0, 0], [2, 2, 1]])
+    forms = [
+        lambda x, s, i: gather.gather(x, 1, i),
+        lambda x, s, i: gather.scatter_reduce(x, 1, i, s, "amax"),
+        lambda x, s, i: gather.scatter_reduce(x, 1, i, s, "prod"),
+        lambda x, s, i: gather.sort(x, 1)[0] * gather.index_add(x, 1, i[0], s, alpha=2.0),
+    ]
+    for f in forms:
+        loss = lambda x, s, i, f=f: (f(x, s, i) ** 3).sum()  # noqa: E731
+        runs = {}
+        for dev in ("cuda", "cpu"):
+            a, b, j = x.to(dev), s.to(dev), i.to(dev)
+            h = torch.func.hessian(loss, (0, 1))(a, b, j)
+            t = torch.func.jvp(lambda a, b: f(a, b, j), (a, b), (torch.ones_like(a), torch.ones_like(b)))[1]
+            a = a.clone().requires_grad_()
+            (g,) = torch.autograd.grad(loss(a, b, j), a, create_graph=True)
+            (gg,) = torch.autograd.grad(g.pow(2).sum(), a)
+            assert all(v.device.type == dev for v in (h[0][0], t, gg))
+            runs[dev] = (h, t, gg)
+        torch.testing.assert_close(tuple(v.cpu() for v in torch.utils._pytree.tree_leaves(runs["cuda"])),
+                                   tuple(torch.utils._pytree.tree_leaves(runs["cpu"])))
+
+
+@gpu
+def test_jax_jit_hessians_and_jvps_on_the_gpu_equal_the_cpus():
+    """jax.hessian and jax.jvp under jit on the GPU: the derivative ("lin"), gradient and
+    curvature calls run on the GPU and equal the CPU's (runs with -k jax_jit)."""
+    jax = pytest.importorskip("jax")
+    gpus = [d for d in jax.devices() if d.platform == "gpu"]
+    if not gpus:
+        pytest.skip("JAX sees no GPU")
+    jnp, cpu = jax.numpy, jax.devices("cpu")[0]
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((6, 5)).astype(np.float32)
+    s = rng.standard_normal((6, 3)).astype(np.float32)
+    x[1, 2], s[2, 0] = 0.0, 0.0
+    i = rng.integers(0, 5, (6, 3))
+
+    def loss(x, s, i):
+        return ((gather.scatter_reduce(x, 1, i, s, "prod") ** 2).sum() + (gather.gather(x, 1, i) ** 3).sum()
+                + (gather.scatter_reduce(x, 1, i, s, "amax") * gather.sort(x, 1)[0]).sum())
+
+    h = jax.jit(jax.hessian(loss, (0, 1)))
+    t = jax.jit(lambda x, s, i: jax.jvp(lambda x, s: loss(x, s, i), (x, s), (jnp.ones_like(x), jnp.ones_like(s))))
+    on = [jax.device_put(a, gpus[0]) for a in (x, s, i)]
+    assert "callback" not in h.lower(*on).as_text()
+    got, want = (h(*on), t(*on)), (h(*[jax.device_put(a, cpu) for a in (x, s, i)]),
+                                   t(*[jax.device_put(a, cpu) for a in (x, s, i)]))
+    for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
+        assert g.devices() == {gpus[0]}
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-4, atol=1e-4)
+
+
+@gpu
 def test_jax_jit_runs_the_ops_on_the_gpu_in_xlas_stream_order():
     """jax.jit lowers the ops to the CUDA FFI handler: results equal the CPU handler's, stay on
     the GPU, follow XLA's stream order from call to call, and a bad index is XLA's error.
