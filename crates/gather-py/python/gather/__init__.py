@@ -26,10 +26,11 @@ custom operators (``torch.ops.gather.*``) that stay in the compiled graph, gradi
 give a length that torch learns at run time. Under ``torch.func``'s ``vmap``, ``grad``,
 ``vjp`` and ``jacrev`` (per-example gradients as ``vmap(grad(f))``) every op runs once per batch
 element with its gradient. Gradients have gradients (``create_graph=True``) and forward mode
-works (``torch.autograd.forward_ad``, ``torch.func.jvp``, ``jacfwd``, ``hessian``). Under JAX's ``jax.jit``, ``jax.grad`` and
-``jax.vmap`` every op is a custom call of the compiled program (an XLA FFI handler that runs the
-library on XLA's buffers, on the CPU or an NVIDIA GPU) with its gradient from :mod:`gather.grad`
-(``jax.custom_vjp``); an output whose length depends on values is refused there with the fix.
+works (``torch.autograd.forward_ad``, ``torch.func.jvp``, ``jacfwd``, ``hessian``). Under JAX's ``jax.jit``, ``jax.grad``,
+``jax.vmap``, ``jax.jvp`` and ``jax.hessian`` every op is a custom call of the compiled program
+(an XLA FFI handler that runs the library on XLA's buffers, on the CPU or an NVIDIA GPU) with its
+gradient from :mod:`gather.grad` and its derivatives made of the ops; an output whose length
+depends on values is refused there with the fix.
 
 Bounds policies: what PyTorch has no word for is a keyword. ``bounds=`` says what an index value
 outside its dimension (size ``n``) does, on every indexing op (gather, take_along_dim,
