@@ -168,13 +168,14 @@ def _torch():
         lambda ts_, x, i: ts_.gather_csr(x[:4], __import__("torch").tensor([0, 3, 3, 7, 10])),
     ],
 )
-def test_gradients_match_finite_differences(call):
+def test_gradients_and_their_gradients_match_finite_differences(call):
     torch = _torch()
     g = torch.Generator().manual_seed(3)
     # Distinct values away from 0: no ties for max/min, no division by 0 for mul.
     x = (torch.randperm(30, generator=g).double().reshape(10, 3) / 7 + 0.5).requires_grad_()
     i = torch.tensor([0, 2, 0, 5, 2, 2, 1, 0, 5, 2])
     assert torch.autograd.gradcheck(lambda t: call(ts, t, i), (x,))
+    assert torch.autograd.gradgradcheck(lambda t: call(ts, t, i), (x,))
 
 
 def test_pyg_style_message_passing_matches_pytorch_forward_and_backward():
@@ -302,3 +303,4 @@ def test_the_gpu_arrays_path_gives_the_numpy_paths_results(monkeypatch):
         ("gather_csr", lambda t: ts.gather_csr(t[:4], torch.tensor([0, 3, 3, 7, 10]))),
     ]:
         assert torch.autograd.gradcheck(call, (x,)), name
+        assert torch.autograd.gradgradcheck(call, (x,)), name

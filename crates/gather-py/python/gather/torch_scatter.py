@@ -27,7 +27,8 @@ Differences from pytorch_scatter, and why:
   ``eps / sum``).
 - Gradients: a torch ``src`` that requires grad gets pytorch_scatter's gradients (max/min to the
   arg position; mul divides by ``src``), computed by the library, except through ``out=``, which
-  is then an error (write ``out + scatter(...)`` instead).
+  is then an error (write ``out + scatter(...)`` instead). With ``create_graph=True`` they are
+  made of differentiable ops, so they have gradients too (a gradient penalty through a GNN).
 - ``indptr`` of ``segment_csr``/``gather_csr`` and ``index`` of ``segment_coo``/``gather_coo`` are
   1-D (pytorch_scatter also takes batched ones); a batched one is an error, not a wrong result.
 - Errors are the library's (:class:`gather.GatherError` subclasses with the numbers and a hint),
@@ -569,7 +570,8 @@ def scatter_std(src, index, dim=-1, out=None, dim_size=None, unbiased=True):
 # ---------------------------------------------------------------------------------------------
 # Autograd: torch tensors that require grad go through a torch.autograd.Function whose forward
 # is the function above (on detached tensors: DLPack does not export tensors that require grad)
-# and whose backward is pytorch_scatter's gradient, computed with the library's ops.
+# and whose backward is pytorch_scatter's gradient, computed with the library's ops (with
+# create_graph, with differentiable ones on the saved tensors, so that it differentiates again).
 
 _AUTOGRAD = {}
 
@@ -629,23 +631,29 @@ def _function():
             else:
                 raise AssertionError(kind)
             ctx.src_shape = tuple(s.shape)
-            ctx.save_for_backward(s, out, *(() if arg is None else (arg,)))
+            ctx.save_for_backward(src, out, *(() if arg is None else (arg,)))  # src: differentiable again
             if arg is not None:
                 ctx.mark_non_differentiable(arg)
                 return out, arg
             return out
 
         @staticmethod
-        @torch.autograd.function.once_differentiable
         def backward(ctx, g, *_):
-            # Saved outputs still require grad, and DLPack does not export those.
-            s, out = (t.detach() for t in ctx.saved_tensors[:2])
-            g = g.detach()
             kind, d, ib = ctx.kind, ctx.dim, ctx.ib
+            s, out = ctx.saved_tensors[:2]
+            if torch.is_grad_enabled():
+                # create_graph: the gradient is made of differentiable ops (gather's and torch's),
+                # on the saved tensors themselves, so that it differentiates again.
+                import gather
 
-            def spread(t):
-                # A per-group tensor read back at every source position.
-                return _native.gather(t, d, ib)
+                def spread(t):  # a per-group tensor read back at every source position
+                    return gather.gather(t, d, ib)
+            else:
+                # Saved outputs still require grad, and DLPack does not export those.
+                s, out, g = s.detach(), out.detach(), g.detach()
+
+                def spread(t):
+                    return _native.gather(t, d, ib)
 
             if kind == "sum":
                 gs = spread(g)
@@ -665,9 +673,13 @@ def _function():
             elif kind == "logsumexp":
                 gs = spread(g) * torch.exp(s - spread(out))
             elif kind == "std":
-                mean = ctx.mean
+                # The mean depends on src: with create_graph, recomputed where autograd sees it.
+                mean = scatter_mean(s, ctx.index, d, None, out.shape[d]) if torch.is_grad_enabled() else ctx.mean
                 n = _as_torch(ctx.n, g)
-                per = torch.where(out > 0, g / (n * out), torch.zeros_like(out))
+                # A safe divisor, not just a where: with create_graph the unpicked branch's
+                # derivative is 0 / 0 in empty groups.
+                divisor = torch.where(out > 0, n * out, torch.ones_like(out))
+                per = torch.where(out > 0, g / divisor, torch.zeros_like(out))
                 gs = spread(per) * (s - spread(mean))
             elif kind == "gather_coo":
                 gs = scatter_sum(g, ctx.index, 0, None, ctx.src_shape[0])
