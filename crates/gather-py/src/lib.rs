@@ -2441,6 +2441,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_call, m)?)?;
     m.add_function(wrap_pyfunction!(_xla_handler, m)?)?;
     m.add_function(wrap_pyfunction!(xla::_batched, m)?)?;
+    m.add_function(wrap_pyfunction!(xla::_batched_cuda, m)?)?;
     m.add_function(wrap_pyfunction!(scatter_, m)?)?;
     m.add_function(wrap_pyfunction!(scatter_add_, m)?)?;
     m.add_function(wrap_pyfunction!(scatter_reduce_, m)?)?;

@@ -968,11 +968,12 @@ fn numpy_code(a: &Bound<'_, PyUntypedArray>) -> Option<i32> {
     })
 }
 
-/// Host buffers a call runs on without the GIL.
+/// Buffers a batched call runs on without the GIL.
 struct HostBuffers(Vec<Raw>, Vec<Raw>);
 
-// SAFETY: the buffers are NumPy arrays that the caller keeps alive, and does not touch, until
-// `_batched` returns; they are only read (and the results written) by the call.
+// SAFETY: the buffers (NumPy arrays, or GPU memory for `_batched_cuda`) are kept alive, and
+// untouched, by the caller until the call returns; they are only read (and the results written)
+// by the call.
 unsafe impl Send for HostBuffers {}
 
 /// _batched(op, mode, inputs, outputs, args, ranks, out_ranks)
@@ -1040,6 +1041,79 @@ pub(crate) fn _batched(
             each_element(r, &buffers.0, &buffers.1, |a, o| run_host(r, a, o))
         }))
     });
+    batched_result(py, r, result)
+}
+
+/// _batched_cuda(op, mode, inputs, outputs, args, ranks, out_ranks, ordinal, stream)
+///
+/// `_batched` on GPU memory: ``inputs`` and ``outputs`` are ``(library name, device pointer,
+/// shape, XLA dtype code)`` of row-major buffers on GPU ``ordinal``, which the caller keeps
+/// alive; the calls are queued in the order of CUDA ``stream`` (torch's current stream): ours
+/// waits for it, and it waits for ours after them. For ``torch.func.vmap`` on CUDA tensors.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn _batched_cuda(
+    py: Python<'_>,
+    op: String,
+    mode: String,
+    inputs: Vec<(String, u64, Vec<usize>, i32)>,
+    outputs: Vec<(String, u64, Vec<usize>, i32)>,
+    args: &Bound<'_, PyDict>,
+    ranks: Vec<usize>,
+    out_ranks: Vec<usize>,
+    ordinal: usize,
+    stream: u64,
+) -> PyResult<()> {
+    let raw = |(name, ptr, shape, code): &(String, u64, Vec<usize>, i32)| -> PyResult<Raw> {
+        dtype_of(*code).ok_or_else(|| {
+            PyTypeError::new_err(format!("_batched_cuda: `{name}` has dtype code {code}"))
+        })?;
+        Ok(Raw {
+            code: *code,
+            data: *ptr as *mut c_void,
+            shape: shape.clone(),
+        })
+    };
+    let request = Request {
+        op,
+        mode,
+        inputs: inputs.iter().map(|i| i.0.clone()).collect(),
+        outputs: outputs.iter().map(|o| o.0.clone()).collect(),
+        ranks,
+        out_ranks,
+        args: crate::py_args(args)?,
+    };
+    let buffers = HostBuffers(
+        inputs.iter().map(raw).collect::<PyResult<_>>()?,
+        outputs.iter().map(raw).collect::<PyResult<_>>()?,
+    );
+    let r = &request;
+    let result = py.detach(move || {
+        let buffers = buffers;
+        catch_unwind(AssertUnwindSafe(|| -> Result<(), Failure> {
+            let gpu = Cuda::new(ordinal)?;
+            // SAFETY: the caller's stream on this device (torch's current stream).
+            unsafe { gpu.wait_for(stream)? };
+            let result = each_element(r, &buffers.0, &buffers.1, |a, o| {
+                run_device(r, &gpu, ordinal as i32, a, o)
+            });
+            // Ordered whether the calls failed or not: the caller's allocator may reuse the
+            // buffers' memory after its stream passes this point.
+            // SAFETY: the caller's stream on this device.
+            unsafe { gpu.order_before(stream)? };
+            result
+        }))
+    });
+    batched_result(py, r, result)
+}
+
+/// A batched call's outcome as Python sees it: the library's exception with a note naming the
+/// batch element, or a panic's internal error.
+fn batched_result(
+    py: Python<'_>,
+    r: &Request,
+    result: std::thread::Result<Result<(), Failure>>,
+) -> PyResult<()> {
     match result {
         Ok(Ok(())) => Ok(()),
         Ok(Err(f)) => {

@@ -269,13 +269,26 @@ def test_cupy_and_jax_gpu_arrays_come_back_as_their_own_type():
 
 
 @gpu
-def test_torch_func_per_example_gradients_on_cuda_tensors_equal_the_cpus():
+def test_torch_func_per_example_gradients_on_cuda_tensors_equal_the_cpus(monkeypatch):
+    """vmap and its gradient are one batched call each on the GPU (_batched_cuda, in torch's
+    stream), and equal the CPU's."""
+    from gather import _native
+
+    calls = []
+    real = _native._batched_cuda
+    monkeypatch.setattr(_native, "_batched_cuda", lambda *a: calls.append(a[:2]) or real(*a))
     x = torch.randn(6, 5, 3, dtype=torch.float64)
     i = torch.randint(0, 5, (6, 2, 3))
     loss = lambda x, i: (gather.scatter_reduce(x, 0, i, x[:2] * 2, "amax", include_self=False) ** 2).sum()  # noqa: E731
     on_gpu = torch.func.vmap(torch.func.grad(loss))(x.cuda(), i.cuda())
     assert on_gpu.is_cuda
+    assert calls == [("scatter_reduce", "inplace"), ("scatter_reduce", "grad")]
     torch.testing.assert_close(on_gpu.cpu(), torch.func.vmap(torch.func.grad(loss))(x, i))
+    # The batch that follows reads what the calls wrote, in torch's stream order.
+    xs = torch.randn(300, 64, 8, device="cuda")
+    idx = torch.randint(0, 64, (300, 16, 8), device="cuda")
+    got = torch.func.vmap(lambda r, j: gather.gather(r, 0, j))(xs, idx) + 1.0
+    torch.testing.assert_close(got, torch.gather(xs, 1, idx) + 1.0, rtol=0, atol=0)
 
 
 @gpu

@@ -954,3 +954,50 @@ def test_the_sweeps_see_in_place_writes_on_device_arrays_that_are_copies(monkeyp
     monkeypatch.setattr(sys.modules[__name__], "host",
                         lambda r: r.a.copy() if isinstance(r, EmuCudaArray) else emu_host(r))
     test_every_public_op_gives_the_numpy_outcome_on_cuda_arrays()
+
+
+def test_batched_calls_on_gpu_memory_equal_the_host_ones():
+    """torch.func.vmap's one call of the library on CUDA tensors (_batched_cuda: device pointers,
+    torch's stream) gives what the host's _batched gives, with a size-1 batch axis shared and the
+    error of a bad element named."""
+    from gather import _native
+
+    rng = np.random.default_rng(9)
+    codes = {np.dtype(np.float32): 11, np.dtype(np.float64): 12, np.dtype(np.int64): 5}
+
+    def on_gpu(pairs):  # the emulator's device memory is host memory
+        return [(n, a.ctypes.data, a.shape, codes[a.dtype]) for n, a in pairs]
+
+    def both(op, mode, inputs, outputs, args, ranks):
+        host = [(n, np.zeros_like(a)) for n, a in outputs]
+        dev = [(n, np.zeros_like(a)) for n, a in outputs]
+        if mode == "inplace":  # into the result, which holds input first
+            host[0][1][...] = inputs[0][1]
+            dev[0][1][...] = inputs[0][1]
+            h_in, d_in = [host[0]] + inputs[1:], [dev[0]] + inputs[1:]
+        else:
+            h_in = d_in = inputs
+        out_ranks = [a.ndim - 1 for _, a in outputs]
+        _native._batched(op, mode, h_in, host, args, ranks, out_ranks)
+        _native._batched_cuda(op, mode, on_gpu(d_in), on_gpu(dev), args, ranks, out_ranks, 0, 0)
+        for (_, h), (_, d) in zip(host, dev):
+            np.testing.assert_array_equal(d, h)
+        return [d for _, d in dev]
+
+    x = rng.standard_normal((4, 5, 3))
+    idx = rng.integers(0, 5, (1, 2, 3))  # one index shared by the 4 elements
+    got = both("gather", "call", [("input", x), ("index", idx)], [("output", np.empty((4, 2, 3)))], {"dim": 0},
+               [2, 2])
+    np.testing.assert_array_equal(got[0], np.stack([np.take_along_axis(x[b], idx[0], 0) for b in range(4)]))
+    src = rng.standard_normal((4, 2, 3))
+    both("scatter_add", "inplace", [("input", x), ("index", idx), ("src", src)], [("output", np.empty_like(x))],
+         {"dim": 0}, [2, 2, 2])
+    g = rng.standard_normal((4, 2, 3))
+    both("gather", "grad", [("grad_output", g), ("input", x), ("index", idx)], [("grad_input", np.empty_like(x))],
+         {"dim": 0}, [2, 2, 2])
+    bad = idx.repeat(4, 0)
+    bad[2, 1, 0] = 50
+    with pytest.raises(gather.IndexOutOfBoundsError, match="index 50 is out of bounds") as caught:
+        _native._batched_cuda("gather", "call", on_gpu([("input", x), ("index", bad)]),
+                              on_gpu([("output", np.empty((4, 2, 3)))]), {"dim": 0}, [2, 2], [2], 0, 0)
+    assert "in vmap's batch element [2]" in caught.value.__notes__

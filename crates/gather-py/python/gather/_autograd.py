@@ -225,17 +225,30 @@ class _Shapes:
         raise _Dynamic(op)
 
 
+def _xla_codes(torch):
+    """XLA's dtype codes (``XLA_FFI_DataType``), which ``_native._batched_cuda`` takes, by torch
+    dtype (bfloat16 aside: its tensors take the loop)."""
+    return {torch.bool: 1, torch.int8: 2, torch.int16: 3, torch.int32: 4, torch.int64: 5, torch.uint8: 6,
+            torch.uint16: 7, torch.uint32: 8, torch.uint64: 9, torch.float16: 10, torch.float32: 11,
+            torch.float64: 12}
+
+
 def _vmapped(torch, call, values, names, tensors, dims, size, grad=None):
     """``torch.func.vmap``'s rule in one call of the library, which runs the op (or with
     ``grad``, ``(grad_output, its batch axis)``, its gradient) once per batch element on the
-    arrays' memory (``_native._batched``): the batch axis first, of size 1 where a tensor has
-    none. None where that cannot run (a plan, GPU or bfloat16 tensors, a tensor still wrapped by
-    an outer transform, an output whose length depends on the values): the caller loops."""
+    arrays' memory (``_native._batched``, or ``_batched_cuda`` in torch's current stream): the
+    batch axis first, of size 1 where a tensor has none. None where that cannot run (a plan,
+    bfloat16 tensors, tensors on several devices, a tensor still wrapped by an outer transform,
+    an output whose length depends on the values): the caller loops."""
     op = call["op"]
     every = tensors if grad is None else (grad[0],) + tensors
     wrapped = torch._C._functorch.is_functorch_wrapped_tensor
-    if not hasattr(_native, op) or size == 0 or any(
-            t.device.type != "cpu" or t.dtype == torch.bfloat16 or wrapped(t) for t in every):
+    devices = {t.device for t in every}
+    if not hasattr(_native, op) or size == 0 or len(devices) != 1 or any(
+            t.dtype == torch.bfloat16 or wrapped(t) for t in every):
+        return None
+    device = devices.pop()
+    if device.type not in ("cpu", "cuda"):
         return None
     one = dict(values, **{n: t if d is None else t.select(d, 0) for n, t, d in zip(names, tensors, dims)})
     described = _calls.describe(op, one, lambda v: isinstance(v, torch.Tensor))
@@ -254,8 +267,8 @@ def _vmapped(torch, call, values, names, tensors, dims, size, grad=None):
             shapes = getattr(_shapes, op)(_Shapes, **one)
         except _Dynamic:
             return None
-        results = [torch.empty((size,) + tuple(s), dtype=one["input"].dtype if k == "input" else torch.int64)
-                   for s, k in zip(shapes, _shapes.kinds(op))]
+        results = [torch.empty((size,) + tuple(s), dtype=one["input"].dtype if k == "input" else torch.int64,
+                               device=device) for s, k in zip(shapes, _shapes.kinds(op))]
         out_names, mode = _calls.output_names(len(results)), "call"
         if op in _calls.IN_PLACE:  # into the first result, which holds input first
             i = next(k for k, (lib, _) in enumerate(operands) if lib == "input")
@@ -264,13 +277,19 @@ def _vmapped(torch, call, values, names, tensors, dims, size, grad=None):
     else:
         g, d = grad
         order = call["order"](one)
-        results = [torch.empty((size,) + tuple(one[n].shape), dtype=one[n].dtype) for n in order]
+        results = [torch.empty((size,) + tuple(one[n].shape), dtype=one[n].dtype, device=device) for n in order]
         out_names, mode = ["grad_" + lib_of[n] for n in order], "grad"
         operands.insert(0, ("grad_output", batched(g, d)))
         ranks.insert(0, g.ndim - (d is not None))
-    _native._batched(op, mode, [(n, t.numpy()) for n, t in operands],
-                     [(n, t.numpy()) for n, t in zip(out_names, results)],
-                     args, ranks, [r.ndim - 1 for r in results])
+    out_ranks = [r.ndim - 1 for r in results]
+    if device.type == "cpu":
+        _native._batched(op, mode, [(n, t.numpy()) for n, t in operands],
+                         [(n, t.numpy()) for n, t in zip(out_names, results)], args, ranks, out_ranks)
+    else:
+        code = _xla_codes(torch)
+        buffers = lambda pairs: [(n, t.data_ptr(), tuple(t.shape), code[t.dtype]) for n, t in pairs]  # noqa: E731
+        _native._batched_cuda(op, mode, buffers(operands), buffers(zip(out_names, results)), args, ranks,
+                              out_ranks, device.index, torch.cuda.current_stream(device).cuda_stream)
     if grad is not None or len(results) > 1:
         return tuple(results), (0,) * len(results)
     return results[0], 0
