@@ -320,15 +320,20 @@ def test_second_derivatives_and_forward_mode_of_cuda_tensors_equal_the_cpus():
                                    tuple(torch.utils._pytree.tree_leaves(runs["cpu"])))
 
 
-@gpu
-def test_jax_jit_hessians_and_jvps_on_the_gpu_equal_the_cpus():
-    """jax.hessian and jax.jvp under jit on the GPU: the derivative ("lin"), gradient and
-    curvature calls run on the GPU and equal the CPU's (runs with -k jax_jit)."""
+def _jax_on_gpu():
+    """(jax, jax.numpy, JAX's GPUs, its CPU device), or the test skips."""
     jax = pytest.importorskip("jax")
     gpus = [d for d in jax.devices() if d.platform == "gpu"]
     if not gpus:
         pytest.skip("JAX sees no GPU")
-    jnp, cpu = jax.numpy, jax.devices("cpu")[0]
+    return jax, jax.numpy, gpus, jax.devices("cpu")[0]
+
+
+@gpu
+def test_jax_jit_hessians_and_jvps_on_the_gpu_equal_the_cpus():
+    """jax.hessian and jax.jvp under jit on the GPU: the derivative ("lin"), gradient and
+    curvature calls run on the GPU and equal the CPU's (runs with -k jax_jit)."""
+    jax, jnp, gpus, cpu = _jax_on_gpu()
     rng = np.random.default_rng(4)
     x = rng.standard_normal((6, 5)).astype(np.float32)
     s = rng.standard_normal((6, 3)).astype(np.float32)
@@ -355,11 +360,7 @@ def test_jax_jit_runs_the_ops_on_the_gpu_in_xlas_stream_order():
     """jax.jit lowers the ops to the CUDA FFI handler: results equal the CPU handler's, stay on
     the GPU, follow XLA's stream order from call to call, and a bad index is XLA's error.
     scripts/gpu_check.sh runs this in a pytest of its own (-k jax_jit)."""
-    jax = pytest.importorskip("jax")
-    gpus = [d for d in jax.devices() if d.platform == "gpu"]
-    if not gpus:
-        pytest.skip("JAX sees no GPU")
-    jnp, cpu = jax.numpy, jax.devices("cpu")[0]
+    jax, jnp, gpus, cpu = _jax_on_gpu()
     rng = np.random.default_rng(3)
     x = rng.standard_normal((300, 64)).astype(np.float32)
     s = rng.standard_normal((500, 64)).astype(np.float32)
