@@ -7,8 +7,8 @@ otherwise it runs the op on detached tensors inside a ``torch.autograd.Function`
 is the op's gradient in :mod:`gather.grad` (on the same device, CPU or CUDA), so that
 ``loss.backward()`` reaches ``input``, ``src`` and ``source``. With ``create_graph=True`` the
 gradient is recorded as a Function too, whose own backward and forward-mode rules are made of
-the ops (``gather._tangents``), so gradients have gradients. Under ``torch.no_grad()`` the op runs on detached tensors and
-records nothing. The in-place forms do not record gradients: with grad mode on they refuse a
+the ops (``gather._tangents``), so gradients have gradients. Under ``torch.no_grad()`` the op
+runs on detached tensors and records nothing. The in-place forms do not record gradients: with grad mode on they refuse a
 tensor that requires grad (with the fix), under ``torch.no_grad()`` they write into it.
 
 Under ``torch.compile`` every op, every in-place form and ScatterPlan's calls become torch

@@ -369,7 +369,8 @@ def _grad_spec(fwd, values, g):
         lib = {"dst": "input", "src": "source"}
         return _Spec(op=op, mode="grad", args=(("grad_output", "grad_output"), ("dst", "input"), ("index", "index"),
                                                ("src", "source")),
-                     static=(), attrs=_frozen(attrs), ranks=(np.ndim(g), np.ndim(values["dst"]), 1, np.ndim(values["src"])),
+                     static=(), attrs=_frozen(attrs),
+                     ranks=(np.ndim(g), np.ndim(values["dst"]), 1, np.ndim(values["src"])),
                      outputs=outputs, out_names=tuple("grad_" + lib[n] for n in diff), diff=diff, forward=fwd)
     lib_of = dict(fwd.args)
     return _Spec(op=fwd.op, mode="grad", args=(("grad_output", "grad_output"),) + fwd.args, static=fwd.static,

@@ -34,9 +34,10 @@ def curved(call, values):
 
 
 def tangent(call, values, tangents, xp, run_grad, is_array):
-    """``J(x) t`` of ``call``'s op at ``values`` (its bound arguments) along ``tangents`` (data name -> tangent; missing or None is zero). ``xp`` makes zeros and ones
-    (torch, jax.numpy); ``run_grad(g, values)`` is the op's gradient by data name; the result
-    is the output's tangent (that of ``values`` for sort and topk)."""
+    """``J(x) t`` of ``call``'s op at ``values`` (its bound arguments) along ``tangents`` (data
+    name -> tangent; missing or None is zero). ``xp`` makes zeros and ones (torch, jax.numpy);
+    ``run_grad(g, values)`` is the op's gradient by data name; ``is_array`` tells arrays apart.
+    The result is the output's tangent (that of ``values`` for sort and topk)."""
     op = call["op"]
     data = [n for n in DATA if is_array(values.get(n))]
     t = {n: xp.zeros_like(values[n]) if tangents.get(n) is None else tangents[n] for n in data}
