@@ -130,3 +130,13 @@ def test_reverse_mode_costs_one_gradient_call_as_before():
     text = jax.jit(jax.grad(loss, (0, 1))).lower(x, s).as_text()
     assert text.count("gather_op") == 2
     assert '_mode = "inplace"' in text and '_mode = "grad"' in text
+
+
+def test_linear_transpose_of_a_linear_op_is_its_gradient():
+    x, s = inputs()
+    idx = jnp.array([[0, 3], [1, 2], [2, 0]])
+    ct = rand(3, 4)
+    (got,) = jax.linear_transpose(lambda s: gather.scatter_add(jnp.zeros((3, 4)), 1, idx, s), s)(ct)
+    np.testing.assert_array_equal(got, jnp.take_along_axis(ct, idx, 1))
+    (back,) = jax.linear_transpose(lambda x: gather.gather(x, 1, idx), x)(s)
+    np.testing.assert_array_equal(back, jnp.zeros((3, 4)).at[jnp.arange(3)[:, None], idx].add(s))

@@ -312,9 +312,12 @@ def _one_forward_level(torch, op):
     """Refuses forward mode over forward mode (``jvp`` of ``jvp``, ``jacfwd`` of ``jacfwd``):
     torch.func drops what a custom Function's jvp rule computes from the outer level's view (its
     derivative would be zero, silently)."""
-    from torch._functorch.pyfunctorch import retrieve_all_functorch_interpreters
+    try:  # torch's private view of the transforms' stack (torch 2.1 and later)
+        from torch._functorch.pyfunctorch import retrieve_all_functorch_interpreters
 
-    jvp = torch._C._functorch.TransformType.Jvp
+        jvp = torch._C._functorch.TransformType.Jvp
+    except (ImportError, AttributeError):
+        return
     if sum(i.key() == jvp for i in retrieve_all_functorch_interpreters()) > 1:
         raise RuntimeError(
             f"gather.{op}: forward mode over forward mode (jvp of jvp, jacfwd of jacfwd) is not "

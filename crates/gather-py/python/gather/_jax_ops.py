@@ -434,8 +434,10 @@ def _run(*arrays, spec):
     return _handler(spec, arrays)
 
 
-@functools.cache
+@functools.lru_cache(maxsize=256)
 def _compiled(spec):
+    """The primitive applied outside a traced program (a concrete jax.jvp, say), compiled once
+    per call description."""
     return jax.jit(functools.partial(_run, spec=spec))
 
 
