@@ -344,7 +344,7 @@ def _func_function(torch):
             names = [n for n, v in values.items() if is_tensor(v)]
             rest = {n: v for n, v in values.items() if n not in names}
             tensors = [values[n] for n in names]
-            if curved(call, values):  # the weights depend on the data: keep them differentiable
+            if curved(values):  # the weights depend on the data: keep them differentiable
                 return dict(zip(call["order"](values), GatherGrad.apply(call, rest, names, g, *tensors)))
             if _functorch(torch, (g,), values):
                 grads = GatherGrad.apply(call, rest, names, g, *tensors)
@@ -357,7 +357,7 @@ def _func_function(torch):
         """Saves the op's tensors (and a product's grad_output, for its curvature)."""
         call, values, names, *rest = inputs
         ctx.call, ctx.values, ctx.names = call, values, names
-        ctx.offset = 1 if gradient and curved(call, values) else 0
+        ctx.offset = 1 if gradient and curved(values) else 0
         tensors = rest[1 - ctx.offset:] if gradient else rest
         ctx.save_for_backward(*tensors)
         ctx.save_for_forward(*tensors)
@@ -366,7 +366,7 @@ def _func_function(torch):
         """The call's arguments with the saved tensors (detached, but for the products, whose
         derivatives depend on the data: their weights are GatherGrad's, which differentiates)."""
         saved = ctx.saved_tensors[ctx.offset:]
-        if detach or not curved(ctx.call, ctx.values):
+        if detach or not curved(ctx.values):
             saved = [t.detach() for t in saved]
         return dict(ctx.values, **dict(zip(ctx.names, saved)))
 
@@ -426,7 +426,7 @@ def _func_function(torch):
             values = primal(ctx, detach=False)
             along = dict(zip(ctx.call["order"](values), cotangents))
             g = _tangents.tangent(ctx.call, values, along, torch, run_grad(ctx.call), is_tensor)
-            hv = curvature(ctx, along) if curved(ctx.call, ctx.values) else {}
+            hv = curvature(ctx, along) if curved(ctx.values) else {}
             return (None, None, None, g) + tuple(hv.get(n) for n in ctx.names)
 
         @staticmethod
@@ -439,7 +439,7 @@ def _func_function(torch):
             out = tuple(torch.zeros_like(values[n]) for n in order) if grad_output_t is None else \
                 GatherGrad.apply(ctx.call, ctx.values, ctx.names, grad_output_t, *tensors)
             along = {n: t for n, t in zip(ctx.names, tensor_ts) if n in _tangents.DATA and t is not None}
-            if along and curved(ctx.call, ctx.values):
+            if along and curved(ctx.values):
                 hv = curvature(ctx, along)
                 out = tuple(o + hv[n] for o, n in zip(out, order))
             return out

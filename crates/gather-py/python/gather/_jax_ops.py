@@ -359,7 +359,7 @@ def _plan(key):
 
 def _grad_spec(fwd, values, g):
     """The spec of ``fwd``'s gradient at ``values`` (unbatched) with output gradient ``g``."""
-    diff = tuple(n for n in fwd.diff if jnp.issubdtype(jnp.result_type(values[n]), jnp.inexact))
+    diff = tuple(_grad_spec_diff(fwd, [values[n] for n in fwd.names]))
     outputs = tuple((tuple(np.shape(values[n])), np.dtype(jnp.result_type(values[n]))) for n in diff)
     if fwd.plan is not None:  # index_add's or index_reduce's, with the plan's 1-d index
         reduce, include_self = values.get("reduce"), values.get("include_self", True)
@@ -481,15 +481,14 @@ def _jvp(primals, tangents, *, spec):
         if not isinstance(tangents[0], ad.Zero):  # linear in grad_output
             parts.append(_op_p.bind(tangents[0], *primals[1:], spec=spec))
         along = {n: t for n, t in zip(spec.names, tangents) if n in spec.diff and not isinstance(t, ad.Zero)}
-        if along and _tangents.curved(None, dict(fwd.static)):
+        if along and _tangents.curved(dict(fwd.static)):
             along = [ad.instantiate_zeros(tangents[spec.names.index(n)]) if n in along else jnp.zeros_like(
                 primals[spec.names.index(n)]) for n in spec.diff]
             parts.append(_op_p.bind(*primals, *along, spec=_curv_spec(spec)))
         if not parts:
             return out, [_zero_like(o) for o in out]
         return out, [sum(p[i] for p in parts) for i in range(len(out))]
-    values = spec.values(primals)
-    diff = [n for n in spec.diff if jnp.issubdtype(jnp.result_type(values[n]), jnp.inexact)]
+    diff = _grad_spec_diff(spec, primals)
     if not diff or all(isinstance(tangents[spec.names.index(n)], ad.Zero) for n in diff):
         return out, [_zero_like(o) for o in out]
     ts = [ad.instantiate_zeros(tangents[spec.names.index(n)]) for n in diff]

@@ -27,7 +27,7 @@ DATA = ("input", "src", "source", "dst")
 _WEIGHTED = {"amax", "amin", "prod", "multiply"}
 
 
-def curved(call, values):
+def curved(values):
     """Whether the op's gradient depends on its data's values (its second derivative with
     respect to them is not zero): the products."""
     return values.get("reduce") in ("prod", "multiply")
