@@ -26,6 +26,7 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 mod cuda;
+mod hints;
 mod plan;
 mod xla;
 
@@ -34,6 +35,7 @@ use ::gather::dynamic::{self, Arg, Args, Tensor, TensorView, TensorViewMut, Tens
 use ::gather::grad::Parity;
 use ::gather::{ErrorKind, with_tensor};
 use half::{bf16, f16};
+use hints::Dialect;
 use ndarray::{ArrayD, ArrayViewD};
 use numpy::{
     BorrowError, PyArray, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn,
@@ -98,8 +100,9 @@ enum Out {
 
 /// The Python exception for a library error: the class of `gather._errors` for its kind, with
 /// the message and hint as text and `category`, `hint`, `index_value` and `coordinate` attributes.
-/// The hint's Rust calls are written as NumPy's (`gather._errors._python_hint`).
-fn to_pyerr(py: Python<'_>, e: &lib::Error) -> PyErr {
+/// The hint's Rust calls are written as `dialect`'s (see [`hints`]); `_rust_hint` keeps them as
+/// the library wrote them, for `gather._errors` to write for another framework.
+fn to_pyerr(py: Python<'_>, e: &lib::Error, dialect: Dialect) -> PyErr {
     let class = match e.kind() {
         ErrorKind::DimOutOfRange => "DimOutOfRangeError",
         ErrorKind::IndexOutOfBounds => "IndexOutOfBoundsError",
@@ -111,14 +114,7 @@ fn to_pyerr(py: Python<'_>, e: &lib::Error) -> PyErr {
     };
     let build = || -> PyResult<PyErr> {
         let errors = py.import("gather._errors")?;
-        let hint = match e.hint() {
-            Some(h) => Some(
-                errors
-                    .call_method1("_python_hint", (h,))?
-                    .extract::<String>()?,
-            ),
-            None => None,
-        };
+        let hint = e.hint().map(|h| hints::respell(h, dialect));
         let text = match &hint {
             Some(h) => format!("{}\nhint: {h}", e.message()),
             None => e.message().to_string(),
@@ -126,6 +122,7 @@ fn to_pyerr(py: Python<'_>, e: &lib::Error) -> PyErr {
         let obj = errors.getattr(class)?.call1((text,))?;
         obj.setattr("category", e.kind().category())?;
         obj.setattr("hint", hint)?;
+        obj.setattr("_rust_hint", e.hint())?;
         obj.setattr("index_value", e.index_value())?;
         obj.setattr("coordinate", e.coordinate().map(|c| c.to_vec()))?;
         Ok(PyErr::from_value(obj))
@@ -426,10 +423,18 @@ impl<'py> Call<'py> {
         Ok(out.into_iter().map(|(n, t)| (n, Out::Gpu(t))).collect())
     }
 
+    /// The framework the call's errors are written for: that of its first data argument.
+    fn dialect(&self) -> Dialect {
+        let module = self.like.as_ref().and_then(|m| m.getattr("__name__").ok());
+        module.map_or(Dialect::NumPy, |m| {
+            Dialect::of_module(&m.extract::<String>().unwrap_or_default())
+        })
+    }
+
     fn finish<T>(&self, result: std::thread::Result<lib::Result<T>>) -> PyResult<T> {
         match result {
             Ok(Ok(out)) => Ok(out),
-            Ok(Err(e)) => Err(to_pyerr(self.py, &e)),
+            Ok(Err(e)) => Err(to_pyerr(self.py, &e, self.dialect())),
             Err(_) => Err(PyRuntimeError::new_err(format!(
                 "{}: internal error (a panic in the library); this is a bug in gather, please \
                  report it with the call's shapes and dtypes",
@@ -2419,6 +2424,7 @@ fn _xla_handler<'py>(
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<cuda::CudaArray>()?;
     m.add_class::<plan::ScatterPlan>()?;
+    m.add_function(wrap_pyfunction!(hints::_respell, m)?)?;
     m.add_function(wrap_pyfunction!(crate::gather, m)?)?;
     m.add_function(wrap_pyfunction!(scatter, m)?)?;
     m.add_function(wrap_pyfunction!(scatter_add, m)?)?;

@@ -13,6 +13,7 @@ use ::gather::{Reduce, backend};
 use ndarray::Ix1;
 use pyo3::prelude::*;
 
+use crate::hints::Dialect;
 use crate::{Call, Out, py_error, to_pyerr};
 
 pub(crate) enum Plan {
@@ -243,7 +244,9 @@ impl ScatterPlan {
         include_self: bool,
         dtype: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
-        let r: Reduce = reduce.parse().map_err(|e| to_pyerr(py, &e))?;
+        let r: Reduce = reduce
+            .parse()
+            .map_err(|e| to_pyerr(py, &e, Dialect::NumPy))?;
         let op = "ScatterPlan::scatter_reduce";
         self.apply(py, op, dst, src, Some((r, include_self)), dtype)
     }

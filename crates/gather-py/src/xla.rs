@@ -30,6 +30,7 @@ use ::gather::with_tensor;
 use gather_cuda::{Cuda, CudaTensor};
 use std::sync::Arc;
 
+use crate::hints::{Dialect, respell};
 use crate::plan::{Plan, host_apply, plan_of};
 use ndarray::{ArrayViewD, ArrayViewMutD, IxDyn};
 use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
@@ -211,9 +212,14 @@ impl From<lib::Error> for Failure {
             lib::ErrorKind::IndexOutOfBounds => ERROR_OUT_OF_RANGE,
             _ => ERROR_INVALID_ARGUMENT,
         };
+        // JAX raises the message: the hint is written as JAX's calls.
+        let message = match e.hint() {
+            Some(h) => format!("{}\nhint: {}", e.message(), respell(h, Dialect::Jax)),
+            None => e.message().to_string(),
+        };
         Failure {
             error: Some(Box::new(e.clone())),
-            ..Failure::new(code, e.to_string())
+            ..Failure::new(code, message)
         }
     }
 }
@@ -1118,7 +1124,8 @@ fn batched_result(
         Ok(Ok(())) => Ok(()),
         Ok(Err(f)) => {
             let err = match &f.error {
-                Some(e) => crate::to_pyerr(py, e),
+                // torch.func.vmap's calls: the arrays are torch tensors.
+                Some(e) => crate::to_pyerr(py, e, Dialect::Torch),
                 None => PyValueError::new_err(f.message.clone()),
             };
             if let Some(e) = &f.element {

@@ -204,8 +204,7 @@ def test_hints_show_the_fix_in_numpy_and_the_fix_works():
     ("pass dim None", "pass dim None"),
 ])
 def test_hints_are_rewritten_from_rust_to_numpy(rust, python):
-    from gather._errors import _python_hint
-    assert _python_hint(rust) == python
+    assert gather._native._respell(rust, "numpy") == python
 
 
 def test_scatter_takes_a_value_or_src_and_the_legacy_reduce():

@@ -121,3 +121,72 @@ def test_torch_negative_views_are_read_with_their_sign():
     assert torch.equal(gather.index_select(torch.arange(3.0), 0, rows), torch.tensor([2.0, 0.0]))
     with pytest.raises(gather.InvalidArgumentError, match="negative bit"):
         gather.index_fill_(view, 0, rows, 1.0)
+
+
+# The rank error of a 1-d index for a 2-d input: its hint's fix, as each framework writes it.
+_RANK = (np.zeros((3, 4), np.float32), np.array([0, 1, 2]))
+
+
+def _hint(call):
+    with pytest.raises(gather.RankMismatchError) as e:
+        call()
+    assert str(e.value).endswith("hint: " + e.value.hint)
+    return e.value.hint
+
+
+def test_hints_are_written_as_numpy_calls_for_numpy_arrays():
+    assert "`np.expand_dims(index, 1)`" in _hint(lambda: gather.gather(_RANK[0], 1, _RANK[1]))
+
+
+@pytest.mark.parametrize("path", ["views", "autograd", "in_place", "grad"])
+def test_hints_are_written_as_torch_calls_for_torch_tensors(path):
+    x, idx = torch.from_numpy(_RANK[0]), torch.from_numpy(_RANK[1])
+    call = {
+        "views": lambda: gather.gather(x, 1, idx),
+        "autograd": lambda: gather.gather(x.clone().requires_grad_(), 1, idx),
+        "in_place": lambda: gather.scatter_(x.clone(), 1, idx, 1.0),
+        "grad": lambda: gather.grad.gather(torch.zeros(3), x, 1, idx),
+    }[path]
+    hint = _hint(call)
+    assert "`index.unsqueeze(1)`" in hint and "np." not in hint, hint
+
+
+def test_dtype_hints_name_the_frameworks_dtypes():
+    x = np.zeros((3, 4), np.float32)
+    bad = np.array([[0.0], [1.0], [2.0]])
+    for given, want in [(lambda a: a, "`.astype(np.int64)`"),
+                        (torch.from_numpy, "`.to(torch.int64)`"),
+                        (jnp.asarray, "`.astype(jnp.int32)`")]:
+        with pytest.raises(gather.DTypeError) as e:
+            gather.gather(given(x), 1, given(bad))
+        assert want in e.value.hint, e.value.hint
+
+
+def test_torch_func_vmap_hints_are_torch_calls():
+    x, idx = torch.zeros(2, 3, 4), torch.zeros(2, 3, 1, 1, dtype=torch.int64)
+    with pytest.raises(gather.RankMismatchError) as e:
+        torch.func.vmap(lambda a, i: gather.gather(a, 1, i))(x, idx)
+    assert "`index.select(0, 0)`" in e.value.hint and "Axis(" not in str(e.value), e.value
+
+
+def test_jax_hints_are_jax_calls_eager_and_under_jit():
+    x, idx = jnp.asarray(_RANK[0]), jnp.asarray(_RANK[1])
+    assert "`jnp.expand_dims(index, 1)`" in _hint(lambda: gather.gather(x, 1, idx))
+    # Under jit the library's error reaches the caller as JAX's runtime error, with the message.
+    with pytest.raises(Exception, match=r"(?s)Index tensor must have the same number.*"
+                                        r"`jnp\.expand_dims\(index, 1\)`") as e:
+        jax.jit(lambda a, i: gather.gather(a, 1, i))(x, idx).block_until_ready()
+    assert "Axis(" not in str(e.value) and "np.expand_dims" not in str(e.value).replace("jnp.", "")
+
+
+def test_respell_writes_a_numpy_errors_hint_for_another_framework():
+    from gather._errors import respell
+    with pytest.raises(gather.RankMismatchError) as e:
+        gather.gather(*_RANK[:1], 1, _RANK[1])
+    err = e.value
+    respell(err, "cupy")
+    assert "`cp.expand_dims(index, 1)`" in err.hint and str(err).endswith("hint: " + err.hint)
+    respell(err, "numpy")
+    assert "`np.expand_dims(index, 1)`" in err.hint and str(err).endswith("hint: " + err.hint)
+    with pytest.raises(ValueError, match="no dialect"):
+        gather._native._respell("x", "tensorflow")

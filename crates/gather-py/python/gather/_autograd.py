@@ -26,7 +26,7 @@ import weakref
 import numpy as np
 
 from . import _calls, _native, _shapes, _tangents
-from ._errors import refused
+from ._errors import GatherError, refused, respell
 from ._native import grad as _grad
 
 # The arguments an op's gradient differentiates, in the order gather.grad returns them.
@@ -132,7 +132,11 @@ def _on_torch(torch, native, args, kwargs):
     views = _numpy_views(torch, args, kwargs)
     if views is None:
         return native(*args, **kwargs)
-    out = native(*views[0], **views[1])
+    try:
+        out = native(*views[0], **views[1])
+    except GatherError as e:
+        respell(e, "torch")
+        raise
     if isinstance(out, tuple):
         return tuple(torch.from_numpy(o) for o in out)
     return torch.from_numpy(out)
@@ -611,7 +615,11 @@ def in_place(op):
             views = _numpy_views(torch, args, kwargs) if torch is not None else None
             if views is None:
                 return native(*args, **kwargs)
-            native(*views[0], **views[1])  # writes into the tensor's memory through its view
+            try:
+                native(*views[0], **views[1])  # writes into the tensor's memory through its view
+            except GatherError as e:
+                respell(e, "torch")
+                raise
             return args[0] if args else kwargs["input"]
         given = signature.bind(*args, **kwargs).arguments
         names, values = _detached(torch, given)

@@ -15,8 +15,11 @@ DTypeError             TypeError (and InvalidArgumentError) InvalidArgument abou
 ====================== =================================== ============================
 
 The message is the library's one-line message followed by a ``hint:`` line where there is a
-fix, with the fix's code written as NumPy calls (``np.expand_dims(index, 2)``,
-``index.astype(np.int64)``; the Rust library's hints show ndarray's). The attributes carry the same facts for programs: ``category`` (the conformance suite's name:
+fix, with the fix's code written as calls of the framework whose arrays the call was given:
+NumPy's (``np.expand_dims(index, 2)``, ``index.astype(np.int64)``), torch's
+(``index.unsqueeze(2)``, ``index.to(torch.int64)``), JAX's or CuPy's (the Rust library's hints
+show ndarray's). Under ``jax.jit`` the error reaches the caller as JAX's runtime error, with the
+same message. The attributes carry the same facts for programs: ``category`` (the conformance suite's name:
 ``dim_out_of_range``, ``rank_mismatch``, ``shape_mismatch``, ``index_out_of_bounds``,
 ``invalid_argument``), ``hint`` (or None), and for a bad index value ``index_value`` and
 ``coordinate`` (its position in the index array), else None.
@@ -29,8 +32,9 @@ fix, with the fix's code written as NumPy calls (``np.expand_dims(index, 2)``,
 index_out_of_bounds 7 [0, 1]
 """
 
-import re
 from typing import List, Optional
+
+from . import _native
 
 __all__ = [
     "GatherError",
@@ -86,45 +90,16 @@ class DTypeError(InvalidArgumentError, TypeError):
     """An argument of the wrong dtype (a float index, mismatched input and src dtypes ...)."""
 
 
-_DTYPES = {"i64": "np.int64", "i32": "np.int32", "u8": "np.uint8", "f32": "np.float32",
-           "f64": "np.float64", "_": "input.dtype"}
-
-
-def _expand(m):
-    """`name.view().insert_axis(Axis(a))...[.broadcast((s,)).unwrap()]` as NumPy calls."""
-    axes = re.findall(r"insert_axis\(Axis\((\d+)\)\)", m.group(2))
-    call = f"np.expand_dims({m.group(1)}, {axes[0] if len(axes) == 1 else '(' + ', '.join(axes) + ')'})"
-    return f"np.broadcast_to({call}, {m.group(4)})" if m.group(3) else call
-
-
-# The library's hints show the fix as Rust (ndarray) calls; a Python caller gets NumPy's.
-_RULES = [
-    (re.compile(r"(\w+)\.view\(\)((?:\.insert_axis\(Axis\(\d+\)\))+)(\.broadcast\((\([^)]*\))\)\.unwrap\(\))?"),
-     _expand),
-    (re.compile(r"(\w+)\.insert_axis\(Axis\((\d+)\)\)"), r"np.expand_dims(\1, \2)"),
-    (re.compile(r"(\w+)\.index_axis\(Axis\((\w+)\), 0\)"), r"\1.take(0, axis=\2)"),
-    (re.compile(r"(\w+)\.mapv\(\|\w+\| \w+ != 0\)"), r"\1 != 0"),
-    (re.compile(r"(\w+)\.mapv\(\|(\w+)\| if \2 < 0 \{ \2 \+ (\d+) \} else \{ \2 \}\)"),
-     r"np.where(\1 < 0, \1 + \3, \1)"),
-    (re.compile(r"(\w*)\.?mapv\(\|\w+\| \w+ as (\w+)\)"),
-     lambda m: f"{m.group(1)}.astype({_DTYPES.get(m.group(2), m.group(2))})"),
-    (re.compile(r"Array1::from_iter\((\w+)\.iter\(\)\.copied\(\)\)"), r"\1.ravel()"),
-    (re.compile(r"slice_axis\(Axis\((\d+)\), Slice::from\(\.\.(\d+)\)\)"), r"take(range(\2), axis=\1)"),
-    (re.compile(r"(\w+)\.slice_mut\(s!\[\.\.\]\)"), r"\1[...]"),
-    (re.compile(r"\.into_shape_with_order\("), ".reshape("),
-    (re.compile(r"`into_shape`"), "`reshape`"),
-    (re.compile(r"`insert_axis`"), "`np.expand_dims`"),
-    (re.compile(r"`mapv`"), "`astype`"),
-    (re.compile(r"OutOfBounds::Fill\((\w+)\)"), r'bounds="fill", fill_value=\1'),
-    (re.compile(r"OutOfBounds::(\w+)"), lambda m: f'bounds="{m.group(1).lower()}"'),
-]
-
-
-def _python_hint(hint: str) -> str:
-    """`hint` with its Rust calls written as NumPy's (the bindings call this for every error)."""
-    for pattern, repl in _RULES:
-        hint = pattern.sub(repl, hint)
-    return hint
+def respell(err, dialect):
+    """Writes the hint of ``err`` (a library error) as ``dialect``'s calls (``"numpy"``,
+    ``"torch"``, ``"jax"``, ``"cupy"``), in its message and ``hint``: for the tensors of a
+    framework that reached the library as NumPy views, whose errors were written for NumPy."""
+    rust, hint = getattr(err, "_rust_hint", None), getattr(err, "hint", None)
+    if rust is None or hint is None or not err.args or not str(err.args[0]).endswith(hint):
+        return
+    spelled = _native._respell(rust, dialect)
+    err.args = (err.args[0][:len(err.args[0]) - len(hint)] + spelled,) + err.args[1:]
+    err.hint = spelled
 
 
 def refused(message: str, hint: str) -> InvalidArgumentError:

@@ -100,7 +100,7 @@ fn rank_error(op: &str, what: &str, a: &[usize], idx: &[usize], partner: &str) -
         )
     } else {
         format!(
-            "{partner} has more dims than {what}: remove size-1 axes (`index_axis(Axis(a), 0)`) or give {what} more axes (`insert_axis`)"
+            "{partner} has more dims than {what}: remove size-1 axes (`{partner}.index_axis(Axis(a), 0)`) or give {what} more axes (`insert_axis`)"
         )
     };
     Error::rank(msg).with_hint(hint)

@@ -245,7 +245,7 @@ fn resolve_dim(
                 ErrorKind::DimOutOfRange,
                 format!("{op}: Dimension out of range (expected to be in range of [-1, 0], but got {got}) for a 0-d input with dim {d}"),
             )
-            .with_hint("PyTorch rejects every dim for a 0-d input here (it unsqueezes at dim + 1): pass dim = None to repeat the single element into a 1-d array, or give the input an axis first with `insert_axis(Axis(0))`"))
+            .with_hint("PyTorch rejects every dim for a 0-d input here (it unsqueezes at dim + 1): pass dim = None to repeat the single element into a 1-d array, or give the input an axis first with `input.insert_axis(Axis(0))`"))
         }
         Some(d) => {
             let d = normalize_dim(op, d, input_shape.len())?;

@@ -270,7 +270,7 @@ pub(crate) fn along_dim_shapes(
             ErrorKind::DimOutOfRange,
             format!("{op}: Dimension specified as {dim} but tensor has no dimensions"),
         )
-        .with_hint("a 0-d input has no dim to take along: pass dim None to index its single element, or give it an axis with `insert_axis(Axis(0))`"));
+        .with_hint("a 0-d input has no dim to take along: pass dim None to index its single element, or give it an axis with `input.insert_axis(Axis(0))`"));
     }
     let d = normalize_dim(op, dim, nd)?;
     let bcast_hint = |e: Error| {
@@ -299,7 +299,7 @@ fn rank_hint(input_shape: &[usize], index_shape: &[usize]) -> String {
         )
     } else {
         format!(
-            "the index has {} dims more than the input: remove size-1 axes with `index_axis(Axis(a), 0)`, or pass dim None to index the flattened input",
+            "the index has {} dims more than the input: remove size-1 axes with `index.index_axis(Axis(a), 0)`, or pass dim None to index the flattened input",
             k - n
         )
     }
