@@ -555,7 +555,19 @@ impl TensorViewMut<'_> {
 /// gives empty arrays strides, 0 along an empty axis, that ndarray's `to_owned` and `mapv` may
 /// carry into an owned array).
 fn map_owned<T: Copy, U>(a: &ArrayViewD<'_, T>, f: impl Fn(T) -> U) -> ArrayD<U> {
-    let data: Vec<U> = a.iter().map(|&x| f(x)).collect();
+    // Row by row, on huge pages: `iter()` on a dynamic-rank view steps a coordinate of the
+    // dynamic rank per element, and a fresh buffer on 4 KiB pages faults once per page
+    // (docs/performance.md, "A narrow index's widened copy").
+    let mut data: Vec<U> = crate::memory::huge_page_vec(a.len()).unwrap_or_default();
+    match (a.as_slice(), a.ndim()) {
+        (Some(s), _) => data.extend(s.iter().map(|&x| f(x))),
+        (None, 0) => data.extend(a.iter().map(|&x| f(x))),
+        (None, _) => {
+            for row in a.rows() {
+                data.extend(row.iter().map(|&x| f(x)));
+            }
+        }
+    }
     ArrayD::from_shape_vec(a.raw_dim(), data)
         .unwrap_or_else(|_| unreachable!("the data has the view's element count"))
 }
@@ -935,4 +947,51 @@ fn unknown_op(op: &str) -> Error {
     names.extend_from_slice(ONNX_OPS);
     Error::invalid(format!("unknown op `{op}`"))
         .with_hint(format!("the ops are: {}", names.join(", ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::{Array, Axis, s};
+
+    /// Every layout a narrow index arrives in (row-major, transposed, reversed, sliced, 0-d,
+    /// broadcast) widens to its own values, in its own shape.
+    #[test]
+    fn a_narrow_index_widens_to_its_values_in_every_layout() {
+        let base = Array::from_shape_fn((6, 5, 4), |(i, j, k)| (i * 20 + j * 4 + k) as i32);
+        let reversed = base.slice(s![..;-1, .., 1..;2]);
+        let row = Array::from_shape_fn(4, |k| k as i32 * 3);
+        let wide_row = row.broadcast((6, 5, 4)).unwrap();
+        let zero_d = Array::from_elem(IxDyn(&[]), 7i32);
+        let views = [
+            base.view().into_dyn(),
+            base.view().reversed_axes().into_dyn(),
+            base.view().permuted_axes([1, 0, 2]).into_dyn(),
+            reversed.into_dyn(),
+            base.index_axis(Axis(2), 3).into_dyn(),
+            wide_row.into_dyn(),
+            zero_d.view(),
+        ];
+        for v in views {
+            let wide = index_i64(&TensorView::I32(v.clone())).expect("an integer index");
+            let got = wide.view();
+            assert_eq!(got.shape(), v.shape());
+            assert_eq!(got, v.mapv(i64::from), "{:?} {:?}", v.shape(), v.strides());
+        }
+        let bytes = Array::from_shape_fn((3, 300), |(i, j)| ((i * 7 + j) % 256) as u8);
+        let t = bytes.t().into_dyn();
+        let wide = index_i64(&TensorView::U8(t.view())).unwrap();
+        assert_eq!(wide.view(), t.mapv(i64::from));
+    }
+
+    #[test]
+    fn a_views_owned_copy_is_row_major_with_its_values() {
+        let a = Array::from_shape_fn((4, 3), |(i, j)| (i * 3 + j) as f32);
+        let t = TensorView::F32(a.t().into_dyn()).to_tensor();
+        let Tensor::F32(owned) = t else {
+            panic!("the view's dtype")
+        };
+        assert!(owned.is_standard_layout());
+        assert_eq!(owned, a.t().into_dyn());
+    }
 }
