@@ -537,16 +537,36 @@ impl Cuda {
                         self.inner.stream.synchronize()?;
                         fresh(())
                     })
-                    .map_err(|e| {
-                        Error::device(format!(
-                            "could not allocate {bytes} bytes of device memory: {e}"
-                        ))
-                    })?
+                    .map_err(|e| self.out_of_memory(bytes, e))?
             }
         };
         self.mark("alloc");
         let base = self.ptr(&slice);
         Ok(Buffer::new(slice, class, base, cache.clone()))
+    }
+
+    /// The error of a failed allocation, as the CPU library's (an op's error with a hint): the
+    /// sizes, what the device has free once this crate's cache is freed, and where a GPU's
+    /// memory usually is when it is not free (other libraries' pools).
+    #[cold]
+    fn out_of_memory(&self, bytes: usize, e: impl std::fmt::Display) -> Error {
+        let free = match self.memory() {
+            Ok((free, total)) => format!(", with {} free of {}", size(free), size(total)),
+            Err(_) => String::new(),
+        };
+        Error::Op(
+            gather::Error::new(
+                gather::ErrorKind::InvalidArgument,
+                format!(
+                "could not allocate {bytes} bytes ({}) of device memory on cuda:{}{free}: {e}",
+                size(bytes),
+                self.ordinal()
+            ),
+            )
+            .with_hint(
+                "the memory this library had cached was freed first; another library may hold                  the rest: JAX takes 75% of a GPU when it starts (set                  XLA_PYTHON_CLIENT_PREALLOCATE=false or XLA_PYTHON_CLIENT_MEM_FRACTION before                  importing jax), PyTorch and CuPy keep freed memory in their pools                  (`torch.cuda.empty_cache()`, `cupy.get_default_memory_pool().free_all_blocks()`);                  else work on smaller pieces (e.g. slices along the first axis)",
+            ),
+        )
     }
 
     /// Frees the device memory that this crate keeps for reuse (like
@@ -946,6 +966,15 @@ pub(crate) fn param<T: cudarc::driver::DeviceRepr>(a: &T) -> *mut std::ffi::c_vo
     a as *const T as *mut std::ffi::c_void
 }
 pub(crate) use launch;
+
+/// `bytes` for a reader: in GiB, MiB or KiB with one decimal, or in bytes.
+fn size(bytes: usize) -> String {
+    let units = [(1usize << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+    match units.iter().find(|(unit, _)| bytes >= *unit) {
+        Some((unit, name)) => format!("{:.1} {name}", bytes as f64 / *unit as f64),
+        None => format!("{bytes} bytes"),
+    }
+}
 
 #[cfg(test)]
 mod tests {

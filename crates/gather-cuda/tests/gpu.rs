@@ -96,6 +96,36 @@ fn up<T: Element>(g: &Cuda, a: &ArrayD<T>) -> CudaTensor {
     CudaTensor::from_host(g, a).unwrap()
 }
 
+/// An output larger than the device's memory is an op's error, as on the CPU (no panic, no
+/// abort), with the sizes, what is free and where memory goes; the device serves calls after it.
+#[test]
+fn an_output_past_the_devices_memory_is_an_error_with_the_sizes() {
+    let Some(g) = gpu() else { return };
+    let one = up(&g, &ndarray::arr1(&[1.5f32]).into_dyn());
+    // 2^36 views of one element: an output of 256 GiB, past an H200 and the emulator's 80 GiB.
+    let huge = one.broadcast(&[1, 1 << 36]).unwrap();
+    let ids = up(&g, &ndarray::arr1(&[0i64]).into_dyn());
+    let e = gather_cuda::index_select(&huge, 0, &ids).unwrap_err();
+    let op = e.op().expect("an op's error, as the CPU library's");
+    let message = op.message();
+    assert!(
+        message.contains(
+            "could not allocate 274877906944 bytes (256.0 GiB) of device memory on cuda:0, with "
+        ) && message.contains(" free of "),
+        "{message}"
+    );
+    assert!(
+        op.hint()
+            .unwrap()
+            .contains("XLA_PYTHON_CLIENT_PREALLOCATE=false")
+    );
+    let back = gather_cuda::index_select(&one, 0, &ids).unwrap();
+    assert_eq!(
+        back.to_host::<f32>().unwrap(),
+        ndarray::arr1(&[1.5f32]).into_dyn()
+    );
+}
+
 fn close(a: &ArrayD<f64>, b: &ArrayD<f64>, rtol: f64, what: &str) {
     assert_eq!(a.shape(), b.shape(), "{what}");
     for (x, y) in a.iter().zip(b) {
