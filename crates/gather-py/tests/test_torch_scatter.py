@@ -304,3 +304,16 @@ def test_the_gpu_arrays_path_gives_the_numpy_paths_results(monkeypatch):
     ]:
         assert torch.autograd.gradcheck(call, (x,)), name
         assert torch.autograd.gradgradcheck(call, (x,)), name
+
+
+@pytest.mark.parametrize("fn", ["scatter_add", "segment_coo", "scatter_max"])
+def test_errors_write_their_fix_in_the_framework_of_src(fn):
+    import gather
+
+    torch = pytest.importorskip("torch")
+    f = getattr(ts, fn)
+    for src, idx, fix in [(torch.zeros(3, 4), torch.tensor([0.0, 1.0, 1.0]), "`.to(torch.int64)`"),
+                          (np.zeros((3, 4)), np.array([0.0, 1.0, 1.0]), "`.astype(np.int64)`")]:
+        with pytest.raises(gather.DTypeError) as e:
+            f(src, idx, 0) if fn != "segment_coo" else f(src, idx)
+        assert fix in e.value.hint and str(e.value).endswith(e.value.hint), e.value

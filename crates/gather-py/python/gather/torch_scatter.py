@@ -46,6 +46,7 @@ import sys
 import numpy as np
 
 from . import _native
+from ._errors import GatherError, respell
 
 __all__ = [
     "scatter",
@@ -758,8 +759,28 @@ def _resolving_neg_out(fn):
     return inner
 
 
+def _speaking(fn):
+    """Wraps a public function so that the library's errors write their fix in the framework
+    of ``src``: its tensors reach the library as NumPy views, whose errors speak NumPy."""
+
+    def inner(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except GatherError as e:
+            src = args[0] if args else kwargs.get("src")
+            root = type(src).__module__.split(".")[0]
+            if root in ("torch", "cupy", "jax", "jaxlib"):
+                respell(e, "jax" if root == "jaxlib" else root)
+            raise
+
+    inner.__name__, inner.__qualname__, inner.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    inner.__wrapped__ = fn
+    return inner
+
+
 for _name in __all__:
     _f = globals()[_name]
     if "out" in inspect.signature(_f).parameters:
-        globals()[_name] = _resolving_neg_out(_f)
+        _f = _resolving_neg_out(_f)
+    globals()[_name] = _speaking(_f)
 del _name, _f
