@@ -241,6 +241,7 @@ pub(crate) fn moved_op<T: TensorElem + Moved>(
 /// 13 times per op.
 pub(crate) enum Read<'a> {
     Gather(isize, &'a ArrayViewD<'a, i64>),
+    Gather32(isize, &'a ArrayViewD<'a, i32>),
     IndexSelect(isize, &'a ArrayViewD<'a, i64>),
     Take(&'a ArrayViewD<'a, i64>),
     TakeAlongDim(Option<isize>, &'a ArrayViewD<'a, i64>),
@@ -268,6 +269,13 @@ impl Read<'_> {
         use crate::ops::{broadcast, masked, onnx, repeat, take};
         match *self {
             Read::Gather(dim, i) => crate::gather(&x, dim, i),
+            Read::Gather32(dim, i) => {
+                if matches!(std::mem::size_of::<M>(), 4 | 8) {
+                    crate::gather(&x, dim, i)
+                } else {
+                    unreachable!("int32 indices reach only 4- and 8-byte elements")
+                }
+            }
             Read::IndexSelect(dim, i) => crate::ops::index::index_select(&x, dim, i),
             Read::Take(i) => Ok(take::take(&x, i)?.into_dyn()),
             Read::TakeAlongDim(dim, i) => take::take_along_dim(&x, i, dim),
@@ -982,6 +990,64 @@ mod tests {
         let t = bytes.t().into_dyn();
         let wide = index_i64(&TensorView::U8(t.view())).unwrap();
         assert_eq!(wide.view(), t.mapv(i64::from));
+    }
+
+    /// gather with an int32 index runs on it as it is for 4- and 8-byte elements and widens it
+    /// for the others: either way the result and the errors are those of the int64 index.
+    #[test]
+    fn gather_with_an_int32_index_equals_the_int64_call() {
+        let x = Array::from_shape_fn((5, 7, 3), |(i, j, k)| (i * 21 + j * 3 + k) as f64);
+        let base = Array::from_shape_fn((4, 6, 3), |(i, j, k)| ((i * 5 + j * 3 + k) % 7) as i64);
+        let tensors: Vec<Tensor> = vec![
+            Tensor::from(x.mapv(|v| v as f32).into_dyn()),
+            Tensor::from(x.clone().into_dyn()),
+            Tensor::from(x.mapv(|v| v as i32).into_dyn()),
+            Tensor::from(x.mapv(|v| v as i64).into_dyn()),
+            Tensor::from(x.mapv(|v| v as u8).into_dyn()),
+            Tensor::from(x.mapv(half::f16::from_f64).into_dyn()),
+            Tensor::from(x.mapv(|v| v as i64 % 2 == 0).into_dyn()),
+        ];
+        let mut args = Args::default();
+        args.set("dim", Arg::Int(1));
+        let bad = |v: i64| {
+            let mut i = base.clone();
+            i[[2, 4, 1]] = v;
+            i
+        };
+        for t in &tensors {
+            for index in [base.clone(), bad(7), bad(-1), bad(-8)] {
+                let mut calls = Vec::new();
+                for wide in [true, false] {
+                    let mut inputs = Tensors::new();
+                    inputs.insert("input".into(), t.clone());
+                    let i = if wide {
+                        Tensor::from(index.clone().into_dyn())
+                    } else {
+                        Tensor::from(index.mapv(|v| v as i32).into_dyn())
+                    };
+                    inputs.insert("index".into(), i);
+                    calls.push(call("gather", &args, &inputs));
+                }
+                assert_eq!(calls[0], calls[1], "{:?}", t.dtype());
+            }
+            // A transposed int32 index: any strides.
+            let mut inputs = Tensors::new();
+            inputs.insert("input".into(), t.clone());
+            let across =
+                Array::from_shape_fn((3, 6, 4), |(i, j, k)| ((i + 2 * j + 3 * k) % 7) as i32);
+            let wide = across.mapv(i64::from).permuted_axes([2, 1, 0]).into_dyn();
+            inputs.insert("index".into(), Tensor::from(wide));
+            let want = call("gather", &args, &inputs).unwrap();
+            let narrow = across.permuted_axes([2, 1, 0]).into_dyn();
+            assert!(!narrow.is_standard_layout());
+            inputs.insert("index".into(), Tensor::from(narrow));
+            assert_eq!(
+                call("gather", &args, &inputs).unwrap(),
+                want,
+                "{:?}",
+                t.dtype()
+            );
+        }
     }
 
     #[test]

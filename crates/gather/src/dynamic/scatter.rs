@@ -36,6 +36,9 @@ pub(crate) fn gather(args: &Args, inputs: &dyn Inputs) -> Result<Tensor> {
     let x = input(inputs, "input")?;
     let index = input(inputs, "index")?;
     let dim = args.dim()?;
+    if let (TensorView::I32(i), 4 | 8) = (&index, x.dtype().size_of()) {
+        return Read::Gather32(dim, i).on(&x);
+    }
     with_index_tensor!(index, i => Read::Gather(dim, i).on(&x),
     _ => {
         let i = empty_index_or_error("gather", &index, x.shape().len(), dim)?;
