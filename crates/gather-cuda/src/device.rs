@@ -558,13 +558,18 @@ impl Cuda {
             gather::Error::new(
                 gather::ErrorKind::InvalidArgument,
                 format!(
-                "could not allocate {bytes} bytes ({}) of device memory on cuda:{}{free}: {e}",
-                size(bytes),
-                self.ordinal()
-            ),
+                    "could not allocate {bytes} bytes ({}) of device memory on cuda:{}{free}: {e}",
+                    size(bytes),
+                    self.ordinal()
+                ),
             )
             .with_hint(
-                "the memory this library had cached was freed first; another library may hold                  the rest: JAX takes 75% of a GPU when it starts (set                  XLA_PYTHON_CLIENT_PREALLOCATE=false or XLA_PYTHON_CLIENT_MEM_FRACTION before                  importing jax), PyTorch and CuPy keep freed memory in their pools                  (`torch.cuda.empty_cache()`, `cupy.get_default_memory_pool().free_all_blocks()`);                  else work on smaller pieces (e.g. slices along the first axis)",
+                "the memory this library had cached was freed first; another library may hold the \
+                 rest: JAX takes 75% of a GPU when it starts (set \
+                 XLA_PYTHON_CLIENT_PREALLOCATE=false or XLA_PYTHON_CLIENT_MEM_FRACTION before \
+                 importing jax), PyTorch and CuPy keep freed memory in their pools \
+                 (`torch.cuda.empty_cache()`, `cupy.get_default_memory_pool().free_all_blocks()`); \
+                 else work on smaller pieces (e.g. slices along the first axis)",
             ),
         )
     }

@@ -567,10 +567,9 @@ fn map_owned<T: Copy, U>(a: &ArrayViewD<'_, T>, f: impl Fn(T) -> U) -> ArrayD<U>
     // dynamic rank per element, and a fresh buffer on 4 KiB pages faults once per page
     // (docs/performance.md, "A narrow index's widened copy").
     let mut data: Vec<U> = crate::memory::huge_page_vec(a.len()).unwrap_or_default();
-    match (a.as_slice(), a.ndim()) {
-        (Some(s), _) => data.extend(s.iter().map(|&x| f(x))),
-        (None, 0) => data.extend(a.iter().map(|&x| f(x))),
-        (None, _) => {
+    match a.as_slice() {
+        Some(s) => data.extend(s.iter().map(|&x| f(x))),
+        None => {
             for row in a.rows() {
                 data.extend(row.iter().map(|&x| f(x)));
             }
