@@ -297,8 +297,9 @@ def test_torch_compile_keeps_the_index_family_put_and_take_along_dim_in_one_grap
         d = gather.put(x, flat, src[0], accumulate=True)
         e = gather.take_along_dim(x, along, 0)  # broadcast off dim: (3, 1) against (4, 3)
         g = gather.take_along_dim(x, flat)  # dim=None: the flattened input
+        h = gather.take_along_dim(x, flat.view(3, 1))  # one axis, whatever the index's shape
         return ((a * w4).sum() + (b * w4).sum() + (c * w4).sum() + (d * w4).sum() + (e * w4[:3]).sum()
-                + (g * g).sum())
+                + (g * g).sum() + (h * g).sum())
 
     compiled_same_as_eager(f, [(rand(4, 3), rand(3, 3)), (rand(3, 4).t(), rand(3, 3).t())])
 

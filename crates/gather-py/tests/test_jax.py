@@ -126,6 +126,14 @@ def test_indices_come_back_as_jaxs_index_dtype_and_are_not_differentiated():
     np.testing.assert_array_equal(np.asarray(grad), np.asarray(x == x.min(1, keepdims=True), dtype=np.float32))
 
 
+def test_take_along_dim_without_dim_gives_one_axis_under_jit_as_torch_does():
+    x = rand(3, 4)
+    idx = jnp.array([[5, 0], [11, 3]])
+    got = jax.jit(lambda x: gather.take_along_dim(x, idx))(x)
+    assert got.shape == (4,)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(x).reshape(-1)[[5, 0, 11, 3]])
+
+
 def test_vmap_runs_the_op_once_per_batch_element():
     x = rand(5, 3, 4)
     idx = jnp.array([[2], [0], [3]])

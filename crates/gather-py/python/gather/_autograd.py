@@ -25,7 +25,7 @@ import weakref
 
 import numpy as np
 
-from . import _calls, _native, _shapes, _tangents
+from . import _calls, _dask_ops, _native, _shapes, _tangents
 from ._errors import GatherError, refused, respell
 from ._native import grad as _grad
 
@@ -529,6 +529,8 @@ def detaching(native):
     def run(*args, **kwargs):
         torch, grad = _torch_tensors(args, kwargs)
         if not grad:
+            if torch is None and _dask_ops.given(args, kwargs):
+                return _dask_ops.grad(native.__name__, args, kwargs)
             return native(*args, **kwargs)
         args, kwargs = _each_tensor(torch, args, kwargs, "detach")
         return native(*args, **kwargs)
@@ -568,6 +570,8 @@ def differentiable(op):
                 from . import _jax_ops
 
                 return _jax_ops.call(op, args, kwargs)
+            if _dask_ops.given(args, kwargs):
+                return _dask_ops.call(op, args, kwargs)
             return native(*args, **kwargs)
         if _torch_ops is not None and torch.compiler.is_compiling():
             # Dynamo is tracing: the custom operator (defined when Dynamo was imported) goes
@@ -608,6 +612,8 @@ def in_place(op):
             raise refused(f"{op}: under a torch.func transform (vmap, grad) the in-place forms "
                           "cannot write into the transform's tensors",
                           f"call gather.{op[:-1]} (out of place), which the transforms run")
+        if torch is None and _dask_ops.given(args, kwargs):
+            raise _dask_ops.refuse_in_place(op)
         if torch is None and _jax_traced(args, kwargs):
             raise refused(f"{op}: `input` is a traced JAX array, which cannot be written",
                           f"JAX arrays are immutable: call gather.{op[:-1]} (out of place), which returns the result")

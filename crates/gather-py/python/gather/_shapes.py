@@ -39,10 +39,10 @@ def index_select(ctx, input, dim, index, *_, **__):
 
 
 def take_along_dim(ctx, input, indices, dim=None, *_, **__):
-    """The index's length along ``dim``, the broadcast of both off it (the index's shape with
-    ``dim=None``: the flattened input)."""
+    """The index's length along ``dim``, the broadcast of both off it (with ``dim=None``, the
+    flattened input read at the flattened index: one axis)."""
     if dim is None:
-        return (tuple(indices.shape),)
+        return ((_numel(indices.shape),),)
     shape, along = tuple(input.shape), tuple(indices.shape)
     d = dim % len(shape)
     off = tuple(ctx.broadcast(shape[:d] + (1,) + shape[d + 1:], along[:d] + (1,) + along[d + 1:]))

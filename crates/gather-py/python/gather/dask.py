@@ -165,22 +165,28 @@ def _positions(ib, n, bounds, wraps):
     return ib, None
 
 
-def _take_piece(xblock, ib, lo, hi, n, axis, bounds):
+def _take_piece(xblock, ib, lo, hi, n, axis, bounds, wraps):
     """The values of one table block for the index values that fall in it: (positions, values)."""
-    w, keep = _positions(ib, n, bounds, True)
+    w, keep = _positions(ib, n, bounds, wraps)
     here = (w >= lo) & (w < hi)
     pos = np.nonzero(here if keep is None else here & keep)[0]
     return pos, _native.index_select(xblock, axis, w[pos] - lo)
 
 
-def _take_assemble(ib, n, axis, block_shape, dtype, bounds, fill, start, idx_shape, *pieces):
+def _take_assemble(ib, n, axis, block_shape, dtype, bounds, fill, start, idx_shape, wraps, *pieces):
     """One output block from its pieces, in index order (fill where the policy reads no block)."""
-    if _bad(ib, n, bounds, True):
-        # The library's error (value, position and hint) from a stride-0 table of n elements.
-        table = np.broadcast_to(np.zeros(1, np.int8), (n,))
+    if _bad(ib, n, bounds, wraps):
+        # The library's error (value, position and hint) from a stride-0 table of n elements
+        # (along `axis` for index_select, whose error names the dim).
+        if wraps:
+            table = np.broadcast_to(np.zeros(1, np.int8), (n,))
+            call = lambda: _native.take(table, ib, bounds=bounds)  # noqa: E731
+        else:
+            table = np.broadcast_to(np.zeros(1, np.int8), (1,) * axis + (n,) + (1,) * (len(block_shape) - axis - 1))
+            call = lambda: _native.index_select(table, axis, ib, bounds=bounds)  # noqa: E731
         if start is None:
-            _native.take(table, ib, bounds=bounds)
-        _in_whole(lambda: _native.take(table, ib, bounds=bounds), (start,), idx_shape)
+            call()
+        _in_whole(call, (start,), idx_shape)
     shape = list(block_shape)
     shape[axis] = ib.size
     out = np.empty(shape, dtype) if fill is None else np.full(shape, fill, dtype)
@@ -190,10 +196,10 @@ def _take_assemble(ib, n, axis, block_shape, dtype, bounds, fill, start, idx_sha
     return out
 
 
-def _route(values, bounds, policy):
+def _route(values, bounds, policy, wraps):
     """For a NumPy index: which table blocks each index block reads (nonempty pieces only)."""
     n = bounds[-1]
-    w, keep = _positions(values, n, policy, True)
+    w, keep = _positions(values, n, policy, wraps)
     w = w if keep is None else w[keep]
     return {k for k in np.unique(np.searchsorted(bounds, w[(w >= 0) & (w < n)], side="right") - 1)}
 
@@ -213,13 +219,14 @@ def _take(x, index, axis, policy, fill_value, op):
     x = _as_dask(x)
     axis = _norm_dim(axis, x.ndim, "take")
     fill = _read_fill(op, x.dtype, policy, fill_value)
+    wraps = op is _native.take  # torch.take counts negative values from the end; index_select does not
     small = not isinstance(index, da.Array)
     idx_shape = tuple(np.shape(index))
     flat = _as_dask(np.asarray(index).reshape(-1) if small else index.reshape(-1),
                     like=max(1, max(x.chunks[axis])) if small else None)
     n = x.shape[axis]
     bounds = np.concatenate([[0], np.cumsum(x.chunks[axis])])
-    token = tokenize(x, flat, axis, policy, fill)
+    token = tokenize(x, flat, axis, policy, fill, wraps)
     piece_name, out_name = "gather-take-piece-" + token, "gather-take-" + token
     dsk = {}
     others = [range(nb) for a, nb in enumerate(x.numblocks) if a != axis]
@@ -229,19 +236,19 @@ def _take(x, index, axis, policy, fill_value, op):
     known = not any(math.isnan(c) for c in flat.chunks[0])
     offsets = np.concatenate([[0], np.cumsum(flat.chunks[0])]) if known else None
     for c in range(flat.numblocks[0]):
-        needed = (_route(values[int(offsets[c]):int(offsets[c + 1])], bounds, policy) if small
+        needed = (_route(values[int(offsets[c]):int(offsets[c + 1])], bounds, policy, wraps) if small
                   else range(len(bounds) - 1))
         for j in itertools.product(*others):
             pieces = []
             for k in sorted(needed):
                 xkey = (x.name,) + j[:axis] + (k,) + j[axis:]
                 pkey = (piece_name, c, k) + j
-                dsk[pkey] = (_take_piece, xkey, (flat.name, c), int(bounds[k]), int(bounds[k + 1]), n, axis, policy)
+                dsk[pkey] = (_take_piece, xkey, (flat.name, c), int(bounds[k]), int(bounds[k + 1]), n, axis, policy, wraps)
                 pieces.append(pkey)
             block_shape = tuple(x.chunks[a][(j[:axis] + (0,) + j[axis:])[a]] for a in range(x.ndim))
             okey = (out_name,) + j[:axis] + (c,) + j[axis:]
             dsk[okey] = (_take_assemble, (flat.name, c), n, axis, block_shape, x.dtype, policy, fill,
-                         int(offsets[c]) if known else None, idx_shape) + tuple(pieces)
+                         int(offsets[c]) if known else None, idx_shape, wraps) + tuple(pieces)
     chunks = x.chunks[:axis] + (flat.chunks[0],) + x.chunks[axis + 1:]
     graph = HighLevelGraph.from_collections(out_name, dsk, dependencies=[x, flat])
     out = da.Array(graph, out_name, chunks, meta=np.empty((0,) * x.ndim, x.dtype))
@@ -252,8 +259,8 @@ def _take(x, index, axis, policy, fill_value, op):
 
 def index_select(input, dim, index, *, bounds=None, fill_value=None):
     """``torch.index_select`` on a Dask array: the slices ``index[k]`` along ``dim`` (a 1-D index;
-    negative values wrap, as in :func:`take`; ``bounds`` and ``fill_value`` as in
-    :func:`gather.index_select`)."""
+    as in PyTorch, negative values are out of bounds unless ``bounds`` says otherwise; ``bounds``
+    and ``fill_value`` as in :func:`gather.index_select`)."""
     if len(np.shape(index)) > 1:
         raise ValueError(f"index_select: index must be 0-d or 1-d, got {len(np.shape(index))} dims")
     return _take(input, index, dim, bounds, fill_value, _native.index_select)
@@ -542,8 +549,9 @@ def scatter(src, index, dim=0, dim_size=None, reduce="sum", split_every=None):
 
 def scatter_add(input, dim, index, src, split_every=None, *, bounds=None, fill_value=None):
     """``torch.scatter_add`` on Dask arrays: ``input`` plus the sums of ``src`` into the positions
-    ``index`` names along ``dim`` (``index`` 1-D along ``dim``, or ``src``'s shape). ``bounds``
-    (``"wrap"``, ``"clip"``, ``"drop"``) as in :func:`gather.scatter_add`."""
+    ``index`` names along ``dim`` (``index`` 1-D along ``dim``, or of ``src``'s rank and no larger
+    than ``src``, nor than ``input`` off ``dim``, as in PyTorch). ``bounds`` (``"wrap"``,
+    ``"clip"``, ``"drop"``) as in :func:`gather.scatter_add`."""
     return _scatter_reduce(input, dim, index, src, "sum", True, split_every, bounds, fill_value, "scatter_add")
 
 
@@ -563,6 +571,11 @@ def _scatter_reduce(input, dim, index, src, reduce, include_self, split_every, b
         raise ValueError(f'scatter_reduce: reduce must be "sum", "prod", "mean", "amax" or "amin", got {reduce!r}')
     input = _as_dask(input)
     d = _norm_dim(dim, input.ndim, op)
+    src, index = _as_dask(src), _as_dask(index)
+    covered = index.ndim == src.ndim == input.ndim and all(
+        i <= s and (a == d or i <= n) for a, (i, s, n) in enumerate(zip(index.shape, src.shape, input.shape)))
+    if covered and index.shape != src.shape:
+        src = src[tuple(slice(0, i) for i in index.shape)]  # as in torch, only the block the index covers
     src, index, d, _ = _prepare(src, index, d, input.shape[d], op)
     if src.dtype != input.dtype:
         raise TypeError(f"scatter_reduce: expected self and src to have the same dtype, but got {input.dtype} and {src.dtype}")
@@ -573,6 +586,11 @@ def _scatter_reduce(input, dim, index, src, reduce, include_self, split_every, b
     else:
         _native.scatter_reduce(one, 0, at, one, r, bounds=bounds, fill_value=fill_value)
     values, counts = _tree(src, index, d, input.shape[d], r, split_every, bounds)
+    if index.ndim == input.ndim and values.shape != input.shape:
+        # An index smaller than input off dim: the groups beyond it are empty.
+        pad = [(0, n - v) for n, v in zip(input.shape, values.shape)]
+        values = da.pad(values, pad, constant_values=_identity(values.dtype, r))
+        counts = da.pad(counts, pad, constant_values=0)
     values = values.rechunk(input.chunks) if values.shape == input.shape else values
     c = _counts_like(counts, values, d)
     hit = c > 0
