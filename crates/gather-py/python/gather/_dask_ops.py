@@ -12,6 +12,7 @@ Errors come as the in-memory call gives them: the library's own checks of dims, 
 and arguments run when the graph is built (on stand-ins, see :func:`_check`); a bad index value
 is reported at compute time, with its value and its position in the whole index."""
 
+import inspect
 import math
 import re
 import sys
@@ -76,8 +77,6 @@ def _no_graph(op, name):
 
 def _bind(native, op, args, kwargs):
     import dask.array as da
-
-    import inspect
 
     bound = inspect.signature(native).bind(*args, **kwargs)
     bound.apply_defaults()
@@ -389,7 +388,7 @@ def _grad_take_along_dim(v):
 
     x = _dask(v["input"])
     g = _dask(v["grad_output"])
-    xb, index, d, shape = _along(v, "grad::take_along_dim")
+    _, index, d, shape = _along(v, "grad::take_along_dim")
     if shape is None:
         return _flat_grad(x, index, g, v["bounds"])
     w = _wide(x.dtype)
