@@ -626,7 +626,8 @@ fn differentiate(
     };
     let go = Options::new()
         .bounds(policy.unwrap_or(OutOfBounds::Error))
-        .grad();
+        .grad()
+        .parity(parity);
     let shape = x.shape();
     match op {
         "sort" | "topk" => {

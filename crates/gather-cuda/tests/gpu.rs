@@ -2575,6 +2575,7 @@ fn same_pair(
 #[test]
 fn gradients_under_options_equal_the_cpu_librarys() {
     use gather::OutOfBounds::{Clip, Drop, Fill, Wrap};
+    use gather::grad::Parity;
     let Some(gpu_) = gpu() else { return };
     let g = &gpu_;
     let mut rng = Rng(12);
@@ -2660,24 +2661,29 @@ fn gradients_under_options_equal_the_cpu_librarys() {
                     .map(|r| (r.input, r.src)),
                 &what("scatter"),
             );
-            for r in REDUCES {
-                let incl = case % 2 == 0;
-                same_pair(
-                    gpu.scatter_reduce(&gxg, &xg, dim, &ig, &sg, r, incl)
-                        .map(|r| (r.input, r.src)),
-                    cpu.scatter_reduce(&gx, &x, dim, &i, &src, r, incl)
-                        .map(|r| (r.input, r.src)),
-                    &what(&format!("scatter_reduce {r:?} {incl}")),
-                );
-            }
-            for r in [Reduce::Prod, Reduce::Mean, Reduce::Amax, Reduce::Amin] {
-                same_pair(
-                    gpu.index_reduce(&gxg, &xg, dim, &idg, &sog, r, true)
-                        .map(|r| (r.input, r.source)),
-                    cpu.index_reduce(&gx, &x, dim, &ids, &source, r, true)
-                        .map(|r| (r.input, r.source)),
-                    &what(&format!("index_reduce {r:?}")),
-                );
+            // The parity holds under a policy as without one (PyTorch's tie bug needs include_self
+            // false).
+            let incl = case % 2 == 0;
+            for parity in [Parity::Correct, Parity::PyTorch] {
+                let (cpu, gpu) = (cpu.parity(parity), gpu.parity(parity));
+                for r in REDUCES {
+                    same_pair(
+                        gpu.scatter_reduce(&gxg, &xg, dim, &ig, &sg, r, incl)
+                            .map(|r| (r.input, r.src)),
+                        cpu.scatter_reduce(&gx, &x, dim, &i, &src, r, incl)
+                            .map(|r| (r.input, r.src)),
+                        &what(&format!("scatter_reduce {r:?} {incl} {parity:?}")),
+                    );
+                }
+                for r in [Reduce::Prod, Reduce::Mean, Reduce::Amax, Reduce::Amin] {
+                    same_pair(
+                        gpu.index_reduce(&gxg, &xg, dim, &idg, &sog, r, incl)
+                            .map(|r| (r.input, r.source)),
+                        cpu.index_reduce(&gx, &x, dim, &ids, &source, r, incl)
+                            .map(|r| (r.input, r.source)),
+                        &what(&format!("index_reduce {r:?} {incl} {parity:?}")),
+                    );
+                }
             }
             same_pair(
                 gpu.index_add(&gxg, dim, &idg, &rows, Scalar::Float(1.5))
@@ -2759,6 +2765,15 @@ fn gradients_under_options_equal_the_cpu_librarys() {
                 &what(&format!("scatter_reduce {r:?}")),
             );
         }
+        same_pair(
+            gpu.parity(Parity::PyTorch)
+                .scatter_reduce(&gxg, &xg, dim, &big, &bsg, Reduce::Amax, false)
+                .map(|r| (r.input, r.src)),
+            cpu.parity(Parity::PyTorch)
+                .scatter_reduce(&gx, &x, dim, &bi, &bsrc, Reduce::Amax, false)
+                .map(|r| (r.input, r.src)),
+            &what("scatter_reduce with PyTorch's parity"),
+        );
     }
 }
 

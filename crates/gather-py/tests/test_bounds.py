@@ -313,6 +313,21 @@ def test_gradients_flow_to_the_wrapped_or_clipped_element_and_not_from_filled_po
     np.testing.assert_array_equal(gs, [0.0, 10.0, 0.0])
 
 
+@pytest.mark.parametrize("policy,index", [("wrap", [0, -1]), ("clip", [0, 7]), ("drop", [0, 1])])
+def test_parity_pytorch_gives_pytorchs_numbers_under_a_policy_as_without_one(policy, index):
+    # x[0] ties its group's amax with include_self=False: PyTorch still gives it a share.
+    x, src, g = np.array([5.0, 1.0]), np.array([5.0, 2.0]), np.ones(2)
+    for parity in ("correct", "pytorch"):
+        want = gather.grad.scatter_reduce(g, x, 0, np.array([0, 1]), src, "amax", include_self=False, parity=parity)
+        got = gather.grad.scatter_reduce(g, x, 0, np.array(index), src, "amax", include_self=False, parity=parity,
+                                         bounds=policy)
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(a, b)
+    _, shares = gather.grad.scatter_reduce(g, x, 0, np.array(index), src, "amax", include_self=False,
+                                           parity="pytorch", bounds=policy)
+    np.testing.assert_array_equal(shares, [0.5, 1.0])
+
+
 # --- errors -------------------------------------------------------------------------------------
 
 

@@ -529,6 +529,16 @@ pub fn prefixed(op: &str, e: Error) -> Error {
     crate::error::prefixed(op, e)
 }
 
+/// The gradients' error for `Parity::PyTorch` with broadcasting, which PyTorch has no form of.
+///
+/// ```
+/// let e = gather::backend::no_broadcast_parity("grad::scatter_reduce");
+/// assert_eq!(e.kind(), gather::ErrorKind::InvalidArgument);
+/// ```
+pub fn no_broadcast_parity(op: &str) -> Error {
+    crate::grad::no_broadcast_parity(op)
+}
+
 /// The gradients' error for a `grad_output` of shape `got` where the forward output `of` has
 /// shape `want`, in the words of the CPU library's gradient `op`.
 ///

@@ -46,6 +46,7 @@ type WriteGrad<'a> =
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct GradOptions {
     opts: Options,
+    parity: super::Parity,
 }
 
 impl Options {
@@ -56,11 +57,28 @@ impl Options {
     /// assert_eq!(go, gather_cuda::Options::default().grad());
     /// ```
     pub fn grad(self) -> GradOptions {
-        GradOptions { opts: self }
+        GradOptions {
+            opts: self,
+            parity: super::Parity::Correct,
+        }
     }
 }
 
 impl GradOptions {
+    /// The gradients of `scatter_reduce` and `index_reduce` with the choice of
+    /// [`Parity`](super::Parity) (default `Correct`), under the bounds policy as without one, as
+    /// the CPU library's `GradOptions::parity`. `Parity::PyTorch` with broadcasting is an error.
+    ///
+    /// ```
+    /// use gather_cuda::{grad::Parity, Options};
+    /// let go = Options::new().grad();
+    /// assert_ne!(go.parity(Parity::PyTorch), go);
+    /// assert_eq!(go.parity(Parity::Correct), go);
+    /// ```
+    pub fn parity(self, parity: super::Parity) -> Self {
+        GradOptions { parity, ..self }
+    }
+
     fn no_broadcast(&self, op: &str) -> Result<()> {
         if self.opts.broadcast {
             return Err(backend::no_broadcast_form(op).into());
@@ -446,15 +464,28 @@ impl GradOptions {
         include_self: bool,
     ) -> Result<ScatterGrad> {
         let op = "grad::scatter_reduce";
+        let (broadcast, parity) = (self.opts.broadcast, self.parity);
+        if broadcast && parity == super::Parity::PyTorch {
+            return Err(backend::no_broadcast_parity(op).into());
+        }
         backend::check_grad_output(op, GradOutputOf::Input, grad_out.shape(), input.shape())?;
-        let broadcast = self.opts.broadcast;
         let strict = |g: &CudaTensor, i: &CudaTensor| -> Result<(CudaTensor, Option<CudaTensor>)> {
             let x = input_like(input, g, dim)?;
             let fwd = Options::new().broadcast(broadcast);
             let out = fwd.scatter_reduce(&x, dim, i, src, reduce, include_self)?;
             let r = match broadcast {
                 true => scatter_reduce_broadcast(g, &x, dim, i, src, reduce, include_self, &out)?,
-                false => super::scatter_reduce(g, &x, dim, i, src, reduce, include_self, &out)?,
+                false => super::scatter_reduce_with(
+                    g,
+                    &x,
+                    dim,
+                    i,
+                    src,
+                    reduce,
+                    include_self,
+                    &out,
+                    parity,
+                )?,
             };
             Ok((r.input, Some(r.src)))
         };
@@ -465,8 +496,8 @@ impl GradOptions {
         })
     }
 
-    /// [`crate::grad::index_reduce_with`] (with `Parity::Correct`) under a bounds policy (Error,
-    /// Wrap, Clip or Drop); the forward's result is recomputed under the same policy.
+    /// [`crate::grad::index_reduce_with`] (with [`GradOptions::parity`]) under a bounds policy
+    /// (Error, Wrap, Clip or Drop); the forward's result is recomputed under the same policy.
     ///
     /// ```no_run
     /// use gather_cuda::{Cuda, CudaTensor, Options, OutOfBounds, Reduce};
@@ -506,7 +537,7 @@ impl GradOptions {
                 reduce,
                 include_self,
                 &out,
-                super::Parity::Correct,
+                self.parity,
             )?;
             Ok((r.input, Some(r.source)))
         };

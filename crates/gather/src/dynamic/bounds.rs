@@ -319,8 +319,12 @@ pub(crate) fn grad<T: GradFloat + TensorElem, I: IndexElem>(
     x: &ArrayViewD<'_, T>,
     g: &ArrayViewD<'_, T>,
     i: &ArrayViewD<'_, I>,
+    parity: crate::grad::Parity,
 ) -> Result<Vec<(String, Tensor)>> {
-    let go = crate::Options::new().bounds(policy::<T>(op, args)?).grad();
+    let go = crate::Options::new()
+        .bounds(policy::<T>(op, args)?)
+        .grad()
+        .parity(parity);
     let src = |name: &str| same_dtype::<T>(op, name, &input(inputs, name)?);
     let one = |a: ArrayD<T>| Ok(vec![named("grad_input", a)]);
     match op {

@@ -230,7 +230,7 @@ fn typed<T: GradFloat + TensorElem>(
     let scatter_like = matches!(op, "gather" | "scatter" | "scatter_add" | "scatter_reduce");
     with_index_tensor!(index, i => {
         if super::bounds::requested(args) {
-            super::bounds::grad(op, args, inputs, x, &g, i)
+            super::bounds::grad(op, args, inputs, x, &g, i, parity)
         } else if scatter_like {
             scatter_family(op, args, inputs, x, &g, args.dim()?, i, parity)
         } else {

@@ -9,7 +9,7 @@ use ndarray::{
 
 use super::output::{GradOutputOf, check_grad_output};
 use super::{GradFloat, ScatterGrad, SourceGrad};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::index::IndexElem;
 use crate::ops::bounds::{
     Layout, OutOfBounds, dim_size, extend_axis, fill_missing, into_dim, reads_only, resolve,
@@ -150,6 +150,15 @@ where
     }
 }
 
+/// The error of `Parity::PyTorch` with broadcasting: PyTorch has no broadcasting form whose
+/// numbers there would be to match.
+pub(crate) fn no_broadcast_parity(op: &str) -> Error {
+    Error::invalid(format!(
+        "{op}: PyTorch has no broadcasting scatter_reduce, so there are no PyTorch numbers to match"
+    ))
+    .with_hint("use parity=\"correct\" with broadcasting, or expand the index to src's shape")
+}
+
 /// Gradients under [`Options`](crate::Options): made by [`Options::grad`](crate::Options::grad),
 /// one method per op, with the names and arguments of the free functions of [`crate::grad`].
 /// The gradient goes where the forward under the same options read or wrote.
@@ -166,6 +175,7 @@ where
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct GradOptions<T> {
     opts: crate::Options<T>,
+    parity: super::Parity,
 }
 
 impl<T> crate::Options<T> {
@@ -179,7 +189,32 @@ impl<T> crate::Options<T> {
     /// # Ok::<(), gather::Error>(())
     /// ```
     pub fn grad(self) -> GradOptions<T> {
-        GradOptions { opts: self }
+        GradOptions {
+            opts: self,
+            parity: super::Parity::Correct,
+        }
+    }
+}
+
+impl<T> GradOptions<T> {
+    /// The gradients of `scatter_reduce` and `index_reduce` with the choice of
+    /// [`Parity`](super::Parity) (default `Correct`), under the bounds policy as without one.
+    /// PyTorch has no broadcasting form, so `Parity::PyTorch` with broadcasting is an error.
+    ///
+    /// ```
+    /// use gather::{grad::Parity, Options, OutOfBounds, Reduce};
+    /// use ndarray::array;
+    /// // amax with include_self=false: x[0] ties the result 5; PyTorch still gives it a share.
+    /// let (x, idx, src) = (array![5.0f64, 1.0], array![0, 9], array![5.0, 2.0]);
+    /// let go = Options::new().bounds(OutOfBounds::Drop).grad();
+    /// let g = go.scatter_reduce(&array![1.0, 1.0], &x, 0, &idx, &src, Reduce::Amax, false)?;
+    /// assert_eq!(g.src, array![1.0, 0.0]);
+    /// let g = go.parity(Parity::PyTorch).scatter_reduce(&array![1.0, 1.0], &x, 0, &idx, &src, Reduce::Amax, false)?;
+    /// assert_eq!(g.src, array![0.5, 0.0]);
+    /// # Ok::<(), gather::Error>(())
+    /// ```
+    pub fn parity(self, parity: super::Parity) -> Self {
+        GradOptions { parity, ..self }
     }
 }
 
@@ -571,6 +606,9 @@ impl<T: GradFloat> GradOptions<T> {
     {
         let policy = self.opts.bounds;
         let op = "grad::scatter_reduce";
+        if self.opts.broadcast && self.parity == super::Parity::PyTorch {
+            return Err(no_broadcast_parity(op));
+        }
         if let OutOfBounds::Error = policy {
             let x = input.view();
             return self.scatter_reduce_strict(grad_out, &x, dim, index, src, reduce, include_self);
@@ -623,9 +661,10 @@ impl<T: GradFloat> GradOptions<T> {
         self.opts.no_broadcast("grad::index_reduce")?;
         let policy = self.opts.bounds;
         let op = "grad::index_reduce";
+        let parity = self.parity;
         if let OutOfBounds::Error = policy {
             let out = crate::index_reduce(input, dim, index, source, reduce, include_self)?;
-            return super::index_reduce(
+            return super::index_reduce_with(
                 grad_out,
                 input,
                 dim,
@@ -634,12 +673,23 @@ impl<T: GradFloat> GradOptions<T> {
                 reduce,
                 include_self,
                 &out,
+                parity,
             );
         }
         let x = input.view().into_dyn();
         let (gi, gs) = reduce_grad(op, grad_out, &x, dim, index, &policy, |g, xe, i| {
             let out = crate::index_reduce(xe, dim, i, source, reduce, include_self)?;
-            let r = super::index_reduce(g, xe, dim, i, source, reduce, include_self, &out)?;
+            let r = super::index_reduce_with(
+                g,
+                xe,
+                dim,
+                i,
+                source,
+                reduce,
+                include_self,
+                &out,
+                parity,
+            )?;
             Ok((r.input, r.source))
         })?;
         Ok(SourceGrad {
@@ -871,7 +921,17 @@ impl<T: GradFloat> GradOptions<T> {
                 &out,
             );
         }
-        super::scatter_reduce(grad_out, input, dim, index, src, reduce, include_self, &out)
+        super::scatter_reduce_with(
+            grad_out,
+            input,
+            dim,
+            index,
+            src,
+            reduce,
+            include_self,
+            &out,
+            self.parity,
+        )
     }
 }
 
@@ -1102,6 +1162,70 @@ mod tests {
                 &format!("prod src {p:?}"),
             );
         }
+    }
+
+    #[test]
+    fn the_parity_holds_under_every_write_policy_as_without_one() {
+        use super::super::{Parity, scatter_reduce_with};
+        // x[0] ties the amax of its group with include_self false: the parities differ there.
+        let x = array![5.0f64, 1.0];
+        let g = array![1.0, 1.0];
+        let strict_idx = array![0i64, 1];
+        let src = array![5.0, 2.0];
+        for parity in [Parity::Correct, Parity::PyTorch] {
+            let out = crate::scatter_reduce(&x, 0, &strict_idx, &src, Reduce::Amax, false).unwrap();
+            let want = scatter_reduce_with(
+                &g,
+                &x,
+                0,
+                &strict_idx,
+                &src,
+                Reduce::Amax,
+                false,
+                &out,
+                parity,
+            )
+            .unwrap();
+            for (policy, idx) in [
+                (OutOfBounds::Wrap, array![0i64, -1]),
+                (OutOfBounds::Clip, array![0, 7]),
+                (OutOfBounds::Drop, array![0, 1]),
+            ] {
+                let go = crate::Options::new().bounds(policy).grad().parity(parity);
+                let got = go
+                    .scatter_reduce(&g, &x, 0, &idx, &src, Reduce::Amax, false)
+                    .unwrap();
+                assert_eq!(
+                    (&got.input, &got.src),
+                    (&want.input, &want.src),
+                    "{policy:?} {parity:?}"
+                );
+                let got = go
+                    .index_reduce(&g, &x, 0, &idx, &src, Reduce::Amax, false)
+                    .unwrap();
+                assert_eq!(
+                    (&got.input, &got.source),
+                    (&want.input, &want.src),
+                    "{policy:?} {parity:?}"
+                );
+            }
+        }
+        // A dropped write takes no share under either parity.
+        let go = crate::Options::new()
+            .bounds(OutOfBounds::Drop)
+            .grad()
+            .parity(Parity::PyTorch);
+        let got = go
+            .scatter_reduce(&g, &x, 0, &array![0i64, 9], &src, Reduce::Amax, false)
+            .unwrap();
+        assert_eq!(got.src, array![0.5, 0.0]);
+        let e = crate::Options::new()
+            .broadcast(true)
+            .grad()
+            .parity(Parity::PyTorch)
+            .scatter_reduce(&g, &x, 0, &array![0i64], &array![5.0], Reduce::Amax, false)
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
     }
 
     #[test]

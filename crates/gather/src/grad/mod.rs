@@ -117,6 +117,8 @@ use crate::index::{Bounds, IndexElem, check_bounds};
 use crate::ops::{check_index_fits, check_index_rank, try_vec};
 
 mod bounds;
+#[cfg(feature = "backend")]
+pub(crate) use bounds::no_broadcast_parity;
 mod broadcast;
 mod gather;
 mod index;
