@@ -126,6 +126,30 @@ def test_indices_come_back_as_jaxs_index_dtype_and_are_not_differentiated():
     np.testing.assert_array_equal(np.asarray(grad), np.asarray(x == x.min(1, keepdims=True), dtype=np.float32))
 
 
+@pytest.mark.parametrize("call", [
+    lambda x, i: gather.gather(x, 0, i),
+    lambda x, i: gather.gather(x, 2, i),
+    lambda x, i: gather.scatter_add(x, 0, i, x[:2]),
+    lambda x, i: gather.scatter_reduce(x, 0, i, x[:3], "median"),
+    lambda x, i: gather.index_select(x, 0, i[:2, :2]),
+    lambda x, i: gather.take_along_dim(x, i[:, :3], 1),
+    lambda x, i: gather.topk(x, 60, 1),
+    lambda x, i: gather.index_add(x, 1, i[0], x),
+], ids=["larger index", "dim", "small src", "reduce", "2-d index_select", "broadcast", "k", "source rows"])
+def test_shape_and_argument_errors_come_when_tracing_as_the_eager_calls(call):
+    x, i = jnp.zeros((700, 50)), jnp.zeros((3, 60), jnp.int32)
+    with pytest.raises(gather.GatherError) as eager:
+        call(np.asarray(x), np.asarray(i))
+    with pytest.raises(type(eager.value)) as traced:
+        jax.eval_shape(call, x, i)  # traces only: nothing runs
+    assert str(traced.value).split("\nhint:")[0] == str(eager.value).split("\nhint:")[0]
+
+
+def test_a_bad_index_value_is_left_to_the_run_when_tracing():
+    x = jnp.arange(6.0)
+    assert jax.eval_shape(lambda a, i: gather.take(a, i), x, jnp.array([9])).shape == (1,)
+
+
 def test_take_along_dim_without_dim_gives_one_axis_under_jit_as_torch_does():
     x = rand(3, 4)
     idx = jnp.array([[5, 0], [11, 3]])

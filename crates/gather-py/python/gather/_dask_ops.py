@@ -9,18 +9,17 @@ others (``sort``, ``masked_select``, ``put``, ...) refuse a Dask array with the 
 compute it whole behind the caller's back.
 
 Errors come as the in-memory call gives them: the library's own checks of dims, shapes, dtypes
-and arguments run when the graph is built (on stand-ins, see :func:`_check`); a bad index value
-is reported at compute time, with its value and its position in the whole index."""
+and arguments run when the graph is built (on stand-ins, see :func:`gather._calls.check`); a bad
+index value is reported at compute time, with its value and its position in the whole index."""
 
 import inspect
-import math
 import re
 import sys
 
 import numpy as np
 
-from . import _native, _shapes
-from ._errors import GatherError, IndexOutOfBoundsError, refused
+from . import _calls, _native, _shapes
+from ._errors import IndexOutOfBoundsError, refused
 
 READS = ("gather", "take", "index_select", "take_along_dim")
 WRITES = ("scatter_add", "scatter_reduce", "index_add", "index_reduce")
@@ -92,32 +91,8 @@ def _bind(native, op, args, kwargs):
 
 
 def _check(native, v):
-    """The library's own checks of the call (dims, ranks, shapes, dtypes, arguments, policies),
-    at graph time, on stand-ins: stride-0 arrays of the same dtypes whose sizes keep their order,
-    their equalities and their 0s and 1s, so that every shape rule decides as on the real arrays,
-    at a few elements. An error is raised again from stride-0 stand-ins of the real shapes (the
-    library checks before it reads or allocates), so that it names the real sizes. A value out of
-    bounds is left to compute time, which reports the real value at its position."""
-    arrays = [n for n in _ARRAYS & v.keys() if v[n] is not None]
-    shapes = {n: tuple(np.shape(v[n])) for n in arrays}
-    if any(math.isnan(s) for shape in shapes.values() for s in shape):
-        return  # unknown chunk sizes: gather.dask's functions say what to do
-    sizes = sorted({s for shape in shapes.values() for s in shape if s > 1})
-    small = {0: 0, 1: 1, **{s: i + 2 for i, s in enumerate(sizes)}}
-
-    def run(size):
-        stand = dict(v)
-        for n in arrays:
-            stand[n] = np.broadcast_to(np.zeros((), v[n].dtype), tuple(size(s) for s in shapes[n]))
-        native(**stand)
-
-    try:
-        run(small.__getitem__)
-    except IndexOutOfBoundsError:
-        return
-    except GatherError:
-        run(int)
-        raise
+    """The library's checks of the call, when the graph is built (see gather._calls.check)."""
+    _calls.check(native, v, [n for n in _ARRAYS & v.keys() if v[n] is not None])
 
 
 def _dask(a):

@@ -38,7 +38,7 @@ from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
 from . import _calls, _native, _shapes, _tangents
-from ._errors import refused
+from ._errors import GatherError, refused, respell
 from ._native import grad as _grad
 
 
@@ -68,6 +68,14 @@ def call(op, args, kwargs):
     """``gather.<op>(*args, **kwargs)`` on traced arrays."""
     native = getattr(_native, op)
     values = dict(inspect.signature(native).bind(*args, **kwargs).arguments)
+    if op in _calls.CHECKED:
+        # The library's errors when tracing, where JAX raises its own shape errors, rather than
+        # from the compiled program's run.
+        try:
+            _calls.check(native, values, [n for n, v in values.items() if _is_array(v)])
+        except GatherError as e:
+            respell(e, "jax")
+            raise
     dtype = jnp.result_type(values["input"])
     shapes = getattr(_shapes, op)(_Static, **values)
     kinds = _shapes.kinds(op)
