@@ -306,3 +306,25 @@ def test_arrays_of_unknown_chunk_sizes_are_read_or_refused_with_the_fix(client):
     ones.compute_chunk_sizes()
     want = np.bincount(kept.compute(), minlength=30).astype(np.float64)
     np.testing.assert_array_equal(gd.scatter_add(np.zeros(30), 0, kept, ones).compute(), want)
+
+
+def test_gather_ops_and_their_gradients_on_dask_arrays_run_on_the_cluster(client):
+    # gather.<op> and gather.grad.<op> given Dask arrays: graphs whose tasks (index checks
+    # included) travel to the worker processes.
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((300, 8))
+    i = rng.integers(0, 300, (120, 8))
+    src = rng.standard_normal((120, 8))
+    X, I, S = da.from_array(x, chunks=(70, 4)), da.from_array(i, chunks=(50, 8)), da.from_array(src, chunks=(50, 8))
+    np.testing.assert_array_equal(gather.gather(X, 0, I).compute(), gather.gather(x, 0, i))
+    got = gather.scatter_reduce(X, 0, I, S, "amax", include_self=False).compute()
+    np.testing.assert_array_equal(got, gather.scatter_reduce(x, 0, i, src, "amax", include_self=False))
+    g = rng.standard_normal(x.shape)
+    got = gather.grad.scatter_reduce(g, X, 0, I, S, "mean")
+    want = gather.grad.scatter_reduce(g, x, 0, i, src, "mean")
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a.compute(), b, rtol=1e-12)
+    bad = i.copy()
+    bad[77, 3] = 300
+    with pytest.raises(gather.IndexOutOfBoundsError, match=r"position \[77, 3\]"):
+        gather.grad.gather(src, X, 0, da.from_array(bad, chunks=(50, 8))).compute()
