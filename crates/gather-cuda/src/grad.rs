@@ -987,7 +987,7 @@ fn flat_sum(
         &|pos| {
             let coord = crate::gather::unravel(pos, index.shape());
             let v = crate::gather::read_index(&index, &coord)?;
-            Ok(backend::flat_out_of_bounds(op, v, coord, input_shape).into())
+            Ok(backend::out_of_bounds(op, v, coord, 0, n, Bounds::Strict).into())
         },
         Fold::Apply,
     )?;

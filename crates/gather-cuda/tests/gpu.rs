@@ -537,6 +537,18 @@ fn take_along_dim_and_put_equal_the_cpu_library() {
     let cpu = gather::take_along_dim(&x, &bad, None).unwrap_err();
     let gpu = gather_cuda::take_along_dim(&up(&g, &x), &up(&g, &bad), None).unwrap_err();
     assert_eq!(gpu.op().unwrap(), &cpu);
+    // The gradient's error for a bad flat value: the forward's words, under the gradient's name
+    // (no dim rejects negative values, unlike take).
+    let gl = ndarray::arr1(&[1.0f32, 1.0, 1.0]).into_dyn();
+    for v in [6i64, -1] {
+        let bad = ndarray::arr1(&[0i64, v, 2]).into_dyn();
+        let cpu = gather::grad::take_along_dim(&gl, IxDyn(&[2, 3]), &bad, None).unwrap_err();
+        let gpu = gather_cuda::grad::take_along_dim(&up(&g, &gl), &[2, 3], &up(&g, &bad), None)
+            .unwrap_err();
+        assert_eq!(gpu.op().unwrap(), &cpu);
+        let want = format!("grad::take_along_dim: index {v} is out of bounds for dimension 0");
+        assert!(cpu.message().starts_with(&want), "{cpu}");
+    }
     let wide = ndarray::Array2::<i64>::zeros((3, 1)).into_dyn();
     let cpu = gather::take_along_dim(&x, &wide, Some(1)).unwrap_err();
     let gpu = gather_cuda::take_along_dim(&up(&g, &x), &up(&g, &wide), Some(1)).unwrap_err();

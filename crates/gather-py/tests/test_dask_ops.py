@@ -220,9 +220,10 @@ def test_shape_and_argument_errors_are_the_in_memory_ones_when_the_graph_is_buil
     lambda x, i: gather.grad.scatter_add(np.ones((4, 6)), x, 1, i, np.ones(i.shape)),
     lambda x, i: gather.grad.scatter_reduce(np.ones((4, 6)), x, 1, i, np.ones(i.shape), "mean"),
     lambda x, i: gather.grad.index_add(np.ones((4, 6)), x, 1, i[0], np.ones((4, i.shape[1]))),
+    lambda x, i: gather.grad.take_along_dim(np.ones(i.size), x, i),
 ], ids=["gather", "take", "index_select", "take_along_dim", "scatter_add", "scatter_reduce", "index_add",
         "index_reduce", "grad.gather", "grad.take", "grad.index_select", "grad.scatter_add",
-        "grad.scatter_reduce", "grad.index_add"])
+        "grad.scatter_reduce", "grad.index_add", "grad.take_along_dim"])
 @pytest.mark.parametrize("value", [40, -30])
 def test_a_bad_index_value_raises_the_in_memory_error_at_compute_time(call, value):
     x = np.zeros((4, 6))

@@ -150,6 +150,17 @@ def test_a_bad_index_value_is_left_to_the_run_when_tracing():
     assert jax.eval_shape(lambda a, i: gather.take(a, i), x, jnp.array([9])).shape == (1,)
 
 
+def test_calls_whose_arrays_compare_by_element_count_trace_and_run():
+    # put's index and source hold as many elements in other shapes; the flat gradient of
+    # take_along_dim has the index's element count: the trace-time check must not refuse them.
+    x = rand(4, 5)
+    got = jax.jit(lambda x: gather.put(x, jnp.array([[0, 7], [19, 3]]), jnp.arange(4.0)))(x)
+    np.testing.assert_array_equal(np.asarray(got), gather.put(np.asarray(x), np.array([[0, 7], [19, 3]]),
+                                                               np.arange(4.0, dtype=np.float32)))
+    grad = jax.grad(lambda x: gather.take_along_dim(x, jnp.array([[1, 2], [2, 19]])).sum())(x)
+    assert float(grad.sum()) == 4.0 and float(grad.reshape(-1)[2]) == 2.0
+
+
 def test_take_along_dim_without_dim_gives_one_axis_under_jit_as_torch_does():
     x = rand(3, 4)
     idx = jnp.array([[5, 0], [11, 3]])

@@ -39,7 +39,12 @@ fn put_back<T: GradFloat, I: IndexElem>(
     if n == 0 && !index.is_empty() {
         return Err(grad_from_empty(op, &dims, index.len()));
     }
-    check_bounds(op, index, 0, n, bounds).map_err(|e| flat_index_error(op, e, &dims))?;
+    // take's flat words where negative values count from the end; take_along_dim's (no dim)
+    // reject them, in the strict words of its forward.
+    check_bounds(op, index, 0, n, bounds).map_err(|e| match bounds {
+        Bounds::Strict => e,
+        _ => flat_index_error(op, e, &dims),
+    })?;
     let mut dx = try_zeros::<T, IxDyn>(op, shape)?;
     if !index.is_empty() {
         crate::put_inplace(&mut dx, index, grad_out, true)?;
@@ -194,6 +199,15 @@ mod tests {
     fn take_along_dim_flat_rejects_negative_values() {
         let e = take_along_dim(&array![1.0f64], (2, 2), &array![-1i64], None).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::IndexOutOfBounds);
+        // In the forward's words (which reject it), not take's (which would take it).
+        let forward =
+            crate::take_along_dim(&array![[1.0f64, 2.0], [3.0, 4.0]], &array![-1i64], None);
+        let forward =
+            forward
+                .unwrap_err()
+                .message()
+                .replacen("take_along_dim", "grad::take_along_dim", 2);
+        assert_eq!(e.message(), forward);
         let dx = take_along_dim(&array![1.0f64, 2.0], (2, 2), &array![[3i64, 3]], None).unwrap();
         assert_eq!(dx, array![[0.0, 0.0], [0.0, 3.0]]);
     }
