@@ -248,3 +248,29 @@ def test_ops_without_a_graph_and_the_in_place_forms_refuse_a_dask_array_with_the
         gather.scatter_add_(X, 0, np.array([0]), np.array([1.0]))
     with pytest.raises(gather.InvalidArgumentError, match="bfloat16"):
         gather.gather(lazy(np.zeros(4, np.uint16), 2), 0, np.array([1]), dtype="bfloat16")
+
+
+def test_torch_scatter_reductions_on_dask_arrays_equal_the_in_memory_calls_and_the_rest_refuse():
+    from gather import torch_scatter as ts
+
+    rng = np.random.default_rng(9)
+    src = rng.integers(-4, 5, (12, 3)).astype(np.float64)
+    index = rng.integers(0, 5, 12)
+    S, I = lazy(src, (5, 2)), lazy(index, 4)
+    for reduce in ("sum", "add", "mul", "mean", "min", "max"):
+        close(ts.scatter(S, I, 0, dim_size=6, reduce=reduce), ts.scatter(src, index, 0, dim_size=6, reduce=reduce))
+    for name in ("scatter_sum", "scatter_add", "scatter_mul", "scatter_mean"):
+        close(getattr(ts, name)(S, I, dim=0), getattr(ts, name)(src, index, dim=0))
+    close(ts.scatter(S.T, I, reduce="mean"), ts.scatter(src.T, index, reduce="mean"))  # dim=-1
+    ordered = np.sort(index)
+    close(ts.segment_coo(S, lazy(ordered, 5), reduce="sum"), ts.segment_coo(src, ordered, reduce="sum"))
+    with pytest.raises(gather.InvalidArgumentError, match=r"(?s)segment_coo: .*no Dask graph.*reduce=\"max\""):
+        ts.segment_coo(S, lazy(ordered, 5), reduce="max")  # values and args
+    indptr = np.array([0, 2, 2, 7, 12])
+    close(ts.segment_csr(S, indptr, reduce="mean"), ts.segment_csr(src, indptr, reduce="mean"))
+    with pytest.raises(gather.InvalidArgumentError, match=r"(?s)scatter_max: .*no Dask graph.*reduce=\"max\""):
+        ts.scatter_max(S, I, 0)
+    with pytest.raises(gather.InvalidArgumentError, match="no Dask graph"):
+        ts.scatter_softmax(S, I, 0)
+    with pytest.raises(gather.InvalidArgumentError, match=r"out \+ torch_scatter\.scatter"):
+        ts.scatter(S, I, 0, out=np.zeros((5, 3)))

@@ -65,13 +65,40 @@ def refuse_in_place(op):
     )
 
 
-def _no_graph(op, name):
-    ops = ", ".join(READS + WRITES)
+def _no_graph(op, name, ops=None):
+    ops = ops or ", ".join(READS + WRITES) + " and their gradients"
     return refused(
         f"{op}: {name} has no Dask graph, and computing a Dask array whole is left to the caller",
         f"call `.compute()` on the Dask arrays first where they fit in memory; the ops that run on "
-        f"Dask arrays are {ops} and their gradients",
+        f"Dask arrays are {ops}",
     )
+
+
+# pytorch_scatter's functions that gather.dask's trees compute: one value per group.
+_TS_REDUCE = {"scatter": None, "scatter_sum": "sum", "scatter_add": "sum", "scatter_mul": "mul",
+              "scatter_mean": "mean"}
+
+
+def torch_scatter(name, fn, args, kwargs):
+    """``gather.torch_scatter.<name>(*args, **kwargs)`` with a Dask array among the arguments."""
+    from . import dask as gd
+
+    bound = inspect.signature(fn).bind(*args, **kwargs)
+    bound.apply_defaults()
+    v = bound.arguments
+    if v.get("out") is not None:
+        raise refused(f"{name}: `out` would be written in place, and Dask arrays are immutable",
+                      f"add the result to it instead: `out + torch_scatter.{name}(...)`")
+    if name in _TS_REDUCE:
+        return gd.scatter(v["src"], v["index"], v["dim"], v["dim_size"], _TS_REDUCE[name] or v["reduce"])
+    # The segments' min and max give (values, arg); the trees give values.
+    if name == "segment_coo" and v["reduce"] not in ("min", "max"):
+        return gd.segment_coo(v["src"], v["index"], v["dim_size"], v["reduce"])
+    if name == "segment_csr" and v["reduce"] not in ("min", "max"):
+        return gd.segment_csr(v["src"], v["indptr"], v["reduce"])
+    names = ", ".join(list(_TS_REDUCE) + ["segment_coo", "segment_csr"])
+    raise _no_graph(name, f"gather.torch_scatter.{name}", f"{names} (for min and max, the values alone: "
+                    "scatter(..., reduce=\"max\"))")
 
 
 def _bind(native, op, args, kwargs):

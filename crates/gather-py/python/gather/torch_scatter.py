@@ -33,6 +33,10 @@ Differences from pytorch_scatter, and why:
   1-D (pytorch_scatter also takes batched ones); a batched one is an error, not a wrong result.
 - Errors are the library's (:class:`gather.GatherError` subclasses with the numbers and a hint),
   where pytorch_scatter raises ``RuntimeError`` or reads out of bounds.
+- Dask arrays: ``scatter`` and ``scatter_sum``/``add``/``mul``/``mean``, and ``segment_coo`` and
+  ``segment_csr`` but for min and max, build :mod:`gather.dask`'s reduction trees and return
+  Dask arrays; the others (which give args, or need a second pass) refuse a Dask array with the
+  fix.
 
 The arg of ``scatter_max``/``scatter_min``/``segment_*`` is pytorch_scatter's: the position along
 ``dim`` of the winning element, or ``src.shape[dim]`` for a group no element reached (the
@@ -45,7 +49,7 @@ import sys
 
 import numpy as np
 
-from . import _native
+from . import _dask_ops, _native
 from ._errors import GatherError, respell
 
 __all__ = [
@@ -778,9 +782,23 @@ def _speaking(fn):
     return inner
 
 
+def _dask_aware(name, fn):
+    """Wraps a public function so that Dask arrays get a Dask graph (gather.dask's trees) or a
+    refusal with the fix, never a silent compute."""
+
+    def inner(*args, **kwargs):
+        if _dask_ops.given(args, kwargs):
+            return _dask_ops.torch_scatter(name, fn, args, kwargs)
+        return fn(*args, **kwargs)
+
+    inner.__name__, inner.__qualname__, inner.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    inner.__wrapped__ = fn
+    return inner
+
+
 for _name in __all__:
     _f = globals()[_name]
     if "out" in inspect.signature(_f).parameters:
         _f = _resolving_neg_out(_f)
-    globals()[_name] = _speaking(_f)
+    globals()[_name] = _dask_aware(_name, _speaking(_f))
 del _name, _f
