@@ -274,3 +274,15 @@ def test_torch_scatter_reductions_on_dask_arrays_equal_the_in_memory_calls_and_t
         ts.scatter_softmax(S, I, 0)
     with pytest.raises(gather.InvalidArgumentError, match=r"out \+ torch_scatter\.scatter"):
         ts.scatter(S, I, 0, out=np.zeros((5, 3)))
+
+
+def test_a_host_scatter_plan_applied_to_dask_arrays_builds_a_graph_equal_to_the_plans_result():
+    rng = np.random.default_rng(4)
+    index = rng.integers(0, 6, 20)
+    plan = gather.ScatterPlan(index, 6)
+    dst, src = rng.standard_normal((6, 3)), rng.standard_normal((20, 3))
+    D, S = lazy(dst, (4, 2)), lazy(src, (7, 3))
+    close(plan.scatter_add(D, S), plan.scatter_add(dst, src))
+    for reduce, include_self in itertools.product(["sum", "prod", "mean", "amax", "amin"], [True, False]):
+        close(plan.scatter_reduce(D, S, reduce, include_self=include_self),
+              plan.scatter_reduce(dst, src, reduce, include_self=include_self))

@@ -697,6 +697,8 @@ with their gradients; build the plan outside the compiled function and reuse it.
             from . import _jax_ops
 
             return _jax_ops.call_plan(self, native, values)
+        if torch is None and _dask_ops.given((), values):
+            return _dask_ops.plan(self, values)
         call = {"op": f"ScatterPlan.{native.__name__}", "forward": native, "grad": self._grad, "plan": self,
                 "order": lambda v: ["dst", "src"], "grad_params": {"dst", "src", "reduce", "include_self", "dtype"}}
         if torch is not None and _functorch(torch, (), values):

@@ -74,6 +74,28 @@ def _no_graph(op, name, ops=None):
     )
 
 
+def plan(plan, values):
+    """A host ScatterPlan's call with Dask arrays: the same sums as index_add (index_reduce, or
+    scatter_reduce with the index spread over src's rows) along dim 0 with the plan's index, as
+    gather.dask's trees, which group the rows themselves."""
+    if plan.device != "cpu":
+        raise refused(f"ScatterPlan: a plan on {plan.device} applies to arrays on that GPU, not Dask arrays",
+                      "build the plan from a host index to apply it to Dask arrays")
+    dst, src, index = values["dst"], values["src"], np.asarray(plan._index).reshape(-1)
+    reduce, include_self = values.get("reduce"), values.get("include_self", True)
+    dtype = {"dtype": values.get("dtype")}
+    if reduce is None or (reduce == "sum" and include_self):
+        return call("index_add", (dst, 0, index, src), dtype)
+    if reduce != "sum":
+        return call("index_reduce", (dst, 0, index, src, reduce), dict(include_self=include_self, **dtype))
+    src = _dask(src)
+    spread = _dask(index).reshape((-1,) + (1,) * (src.ndim - 1))
+    import dask.array as da
+
+    return call("scatter_reduce", (dst, 0, da.broadcast_to(spread, src.shape), src, "sum"),
+                dict(include_self=False, **dtype))
+
+
 # pytorch_scatter's functions that gather.dask's trees compute: one value per group.
 _TS_REDUCE = {"scatter": None, "scatter_sum": "sum", "scatter_add": "sum", "scatter_mul": "mul",
               "scatter_mean": "mean"}
