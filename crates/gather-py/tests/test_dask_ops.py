@@ -240,8 +240,8 @@ def test_a_bad_index_value_raises_the_in_memory_error_at_compute_time(call, valu
 
 def test_ops_without_a_graph_and_the_in_place_forms_refuse_a_dask_array_with_the_fix():
     X = lazy(np.arange(6.0), 3)
-    for call in (lambda: gather.sort(X), lambda: gather.masked_select(X, X > 2),
-                 lambda: gather.grad.sort(X, X), lambda: gather.put(X, np.array([0]), np.array([1.0]))):
+    for call in (lambda: gather.repeat_interleave(X, 2), lambda: gather.masked_select(X, X > 2),
+                 lambda: gather.grad.masked_select(X, X, X > 2), lambda: gather.put(X, np.array([0]), np.array([1.0]))):
         with pytest.raises(gather.InvalidArgumentError, match=r"(?s)no Dask graph.*hint: call `\.compute\(\)`"):
             call()
     with pytest.raises(gather.InvalidArgumentError, match="immutable"):
@@ -286,3 +286,28 @@ def test_a_host_scatter_plan_applied_to_dask_arrays_builds_a_graph_equal_to_the_
     for reduce, include_self in itertools.product(["sum", "prod", "mean", "amax", "amin"], [True, False]):
         close(plan.scatter_reduce(D, S, reduce, include_self=include_self),
               plan.scatter_reduce(dst, src, reduce, include_self=include_self))
+
+
+@pytest.mark.parametrize("chunks", CHUNKS)
+def test_sort_argsort_topk_and_their_gradients_run_per_block_with_the_dim_whole(chunks):
+    rng = np.random.default_rng(chunks[0])
+    x = rng.integers(-3, 4, (7, 5)).astype(np.float64)  # ties: the stable orders must agree
+    X = lazy(x, chunks)
+    for dim in (0, 1, -1):
+        for descending, stable in itertools.product([False, True], [False, True]):
+            got, want = gather.sort(X, dim, descending, stable=stable), gather.sort(x, dim, descending, stable=stable)
+            close(got[0], want[0])
+            np.testing.assert_array_equal(got[1].compute(), want[1])
+            np.testing.assert_array_equal(gather.argsort(X, dim, descending, stable=stable).compute(),
+                                          gather.argsort(x, dim, descending, stable=stable))
+            g = rng.standard_normal(x.shape)
+            close(gather.grad.sort(lazy(g, 2), X, dim, descending, stable=stable),
+                  gather.grad.sort(g, x, dim, descending, stable=stable))
+        for largest, ordered in itertools.product([True, False], [True, False]):
+            got, want = gather.topk(X, 2, dim, largest, ordered), gather.topk(x, 2, dim, largest, ordered)
+            close(got[0], want[0])
+            np.testing.assert_array_equal(got[1].compute(), want[1])
+            g = rng.standard_normal(want[0].shape)
+            close(gather.grad.topk(lazy(g, 3), X, 2, dim, largest, ordered), gather.grad.topk(g, x, 2, dim, largest, ordered))
+    with pytest.raises(gather.InvalidArgumentError, match="k out of range"):
+        gather.topk(X, 9, 1)  # when the graph is built, with the real sizes

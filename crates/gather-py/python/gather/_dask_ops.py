@@ -4,9 +4,10 @@ larger than memory is never pulled into one process.
 
 The ops with a graph are the reads ``gather``, ``take``, ``index_select`` and ``take_along_dim``
 and the writes ``scatter_add``, ``scatter_reduce``, ``index_add`` and ``index_reduce``, with
-their gradients (each a graph of the same reads and trees, as the library composes them). The
-others (``sort``, ``masked_select``, ``put``, ...) refuse a Dask array with the fix rather than
-compute it whole behind the caller's back.
+their gradients (each a graph of the same reads and trees, as the library composes them), and
+``sort``, ``argsort`` and ``topk`` with theirs, per block with the dim whole. The others
+(``masked_select``, ``put``, ``repeat_interleave``, ...) refuse a Dask array with the fix rather
+than compute it whole behind the caller's back.
 
 Errors come as the in-memory call gives them: the library's own checks of dims, shapes, dtypes
 and arguments run when the graph is built (on stand-ins, see :func:`gather._calls.check`); a bad
@@ -23,6 +24,8 @@ from ._errors import IndexOutOfBoundsError, refused
 
 READS = ("gather", "take", "index_select", "take_along_dim")
 WRITES = ("scatter_add", "scatter_reduce", "index_add", "index_reduce")
+# Ops along one dim, run per block with that dim whole.
+ALONG = ("sort", "argsort", "topk")
 _ARRAYS = {"input", "src", "source", "index", "indices", "grad_output"}
 # A write's gradient reads where the write went: a dropped write is read as a 0.
 _READ_OF = {None: None, "error": None, "wrap": "wrap", "clip": "clip", "drop": "fill"}
@@ -42,9 +45,11 @@ def call(op, args, kwargs):
     """``gather.<op>(*args, **kwargs)`` with a Dask array among the arguments."""
     native = getattr(_native, op)
     v = _bind(native, op, args, kwargs)
-    if op not in READS + WRITES:
+    if op not in READS + WRITES + ALONG:
         raise _no_graph(op, f"gather.{op}")
     _check(native, v)
+    if op in ALONG:
+        return _along_blocks(native, v, op)
     return globals()["_" + op](v)
 
 
@@ -52,9 +57,11 @@ def grad(op, args, kwargs):
     """``gather.grad.<op>(*args, **kwargs)`` with a Dask array among the arguments."""
     native = getattr(_native.grad, op)
     v = _bind(native, op, args, kwargs)
-    if op not in READS + WRITES:
+    if op not in READS + WRITES + ALONG:
         raise _no_graph(op, f"gather.grad.{op}")
     _check(native, v)
+    if op in ALONG:
+        return _along_blocks(native, v, op)
     return globals()["_grad_" + op](v)
 
 
@@ -66,7 +73,7 @@ def refuse_in_place(op):
 
 
 def _no_graph(op, name, ops=None):
-    ops = ops or ", ".join(READS + WRITES) + " and their gradients"
+    ops = ops or ", ".join(READS + WRITES + ALONG) + " and their gradients"
     return refused(
         f"{op}: {name} has no Dask graph, and computing a Dask array whole is left to the caller",
         f"call `.compute()` on the Dask arrays first where they fit in memory; the ops that run on "
@@ -333,6 +340,51 @@ def _index_reduce(v):
     out = gd.scatter_reduce(x, d, index, source, v["reduce"], v["include_self"], bounds=v["bounds"],
                             fill_value=v["fill_value"])
     return out.reshape(np.shape(v["input"]))
+
+
+def _along_blocks(native, v, op):
+    """sort, argsort, topk or one of their gradients, per block of the arrays with ``dim`` whole
+    (rechunked to one block along it): one task per block, whose results are the outputs'
+    blocks."""
+    import dask.array as da
+    from dask.base import tokenize
+    from dask.highlevelgraph import HighLevelGraph
+
+    names = [n for n in ("grad_output", "input") if v.get(n) is not None]
+    x = _dask(v["input"])
+    if x.ndim == 0:
+        return native(**{**v, **{n: np.asarray(_dask(v[n]).compute()) for n in names}})  # one element
+    d = v["dim"] % x.ndim
+    arrays = [_dask(v[n]).rechunk({d: -1}) for n in names]
+    if len(arrays) == 2:  # the gradient and the input in the same blocks off dim
+        off = {a: x.chunks[a] for a in range(x.ndim) if a != d}
+        arrays = [a.rechunk(off) for a in arrays]
+    lead = arrays[-1]
+    fixed = {k: val for k, val in v.items() if k not in names}
+    token = tokenize(op, *arrays, sorted(fixed.items(), key=str))
+    name = f"gather-{op}-" + token
+    dsk = {}
+    for b in np.ndindex(*lead.numblocks):
+        dsk[(name,) + b] = (_call_block, native, names, fixed) + tuple((a.name,) + b for a in arrays)
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=arrays)
+    pieces = da.Array(graph, name, lead.chunks, meta=np.empty((0,) * lead.ndim, object))
+    n_out = _shapes.kinds(op) if not names[0] == "grad_output" else ("input",)
+    shape = _out_shape(op, v) if names[0] != "grad_output" else x.shape
+    chunks = tuple((shape[d],) if a == d else lead.chunks[a] for a in range(x.ndim))
+    outs = []
+    for k, kind in enumerate(n_out):
+        dtype = x.dtype if kind == "input" else np.dtype(np.int64)
+        outs.append(pieces.map_blocks(_part, k, chunks=chunks, dtype=dtype, meta=np.empty((0,) * x.ndim, dtype)))
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _call_block(native, names, fixed, *blocks):
+    out = native(**fixed, **dict(zip(names, blocks)))
+    return out if isinstance(out, tuple) else (out,)
+
+
+def _part(pieces, k):
+    return pieces[k]
 
 
 # ---------------------------------------------------------------------------------------------
