@@ -377,3 +377,25 @@ def test_scatter_add_deterministic_false_sums_host_arrays_in_index_order_as_usua
         gather.scatter_reduce(z, 0, idx, src, "amax", include_self=False, deterministic=False),
         gather.scatter_reduce(z, 0, idx, src, "amax", include_self=False),
     )
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32])
+def test_an_index_that_is_a_materialised_broadcast_gives_what_its_broadcast_view_gives(dtype):
+    # jnp.broadcast_to under jax.jit and torch's expand(...).contiguous() hand over such indices.
+    rng = np.random.default_rng(2)
+    src = rng.standard_normal((600, 128)).astype(np.float32)
+    rows = rng.integers(0, 90, 600).astype(dtype)
+    view = np.broadcast_to(rows[:, None], src.shape)
+    full = np.ascontiguousarray(view)
+    x = rng.standard_normal((90, 128)).astype(np.float32)
+    assert np.array_equal(gather.scatter_add(x, 0, full, src), gather.scatter_add(x, 0, view, src))
+    for reduce in ("prod", "mean", "amax"):
+        assert np.array_equal(gather.scatter_reduce(x, 0, full, src, reduce, include_self=False),
+                              gather.scatter_reduce(x, 0, view, src, reduce, include_self=False))
+    assert np.array_equal(gather.gather(src, 0, full[:300] * 6), gather.gather(src, 0, view[:300] * 6))
+    full[599] = 90  # a bad row, constant too: the error names its first position
+    with pytest.raises(gather.IndexOutOfBoundsError, match=r"index 90 .* position \[599, 0\]"):
+        gather.scatter_add(x, 0, full, src)
+    full[599, 7] = 3
+    with pytest.raises(gather.IndexOutOfBoundsError, match=r"index 90 .* position \[599, 0\]"):
+        gather.scatter_add(x, 0, full, src)

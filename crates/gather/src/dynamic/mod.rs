@@ -194,11 +194,17 @@ impl IndexI64<'_> {
 }
 
 /// The values of an integer [`TensorView`] as `i64`: borrowed for `i64`, a widened copy for
-/// the other integer types; `None` for float and bool tensors. The copy keeps broadcast
-/// (stride-0) axes at length 1, so an expanded index is never materialised.
+/// the other integer types; `None` for float and bool tensors. The copy keeps broadcast axes at
+/// length 1 (stride 0 in the view), so an expanded index is never materialised. An int64 or
+/// int32 index whose values are the same along some axes (a broadcast the caller materialised,
+/// as `jnp.broadcast_to` under `jax.jit` or torch's `expand(..).contiguous()` do) becomes the
+/// broadcast view of its compact copy, which the kernels' row loops take as the broadcast it is.
 pub(crate) fn index_i64<'a>(t: &TensorView<'a>) -> Option<IndexI64<'a>> {
-    fn wide<'a, I: crate::IndexElem>(a: &ArrayViewD<'a, I>) -> Option<IndexI64<'a>> {
-        let mut c = a.view();
+    fn wide<'a, I: crate::IndexElem>(
+        a: &ArrayViewD<'a, I>,
+        compact: Option<ArrayD<I>>,
+    ) -> Option<IndexI64<'a>> {
+        let mut c = compact.as_ref().map_or(a.view(), |c| c.view());
         for ax in 0..c.ndim() {
             if c.strides()[ax] == 0 && c.shape()[ax] > 1 {
                 c.collapse_axis(ndarray::Axis(ax), 0);
@@ -211,16 +217,19 @@ pub(crate) fn index_i64<'a>(t: &TensorView<'a>) -> Option<IndexI64<'a>> {
     }
     match t {
         TensorView::I64(a) => Some(IndexI64 {
-            data: CowArray::from(a.clone()),
+            data: crate::dynamic::materialised_broadcast(a)
+                .map_or_else(|| CowArray::from(a.clone()), CowArray::from),
             shape: a.raw_dim(),
         }),
-        TensorView::I32(a) => wide(a),
-        TensorView::U8(a) => wide(a),
-        TensorView::I8(a) => wide(a),
-        TensorView::I16(a) => wide(a),
-        TensorView::U16(a) => wide(a),
-        TensorView::U32(a) => wide(a),
-        TensorView::U64(a) => wide(a),
+        // JAX's default index type, which XLA hands over with broadcasts materialised; the
+        // search is compiled for it and int64 alone.
+        TensorView::I32(a) => wide(a, crate::dynamic::materialised_broadcast(a)),
+        TensorView::U8(a) => wide(a, None),
+        TensorView::I8(a) => wide(a, None),
+        TensorView::I16(a) => wide(a, None),
+        TensorView::U16(a) => wide(a, None),
+        TensorView::U32(a) => wide(a, None),
+        TensorView::U64(a) => wide(a, None),
         _ => None,
     }
 }
@@ -559,6 +568,69 @@ impl TensorViewMut<'_> {
     }
 }
 
+/// `index` with every axis along which its values are the same kept at length 1 (an owned
+/// array, to broadcast back to `index`'s shape), where there is such an axis of length > 1 that
+/// is not already a broadcast (stride 0): a broadcast the caller materialised, as
+/// `jnp.broadcast_to` under `jax.jit` or torch's `expand(..).contiguous()` does. The kernels
+/// take its broadcast view in their row loops, as they take a stride-0 index. `None` otherwise,
+/// after a pass per axis that stops at the first difference (at once for independent values).
+/// Indices of fewer than [`GRAIN`](crate::plan::GRAIN) elements are left as they are: the row
+/// loops gain little there, and the search would cost a small call a tenth of its time.
+#[inline]
+pub(crate) fn materialised_broadcast<I: crate::IndexElem>(
+    index: &ArrayView<'_, I, IxDyn>,
+) -> Option<ArrayD<I>> {
+    if index.len() < crate::plan::GRAIN {
+        return None;
+    }
+    compact_broadcast(index)
+}
+
+/// [`materialised_broadcast`]'s search, out of line.
+#[inline(never)]
+fn compact_broadcast<I: crate::IndexElem>(index: &ArrayView<'_, I, IxDyn>) -> Option<ArrayD<I>> {
+    let mut compact = index.view();
+    let mut found = false;
+    for ax in 0..compact.ndim() {
+        if compact.shape()[ax] < 2 {
+            continue;
+        }
+        // Broadcast axes stay broadcast (length 1 in the copy), whether they were or not.
+        if compact.strides()[ax] == 0 {
+            compact.collapse_axis(ndarray::Axis(ax), 0);
+        } else if constant_along(&compact, ax) {
+            compact.collapse_axis(ndarray::Axis(ax), 0);
+            found = true;
+        }
+    }
+    found.then(|| compact.to_owned())
+}
+
+/// `compact` (from [`materialised_broadcast`]) as a stride-0 view of `index`'s shape.
+#[inline(never)]
+pub(crate) fn spread<'c, I: crate::IndexElem>(
+    compact: &'c ArrayD<I>,
+    index: &ArrayView<'_, I, IxDyn>,
+) -> ArrayView<'c, I, IxDyn> {
+    compact
+        .broadcast(index.raw_dim())
+        .expect("a materialised broadcast spreads back to the index it was read from")
+}
+
+/// Whether the values of `a` are the same along axis `ax`, for a standard-layout `a` (as a
+/// materialised broadcast is): each run of the elements after `ax` equals the first run of its
+/// block. A loop over the slice, which stops at the first difference.
+fn constant_along<I: crate::IndexElem>(a: &ArrayView<'_, I, IxDyn>, ax: usize) -> bool {
+    let Some(data) = a.as_slice() else {
+        return false;
+    };
+    let inner: usize = a.shape()[ax + 1..].iter().product();
+    data.chunks_exact(inner * a.shape()[ax]).all(|block| {
+        let (first, rest) = block.split_at(inner);
+        rest.chunks_exact(inner)
+            .all(|run| run.iter().zip(first).all(|(x, y)| x.to_i64() == y.to_i64()))
+    })
+}
 /// `f` of every element of `a`, as an owned standard-layout array built in logical order (NumPy
 /// gives empty arrays strides, 0 along an empty axis, that ndarray's `to_owned` and `mapv` may
 /// carry into an owned array).
@@ -959,7 +1031,40 @@ fn unknown_op(op: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ndarray::{Array, Axis, s};
+    use ndarray::{Array, Axis, array, s};
+
+    #[test]
+    fn a_materialised_broadcast_is_found_and_kept_compact() {
+        // Rows constant along axis 1 (jnp.broadcast_to under jit), and along both axes.
+        let rows = array![[3i32], [0], [3]]
+            .broadcast((3, 20000))
+            .unwrap()
+            .to_owned()
+            .into_dyn();
+        let c = materialised_broadcast(&rows.view()).unwrap();
+        assert_eq!(c.shape(), &[3, 1]);
+        assert_eq!(spread(&c, &rows.view()), rows.view());
+        let same = ndarray::ArrayD::from_elem(IxDyn(&[400, 500]), 7i64);
+        assert_eq!(
+            materialised_broadcast(&same.view()).unwrap().shape(),
+            &[1, 1]
+        );
+        // A stride-0 axis stays length 1 in the copy, next to a found one (never expanded).
+        let wide = array![[[1i64, 1]], [[2, 2]]];
+        let view = wide.broadcast((2, 1 << 20, 2)).unwrap().into_dyn();
+        assert_eq!(materialised_broadcast(&view).unwrap().shape(), &[2, 1, 1]);
+        // Values that differ late along both axes, an already stride-0 index, small and empty
+        // ones: nothing to do.
+        let mut late = ndarray::ArrayD::from_elem(IxDyn(&[300, 300]), 1i64);
+        late[[299, 299]] = 2;
+        assert!(materialised_broadcast(&late.view()).is_none());
+        let b = array![[5i64], [6]];
+        assert!(materialised_broadcast(&b.broadcast((2, 90000)).unwrap().into_dyn()).is_none());
+        let small = ndarray::ArrayD::from_elem(IxDyn(&[4, 5]), 7i64);
+        assert!(materialised_broadcast(&small.view()).is_none());
+        let empty = ndarray::ArrayD::<i64>::zeros(IxDyn(&[0, 3]));
+        assert!(materialised_broadcast(&empty.view()).is_none());
+    }
 
     /// Every layout a narrow index arrives in (row-major, transposed, reversed, sliced, 0-d,
     /// broadcast) widens to its own values, in its own shape.

@@ -37,7 +37,10 @@ pub(crate) fn gather(args: &Args, inputs: &dyn Inputs) -> Result<Tensor> {
     let index = input(inputs, "index")?;
     let dim = args.dim()?;
     if let (TensorView::I32(i), 4 | 8) = (&index, x.dtype().size_of()) {
-        return Read::Gather32(dim, i).on(&x);
+        return match crate::dynamic::materialised_broadcast(i) {
+            Some(c) => Read::Gather32(dim, &crate::dynamic::spread(&c, i)).on(&x),
+            None => Read::Gather32(dim, i).on(&x),
+        };
     }
     with_index_tensor!(index, i => Read::Gather(dim, i).on(&x),
     _ => {

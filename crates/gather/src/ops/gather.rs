@@ -170,6 +170,39 @@ mod tests {
     use crate::error::ErrorKind;
     use ndarray::{Array3, ArrayD, IxDyn, arr0, array, s};
 
+    /// An index that is a materialised broadcast reads bitwise what its stride-0 form reads (the
+    /// dynamic layer hands the kernels the one for the other), and a bad value in either is
+    /// reported at the same position.
+    #[test]
+    fn a_materialised_broadcast_index_reads_what_its_stride_zero_form_reads() {
+        let x = ndarray::Array2::from_shape_fn((50, 128), |(i, j)| (i * 128 + j) as f64);
+        let rows = ndarray::Array1::from_shape_fn(300, |i| ((i * 7) % 50) as i32);
+        let spread = rows.view().insert_axis(ndarray::Axis(1));
+        let spread = spread.broadcast((300, 128)).unwrap();
+        let mut full = spread.to_owned();
+        assert_eq!(
+            gather(&x, 0, &full).unwrap(),
+            gather(&x, 0, &spread).unwrap()
+        );
+        full[[299, 127]] = 50;
+        let e = gather(&x, 0, &full).unwrap_err();
+        assert_eq!(
+            (e.index_value(), e.coordinate()),
+            (Some(50), Some(&[299usize, 127][..]))
+        );
+        full.row_mut(299).fill(50);
+        let rows = full.column(0).to_owned().insert_axis(ndarray::Axis(1));
+        for e in [
+            gather(&x, 0, &full).unwrap_err(),
+            gather(&x, 0, &rows.broadcast((300, 128)).unwrap()).unwrap_err(),
+        ] {
+            assert_eq!(
+                (e.index_value(), e.coordinate()),
+                (Some(50), Some(&[299usize, 0][..]))
+            );
+        }
+    }
+
     #[test]
     fn seed_example_matches_pytorch() {
         let x = array![[10, 20, 30], [40, 50, 60]];

@@ -1054,6 +1054,47 @@ mod tests {
     use half::{bf16, f16};
     use ndarray::{Array1, Array2, arr0, array};
 
+    /// An index that is a materialised broadcast (the same value along the non-dim axes) gives
+    /// bitwise what its stride-0 form gives (the dynamic layer hands the kernels the one for the
+    /// other), out of place and in place, for every reduction, and what a plain loop gives.
+    #[test]
+    fn a_materialised_broadcast_index_gives_the_stride_zero_result() {
+        let (n, w, rows) = (400usize, 96usize, 40usize); // the stride-0 form takes the row loops
+        let src =
+            Array2::from_shape_fn((n, w), |(i, j)| ((i * 7 + j * 13) % 17) as f32 * 0.37 - 2.0);
+        let ids = Array1::from_shape_fn(n, |i| ((i * 31) % rows) as i64);
+        let spread = ids.view().insert_axis(ndarray::Axis(1));
+        let spread = spread.broadcast((n, w)).unwrap();
+        let full = spread.to_owned();
+        let x = Array2::from_shape_fn((rows, w), |(i, j)| (i + j) as f32 * 0.5);
+        for r in [
+            Reduce::Sum,
+            Reduce::Prod,
+            Reduce::Mean,
+            Reduce::Amax,
+            Reduce::Amin,
+        ] {
+            for incl in [true, false] {
+                let a = scatter_reduce(&x, 0, &full, &src, r, incl).unwrap();
+                let b = scatter_reduce(&x, 0, &spread, &src, r, incl).unwrap();
+                assert_eq!(a, b, "{r:?} {incl}");
+                let mut c = x.clone();
+                scatter_reduce_inplace(&mut c, 0, &full, &src, r, incl).unwrap();
+                assert_eq!(c, b, "in place {r:?} {incl}");
+            }
+        }
+        let mut want = x.clone();
+        for i in 0..n {
+            for j in 0..w {
+                want[[ids[i] as usize, j]] += src[[i, j]];
+            }
+        }
+        assert_eq!(scatter_add(&x, 0, &full, &src).unwrap(), want);
+        let mut set = x.clone();
+        scatter_inplace(&mut set, 0, &full, &src).unwrap();
+        assert_eq!(set, scatter(&x, 0, &spread, &src).unwrap());
+    }
+
     /// The out-of-place scatters and reductions whose copy of the input is made inside the
     /// scatter's tasks (and those that keep a separate copy) give bitwise the in-place result on
     /// a copy, on a parallel-sized call, a transposed input, dim 0 and dim 1, and a narrower
