@@ -85,6 +85,8 @@ def plan(plan, values):
     """A host ScatterPlan's call with Dask arrays: the same sums as index_add (index_reduce, or
     scatter_reduce with the index spread over src's rows) along dim 0 with the plan's index, as
     gather.dask's trees, which group the rows themselves."""
+    import dask.array as da
+
     if plan.device != "cpu":
         raise refused(f"ScatterPlan: a plan on {plan.device} applies to arrays on that GPU, not Dask arrays",
                       "build the plan from a host index to apply it to Dask arrays")
@@ -97,8 +99,6 @@ def plan(plan, values):
         return call("index_reduce", (dst, 0, index, src, reduce), dict(include_self=include_self, **dtype))
     src = _dask(src)
     spread = _dask(index).reshape((-1,) + (1,) * (src.ndim - 1))
-    import dask.array as da
-
     return call("scatter_reduce", (dst, 0, da.broadcast_to(spread, src.shape), src, "sum"),
                 dict(include_self=False, **dtype))
 
