@@ -311,3 +311,29 @@ def test_sort_argsort_topk_and_their_gradients_run_per_block_with_the_dim_whole(
             close(gather.grad.topk(lazy(g, 3), X, 2, dim, largest, ordered), gather.grad.topk(g, x, 2, dim, largest, ordered))
     with pytest.raises(gather.InvalidArgumentError, match="k out of range"):
         gather.topk(X, 9, 1)  # when the graph is built, with the real sizes
+
+
+@pytest.mark.parametrize("bounds", WRITE_BOUNDS)
+def test_the_plain_writes_keep_the_last_write_in_index_order_as_the_in_memory_calls(bounds):
+    rng = np.random.default_rng(len(str(bounds)) + 3)
+    policy = {} if bounds is None else {"bounds": bounds}
+    x = rng.standard_normal((7, 5))
+    X = lazy(x, (3, 2))
+    for dim in (0, 1):
+        i = index_for(rng, x.shape[dim], (6, 4), bounds)  # duplicates across blocks
+        src = rng.standard_normal((6, 4))
+        close(gather.scatter(X, dim, lazy(i, 2), lazy(src, (2, 3)), **policy), gather.scatter(x, dim, i, src, **policy))
+        j = i[:, 0] if dim == 0 else i[0]
+        shape = list(x.shape)
+        shape[dim] = j.size
+        source = rng.standard_normal(shape)
+        close(gather.index_copy(X, dim, lazy(j, 3), lazy(source, 2), **policy),
+              gather.index_copy(x, dim, j, source, **policy))
+        close(gather.index_fill(X, dim, j, -1.5, **policy), gather.index_fill(x, dim, j, -1.5, **policy))
+        if bounds is None:
+            close(gather.scatter(X, dim, i, 2.5), gather.scatter(x, dim, i, 2.5))
+            close(gather.scatter(X, dim, i, value=2.5), gather.scatter(x, dim, i, value=2.5))
+            for reduce in ("add", "multiply"):
+                close(gather.scatter(X, dim, i, src, reduce=reduce), gather.scatter(x, dim, i, src, reduce=reduce))
+    with pytest.raises(gather.InvalidArgumentError, match="no Dask graph"):
+        gather.grad.index_copy(X, X, 0, np.array([1]), X[:1])

@@ -35,9 +35,10 @@ depends on values is refused there with the fix.
 Dask arrays (``dask.array.Array``) stay lazy: ``gather``, ``take``, ``index_select``,
 ``take_along_dim``, ``scatter_add``, ``scatter_reduce``, ``index_add``, ``index_reduce``, their
 gradients and a host :class:`ScatterPlan`'s calls build Dask graphs of :mod:`gather.dask`'s routed
-reads and reduction trees, and ``sort``, ``argsort`` and ``topk`` run per block with their dim
-whole; all return Dask arrays. The other ops and the in-place forms refuse a Dask array with
-the fix.
+reads and reduction trees (and so do the plain writes ``scatter``, ``index_copy`` and
+``index_fill``, without gradients), and ``sort``, ``argsort`` and ``topk`` run per block with
+their dim whole; all return Dask arrays. The other ops and the in-place forms refuse a Dask array
+with the fix.
 
 Bounds policies: what PyTorch has no word for is a keyword. ``bounds=`` says what an index value
 outside its dimension (size ``n``) does, on every indexing op (gather, take_along_dim,

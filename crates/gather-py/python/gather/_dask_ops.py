@@ -5,7 +5,8 @@ larger than memory is never pulled into one process.
 The ops with a graph are the reads ``gather``, ``take``, ``index_select`` and ``take_along_dim``
 and the writes ``scatter_add``, ``scatter_reduce``, ``index_add`` and ``index_reduce``, with
 their gradients (each a graph of the same reads and trees, as the library composes them), and
-``sort``, ``argsort`` and ``topk`` with theirs, per block with the dim whole. The others
+``sort``, ``argsort`` and ``topk`` with theirs, per block with the dim whole, and the plain writes
+``scatter``, ``index_copy`` and ``index_fill`` (without gradients). The others
 (``masked_select``, ``put``, ``repeat_interleave``, ...) refuse a Dask array with the fix rather
 than compute it whole behind the caller's back.
 
@@ -26,6 +27,8 @@ READS = ("gather", "take", "index_select", "take_along_dim")
 WRITES = ("scatter_add", "scatter_reduce", "index_add", "index_reduce")
 # Ops along one dim, run per block with that dim whole.
 ALONG = ("sort", "argsort", "topk")
+# Plain writes (the last write in index order stays), without a gradient here.
+SETS = ("scatter", "index_copy", "index_fill")
 _ARRAYS = {"input", "src", "source", "index", "indices", "grad_output"}
 # A write's gradient reads where the write went: a dropped write is read as a 0.
 _READ_OF = {None: None, "error": None, "wrap": "wrap", "clip": "clip", "drop": "fill"}
@@ -45,7 +48,7 @@ def call(op, args, kwargs):
     """``gather.<op>(*args, **kwargs)`` with a Dask array among the arguments."""
     native = getattr(_native, op)
     v = _bind(native, op, args, kwargs)
-    if op not in READS + WRITES + ALONG:
+    if op not in READS + WRITES + ALONG + SETS:
         raise _no_graph(op, f"gather.{op}")
     _check(native, v)
     if op in ALONG:
@@ -73,7 +76,7 @@ def refuse_in_place(op):
 
 
 def _no_graph(op, name, ops=None):
-    ops = ops or ", ".join(READS + WRITES + ALONG) + " and their gradients"
+    ops = ops or ", ".join(READS + WRITES + ALONG) + " and their gradients, and " + ", ".join(SETS)
     return refused(
         f"{op}: {name} has no Dask graph, and computing a Dask array whole is left to the caller",
         f"call `.compute()` on the Dask arrays first where they fit in memory; the ops that run on "
@@ -141,14 +144,14 @@ def _bind(native, op, args, kwargs):
                       "convert bfloat16 bit patterns to float32 first: "
                       "`(bits.astype(np.uint32) << 16).view(np.float32)`")
     for name in _ARRAYS & v.keys():
-        if v[name] is not None and not isinstance(v[name], da.Array):
+        if v[name] is not None and not isinstance(v[name], da.Array) and not np.isscalar(v[name]):
             v[name] = np.asarray(v[name])
     return v
 
 
 def _check(native, v):
     """The library's checks of the call, when the graph is built (see gather._calls.check)."""
-    _calls.check(native, v, [n for n in _ARRAYS & v.keys() if v[n] is not None])
+    _calls.check(native, v, [n for n in _ARRAYS & v.keys() if hasattr(v[n], "shape")])
 
 
 def _dask(a):
@@ -385,6 +388,49 @@ def _call_block(native, names, fixed, *blocks):
 
 def _part(pieces, k):
     return pieces[k]
+
+
+def _scatter(v):
+    import dask.array as da
+
+    from . import dask as gd
+
+    x, index = _lifted(v["input"], v["index"])
+    src = v["src"]
+    if src is None or not hasattr(src, "shape"):  # the number form
+        src = da.full(index.shape, v["value"] if src is None else src, dtype=x.dtype, chunks=index.chunks)
+    (src,) = _lifted(src)
+    if index.size == 0:
+        return x.reshape(np.shape(v["input"]))
+    d = v["dim"] % x.ndim
+    index = _validated(index, "scatter", "gather", _along_dim(d, x.shape[d]), _READ_OF[v["bounds"]])
+    if v["reduce"] is not None:  # the legacy reduce= of scatter: into self
+        how = {"add": "sum", "multiply": "prod"}[v["reduce"]]
+        out = gd.scatter_reduce(x, d, index, src, how, True, bounds=v["bounds"], fill_value=v["fill_value"])
+    else:
+        out = gd._scatter_reduce(x, d, index, src, None, True, None, v["bounds"], v["fill_value"], "scatter")
+    return out.reshape(np.shape(v["input"]))
+
+
+def _index_copy(v):
+    from . import dask as gd
+
+    x, index, source, d = _index_operands(v, "index_copy")
+    if index.size == 0:
+        return x.reshape(np.shape(v["input"]))
+    out = gd._scatter_reduce(x, d, index, source, None, True, None, v["bounds"], v["fill_value"], "scatter")
+    return out.reshape(np.shape(v["input"]))
+
+
+def _index_fill(v):
+    import dask.array as da
+
+    (x,) = _lifted(v["input"])
+    index = _dask(v["index"]).reshape(-1)
+    d = v["dim"] % x.ndim
+    shape = x.shape[:d] + (index.size,) + x.shape[d + 1:]
+    source = da.full(shape, v["value"], dtype=x.dtype)
+    return _index_copy({**v, "source": source})
 
 
 # ---------------------------------------------------------------------------------------------

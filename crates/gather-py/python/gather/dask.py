@@ -346,7 +346,7 @@ def _clip_chunks(chunks, size):
 
 
 def _identity(dtype, reduce):
-    if reduce in ("sum", "mean"):
+    if reduce in ("sum", "mean", "set"):
         return 0
     if reduce == "prod":
         return 1
@@ -400,6 +400,8 @@ def _accumulate(acc, sblock, iblock, dim, reduce, bounds, origin):
     where = dict(origin=(origin[dim],) if one_d else origin, along=dim if one_d else None)
     if reduce in ("sum", "mean"):
         _in_whole(lambda: _native.scatter_add_(values, dim, idx, sblock, bounds=bounds), **where)
+    elif reduce == "set":  # a plain write: the last in index order stays
+        _in_whole(lambda: _native.scatter_(values, dim, idx, sblock, bounds=bounds), **where)
     else:
         _in_whole(lambda: _native.scatter_reduce_(values, dim, idx, sblock, reduce, bounds=bounds), **where)
     if iblock.ndim == 1:
@@ -418,12 +420,17 @@ def _accumulate(acc, sblock, iblock, dim, reduce, bounds, origin):
     return values, counts
 
 
-def _combine(parts, reduce):
-    """Chains' groups combined in chain order, into the first (its task is its only reader)."""
-    op = {"sum": np.add, "mean": np.add, "prod": np.multiply, "amax": np.maximum, "amin": np.minimum}[reduce]
+def _combine(parts, reduce, dim):
+    """Chains' groups combined in chain order, into the first (its task is its only reader); for
+    plain writes a later chain's written groups replace the earlier ones."""
     values, counts = _own(parts[0][0]), _own(parts[0][1])
     for v, c in parts[1:]:
-        op(values, v, out=values)
+        if reduce == "set":
+            shape = (1,) * dim + (-1,) + (1,) * (v.ndim - dim - 1) if c.ndim == 1 else c.shape
+            np.copyto(values, v, where=np.broadcast_to(c.reshape(shape) > 0, v.shape))
+        else:
+            op = {"sum": np.add, "mean": np.add, "prod": np.multiply, "amax": np.maximum, "amin": np.minimum}[reduce]
+            op(values, v, out=values)
         counts += c
     return values, counts
 
@@ -466,7 +473,7 @@ def _tree(src, index, dim, dim_size, reduce, split_every, bounds=None):
             nxt = []
             for g in range(math.ceil(len(level) / split_every)):
                 key = (cname, g) + j
-                dsk[key] = (_combine, level[g * split_every:(g + 1) * split_every], reduce)
+                dsk[key] = (_combine, level[g * split_every:(g + 1) * split_every], reduce, dim)
                 nxt.append(key)
             level = nxt
         roots[j] = level[0]
@@ -566,7 +573,7 @@ def scatter_reduce(input, dim, index, src, reduce, include_self=True, split_ever
 
 
 def _scatter_reduce(input, dim, index, src, reduce, include_self, split_every, bounds, fill_value, op):
-    r = _REDUCE.get(reduce)
+    r = "set" if op == "scatter" else _REDUCE.get(reduce)
     if r is None or reduce in ("add", "mul", "max", "min"):
         raise ValueError(f'scatter_reduce: reduce must be "sum", "prod", "mean", "amax" or "amin", got {reduce!r}')
     input = _as_dask(input)
@@ -583,6 +590,8 @@ def _scatter_reduce(input, dim, index, src, reduce, include_self, split_every, b
     one, at = np.zeros(1, input.dtype), np.zeros(1, np.int64)
     if op == "scatter_add":
         _native.scatter_add(one, 0, at, one, bounds=bounds, fill_value=fill_value)
+    elif op == "scatter":
+        _native.scatter(one, 0, at, one, bounds=bounds, fill_value=fill_value)
     else:
         _native.scatter_reduce(one, 0, at, one, r, bounds=bounds, fill_value=fill_value)
     values, counts = _tree(src, index, d, input.shape[d], r, split_every, bounds)
@@ -594,7 +603,9 @@ def _scatter_reduce(input, dim, index, src, reduce, include_self, split_every, b
     values = values.rechunk(input.chunks) if values.shape == input.shape else values
     c = _counts_like(counts, values, d)
     hit = c > 0
-    if r == "sum":
+    if r == "set":
+        out = da.where(hit, values, input)
+    elif r == "sum":
         out = input + values if include_self else da.where(hit, values, input)
     elif r == "prod":
         out = input * values if include_self else da.where(hit, values, input)
