@@ -46,26 +46,24 @@ def given(args, kwargs):
 
 def call(op, args, kwargs):
     """``gather.<op>(*args, **kwargs)`` with a Dask array among the arguments."""
-    native = getattr(_native, op)
-    v = _bind(native, op, args, kwargs)
-    if op not in READS + WRITES + ALONG + SETS:
-        raise _no_graph(op, f"gather.{op}")
-    _check(native, v)
-    if op in ALONG:
-        return _along_blocks(native, v, op)
-    return globals()["_" + op](v)
+    return _run(getattr(_native, op), op, args, kwargs, READS + WRITES + ALONG + SETS, "gather.", "_")
 
 
 def grad(op, args, kwargs):
     """``gather.grad.<op>(*args, **kwargs)`` with a Dask array among the arguments."""
-    native = getattr(_native.grad, op)
+    return _run(getattr(_native.grad, op), op, args, kwargs, READS + WRITES + ALONG, "gather.grad.", "_grad_")
+
+
+def _run(native, op, args, kwargs, ops, module, prefix):
+    """``native`` (``module`` + ``op``) as the graph its function here (``prefix`` + ``op``)
+    builds, after the library's checks; refused where ``op`` is not in ``ops``."""
     v = _bind(native, op, args, kwargs)
-    if op not in READS + WRITES + ALONG:
-        raise _no_graph(op, f"gather.grad.{op}")
+    if op not in ops:
+        raise _no_graph(op, module + op)
     _check(native, v)
     if op in ALONG:
         return _along_blocks(native, v, op)
-    return globals()["_grad_" + op](v)
+    return globals()[prefix + op](v)
 
 
 def refuse_in_place(op):
@@ -187,7 +185,7 @@ def _validated(index, name, read, args_of, policy):
     """``index`` with each block's values checked by the library's ``read`` (called with
     ``args_of(block)``, a stride-0 table and the block), so that a bad value raises the library's
     error under ``name``, at its position in the whole index, before a task writes with it."""
-    from .dask import _in_whole
+    from .dask import _in_whole, _reworded
 
     if policy == "fill":
         return index  # no value is an error
@@ -200,9 +198,7 @@ def _validated(index, name, read, args_of, policy):
             if read == name:
                 raise
             text = re.sub(rf"(^|hint: ){re.escape(read)}\b", lambda m: m.group(1) + name, str(e), flags=re.M)
-            moved = type(e)(text)
-            moved.hint, moved.index_value, moved.coordinate = e.hint, e.index_value, e.coordinate
-            raise moved from None
+            raise _reworded(e, text, e.coordinate) from None
         return ib
 
     return index.map_blocks(block, dtype=index.dtype)

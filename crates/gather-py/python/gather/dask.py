@@ -117,9 +117,14 @@ def _in_whole(call, origin, flat_shape=None, along=None):
             pos = [o + c for o, c in zip(origin, e.coordinate)]
         if flat_shape is not None:
             pos = [int(v) for v in np.unravel_index(pos[0], flat_shape)]
-        moved = type(e)(str(e).replace(f"position {e.coordinate}", f"position {pos}", 1))
-        moved.hint, moved.index_value, moved.coordinate = e.hint, e.index_value, pos
-        raise moved from None
+        raise _reworded(e, str(e).replace(f"position {e.coordinate}", f"position {pos}", 1), pos) from None
+
+
+def _reworded(e, text, coordinate):
+    """The library's index error ``e`` with the message ``text`` and the position ``coordinate``."""
+    moved = type(e)(text)
+    moved.hint, moved.index_value, moved.coordinate = e.hint, e.index_value, coordinate
+    return moved
 
 
 def _origin(chunks, block):
@@ -424,12 +429,12 @@ def _combine(parts, reduce, dim):
     """Chains' groups combined in chain order, into the first (its task is its only reader); for
     plain writes a later chain's written groups replace the earlier ones."""
     values, counts = _own(parts[0][0]), _own(parts[0][1])
+    op = {"sum": np.add, "mean": np.add, "prod": np.multiply, "amax": np.maximum, "amin": np.minimum}.get(reduce)
     for v, c in parts[1:]:
-        if reduce == "set":
+        if op is None:  # "set"
             shape = (1,) * dim + (-1,) + (1,) * (v.ndim - dim - 1) if c.ndim == 1 else c.shape
             np.copyto(values, v, where=np.broadcast_to(c.reshape(shape) > 0, v.shape))
         else:
-            op = {"sum": np.add, "mean": np.add, "prod": np.multiply, "amax": np.maximum, "amin": np.minimum}[reduce]
             op(values, v, out=values)
         counts += c
     return values, counts

@@ -576,19 +576,12 @@ impl TensorViewMut<'_> {
 /// after a pass per axis that stops at the first difference (at once for independent values).
 /// Indices of fewer than [`GRAIN`](crate::plan::GRAIN) elements are left as they are: the row
 /// loops gain little there, and the search would cost a small call a tenth of its time.
-#[inline]
 pub(crate) fn materialised_broadcast<I: crate::IndexElem>(
     index: &ArrayView<'_, I, IxDyn>,
 ) -> Option<ArrayD<I>> {
     if index.len() < crate::plan::GRAIN {
         return None;
     }
-    compact_broadcast(index)
-}
-
-/// [`materialised_broadcast`]'s search, out of line.
-#[inline(never)]
-fn compact_broadcast<I: crate::IndexElem>(index: &ArrayView<'_, I, IxDyn>) -> Option<ArrayD<I>> {
     let mut compact = index.view();
     let mut found = false;
     for ax in 0..compact.ndim() {
@@ -607,7 +600,6 @@ fn compact_broadcast<I: crate::IndexElem>(index: &ArrayView<'_, I, IxDyn>) -> Op
 }
 
 /// `compact` (from [`materialised_broadcast`]) as a stride-0 view of `index`'s shape.
-#[inline(never)]
 pub(crate) fn spread<'c, I: crate::IndexElem>(
     compact: &'c ArrayD<I>,
     index: &ArrayView<'_, I, IxDyn>,
@@ -631,6 +623,7 @@ fn constant_along<I: crate::IndexElem>(a: &ArrayView<'_, I, IxDyn>, ax: usize) -
             .all(|run| run.iter().zip(first).all(|(x, y)| x.to_i64() == y.to_i64()))
     })
 }
+
 /// `f` of every element of `a`, as an owned standard-layout array built in logical order (NumPy
 /// gives empty arrays strides, 0 along an empty axis, that ndarray's `to_owned` and `mapv` may
 /// carry into an owned array).
