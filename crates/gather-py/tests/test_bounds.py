@@ -344,6 +344,10 @@ def test_parity_pytorch_gives_pytorchs_numbers_under_a_policy_as_without_one(pol
      "scatter_add: the Fill policy is for reads, but scatter_add writes", 'use bounds="drop"'),
     (lambda: gather.scatter(np.zeros(3), 0, np.array([1]), 2.0, bounds="clip"),
      "scatter: a bounds policy applies to the src form without reduce", "index_fill"),
+    (lambda: gather.grad.scatter(np.zeros(3), np.zeros(3), 0, np.array([1]), value=2.0, bounds="wrap"),
+     "scatter: a bounds policy applies to the src form without reduce", "index_fill"),
+    (lambda: gather.grad.scatter(np.zeros(3), np.zeros(3), 0, np.array([1]), np.ones(1), reduce="add", bounds="wrap"),
+     "scatter: a bounds policy applies to the src form without reduce", "index_fill"),
     (lambda: gather.take(np.zeros(3), np.array([1, -4]), bounds="wrap"),
      "take: index -4 is out of bounds", None),
 ])

@@ -343,16 +343,13 @@ pub(crate) fn grad<T: GradFloat + TensorElem, I: IndexElem>(
             super::take::batch_dims(args)?,
         )?),
         "scatter" | "scatter_add" | "scatter_reduce" => {
+            if op == "scatter" {
+                // The forward's error for the forms a policy does not apply to.
+                parse(op, args, inputs.tensor("src").is_some())?;
+            }
             let s = src("src")?;
             let r = match op {
-                "scatter" => {
-                    if !matches!(args.get("reduce"), None | Some(Arg::None)) {
-                        return Err(Error::invalid(
-                            "scatter: a bounds policy applies to the src form without reduce",
-                        ));
-                    }
-                    go.scatter(g, args.dim()?, i, s.raw_dim())?
-                }
+                "scatter" => go.scatter(g, args.dim()?, i, s.raw_dim())?,
                 "scatter_add" => go.scatter_add(g, args.dim()?, i, s.raw_dim())?,
                 _ => {
                     let reduce: Reduce = args.str("reduce")?.parse()?;
@@ -464,5 +461,22 @@ mod tests {
         a.set("bounds", Arg::Str("clip".into()));
         let e = call("masked_select", &a, &ins).unwrap_err();
         assert!(e.to_string().contains("takes no bounds policy"), "{e}");
+    }
+
+    #[test]
+    fn the_gradient_of_scatters_value_form_under_a_policy_gives_the_forwards_error() {
+        let ins = inputs(vec![
+            ("input", Tensor::from(array![1.0f32, 2.0].into_dyn())),
+            ("index", Tensor::from(array![1i64].into_dyn())),
+        ]);
+        let mut args = Args::default();
+        args.set("dim", Arg::Int(0));
+        args.set("value", Arg::Float(2.0));
+        args.set("bounds", Arg::Str("wrap".into()));
+        let forward = call("scatter", &args, &ins).unwrap_err();
+        let g = Tensor::from(array![1.0f32, 1.0].into_dyn());
+        let e = call_grad("scatter", &args, &ins, &g.view()).unwrap_err();
+        assert_eq!(e.to_string(), forward.to_string());
+        assert!(e.hint().unwrap().contains("index_fill"), "{e}");
     }
 }
