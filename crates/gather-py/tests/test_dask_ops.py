@@ -238,14 +238,12 @@ def test_a_bad_index_value_raises_the_in_memory_error_at_compute_time(call, valu
     assert got.value.index_value == want.value.index_value
 
 
-def test_ops_without_a_graph_and_the_in_place_forms_refuse_a_dask_array_with_the_fix():
+def test_the_in_place_forms_and_bit_patterns_refuse_a_dask_array_with_the_fix():
     X = lazy(np.arange(6.0), 3)
-    for call in (lambda: gather.repeat_interleave(X, 2), lambda: gather.masked_select(X, X > 2),
-                 lambda: gather.grad.masked_select(X, X, X > 2), lambda: gather.put(X, np.array([0]), np.array([1.0]))):
-        with pytest.raises(gather.InvalidArgumentError, match=r"(?s)no Dask graph.*hint: call `\.compute\(\)`"):
-            call()
     with pytest.raises(gather.InvalidArgumentError, match="immutable"):
         gather.scatter_add_(X, 0, np.array([0]), np.array([1.0]))
+    with pytest.raises(gather.InvalidArgumentError, match="immutable"):
+        gather.put_(X, np.array([0]), np.array([1.0]))
     with pytest.raises(gather.InvalidArgumentError, match="bfloat16"):
         gather.gather(lazy(np.zeros(4, np.uint16), 2), 0, np.array([1]), dtype="bfloat16")
 
@@ -335,5 +333,148 @@ def test_the_plain_writes_keep_the_last_write_in_index_order_as_the_in_memory_ca
             close(gather.scatter(X, dim, i, value=2.5), gather.scatter(x, dim, i, value=2.5))
             for reduce in ("add", "multiply"):
                 close(gather.scatter(X, dim, i, src, reduce=reduce), gather.scatter(x, dim, i, src, reduce=reduce))
-    with pytest.raises(gather.InvalidArgumentError, match="no Dask graph"):
-        gather.grad.index_copy(X, X, 0, np.array([1]), X[:1])
+        g = rng.standard_normal(x.shape)
+        G = lazy(g, 2)
+        both(gather.grad.scatter(G, X, dim, lazy(i, 2), src, **policy), gather.grad.scatter(g, x, dim, i, src, **policy))
+        both(gather.grad.index_copy(G, X, dim, lazy(j, 2), source, **policy),
+             gather.grad.index_copy(g, x, dim, j, source, **policy))
+        close(gather.grad.index_fill(G, X, dim, j, -1.5, **policy), gather.grad.index_fill(g, x, dim, j, -1.5, **policy))
+        if bounds is None:
+            close(gather.grad.scatter(G, X, dim, i, value=2.5), gather.grad.scatter(g, x, dim, i, value=2.5))
+            for reduce in ("add", "multiply"):
+                both(gather.grad.scatter(G, X, dim, i, src, reduce=reduce), gather.grad.scatter(g, x, dim, i, src, reduce=reduce))
+                close(gather.grad.scatter(G, X, dim, i, value=1.5, reduce=reduce),
+                      gather.grad.scatter(g, x, dim, i, value=1.5, reduce=reduce))
+
+
+def test_index_fill_counts_negative_values_from_the_end_as_in_memory():
+    x = np.arange(12.0).reshape(3, 4)
+    j = np.array([-1, 1, -3])
+    close(gather.index_fill(lazy(x, 2), 0, lazy(j, 2), 7.0), gather.index_fill(x, 0, j, 7.0))
+    close(gather.grad.index_fill(lazy(x, 2), lazy(x, 2), 0, j, 7.0), gather.grad.index_fill(x, x, 0, j, 7.0))
+    with pytest.raises(gather.IndexOutOfBoundsError) as want:
+        gather.index_fill(x, 0, np.array([0, 0, -4]), 7.0)
+    with pytest.raises(gather.IndexOutOfBoundsError) as got:
+        gather.index_fill(lazy(x, 2), 0, lazy(np.array([0, 0, -4]), 2), 7.0).compute()
+    assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("bounds", WRITE_BOUNDS)
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_put_and_its_gradient_equal_the_in_memory_calls(bounds, accumulate):
+    rng = np.random.default_rng(len(str(bounds)) + accumulate)
+    policy = {} if bounds is None else {"bounds": bounds}
+    x = rng.standard_normal((7, 5))
+    i = index_for(rng, x.size, (4, 6), bounds)
+    if bounds is None:
+        i = i - 17  # negative values count from the end
+    source = rng.standard_normal((3, 8))  # as many elements as the index, another shape
+    g = rng.standard_normal(x.shape)
+    for chunks in CHUNKS:
+        X = lazy(x, chunks)
+        close(gather.put(X, lazy(i, 3), lazy(source, 2), accumulate, **policy), gather.put(x, i, source, accumulate, **policy))
+        both(gather.grad.put(lazy(g, chunks), X, lazy(i, 3), source, accumulate, **policy),
+             gather.grad.put(g, x, i, source, accumulate, **policy))
+
+
+@pytest.mark.parametrize("chunks", CHUNKS)
+def test_masked_select_masked_scatter_and_their_gradients_equal_the_in_memory_calls(chunks):
+    rng = np.random.default_rng(chunks[0] + 5)
+    x = rng.standard_normal((7, 5))
+    X = lazy(x, chunks)
+    for mask in (x > 0.2, (x > 0.2)[:1], (x > 0.2)[:, :1], np.zeros((7, 5), bool), np.ones(5, bool)):
+        M = lazy(mask, 2)
+        got = gather.masked_select(X, M)
+        assert np.isnan(got.shape[0])  # as Dask's boolean indexing: sizes known once computed
+        close(got, gather.masked_select(x, mask))
+        n = gather.masked_select(x, mask).size
+        g = rng.standard_normal(n)
+        close(gather.grad.masked_select(lazy(g, 4), X, M), gather.grad.masked_select(g, x, mask))
+        close(gather.grad.masked_select(got.compute_chunk_sizes(), X, M),
+              gather.grad.masked_select(gather.masked_select(x, mask), x, mask))
+        source = rng.standard_normal((6, 7))
+        close(gather.masked_scatter(X, M, lazy(source, 4)), gather.masked_scatter(x, mask, source))
+        gs = rng.standard_normal(x.shape)
+        both(gather.grad.masked_scatter(lazy(gs, 3), X, M, lazy(source, 4)), gather.grad.masked_scatter(gs, x, mask, source))
+    # The gradient through a broadcast input sums over the broadcast axes.
+    row = x[:1]
+    mask = x > 0
+    g = rng.standard_normal(gather.masked_select(row, mask).size)
+    close(gather.grad.masked_select(lazy(g, 3), lazy(row, 2), lazy(mask, 3)), gather.grad.masked_select(g, row, mask))
+    with pytest.raises(gather.InvalidArgumentError, match=r"unknown sizes.*\n.*compute_chunk_sizes"):
+        gather.grad.masked_select(gather.masked_select(X, X > 0), X, X > 0)
+
+
+@pytest.mark.parametrize("chunks", CHUNKS)
+def test_repeat_interleave_and_its_gradient_equal_the_in_memory_calls(chunks):
+    rng = np.random.default_rng(chunks[1])
+    x = rng.standard_normal((7, 5))
+    X = lazy(x, chunks)
+    r0, r1 = rng.integers(0, 4, 7), rng.integers(0, 3, 5)
+    close(gather.repeat_interleave(lazy(r0, 3)), gather.repeat_interleave(r0))
+    close(gather.repeat_interleave(lazy(r0, 3), output_size=int(r0.sum())), gather.repeat_interleave(r0))
+    cases = [(3, 1, None), (2, None, None), (np.array(2), 0, 14), (np.array([3]), 1, None), (r0, 0, None),
+             (r1, 1, int(r1.sum())), (r1, -1, None), (lazy(r0, 4), 0, None), (lazy(r1, 2), 1, int(r1.sum())),
+             (lazy(np.array([2]), 1), 1, None), (rng.integers(0, 3, 35), None, None)]
+    for repeats, dim, size in cases:
+        want = gather.repeat_interleave(x, np.asarray(repeats) if hasattr(repeats, "shape") else repeats, dim,
+                                        output_size=size)
+        got = gather.repeat_interleave(X, repeats, dim, output_size=size)
+        if size is not None or not isinstance(repeats, da.Array) and np.size(repeats) == 1:
+            assert not np.isnan(got.shape).any()  # sizes the graph knows
+        close(got, want)
+        g = rng.standard_normal(want.shape)
+        r = np.asarray(repeats) if hasattr(repeats, "shape") else repeats
+        close(gather.grad.repeat_interleave(lazy(g, 3), X, repeats, dim), gather.grad.repeat_interleave(g, x, r, dim))
+
+
+@pytest.mark.parametrize("bounds", READ_BOUNDS)
+def test_select_batched_and_its_gradient_equal_the_in_memory_calls(bounds):
+    rng = np.random.default_rng(len(str(bounds)) + 11)
+    policy = {} if bounds is None else {"bounds": bounds, "fill_value": -2.0 if bounds == "fill" else None}
+    y = rng.standard_normal((4, 3, 6, 2))
+    for chunks in [(3, 2, 4, 1), (4, 3, 6, 2), (1, 1, 5, 2)]:
+        Y = lazy(y, chunks)
+        for axis, b, shape in [(2, 1, (4, 5)), (2, 0, (2, 3)), (2, 2, (4, 3)), (0, 0, (3,)), (-1, 1, (4, 2, 3))]:
+            n = y.shape[axis]
+            i = index_for(rng, n, shape, bounds)
+            want = gather.select_batched(y, axis, i, b, **policy)
+            close(gather.select_batched(Y, axis, lazy(i, 2), b, **policy), want)
+            g = rng.standard_normal(want.shape)
+            close(gather.grad.select_batched(lazy(g, 2), Y, axis, lazy(i, 2), b, **policy),
+                  gather.grad.select_batched(g, y, axis, i, b, **policy))
+
+
+@pytest.mark.parametrize("call", [
+    lambda x, i, r: gather.put(x, i, np.ones(i.shape)),
+    lambda x, i, r: gather.grad.put(x, x, i, np.ones(i.shape)),
+    lambda x, i, r: gather.select_batched(x, 1, i, 1),
+    lambda x, i, r: gather.grad.select_batched(np.ones(i.shape), x, 1, i, 1),
+    lambda x, i, r: gather.grad.scatter(x, x, 1, i, np.ones(i.shape)),
+    lambda x, i, r: gather.grad.scatter(x, x, 1, i, value=1.0),
+    lambda x, i, r: gather.grad.index_copy(x, x, 1, i[0], np.ones((4, 5))),
+    lambda x, i, r: gather.grad.index_fill(x, x, 1, i[0], 1.0),
+    lambda x, i, r: gather.masked_scatter(x, x == 0, np.ones(20)),
+    lambda x, i, r: gather.grad.masked_scatter(x, x, x == 0, np.ones(23)),
+    lambda x, i, r: gather.grad.masked_select(np.ones(23), x, x == 0),
+    lambda x, i, r: gather.repeat_interleave(r),
+    lambda x, i, r: gather.repeat_interleave(x, r, 1),
+    lambda x, i, r: gather.repeat_interleave(x, np.abs(r), 1, output_size=8),
+    lambda x, i, r: gather.repeat_interleave(np.abs(r), output_size=8),
+    lambda x, i, r: gather.grad.repeat_interleave(np.ones((4, 8)), x, np.abs(r), 1),
+    lambda x, i, r: gather.grad.repeat_interleave(np.ones((4, 9)), x, r, 1),
+], ids=["put", "grad.put", "select_batched", "grad.select_batched", "grad.scatter", "grad.scatter_value",
+        "grad.index_copy", "grad.index_fill", "masked_scatter", "grad.masked_scatter", "grad.masked_select",
+        "repeat_interleave", "repeat_interleave_dim", "output_size", "output_size_positions",
+        "grad.repeat_interleave", "grad.repeat_interleave_negative"])
+def test_a_bad_value_of_the_other_ops_raises_the_in_memory_error_at_compute_time(call):
+    x = np.zeros((4, 6))
+    i = np.ones((4, 5), np.int64)
+    i[0, 4] = 40  # in the third block of its row
+    r = np.array([1, 2, 0, 1, 3, -2])  # the negative count in the second block
+    with pytest.raises(gather.GatherError) as want:
+        call(x, i, r)
+    result = call(lazy(x, 2), lazy(i, 2), lazy(r, 4))
+    with pytest.raises(type(want.value)) as got:
+        dask.compute(*result) if isinstance(result, tuple) else result.compute()
+    assert str(got.value) == str(want.value)

@@ -32,13 +32,12 @@ works (``torch.autograd.forward_ad``, ``torch.func.jvp``, ``jacfwd``, ``hessian`
 gradient from :mod:`gather.grad` and its derivatives made of the ops; an output whose length
 depends on values is refused there with the fix.
 
-Dask arrays (``dask.array.Array``) stay lazy: ``gather``, ``take``, ``index_select``,
-``take_along_dim``, ``scatter_add``, ``scatter_reduce``, ``index_add``, ``index_reduce``, their
-gradients and a host :class:`ScatterPlan`'s calls build Dask graphs of :mod:`gather.dask`'s routed
-reads and reduction trees (and so do the plain writes ``scatter``, ``index_copy`` and
-``index_fill``, without gradients), and ``sort``, ``argsort`` and ``topk`` run per block with
-their dim whole; all return Dask arrays. The other ops and the in-place forms refuse a Dask array
-with the fix.
+Dask arrays (``dask.array.Array``) stay lazy: every op and every gradient in :mod:`gather.grad`,
+and a host :class:`ScatterPlan`'s calls, build Dask graphs of :mod:`gather.dask`'s routed reads
+and reduction trees (``sort``, ``argsort`` and ``topk`` run per block with their dim whole;
+``masked_select`` and ``repeat_interleave`` without ``output_size`` give blocks of unknown size,
+as Dask's boolean indexing does) and return Dask arrays. The in-place forms and
+``dtype="bfloat16"`` refuse a Dask array with the fix.
 
 Bounds policies: what PyTorch has no word for is a keyword. ``bounds=`` says what an index value
 outside its dimension (size ``n``) does, on every indexing op (gather, take_along_dim,

@@ -2,17 +2,25 @@
 (Dask in, Dask out) from :mod:`gather.dask`'s routed reads and reduction trees, so an array
 larger than memory is never pulled into one process.
 
-The ops with a graph are the reads ``gather``, ``take``, ``index_select`` and ``take_along_dim``
-and the writes ``scatter_add``, ``scatter_reduce``, ``index_add`` and ``index_reduce``, with
-their gradients (each a graph of the same reads and trees, as the library composes them), and
-``sort``, ``argsort`` and ``topk`` with theirs, per block with the dim whole, and the plain writes
-``scatter``, ``index_copy`` and ``index_fill`` (without gradients). The others
-(``masked_select``, ``put``, ``repeat_interleave``, ...) refuse a Dask array with the fix rather
-than compute it whole behind the caller's back.
+Every op of the family has a graph, and every gradient:
+
+- the reads ``gather``, ``take``, ``index_select``, ``take_along_dim`` and ``select_batched`` route
+  the index by the table's blocks;
+- the writes ``scatter_add``, ``scatter_reduce``, ``index_add``, ``index_reduce``, ``scatter``,
+  ``index_copy``, ``index_fill`` and ``put`` are reduction trees (the plain writes keep the last
+  write in index order);
+- ``sort``, ``argsort`` and ``topk`` run per block with the dim whole;
+- the masked ops read by the rank of each true position (a cumulative sum of the mask), and
+  ``repeat_interleave`` by the segment of each output position (a search of the repeats'
+  cumulative sum) where the output's size is known, per block where it is not: ``masked_select``
+  and ``repeat_interleave`` without ``output_size`` give chunks of unknown size, as Dask's
+  boolean indexing does;
+- the gradients are graphs of the same reads and trees, as the library composes them.
 
 Errors come as the in-memory call gives them: the library's own checks of dims, shapes, dtypes
 and arguments run when the graph is built (on stand-ins, see :func:`gather._calls.check`); a bad
-index value is reported at compute time, with its value and its position in the whole index."""
+index value, a negative repeat or a count that the values decide (a mask's true positions, the
+repeats' sum) is reported at compute time, with its value and its position in the whole array."""
 
 import inspect
 import re
@@ -21,15 +29,17 @@ import sys
 import numpy as np
 
 from . import _calls, _native, _shapes
-from ._errors import IndexOutOfBoundsError, refused
+from ._errors import GatherError, IndexOutOfBoundsError, refused
 
 READS = ("gather", "take", "index_select", "take_along_dim")
 WRITES = ("scatter_add", "scatter_reduce", "index_add", "index_reduce")
 # Ops along one dim, run per block with that dim whole.
 ALONG = ("sort", "argsort", "topk")
-# Plain writes (the last write in index order stays), without a gradient here.
+# Plain writes (the last write in index order stays).
 SETS = ("scatter", "index_copy", "index_fill")
-_ARRAYS = {"input", "src", "source", "index", "indices", "grad_output"}
+# Ops whose sizes or positions follow from values: a mask's true positions, the repeats.
+MORE = ("put", "masked_select", "masked_scatter", "repeat_interleave", "select_batched")
+_ARRAYS = {"input", "src", "source", "index", "indices", "grad_output", "mask", "repeats"}
 # A write's gradient reads where the write went: a dropped write is read as a 0.
 _READ_OF = {None: None, "error": None, "wrap": "wrap", "clip": "clip", "drop": "fill"}
 # A read's gradient writes where the read came from: a filled position writes nothing.
@@ -46,12 +56,13 @@ def given(args, kwargs):
 
 def call(op, args, kwargs):
     """``gather.<op>(*args, **kwargs)`` with a Dask array among the arguments."""
-    return _run(getattr(_native, op), op, args, kwargs, READS + WRITES + ALONG + SETS, "gather.", "_")
+    return _run(getattr(_native, op), op, args, kwargs, READS + WRITES + ALONG + SETS + MORE, "gather.", "_")
 
 
 def grad(op, args, kwargs):
     """``gather.grad.<op>(*args, **kwargs)`` with a Dask array among the arguments."""
-    return _run(getattr(_native.grad, op), op, args, kwargs, READS + WRITES + ALONG, "gather.grad.", "_grad_")
+    return _run(getattr(_native.grad, op), op, args, kwargs, READS + WRITES + ALONG + SETS + MORE, "gather.grad.",
+                "_grad_")
 
 
 def _run(native, op, args, kwargs, ops, module, prefix):
@@ -59,8 +70,8 @@ def _run(native, op, args, kwargs, ops, module, prefix):
     builds, after the library's checks; refused where ``op`` is not in ``ops``."""
     v = _bind(native, op, args, kwargs)
     if op not in ops:
-        raise _no_graph(op, module + op)
-    _check(native, v)
+        raise _no_graph(op, module + op, ", ".join(ops))
+    _check(native, op, v)
     if op in ALONG:
         return _along_blocks(native, v, op)
     return globals()[prefix + op](v)
@@ -73,8 +84,7 @@ def refuse_in_place(op):
     )
 
 
-def _no_graph(op, name, ops=None):
-    ops = ops or ", ".join(READS + WRITES + ALONG) + " and their gradients, and " + ", ".join(SETS)
+def _no_graph(op, name, ops):
     return refused(
         f"{op}: {name} has no Dask graph, and computing a Dask array whole is left to the caller",
         f"call `.compute()` on the Dask arrays first where they fit in memory; the ops that run on "
@@ -147,9 +157,93 @@ def _bind(native, op, args, kwargs):
     return v
 
 
-def _check(native, v):
-    """The library's checks of the call, when the graph is built (see gather._calls.check)."""
-    _calls.check(native, v, [n for n in _ARRAYS & v.keys() if hasattr(v[n], "shape")])
+def _check(native, op, v):
+    """The library's checks of the call, when the graph is built (see gather._calls.check). Its
+    stand-ins keep sizes' order, not their products nor the values that decide some counts, so
+    those are compared here: put's index and source by their element counts, and a gradient of
+    masked_select or repeat_interleave by the forward call's checks and grad_output's dtype and
+    the sizes that do not wait for the values (the rest is checked at compute time)."""
+    names = [n for n in _ARRAYS & v.keys() if hasattr(v[n], "shape")]
+    if op == "put":
+        if _count(v["index"]) != _count(v["source"]):
+            _raise_real(native, v, names)
+        v = {**v, **{n: _stand(v[n], (_count(v[n]),)) for n in ("index", "source")}}
+    elif op == "repeat_interleave":
+        v = {**v, "output_size": None}  # checked against the repeats' sum at compute time
+        r = v["repeats"]
+        if v["dim"] is None and r is not None and hasattr(r, "shape") and _count(r) != 1:
+            if _count(v["input"]) != _count(r):  # flattened: one count per element
+                _raise_real(native, v, names)
+            v = {**v, "input": _stand(v["input"], (_count(v["input"]),))}
+    if "grad_output" in v and op in ("masked_select", "repeat_interleave"):
+        g, x = v["grad_output"], v["input"]
+        forward = {k: val for k, val in v.items() if k != "grad_output"}
+        _calls.check(getattr(_native, op), forward, [n for n in names if n != "grad_output"])
+        shape = _forward_shape(op, forward)
+        if g.dtype != x.dtype or len(g.shape) != len(shape) or any(
+                a != b for a, b in zip(g.shape, shape) if a == a and b is not None):
+            _raise_real(native, v, names, shape)
+        return
+    _calls.check(native, v, names)
+
+
+def _count(a):
+    return int(np.prod(np.shape(a), dtype=np.int64))
+
+
+def _stand(a, shape=None):
+    """A stride-0 stand-in of ``a``'s dtype (and shape)."""
+    return np.broadcast_to(np.zeros((), a.dtype), tuple(np.shape(a) if shape is None else shape))
+
+
+def _forward_shape(op, v):
+    """The output shape of masked_select or repeat_interleave where it follows from shapes alone,
+    with None for the size that the values decide."""
+    if op == "masked_select":
+        return (None,)
+    x, r, dim = v["input"], v["repeats"], v["dim"]
+    shape = list(x.shape) if dim is not None else [_count(x)]
+    d = 0 if dim is None else dim % len(shape)
+    k = _scalar(r)
+    shape[d] = shape[d] * k if k is not None else None
+    return tuple(shape)
+
+
+def _scalar(r):
+    """The repeats' one number where the graph can read it (a Python int or a NumPy array of one
+    element), else None."""
+    if isinstance(r, (int, np.integer)):
+        return int(r)
+    if isinstance(r, np.ndarray) and r.size == 1 and r.ndim <= 1:
+        return int(r.reshape(-1)[0])
+    return None
+
+
+def _raise_real(native, v, names, shape=None):
+    """The library's error for the call, from stride-0 stand-ins of the real shapes (it checks
+    before it reads or allocates); for a gradient of an op whose output size the values decide,
+    stand-ins of the mask or repeats that make the forward output ``shape``'s size wait for
+    grad_output's (so that only what is wrong shows)."""
+    stand = {n: _stand(v[n]) for n in names}
+    if shape is not None and None in shape:
+        g = v["grad_output"]
+        size = g.shape[shape.index(None)] if len(g.shape) == len(shape) else 0
+        size = 0 if size != size else int(size)
+        stand.update(_sized(v, size))
+    native(**{**v, **stand})
+    raise AssertionError(f"{native.__name__} took a call that its checks refused")
+
+
+def _sized(v, size):
+    """A mask (or repeats) of the real shape whose true positions (or sum) make ``size``."""
+    if "mask" in v:
+        m = np.zeros(v["mask"].shape, bool)
+        m.reshape(-1)[:size] = True
+        return {"mask": m}
+    r = np.zeros(np.shape(v["repeats"]), np.int64)
+    if r.size:
+        r.reshape(-1)[0] = size
+    return {"repeats": r}
 
 
 def _dask(a):
@@ -421,12 +515,239 @@ def _index_copy(v):
 def _index_fill(v):
     import dask.array as da
 
+    from . import dask as gd
+
     (x,) = _lifted(v["input"])
-    index = _dask(v["index"]).reshape(-1)
     d = v["dim"] % x.ndim
+    index = _fill_index(v, x, d, "index_fill")
+    if index.size == 0:
+        return x.reshape(np.shape(v["input"]))
     shape = x.shape[:d] + (index.size,) + x.shape[d + 1:]
     source = da.full(shape, v["value"], dtype=x.dtype)
-    return _index_copy({**v, "source": source})
+    out = gd._scatter_reduce(x, d, index, source, None, True, None, v["bounds"], v["fill_value"], "scatter")
+    return out.reshape(np.shape(v["input"]))
+
+
+def _fill_index(v, x, d, name):
+    """index_fill's 1-D index, checked under ``name`` by index_fill itself (which, unlike
+    index_copy, counts negative values from the end) and wrapped under the default policy."""
+    import dask.array as da
+
+    n = x.shape[d]
+    table = _table((1,) * d + (n,) + (1,) * (x.ndim - d - 1))
+    index = _validated(_dask(v["index"]).reshape(-1), name, "index_fill", lambda ib: (table, d, ib, 0), v["bounds"])
+    return da.where(index < 0, index + n, index) if v["bounds"] is None and n else index
+
+
+def _put(v):
+    from . import dask as gd
+
+    x = _dask(v["input"])
+    index, src = _put_index(v, x, "put"), _dask(v["source"]).reshape(-1)
+    if index.size == 0:
+        return x
+    flat = x.reshape(-1)
+    if v["accumulate"]:
+        out = gd.scatter_add(flat, 0, index, src, bounds=v["bounds"], fill_value=v["fill_value"])
+    else:
+        out = gd._scatter_reduce(flat, 0, index, src, None, True, None, v["bounds"], v["fill_value"], "scatter")
+    return out.reshape(x.shape)
+
+
+def _put_index(v, x, name):
+    """put's index flattened, checked under ``name`` (as take reads: negative values count from the
+    end) and wrapped under the default policy."""
+    index = _validated(_dask(v["index"]), name, "take", lambda ib: (_table(x.shape), ib), _READ_OF[v["bounds"]])
+    index = index.reshape(-1)
+    return index % x.size if v["bounds"] is None and x.size else index
+
+
+def _select_batched(v):
+    from . import dask as gd
+
+    x = _dask(v["input"])
+    axis = v["axis"] % x.ndim
+    return gd._select_batched(x, axis, _dask(v["index"]), v["batch_dims"], v["bounds"], v["fill_value"])
+
+
+def _masked(x, mask):
+    """The mask broadcast to ``x``'s shape and flattened in x's flattened blocks, the flattened x, and
+    each true position's rank among them (-1 off the mask): the order in which masked_select
+    reads and masked_scatter writes."""
+    import dask.array as da
+
+    flat = x.reshape(-1)
+    m = da.broadcast_to(_dask(mask), x.shape).reshape(-1).rechunk(flat.chunks)
+    rank = da.where(m, da.cumsum(m.astype(np.int64)) - 1, -1)
+    return flat, m, rank
+
+
+def _counted(out, mask, check):
+    """``out``, computed after ``check(count)`` has passed on the mask's true positions."""
+    import dask.array as da
+
+    count = _dask(mask).astype(np.int64).sum()
+    return da.map_blocks(_keep, out, count.map_blocks(check, dtype=np.int64), dtype=out.dtype)
+
+
+def _masked_select(v):
+    import dask.array as da
+
+    x, mask = _dask(v["input"]), _dask(v["mask"])
+    shape = np.broadcast_shapes(x.shape, mask.shape)
+    flat = da.broadcast_to(x, shape).reshape(-1)
+    m = da.broadcast_to(mask, shape).reshape(-1).rechunk(flat.chunks)
+    # As Dask's boolean indexing: the blocks' sizes are known once computed.
+    return da.map_blocks(_select_block, flat, m, chunks=((np.nan,) * flat.numblocks[0],), dtype=x.dtype)
+
+
+def _select_block(block, mask):
+    return _native.masked_select(block, mask)
+
+
+def _masked_scatter(v):
+    import dask.array as da
+
+    from . import dask as gd
+
+    x, source = _dask(v["input"]), _dask(v["source"])
+    flat, m, rank = _masked(x, v["mask"])
+    if source.size == 0:
+        out = flat
+    else:
+        taken = gd.take(source.reshape(-1), rank, bounds="fill", fill_value=0)
+        out = da.where(m, taken, flat)
+    return _counted(out.reshape(x.shape), m, _enough(v, "masked_scatter", x, source))
+
+
+def _enough(v, name, x, source):
+    """The check that the mask has no more true positions than ``source`` has elements, raising the
+    in-memory call's error (from stand-ins with as many true positions)."""
+    native = getattr(_native.grad if name.startswith("grad::") else _native, "masked_scatter")
+
+    def check(count):
+        if int(count) > _count(source):
+            args = {**v, "input": _stand(x), "source": _stand(source), **_sized(v, int(count))}
+            native(**{k: val for k, val in args.items() if k != "grad_output"},
+                   **({"grad_output": _stand(x)} if "grad_output" in v else {}))
+        return count
+
+    return check
+
+
+def _repeat_interleave(v):
+    import dask.array as da
+
+    r, dim, size = v["repeats"], v["dim"], v["output_size"]
+    if r is None:  # the positions form: the input holds the repeats
+        r = _dask(v["input"])
+        n = r.shape[0] if r.ndim else 1
+        return _segments_of(r.reshape(-1), size, np.int64, da.arange(n, chunks=r.reshape(-1).chunks), None)
+    x = _dask(v["input"])
+    if dim is None:
+        x, d = x.reshape(-1), 0
+    else:
+        d = dim % max(x.ndim, 1)
+    if x.ndim == 0:
+        x = x.reshape(1)
+    k = _scalar(r)
+    if k is not None:  # one count for every slice: every block's output size is known
+        out = x.map_blocks(_repeat_block, k, d, chunks=tuple(
+            tuple(c * k for c in cs) if a == d else cs for a, cs in enumerate(x.chunks)), dtype=x.dtype)
+        return _sized_check(out, v, k * x.shape[d]) if size is not None else out
+    r = _dask(r).reshape(-1)
+    if r.shape[0] == 1 and x.shape[d] != 1:
+        r = da.broadcast_to(r, (x.shape[d],))
+    return _segments_of(r, size, x.dtype, x, d)
+
+
+def _repeat_block(block, k, d):
+    return _native.repeat_interleave(block, k, d)
+
+
+def _segments_of(r, size, dtype, x, d):
+    """repeat_interleave of ``x`` along ``d`` by the 1-D repeats ``r`` (``d`` None: the positions
+    form, ``x`` the positions): with ``output_size``, an index_select of the segment of each output
+    position (a search of the repeats' cumulative sum, which each task reads whole); without it,
+    block by block, in blocks of sizes the repeats decide."""
+    import dask.array as da
+
+    from . import dask as gd
+
+    axis = 0 if d is None else d
+    r = _repeats_checked(r.rechunk((x.chunks[axis],)))
+    if size is None:
+        chunks = tuple((np.nan,) * len(cs) if a == axis else cs for a, cs in enumerate(x.chunks))
+        if d is None:
+            return da.map_blocks(_positions_block, r, x, chunks=chunks, dtype=dtype)
+        if x.ndim == 1:
+            return da.map_blocks(_repeat_block, x, r, axis, chunks=chunks, dtype=dtype)
+        spread = r.reshape((1,) * axis + (-1,) + (1,) * (x.ndim - axis - 1))
+        return da.map_blocks(_repeat_spread, x, spread, axis, chunks=chunks, dtype=dtype)
+    cum = da.cumsum(r.astype(np.int64))
+    ids = _ids(cum, da.arange(size, chunks=max(1, *x.chunks[axis])))
+    ids = _after(ids, _sum_check(cum, size))
+    if d is None:
+        return ids
+    return gd.index_select(x, axis, ids)
+
+
+def _positions_block(r, first):
+    return _native.repeat_interleave(r) + (first[0] if first.size else 0)
+
+
+def _repeat_spread(block, spread, axis):
+    return _native.repeat_interleave(block, spread.reshape(-1), axis)
+
+
+def _ids(cum, positions):
+    """The segment of each position: how many of the cumulative sums ``cum`` (read whole by each
+    task) are at most the position."""
+    import dask.array as da
+
+    return da.blockwise(_ids_block, "i", positions, "i", cum.rechunk(-1), "j", concatenate=True,
+                        dtype=np.int64)
+
+
+def _ids_block(positions, cum):
+    return np.searchsorted(cum, positions, side="right")
+
+
+def _repeats_checked(r, name="repeat_interleave"):
+    """The repeats, each block checked for a negative count (the library's error under ``name``, at
+    the count's position in the whole repeats)."""
+
+    from .dask import _reworded
+
+    def block(rb, block_info=None):
+        start = block_info[0]["array-location"][0][0] if block_info else 0
+        try:
+            _native.repeat_interleave(rb, output_size=None) if rb.size else None
+        except GatherError as e:
+            text = re.sub(r"repeats\[(\d+)\]", lambda m: f"repeats[{int(m.group(1)) + start}]", str(e), count=1)
+            raise _reworded(e, re.sub(r"^repeat_interleave:", f"{name}:", text), None) from None
+        return rb
+
+    return r.map_blocks(block, dtype=r.dtype)
+
+
+def _sum_check(cum, size):
+    """A 0-d array that raises the library's error where the repeats do not sum to output_size."""
+
+    def check(total):
+        total = int(total[-1]) if total.size else 0
+        if total != size:
+            _native.repeat_interleave(np.array([total], np.int64), output_size=size)
+        return np.zeros(1, np.int64)
+
+    return cum.rechunk(-1).map_blocks(check, chunks=((1,),), dtype=np.int64)
+
+
+def _sized_check(out, v, total):
+    """``out`` for an output_size that the graph can check now."""
+    if total != v["output_size"]:
+        _native.repeat_interleave(np.array([total], np.int64), output_size=v["output_size"])
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -633,3 +954,243 @@ def _reduce_grads(g, x, d, index, s, v, one_d):
     if parity == "correct" and reduce in ("amax", "amin", "prod"):
         gi = da.where(hit(), gi, g)  # untouched positions are x itself
     return _after(gi, index), gs
+
+
+def _grad_select_batched(v):
+    import dask.array as da
+
+    from . import dask as gd
+
+    x, g, index = _dask(v["input"]), _dask(v["grad_output"]), _dask(v["index"])
+    axis, b = v["axis"] % x.ndim, v["batch_dims"]
+    n, w = x.shape[axis], _wide(x.dtype)
+    table = lambda ib: _table(ib.shape[:b] + (1,) * (axis - b) + (n,) + (1,) * (x.ndim - axis - 1))  # noqa: E731
+    index = _validated(index, "grad::select_batched", "select_batched", lambda ib: (table(ib), axis, ib, b),
+                       v["bounds"])
+    picks = int(np.prod(index.shape[b:], dtype=np.int64))
+    if picks == 0 or x.size == 0:
+        return _after(_zeros(x.shape, x.dtype, x), index)
+    # A gather's gradient: the index's trailing dims as one along axis, the index spread (stride 0)
+    # over the dims between the batch and axis and after axis.
+    shape = x.shape[:axis] + (picks,) + x.shape[axis + 1:]
+    g = g.reshape(shape)
+    spread = index.reshape(index.shape[:b] + (1,) * (axis - b) + (picks,) + (1,) * (x.ndim - axis - 1))
+    spread = spread.rechunk(tuple(g.chunks[a] if spread.shape[a] != 1 else (1,) for a in range(x.ndim)))
+    spread = da.broadcast_to(spread, shape, chunks=g.chunks)
+    gi = gd.scatter_add(_zeros(x.shape, w, x), axis, spread, g.astype(w), bounds=_WRITE_OF[v["bounds"]])
+    return gi.astype(x.dtype)
+
+
+def _hit(x, d, index, bounds):
+    """Where the writes of a 1-D index along ``d`` (or of an index of x's rank) land in ``x``, as
+    a mask that broadcasts against it."""
+    import dask.array as da
+
+    from . import dask as gd
+
+    ones = da.ones(index.shape, dtype=np.int64, chunks=index.chunks)
+    if index.ndim == 1 and x.ndim != 1 or d is None:
+        n = x.shape[d] if d is not None else x.size
+        hit = gd.scatter_add(_zeros((n,), np.int64), 0, index, ones, bounds=bounds) > 0
+        return hit if d is None else hit.reshape((1,) * d + (n,) + (1,) * (x.ndim - d - 1))
+    return gd.scatter_add(_zeros(x.shape, np.int64, x), d, index, ones, bounds=bounds) > 0
+
+
+def _grad_scatter(v):
+    import dask.array as da
+
+    x, index, g = _lifted(v["input"], v["index"], v["grad_output"])
+    src = v["src"]
+    value_form = src is None or not hasattr(src, "shape")
+    name = "grad::scatter_value" if value_form else "grad::scatter"
+    d = v["dim"] % x.ndim
+    shape_x = np.shape(v["input"])
+    if index.size == 0:
+        gi = g.reshape(shape_x)
+        return gi if value_form else (gi, _zeros(np.shape(src), _dask(src).dtype))
+    index = _validated(index, name, "gather", _along_dim(d, x.shape[d]), _READ_OF[v["bounds"]])
+    if value_form:
+        src = da.full(index.shape, v["value"] if src is None else src, dtype=x.dtype, chunks=index.chunks)
+    if v["reduce"] is not None:  # the legacy reduce= of scatter: into self
+        how = {"add": "sum", "multiply": "prod"}[v["reduce"]]
+        gi, gs = _grad_scatter_reduce({**v, "index": index, "src": src, "reduce": how, "include_self": True,
+                                       "parity": "pytorch"})
+        return gi if value_form else (gi, gs)
+    gi = da.where(_hit(x, d, index, v["bounds"]), 0, g).reshape(shape_x)
+    if value_form:
+        return gi
+    return gi, _grad_plain_src(g, d, index, _dask(src), v)
+
+
+def _grad_plain_src(g, d, index, src, v):
+    """A plain write's gradient for its source: the read of grad_output where each element went."""
+    from . import dask as gd
+
+    policy = _READ_OF[v["bounds"]]
+    gs = gd.gather(g, d, index, bounds=policy, fill_value=0 if policy == "fill" else None)
+    return _pad_to(gs, src.shape).astype(src.dtype).reshape(np.shape(v["src"]))
+
+
+def _grad_index_copy(v):
+    import dask.array as da
+
+    from . import dask as gd
+
+    x, index, source, d = _index_operands(v, "grad::index_copy")
+    g = _dask(v["grad_output"]).reshape(x.shape)
+    shape_x, shape_s = np.shape(v["input"]), np.shape(v["source"])
+    if index.size == 0:
+        return _after(g, index).reshape(shape_x), _zeros(shape_s, source.dtype)
+    policy = _READ_OF[v["bounds"]]
+    gs = gd.index_select(g, d, index, bounds=policy, fill_value=0 if policy == "fill" else None)
+    return da.where(_hit(x, d, index, v["bounds"]), 0, g).reshape(shape_x), gs.astype(source.dtype).reshape(shape_s)
+
+
+def _grad_index_fill(v):
+    import dask.array as da
+
+    (x,) = _lifted(v["input"])
+    g = _dask(v["grad_output"]).reshape(x.shape)
+    d = v["dim"] % x.ndim
+    index = _fill_index(v, x, d, "grad::index_fill")
+    if index.size == 0:
+        return _after(g, index).reshape(np.shape(v["input"]))
+    return da.where(_hit(x, d, index, v["bounds"]), 0, g).reshape(np.shape(v["input"]))
+
+
+def _grad_put(v):
+    import dask.array as da
+
+    from . import dask as gd
+
+    g, x, source = _dask(v["grad_output"]), _dask(v["input"]), _dask(v["source"])
+    index = _put_index(v, x, "grad::put")
+    if index.size == 0:
+        return _after(g, index), _zeros(source.shape, source.dtype)
+    policy = _READ_OF[v["bounds"]]
+    gs = gd.take(g.reshape(-1), index, bounds=policy, fill_value=0 if policy == "fill" else None)
+    gi = _after(g, index) if v["accumulate"] else da.where(_hit(x, None, index, v["bounds"]).reshape(x.shape), 0, g)
+    return gi, gs.reshape(source.shape).astype(source.dtype)
+
+
+def _grad_masked_select(v):
+    import dask.array as da
+
+    from . import dask as gd
+
+    g, x, mask = _dask(v["grad_output"]), _dask(v["input"]), _dask(v["mask"])
+    _sizes_known("grad::masked_select", g)
+    shape = np.broadcast_shapes(x.shape, mask.shape)
+    flat, m, rank = _masked(da.broadcast_to(x, shape), mask)
+    w = _wide(x.dtype)
+    gi = da.where(m, gd.take(g, rank, bounds="fill", fill_value=0), 0).astype(w).reshape(shape)
+    # The gradient of the broadcast: summed over the axes input was broadcast along.
+    lead = len(shape) - x.ndim
+    spread = tuple(range(lead)) + tuple(a + lead for a in range(x.ndim) if x.shape[a] == 1 and shape[a + lead] != 1)
+    if spread:
+        gi = gi.sum(axis=spread).reshape(x.shape)
+
+    def check(count):
+        if int(count) != g.shape[0]:
+            grown = np.zeros(shape, bool)
+            grown.reshape(-1)[:int(count)] = True
+            _native.grad.masked_select(_stand(g), _stand(x, shape), grown)
+        return count
+
+    return _counted(gi.astype(x.dtype), m, check)
+
+
+def _sizes_known(name, a):
+    if any(s != s for s in a.shape):
+        raise refused(f"{name}: grad_output has chunks of unknown sizes {a.chunks} (as masked_select's output "
+                      "has), and its elements must be matched with the mask's true positions",
+                      "call `grad_output.compute_chunk_sizes()` first (it computes the blocks' sizes)")
+
+
+def _grad_masked_scatter(v):
+    import dask.array as da
+
+    g, x, source = _dask(v["grad_output"]), _dask(v["input"]), _dask(v["source"])
+    flat, m, rank = _masked(x, v["mask"])
+    values = g.reshape(-1).rechunk(flat.chunks)
+    gi = da.where(m, 0, values).reshape(x.shape)
+    gs = _by_rank(m, values, source.size, max(1, *flat.chunks[0])).reshape(source.shape)
+    check = _enough(v, "grad::masked_scatter", x, source)
+    return _counted(gi, m, check), _counted(gs, m, check)
+
+
+def _by_rank(m, values, size, step):
+    """``out[j] = values[p]`` for the ``j``-th true position ``p`` of the flat mask ``m`` (0 past the
+    last one), in blocks of ``step``: each block walks the mask's blocks in order, with every
+    block's count of true positions."""
+    import dask.array as da
+    from dask.base import tokenize
+    from dask.highlevelgraph import HighLevelGraph
+
+    from .dask import _same
+
+    counts = m.map_blocks(_true_count, chunks=((1,) * m.numblocks[0],), dtype=np.int64).rechunk(-1)
+    edges = list(range(0, size, step)) + [size]
+    token = tokenize(m, values, size, step)
+    walk, name = "gather-by-rank-step-" + token, "gather-by-rank-" + token
+    dsk = {}
+    for c in range(len(edges) - 1):
+        prev = None
+        for k in range(m.numblocks[0]):
+            key = (walk, c, k)
+            dsk[key] = (_rank_step, prev, (m.name, k), (values.name, k), (counts.name, 0), k, edges[c],
+                        edges[c + 1], values.dtype)
+            prev = key
+        dsk[(name, c)] = (_same, prev)
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[m, values, counts])
+    chunks = (tuple(np.diff(edges)),) if size else ((0,),)
+    return da.Array(graph, name, chunks, meta=np.empty((0,), values.dtype))
+
+
+def _true_count(block):
+    return np.array([np.count_nonzero(block)], np.int64)
+
+
+def _rank_step(prev, mb, vb, counts, k, lo, hi, dtype):
+    out = np.zeros(hi - lo, dtype) if prev is None else prev
+    start = int(counts[:k].sum())
+    first, last = max(lo, start), min(hi, start + int(counts[k]))
+    if first < last:
+        out[first - lo:last - lo] = vb[np.flatnonzero(mb)[first - start:last - start]]
+    return out
+
+
+def _grad_repeat_interleave(v):
+    import dask.array as da
+
+    from . import dask as gd
+
+    g, x, r, dim = _dask(v["grad_output"]), _dask(v["input"]), v["repeats"], v["dim"]
+    shape = (x.size,) if dim is None or x.ndim == 0 else x.shape
+    d = 0 if dim is None or x.ndim == 0 else dim % x.ndim
+    w = _wide(x.dtype)
+    g = g.astype(w)
+    k = _scalar(r)
+    if k is not None:  # each slice's copies side by side
+        gi = g.reshape(shape[:d] + (shape[d], k) + shape[d + 1:]).sum(axis=d + 1)
+        return gi.astype(x.dtype).reshape(x.shape)
+    _sizes_known("grad::repeat_interleave", g)
+    r = _dask(r).reshape(-1)
+    if r.shape[0] == 1 and shape[d] != 1:
+        r = da.broadcast_to(r, (shape[d],))
+    cum = da.cumsum(_repeats_checked(r, "grad::repeat_interleave").astype(np.int64))
+    ids = _ids(cum, da.arange(g.shape[d], chunks=(g.chunks[d],)))
+
+    def check(total):
+        total = int(total[-1]) if total.size else 0
+        if total != g.shape[d]:
+            stand = np.zeros(r.shape, np.int64)
+            stand[:1] = total
+            _native.grad.repeat_interleave(_stand(g), _stand(x), stand, dim)
+        return np.zeros(1, np.int64)
+
+    ids = _after(ids, cum.rechunk(-1).map_blocks(check, chunks=((1,),), dtype=np.int64))
+    if g.shape[d] == 0:
+        return _after(_zeros(x.shape, x.dtype, x), ids)
+    gi = gd.scatter_add(_zeros(shape, w), d, ids, g.reshape(shape[:d] + (g.shape[d],) + shape[d + 1:]))
+    return gi.astype(x.dtype).reshape(x.shape)

@@ -331,6 +331,54 @@ def gather(input, dim, index, *, bounds=None, fill_value=None):
     return da.Array(graph, out_name, index.chunks, meta=np.empty((0,) * x.ndim, x.dtype))
 
 
+def _select_step(prev, xblock, ib, lo, hi, n, axis, b, bounds, fill, origin):
+    """``prev`` with the picks whose index falls in ``[lo, hi)`` read from ``xblock`` by
+    select_batched (the index is never spread over the output's other dims)."""
+    if prev is None:
+        if _bad(ib, n, bounds, False):
+            shape = list(xblock.shape)
+            shape[axis] = n
+            table = np.broadcast_to(np.zeros(1, np.int8), shape)
+            _in_whole(lambda: _native.select_batched(table, axis, ib, b, bounds=bounds), origin)
+        shape = xblock.shape[:axis] + ib.shape[b:] + xblock.shape[axis + 1:]
+        prev = np.zeros(shape, xblock.dtype) if fill is None else np.full(shape, fill, xblock.dtype)
+    w, keep = _positions(ib, n, bounds, False)
+    mask = (w >= lo) & (w < hi)
+    if keep is not None:
+        mask &= keep
+    if mask.any():
+        got = _native.select_batched(xblock, axis, np.where(mask, w - lo, 0), b)
+        where = mask.reshape(ib.shape[:b] + (1,) * (axis - b) + ib.shape[b:] + (1,) * (xblock.ndim - axis - 1))
+        np.copyto(prev, got, where=where)
+    return prev
+
+
+def _select_batched(x, axis, index, b, bounds, fill_value):
+    """``gather.select_batched`` on Dask arrays (``axis`` and ``b`` normalised, the call checked):
+    each output block walks the table blocks along ``axis`` in order, as :func:`gather` does, with
+    the index's batch dims in the table's blocks."""
+    fill = _read_fill(_native.gather, x.dtype, bounds, fill_value)
+    index = index.rechunk(tuple(x.chunks[a] if a < b else index.chunks[a] for a in range(index.ndim)))
+    n = x.shape[axis]
+    edges = np.concatenate([[0], np.cumsum(x.chunks[axis])])
+    token = tokenize(x, index, axis, b, bounds, fill)
+    step, out_name = "gather-select-batched-step-" + token, "gather-select-batched-" + token
+    chunks = x.chunks[:axis] + index.chunks[b:] + x.chunks[axis + 1:]
+    picks = index.ndim - b
+    dsk = {}
+    for o in itertools.product(*[range(len(c)) for c in chunks]):
+        batch, mid, ib, after = o[:b], o[b:axis], o[axis:axis + picks], o[axis + picks:]
+        prev = None
+        for k in range(len(edges) - 1):
+            key = (step, k) + o
+            dsk[key] = (_select_step, prev, (x.name,) + batch + mid + (k,) + after, (index.name,) + batch + ib,
+                        int(edges[k]), int(edges[k + 1]), n, axis, b, bounds, fill, _origin(index.chunks, batch + ib))
+            prev = key
+        dsk[(out_name,) + o] = (_same, prev)
+    graph = HighLevelGraph.from_collections(out_name, dsk, dependencies=[x, index])
+    return da.Array(graph, out_name, chunks, meta=np.empty((0,) * len(chunks), x.dtype))
+
+
 def _same(v):
     return v
 
