@@ -155,6 +155,12 @@ def test_integers_float16_and_0d_arrays_keep_the_in_memory_dtypes_and_shapes():
     close(gather.scatter_add(lazy(zero, ()), 0, np.array(0), np.array(2.0)),
           gather.scatter_add(zero, 0, np.array(0), np.array(2.0)))
     close(gather.take(lazy(zero, ()), np.array([0, -1])), gather.take(zero, np.array([0, -1])))
+    m = h > 0
+    close(gather.grad.masked_select(np.ones(m.sum(), np.float16), lazy(h, 2), m), gather.grad.masked_select(np.ones(m.sum(), np.float16), h, m))
+    gb = np.ones((2, 3, 6), np.float16)
+    close(gather.grad.select_batched(gb, lazy(h, 2), 0, i, 0), gather.grad.select_batched(gb, h, 0, i, 0))
+    close(gather.repeat_interleave(lazy(x, 3), np.array([1, 0, 2, 1]), 0), gather.repeat_interleave(x, np.array([1, 0, 2, 1]), 0))
+    close(gather.put(lazy(x, 3), i, i.astype(np.int32), True), gather.put(x, i, i.astype(np.int32), True))
 
 
 def test_nothing_is_computed_until_the_result_is():
@@ -170,7 +176,12 @@ def test_nothing_is_computed_until_the_result_is():
     i = np.array([[0, 3], [1, 1]])
     out = gather.gather(X, 0, i)
     grad = gather.grad.scatter_reduce(X, X, 0, i, X[:2, :2], "amax")
+    more = [gather.put(X, i, X[:2, :2]), gather.masked_select(X, X > 3), gather.masked_scatter(X, X > 3, X),
+            gather.repeat_interleave(X, (X[:, 0] > 3).astype(np.int64), 0, output_size=3),
+            gather.grad.repeat_interleave(X, X, (X[:, 0] > 3).astype(np.int64), 0),
+            gather.select_batched(X, 1, i, 0), *gather.grad.masked_scatter(X, X, X > 3, X)]
     assert calls == []
+    close(more[3], gather.repeat_interleave(block(), (block()[:, 0] > 3).astype(np.int64), 0, output_size=3))
     close(out, gather.gather(block(), 0, i))
     assert isinstance(grad[0], da.Array) and isinstance(grad[1], da.Array)
 
