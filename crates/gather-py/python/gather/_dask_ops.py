@@ -31,14 +31,8 @@ import numpy as np
 from . import _calls, _native, _shapes
 from ._errors import GatherError, IndexOutOfBoundsError, refused
 
-READS = ("gather", "take", "index_select", "take_along_dim")
-WRITES = ("scatter_add", "scatter_reduce", "index_add", "index_reduce")
 # Ops along one dim, run per block with that dim whole.
 ALONG = ("sort", "argsort", "topk")
-# Plain writes (the last write in index order stays).
-SETS = ("scatter", "index_copy", "index_fill")
-# Ops whose sizes or positions follow from values: a mask's true positions, the repeats.
-MORE = ("put", "masked_select", "masked_scatter", "repeat_interleave", "select_batched")
 _ARRAYS = {"input", "src", "source", "index", "indices", "grad_output", "mask", "repeats"}
 # A write's gradient reads where the write went: a dropped write is read as a 0.
 _READ_OF = {None: None, "error": None, "wrap": "wrap", "clip": "clip", "drop": "fill"}
@@ -56,21 +50,18 @@ def given(args, kwargs):
 
 def call(op, args, kwargs):
     """``gather.<op>(*args, **kwargs)`` with a Dask array among the arguments."""
-    return _run(getattr(_native, op), op, args, kwargs, READS + WRITES + ALONG + SETS + MORE, "gather.", "_")
+    return _run(getattr(_native, op), op, args, kwargs, "_")
 
 
 def grad(op, args, kwargs):
     """``gather.grad.<op>(*args, **kwargs)`` with a Dask array among the arguments."""
-    return _run(getattr(_native.grad, op), op, args, kwargs, READS + WRITES + ALONG + SETS + MORE, "gather.grad.",
-                "_grad_")
+    return _run(getattr(_native.grad, op), op, args, kwargs, "_grad_")
 
 
-def _run(native, op, args, kwargs, ops, module, prefix):
-    """``native`` (``module`` + ``op``) as the graph its function here (``prefix`` + ``op``)
-    builds, after the library's checks; refused where ``op`` is not in ``ops``."""
+def _run(native, op, args, kwargs, prefix):
+    """``native`` as the graph its function here (``prefix`` + ``op``) builds, after the
+    library's checks."""
     v = _bind(native, op, args, kwargs)
-    if op not in ops:
-        raise _no_graph(op, module + op, ", ".join(ops))
     _check(native, op, v)
     if op in ALONG:
         return _along_blocks(native, v, op)
@@ -81,14 +72,6 @@ def refuse_in_place(op):
     return refused(
         f"{op}: Dask arrays are immutable, so the in-place forms cannot write into one",
         f"call gather.{op[:-1]} (out of place), which returns a Dask array",
-    )
-
-
-def _no_graph(op, name, ops):
-    return refused(
-        f"{op}: {name} has no Dask graph, and computing a Dask array whole is left to the caller",
-        f"call `.compute()` on the Dask arrays first where they fit in memory; the ops that run on "
-        f"Dask arrays are {ops}",
     )
 
 
@@ -114,13 +97,15 @@ def plan(plan, values):
                 dict(include_self=False, **dtype))
 
 
-# pytorch_scatter's functions that gather.dask's trees compute: one value per group.
+# pytorch_scatter's functions that are one of gather.dask's trees: one value per group.
 _TS_REDUCE = {"scatter": None, "scatter_sum": "sum", "scatter_add": "sum", "scatter_mul": "mul",
               "scatter_mean": "mean"}
 
 
 def torch_scatter(name, fn, args, kwargs):
     """``gather.torch_scatter.<name>(*args, **kwargs)`` with a Dask array among the arguments."""
+    import dask.array as da
+
     from . import dask as gd
 
     bound = inspect.signature(fn).bind(*args, **kwargs)
@@ -131,14 +116,129 @@ def torch_scatter(name, fn, args, kwargs):
                       f"add the result to it instead: `out + torch_scatter.{name}(...)`")
     if name in _TS_REDUCE:
         return gd.scatter(v["src"], v["index"], v["dim"], v["dim_size"], _TS_REDUCE[name] or v["reduce"])
-    # The segments' min and max give (values, arg); the trees give values.
-    if name == "segment_coo" and v["reduce"] not in ("min", "max"):
-        return gd.segment_coo(v["src"], v["index"], v["dim_size"], v["reduce"])
-    if name == "segment_csr" and v["reduce"] not in ("min", "max"):
-        return gd.segment_csr(v["src"], v["indptr"], v["reduce"])
-    names = ", ".join(list(_TS_REDUCE) + ["segment_coo", "segment_csr"])
-    raise _no_graph(name, f"gather.torch_scatter.{name}", f"{names} (for min and max, the values alone: "
-                    "scatter(..., reduce=\"max\"))")
+    if name in ("scatter_min", "scatter_max"):
+        return _ts_arg(v["src"], v["index"], v["dim"], v["dim_size"], "amin" if name == "scatter_min" else "amax")
+    if name in ("segment_coo", "segment_csr"):
+        src = _dask(v["src"])
+        if name == "segment_csr":
+            indptr = np.asarray(v["indptr"])
+            if v["reduce"] not in ("min", "max"):
+                return gd.segment_csr(src, indptr, v["reduce"])
+            gd.segment_csr(src, indptr, "sum")  # its checks of indptr, when the graph is built
+            ids = da.arange(src.shape[0], chunks=(src.chunks[0],)).map_blocks(gd._ids_of, indptr, dtype=np.int64)
+            n = indptr.size - 1
+        else:
+            if v["reduce"] not in ("min", "max"):
+                return gd.segment_coo(src, v["index"], v["dim_size"], v["reduce"])
+            ids, n = v["index"], v["dim_size"]
+        return _ts_arg(src, ids, 0, n, "amin" if v["reduce"] == "min" else "amax")
+    if name == "gather_coo":
+        return call("index_select", (v["src"], 0, _dask(v["index"]).reshape(-1)), {})
+    if name == "gather_csr":
+        indptr = v["indptr"]
+        counts = indptr[1:] - indptr[:-1]
+        size = None if isinstance(indptr, da.Array) else int(np.asarray(indptr)[-1]) if np.size(indptr) else 0
+        return call("repeat_interleave", (v["src"], counts, 0), {"output_size": size})
+    if name in ("scatter_softmax", "scatter_log_softmax"):
+        return _ts_softmax(v["src"], v["index"], v["dim"], v["dim_size"], name == "scatter_log_softmax")
+    if name == "scatter_logsumexp":
+        return _ts_logsumexp(v["src"], v["index"], v["dim"], v["dim_size"], v["eps"])
+    if name == "scatter_std":
+        return _ts_std(v["src"], v["index"], v["dim"], v["dim_size"], v["unbiased"])
+    raise AssertionError(f"gather.torch_scatter.{name} has no Dask graph")
+
+
+def _ts_prepare(src, index, dim, dim_size):
+    """pytorch_scatter's operands as gather.dask's: src, its index (1-D along dim or of src's
+    shape), dim and the number of groups (the largest index + 1 unless given, as gather.dask.scatter
+    computes it)."""
+    from . import dask as gd
+
+    src, index = _dask(src), _dask(index)
+    d = dim % max(src.ndim, 1)
+    src, index, d, n = gd._prepare(src, index, d, dim_size, "scatter")
+    return src, index, d, n
+
+
+def _ts_read(values, index, d):
+    """Each element's group value: ``values`` read back at src's positions."""
+    from . import dask as gd
+
+    if index.ndim == 1 and values.ndim != 1:
+        return gd.index_select(values, d, index)
+    return gd.gather(values, d, index)
+
+
+def _ts_arg(src, index, dim, dim_size, reduce):
+    """scatter_max/min on Dask arrays: ``(values, arg)``, the extreme of each group (0 for an
+    empty one) and the first position along ``dim`` that holds it (``src.shape[dim]`` for an
+    empty group). The values are one tree; the positions a second (the least position whose
+    element equals its group's extreme, NaN matching NaN)."""
+    import dask.array as da
+
+    from . import dask as gd
+
+    src, index, d, n = _ts_prepare(src, index, dim, dim_size)
+    values = gd.scatter(src, index, d, n, reduce)
+    extreme = _ts_read(values, index, d)  # no element's group is empty
+    size = src.shape[d]
+    shape = (1,) * d + (size,) + (1,) * (src.ndim - d - 1)
+    pos = da.broadcast_to(da.arange(size, chunks=(src.chunks[d],)).reshape(shape), src.shape, chunks=src.chunks)
+    same = src == extreme
+    if np.issubdtype(src.dtype, np.floating):
+        same = same | (da.isnan(src) & da.isnan(extreme))
+    first = da.where(same, pos, size)
+    out = list(src.shape)
+    out[d] = n
+    arg = gd.scatter_reduce(da.full(out, size, dtype=np.int64, chunks=values.chunks), d, index, first, "amin")
+    return values, arg
+
+
+def _ts_softmax(src, index, dim, dim_size, log):
+    """scatter_softmax (or log_softmax) on Dask arrays: each element less its group's maximum,
+    exponentiated, over its group's sum."""
+    import dask.array as da
+
+    from . import dask as gd
+
+    src, index, d, n = _ts_prepare(src, index, dim, dim_size)
+    top = _ts_read(gd.scatter(src, index, d, n, "amax"), index, d)
+    shifted = src - top
+    e = da.exp(shifted)
+    total = _ts_read(gd.scatter(e, index, d, n, "sum"), index, d)
+    return (shifted - da.log(total)).astype(src.dtype) if log else (e / total).astype(src.dtype)
+
+
+def _ts_logsumexp(src, index, dim, dim_size, eps):
+    """scatter_logsumexp on Dask arrays: each group's maximum plus the log of its shifted sum;
+    ``log(eps)`` for an empty group."""
+    import dask.array as da
+
+    from . import dask as gd
+
+    src, index, d, n = _ts_prepare(src, index, dim, dim_size)
+    top = gd.scatter(src, index, d, n, "amax")
+    total = gd.scatter(da.exp(src - _ts_read(top, index, d)), index, d, n, "sum")
+    counts = gd._counts_like(gd.scatter(da.ones(src.shape, dtype=np.int64, chunks=src.chunks), index, d, n, "sum"),
+                             top, d)
+    return da.where(counts > 0, top + da.log(da.where(counts > 0, total, 1)), np.log(eps)).astype(src.dtype)
+
+
+def _ts_std(src, index, dim, dim_size, unbiased):
+    """scatter_std on Dask arrays: the root of each group's squared deviations from its mean, over
+    its count (less one when ``unbiased``, and 0 for groups of fewer than two)."""
+    import dask.array as da
+
+    from . import dask as gd
+
+    src, index, d, n = _ts_prepare(src, index, dim, dim_size)
+    counts = gd.scatter(da.ones(src.shape, dtype=np.int64, chunks=src.chunks), index, d, n, "sum")
+    mean = gd.scatter(src, index, d, n, "mean")
+    dev = src - _ts_read(mean, index, d)
+    squares = gd.scatter(dev * dev, index, d, n, "sum")
+    c = counts - 1 if unbiased else counts
+    std = da.sqrt(squares / da.maximum(c, 1))
+    return da.where(counts > (1 if unbiased else 0), std, 0).astype(src.dtype)
 
 
 def _bind(native, op, args, kwargs):

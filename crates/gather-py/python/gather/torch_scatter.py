@@ -33,10 +33,11 @@ Differences from pytorch_scatter, and why:
   1-D (pytorch_scatter also takes batched ones); a batched one is an error, not a wrong result.
 - Errors are the library's (:class:`gather.GatherError` subclasses with the numbers and a hint),
   where pytorch_scatter raises ``RuntimeError`` or reads out of bounds.
-- Dask arrays: ``scatter`` and ``scatter_sum``/``add``/``mul``/``mean``, and ``segment_coo`` and
-  ``segment_csr`` but for min and max, build :mod:`gather.dask`'s reduction trees and return
-  Dask arrays; the others (which give args, or need a second pass) refuse a Dask array with the
-  fix.
+- Dask arrays: every function builds a graph of :mod:`gather.dask`'s reduction trees and reads
+  and returns Dask arrays (the args of min and max are a second tree of the first position that
+  holds the group's extreme; the softmaxes, ``scatter_logsumexp`` and ``scatter_std`` read each
+  group's maximum or mean back and reduce again); ``out=`` is refused (Dask arrays are
+  immutable).
 
 The arg of ``scatter_max``/``scatter_min``/``segment_*`` is pytorch_scatter's: the position along
 ``dim`` of the winning element, or ``src.shape[dim]`` for a group no element reached (the
