@@ -343,6 +343,24 @@ def test_sort_argsort_topk_and_their_gradients_run_per_block_with_the_dim_whole(
         gather.topk(X, 9, 1)  # when the graph is built, with the real sizes
 
 
+def test_topk_along_a_dim_of_many_blocks_is_a_tree_equal_to_the_in_memory_call():
+    rng = np.random.default_rng(21)
+    x = rng.integers(-3, 4, (3, 40)).astype(np.float32)  # ties across blocks
+    x[1, [5, 33]] = np.nan
+    X = lazy(x, (2, 3))  # 14 blocks along dim 1: two levels of merges
+    for k, largest, ordered in itertools.product([0, 1, 5, 40], [True, False], [True, False]):
+        got, want = gather.topk(X, k, 1, largest, ordered), gather.topk(x, k, 1, largest, ordered)
+        assert got[0].numblocks == (2, 1)
+        close(got[0], want[0])
+        np.testing.assert_array_equal(got[1].compute(), want[1])
+        g = rng.standard_normal(want[0].shape).astype(np.float32)
+        close(gather.grad.topk(lazy(g, 2), X, k, 1, largest, ordered), gather.grad.topk(g, x, k, 1, largest, ordered))
+    ints = rng.integers(0, 3, (50,)).astype(np.int64)
+    got, want = gather.topk(lazy(ints, 7), 9, 0), gather.topk(ints, 9, 0)
+    np.testing.assert_array_equal(got[0].compute(), want[0])
+    np.testing.assert_array_equal(got[1].compute(), want[1])
+
+
 @pytest.mark.parametrize("bounds", WRITE_BOUNDS)
 def test_the_plain_writes_keep_the_last_write_in_index_order_as_the_in_memory_calls(bounds):
     rng = np.random.default_rng(len(str(bounds)) + 3)

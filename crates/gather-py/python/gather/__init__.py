@@ -34,10 +34,11 @@ depends on values is refused there with the fix.
 
 Dask arrays (``dask.array.Array``) stay lazy: every op and every gradient in :mod:`gather.grad`,
 and a host :class:`ScatterPlan`'s calls, build Dask graphs of :mod:`gather.dask`'s routed reads
-and reduction trees (``sort``, ``argsort`` and ``topk`` run per block with their dim whole;
+and reduction trees and return Dask arrays. ``sort`` and ``argsort`` run per block with their dim
+whole; ``topk`` along a dim of several blocks is a tree of each block's ``k`` best;
 ``masked_select`` and ``repeat_interleave`` without ``output_size`` give blocks of unknown size,
-as Dask's boolean indexing does) and return Dask arrays. The in-place forms and
-``dtype="bfloat16"`` refuse a Dask array with the fix.
+as Dask's boolean indexing does. The in-place forms and ``dtype="bfloat16"`` refuse a Dask array
+with the fix.
 
 Bounds policies: what PyTorch has no word for is a keyword. ``bounds=`` says what an index value
 outside its dimension (size ``n``) does, on every indexing op (gather, take_along_dim,

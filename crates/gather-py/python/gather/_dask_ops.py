@@ -9,7 +9,8 @@ Every op of the family has a graph, and every gradient:
 - the writes ``scatter_add``, ``scatter_reduce``, ``index_add``, ``index_reduce``, ``scatter``,
   ``index_copy``, ``index_fill`` and ``put`` are reduction trees (the plain writes keep the last
   write in index order);
-- ``sort``, ``argsort`` and ``topk`` run per block with the dim whole;
+- ``sort`` and ``argsort`` run per block with the dim whole, and ``topk`` along a dim of several
+  blocks is a tree of each block's ``k`` best;
 - the masked ops read by the rank of each true position (a cumulative sum of the mask), and
   ``repeat_interleave`` by the segment of each output position (a search of the repeats'
   cumulative sum) where the output's size is known, per block where it is not: ``masked_select``
@@ -23,6 +24,8 @@ index value, a negative repeat or a count that the values decide (a mask's true 
 repeats' sum) is reported at compute time, with its value and its position in the whole array."""
 
 import inspect
+import itertools
+import math
 import re
 import sys
 
@@ -63,6 +66,8 @@ def _run(native, op, args, kwargs, prefix):
     library's checks."""
     v = _bind(native, op, args, kwargs)
     _check(native, op, v)
+    if op == "topk" and _split_along(v):
+        return _topk_tree(v, prefix == "_grad_")
     if op in ALONG:
         return _along_blocks(native, v, op)
     return globals()[prefix + op](v)
@@ -533,6 +538,76 @@ def _index_reduce(v):
     out = gd.scatter_reduce(x, d, index, source, v["reduce"], v["include_self"], bounds=v["bounds"],
                             fill_value=v["fill_value"])
     return out.reshape(np.shape(v["input"]))
+
+
+def _split_along(v):
+    """Whether the input is a Dask array of more than one block along ``dim``."""
+    x = v["input"]
+    return hasattr(x, "numblocks") and x.ndim > 0 and x.numblocks[v["dim"] % x.ndim] > 1
+
+
+def _topk_tree(v, grad, split_every=8):
+    """topk (or its gradient) along a dim of several blocks, as a tree: each block's ``k`` best
+    with their positions in the whole dim, then ``split_every`` such lists at a time concatenated
+    in block order and cut to the ``k`` best by the library's topk, whose ties keep the lowest
+    position: a tie's candidates stand in position order in every concatenation, so the root is
+    the in-memory call's result. No task holds more than ``split_every * k`` candidates of a lane;
+    the gradient scatters ``grad_output`` to the root's positions."""
+    import dask.array as da
+    from dask.base import tokenize
+    from dask.highlevelgraph import HighLevelGraph
+
+    from . import dask as gd
+
+    x = _dask(v["input"])
+    d, k, largest = v["dim"] % x.ndim, v["k"], v["largest"]
+    edges = np.concatenate([[0], np.cumsum(x.chunks[d])])
+    token = tokenize(x, d, k, largest, split_every)
+    dsk = {}
+    roots = {}
+    others = [range(nb) for a, nb in enumerate(x.numblocks) if a != d]
+    for j in itertools.product(*others):
+        level = []
+        for b in range(x.numblocks[d]):
+            key = (f"gather-topk-leaf-{token}", b) + j
+            dsk[key] = (_topk_leaf, (x.name,) + j[:d] + (b,) + j[d:], k, d, largest, int(edges[b]))
+            level.append(key)
+        depth = 0
+        while len(level) > 1:
+            depth += 1
+            nxt = []
+            for g in range(math.ceil(len(level) / split_every)):
+                key = (f"gather-topk-merge-{depth}-{token}", g) + j
+                dsk[key] = (_topk_merge, level[g * split_every:(g + 1) * split_every], k, d, largest)
+                nxt.append(key)
+            level = nxt
+        roots[j] = level[0]
+    chunks = x.chunks[:d] + ((k,),) + x.chunks[d + 1:]
+    outs = []
+    for part, dtype in ((0, x.dtype), (1, np.dtype(np.int64))):
+        name = f"gather-topk-{part}-{token}"
+        for j, root in roots.items():
+            dsk[(name,) + j[:d] + (0,) + j[d:]] = (_part, root, part)
+        graph = HighLevelGraph.from_collections(name, dict(dsk), dependencies=[x])
+        outs.append(da.Array(graph, name, chunks, meta=np.empty((0,) * x.ndim, dtype)))
+    values, indices = outs
+    if not grad:
+        return values, indices
+    w = _wide(x.dtype)
+    g = _dask(v["grad_output"]).astype(w)
+    return gd.scatter_add(_zeros(x.shape, w, x), d, indices, g).astype(x.dtype)
+
+
+def _topk_leaf(block, k, d, largest, start):
+    values, at = _native.topk(block, min(k, block.shape[d]), d, largest, True)
+    return values, at + start
+
+
+def _topk_merge(pairs, k, d, largest):
+    values = np.concatenate([p[0] for p in pairs], axis=d)
+    at = np.concatenate([p[1] for p in pairs], axis=d)
+    best, pos = _native.topk(values, min(k, values.shape[d]), d, largest, True)
+    return best, np.take_along_axis(at, pos, d)
 
 
 def _along_blocks(native, v, op):
