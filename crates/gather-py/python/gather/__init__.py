@@ -37,8 +37,8 @@ and a host :class:`ScatterPlan`'s calls, build Dask graphs of :mod:`gather.dask`
 and reduction trees and return Dask arrays. ``sort`` and ``argsort`` run per block with their dim
 whole; ``topk`` along a dim of several blocks is a tree of each block's ``k`` best;
 ``masked_select`` and ``repeat_interleave`` without ``output_size`` give blocks of unknown size,
-as Dask's boolean indexing does. The in-place forms and ``dtype="bfloat16"`` refuse a Dask array
-with the fix.
+as Dask's boolean indexing does; ``dtype="bfloat16"`` bit patterns run as float32 blocks rounded
+back. The in-place forms refuse a Dask array (it is immutable) with the fix.
 
 Bounds policies: what PyTorch has no word for is a keyword. ``bounds=`` says what an index value
 outside its dimension (size ``n``) does, on every indexing op (gather, take_along_dim,

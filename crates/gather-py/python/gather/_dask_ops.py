@@ -66,6 +66,12 @@ def _run(native, op, args, kwargs, prefix):
     library's checks."""
     v = _bind(native, op, args, kwargs)
     _check(native, op, v)
+    if v.get("dtype") is not None:  # "bfloat16": any other the check has refused
+        return _in_bfloat16(native, op, v, prefix)
+    return _graph(native, op, v, prefix)
+
+
+def _graph(native, op, v, prefix):
     if op == "topk" and _split_along(v):
         return _topk_tree(v, prefix == "_grad_")
     if op in ALONG:
@@ -246,16 +252,52 @@ def _ts_std(src, index, dim, dim_size, unbiased):
     return da.where(counts > (1 if unbiased else 0), std, 0).astype(src.dtype)
 
 
+# The arguments that hold data: bfloat16 bit patterns under dtype="bfloat16".
+_DATA = ("input", "src", "source", "grad_output")
+
+
+def _in_bfloat16(native, op, v, prefix):
+    """The call on bfloat16 bit patterns: its graph on float32 blocks (each pattern widened exactly)
+    whose float32 results are rounded back to bit patterns (to nearest, ties to even, as the
+    library rounds): moves give the patterns themselves, and sums are reduced in float32 and
+    rounded once, as the library's kernels accumulate bfloat16."""
+    v = dict(v, dtype=None)
+    for name in _DATA:
+        a = v.get(name)
+        if a is not None and getattr(a, "dtype", None) == np.uint16:
+            v[name] = a.map_blocks(_widen, dtype=np.float32) if hasattr(a, "map_blocks") else _widen(a)
+    for name in ("value", "src"):  # a number is rounded to bfloat16 first, as the library does
+        if isinstance(v.get(name), (int, float, np.number)) and not isinstance(v[name], bool):
+            bits = _native.index_fill(np.zeros(1, np.uint16), 0, np.zeros(1, np.int64), v[name], dtype="bfloat16")
+            v[name] = float(_widen(bits)[0])
+    out = _graph(native, op, v, prefix)
+    return tuple(map(_narrowed, out)) if isinstance(out, tuple) else _narrowed(out)
+
+
+def _widen(bits):
+    return (np.asarray(bits).astype(np.uint32) << 16).view(np.float32)
+
+
+def _narrowed(a):
+    return a.map_blocks(_narrow, dtype=np.uint16) if a.dtype == np.float32 else a
+
+
+def _narrow(block):
+    """float32 to bfloat16 bit patterns, to nearest with ties to even; a NaN keeps its pattern's
+    top half (a quiet bit where that half alone would read as an infinity)."""
+    u = np.ascontiguousarray(block, np.float32).view(np.uint32)
+    top = (u >> 16).astype(np.uint16)
+    rounded = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    nan = np.where(top & 0x7F, top, top | 0x40)
+    return np.where(np.isnan(block), nan, rounded)
+
+
 def _bind(native, op, args, kwargs):
     import dask.array as da
 
     bound = inspect.signature(native).bind(*args, **kwargs)
     bound.apply_defaults()
     v = dict(bound.arguments)
-    if v.get("dtype") is not None:
-        raise refused(f"{op}: dtype={v['dtype']!r} (bit patterns) is not read from Dask arrays",
-                      "convert bfloat16 bit patterns to float32 first: "
-                      "`(bits.astype(np.uint32) << 16).view(np.float32)`")
     for name in _ARRAYS & v.keys():
         if v[name] is not None and not isinstance(v[name], da.Array) and not np.isscalar(v[name]):
             v[name] = np.asarray(v[name])
