@@ -744,15 +744,8 @@ fn differentiate(
                     two("grad_source", (r.input, r.source))
                 }
                 _ if policy.is_some() => {
-                    let src = get("src")?;
-                    if !matches!(args.get("reduce"), None | Some(Arg::None)) {
-                        return Err(Error::new(
-                            gather::ErrorKind::InvalidArgument,
-                            "scatter: a bounds policy applies to the src form without reduce",
-                        )
-                        .into());
-                    }
-                    let r = go.scatter(g, dim, index, src.shape())?;
+                    gather::dynamic::check_policy_form(op, args, inputs.contains_key("src"))?;
+                    let r = go.scatter(g, dim, index, get("src")?.shape())?;
                     two("grad_src", (r.input, r.src))
                 }
                 _ => scatter_grad(args, inputs, g, x, dim, index, forward.map(|f| &f[0].1)),

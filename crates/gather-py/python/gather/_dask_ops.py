@@ -339,8 +339,9 @@ def _count(a):
 
 
 def _stand(a, shape=None):
-    """A stride-0 stand-in of ``a``'s dtype (and shape)."""
-    return np.broadcast_to(np.zeros((), a.dtype), tuple(np.shape(a) if shape is None else shape))
+    """A stride-0 stand-in of ``a``'s dtype (and shape; an unknown size, NaN, as 0)."""
+    shape = np.shape(a) if shape is None else shape
+    return np.broadcast_to(np.zeros((), a.dtype), tuple(0 if s != s else int(s) for s in shape))
 
 
 def _forward_shape(op, v):

@@ -44,6 +44,28 @@ pub fn grad_bounds_policy(op: &str, args: &Args) -> Result<Option<OutOfBounds<Sc
     policy_of(op, args).map(Some)
 }
 
+/// Whether `op`'s form takes a bounds policy: `scatter` takes one in its `src` form without
+/// `reduce` only (`has_src`: a `src` tensor is given). Public for the crates that run the
+/// gradients on other devices (`gather-cuda`), so that a call fails there with the same error.
+///
+/// ```
+/// use gather::dynamic::{Arg, Args, check_policy_form};
+/// let mut args = Args::default();
+/// args.set("bounds", Arg::Str("wrap".into()));
+/// assert!(check_policy_form("scatter", &args, true).is_ok());
+/// let e = check_policy_form("scatter", &args, false).unwrap_err();
+/// assert!(e.hint().unwrap().contains("index_fill"));
+/// ```
+pub fn check_policy_form(op: &str, args: &Args, has_src: bool) -> Result<()> {
+    if op == "scatter" && (!matches!(args.get("reduce"), None | Some(Arg::None)) || !has_src) {
+        return Err(Error::invalid(
+            "scatter: a bounds policy applies to the src form without reduce",
+        )
+        .with_hint("for a reduction use scatter_reduce (or scatter_add) with the policy; for a scalar use index_fill"));
+    }
+    Ok(())
+}
+
 /// The policy `args` ask for.
 pub(crate) fn policy<T: Element>(op: &str, args: &Args) -> Result<OutOfBounds<T>> {
     typed_policy(policy_of(op, args)?)
@@ -194,12 +216,7 @@ fn parse(op: &str, args: &Args, has_src: bool) -> Result<(OutOfBounds<Scalar>, W
     let include_self = || args.bool_or("include_self", true);
     let plain_put = op == "put" && !args.bool_or("accumulate", false)?;
     let write = if MOVING_OPS.contains(&op) || plain_put {
-        if op == "scatter" && (!matches!(args.get("reduce"), None | Some(Arg::None)) || !has_src) {
-            return Err(Error::invalid(
-                "scatter: a bounds policy applies to the src form without reduce",
-            )
-            .with_hint("for a reduction use scatter_reduce (or scatter_add) with the policy; for a scalar use index_fill"));
-        }
+        check_policy_form(op, args, has_src)?;
         let other = match op {
             "scatter" => Some("src"),
             "index_copy" | "put" => Some("source"),
@@ -343,10 +360,7 @@ pub(crate) fn grad<T: GradFloat + TensorElem, I: IndexElem>(
             super::take::batch_dims(args)?,
         )?),
         "scatter" | "scatter_add" | "scatter_reduce" => {
-            if op == "scatter" {
-                // The forward's error for the forms a policy does not apply to.
-                parse(op, args, inputs.tensor("src").is_some())?;
-            }
+            check_policy_form(op, args, inputs.tensor("src").is_some())?;
             let s = src("src")?;
             let r = match op {
                 "scatter" => go.scatter(g, args.dim()?, i, s.raw_dim())?,

@@ -33,7 +33,7 @@ mod take;
 #[cfg(test)]
 pub(crate) mod test_util;
 
-pub use bounds::{bounds_policy, grad_bounds_policy, takes_bounds_policy};
+pub use bounds::{bounds_policy, check_policy_form, grad_bounds_policy, takes_bounds_policy};
 pub use grad::{GRAD_OPS, call_grad, call_grad_with, check_grad_dtypes};
 pub use groups::{arg_reduce, bool_fill, group_fill, group_reduce, opt_size, segment_args};
 pub use index_ops::index_reduce_arg;
