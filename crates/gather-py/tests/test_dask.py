@@ -328,3 +328,30 @@ def test_gather_ops_and_their_gradients_on_dask_arrays_run_on_the_cluster(client
     bad[77, 3] = 300
     with pytest.raises(gather.IndexOutOfBoundsError, match=r"position \[77, 3\]"):
         gather.grad.gather(src, X, 0, da.from_array(bad, chunks=(50, 8))).compute()
+
+
+def test_the_value_dependent_ops_and_torch_scatter_run_on_the_cluster(client):
+    # Masks, repeats, the topk tree and pytorch_scatter's args: their tasks and compute-time
+    # checks travel to the worker processes too.
+    rng = np.random.default_rng(8)
+    x = rng.integers(-5, 6, (300, 8)).astype(np.float64)
+    X = da.from_array(x, chunks=(70, 4))
+    mask = x > 1
+    M = da.from_array(mask, chunks=(50, 8))
+    src = rng.standard_normal(1000)
+    np.testing.assert_array_equal(gather.masked_scatter(X, M, da.from_array(src, 300)).compute(),
+                                  gather.masked_scatter(x, mask, src))
+    got = gather.masked_select(X, M)
+    np.testing.assert_array_equal(got.compute(), gather.masked_select(x, mask))
+    r = rng.integers(0, 3, 300)
+    np.testing.assert_array_equal(gather.repeat_interleave(X, da.from_array(r, 80), 0).compute(),
+                                  gather.repeat_interleave(x, r, 0))
+    values, at = gather.topk(X, 5, 0)
+    want = gather.topk(x, 5, 0)
+    np.testing.assert_array_equal(values.compute(), want[0])
+    np.testing.assert_array_equal(at.compute(), want[1])
+    index = rng.integers(0, 20, 300)
+    for a, b in zip(ts.scatter_max(X, da.from_array(index, 70), 0), ts.scatter_max(x, index, 0)):
+        np.testing.assert_array_equal(a.compute(), b)
+    with pytest.raises(gather.GatherError, match="Number of elements of source"):
+        gather.masked_scatter(X, M, da.from_array(src[:10], 5)).compute()
