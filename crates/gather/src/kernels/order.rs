@@ -7,6 +7,10 @@
 //!                                           indices 2 0 3 1    values 1 3 3 NaN
 //! ```
 //!
+//! Where `k` is a small part of the lane (topk), the pairs are not all made: a scan keeps only
+//! those that beat the `k`-th best key seen so far (see [`best`]), and a lane alone is scanned in
+//! pieces on every thread.
+//!
 //! The walk is compiled once: it reaches the elements through two functions chosen per call, the
 //! keys of a lane (per element type) and the copy of the values (per byte width).
 
@@ -42,36 +46,43 @@ pub(crate) fn sort_key<T: Element>(x: T) -> u64 {
     if v.is_nan() {
         return u64::MAX;
     }
-    // `-0.0 + 0.0` is `+0.0`: signed zeros get one key.
+    // `-0.0 + 0.0` is `+0.0`: signed zeros get one key. Negative values flip every bit, the
+    // others the sign bit: without a branch, which random signs would mispredict half the time.
     let bits = (v + 0.0).to_bits();
-    if bits >> 63 == 1 {
-        !bits
-    } else {
-        bits | (1 << 63)
-    }
+    bits ^ (((bits as i64) >> 63) as u64 | (1 << 63))
 }
 
-/// Fills `pairs` with `(key ^ mask, position)` for the `len` elements of a lane of `T`s at `p`,
-/// `stride` elements apart.
+/// Appends to `pairs` the `(key ^ mask, position)` of the elements `first..first + len` of a lane
+/// of `T`s at `p`, `stride` elements apart, whose key is at most `bar`.
 ///
 /// # Safety
-/// `p + i * stride` (`i < len`) must be elements of `T` that are not written meanwhile.
+/// `p + i * stride` (`first <= i < first + len`) must be elements of `T` that are not written
+/// meanwhile.
 unsafe fn keys<T: Element>(
     p: *const u8,
     stride: isize,
+    first: usize,
     len: usize,
     mask: u64,
+    bar: u64,
     pairs: &mut Vec<(u64, usize)>,
 ) {
     let p = p.cast::<T>();
-    pairs.clear();
-    // SAFETY: the caller's contract.
-    pairs.extend((0..len).map(|i| {
-        (
-            sort_key(unsafe { *p.offset(i as isize * stride) }) ^ mask,
-            i,
-        )
-    }));
+    // Branch-free: every pair is written past the end, and the end moves over the kept ones.
+    pairs.reserve(len);
+    let spare = pairs.spare_capacity_mut().as_mut_ptr();
+    let mut n = 0;
+    for i in first..first + len {
+        // SAFETY: the caller's contract for the element; `n <= i - first < len`, and `len` slots
+        // of spare capacity were reserved, so slot `n` is inside it.
+        unsafe {
+            let key = sort_key(*p.offset(i as isize * stride)) ^ mask;
+            (*spare.add(n)).write((key, i));
+            n += usize::from(key <= bar);
+        }
+    }
+    // SAFETY: the first `n` spare slots were written above.
+    unsafe { pairs.set_len(pairs.len() + n) };
 }
 
 /// `to[j * ts] = from[p_j * fs]` for the positions `p_j` of `pairs`, on words of width `W`.
@@ -93,8 +104,104 @@ unsafe fn copy_values<W: Copy>(
     }
 }
 
-type Keys = unsafe fn(*const u8, isize, usize, u64, &mut Vec<(u64, usize)>);
+type Keys = unsafe fn(*const u8, isize, usize, usize, u64, u64, &mut Vec<(u64, usize)>);
 type Values = unsafe fn(*const u8, isize, *mut u8, isize, &[(u64, usize)]);
+
+/// Whether the `k` best of a lane of `len` are found by a [`best`] scan rather than by ordering
+/// every pair: when they are a small part of it.
+fn scans(k: usize, len: usize) -> bool {
+    k.saturating_mul(8) <= len
+}
+
+/// How many pairs a [`best`] scan keeps before it cuts them to the `k` best.
+fn room(k: usize) -> usize {
+    k.saturating_mul(2).max(k + 256)
+}
+
+/// The `k` best pairs (lowest keys) of the elements `range` of a lane into `kept` (cleared
+/// first), unordered: a pair goes in while fewer than `k` pairs are known to be better, and
+/// `kept` is cut to its `k` best whenever it reaches [`room`] (unless a whole stretch after a cut
+/// beat the bar: then the rest goes in whole, to be cut once). A pair whose key equals the
+/// `k`-th best one's may go in too: the pairs' order (positions break ties) decides at the cut.
+///
+/// # Safety
+/// As [`keys`], for the elements of `range`.
+unsafe fn best(
+    keys: Keys,
+    p: *const u8,
+    stride: isize,
+    range: Range<usize>,
+    mask: u64,
+    k: usize,
+    kept: &mut Vec<(u64, usize)>,
+) {
+    kept.clear();
+    let mut room = room(k);
+    // The k-th best key so far, once `kept` has been cut to k.
+    let mut bar = u64::MAX;
+    let mut at = range.start;
+    while at < range.end {
+        let (before, n) = (kept.len(), (room - kept.len()).min(range.end - at));
+        // SAFETY: the caller's contract, for `at..at + n` inside `range`.
+        unsafe { keys(p, stride, at, n, mask, bar, kept) };
+        if bar != u64::MAX && before == k && n == room - k && kept.len() - before == n {
+            // A whole stretch after a cut beat the bar (an ascending lane for the largest): the
+            // rest is kept whole and ordered once, rather than cut every `room - k` elements.
+            room = usize::MAX;
+        } else if kept.len() >= room {
+            kept.select_nth_unstable(k - 1);
+            kept.truncate(k);
+            bar = kept[k - 1].0;
+        }
+        at += n;
+    }
+    if kept.len() > k {
+        kept.select_nth_unstable(k - 1);
+        kept.truncate(k);
+    }
+}
+
+/// [`best`] over a lane of `len` in `ways` pieces on rayon's threads, their pairs together in
+/// `kept`.
+///
+/// # Safety
+/// As [`keys`], for the elements `0..len`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn split_best(
+    keys: Keys,
+    p: SharedPtr<u8>,
+    stride: isize,
+    len: usize,
+    mask: u64,
+    k: usize,
+    ways: usize,
+    kept: &mut Vec<(u64, usize)>,
+) {
+    let step = len.div_ceil(ways.max(1)).max(room(k));
+    let mut parts: Vec<Vec<(u64, usize)>> = (0..len.div_ceil(step)).map(|_| Vec::new()).collect();
+    let slots = SharedPtr(parts.as_mut_ptr());
+    crate::plan::each((0..parts.len()).collect(), true, |w: usize| {
+        let (p, slots) = (p, slots);
+        // SAFETY: task `w` alone writes slot `w` of `parts`, which outlives the tasks; the scan
+        // reads the elements of its piece, inside `0..len` (the caller's contract).
+        unsafe {
+            let range = w * step..((w + 1) * step).min(len);
+            best(
+                keys,
+                p.0.cast_const(),
+                stride,
+                range,
+                mask,
+                k,
+                &mut *slots.0.add(w),
+            );
+        }
+    });
+    kept.clear();
+    for part in parts {
+        kept.extend(part);
+    }
+}
 
 /// Orders the pairs of one lane, keeping the `k` best (lowest keys) first; ties cannot occur
 /// (the positions differ), so every order below is fully determined and stable.
@@ -202,12 +309,17 @@ impl Walk<'_> {
             1
         };
         let parts = lanes.pieces(tasks, 1);
+        // A long lane alone (or one of fewer lanes than threads, which run one after the other
+        // then): its scan is split between the threads, whose k best are merged.
+        let split =
+            !parallel && rayon::current_num_threads() > 1 && scans(k, len) && len >= 2 * GRAIN;
+        let ways = rayon::current_num_threads() * 4;
         let [xi, ii, vi] = lanes.inner.strides;
         let (xd, id, vd) = (self.x.1[dim], istrides[dim], vstrides[dim]);
         let (xp, vp, size, mask) = (self.x.0, self.values.map(|(p, _)| p), self.size, self.mask);
         let body = |pieces: Vec<([isize; 3], Range<usize>)>| {
             let (xp, ip, vp) = (xp, ip, vp);
-            let mut pairs = Vec::with_capacity(len);
+            let mut pairs = Vec::with_capacity(if scans(k, len) { room(k).min(len) } else { len });
             for (base, r) in pieces {
                 for l in r {
                     let l = l as isize;
@@ -220,7 +332,23 @@ impl Walk<'_> {
                     // write one element of the outputs (`&mut` views, not x); x is only read.
                     unsafe {
                         let xl = xp.0.offset((base[0] + l * xi) * size).cast_const();
-                        keys(xl, xd, len, mask, &mut pairs);
+                        if split {
+                            split_best(
+                                keys,
+                                SharedPtr(xl.cast_mut()),
+                                xd,
+                                len,
+                                mask,
+                                k,
+                                ways,
+                                &mut pairs,
+                            );
+                        } else if scans(k, len) {
+                            best(keys, xl, xd, 0..len, mask, k, &mut pairs);
+                        } else {
+                            pairs.clear();
+                            keys(xl, xd, 0, len, mask, u64::MAX, &mut pairs);
+                        }
                         order(&mut pairs, k);
                         let il = ip.0.offset(base[1] + l * ii);
                         for (j, &(_, p)) in pairs.iter().enumerate() {
@@ -264,6 +392,44 @@ mod tests {
             }
         }
         (values, indices)
+    }
+
+    #[test]
+    fn scans_of_long_lanes_keep_the_k_best_with_ties_in_position_order() {
+        // Few distinct values, so that ties straddle every block and every cut of the kept
+        // pairs; one lane alone (split between threads) and a few lanes of one thread each.
+        let mut seed = 11u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((seed >> 40) % 5) as i16 - 2
+        };
+        for shape in [vec![sized(100_000, 700)], vec![3, sized(20_000, 500)]] {
+            let dim = shape.len() - 1;
+            let x = ArrayD::from_shape_fn(shape.clone(), |_| next());
+            let len = shape[dim];
+            for k in [1, 7, sized(100, 20), len / 8] {
+                for flip in [false, true] {
+                    assert!(scans(k, len));
+                    let (want_v, want_i) = reference(&x, dim, k, flip);
+                    let mut oshape = shape.clone();
+                    oshape[dim] = k;
+                    let mut values = ArrayD::from_elem(oshape.clone(), 9i16);
+                    let mut indices = ArrayD::from_elem(oshape, -1i64);
+                    order_lanes(
+                        &x.view(),
+                        dim,
+                        k,
+                        flip,
+                        Some(&mut values.view_mut()),
+                        &mut indices.view_mut(),
+                    );
+                    assert_eq!(indices, want_i, "{shape:?}, k {k}, flip {flip}");
+                    assert_eq!(values, want_v, "{shape:?}, k {k}, flip {flip}");
+                }
+            }
+        }
     }
 
     #[test]
