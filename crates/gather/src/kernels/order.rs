@@ -394,17 +394,43 @@ mod tests {
         (values, indices)
     }
 
+    /// A repeatable stream of `n` distinct values around 0 (many ties).
+    fn values(mut seed: u64, n: u64) -> impl FnMut() -> i16 {
+        move || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((seed >> 40) % n) as i16 - (n / 2) as i16
+        }
+    }
+
+    /// `order_lanes` into fresh outputs: `(values, indices)`.
+    fn ordered(
+        x: &ArrayView<'_, i16, IxDyn>,
+        dim: usize,
+        k: usize,
+        flip: bool,
+    ) -> (ArrayD<i16>, ArrayD<i64>) {
+        let mut shape = x.shape().to_vec();
+        shape[dim] = k;
+        let mut values = ArrayD::from_elem(shape.clone(), 9i16);
+        let mut indices = ArrayD::from_elem(shape, -1i64);
+        order_lanes(
+            x,
+            dim,
+            k,
+            flip,
+            Some(&mut values.view_mut()),
+            &mut indices.view_mut(),
+        );
+        (values, indices)
+    }
+
     #[test]
     fn scans_of_long_lanes_keep_the_k_best_with_ties_in_position_order() {
         // Few distinct values, so that ties straddle every block and every cut of the kept
         // pairs; one lane alone (split between threads) and a few lanes of one thread each.
-        let mut seed = 11u64;
-        let mut next = || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((seed >> 40) % 5) as i16 - 2
-        };
+        let mut next = values(11, 5);
         for shape in [vec![sized(100_000, 700)], vec![3, sized(20_000, 500)]] {
             let dim = shape.len() - 1;
             let x = ArrayD::from_shape_fn(shape.clone(), |_| next());
@@ -413,18 +439,7 @@ mod tests {
                 for flip in [false, true] {
                     assert!(scans(k, len));
                     let (want_v, want_i) = reference(&x, dim, k, flip);
-                    let mut oshape = shape.clone();
-                    oshape[dim] = k;
-                    let mut values = ArrayD::from_elem(oshape.clone(), 9i16);
-                    let mut indices = ArrayD::from_elem(oshape, -1i64);
-                    order_lanes(
-                        &x.view(),
-                        dim,
-                        k,
-                        flip,
-                        Some(&mut values.view_mut()),
-                        &mut indices.view_mut(),
-                    );
+                    let (values, indices) = ordered(&x.view(), dim, k, flip);
                     assert_eq!(indices, want_i, "{shape:?}, k {k}, flip {flip}");
                     assert_eq!(values, want_v, "{shape:?}, k {k}, flip {flip}");
                 }
@@ -435,13 +450,7 @@ mod tests {
     #[test]
     fn every_lane_keeps_its_k_best_in_stable_order_whatever_the_layout() {
         let (a, len, b) = (sized(40, 3), sized(300, 9), sized(30, 4));
-        let mut seed = 5u64;
-        let mut next = || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((seed >> 40) % 7) as i16 - 3
-        };
+        let mut next = values(5, 7);
         for dim in 0..3 {
             let mut shape = vec![a, b];
             shape.insert(dim, len);
@@ -460,16 +469,7 @@ mod tests {
                 for view in [x.view(), xt.view()] {
                     let mut oshape = shape.clone();
                     oshape[dim] = k;
-                    let mut values = ArrayD::from_elem(oshape.clone(), 9i16);
-                    let mut indices = ArrayD::from_elem(oshape.clone(), -1i64);
-                    order_lanes(
-                        &view,
-                        dim,
-                        k,
-                        flip,
-                        Some(&mut values.view_mut()),
-                        &mut indices.view_mut(),
-                    );
+                    let (values, indices) = ordered(&view, dim, k, flip);
                     assert_eq!(values, want_v, "dim {dim}, k {k}, flip {flip}");
                     assert_eq!(indices, want_i, "dim {dim}, k {k}, flip {flip}");
                     // Indices alone, into a transposed output.
