@@ -228,10 +228,10 @@ def _ts_logsumexp(src, index, dim, dim_size, eps):
     from . import dask as gd
 
     src, index, d, n = _ts_prepare(src, index, dim, dim_size)
-    top = gd.scatter(src, index, d, n, "amax")
+    top, counts = gd._tree(src, index, d, n, "amax", None)  # the maxima and the groups' sizes
+    counts = gd._counts_like(counts, top, d)
+    top = da.where(counts > 0, top, 0).astype(src.dtype)  # as gather.dask.scatter's "amax"
     total = gd.scatter(da.exp(src - _ts_read(top, index, d)), index, d, n, "sum")
-    counts = gd._counts_like(gd.scatter(da.ones(src.shape, dtype=np.int64, chunks=src.chunks), index, d, n, "sum"),
-                             top, d)
     return da.where(counts > 0, top + da.log(da.where(counts > 0, total, 1)), np.log(eps)).astype(src.dtype)
 
 
@@ -243,8 +243,9 @@ def _ts_std(src, index, dim, dim_size, unbiased):
     from . import dask as gd
 
     src, index, d, n = _ts_prepare(src, index, dim, dim_size)
-    counts = gd.scatter(da.ones(src.shape, dtype=np.int64, chunks=src.chunks), index, d, n, "sum")
-    mean = gd.scatter(src, index, d, n, "mean")
+    sums, counts = gd._tree(src, index, d, n, "mean", None)  # the sums and the groups' sizes
+    counts = gd._counts_like(counts, sums, d)
+    mean = gd._mean(sums, counts).astype(src.dtype)  # as gather.dask.scatter's "mean"
     dev = src - _ts_read(mean, index, d)
     squares = gd.scatter(dev * dev, index, d, n, "sum")
     c = counts - 1 if unbiased else counts
@@ -699,15 +700,10 @@ def _part(pieces, k):
 
 
 def _scatter(v):
-    import dask.array as da
-
     from . import dask as gd
 
     x, index = _lifted(v["input"], v["index"])
-    src = v["src"]
-    if src is None or not hasattr(src, "shape"):  # the number form
-        src = da.full(index.shape, v["value"] if src is None else src, dtype=x.dtype, chunks=index.chunks)
-    (src,) = _lifted(src)
+    (src,) = _lifted(_scatter_src(v, x, index))
     if index.size == 0:
         return x.reshape(np.shape(v["input"]))
     d = v["dim"] % x.ndim
@@ -718,6 +714,16 @@ def _scatter(v):
     else:
         out = gd._scatter_reduce(x, d, index, src, None, True, None, v["bounds"], v["fill_value"], "scatter")
     return out.reshape(np.shape(v["input"]))
+
+
+def _scatter_src(v, x, index):
+    """scatter's src: the array, or for the number form the number in index's shape."""
+    import dask.array as da
+
+    src = v["src"]
+    if src is not None and hasattr(src, "shape"):
+        return src
+    return da.full(index.shape, v["value"] if src is None else src, dtype=x.dtype, chunks=index.chunks)
 
 
 def _index_copy(v):
@@ -812,9 +818,7 @@ def _masked_select(v):
     import dask.array as da
 
     x, mask = _dask(v["input"]), _dask(v["mask"])
-    shape = np.broadcast_shapes(x.shape, mask.shape)
-    flat = da.broadcast_to(x, shape).reshape(-1)
-    m = da.broadcast_to(mask, shape).reshape(-1).rechunk(flat.chunks)
+    flat, m, _ = _masked(da.broadcast_to(x, np.broadcast_shapes(x.shape, mask.shape)), mask)
     # As Dask's boolean indexing: the blocks' sizes are known once computed.
     return da.map_blocks(_select_block, flat, m, chunks=((np.nan,) * flat.numblocks[0],), dtype=x.dtype)
 
@@ -846,8 +850,9 @@ def _enough(v, name, x, source):
     def check(count):
         if int(count) > _count(source):
             args = {**v, "input": _stand(x), "source": _stand(source), **_sized(v, int(count))}
-            native(**{k: val for k, val in args.items() if k != "grad_output"},
-                   **({"grad_output": _stand(x)} if "grad_output" in v else {}))
+            if "grad_output" in v:
+                args["grad_output"] = _stand(x)
+            native(**args)
         return count
 
     return check
@@ -904,7 +909,7 @@ def _segments_of(r, size, dtype, x, d):
         return da.map_blocks(_repeat_spread, x, spread, axis, chunks=chunks, dtype=dtype)
     cum = da.cumsum(r.astype(np.int64))
     ids = _ids(cum, da.arange(size, chunks=max(1, *x.chunks[axis])))
-    ids = _after(ids, _sum_check(cum, size))
+    ids = _after(ids, _sum_check(cum, size, lambda total: _size_error(total, size)))
     if d is None:
         return ids
     return gd.index_select(x, axis, ids)
@@ -949,22 +954,28 @@ def _repeats_checked(r, name="repeat_interleave"):
     return r.map_blocks(block, dtype=r.dtype)
 
 
-def _sum_check(cum, size):
-    """A 0-d array that raises the library's error where the repeats do not sum to output_size."""
+def _sum_check(cum, size, error):
+    """A 1-element array that calls ``error(total)`` (which raises the library's error) where the
+    repeats, whose cumulative sum is ``cum``, sum to a ``total`` other than ``size``."""
 
-    def check(total):
-        total = int(total[-1]) if total.size else 0
+    def check(c):
+        total = int(c[-1]) if c.size else 0
         if total != size:
-            _native.repeat_interleave(np.array([total], np.int64), output_size=size)
+            error(total)
         return np.zeros(1, np.int64)
 
     return cum.rechunk(-1).map_blocks(check, chunks=((1,),), dtype=np.int64)
 
 
+def _size_error(total, size):
+    """The library's error for repeats that sum to ``total`` and an output_size of ``size``."""
+    _native.repeat_interleave(np.array([total], np.int64), output_size=size)
+
+
 def _sized_check(out, v, total):
     """``out`` for an output_size that the graph can check now."""
     if total != v["output_size"]:
-        _native.repeat_interleave(np.array([total], np.int64), output_size=v["output_size"])
+        _size_error(total, v["output_size"])
     return out
 
 
@@ -1227,8 +1238,7 @@ def _grad_scatter(v):
         gi = g.reshape(shape_x)
         return gi if value_form else (gi, _zeros(np.shape(src), _dask(src).dtype))
     index = _validated(index, name, "gather", _along_dim(d, x.shape[d]), _READ_OF[v["bounds"]])
-    if value_form:
-        src = da.full(index.shape, v["value"] if src is None else src, dtype=x.dtype, chunks=index.chunks)
+    src = _scatter_src(v, x, index)
     if v["reduce"] is not None:  # the legacy reduce= of scatter: into self
         how = {"add": "sum", "multiply": "prod"}[v["reduce"]]
         gi, gs = _grad_scatter_reduce({**v, "index": index, "src": src, "reduce": how, "include_self": True,
@@ -1398,16 +1408,11 @@ def _grad_repeat_interleave(v):
         r = da.broadcast_to(r, (shape[d],))
     cum = da.cumsum(_repeats_checked(r, "grad::repeat_interleave").astype(np.int64))
     ids = _ids(cum, da.arange(g.shape[d], chunks=(g.chunks[d],)))
-
-    def check(total):
-        total = int(total[-1]) if total.size else 0
-        if total != g.shape[d]:
-            stand = np.zeros(r.shape, np.int64)
-            stand[:1] = total
-            _native.grad.repeat_interleave(_stand(g), _stand(x), stand, dim)
-        return np.zeros(1, np.int64)
-
-    ids = _after(ids, cum.rechunk(-1).map_blocks(check, chunks=((1,),), dtype=np.int64))
+    # The library's error for a grad_output of another length than the repeats' sum, from
+    # stand-ins with that sum.
+    error = lambda total: _native.grad.repeat_interleave(  # noqa: E731
+        _stand(g), _stand(x), _sized({"repeats": r}, total)["repeats"], dim)
+    ids = _after(ids, _sum_check(cum, g.shape[d], error))
     if g.shape[d] == 0:
         return _after(_zeros(x.shape, x.dtype, x), ids)
     gi = gd.scatter_add(_zeros(shape, w), d, ids, g.reshape(shape[:d] + (g.shape[d],) + shape[d + 1:]))

@@ -170,11 +170,18 @@ def _positions(ib, n, bounds, wraps):
     return ib, None
 
 
-def _take_piece(xblock, ib, lo, hi, n, axis, bounds, wraps):
-    """The values of one table block for the index values that fall in it: (positions, values)."""
+def _in_block(ib, n, bounds, wraps, lo, hi):
+    """``ib`` mapped by :func:`_positions`, and which of its values read the table block that
+    holds positions ``lo..hi``."""
     w, keep = _positions(ib, n, bounds, wraps)
     here = (w >= lo) & (w < hi)
-    pos = np.nonzero(here if keep is None else here & keep)[0]
+    return w, here if keep is None else here & keep
+
+
+def _take_piece(xblock, ib, lo, hi, n, axis, bounds, wraps):
+    """The values of one table block for the index values that fall in it: (positions, values)."""
+    w, here = _in_block(ib, n, bounds, wraps, lo, hi)
+    pos = np.nonzero(here)[0]
     return pos, _native.index_select(xblock, axis, w[pos] - lo)
 
 
@@ -282,10 +289,7 @@ def _gather_step(prev, xblock, ib, lo, hi, n, dim, bounds, fill, origin):
             table = np.broadcast_to(np.zeros(1, np.int8), shape)
             _in_whole(lambda: _native.gather(table, dim, ib, bounds=bounds), origin)
         prev = np.zeros(ib.shape, xblock.dtype) if fill is None else np.full(ib.shape, fill, xblock.dtype)
-    w, keep = _positions(ib, n, bounds, False)
-    mask = (w >= lo) & (w < hi)
-    if keep is not None:
-        mask &= keep
+    w, mask = _in_block(ib, n, bounds, False, lo, hi)
     if mask.any():
         sub = xblock[tuple(slice(0, s) if a != dim else slice(None) for a, s in enumerate(ib.shape))]
         got = _native.gather(sub, dim, np.where(mask, w - lo, 0))
@@ -342,10 +346,7 @@ def _select_step(prev, xblock, ib, lo, hi, n, axis, b, bounds, fill, origin):
             _in_whole(lambda: _native.select_batched(table, axis, ib, b, bounds=bounds), origin)
         shape = xblock.shape[:axis] + ib.shape[b:] + xblock.shape[axis + 1:]
         prev = np.zeros(shape, xblock.dtype) if fill is None else np.full(shape, fill, xblock.dtype)
-    w, keep = _positions(ib, n, bounds, False)
-    mask = (w >= lo) & (w < hi)
-    if keep is not None:
-        mask &= keep
+    w, mask = _in_block(ib, n, bounds, False, lo, hi)
     if mask.any():
         got = _native.select_batched(xblock, axis, np.where(mask, w - lo, 0), b)
         where = mask.reshape(ib.shape[:b] + (1,) * (axis - b) + ib.shape[b:] + (1,) * (xblock.ndim - axis - 1))
