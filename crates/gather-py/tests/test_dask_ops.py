@@ -575,3 +575,17 @@ def test_a_bad_value_of_the_other_ops_raises_the_in_memory_error_at_compute_time
     with pytest.raises(type(want.value)) as got:
         dask.compute(*result) if isinstance(result, tuple) else result.compute()
     assert str(got.value) == str(want.value)
+
+
+def test_the_legacy_multiply_gradient_passes_untouched_positions_through_exactly_as_in_memory():
+    # grad.scatter(reduce="multiply") takes PyTorch's gradient with the library's "correct"
+    # parity: where no src element landed, grad_input is grad_output itself, not g * x / x.
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((6, 4)) * 7
+    i = rng.integers(0, 3, (3, 4))  # rows 3.. are never written
+    src, g = rng.standard_normal((3, 4)) * 3, rng.standard_normal((6, 4))
+    want = gather.grad.scatter(g, x, 0, i, src, reduce="multiply")
+    got = gather.grad.scatter(lazy(g, 2), lazy(x, 2), 0, i, src, reduce="multiply")
+    both(got, want)
+    np.testing.assert_array_equal(got[0].compute()[3:], g[3:])
+    np.testing.assert_array_equal(want[0][3:], g[3:])

@@ -1242,7 +1242,7 @@ def _grad_scatter(v):
     if v["reduce"] is not None:  # the legacy reduce= of scatter: into self
         how = {"add": "sum", "multiply": "prod"}[v["reduce"]]
         gi, gs = _grad_scatter_reduce({**v, "index": index, "src": src, "reduce": how, "include_self": True,
-                                       "parity": "pytorch"})
+                                       "parity": "correct"})  # as the library's grad.scatter
         return gi if value_form else (gi, gs)
     gi = da.where(_hit(x, d, index, v["bounds"]), 0, g).reshape(shape_x)
     if value_form:
