@@ -179,7 +179,38 @@ pub fn call_grad_with(
         ));
     }
     let x = input(inputs, "input")?;
+    if let Some(dx) = gather_f32_i32(op, args, inputs, &x, grad_output) {
+        return Ok(vec![named("grad_input", dx?)]);
+    }
     with_float_tensor!(op, x, x => typed(op, args, inputs, x, grad_output, parity))
+}
+
+/// The gradient of gather on float32 values and an int32 index (JAX's default types): a
+/// scatter_add on the index as it is, the instance the forward scatter_add of these types runs
+/// (see `dynamic::scatter`), where the other types widen the index to an int64 copy first.
+fn gather_f32_i32(
+    op: &str,
+    args: &Args,
+    inputs: &dyn Inputs,
+    x: &TensorView<'_>,
+    grad_output: &TensorView<'_>,
+) -> Option<Result<ndarray::ArrayD<f32>>> {
+    if op != "gather" || super::bounds::requested(args) {
+        return None;
+    }
+    let (TensorView::F32(x), TensorView::F32(g), Some(TensorView::I32(i))) =
+        (x, grad_output, inputs.tensor("index"))
+    else {
+        return None;
+    };
+    let dim = match args.dim() {
+        Ok(dim) => dim,
+        Err(e) => return Some(Err(e)),
+    };
+    Some(match super::materialised_broadcast(&i) {
+        Some(c) => grad::gather(g, x.raw_dim(), dim, &super::spread(&c, &i)),
+        None => grad::gather(g, x.raw_dim(), dim, &i),
+    })
 }
 
 fn no_grad(op: &str) -> Error {

@@ -576,7 +576,7 @@ impl TensorViewMut<'_> {
 /// after a pass per axis that stops at the first difference (at once for independent values).
 /// Indices of fewer than [`GRAIN`](crate::plan::GRAIN) elements are left as they are: the row
 /// loops gain little there, and the search would cost a small call a tenth of its time.
-pub(crate) fn materialised_broadcast<I: crate::IndexElem>(
+pub(crate) fn materialised_broadcast<I: crate::IndexElem + PartialEq>(
     index: &ArrayView<'_, I, IxDyn>,
 ) -> Option<ArrayD<I>> {
     if index.len() < crate::plan::GRAIN {
@@ -596,7 +596,7 @@ pub(crate) fn materialised_broadcast<I: crate::IndexElem>(
             found = true;
         }
     }
-    found.then(|| compact.to_owned())
+    found.then(|| map_owned(&compact, |v| v))
 }
 
 /// `compact` (from [`materialised_broadcast`]) as a stride-0 view of `index`'s shape.
@@ -610,18 +610,17 @@ pub(crate) fn spread<'c, I: crate::IndexElem>(
 }
 
 /// Whether the values of `a` are the same along axis `ax`, for a standard-layout `a` (as a
-/// materialised broadcast is): each run of the elements after `ax` equals the first run of its
-/// block. A loop over the slice, which stops at the first difference.
-fn constant_along<I: crate::IndexElem>(a: &ArrayView<'_, I, IxDyn>, ax: usize) -> bool {
+/// materialised broadcast is): each run of the elements after `ax` equals the run before it.
+fn constant_along<I: crate::IndexElem + PartialEq>(a: &ArrayView<'_, I, IxDyn>, ax: usize) -> bool {
     let Some(data) = a.as_slice() else {
         return false;
     };
     let inner: usize = a.shape()[ax + 1..].iter().product();
-    data.chunks_exact(inner * a.shape()[ax]).all(|block| {
-        let (first, rest) = block.split_at(inner);
-        rest.chunks_exact(inner)
-            .all(|run| run.iter().zip(first).all(|(x, y)| x.to_i64() == y.to_i64()))
-    })
+    // Each block (one step of the axes before `ax`) is constant along `ax` when it equals itself
+    // shifted by one step of `ax`: one slice compare (memcmp) per block, where comparing run by
+    // run cost a loop per element of the last axis.
+    data.chunks_exact(inner * a.shape()[ax])
+        .all(|block| block[inner..] == block[..block.len() - inner])
 }
 
 /// `f` of every element of `a`, as an owned standard-layout array built in logical order (NumPy
@@ -635,8 +634,21 @@ fn map_owned<T: Copy, U>(a: &ArrayViewD<'_, T>, f: impl Fn(T) -> U) -> ArrayD<U>
     match a.as_slice() {
         Some(s) => data.extend(s.iter().map(|&x| f(x))),
         None => {
-            for row in a.rows() {
-                data.extend(row.iter().map(|&x| f(x)));
+            // Without its length-1 axes a collapsed broadcast (`materialised_broadcast`) is
+            // often one strided axis: a loop, where `rows()` would give one row per element.
+            let mut squeezed = a.view();
+            for ax in (0..a.ndim()).rev() {
+                if squeezed.shape()[ax] == 1 {
+                    squeezed = squeezed.index_axis_move(ndarray::Axis(ax), 0);
+                }
+            }
+            match squeezed.into_dimensionality::<ndarray::Ix1>() {
+                Ok(line) => data.extend(line.iter().map(|&x| f(x))),
+                Err(_) => {
+                    for row in a.rows() {
+                        data.extend(row.iter().map(|&x| f(x)));
+                    }
+                }
             }
         }
     }
@@ -1042,6 +1054,21 @@ mod tests {
             materialised_broadcast(&same.view()).unwrap().shape(),
             &[1, 1]
         );
+        // Constant along the last axis of three but not the middle one, as an int32
+        // `broadcast_to(idx[..., None], (a, b, c))` is; one differing value in the last block
+        // leaves the last axis as it is.
+        let last = Array::from_shape_fn((50, 40, 1), |(i, j, _)| (i * 7 + j) as i32 % 13)
+            .broadcast((50, 40, 64))
+            .unwrap()
+            .to_owned()
+            .into_dyn();
+        assert_eq!(
+            materialised_broadcast(&last.view()).unwrap().shape(),
+            &[50, 40, 1]
+        );
+        let mut one_off = last.clone();
+        one_off[[49, 39, 63]] = 99;
+        assert!(materialised_broadcast(&one_off.view()).is_none());
         // A stride-0 axis stays length 1 in the copy, next to a found one (never expanded).
         let wide = array![[[1i64, 1]], [[2, 2]]];
         let view = wide.broadcast((2, 1 << 20, 2)).unwrap().into_dyn();

@@ -58,6 +58,10 @@ pub(crate) fn scatter_family(
     let index = input(inputs, "index")?;
     let dim = args.dim()?;
     normalize_dim(op, dim, target.shape().len())?;
+    if let (TensorView::I32(i), TensorViewMut::F32(dst), true) = (&index, &mut *target, is_sum(op))
+    {
+        return sums_i32(op, args, Dst::Into(dst), dim, i, inputs).map(|_| ());
+    }
     with_view_mut!(*target, dst => {
         with_index_tensor!(index, i => scatter_typed(op, args, Dst::Into(dst), dim, i, inputs),
             _ => {
@@ -75,6 +79,12 @@ pub(crate) fn scatter_fresh(op: &str, args: &Args, inputs: &dyn Inputs) -> Resul
     let index = input(inputs, "index")?;
     let dim = args.dim()?;
     normalize_dim(op, dim, x.shape().len())?;
+    if let (TensorView::I32(i), TensorView::F32(x), true) = (&index, &x, is_sum(op)) {
+        let out = sums_i32(op, args, Dst::Fresh(x), dim, i, inputs)?;
+        return Ok(Tensor::from(out.unwrap_or_else(|| {
+            unreachable!("a fresh scatter returns its result")
+        })));
+    }
     with_view!(x, x => {
         let out = with_index_tensor!(index, i => scatter_typed(op, args, Dst::Fresh(x), dim, i, inputs),
             _ => {
@@ -83,6 +93,36 @@ pub(crate) fn scatter_fresh(op: &str, args: &Args, inputs: &dyn Inputs) -> Resul
             })?;
         Ok(Tensor::from(out.unwrap_or_else(|| unreachable!("a fresh scatter returns its result"))))
     })
+}
+
+/// scatter_add and scatter_reduce of float32 values on an int32 index, JAX's default types,
+/// run on the index as it is: widening it first copies it to twice its bytes, which cost a
+/// 4M-element scatter_add more than the scatter itself. Other types and ops take the widened
+/// copy, which keeps the kernels compiled for one index type apart from this pair.
+fn sums_i32(
+    op: &str,
+    args: &Args,
+    dst: Dst<'_, '_, f32>,
+    dim: isize,
+    index: &ArrayViewD<'_, i32>,
+    inputs: &dyn Inputs,
+) -> Result<Option<ArrayD<f32>>> {
+    match crate::dynamic::materialised_broadcast(index) {
+        Some(c) => sums(
+            op,
+            args,
+            dst,
+            dim,
+            &crate::dynamic::spread(&c, index),
+            inputs,
+        ),
+        None => sums(op, args, dst, dim, index, inputs),
+    }
+}
+
+/// Whether `op` is one of the scatters that do arithmetic (see [`sums`]).
+fn is_sum(op: &str) -> bool {
+    matches!(op, "scatter_add" | "scatter_reduce")
 }
 
 /// Where a scatter writes: into the caller's array, or into a new copy of `input`.
@@ -157,6 +197,21 @@ fn scatter_typed<T: TensorElem + Moved, I: IndexElem>(
                 }
             }
         }
+        _ if is_sum(op) => sums(op, args, dst, dim, index, inputs),
+        _ => unreachable!("scatter_family is called for scatter ops only"),
+    }
+}
+
+/// scatter_add and scatter_reduce, the scatters that do arithmetic.
+fn sums<T: TensorElem, I: IndexElem>(
+    op: &str,
+    args: &Args,
+    dst: Dst<'_, '_, T>,
+    dim: isize,
+    index: &ArrayViewD<'_, I>,
+    inputs: &dyn Inputs,
+) -> Result<Option<ArrayD<T>>> {
+    match op {
         "scatter_add" => {
             let src = same_dtype::<T>(op, "src", &input(inputs, "src")?)?;
             match dst {
@@ -178,7 +233,7 @@ fn scatter_typed<T: TensorElem + Moved, I: IndexElem>(
                 }
             }
         }
-        _ => unreachable!("scatter_family is called for scatter ops only"),
+        _ => unreachable!("sums is called for scatter_add and scatter_reduce only"),
     }
 }
 
@@ -313,5 +368,107 @@ mod tests {
         )
         .unwrap();
         assert_eq!(target, Tensor::from(array![-2i64, 1, -2].into_dyn()));
+    }
+
+    /// float32 scatter_add and scatter_reduce read an int32 index as it is (JAX's default
+    /// types), and the gradient of gather too; every other pair widens the index to int64. Both
+    /// give bitwise the same: in place and out of place, every reduction with and without self,
+    /// a materialised broadcast of row ids (past the size where the dynamic layer looks for
+    /// one), and the same errors for values out of range.
+    #[test]
+    fn float32_sums_on_an_int32_index_equal_the_widened_int64_ones() {
+        use super::super::call_grad;
+        use ndarray::Array2;
+        let mut seed = 12345u64;
+        let mut next = move || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) as i64
+        };
+        let (rows, cols, n) = (50usize, 40usize, 900usize);
+        let x = Array2::from_shape_simple_fn((rows, cols), || (next() % 1000) as f32 / 7.0);
+        let src = Array2::from_shape_simple_fn((n, cols), || (next() % 1000) as f32 / 3.0 - 100.0);
+        let random = Array2::from_shape_simple_fn((n, cols), || next() % rows as i64);
+        let ids = Array2::from_shape_simple_fn((n, 1), || next() % rows as i64);
+        let materialised = ids.broadcast((n, cols)).unwrap().to_owned();
+        assert!(materialised.len() >= crate::plan::GRAIN);
+        let f32_bits = |t: &Tensor| match t {
+            Tensor::F32(a) => a.mapv(f32::to_bits),
+            other => panic!("expected float32, got {:?}", other.dtype()),
+        };
+        let narrow = |i: &Array2<i64>| Tensor::from(i.mapv(|v| v as i32).into_dyn());
+        let wide = |i: &Array2<i64>| Tensor::from(i.clone().into_dyn());
+        let mut cases: Vec<(&str, Option<(&str, bool)>)> = vec![("scatter_add", None)];
+        for r in ["sum", "prod", "mean", "amax", "amin"] {
+            for include_self in [true, false] {
+                cases.push(("scatter_reduce", Some((r, include_self))));
+            }
+        }
+        for index in [&random, &materialised] {
+            for &(op, reduce) in &cases {
+                let mut args = Args::default();
+                args.set("dim", Arg::Int(0));
+                if let Some((r, include_self)) = reduce {
+                    args.set("reduce", Arg::Str(r.into()));
+                    args.set("include_self", Arg::Bool(include_self));
+                }
+                let run = |i: Tensor| {
+                    let inputs = ins(vec![
+                        ("input", Tensor::from(x.clone().into_dyn())),
+                        ("index", i.clone()),
+                        ("src", Tensor::from(src.clone().into_dyn())),
+                    ]);
+                    let fresh = call(op, &args, &inputs).unwrap().remove(0).1;
+                    let mut target = Tensor::from(x.clone().into_dyn());
+                    let inputs = ins(vec![
+                        ("index", i),
+                        ("src", Tensor::from(src.clone().into_dyn())),
+                    ]);
+                    call_inplace(op, &args, target.view_mut(), &inputs).unwrap();
+                    (f32_bits(&fresh), f32_bits(&target))
+                };
+                let (fresh, into) = run(narrow(index));
+                assert_eq!(
+                    (&fresh, &into),
+                    (&run(wide(index)).0, &run(wide(index)).1),
+                    "{op} {reduce:?}"
+                );
+                assert_eq!(fresh, into, "{op} {reduce:?}");
+            }
+            // The gradient of gather: grad_output has the index's shape.
+            let mut args = Args::default();
+            args.set("dim", Arg::Int(0));
+            let g = Tensor::from(src.clone().into_dyn());
+            let grad = |i: Tensor| {
+                let inputs = ins(vec![
+                    ("input", Tensor::from(x.clone().into_dyn())),
+                    ("index", i),
+                ]);
+                f32_bits(&call_grad("gather", &args, &inputs, &g.view()).unwrap()[0].1)
+            };
+            assert_eq!(grad(narrow(index)), grad(wide(index)));
+        }
+        // Values out of range: the int32 read and the widened one give one message.
+        for v in [rows as i64, -1] {
+            let mut bad = random.clone();
+            bad[[n - 1, cols - 1]] = v;
+            let mut args = Args::default();
+            args.set("dim", Arg::Int(0));
+            let error = |i: Tensor| {
+                let inputs = ins(vec![
+                    ("input", Tensor::from(x.clone().into_dyn())),
+                    ("index", i),
+                    ("src", Tensor::from(src.clone().into_dyn())),
+                ]);
+                call("scatter_add", &args, &inputs).unwrap_err().to_string()
+            };
+            assert_eq!(error(narrow(&bad)), error(wide(&bad)));
+            let message = error(narrow(&bad));
+            assert!(
+                message.contains(&format!("index {v} is out of bounds")),
+                "{message}"
+            );
+        }
     }
 }
