@@ -52,6 +52,28 @@ pub(crate) fn sort_key<T: Element>(x: T) -> u64 {
     bits ^ (((bits as i64) >> 63) as u64 | (1 << 63))
 }
 
+/// [`sort_key`]'s order on 32 bits, for the types of at most 4 bytes: four keys to a 128-bit
+/// vector where `sort_key`'s take two, with a compare the baseline x86-64 has (unsigned 64-bit
+/// compares are emulated there).
+#[inline(always)]
+fn sort_key32<T: Element>(x: T) -> u32 {
+    let any = &x as &dyn Any;
+    if let Some(&v) = any.downcast_ref::<i32>() {
+        return (v as u32) ^ (1 << 31);
+    }
+    if let Some(&v) = any.downcast_ref::<u32>() {
+        return v;
+    }
+    // The other types of at most 4 bytes are exact in f32 (the round trip through f64 of an f32
+    // folds away).
+    let v = x.to_f64() as f32;
+    if v.is_nan() {
+        return u32::MAX;
+    }
+    let bits = (v + 0.0).to_bits();
+    bits ^ (((bits as i32) >> 31) as u32 | (1 << 31))
+}
+
 /// Appends to `pairs` the `(key ^ mask, position)` of the elements `first..first + len` of a lane
 /// of `T`s at `p`, `stride` elements apart, whose key is at most `bar`.
 ///
@@ -104,7 +126,53 @@ unsafe fn copy_values<W: Copy>(
     }
 }
 
+/// The lowest `(key ^ mask, position)` of the elements `range` of a lane of `T`s at `p`, `stride`
+/// elements apart, ties to the first position: the scan of `k = 1`. Each chunk's lowest key is
+/// found without a store (a loop the compiler can vectorise), and only a chunk that beats the best
+/// so far is read again for the position, which in a lane of random values happens a few times.
+///
+/// # Safety
+/// As [`keys`], for the elements of `range`.
+unsafe fn least<T: Element>(
+    p: *const u8,
+    stride: isize,
+    range: Range<usize>,
+    mask: u64,
+) -> (u64, usize) {
+    let p = p.cast::<T>();
+    // SAFETY: the closures are called below for positions of `range` only, the caller's contract.
+    let at = |i: usize| unsafe { *p.offset(i as isize * stride) };
+    let pos = if std::mem::size_of::<T>() <= 4 {
+        lowest(range, u32::MAX, |i| sort_key32(at(i)) ^ mask as u32)
+    } else {
+        lowest(range, u64::MAX, |i| sort_key(at(i)) ^ mask)
+    };
+    (sort_key(at(pos)) ^ mask, pos)
+}
+
+/// The first position of `range` with the lowest `key`, by chunks (see [`least`]); `range.start`
+/// when every key is `max`.
+#[inline(always)]
+fn lowest<K: Ord + Copy>(range: Range<usize>, max: K, key: impl Fn(usize) -> K) -> usize {
+    const CHUNK: usize = 64;
+    let (mut best, mut pos) = (max, range.start);
+    let mut at = range.start;
+    while at < range.end {
+        let end = (at + CHUNK).min(range.end);
+        let low = (at..end).map(&key).fold(max, K::min);
+        if low < best {
+            best = low;
+            pos = (at..end)
+                .find(|&i| key(i) == low)
+                .unwrap_or_else(|| unreachable!("the chunk holds its lowest key"));
+        }
+        at = end;
+    }
+    pos
+}
+
 type Keys = unsafe fn(*const u8, isize, usize, usize, u64, u64, &mut Vec<(u64, usize)>);
+type Least = unsafe fn(*const u8, isize, Range<usize>, u64) -> (u64, usize);
 type Values = unsafe fn(*const u8, isize, *mut u8, isize, &[(u64, usize)]);
 
 /// Whether the `k` best of a lane of `len` are found by a [`best`] scan rather than by ordering
@@ -168,7 +236,7 @@ unsafe fn best(
 /// As [`keys`], for the elements `0..len`.
 #[allow(clippy::too_many_arguments)]
 unsafe fn split_best(
-    keys: Keys,
+    (keys, least): (Keys, Least),
     p: SharedPtr<u8>,
     stride: isize,
     len: usize,
@@ -186,15 +254,13 @@ unsafe fn split_best(
         // reads the elements of its piece, inside `0..len` (the caller's contract).
         unsafe {
             let range = w * step..((w + 1) * step).min(len);
-            best(
-                keys,
-                p.0.cast_const(),
-                stride,
-                range,
-                mask,
-                k,
-                &mut *slots.0.add(w),
-            );
+            let slot = &mut *slots.0.add(w);
+            if k == 1 {
+                slot.clear();
+                slot.push(least(p.0.cast_const(), stride, range, mask));
+            } else {
+                best(keys, p.0.cast_const(), stride, range, mask, k, slot);
+            }
         }
     });
     kept.clear();
@@ -254,7 +320,7 @@ pub(crate) fn order_lanes<T: Element>(
         k,
         mask: if flip { u64::MAX } else { 0 },
     };
-    walk.run(keys::<T>, copy_values::<<T as Plain>::Word>);
+    walk.run((keys::<T>, least::<T>), copy_values::<<T as Plain>::Word>);
 }
 
 /// The operands of [`order_lanes`] as addresses and strides (in elements).
@@ -271,7 +337,7 @@ struct Walk<'a> {
 }
 
 impl Walk<'_> {
-    fn run(&self, keys: Keys, values: Values) {
+    fn run(&self, (keys, least): (Keys, Least), values: Values) {
         let (dim, k) = (self.dim, self.k);
         let nd = self.shape.len();
         let (ip, istrides, ishape) = self.indices;
@@ -334,7 +400,7 @@ impl Walk<'_> {
                         let xl = xp.0.offset((base[0] + l * xi) * size).cast_const();
                         if split {
                             split_best(
-                                keys,
+                                (keys, least),
                                 SharedPtr(xl.cast_mut()),
                                 xd,
                                 len,
@@ -343,6 +409,9 @@ impl Walk<'_> {
                                 ways,
                                 &mut pairs,
                             );
+                        } else if k == 1 {
+                            pairs.clear();
+                            pairs.push(least(xl, xd, 0..len, mask));
                         } else if scans(k, len) {
                             best(keys, xl, xd, 0..len, mask, k, &mut pairs);
                         } else {
@@ -482,5 +551,80 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The first position of the best element of each lane by the definition (`sort_cmp`, the
+    /// largest when `flip`, ties to the first position).
+    fn first_best<T: Element>(x: &ArrayD<T>, dim: usize, flip: bool) -> ArrayD<i64> {
+        let lanes = x.lanes(Axis(dim)).into_iter().map(|lane| {
+            let mut at = 0;
+            for (j, &v) in lane.iter().enumerate() {
+                let o = T::sort_cmp(v, lane[at]);
+                if (if flip { o.is_gt() } else { o.is_lt() }) {
+                    at = j;
+                }
+            }
+            at as i64
+        });
+        let mut shape = x.shape().to_vec();
+        shape[dim] = 1;
+        ArrayD::from_shape_vec(shape, lanes.collect()).unwrap()
+    }
+
+    /// `k = 1` runs its own scan (`least`): 32-bit keys for the types of at most 4 bytes, 64-bit
+    /// ones for the others. Both find the first position of the best element, NaN the largest and
+    /// `-0.0` equal to `0.0`, wherever in the lane it is (first, last, on either side of a chunk
+    /// boundary), in a lane alone (split between threads) and in many, along either axis.
+    #[test]
+    fn one_best_is_the_first_position_of_the_best_element_for_every_width() {
+        fn check<T: Element>(values: &[T], name: &str) {
+            let len = sized(70_000, 300);
+            for (lanes, special) in [(1usize, 0usize), (3, 63), (5, 64), (2, len - 1), (4, 1)] {
+                // Values from the list, with NaN-free repeats, and the list's extremes planted at
+                // `special` (and once more later, to check ties keep the first).
+                let mut seed = (lanes * 31 + special) as u64;
+                let x = ArrayD::from_shape_fn(vec![lanes, len], |ix| {
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    let pick = if ix[1] == special || ix[1] == (special + len / 2) % len {
+                        ix[0] % 2
+                    } else {
+                        2 + (seed >> 33) as usize % (values.len() - 2)
+                    };
+                    values[pick]
+                });
+                for flip in [false, true] {
+                    for view in [x.view(), x.t().into_dyn()] {
+                        let dim = if view.shape()[1] == len { 1 } else { 0 };
+                        let mut shape = view.shape().to_vec();
+                        shape[dim] = 1;
+                        let mut got = ArrayD::from_elem(shape, -1i64);
+                        order_lanes(&view, dim, 1, flip, None, &mut got.view_mut());
+                        let want = first_best(&view.to_owned(), dim, flip);
+                        assert_eq!(
+                            got, want,
+                            "{name}: lanes {lanes}, special {special}, flip {flip}"
+                        );
+                    }
+                }
+            }
+        }
+        let (nan, inf) = (f32::NAN, f32::INFINITY);
+        check(&[-inf, nan, -0.0, 0.0, 1.5, -2.25, 3.0, inf], "f32");
+        check(
+            &[f64::NEG_INFINITY, f64::NAN, -0.0, 0.0, 1e300, -7.5],
+            "f64",
+        );
+        check(&[i32::MIN, i32::MAX, -1, 0, 1, 7], "i32");
+        check(&[0u32, u32::MAX, 1, 1 << 31, (1 << 31) - 1], "u32");
+        check(&[i64::MIN, i64::MAX, -1, 0, 1 << 62], "i64");
+        check(&[i8::MIN, i8::MAX, -1, 0, 5], "i8");
+        let h = |v: f32| half::f16::from_f32(v);
+        check(
+            &[h(-65504.0), h(f32::NAN), h(-0.0), h(0.0), h(0.5), h(-1.0)],
+            "f16",
+        );
+        check(&[false, true, false, true], "bool");
     }
 }
