@@ -560,7 +560,8 @@ mod tests {
             let mut at = 0;
             for (j, &v) in lane.iter().enumerate() {
                 let o = T::sort_cmp(v, lane[at]);
-                if (if flip { o.is_gt() } else { o.is_lt() }) {
+                let better = if flip { o.is_gt() } else { o.is_lt() };
+                if better {
                     at = j;
                 }
             }
