@@ -203,14 +203,10 @@ fn gather_f32_i32(
     else {
         return None;
     };
-    let dim = match args.dim() {
-        Ok(dim) => dim,
-        Err(e) => return Some(Err(e)),
-    };
-    Some(match super::materialised_broadcast(&i) {
-        Some(c) => grad::gather(g, x.raw_dim(), dim, &super::spread(&c, &i)),
-        None => grad::gather(g, x.raw_dim(), dim, &i),
-    })
+    Some(
+        args.dim()
+            .and_then(|dim| super::on_compact(&i, |i| grad::gather(g, x.raw_dim(), dim, i))),
+    )
 }
 
 fn no_grad(op: &str) -> Error {

@@ -609,6 +609,19 @@ pub(crate) fn spread<'c, I: crate::IndexElem>(
         .expect("a materialised broadcast spreads back to the index it was read from")
 }
 
+/// `f` of `index`, or of the broadcast view of its compact copy where `index` is a materialised
+/// broadcast (see [`materialised_broadcast`]): how the ops that read an index as it is (not
+/// widened by [`index_i64`]) hand it to their kernels.
+pub(crate) fn on_compact<I: crate::IndexElem + PartialEq, R>(
+    index: &ArrayView<'_, I, IxDyn>,
+    f: impl FnOnce(&ArrayView<'_, I, IxDyn>) -> R,
+) -> R {
+    match materialised_broadcast(index) {
+        Some(c) => f(&spread(&c, index)),
+        None => f(index),
+    }
+}
+
 /// Whether the values of `a` are the same along axis `ax`, for a standard-layout `a` (as a
 /// materialised broadcast is): each run of the elements after `ax` equals the run before it.
 fn constant_along<I: crate::IndexElem + PartialEq>(a: &ArrayView<'_, I, IxDyn>, ax: usize) -> bool {

@@ -37,10 +37,7 @@ pub(crate) fn gather(args: &Args, inputs: &dyn Inputs) -> Result<Tensor> {
     let index = input(inputs, "index")?;
     let dim = args.dim()?;
     if let (TensorView::I32(i), 4 | 8) = (&index, x.dtype().size_of()) {
-        return match crate::dynamic::materialised_broadcast(i) {
-            Some(c) => Read::Gather32(dim, &crate::dynamic::spread(&c, i)).on(&x),
-            None => Read::Gather32(dim, i).on(&x),
-        };
+        return crate::dynamic::on_compact(i, |i| Read::Gather32(dim, i).on(&x));
     }
     with_index_tensor!(index, i => Read::Gather(dim, i).on(&x),
     _ => {
@@ -107,17 +104,7 @@ fn sums_i32(
     index: &ArrayViewD<'_, i32>,
     inputs: &dyn Inputs,
 ) -> Result<Option<ArrayD<f32>>> {
-    match crate::dynamic::materialised_broadcast(index) {
-        Some(c) => sums(
-            op,
-            args,
-            dst,
-            dim,
-            &crate::dynamic::spread(&c, index),
-            inputs,
-        ),
-        None => sums(op, args, dst, dim, index, inputs),
-    }
+    crate::dynamic::on_compact(index, |i| sums(op, args, dst, dim, i, inputs))
 }
 
 /// Whether `op` is one of the scatters that do arithmetic (see [`sums`]).
