@@ -533,7 +533,8 @@ fn scatter_impl<A, T, I, F>(
     F: Fn(&mut A, T) + Sync + Send,
 {
     let marks = init.is_some() || last_only;
-    match route(dst.shape(), dim, index, src.shape(), marks) {
+    let sizes = (std::mem::size_of::<T>(), std::mem::size_of::<A>());
+    match route(dst.shape(), dim, index, src.shape(), marks, sizes) {
         Route::Nothing => {}
         Route::Rows(slice_shape, RowsBy::Ids(ids)) => {
             let walk = Walk::Direct(&ids);
@@ -572,8 +573,9 @@ enum RowsBy {
     Segments(Segments),
 }
 
-/// The route of a scatter of `index` from `src` into `dst` along `dim`; `marks`: the rows reached
-/// must be marked (an `init`, or a plain write). Asserts the preconditions of [`scatter_reduce`].
+/// The route of a scatter of `index` from `src` into `dst` along `dim`; `marks`: the rows
+/// reached must be marked (an `init`, or a plain write); `sizes`: the bytes of an element of
+/// `src` and of `dst`. Asserts the preconditions of [`scatter_reduce`].
 #[inline(never)]
 fn route<I: IndexElem>(
     dst_shape: &[usize],
@@ -581,6 +583,7 @@ fn route<I: IndexElem>(
     index: &CheckedIndex<'_, I>,
     src_shape: &[usize],
     marks: bool,
+    sizes: (usize, usize),
 ) -> Route {
     let idx = index.view();
     check_preconditions(dst_shape, dim, idx.shape(), index.size(), src_shape);
@@ -592,7 +595,7 @@ fn route<I: IndexElem>(
     }
     let slice_shape = without(idx.shape(), dim);
     let e_len = idx.shape()[dim];
-    if direct_fits(e_len, &slice_shape, dst_shape[dim], marks) {
+    if direct_fits(e_len, &slice_shape, dst_shape[dim], marks, sizes) {
         // The destination row of each position along `dim` (a row index is constant off `dim`):
         // one pass over `e_len` values, so that the walk is compiled for a list of rows alone,
         // as plans and segment ids use it.
@@ -602,9 +605,18 @@ fn route<I: IndexElem>(
             .into_iter()
             .next()
             .map(|lane| {
-                lane.iter()
-                    .map(|v| position(bounds, v.to_i64(), size) as u32)
-                    .collect()
+                // As a 1-d view: a dynamic-rank iterator steps a coordinate per value.
+                let lane = lane
+                    .into_dimensionality::<ndarray::Ix1>()
+                    .expect("a lane is 1-d");
+                match (bounds, lane.as_slice()) {
+                    // Checked strict values are the rows: a loop that vectorizes.
+                    (Bounds::Strict, Some(s)) => s.iter().map(|v| v.to_i64() as u32).collect(),
+                    _ => lane
+                        .iter()
+                        .map(|v| position(bounds, v.to_i64(), size) as u32)
+                        .collect(),
+                }
             })
             .unwrap_or_default();
         Route::Rows(slice_shape, RowsBy::Ids(ids))
@@ -901,24 +913,51 @@ fn row_index<I: IndexElem>(index: &CheckedIndex<'_, I>, dim: usize) -> bool {
     is_row_index(index.view(), dim)
 }
 
-/// Whether a row scatter of `e_len` positions over slices of `slice_shape`, into a destination of
-/// `rows` rows along `dim`, runs [`direct`]ly: when it runs on one thread (a small call, or a
-/// one-thread pool), unless the rows reached must be marked (`marks`: init or last-only) in a
-/// destination far larger than the positions. In parallel the grouped loop ([`rows`]) runs: it
-/// splits the destination rows between the threads and prefetches each source row.
+/// Whether a row scatter of `e_len` positions over slices of `slice_shape`, into a destination
+/// of `rows` rows along `dim`, runs [`direct`]ly, on one thread: when the call is small, or the
+/// pool has one thread, unless the rows reached must be marked (`marks`: init or last-only) in a
+/// destination far larger than the positions; and when the pool has two threads, nothing is
+/// marked, the update does not convert (`sizes`: the bytes of a `src` and a `dst` element, the
+/// same), the slices are narrow (up to [`DIRECT_SLICE_BYTES`]) and the destination is no larger
+/// than [`DIRECT_DST_BYTES`]. Otherwise the grouped loop ([`rows`]) runs: it splits the
+/// destination rows between the threads and prefetches each source row.
 ///
-/// A source-order walk is not split between threads: each (owning some rows, or a piece of every
-/// row) keeps as many cache misses as one thread has, or reads `src` with gaps that defeat the
-/// hardware prefetcher. Nor does one thread walk while the others idle: that shows no gain over
-/// the grouped loop that holds on a shared machine, and one thread is the more exposed to its
-/// neighbours (see docs/performance.md, "kernels/scatter.rs: direct_fits").
-fn direct_fits(e_len: usize, slice_shape: &[usize], rows: usize, marks: bool) -> bool {
+/// The grouped loop reads each narrow source row at a random place, where the source-order walk
+/// streams `src` and updates rows of a destination that stays in the caches: there one thread
+/// walking in source order beats two grouped. With rows of 1 KB and more, a destination past
+/// the last-level cache (W6, W7), or the software conversions of `f16` sums, the two grouped
+/// threads win. A source-order walk is not split between threads: each (owning some rows, or a
+/// piece of every row) keeps as many cache misses as one thread has, or reads `src` with gaps
+/// that defeat the hardware prefetcher (see docs/performance.md, "kernels/scatter.rs:
+/// direct_fits").
+fn direct_fits(
+    e_len: usize,
+    slice_shape: &[usize],
+    rows: usize,
+    marks: bool,
+    (elem, dst_elem): (usize, usize),
+) -> bool {
     let slice_len: usize = slice_shape.iter().product();
-    let serial = e_len.saturating_mul(slice_len) < 2 * crate::plan::GRAIN
-        || rayon::current_num_threads() == 1;
+    let threads = rayon::current_num_threads();
+    let serial = e_len.saturating_mul(slice_len) < 2 * crate::plan::GRAIN || threads == 1;
     let sparse = rows > 64 * e_len + 4096;
-    serial && !(marks && sparse)
+    let slice_bytes = slice_len.saturating_mul(elem);
+    let cached = threads == 2
+        && !marks
+        && elem == dst_elem
+        && slice_bytes <= DIRECT_SLICE_BYTES
+        && rows.saturating_mul(slice_bytes) <= DIRECT_DST_BYTES;
+    (serial && !(marks && sparse)) || cached
 }
+
+/// The widest slice (in bytes of `src`) that a two-thread row scatter walks in source order on
+/// one thread (see [`direct_fits`]).
+const DIRECT_SLICE_BYTES: usize = 512;
+
+/// The largest destination (in bytes of `src`'s type) that a two-thread row scatter walks in
+/// source order on one thread: half the last-level cache of the machines measured (see
+/// [`direct_fits`]).
+const DIRECT_DST_BYTES: usize = 16 << 20;
 
 /// A reduction along `dim` with the destination row of each source position given (`ids`, one
 /// per position, each below `size == dst.shape[dim]`, asserted): [`direct`] or, grouped into
@@ -946,6 +985,7 @@ pub(crate) fn scatter_rows<A, T, F>(
         segs,
         src.shape(),
         init.is_some(),
+        (std::mem::size_of::<T>(), std::mem::size_of::<A>()),
     ) {
         row_scatter(dst, dim, &slice_shape, src, walk, init, false, &update);
     }
@@ -953,6 +993,7 @@ pub(crate) fn scatter_rows<A, T, F>(
 
 /// The walk of [`scatter_rows`] and the shape of its slices (`None`: nothing to do), decided
 /// from the shapes alone. Asserts its preconditions.
+#[allow(clippy::too_many_arguments)]
 fn route_rows<'a>(
     dst_shape: &[usize],
     dim: usize,
@@ -961,6 +1002,7 @@ fn route_rows<'a>(
     segs: &'a std::sync::OnceLock<Segments>,
     src_shape: &[usize],
     marks: bool,
+    sizes: (usize, usize),
 ) -> Option<(Vec<usize>, Walk<'a>)> {
     let nd = dst_shape.len();
     assert!(
@@ -971,7 +1013,7 @@ fn route_rows<'a>(
     if src_shape.contains(&0) || ids.is_empty() {
         return None;
     }
-    if direct_fits(ids.len(), &slice_shape, size, marks) {
+    if direct_fits(ids.len(), &slice_shape, size, marks, sizes) {
         return Some((slice_shape, Walk::Direct(ids)));
     }
     let segs = segs.get_or_init(|| Segments::of_ids(ids, size));
@@ -1051,10 +1093,15 @@ fn direct(at: &Rows, slice: &Nest<2>, rows_n: usize, ids: &[u32], upd: &dyn RowU
         }
         return;
     }
+    let lines = at.row_lines(base0, r0);
+    if !at.init && mine.len() == 1 && at.strides == [1, 1] {
+        upd.apply_run(ids, rows_n, base0, r0.clone(), lines);
+        return;
+    }
     super::walk_ahead!(0..e_len, Some(DIRECT_AHEAD), |e, next| {
         let row = row_of(e);
         if let Some(n) = next {
-            at.prefetch_row(row_of(n), base0, r0.clone());
+            at.prefetch_row(row_of(n), lines);
         }
         let fresh = at.init && first(row);
         for (base, r) in &mine {
@@ -1176,6 +1223,19 @@ trait RowUpdate: Sync {
     /// `update(dst[.., row, ..], src[.., e, ..])` over the slice piece `base + r`; with `fresh`,
     /// the piece of the destination row is first set to `init` (if any).
     fn apply_at(&self, row: usize, base: [isize; 2], r: Range<usize>, e: usize, fresh: bool);
+    /// The source-order walk of [`direct`] over one slice piece `base + r`, with no row set to
+    /// an initial value: `ids[e]` (below `rows_n`, asserted) is the destination row of source
+    /// position `e`; the rows [`DIRECT_AHEAD`] positions ahead are prefetched (`lines`, from
+    /// [`Rows::row_lines`]). The common walk of a GNN's scatters, compiled with its update, so
+    /// that a position costs no call.
+    fn apply_run(
+        &self,
+        ids: &[u32],
+        rows_n: usize,
+        base: [isize; 2],
+        r: Range<usize>,
+        lines: (isize, usize),
+    );
     /// Reduces, into the slice piece `base + r` of destination row `row`, the sources
     /// `ahead[..n]` (positions along `dim`, in index order; only the last with `last_only`);
     /// `ahead[n..]` are the sources that come next in the same task, whose first lines are
@@ -1261,22 +1321,30 @@ impl Rows {
         (at, slice, typed)
     }
 
-    /// Starts loading the first lines of the slice piece `base + r` of destination row `row`.
-    /// A hint: the address is computed with `wrapping_offset` and never dereferenced.
-    #[inline(always)]
-    fn prefetch_row(&self, row: usize, base: [isize; 2], r: Range<usize>) {
+    /// Where the slice piece `base + r` starts in a destination row, in bytes, and how many of
+    /// its lines [`Rows::prefetch_row`] requests: worked out once per walk, not per row, as they
+    /// take two divisions.
+    fn row_lines(&self, base: [isize; 2], r: &Range<usize>) -> (isize, usize) {
         let [ds, _] = self.strides;
         let size = self.size.max(1);
         let line = (64 / size).max(1);
-        let at = row as isize * self.dstride + base[0] + r.start as isize * ds;
         let lines = if ds == 1 {
             r.len().div_ceil(line).min(4)
         } else {
             1
         };
+        ((base[0] + r.start as isize * ds) * size as isize, lines)
+    }
+
+    /// Starts loading the first lines (from [`Rows::row_lines`]) of a slice piece of
+    /// destination row `row`. A hint: the address is computed with `wrapping_offset` and never
+    /// dereferenced.
+    #[inline(always)]
+    fn prefetch_row(&self, row: usize, (start, lines): (isize, usize)) {
+        let at = row as isize * self.dstride * self.size as isize + start;
         for l in 0..lines {
-            let e = at + (l * line) as isize;
-            super::prefetch(self.dst.0.wrapping_offset(e * size as isize).cast_const());
+            let p = self.dst.0.wrapping_offset(at + 64 * l as isize);
+            super::prefetch(p.cast_const());
         }
     }
 }
@@ -1289,6 +1357,45 @@ where
 {
     fn apply_at(&self, row: usize, base: [isize; 2], r: Range<usize>, e: usize, fresh: bool) {
         self.at(row, base, r, e, fresh)
+    }
+
+    fn apply_run(
+        &self,
+        ids: &[u32],
+        rows_n: usize,
+        base: [isize; 2],
+        r: Range<usize>,
+        (start, lines): (isize, usize),
+    ) {
+        assert_eq!(
+            self.strides,
+            [1, 1],
+            "scatter kernel: a run walk of a strided piece"
+        );
+        let dst = self.dst.0.cast::<u8>().cast_const();
+        let row_bytes = self.dstride * std::mem::size_of::<A>() as isize;
+        let last = ids.len().saturating_sub(1);
+        for (e, &row) in ids.iter().enumerate() {
+            let row = row as usize;
+            assert!(row < rows_n, "scatter kernel: destination row out of range");
+            // One loop body: near the end the last row is requested again.
+            let next = ids[(e + DIRECT_AHEAD).min(last)] as isize;
+            let p = dst.wrapping_offset(next * row_bytes + start);
+            for l in 0..lines {
+                super::prefetch(p.wrapping_offset(64 * l as isize));
+            }
+            // SAFETY: as in `at` (`row` below `rows_n`, asserted; `e` a position of `ids`, no
+            // more than src has along `dim`; `r` within the slice shape), with both inner
+            // strides 1 (asserted), so that the piece is a run of `r.len()` adjacent elements
+            // in dst and in src. dst and src do not overlap (a `&mut` view and a view).
+            unsafe {
+                let dp = self.dst.0.offset(row as isize * self.dstride + base[0]);
+                let sp = self.src.0.offset(base[1] + e as isize * self.sstride);
+                let d = std::slice::from_raw_parts_mut(dp.add(r.start), r.len());
+                let s = std::slice::from_raw_parts(sp.add(r.start).cast_const(), r.len());
+                update_run(d, s, self.update);
+            }
+        }
     }
 
     fn apply_segment(
@@ -1372,6 +1479,49 @@ where
             }
         }
     }
+}
+
+/// `update(d[j], s[j])` over a run of adjacent elements (`d` and `s` of one length), in blocks
+/// of 8, then one of 4, 2 and 1 as the length needs. LLVM vectorizes a plain loop over the run
+/// only from 24 elements on (below that, the checks that `d` and `s` do not overlap cost more
+/// than they save), so the short rows of a GNN's features ran one element at a time; a block
+/// of fixed length is vectorized as it is, and the tail takes no second, vectorized loop.
+#[inline(always)]
+fn update_run<A: Copy, T: Copy, F: Fn(&mut A, T)>(d: &mut [A], s: &[T], update: &F) {
+    let n = d.len();
+    assert_eq!(n, s.len(), "scatter kernel: a run of two lengths");
+    let mut j = 0;
+    while j + 8 <= n {
+        update_block::<A, T, F, 8>(&mut d[j..j + 8], &s[j..j + 8], update);
+        j += 8;
+    }
+    if j + 4 <= n {
+        update_block::<A, T, F, 4>(&mut d[j..j + 4], &s[j..j + 4], update);
+        j += 4;
+    }
+    if j + 2 <= n {
+        update_block::<A, T, F, 2>(&mut d[j..j + 2], &s[j..j + 2], update);
+        j += 2;
+    }
+    if j < n {
+        update(&mut d[j], s[j]);
+    }
+}
+
+/// `update` over `N` adjacent elements: both blocks are read into registers first, so that no
+/// store can change a later load, and the block is one vector operation.
+#[inline(always)]
+fn update_block<A: Copy, T: Copy, F: Fn(&mut A, T), const N: usize>(
+    d: &mut [A],
+    s: &[T],
+    update: &F,
+) {
+    let s: [T; N] = s.try_into().expect("a block of N sources");
+    let mut v: [A; N] = (&*d).try_into().expect("a block of N targets");
+    for (a, b) in v.iter_mut().zip(s) {
+        update(a, b);
+    }
+    d.copy_from_slice(&v);
 }
 
 #[cfg(test)]
@@ -1718,6 +1868,18 @@ mod tests {
             &src_rev,
         );
         check("reversed dst", &dst, Layout::Reversed, 0, &idx, &src.view());
+        // Slices of 15: a run updated in blocks of 8, 4, 2 and 1.
+        let idx15 = idx_axes.broadcast(IxDyn(&[e, 15])).unwrap();
+        let src15 = values(&[e, 15], 14);
+        let dst15 = values(&[rows, 15], 15);
+        check(
+            "slices of 15",
+            &dst15,
+            Layout::Plain,
+            0,
+            &idx15,
+            &src15.view(),
+        );
         // Few destination rows: the slices are split over the tasks instead.
         let few = ids(e, 3, 4);
         let few_idx_axes = axes(&few, 0, 2);
