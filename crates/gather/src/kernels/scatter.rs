@@ -261,6 +261,13 @@ impl<A> Copy for FillAlong<A> {}
 /// Whether the checked kernels would take a grouped row loop for this index (see
 /// [`scatter_checking`]).
 pub(crate) fn is_row_index<I: IndexElem>(index: &ArrayView<'_, I, IxDyn>, dim: usize) -> bool {
+    rows_of(index, dim).is_some_and(|slice| slice >= SEGMENT_MIN_SLICE)
+}
+
+/// The length of the slices of `index` when it is a row index with enough work for the row
+/// loops: constant along every axis but `dim`, at least two positions along it (no more than
+/// `u32` counts), at least [`crate::plan::GRAIN`] elements in all.
+fn rows_of<I: IndexElem>(index: &ArrayView<'_, I, IxDyn>, dim: usize) -> Option<usize> {
     let e = index.shape()[dim];
     let slice: usize = (0..index.ndim())
         .filter(|&d| d != dim)
@@ -268,11 +275,11 @@ pub(crate) fn is_row_index<I: IndexElem>(index: &ArrayView<'_, I, IxDyn>, dim: u
         .product();
     let constant =
         (0..index.ndim()).all(|d| d == dim || index.shape()[d] == 1 || index.strides()[d] == 0);
-    constant
+    let rows = constant
         && e >= 2
         && u32::try_from(e).is_ok()
-        && slice >= SEGMENT_MIN_SLICE
-        && e.saturating_mul(slice) >= crate::plan::GRAIN
+        && e.saturating_mul(slice) >= crate::plan::GRAIN;
+    rows.then_some(slice)
 }
 
 /// The update of a plain write. A function item, not a closure: a closure written inside a
@@ -561,7 +568,7 @@ fn scatter_impl<A, T, I, F>(
 enum Route {
     /// An empty index: nothing to do.
     Nothing,
-    /// A row index (see [`row_index`]) over slices of this shape, walked in source order through
+    /// A row index (see [`rows_of`]) over slices of this shape, walked in source order through
     /// the destination row of each position, or grouped by destination row.
     Rows(Vec<usize>, RowsBy),
     /// The element loop.
@@ -590,12 +597,20 @@ fn route<I: IndexElem>(
     if idx.is_empty() {
         return Route::Nothing;
     }
-    if !row_index(index, dim) {
+    let Some(slice) = rows_of(idx, dim) else {
         return Route::General;
-    }
+    };
     let slice_shape = without(idx.shape(), dim);
     let e_len = idx.shape()[dim];
-    if direct_fits(e_len, &slice_shape, dst_shape[dim], marks, sizes) {
+    let direct = direct_fits(e_len, &slice_shape, dst_shape[dim], marks, sizes);
+    // Narrower slices are not worth grouping, but the plain walk in source order takes those
+    // of 2 and more faster than the element loop, which splits a row's few elements between
+    // the threads. Single elements stay in the element loop, whose steps cost less.
+    let walked = direct && !marks && slice >= 2;
+    if slice < SEGMENT_MIN_SLICE && !walked {
+        return Route::General;
+    }
+    if direct {
         // The destination row of each position along `dim` (a row index is constant off `dim`):
         // one pass over `e_len` values, so that the walk is compiled for a list of rows alone,
         // as plans and segment ids use it.
@@ -907,12 +922,6 @@ unsafe fn copy_along<A>(to: *mut A, ts: isize, from: *const A, fs: isize, r: Ran
     }
 }
 
-/// Whether the index is a row index worth grouping: constant along every axis but `dim`, with
-/// slices of at least [`SEGMENT_MIN_SLICE`] elements and enough work in all.
-fn row_index<I: IndexElem>(index: &CheckedIndex<'_, I>, dim: usize) -> bool {
-    is_row_index(index.view(), dim)
-}
-
 /// Whether a row scatter of `e_len` positions over slices of `slice_shape`, into a destination
 /// of `rows` rows along `dim`, runs [`direct`]ly, on one thread: when the call is small, or the
 /// pool has one thread, unless the rows reached must be marked (`marks`: init or last-only) in a
@@ -1118,7 +1127,7 @@ fn without<X: Copy>(shape: &[X], dim: usize) -> Vec<X> {
         .collect()
 }
 
-/// A scatter with a row index (see [`row_index`]): the positions along `dim` are grouped by
+/// A scatter with a row index (see [`is_row_index`]): the positions along `dim` are grouped by
 /// destination row ([`Segments`]), and each destination row is reduced over its sources in index
 /// order, in parallel over rows. No two tasks touch the same row, and each row sees its updates
 /// in the serial order, so the result is bitwise that of the serial loop for any number of
@@ -1850,10 +1859,7 @@ mod tests {
         let dst = values(&[rows, w], 3);
         let idx_axes = axes(&ids_a, 0, 2);
         let idx = idx_axes.broadcast(IxDyn(&[e, w])).unwrap();
-        assert!(row_index(
-            &CheckedIndex::new("t", idx.clone(), 0, rows, Bounds::Strict).unwrap(),
-            0
-        ));
+        assert!(is_row_index(&idx, 0));
         check("rows", &dst, Layout::Plain, 0, &idx, &src.view());
         // Index narrower than src and dst along the slice; src reversed; dst reversed.
         let narrow_axes = axes(&ids_a, 0, 2);
@@ -1879,6 +1885,22 @@ mod tests {
             0,
             &idx15,
             &src15.view(),
+        );
+        // Slices of 3: walked in source order where the walk runs (one thread, or two into
+        // this small destination), the element loop elsewhere.
+        let e_n = sized(12_000, 200);
+        let ids_n = ids(e_n, rows, 16);
+        let idx_n_axes = axes(&ids_n, 0, 2);
+        let idx_n = idx_n_axes.broadcast(IxDyn(&[e_n, 3])).unwrap();
+        let src_n = values(&[e_n, 3], 17);
+        let dst_n = values(&[rows, 3], 18);
+        check(
+            "slices of 3",
+            &dst_n,
+            Layout::Plain,
+            0,
+            &idx_n,
+            &src_n.view(),
         );
         // Few destination rows: the slices are split over the tasks instead.
         let few = ids(e, 3, 4);
