@@ -264,6 +264,23 @@ pub(crate) fn is_row_index<I: IndexElem>(index: &ArrayView<'_, I, IxDyn>, dim: u
     rows_of(index, dim).is_some_and(|slice| slice >= SEGMENT_MIN_SLICE)
 }
 
+/// Whether a scatter of `index` along `dim` into a destination of `rows` rows, of `elem`-byte
+/// elements that the update does not convert, with no marks, takes the source-order walk of
+/// slices of 2 to 7 elements ([`route`]), which wants its values checked first.
+pub(crate) fn walks_narrow_rows<I: IndexElem>(
+    index: &ArrayView<'_, I, IxDyn>,
+    dim: usize,
+    rows: usize,
+    elem: usize,
+) -> bool {
+    rows_of(index, dim).is_some_and(|slice| {
+        let slice_shape = without(index.shape(), dim);
+        let e_len = index.shape()[dim];
+        (2..SEGMENT_MIN_SLICE).contains(&slice)
+            && direct_fits(e_len, &slice_shape, rows, false, (elem, elem))
+    })
+}
+
 /// The length of the slices of `index` when it is a row index with enough work for the row
 /// loops: constant along every axis but `dim`, at least two positions along it (no more than
 /// `u32` counts), at least [`crate::plan::GRAIN`] elements in all.
