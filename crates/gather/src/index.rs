@@ -119,6 +119,38 @@ impl<'a, I: IndexElem> CheckedIndex<'a, I> {
         Ok(CheckedIndex { view, size, bounds })
     }
 
+    /// `f` of this vector index (0-d or 1-d) spread over `shape`: its values along axis `dim`,
+    /// repeated along every other axis (a stride-0 view). The values are the checked ones, so
+    /// they are not checked again. `None` when the index does not have `shape[dim]` values, or
+    /// `shape` has no axis `dim`.
+    pub(crate) fn spread<R>(
+        &self,
+        dim: usize,
+        shape: &[usize],
+        f: impl FnOnce(&CheckedIndex<'_, I>) -> R,
+    ) -> Option<R> {
+        let mut v = self.view.view();
+        if v.ndim() > 1 || dim >= shape.len() {
+            return None;
+        }
+        if v.ndim() == 0 {
+            v = v.insert_axis(ndarray::Axis(0));
+        }
+        for _ in 0..dim {
+            v = v.insert_axis(ndarray::Axis(0));
+        }
+        while v.ndim() < shape.len() {
+            let k = v.ndim();
+            v = v.insert_axis(ndarray::Axis(k));
+        }
+        let spread = CheckedIndex {
+            view: v.broadcast(shape)?,
+            size: self.size,
+            bounds: self.bounds,
+        };
+        Some(f(&spread))
+    }
+
     /// The checked values.
     pub fn view(&self) -> &ArrayView<'a, I, IxDyn> {
         &self.view

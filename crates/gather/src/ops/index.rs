@@ -48,7 +48,7 @@ use super::{try_to_owned, try_vec, view_1d_if_scalar};
 use crate::dims::normalize_dim;
 use crate::element::{DType, Element};
 use crate::error::{Error, ErrorKind, Result, fmt_shape};
-use crate::index::{Bounds, CheckedIndex, IndexElem, check_bounds};
+use crate::index::{Bounds, CheckedIndex, IndexElem};
 use crate::kernels;
 use crate::kernels::scatter::Update;
 use crate::ops::scatter::Reduce;
@@ -344,24 +344,12 @@ fn with_spread_index<I: IndexElem, R>(
 ) -> Result<R> {
     // Checked on the index itself, so that an error names the position in the index (and so that
     // an index into an empty output is still checked, as in PyTorch).
-    check_bounds(op, index, dim, size, bounds)?;
+    let checked = CheckedIndex::new(op, index.view(), dim, size, bounds)?;
     super::output_len(op, shape)?;
-    let mut v = index.view();
-    if v.ndim() == 0 {
-        v = v.insert_axis(Axis(0));
-    }
-    for _ in 0..dim {
-        v = v.insert_axis(Axis(0));
-    }
-    while v.ndim() < shape.len() {
-        let k = v.ndim();
-        v = v.insert_axis(Axis(k));
-    }
-    let spread = v
-        .broadcast(shape)
+    let out = checked
+        .spread(dim, shape, f)
         .expect("the index has shape[dim] entries, every other axis is 1");
-    let checked = CheckedIndex::new(op, spread, dim, size, bounds)?;
-    Ok(f(&checked))
+    Ok(out)
 }
 
 fn select_dyn<T: Element, I: IndexElem>(
