@@ -239,7 +239,18 @@ pub(crate) fn find_out_of_bounds<I: IndexElem>(
             Bounds::Modulo => n == 0,
         }
     } else {
-        view.iter().any(|v| bad(v.to_i64()))
+        // A dynamic-rank iterator steps a coordinate per value: a strided vector (the compact
+        // form of a materialised broadcast, `dynamic::materialised_broadcast`) takes a 1-d loop.
+        let mut line = view.view();
+        for ax in (0..line.ndim()).rev() {
+            if line.shape()[ax] == 1 && line.ndim() > 1 {
+                line = line.index_axis_move(ndarray::Axis(ax), 0);
+            }
+        }
+        match line.into_dimensionality::<ndarray::Ix1>() {
+            Ok(line) => line.iter().any(|v| bad(v.to_i64())),
+            Err(_) => view.iter().any(|v| bad(v.to_i64())),
+        }
     };
     if !found {
         return None;
@@ -345,6 +356,38 @@ mod tests {
         assert_eq!((v, c), (9, vec![0, 1]));
         let ok: Array2<u32> = Array2::zeros((3, 3));
         assert!(find_out_of_bounds(&ok.view().into_dyn(), 1, Bounds::Strict).is_none());
+    }
+
+    #[test]
+    fn strided_vectors_are_checked_value_by_value() {
+        // A column of a matrix with a length-1 axis after it (the compact form of a materialised
+        // broadcast): every value is checked, the first bad one named with its coordinate.
+        let mut m = Array2::from_shape_fn((50, 16), |(i, j)| (i % 7) as i64 + j as i64 * 100);
+        let col = |m: &Array2<i64>| m.slice(ndarray::s![.., 0..1]).to_owned();
+        assert!(
+            find_out_of_bounds(
+                &m.slice(ndarray::s![.., 0..1]).into_dyn(),
+                7,
+                Bounds::Strict
+            )
+            .is_none()
+        );
+        m[[33, 0]] = 7;
+        m[[40, 0]] = -8;
+        let view = m.slice(ndarray::s![.., 0..1]).into_dyn();
+        assert!(view.as_slice_memory_order().is_none());
+        let found = find_out_of_bounds(&view, 7, Bounds::Strict);
+        assert_eq!(found, Some((7, vec![33, 0])));
+        assert_eq!(
+            found,
+            find_out_of_bounds(&col(&m).into_dyn().view(), 7, Bounds::Strict)
+        );
+        let wrap = find_out_of_bounds(&view, 8, Bounds::Wrap);
+        assert_eq!(wrap, None);
+        assert_eq!(
+            find_out_of_bounds(&view, 7, Bounds::Wrap),
+            Some((7, vec![33, 0]))
+        );
     }
 
     #[test]
