@@ -171,20 +171,70 @@ fn lowest<K: Ord + Copy>(range: Range<usize>, max: K, key: impl Fn(usize) -> K) 
     pos
 }
 
-/// How many adjacent lanes [`across`] scans at once: its bests (two `u32`s a lane) stay in L1,
-/// and each of their rows is a contiguous read of up to 4 KiB of 4-byte elements.
+/// How many adjacent lanes [`across`] scans at once: its bests (a key and a `u32` a lane) stay
+/// in L1, and each of their rows is a contiguous read of up to 8 KiB.
 const ACROSS: usize = 1024;
+
+/// The keys [`across`] compares: [`sort_key32`]'s for the types of at most 4 bytes (four to a
+/// vector, with compares the baseline x86-64 has), [`sort_key`]'s for the others.
+trait LaneKey:
+    Copy
+    + Ord
+    + std::ops::BitAnd<Output = Self>
+    + std::ops::BitOr<Output = Self>
+    + std::ops::BitXor<Output = Self>
+    + std::ops::Not<Output = Self>
+{
+    const MAX: Self;
+    fn of<T: Element>(x: T) -> Self;
+    /// All ones where `on`, else zero.
+    fn ones(on: bool) -> Self;
+    /// The low bits of a [`sort_key`] mask.
+    fn mask(m: u64) -> Self;
+}
+
+impl LaneKey for u32 {
+    const MAX: Self = u32::MAX;
+    #[inline(always)]
+    fn of<T: Element>(x: T) -> Self {
+        sort_key32(x)
+    }
+    #[inline(always)]
+    fn ones(on: bool) -> Self {
+        0u32.wrapping_sub(u32::from(on))
+    }
+    #[inline(always)]
+    fn mask(m: u64) -> Self {
+        m as u32
+    }
+}
+
+impl LaneKey for u64 {
+    const MAX: Self = u64::MAX;
+    #[inline(always)]
+    fn of<T: Element>(x: T) -> Self {
+        sort_key(x)
+    }
+    #[inline(always)]
+    fn ones(on: bool) -> Self {
+        0u64.wrapping_sub(u64::from(on))
+    }
+    #[inline(always)]
+    fn mask(m: u64) -> Self {
+        m
+    }
+}
 
 /// For `lanes` adjacent lanes of `len` elements of `T` at `p` (lane `b`'s element `j` at
 /// `b + j * stride`), the first position of each lane's lowest key `^ mask` into `pos`: the
 /// `k = 1` scan of lanes that run across memory (along a dim other than the last), one pass
-/// over rows of adjacent elements instead of a strided walk per lane. For the types of at most
-/// 4 bytes (32-bit keys, as [`least`]); `lanes <= ACROSS`, `len <= u32::MAX`.
+/// over rows of adjacent elements instead of a strided walk per lane. Keys `K` as
+/// [`LaneKey`] says for `T`; `lanes <= ACROSS`, `len <= u32::MAX`.
 ///
 /// # Safety
 /// `p + b + j * stride` (`b < lanes`, `j < len`) must be elements of `T` that are not written
 /// meanwhile.
-unsafe fn across<T: Element>(
+unsafe fn across<T: Element, K: LaneKey>(
     p: *const u8,
     stride: isize,
     lanes: usize,
@@ -193,13 +243,13 @@ unsafe fn across<T: Element>(
     pos: &mut [u32],
 ) {
     assert!(
-        std::mem::size_of::<T>() <= 4 && lanes <= ACROSS && lanes <= pos.len(),
-        "order kernel: across takes narrow types and at most ACROSS lanes"
+        lanes <= ACROSS && lanes <= pos.len(),
+        "order kernel: across takes at most ACROSS lanes"
     );
-    let (p, mask) = (p.cast::<T>(), mask as u32);
-    let mut best = [u32::MAX; ACROSS];
+    let (p, mask) = (p.cast::<T>(), K::mask(mask));
+    let mut best = [K::MAX; ACROSS];
     let (best, pos) = (&mut best[..lanes], &mut pos[..lanes]);
-    // A lane whose keys are all u32::MAX (NaNs, smallest first) keeps its first position.
+    // A lane whose keys are all MAX (NaNs, smallest first) keeps its first position.
     pos.fill(0);
     for j in 0..len {
         // SAFETY: row `j` of the block, `lanes` adjacent elements: the caller's contract.
@@ -207,9 +257,11 @@ unsafe fn across<T: Element>(
         // Masks rather than `if`s: LLVM makes a select of the old value a store under a branch
         // per lane, which short lanes of random values mispredict (3x slower on 21 classes).
         for ((b, q), &v) in best.iter_mut().zip(pos.iter_mut()).zip(row) {
-            let key = sort_key32(v) ^ mask;
-            let m = 0u32.wrapping_sub(u32::from(key < *b));
+            let key = K::of(v) ^ mask;
+            let less = key < *b;
+            let m = K::ones(less);
             *b = (key & m) | (*b & !m);
+            let m = 0u32.wrapping_sub(u32::from(less));
             *q = (j as u32 & m) | (*q & !m);
         }
     }
@@ -365,7 +417,11 @@ pub(crate) fn order_lanes<T: Element>(
         k,
         mask: if flip { u64::MAX } else { 0 },
     };
-    let across = (std::mem::size_of::<T>() <= 4).then_some(across::<T> as Across);
+    let across: Across = if std::mem::size_of::<T>() <= 4 {
+        across::<T, u32>
+    } else {
+        across::<T, u64>
+    };
     walk.run(
         (keys::<T>, least::<T>, across),
         copy_values::<<T as Plain>::Word>,
@@ -386,7 +442,7 @@ struct Walk<'a> {
 }
 
 impl Walk<'_> {
-    fn run(&self, (keys, least, across): (Keys, Least, Option<Across>), values: Values) {
+    fn run(&self, (keys, least, across): (Keys, Least, Across), values: Values) {
         let (dim, k) = (self.dim, self.k);
         let nd = self.shape.len();
         let (ip, istrides, ishape) = self.indices;
@@ -434,7 +490,7 @@ impl Walk<'_> {
         let (xp, vp, size, mask) = (self.x.0, self.values.map(|(p, _)| p), self.size, self.mask);
         // `k = 1` over lanes adjacent in memory (along a dim other than the last) scans blocks
         // of them at once.
-        let across = across.filter(|_| k == 1 && xi == 1 && !split && len <= u32::MAX as usize);
+        let across = (k == 1 && xi == 1 && !split && len <= u32::MAX as usize).then_some(across);
         let body = |pieces: Vec<([isize; 3], Range<usize>)>| {
             let (xp, ip, vp) = (xp, ip, vp);
             let mut pairs = Vec::with_capacity(if scans(k, len) { room(k).min(len) } else { len });
@@ -743,6 +799,7 @@ mod tests {
         check(&[i32::MIN, i32::MAX, -1, 0, 1, 7], "i32");
         check(&[0u32, u32::MAX, 1, 1 << 31, (1 << 31) - 1], "u32");
         check(&[i64::MIN, i64::MAX, -1, 0, 1 << 62], "i64");
+        check(&[0u64, u64::MAX, 1, 1 << 63, (1 << 63) - 1], "u64");
         check(&[i8::MIN, i8::MAX, -1, 0, 5], "i8");
         let h = |v: f32| half::f16::from_f32(v);
         check(
