@@ -264,21 +264,44 @@ pub(crate) fn is_row_index<I: IndexElem>(index: &ArrayView<'_, I, IxDyn>, dim: u
     rows_of(index, dim).is_some_and(|slice| slice >= SEGMENT_MIN_SLICE)
 }
 
-/// Whether a scatter of `index` along `dim` into a destination of `rows` rows, of `elem`-byte
-/// elements that the update does not convert, with no marks, takes the source-order walk of
-/// slices of 2 to 7 elements ([`route`]), which wants its values checked first.
+/// Whether a reduction of `index` along `dim` into a destination of `rows` rows, of
+/// `elem`-byte elements that the update does not convert, with an initial value or not
+/// (`init`), takes the source-order walk of slices of 2 to 7 elements ([`route`]), which wants
+/// its values checked first.
 pub(crate) fn walks_narrow_rows<I: IndexElem>(
     index: &ArrayView<'_, I, IxDyn>,
     dim: usize,
     rows: usize,
     elem: usize,
+    init: bool,
 ) -> bool {
+    let marks = if init { Marks::Init } else { Marks::None };
     rows_of(index, dim).is_some_and(|slice| {
         let slice_shape = without(index.shape(), dim);
         let e_len = index.shape()[dim];
         (2..SEGMENT_MIN_SLICE).contains(&slice)
-            && direct_fits(e_len, &slice_shape, rows, false, (elem, elem))
+            && direct_fits(e_len, &slice_shape, rows, marks, (elem, elem))
     })
+}
+
+/// What a row walk keeps per destination row: nothing; whether the row was reached, to set it
+/// to an initial value at its first update (`include_self = false`); or which write was the
+/// last (a plain write, walked backwards).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Marks {
+    None,
+    Init,
+    LastOnly,
+}
+
+impl Marks {
+    fn of<A>(init: Option<A>, last_only: bool) -> Marks {
+        match (init, last_only) {
+            (_, true) => Marks::LastOnly,
+            (Some(_), false) => Marks::Init,
+            (None, false) => Marks::None,
+        }
+    }
 }
 
 /// The length of the slices of `index` when it is a row index with enough work for the row
@@ -556,7 +579,7 @@ fn scatter_impl<A, T, I, F>(
     I: IndexElem,
     F: Fn(&mut A, T) + Sync + Send,
 {
-    let marks = init.is_some() || last_only;
+    let marks = Marks::of(init, last_only);
     let sizes = (std::mem::size_of::<T>(), std::mem::size_of::<A>());
     match route(dst.shape(), dim, index, src.shape(), marks, sizes) {
         Route::Nothing => {}
@@ -597,16 +620,16 @@ enum RowsBy {
     Segments(Segments),
 }
 
-/// The route of a scatter of `index` from `src` into `dst` along `dim`; `marks`: the rows
-/// reached must be marked (an `init`, or a plain write); `sizes`: the bytes of an element of
-/// `src` and of `dst`. Asserts the preconditions of [`scatter_reduce`].
+/// The route of a scatter of `index` from `src` into `dst` along `dim`; `marks`: what is kept
+/// per row reached (see [`Marks`]); `sizes`: the bytes of an element of `src` and of `dst`.
+/// Asserts the preconditions of [`scatter_reduce`].
 #[inline(never)]
 fn route<I: IndexElem>(
     dst_shape: &[usize],
     dim: usize,
     index: &CheckedIndex<'_, I>,
     src_shape: &[usize],
-    marks: bool,
+    marks: Marks,
     sizes: (usize, usize),
 ) -> Route {
     let idx = index.view();
@@ -623,7 +646,7 @@ fn route<I: IndexElem>(
     // Narrower slices are not worth grouping, but the plain walk in source order takes those
     // of 2 and more faster than the element loop, which splits a row's few elements between
     // the threads. Single elements stay in the element loop, whose steps cost less.
-    let walked = direct && !marks && slice >= 2;
+    let walked = direct && marks != Marks::LastOnly && slice >= 2;
     if slice < SEGMENT_MIN_SLICE && !walked {
         return Route::General;
     }
@@ -942,9 +965,9 @@ unsafe fn copy_along<A>(to: *mut A, ts: isize, from: *const A, fs: isize, r: Ran
 /// Whether a row scatter of `e_len` positions over slices of `slice_shape`, into a destination
 /// of `rows` rows along `dim`, runs [`direct`]ly, on one thread: when the call is small, or the
 /// pool has one thread, unless the rows reached must be marked (`marks`: init or last-only) in a
-/// destination far larger than the positions; and when the pool has two threads, nothing is
-/// marked, the update does not convert (`sizes`: the bytes of a `src` and a `dst` element, the
-/// same), the slices are narrow (up to [`DIRECT_SLICE_BYTES`]) and the destination is no larger
+/// destination far larger than the positions; and when the pool has two threads, no write is
+/// last-only, the update does not convert (`sizes`: the bytes of a `src` and a `dst` element,
+/// the same), the slices are narrow (up to [`DIRECT_SLICE_BYTES`]) and the destination is no larger
 /// than [`DIRECT_DST_BYTES`]. Otherwise the grouped loop ([`rows`]) runs: it splits the
 /// destination rows between the threads and prefetches each source row.
 ///
@@ -960,7 +983,7 @@ fn direct_fits(
     e_len: usize,
     slice_shape: &[usize],
     rows: usize,
-    marks: bool,
+    marks: Marks,
     (elem, dst_elem): (usize, usize),
 ) -> bool {
     let slice_len: usize = slice_shape.iter().product();
@@ -969,11 +992,11 @@ fn direct_fits(
     let sparse = rows > 64 * e_len + 4096;
     let slice_bytes = slice_len.saturating_mul(elem);
     let cached = threads == 2
-        && !marks
+        && marks != Marks::LastOnly
         && elem == dst_elem
         && slice_bytes <= DIRECT_SLICE_BYTES
         && rows.saturating_mul(slice_bytes) <= DIRECT_DST_BYTES;
-    (serial && !(marks && sparse)) || cached
+    (serial && !(marks != Marks::None && sparse)) || cached
 }
 
 /// The widest slice (in bytes of `src`) that a two-thread row scatter walks in source order on
@@ -1010,7 +1033,7 @@ pub(crate) fn scatter_rows<A, T, F>(
         size,
         segs,
         src.shape(),
-        init.is_some(),
+        Marks::of(init, false),
         (std::mem::size_of::<T>(), std::mem::size_of::<A>()),
     ) {
         row_scatter(dst, dim, &slice_shape, src, walk, init, false, &update);
@@ -1027,7 +1050,7 @@ fn route_rows<'a>(
     size: usize,
     segs: &'a std::sync::OnceLock<Segments>,
     src_shape: &[usize],
-    marks: bool,
+    marks: Marks,
     sizes: (usize, usize),
 ) -> Option<(Vec<usize>, Walk<'a>)> {
     let nd = dst_shape.len();
@@ -1102,6 +1125,11 @@ fn direct(at: &Rows, slice: &Nest<2>, rows_n: usize, ids: &[u32], upd: &dyn RowU
     } else {
         Vec::new()
     };
+    let lines = at.row_lines(base0, r0);
+    if !at.last_only && mine.len() == 1 && at.strides == [1, 1] {
+        upd.apply_run(ids, rows_n, base0, r0.clone(), lines, &mut seen);
+        return;
+    }
     let mut first = |row: usize| -> bool {
         let (w, b) = (row / 64, 1u64 << (row % 64));
         let new = seen[w] & b == 0;
@@ -1117,11 +1145,6 @@ fn direct(at: &Rows, slice: &Nest<2>, rows_n: usize, ids: &[u32], upd: &dyn RowU
                 }
             }
         }
-        return;
-    }
-    let lines = at.row_lines(base0, r0);
-    if !at.init && mine.len() == 1 && at.strides == [1, 1] {
-        upd.apply_run(ids, rows_n, base0, r0.clone(), lines);
         return;
     }
     super::walk_ahead!(0..e_len, Some(DIRECT_AHEAD), |e, next| {
@@ -1249,11 +1272,13 @@ trait RowUpdate: Sync {
     /// `update(dst[.., row, ..], src[.., e, ..])` over the slice piece `base + r`; with `fresh`,
     /// the piece of the destination row is first set to `init` (if any).
     fn apply_at(&self, row: usize, base: [isize; 2], r: Range<usize>, e: usize, fresh: bool);
-    /// The source-order walk of [`direct`] over one slice piece `base + r`, with no row set to
-    /// an initial value: `ids[e]` (below `rows_n`, asserted) is the destination row of source
-    /// position `e`; the rows [`DIRECT_AHEAD`] positions ahead are prefetched (`lines`, from
-    /// [`Rows::row_lines`]). The common walk of a GNN's scatters, compiled with its update, so
-    /// that a position costs no call.
+    /// The source-order walk of [`direct`] over one slice piece `base + r` (not last-only):
+    /// `ids[e]` (below `rows_n`, asserted) is the destination row of source position `e`; the
+    /// rows [`DIRECT_AHEAD`] positions ahead are prefetched (`lines`, from
+    /// [`Rows::row_lines`]). With an initial value, a row is set to it at its first update,
+    /// `seen` holding a bit per row (`rows_n` bits, all clear). The common walk of a GNN's
+    /// scatters, compiled with its update, so that a position costs no call.
+    #[allow(clippy::too_many_arguments)]
     fn apply_run(
         &self,
         ids: &[u32],
@@ -1261,6 +1286,7 @@ trait RowUpdate: Sync {
         base: [isize; 2],
         r: Range<usize>,
         lines: (isize, usize),
+        seen: &mut [u64],
     );
     /// Reduces, into the slice piece `base + r` of destination row `row`, the sources
     /// `ahead[..n]` (positions along `dim`, in index order; only the last with `last_only`);
@@ -1392,11 +1418,16 @@ where
         base: [isize; 2],
         r: Range<usize>,
         (start, lines): (isize, usize),
+        seen: &mut [u64],
     ) {
         assert_eq!(
             self.strides,
             [1, 1],
             "scatter kernel: a run walk of a strided piece"
+        );
+        assert!(
+            self.init.is_none() || seen.len() * 64 >= rows_n,
+            "scatter kernel: a bit per row"
         );
         let dst = self.dst.0.cast::<u8>().cast_const();
         let row_bytes = self.dstride * std::mem::size_of::<A>() as isize;
@@ -1419,6 +1450,13 @@ where
                 let sp = self.src.0.offset(base[1] + e as isize * self.sstride);
                 let d = std::slice::from_raw_parts_mut(dp.add(r.start), r.len());
                 let s = std::slice::from_raw_parts(sp.add(r.start).cast_const(), r.len());
+                if let Some(v) = self.init {
+                    let (w, b) = (row / 64, 1u64 << (row % 64));
+                    if seen[w] & b == 0 {
+                        seen[w] |= b;
+                        d.fill(v);
+                    }
+                }
                 update_run(d, s, self.update);
             }
         }

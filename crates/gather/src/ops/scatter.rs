@@ -359,7 +359,7 @@ where
         return Ok(None);
     };
     let size = input.shape()[d];
-    if !checks_in_loop(&index, d, size, walk_elem::<T>(mode)) {
+    if !checks_in_loop(&index, d, size, walk_of::<T>(mode)) {
         return Ok(None);
     }
     let from = input.view().into_dyn();
@@ -477,23 +477,30 @@ fn prepare<'i, 's, T: Element, I: IndexElem>(
 /// Whether a scatter into a fresh copy checks its index values in the element loop
 /// ([`kernels::scatter::Target::Checking`]) rather than in a pass before it: where that loop is
 /// the one that runs (not for a row index, whose grouped loops and walks need checked values
-/// first) and there is a row to send a bad value to. `walk_elem`: the size of an element where
-/// the row walk could take the call (no marks, no converting update).
+/// first) and there is a row to send a bad value to. `walk`: the size of an element and whether
+/// rows start from an initial value, where the row walk could take the call (see [`walk_of`]).
 fn checks_in_loop<I: IndexElem>(
     index: &ArrayView<'_, I, IxDyn>,
     d: usize,
     size: usize,
-    walk_elem: Option<usize>,
+    walk: Option<(usize, bool)>,
 ) -> bool {
-    let walked = walk_elem.is_some_and(|e| kernels::scatter::walks_narrow_rows(index, d, size, e));
+    let walked = walk.is_some_and(|(elem, init)| {
+        kernels::scatter::walks_narrow_rows(index, d, size, elem, init)
+    });
     size > 0 && !kernels::scatter::is_row_index(index, d) && !walked
 }
 
-/// The element size for [`checks_in_loop`]: where a scatter in `mode` of `T` marks nothing (a
-/// plain write keeps the last, `include_self = false` sets first) and does not convert.
-fn walk_elem<T: Element>(mode: Mode) -> Option<usize> {
-    let plain = matches!(mode, Mode::Reduce(_, true)) && !T::WIDE_ACC;
-    plain.then_some(std::mem::size_of::<T>())
+/// What [`checks_in_loop`] needs of a scatter in `mode` of `T` that the row walk could take: a
+/// reduction (a plain write keeps the last), whose update does not convert; its element size
+/// and whether rows start from an initial value (`include_self = false`).
+fn walk_of<T: Element>(mode: Mode) -> Option<(usize, bool)> {
+    match mode {
+        Mode::Reduce(_, include_self) if !T::WIDE_ACC => {
+            Some((std::mem::size_of::<T>(), !include_self))
+        }
+        _ => None,
+    }
 }
 
 /// [`scatter_into`]; `fresh`: `dst` is a copy the caller drops on error (see [`scatter_fresh`]).
@@ -523,7 +530,7 @@ where
         dst
     };
     let size = dst.shape()[d];
-    if fresh && bounds == Bounds::Strict && checks_in_loop(&index, d, size, walk_elem::<T>(mode)) {
+    if fresh && bounds == Bounds::Strict && checks_in_loop(&index, d, size, walk_of::<T>(mode)) {
         let bad = AtomicBool::new(false);
         let target = kernels::scatter::Target::Checking {
             dim: d,
@@ -1144,11 +1151,28 @@ mod tests {
                     "{threads}"
                 );
                 for r in [Reduce::Sum, Reduce::Prod, Reduce::Amax, Reduce::Amin] {
-                    let got = scatter_reduce(&x, 0, &spread, &src, r, true).unwrap();
-                    let mut want = x.clone();
-                    scatter_reduce_inplace(&mut want, 0, &spread, &src, r, true).unwrap();
-                    assert_eq!(got, want, "{r:?}, {threads} threads");
+                    for incl in [true, false] {
+                        let got = scatter_reduce(&x, 0, &spread, &src, r, incl).unwrap();
+                        let mut want = x.clone();
+                        scatter_reduce_inplace(&mut want, 0, &spread, &src, r, incl).unwrap();
+                        assert_eq!(got, want, "{r:?} {incl}, {threads} threads");
+                    }
                 }
+                // Rows start from the first source they get without self: the maxima of the
+                // sources alone, and self where no source goes.
+                let mut maxima = x.clone();
+                let mut reached = vec![false; rows];
+                for i in 0..n {
+                    let row = ids[i] as usize;
+                    for j in 0..w {
+                        let v = src[[i, j]];
+                        let m = &mut maxima[[row, j]];
+                        *m = if reached[row] { m.max(v) } else { v };
+                    }
+                    reached[row] = true;
+                }
+                let got = scatter_reduce(&x, 0, &spread, &src, Reduce::Amax, false).unwrap();
+                assert_eq!(got, maxima, "amax without self, {threads} threads");
                 let fresh = scatter_add(&x, 0, &bad, &src).unwrap_err();
                 let mut t = x.clone();
                 let inplace = scatter_add_inplace(&mut t, 0, &bad, &src).unwrap_err();
