@@ -1929,34 +1929,20 @@ mod tests {
             &src_rev,
         );
         check("reversed dst", &dst, Layout::Reversed, 0, &idx, &src.view());
-        // Slices of 15: a run updated in blocks of 8, 4, 2 and 1.
-        let idx15 = idx_axes.broadcast(IxDyn(&[e, 15])).unwrap();
-        let src15 = values(&[e, 15], 14);
-        let dst15 = values(&[rows, 15], 15);
-        check(
-            "slices of 15",
-            &dst15,
-            Layout::Plain,
-            0,
-            &idx15,
-            &src15.view(),
-        );
-        // Slices of 3: walked in source order where the walk runs (one thread, or two into
-        // this small destination), the element loop elsewhere.
-        let e_n = sized(12_000, 200);
-        let ids_n = ids(e_n, rows, 16);
-        let idx_n_axes = axes(&ids_n, 0, 2);
-        let idx_n = idx_n_axes.broadcast(IxDyn(&[e_n, 3])).unwrap();
-        let src_n = values(&[e_n, 3], 17);
-        let dst_n = values(&[rows, 3], 18);
-        check(
-            "slices of 3",
-            &dst_n,
-            Layout::Plain,
-            0,
-            &idx_n,
-            &src_n.view(),
-        );
+        // Slices of 15 (a run updated in blocks of 8, 4, 2 and 1) and of 3 (walked in source
+        // order where the walk runs, on one thread or two into this small destination; the
+        // element loop elsewhere).
+        for (name, e_w, width, seed) in [
+            ("slices of 15", e, 15, 14),
+            ("slices of 3", sized(12_000, 200), 3, 17),
+        ] {
+            let ids_w = ids(e_w, rows, seed);
+            let axes_w = axes(&ids_w, 0, 2);
+            let idx_w = axes_w.broadcast(IxDyn(&[e_w, width])).unwrap();
+            let src_w = values(&[e_w, width], seed + 1);
+            let dst_w = values(&[rows, width], seed + 2);
+            check(name, &dst_w, Layout::Plain, 0, &idx_w, &src_w.view());
+        }
         // Few destination rows: the slices are split over the tasks instead.
         let few = ids(e, 3, 4);
         let few_idx_axes = axes(&few, 0, 2);
