@@ -131,9 +131,11 @@ unsafe fn copy_values<W: Copy>(
 /// found without a store (a loop the compiler can vectorise), and only a chunk that beats the best
 /// so far is read again for the position, which in a lane of random values happens a few times.
 ///
+/// The chunks compare keys `K` ([`LaneKey`]); the pair returned has [`sort_key`]'s.
+///
 /// # Safety
 /// As [`keys`], for the elements of `range`.
-unsafe fn least<T: Element>(
+unsafe fn least<T: Element, K: LaneKey>(
     p: *const u8,
     stride: isize,
     range: Range<usize>,
@@ -142,11 +144,7 @@ unsafe fn least<T: Element>(
     let p = p.cast::<T>();
     // SAFETY: the closures are called below for positions of `range` only, the caller's contract.
     let at = |i: usize| unsafe { *p.offset(i as isize * stride) };
-    let pos = if std::mem::size_of::<T>() <= 4 {
-        lowest(range, u32::MAX, |i| sort_key32(at(i)) ^ mask as u32)
-    } else {
-        lowest(range, u64::MAX, |i| sort_key(at(i)) ^ mask)
-    };
+    let pos = lowest(range, K::MAX, |i| K::of(at(i)) ^ K::mask(mask));
     (sort_key(at(pos)) ^ mask, pos)
 }
 
@@ -175,8 +173,9 @@ fn lowest<K: Ord + Copy>(range: Range<usize>, max: K, key: impl Fn(usize) -> K) 
 /// in L1, and each of their rows is a contiguous read of up to 8 KiB.
 const ACROSS: usize = 1024;
 
-/// The keys [`across`] compares: [`sort_key32`]'s for the types of at most 4 bytes (four to a
-/// vector, with compares the baseline x86-64 has), [`sort_key`]'s for the others.
+/// The keys [`least`] and [`across`] compare: [`sort_key32`]'s for the types of at most 4 bytes
+/// (four to a vector, with compares the baseline x86-64 has), [`sort_key`]'s for the others
+/// ([`order_lanes`] picks them).
 trait LaneKey:
     Copy
     + Ord
@@ -417,13 +416,13 @@ pub(crate) fn order_lanes<T: Element>(
         k,
         mask: if flip { u64::MAX } else { 0 },
     };
-    let across: Across = if std::mem::size_of::<T>() <= 4 {
-        across::<T, u32>
+    let (least, across): (Least, Across) = if std::mem::size_of::<T>() <= 4 {
+        (least::<T, u32>, across::<T, u32>)
     } else {
-        across::<T, u64>
+        (least::<T, u64>, across::<T, u64>)
     };
     walk.run(
-        (keys::<T>, least::<T>, across),
+        (keys::<T>, least, across),
         copy_values::<<T as Plain>::Word>,
     );
 }
