@@ -276,12 +276,28 @@ pub(crate) fn walks_narrow_rows<I: IndexElem>(
     init: bool,
 ) -> bool {
     let marks = if init { Marks::Init } else { Marks::None };
-    rows_of(index, dim).is_some_and(|slice| {
-        let slice_shape = without(index.shape(), dim);
-        let e_len = index.shape()[dim];
-        (2..SEGMENT_MIN_SLICE).contains(&slice)
-            && direct_fits(e_len, &slice_shape, rows, marks, (elem, elem))
-    })
+    row_loop(index, dim, rows, marks, (elem, elem))
+        .is_some_and(|(slice, _)| slice < SEGMENT_MIN_SLICE)
+}
+
+/// The row loop a scatter of `index` along `dim` into `rows` rows takes, decided from the
+/// shapes alone (see [`route`]): `None` for the element loop, else the slices' length and
+/// whether the walk in source order ([`direct_fits`]) or the grouped loop runs.
+fn row_loop<I: IndexElem>(
+    index: &ArrayView<'_, I, IxDyn>,
+    dim: usize,
+    rows: usize,
+    marks: Marks,
+    sizes: (usize, usize),
+) -> Option<(usize, bool)> {
+    let slice = rows_of(index, dim)?;
+    let slice_shape = without(index.shape(), dim);
+    let direct = direct_fits(index.shape()[dim], &slice_shape, rows, marks, sizes);
+    // Narrower slices are not worth grouping, but the plain walk in source order takes those
+    // of 2 and more faster than the element loop, which splits a row's few elements between
+    // the threads. Single elements stay in the element loop, whose steps cost less.
+    let walked = direct && marks != Marks::LastOnly && slice >= 2;
+    (slice >= SEGMENT_MIN_SLICE || walked).then_some((slice, direct))
 }
 
 /// What a row walk keeps per destination row: nothing; whether the row was reached, to set it
@@ -637,19 +653,10 @@ fn route<I: IndexElem>(
     if idx.is_empty() {
         return Route::Nothing;
     }
-    let Some(slice) = rows_of(idx, dim) else {
+    let Some((_, direct)) = row_loop(idx, dim, dst_shape[dim], marks, sizes) else {
         return Route::General;
     };
     let slice_shape = without(idx.shape(), dim);
-    let e_len = idx.shape()[dim];
-    let direct = direct_fits(e_len, &slice_shape, dst_shape[dim], marks, sizes);
-    // Narrower slices are not worth grouping, but the plain walk in source order takes those
-    // of 2 and more faster than the element loop, which splits a row's few elements between
-    // the threads. Single elements stay in the element loop, whose steps cost less.
-    let walked = direct && marks != Marks::LastOnly && slice >= 2;
-    if slice < SEGMENT_MIN_SLICE && !walked {
-        return Route::General;
-    }
     if direct {
         // The destination row of each position along `dim` (a row index is constant off `dim`):
         // one pass over `e_len` values, so that the walk is compiled for a list of rows alone,
@@ -1127,15 +1134,10 @@ fn direct(at: &Rows, slice: &Nest<2>, rows_n: usize, ids: &[u32], upd: &dyn RowU
     };
     let lines = at.row_lines(base0, r0);
     if !at.last_only && mine.len() == 1 && at.strides == [1, 1] {
-        upd.apply_run(ids, rows_n, base0, r0.clone(), lines, &mut seen);
+        upd.apply_run(at, ids, rows_n, base0, r0.clone(), lines, &mut seen);
         return;
     }
-    let mut first = |row: usize| -> bool {
-        let (w, b) = (row / 64, 1u64 << (row % 64));
-        let new = seen[w] & b == 0;
-        seen[w] |= b;
-        new
-    };
+    let mut first = |row: usize| first_time(&mut seen, row);
     if at.last_only {
         for e in (0..e_len).rev() {
             let row = row_of(e);
@@ -1157,6 +1159,15 @@ fn direct(at: &Rows, slice: &Nest<2>, rows_n: usize, ids: &[u32], upd: &dyn RowU
             upd.apply_at(row, *base, r.clone(), e, fresh);
         }
     });
+}
+
+/// Marks `row` in `seen` (a bit per row): whether it was not marked before.
+#[inline(always)]
+fn first_time(seen: &mut [u64], row: usize) -> bool {
+    let (w, b) = (row / 64, 1u64 << (row % 64));
+    let new = seen[w] & b == 0;
+    seen[w] |= b;
+    new
 }
 
 /// `shape` without axis `dim`.
@@ -1274,13 +1285,14 @@ trait RowUpdate: Sync {
     fn apply_at(&self, row: usize, base: [isize; 2], r: Range<usize>, e: usize, fresh: bool);
     /// The source-order walk of [`direct`] over one slice piece `base + r` (not last-only):
     /// `ids[e]` (below `rows_n`, asserted) is the destination row of source position `e`; the
-    /// rows [`DIRECT_AHEAD`] positions ahead are prefetched (`lines`, from
+    /// rows [`DIRECT_AHEAD`] positions ahead are prefetched (`at`, `lines` from
     /// [`Rows::row_lines`]). With an initial value, a row is set to it at its first update,
     /// `seen` holding a bit per row (`rows_n` bits, all clear). The common walk of a GNN's
     /// scatters, compiled with its update, so that a position costs no call.
     #[allow(clippy::too_many_arguments)]
     fn apply_run(
         &self,
+        at: &Rows,
         ids: &[u32],
         rows_n: usize,
         base: [isize; 2],
@@ -1413,11 +1425,12 @@ where
 
     fn apply_run(
         &self,
+        at: &Rows,
         ids: &[u32],
         rows_n: usize,
         base: [isize; 2],
         r: Range<usize>,
-        (start, lines): (isize, usize),
+        lines: (isize, usize),
         seen: &mut [u64],
     ) {
         assert_eq!(
@@ -1429,18 +1442,12 @@ where
             self.init.is_none() || seen.len() * 64 >= rows_n,
             "scatter kernel: a bit per row"
         );
-        let dst = self.dst.0.cast::<u8>().cast_const();
-        let row_bytes = self.dstride * std::mem::size_of::<A>() as isize;
         let last = ids.len().saturating_sub(1);
         for (e, &row) in ids.iter().enumerate() {
             let row = row as usize;
             assert!(row < rows_n, "scatter kernel: destination row out of range");
             // One loop body: near the end the last row is requested again.
-            let next = ids[(e + DIRECT_AHEAD).min(last)] as isize;
-            let p = dst.wrapping_offset(next * row_bytes + start);
-            for l in 0..lines {
-                super::prefetch(p.wrapping_offset(64 * l as isize));
-            }
+            at.prefetch_row(ids[(e + DIRECT_AHEAD).min(last)] as usize, lines);
             // SAFETY: as in `at` (`row` below `rows_n`, asserted; `e` a position of `ids`, no
             // more than src has along `dim`; `r` within the slice shape), with both inner
             // strides 1 (asserted), so that the piece is a run of `r.len()` adjacent elements
@@ -1450,12 +1457,10 @@ where
                 let sp = self.src.0.offset(base[1] + e as isize * self.sstride);
                 let d = std::slice::from_raw_parts_mut(dp.add(r.start), r.len());
                 let s = std::slice::from_raw_parts(sp.add(r.start).cast_const(), r.len());
-                if let Some(v) = self.init {
-                    let (w, b) = (row / 64, 1u64 << (row % 64));
-                    if seen[w] & b == 0 {
-                        seen[w] |= b;
-                        d.fill(v);
-                    }
+                if let Some(v) = self.init
+                    && first_time(seen, row)
+                {
+                    d.fill(v);
                 }
                 update_run(d, s, self.update);
             }
