@@ -212,9 +212,39 @@ pub(crate) fn splat<'a, T>(
     .expect("a read-only view may repeat its one element (ndarray 0.16 and later)")
 }
 
+/// `a` as a 1-d view where at most one of its axes is longer than 1 (the others dropped): a
+/// strided vector, such as the compact form of a materialised broadcast, walked with a plain
+/// loop where ndarray's iterator over a dynamic-rank view steps a coordinate per element.
+/// `None` for a 0-d view or one with two axes longer than 1.
+pub(crate) fn as_line<'a, T>(
+    a: &ndarray::ArrayView<'a, T, ndarray::IxDyn>,
+) -> Option<ndarray::ArrayView1<'a, T>> {
+    let mut line = a.clone();
+    for ax in (0..line.ndim()).rev() {
+        if line.shape()[ax] == 1 && line.ndim() > 1 {
+            line = line.index_axis_move(ndarray::Axis(ax), 0);
+        }
+    }
+    line.into_dimensionality::<ndarray::Ix1>().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn as_line_drops_length_one_axes_around_one_longer_axis() {
+        let m = ndarray::Array2::from_shape_fn((4, 3), |(i, j)| i * 3 + j).into_dyn();
+        let col = m
+            .slice(ndarray::s![.., 1..2])
+            .insert_axis(ndarray::Axis(0))
+            .into_dyn();
+        assert_eq!(as_line(&col).unwrap().to_vec(), vec![1, 4, 7, 10]);
+        let one = m.slice(ndarray::s![2..3, 0..1]).into_dyn();
+        assert_eq!(as_line(&one).unwrap().to_vec(), vec![6]);
+        assert!(as_line(&m.view()).is_none());
+        assert!(as_line(&ndarray::arr0(5).into_dyn().view()).is_none());
+    }
 
     #[test]
     fn splat_repeats_one_element_over_any_shape() {

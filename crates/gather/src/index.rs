@@ -239,17 +239,9 @@ pub(crate) fn find_out_of_bounds<I: IndexElem>(
             Bounds::Modulo => n == 0,
         }
     } else {
-        // A dynamic-rank iterator steps a coordinate per value: a strided vector (the compact
-        // form of a materialised broadcast, `dynamic::materialised_broadcast`) takes a 1-d loop.
-        let mut line = view.view();
-        for ax in (0..line.ndim()).rev() {
-            if line.shape()[ax] == 1 && line.ndim() > 1 {
-                line = line.index_axis_move(ndarray::Axis(ax), 0);
-            }
-        }
-        match line.into_dimensionality::<ndarray::Ix1>() {
-            Ok(line) => line.iter().any(|v| bad(v.to_i64())),
-            Err(_) => view.iter().any(|v| bad(v.to_i64())),
+        match crate::dims::as_line(&view) {
+            Some(line) => line.iter().any(|v| bad(v.to_i64())),
+            None => view.iter().any(|v| bad(v.to_i64())),
         }
     };
     if !found {

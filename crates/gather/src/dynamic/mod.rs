@@ -647,17 +647,11 @@ fn map_owned<T: Copy, U>(a: &ArrayViewD<'_, T>, f: impl Fn(T) -> U) -> ArrayD<U>
     match a.as_slice() {
         Some(s) => data.extend(s.iter().map(|&x| f(x))),
         None => {
-            // Without its length-1 axes a collapsed broadcast (`materialised_broadcast`) is
-            // often one strided axis: a loop, where `rows()` would give one row per element.
-            let mut squeezed = a.view();
-            for ax in (0..a.ndim()).rev() {
-                if squeezed.shape()[ax] == 1 {
-                    squeezed = squeezed.index_axis_move(ndarray::Axis(ax), 0);
-                }
-            }
-            match squeezed.into_dimensionality::<ndarray::Ix1>() {
-                Ok(line) => data.extend(line.iter().map(|&x| f(x))),
-                Err(_) => {
+            // A collapsed broadcast (`materialised_broadcast`) is often one strided axis: a
+            // loop, where `rows()` would give one row per element.
+            match crate::dims::as_line(a) {
+                Some(line) => data.extend(line.iter().map(|&x| f(x))),
+                None => {
                     for row in a.rows() {
                         data.extend(row.iter().map(|&x| f(x)));
                     }
