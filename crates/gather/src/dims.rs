@@ -62,11 +62,15 @@ pub(crate) fn dim_error(op: &str, dim: isize, ndim: usize) -> Error {
 /// use gather::dims::broadcast_shapes;
 /// assert_eq!(broadcast_shapes(&[2, 1, 4], &[3, 1]).unwrap(), vec![2, 3, 4]);
 /// assert!(broadcast_shapes(&[3], &[2]).is_err());
+/// // Where several dims differ, the last one is named, as PyTorch names it.
+/// let e = broadcast_shapes(&[2, 3], &[0, 0]).unwrap_err();
+/// assert!(e.message().contains("tensor b (0) at non-singleton dimension 1"), "{e}");
 /// ```
 pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
     let n = a.len().max(b.len());
     let mut out = vec![0; n];
-    for i in 0..n {
+    // From the last dim, as PyTorch's `infer_size` checks: the error names the dim it names.
+    for i in (0..n).rev() {
         let da = if i + a.len() >= n {
             a[i + a.len() - n]
         } else {
