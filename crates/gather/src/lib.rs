@@ -122,6 +122,9 @@
 //! - Reductions of `f16`/`bf16` accumulate in `f32` for every op (PyTorch rounds per addition in
 //!   `index_add`, `index_reduce` and `put`).
 //! - Memory-overlap checks are unnecessary: `&mut` arrays cannot alias their inputs in Rust.
+//! - Where `amax`/`amin` tie `0.0` with `-0.0`, the first of them is kept (self, then the sources
+//!   in index order), on every path, as PyTorch's generic kernel does; PyTorch's path for
+//!   expanded float indices with rows of 16 or more keeps the last.
 
 #![warn(missing_docs)]
 
