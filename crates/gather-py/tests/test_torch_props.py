@@ -68,7 +68,7 @@ def agree(ours, theirs, zero_sign=True):
 
 
 @st.composite
-def values(draw, shape, dtype, small=False):
+def values(draw, shape, dtype, small=False, finite=False):
     """A tensor of `shape` and `dtype`, of small integers (and specials for floats), contiguous,
     transposed in memory or a view of every other element of a larger tensor."""
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
@@ -79,7 +79,7 @@ def values(draw, shape, dtype, small=False):
         t = torch.from_numpy(np.asarray(rng.integers(0, hi, size=shape))).to(dtype)
     else:
         t = torch.from_numpy(np.asarray(rng.integers(-hi, hi, size=shape))).to(dtype)
-    if dtype.is_floating_point and draw(st.booleans()):
+    if dtype.is_floating_point and not finite and draw(st.booleans()):
         specials = torch.tensor([float("nan"), float("inf"), float("-inf"), -0.0, 0.0])
         pick = torch.from_numpy(np.asarray(rng.random(size=shape) < 0.2))
         where = torch.from_numpy(np.asarray(rng.integers(0, 5, size=shape)))
@@ -101,7 +101,7 @@ def layout(draw, t):
 
 
 @st.composite
-def problem(draw, dtypes=DTYPES, distinct=False, min_size=1, small=False):
+def problem(draw, dtypes=DTYPES, distinct=False, min_size=1, small=False, finite=False):
     """x, dim, index (same rank, sizes within x's off `dim`) and src (the index's shape or
     larger), for gather and the scatters."""
     ndim = draw(st.integers(1, 3))
@@ -120,9 +120,9 @@ def problem(draw, dtypes=DTYPES, distinct=False, min_size=1, small=False):
         index = rng.integers(0, max(shape[d], 1), size=ishape)
     index = draw(layout(torch.from_numpy(np.ascontiguousarray(index)).to(draw(st.sampled_from([torch.int64, torch.int32])))))
     dtype = draw(st.sampled_from(dtypes))
-    x = draw(values(shape, dtype, small))
+    x = draw(values(shape, dtype, small, finite))
     grow = draw(st.booleans())
-    src = draw(values(tuple(n + (1 if grow else 0) for n in ishape), dtype, small))
+    src = draw(values(tuple(n + (1 if grow else 0) for n in ishape), dtype, small, finite))
     return x, dim, index, src
 
 
@@ -172,7 +172,7 @@ def test_scatter_reduce_equals_torch(p, reduce, include_self):
 
 
 @st.composite
-def index_problem(draw, dtypes=DTYPES, distinct=False, small=False, negative=False):
+def index_problem(draw, dtypes=DTYPES, distinct=False, small=False, negative=False, finite=False):
     """x, dim, a 1-d index along dim and a source of x's shape with the index's length at dim."""
     ndim = draw(st.integers(1, 3))
     shape = tuple(draw(st.lists(st.integers(1, 4), min_size=ndim, max_size=ndim)))
@@ -187,10 +187,10 @@ def index_problem(draw, dtypes=DTYPES, distinct=False, small=False, negative=Fal
         index = np.where(rng.random(index.shape) < 0.5, index - shape[d], index)
     index = torch.from_numpy(np.ascontiguousarray(index)).to(torch.int64)
     dtype = draw(st.sampled_from(dtypes))
-    x = draw(values(shape, dtype, small))
+    x = draw(values(shape, dtype, small, finite))
     sshape = list(shape)
     sshape[d] = len(index)
-    source = draw(values(tuple(sshape), dtype, small))
+    source = draw(values(tuple(sshape), dtype, small, finite))
     return x, dim, index, source
 
 
@@ -248,7 +248,7 @@ def test_index_reduce_equals_torch(p, reduce, include_self):
 
 
 @st.composite
-def flat_problem(draw, distinct=False):
+def flat_problem(draw, distinct=False, dtypes=DTYPES, finite=False):
     """x and an index of positions in x's flattened order, some of them negative."""
     shape = tuple(draw(st.lists(st.integers(1, 4), min_size=0, max_size=3)))
     n = int(np.prod(shape))
@@ -259,9 +259,9 @@ def flat_problem(draw, distinct=False):
         pos = rng.integers(0, n, size=draw(st.integers(0, 6)))
     pos = np.where(rng.random(pos.shape) < 0.3, pos - n, pos)
     index = draw(layout(torch.from_numpy(np.ascontiguousarray(pos)).to(torch.int64)))
-    dtype = draw(st.sampled_from(DTYPES))
-    x = draw(values(shape, dtype))
-    source = draw(values(tuple(index.shape), dtype))
+    dtype = draw(st.sampled_from(dtypes))
+    x = draw(values(shape, dtype, finite=finite))
+    source = draw(values(tuple(index.shape), dtype, finite=finite))
     return x, index, source
 
 
