@@ -364,7 +364,7 @@ LARGE_DTYPES = [torch.float32, torch.float64, torch.int64, torch.int32, torch.ui
 def rows_problem(draw, distinct=False, prod=False):
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     size = draw(st.sampled_from([1, 7, 300, 3000]))
-    width = draw(st.sampled_from([1, 3, 4, 16, 17, 64, 130]))
+    width = draw(st.sampled_from([1, 3, 4, 8, 16, 17, 64, 130]))
     n = draw(st.sampled_from([0, 5, 1000, 6000]))
     n = min(n, size) if distinct else n
     n = min(n, 200_000 // width)

@@ -1134,7 +1134,7 @@ fn direct(at: &Rows, slice: &Nest<2>, rows_n: usize, ids: &[u32], upd: &dyn RowU
     };
     let lines = at.row_lines(base0, r0);
     if !at.last_only && mine.len() == 1 && at.strides == [1, 1] {
-        upd.apply_run(at, ids, rows_n, base0, r0.clone(), lines, &mut seen);
+        upd.apply_run(at, ids, rows_n, base0, r0.clone(), lines.0, &mut seen);
         return;
     }
     let mut first = |row: usize| first_time(&mut seen, row);
@@ -1285,10 +1285,10 @@ trait RowUpdate: Sync {
     fn apply_at(&self, row: usize, base: [isize; 2], r: Range<usize>, e: usize, fresh: bool);
     /// The source-order walk of [`direct`] over one slice piece `base + r` (not last-only):
     /// `ids[e]` (below `rows_n`, asserted) is the destination row of source position `e`; the
-    /// rows [`DIRECT_AHEAD`] positions ahead are prefetched (`at`, `lines` from
-    /// [`Rows::row_lines`]). With an initial value, a row is set to it at its first update,
-    /// `seen` holding a bit per row (`rows_n` bits, all clear). The common walk of a GNN's
-    /// scatters, compiled with its update, so that a position costs no call.
+    /// rows [`DIRECT_AHEAD`] positions ahead are prefetched (`at`; `line0`, where the piece
+    /// starts in a row, from [`Rows::row_lines`]). With an initial value, a row is set to it at
+    /// its first update, `seen` holding a bit per row (`rows_n` bits, all clear). The common
+    /// walk of a GNN's scatters, compiled with its update, so that a position costs no call.
     #[allow(clippy::too_many_arguments)]
     fn apply_run(
         &self,
@@ -1297,7 +1297,7 @@ trait RowUpdate: Sync {
         rows_n: usize,
         base: [isize; 2],
         r: Range<usize>,
-        lines: (isize, usize),
+        line0: isize,
         seen: &mut [u64],
     );
     /// Reduces, into the slice piece `base + r` of destination row `row`, the sources
@@ -1391,9 +1391,8 @@ impl Rows {
     fn row_lines(&self, base: [isize; 2], r: &Range<usize>) -> (isize, usize) {
         let [ds, _] = self.strides;
         let size = self.size.max(1);
-        let line = (64 / size).max(1);
         let lines = if ds == 1 {
-            r.len().div_ceil(line).min(4)
+            line_count(r.len(), size)
         } else {
             1
         };
@@ -1413,6 +1412,41 @@ impl Rows {
     }
 }
 
+/// The length of the runs of a walk ([`RowsOf::walk`]): known when it is compiled, or at run
+/// time.
+trait RunLen: Copy {
+    fn get(self) -> usize;
+}
+
+/// Runs of `N` elements.
+#[derive(Clone, Copy)]
+struct Fixed<const N: usize>;
+
+/// Runs of any length.
+#[derive(Clone, Copy)]
+struct Any(usize);
+
+impl<const N: usize> RunLen for Fixed<N> {
+    #[inline(always)]
+    fn get(self) -> usize {
+        N
+    }
+}
+
+impl RunLen for Any {
+    #[inline(always)]
+    fn get(self) -> usize {
+        self.0
+    }
+}
+
+/// How many 64-byte lines [`Rows::prefetch_row`] requests of a run of `len` elements of `size`
+/// bytes: the lines of its length, up to 4.
+#[inline(always)]
+fn line_count(len: usize, size: usize) -> usize {
+    len.div_ceil((64 / size.max(1)).max(1)).min(4)
+}
+
 impl<A, T, F> RowUpdate for RowsOf<'_, A, T, F>
 where
     A: Plain,
@@ -1430,7 +1464,7 @@ where
         rows_n: usize,
         base: [isize; 2],
         r: Range<usize>,
-        lines: (isize, usize),
+        line0: isize,
         seen: &mut [u64],
     ) {
         assert_eq!(
@@ -1442,28 +1476,14 @@ where
             self.init.is_none() || seen.len() * 64 >= rows_n,
             "scatter kernel: a bit per row"
         );
-        let last = ids.len().saturating_sub(1);
-        for (e, &row) in ids.iter().enumerate() {
-            let row = row as usize;
-            assert!(row < rows_n, "scatter kernel: destination row out of range");
-            // One loop body: near the end the last row is requested again.
-            at.prefetch_row(ids[(e + DIRECT_AHEAD).min(last)] as usize, lines);
-            // SAFETY: as in `at` (`row` below `rows_n`, asserted; `e` a position of `ids`, no
-            // more than src has along `dim`; `r` within the slice shape), with both inner
-            // strides 1 (asserted), so that the piece is a run of `r.len()` adjacent elements
-            // in dst and in src. dst and src do not overlap (a `&mut` view and a view).
-            unsafe {
-                let dp = self.dst.0.offset(row as isize * self.dstride + base[0]);
-                let sp = self.src.0.offset(base[1] + e as isize * self.sstride);
-                let d = std::slice::from_raw_parts_mut(dp.add(r.start), r.len());
-                let s = std::slice::from_raw_parts(sp.add(r.start).cast_const(), r.len());
-                if let Some(v) = self.init
-                    && first_time(seen, row)
-                {
-                    d.fill(v);
-                }
-                update_run(d, s, self.update);
-            }
+        // Runs of a few elements (a GNN's narrow features) walk with their length known, so
+        // that the run's update and the prefetch of its lines are straight-line code: the loops
+        // over a run's blocks and lines cost more than the row's update there.
+        match r.len() {
+            4 => self.walk(at, ids, rows_n, base, r.start, Fixed::<4>, line0, seen),
+            8 => self.walk(at, ids, rows_n, base, r.start, Fixed::<8>, line0, seen),
+            16 => self.walk(at, ids, rows_n, base, r.start, Fixed::<16>, line0, seen),
+            n => self.walk(at, ids, rows_n, base, r.start, Any(n), line0, seen),
         }
     }
 
@@ -1545,6 +1565,48 @@ where
                     let j = j as isize;
                     (self.update)(&mut *dp.offset(j * ds), *s.offset(j * ss));
                 }
+            }
+        }
+    }
+
+    /// [`RowUpdate::apply_run`] over runs of `len` elements from `start` in each slice piece.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn walk<L: RunLen>(
+        &self,
+        at: &Rows,
+        ids: &[u32],
+        rows_n: usize,
+        base: [isize; 2],
+        start: usize,
+        len: L,
+        line0: isize,
+        seen: &mut [u64],
+    ) {
+        let n = len.get();
+        let lines = (line0, line_count(n, std::mem::size_of::<A>()));
+        let last = ids.len().saturating_sub(1);
+        for (e, &row) in ids.iter().enumerate() {
+            let row = row as usize;
+            assert!(row < rows_n, "scatter kernel: destination row out of range");
+            // One loop body: near the end the last row is requested again.
+            at.prefetch_row(ids[(e + DIRECT_AHEAD).min(last)] as usize, lines);
+            // SAFETY: as in `at` (`row` below `rows_n`, asserted; `e` a position of `ids`, no
+            // more than src has along `dim`; `start..start + n` within the slice shape), with
+            // both inner strides 1 (asserted by `apply_run`), so that the piece is a run of `n`
+            // adjacent elements in dst and in src. dst and src do not overlap (a `&mut` view and
+            // a view).
+            unsafe {
+                let dp = self.dst.0.offset(row as isize * self.dstride + base[0]);
+                let sp = self.src.0.offset(base[1] + e as isize * self.sstride);
+                let d = std::slice::from_raw_parts_mut(dp.add(start), n);
+                let s = std::slice::from_raw_parts(sp.add(start).cast_const(), n);
+                if let Some(v) = self.init
+                    && first_time(seen, row)
+                {
+                    d.fill(v);
+                }
+                update_run(d, s, self.update);
             }
         }
     }
@@ -1934,11 +1996,14 @@ mod tests {
             &src_rev,
         );
         check("reversed dst", &dst, Layout::Reversed, 0, &idx, &src.view());
-        // Slices of 15 (a run updated in blocks of 8, 4, 2 and 1) and of 3 (walked in source
-        // order where the walk runs, on one thread or two into this small destination; the
-        // element loop elsewhere).
+        // Slices of 15 (a run updated in blocks of 8, 4, 2 and 1), of 16, 8 and 4 (the walk's
+        // runs of a length known when compiled) and of 3 (walked in source order where the walk
+        // runs, on one thread or two into this small destination; the element loop elsewhere).
         for (name, e_w, width, seed) in [
             ("slices of 15", e, 15, 14),
+            ("slices of 16", e, 16, 20),
+            ("slices of 8", e, 8, 23),
+            ("slices of 4", sized(12_000, 200), 4, 26),
             ("slices of 3", sized(12_000, 200), 3, 17),
         ] {
             let ids_w = ids(e_w, rows, seed);
