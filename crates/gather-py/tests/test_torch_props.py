@@ -423,6 +423,14 @@ def test_row_scatter_reductions_equal_torch(p, reduce, include_self):
     # the library does, but its path for expanded float indices with rows of 16 or more
     # (`cpu_scatter_reduce_expanded_index`) keeps the last: its sign of zero depends on the path.
     zero_sign = reduce not in ("amax", "amin")
+    if reduce == "mean" and len(ids):
+        # PyTorch keeps a mean's count in the element type (wrapping past 127 or 255 in int8 and
+        # uint8, rounding past 256 in bfloat16 and 2048 in float16); the library divides by the
+        # exact count, as its docs say. Those counts are not compared.
+        count = int(torch.bincount(ids).max()) + int(include_self)
+        exact = {torch.int8: 127, torch.uint8: 255, torch.bfloat16: 256, torch.float16: 2048}
+        if count > exact.get(x.dtype, count):
+            return
     twice("scatter_reduce", x, 0, index, src, reduce, include_self=include_self, zero_sign=zero_sign)
     if reduce != "sum":
         twice("index_reduce", x, 0, ids, src, reduce, include_self=include_self, zero_sign=zero_sign)

@@ -122,6 +122,9 @@
 //! - Reductions of `f16`/`bf16` accumulate in `f32` for every op (PyTorch rounds per addition in
 //!   `index_add`, `index_reduce` and `put`).
 //! - Memory-overlap checks are unnecessary: `&mut` arrays cannot alias their inputs in Rust.
+//! - A `mean` divides by the exact count of its values. PyTorch keeps the count in the element
+//!   type: past 127 (`i8`) or 255 (`u8`) values into one element it wraps, past 256 (`bf16`) or
+//!   2048 (`f16`) it rounds, and its mean differs.
 //! - Where `amax`/`amin` tie `0.0` with `-0.0`, the first of them is kept (self, then the sources
 //!   in index order), on every path, as PyTorch's generic kernel does; PyTorch's path for
 //!   expanded float indices with rows of 16 or more keeps the last.
