@@ -216,11 +216,13 @@ impl GradFloat for f64 {
 
 impl GradFloat for f16 {
     type Wide = f32;
+    #[inline(always)]
     fn widen(self) -> f32 {
-        self.to_f32()
+        crate::element::f16_to_f32(self)
     }
+    #[inline(always)]
     fn narrow(w: f32) -> f16 {
-        f16::from_f32(w)
+        crate::element::f32_to_f16(w)
     }
 }
 

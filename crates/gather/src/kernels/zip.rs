@@ -33,6 +33,15 @@ pub(crate) fn zip2<A, B>(
     mut f: impl FnMut(&mut A, &B),
 ) {
     assert_eq!(a.shape(), b.shape(), "zip kernel: shapes differ");
+    // Both row-major: a loop over two slices, which LLVM vectorizes (the walk's offsets, with
+    // strides known only at run time, it does not).
+    if let (Some(sb), true) = (b.as_slice(), a.is_standard_layout()) {
+        let sa = a.as_slice_mut().expect("a standard-layout view is a slice");
+        for (x, y) in sa.iter_mut().zip(sb) {
+            f(x, y);
+        }
+        return;
+    }
     let (pa, pb) = (a.as_mut_ptr(), b.as_ptr());
     walk(a.shape(), [a.strides(), b.strides()], |[oa, ob]| {
         // SAFETY: `walk` gives the offsets of one position of the common shape in each view
@@ -68,6 +77,11 @@ pub(crate) fn zip3<A, B, C>(
 
 /// `f(&a[p])` for every position `p`, into a new array of `a`'s shape (row-major).
 pub(crate) fn map<A, B>(a: &ArrayView<'_, A, IxDyn>, mut f: impl FnMut(&A) -> B) -> ArrayD<B> {
+    // Row-major: a loop over the slice (see `zip2`).
+    if let Some(s) = a.as_slice() {
+        let out: Vec<B> = s.iter().map(f).collect();
+        return ArrayD::from_shape_vec(a.raw_dim(), out).expect("one value per position");
+    }
     let mut out = Vec::with_capacity(a.len());
     let pa = a.as_ptr();
     // SAFETY: `walk` gives the offset of a position of `a`'s shape, inside the view; only read.
