@@ -52,6 +52,18 @@ pub fn huge_page_vec<T>(capacity: usize) -> Result<Vec<T>> {
     Ok(v)
 }
 
+/// An array of zeros whose memory is written, on huge pages where it is large: where
+/// `ArrayD::zeros` takes fresh zeroed pages from the system, the first read of each maps the
+/// shared zero page and the first write then copies it, a fault that on a multi-threaded
+/// process also interrupts every other core to flush its TLB (a scatter's mean counts, 32 MB,
+/// spent most of their call there).
+pub(crate) fn zeroed<T: Clone + num_traits::Zero>(dim: ndarray::IxDyn) -> ndarray::ArrayD<T> {
+    let n = ndarray::Dimension::size(&dim);
+    let mut v = huge_page_vec::<T>(n).unwrap_or_default();
+    v.resize(n, T::zero());
+    ndarray::ArrayD::from_shape_vec(dim, v).expect("one zero per position")
+}
+
 /// The error of a failed [`huge_page_vec`], out of line: compiled once, not per element type.
 #[cold]
 #[inline(never)]

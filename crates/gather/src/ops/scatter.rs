@@ -588,7 +588,7 @@ pub(crate) fn reduce_into<T: Element, I: IndexElem>(
     include_self: bool,
 ) {
     let counts = (r == Reduce::Mean).then(|| {
-        let mut c = ArrayD::<u64>::zeros(dst.raw_dim());
+        let mut c = crate::memory::zeroed::<u64>(dst.raw_dim());
         let ones = crate::dims::splat(&0u8, src.shape());
         target.reduce(&mut c.view_mut(), &ones, None, count_one);
         c
