@@ -45,7 +45,8 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString, PyTuple};
 
-/// A borrowed NumPy array of one of the supported element types, or an owned bfloat16 array.
+/// A borrowed NumPy array of one of the supported element types (bfloat16 as its uint16 bit
+/// patterns, in standard layout), or an owned bfloat16 array (from a strided one).
 enum Arr<'py> {
     Bool(PyReadonlyArrayDyn<'py, bool>),
     U8(PyReadonlyArrayDyn<'py, u8>),
@@ -59,7 +60,8 @@ enum Arr<'py> {
     F16(PyReadonlyArrayDyn<'py, f16>),
     F32(PyReadonlyArrayDyn<'py, f32>),
     F64(PyReadonlyArrayDyn<'py, f64>),
-    BF16(ArrayD<bf16>),
+    BF16(PyReadonlyArrayDyn<'py, u16>),
+    BF16Owned(ArrayD<bf16>),
 }
 
 impl Arr<'_> {
@@ -78,9 +80,30 @@ impl Arr<'_> {
             Arr::F16(a) => a.as_array().into(),
             Arr::F32(a) => a.as_array().into(),
             Arr::F64(a) => a.as_array().into(),
-            Arr::BF16(a) => a.view().into(),
+            Arr::BF16(a) => bf16_view(a.as_array()).into(),
+            Arr::BF16Owned(a) => a.view().into(),
         }
     }
+}
+
+/// A standard-layout view of bfloat16 bit patterns as bf16 values, without a copy.
+fn bf16_view<'a>(bits: ArrayViewD<'a, u16>) -> ArrayViewD<'a, bf16> {
+    let dim = bits.raw_dim();
+    let data = bits
+        .to_slice()
+        .expect("bfloat16 arrays are borrowed in standard layout only");
+    ArrayViewD::from_shape(dim, bytemuck::cast_slice(data))
+        .expect("the same elements in the same shape")
+}
+
+/// The mutable [`bf16_view`].
+fn bf16_view_mut<'a>(bits: ndarray::ArrayViewMutD<'a, u16>) -> ndarray::ArrayViewMutD<'a, bf16> {
+    let dim = bits.raw_dim();
+    let data = bits
+        .into_slice()
+        .expect("bfloat16 arrays are borrowed in standard layout only");
+    ndarray::ArrayViewMutD::from_shape(dim, bytemuck::cast_slice_mut(data))
+        .expect("the same elements in the same shape")
 }
 
 /// `f` of every element of `v`, as a new standard-layout array (built in logical order: NumPy
@@ -591,8 +614,10 @@ enum ArrMut<'py> {
     F16(PyReadwriteArrayDyn<'py, f16>),
     F32(PyReadwriteArrayDyn<'py, f32>),
     F64(PyReadwriteArrayDyn<'py, f64>),
-    /// bfloat16 bit patterns, and their values, which are written back after a successful call.
-    BF16(PyReadwriteArrayDyn<'py, u16>, ArrayD<bf16>),
+    /// bfloat16 bit patterns in standard layout, written as bf16 values in place.
+    BF16(PyReadwriteArrayDyn<'py, u16>),
+    /// Strided bfloat16 bit patterns, and their values, written back after a successful call.
+    BF16Copy(PyReadwriteArrayDyn<'py, u16>, ArrayD<bf16>),
 }
 
 impl ArrMut<'_> {
@@ -610,13 +635,14 @@ impl ArrMut<'_> {
             ArrMut::F16(a) => a.as_array_mut().into(),
             ArrMut::F32(a) => a.as_array_mut().into(),
             ArrMut::F64(a) => a.as_array_mut().into(),
-            ArrMut::BF16(_, values) => values.view_mut().into(),
+            ArrMut::BF16(a) => bf16_view_mut(a.as_array_mut()).into(),
+            ArrMut::BF16Copy(_, values) => values.view_mut().into(),
         }
     }
 
-    /// Puts bfloat16 results back into the caller's bit patterns.
+    /// Puts bfloat16 results back into the caller's bit patterns (where they were copied).
     fn write_back(&mut self) {
-        if let ArrMut::BF16(bits, values) = self {
+        if let ArrMut::BF16Copy(bits, values) = self {
             bits.as_array_mut()
                 .zip_mut_with(values, |b, v| *b = v.to_bits());
         }
@@ -693,8 +719,11 @@ fn borrow_mut<'py>(
             )
         })?;
         let bits = bits.try_readwrite().map_err(borrowed)?;
+        if bits.as_array().is_standard_layout() {
+            return Ok(ArrMut::BF16(bits));
+        }
         let values = map_owned(&bits.as_array(), bf16::from_bits);
-        return Ok(ArrMut::BF16(bits, values));
+        return Ok(ArrMut::BF16Copy(bits, values));
     }
     macro_rules! try_as {
         ($t:ty, $v:ident) => {
@@ -735,7 +764,8 @@ fn bf16_bits<'py>(
 ) -> PyResult<Arr<'py>> {
     let a = ndarray_of(py, obj)?;
     match a.extract::<PyReadonlyArrayDyn<u16>>() {
-        Ok(bits) => Ok(Arr::BF16(map_owned(&bits.as_array(), bf16::from_bits))),
+        Ok(bits) if bits.as_array().is_standard_layout() => Ok(Arr::BF16(bits)),
+        Ok(bits) => Ok(Arr::BF16Owned(map_owned(&bits.as_array(), bf16::from_bits))),
         Err(_) => Err(py_error(
             py,
             "DTypeError",
@@ -921,9 +951,22 @@ fn borrow<'py>(
 /// A result as a new NumPy array (moved, not copied; bfloat16 as uint16 bit patterns).
 fn to_numpy(py: Python<'_>, t: Tensor) -> Py<PyAny> {
     match t {
-        Tensor::BF16(a) => PyArray::from_owned_array(py, a.mapv(|v| v.to_bits()))
-            .into_any()
-            .unbind(),
+        Tensor::BF16(a) => {
+            let bits = if a.is_standard_layout() {
+                let (dim, n) = (a.raw_dim(), a.len());
+                // Standard layout: the elements are `data[off..off + n]`, in order.
+                let (mut data, off) = a.into_raw_vec_and_offset();
+                let off = off.unwrap_or(0);
+                if off != 0 || data.len() != n {
+                    data = data[off..off + n].to_vec();
+                }
+                let data: Vec<u16> = bytemuck::allocation::cast_vec(data);
+                ArrayD::from_shape_vec(dim, data).expect("the same elements in the same shape")
+            } else {
+                a.mapv(|v| v.to_bits())
+            };
+            PyArray::from_owned_array(py, bits).into_any().unbind()
+        }
         other => with_tensor!(other, a => PyArray::from_owned_array(py, a).into_any().unbind()),
     }
 }
