@@ -309,6 +309,17 @@ pub trait Element:
     fn acc_zero() -> Self::Acc;
     /// The multiplicative identity.
     fn acc_one() -> Self::Acc;
+    /// The `amax` update in the element type: [`Element::acc_max`] of the two, as an element.
+    /// `f16`/`bf16` compare their bits, with no conversion.
+    #[inline(always)]
+    fn elem_max(cur: Self, new: Self) -> Self {
+        Self::from_acc(Self::acc_max(cur.to_acc(), new.to_acc()))
+    }
+    /// The `amin` update in the element type (see [`Element::elem_max`]).
+    #[inline(always)]
+    fn elem_min(cur: Self, new: Self) -> Self {
+        Self::from_acc(Self::acc_min(cur.to_acc(), new.to_acc()))
+    }
     /// The identity of `amax`: `-inf`, or the lowest value of an integer type (`false` for bool).
     fn max_identity() -> Self;
     /// The identity of `amin`: `+inf`, or the highest value of an integer type (`true` for bool).
@@ -513,9 +524,24 @@ pub(crate) fn f32_to_f16(f: f32) -> f16 {
     f16::from_bits((sign | bits) as u16)
 }
 
+/// Whether PyTorch's `amax` (`MAX`) or `amin` update of `cur` by `new` takes `new`, for the bits
+/// of a 16-bit float whose infinity is `inf`: a NaN `new` always, a NaN `cur` never, else by
+/// order, `-0.0` as `0.0` (the float compare of [`Element::acc_max`], without converting).
+#[inline(always)]
+fn half_takes<const MAX: bool>(cur: u16, new: u16, inf: u16) -> bool {
+    let order = |b: u16| {
+        let b = if b == 0x8000 { 0 } else { b };
+        b ^ (((b as i16) >> 15) as u16 | 0x8000)
+    };
+    let (c, n) = (order(cur), order(new));
+    let by_order = if MAX { c < n } else { n < c };
+    (new & 0x7fff > inf) | ((cur & 0x7fff <= inf) & by_order)
+}
+
 macro_rules! float_element {
-    ($t:ty, $dt:expr, $acc:ty, $to:expr, $from:expr, $max:expr, $from_f64:expr, $to_f64:expr) => {
+    ($t:ty, $dt:expr, $acc:ty, $to:expr, $from:expr, $max:expr, $from_f64:expr, $to_f64:expr $(, $extra:item)*) => {
         impl Element for $t {
+            $($extra)*
             const DTYPE: DType = $dt;
             type Acc = $acc;
             type Bits = $t;
@@ -611,7 +637,23 @@ float_element!(
     f32_to_f16,
     f16::MAX.to_f64(),
     f16::from_f64,
-    |x: f16| f16_to_f32(x) as f64
+    |x: f16| f16_to_f32(x) as f64,
+    #[inline(always)]
+    fn elem_max(cur: f16, new: f16) -> f16 {
+        if half_takes::<true>(cur.to_bits(), new.to_bits(), 0x7c00) {
+            new
+        } else {
+            cur
+        }
+    },
+    #[inline(always)]
+    fn elem_min(cur: f16, new: f16) -> f16 {
+        if half_takes::<false>(cur.to_bits(), new.to_bits(), 0x7c00) {
+            new
+        } else {
+            cur
+        }
+    }
 );
 float_element!(
     bf16,
@@ -621,7 +663,23 @@ float_element!(
     bf16::from_f32,
     bf16::MAX.to_f64(),
     bf16::from_f64,
-    |x: bf16| x.to_f64()
+    |x: bf16| x.to_f64(),
+    #[inline(always)]
+    fn elem_max(cur: bf16, new: bf16) -> bf16 {
+        if half_takes::<true>(cur.to_bits(), new.to_bits(), 0x7f80) {
+            new
+        } else {
+            cur
+        }
+    },
+    #[inline(always)]
+    fn elem_min(cur: bf16, new: bf16) -> bf16 {
+        if half_takes::<false>(cur.to_bits(), new.to_bits(), 0x7f80) {
+            new
+        } else {
+            cur
+        }
+    }
 );
 
 impl Element for bool {
@@ -730,6 +788,53 @@ mod tests {
             seed ^= seed << 17;
             check(seed as u32);
         }
+    }
+
+    #[test]
+    fn half_max_and_min_equal_the_f32_updates_for_every_pair_class() {
+        // Every value class of both types (NaNs of both signs, infinities, zeros of both signs,
+        // subnormals, normals), each pair both ways: the bits equal those of the update through
+        // f32, but for a NaN result, which keeps `new`'s own bits.
+        fn check<T: Element + Into<f32> + Copy + std::fmt::Debug>(
+            vals: &[T],
+            bits: impl Fn(T) -> u16,
+        ) {
+            for &c in vals {
+                for &n in vals {
+                    let (m, want) = (
+                        T::elem_max(c, n),
+                        T::from_acc(T::acc_max(c.to_acc(), n.to_acc())),
+                    );
+                    let (lo, want_lo) = (
+                        T::elem_min(c, n),
+                        T::from_acc(T::acc_min(c.to_acc(), n.to_acc())),
+                    );
+                    for (got, want) in [(m, want), (lo, want_lo)] {
+                        if want.is_nan() {
+                            assert!(got.is_nan(), "{c:?} {n:?}");
+                        } else {
+                            assert_eq!(bits(got), bits(want), "{c:?} {n:?}");
+                        }
+                    }
+                }
+            }
+        }
+        let f: Vec<f16> = [
+            0x7e00u16, 0xfe00, 0x7c01, 0x7c00, 0xfc00, 0x0000, 0x8000, 0x0001, 0x8001, 0x3c00,
+            0xbc00, 0x7bff, 0xfbff, 0x3c01,
+        ]
+        .into_iter()
+        .map(f16::from_bits)
+        .collect();
+        check(&f, |v: f16| v.to_bits());
+        let b: Vec<bf16> = [
+            0x7fc0u16, 0xffc0, 0x7f81, 0x7f80, 0xff80, 0x0000, 0x8000, 0x0001, 0x8001, 0x3f80,
+            0xbf80, 0x7f7f, 0xff7f, 0x3f81,
+        ]
+        .into_iter()
+        .map(bf16::from_bits)
+        .collect();
+        check(&b, |v: bf16| v.to_bits());
     }
 
     #[test]

@@ -396,11 +396,11 @@ fn mul<A: Element>(a: &mut A, s: A) {
 }
 #[inline(always)]
 fn max<A: Element>(a: &mut A, s: A) {
-    *a = A::from_acc(A::acc_max(a.to_acc(), s.to_acc()));
+    *a = A::elem_max(*a, s);
 }
 #[inline(always)]
 fn min<A: Element>(a: &mut A, s: A) {
-    *a = A::from_acc(A::acc_min(a.to_acc(), s.to_acc()));
+    *a = A::elem_min(*a, s);
 }
 
 /// The sum of a `T` into its wider accumulator (`f16`/`bf16` into `f32`, rounded once at the end).
