@@ -524,16 +524,20 @@ pub(crate) fn f32_to_f16(f: f32) -> f16 {
     f16::from_bits((sign | bits) as u16)
 }
 
+/// The bits of a 16-bit float (`f16`, `bf16`) as an unsigned integer of the same order, NaNs
+/// aside: `-0.0` as `0.0`, negative values with every bit flipped, the others with the sign bit.
+#[inline(always)]
+pub(crate) fn half_order(bits: u16) -> u16 {
+    let b = if bits == 0x8000 { 0 } else { bits };
+    b ^ (((b as i16) >> 15) as u16 | 0x8000)
+}
+
 /// Whether PyTorch's `amax` (`MAX`) or `amin` update of `cur` by `new` takes `new`, for the bits
 /// of a 16-bit float whose infinity is `inf`: a NaN `new` always, a NaN `cur` never, else by
 /// order, `-0.0` as `0.0` (the float compare of [`Element::acc_max`], without converting).
 #[inline(always)]
 fn half_takes<const MAX: bool>(cur: u16, new: u16, inf: u16) -> bool {
-    let order = |b: u16| {
-        let b = if b == 0x8000 { 0 } else { b };
-        b ^ (((b as i16) >> 15) as u16 | 0x8000)
-    };
-    let (c, n) = (order(cur), order(new));
+    let (c, n) = (half_order(cur), half_order(new));
     let by_order = if MAX { c < n } else { n < c };
     (new & 0x7fff > inf) | ((cur & 0x7fff <= inf) & by_order)
 }

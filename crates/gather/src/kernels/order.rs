@@ -70,9 +70,7 @@ fn half_key(any: &dyn Any) -> Option<Option<u16>> {
     if bits & 0x7fff > inf {
         return Some(None);
     }
-    // -0.0 is 0.0; negative values flip every bit, the others the sign bit (as `sort_key`).
-    let bits = if bits == 0x8000 { 0 } else { bits };
-    Some(Some(bits ^ (((bits as i16) >> 15) as u16 | 0x8000)))
+    Some(Some(crate::element::half_order(bits)))
 }
 
 /// [`sort_key`]'s order on 32 bits, for the types of at most 4 bytes: four keys to a 128-bit

@@ -162,7 +162,13 @@ fn accumulate_wide<T: Element, I: IndexElem>(
     // contributions took most of the call: 138 ms for 2M into 4M elements, PyTorch 15 ms).
     if index.view().len().saturating_mul(8) >= dst.len() {
         let mut acc: ndarray::ArrayD<T::Acc> = kernels::zip::map(&dst.view(), |x| x.to_acc());
-        kernels::take::put(&mut acc.view_mut(), index, src, true, add_wide::<T>);
+        kernels::take::put(
+            &mut acc.view_mut(),
+            index,
+            src,
+            true,
+            kernels::scatter::add_wide::<T>,
+        );
         kernels::zip::zip2(dst, &acc.view(), |d, &a| *d = T::from_acc(a));
         return Ok(());
     }
@@ -203,13 +209,6 @@ fn accumulate_wide<T: Element, I: IndexElem>(
     let sums = ArrayView::from(&sums[..]).into_dyn();
     kernels::take::put(dst, &targets, &sums, false, kernels::scatter::set::<T>);
     Ok(())
-}
-
-/// The update of [`accumulate_wide`]'s widened destination: a function item, compiled once per
-/// type (a closure in the generic function would be a type per instance).
-#[inline(always)]
-fn add_wide<T: Element>(a: &mut T::Acc, s: T) {
-    *a = T::acc_add(*a, s.to_acc());
 }
 
 /// `torch.put(input, index, source, accumulate)`: a copy of `input` (in standard layout) with
