@@ -233,7 +233,22 @@ where
             }
             let work: Vec<_> = parts.into_iter().zip(starts).collect();
             par_each(work, |((mut d, m), start)| {
-                let mut s = sv[start..].iter();
+                let src = &sv[start..];
+                if d.is_standard_layout() && m.is_standard_layout() {
+                    // Slices, and a select instead of a branch on each (random) mask value:
+                    // the dynamic-rank iterators and the mispredicted branch took most of the
+                    // call. `src[k]` exists wherever the mask is set (its ones were counted).
+                    let ds = d.as_slice_mut().expect("a standard-layout view is a slice");
+                    let ms = m.as_slice().expect("a standard-layout view is a slice");
+                    let mut k = 0;
+                    for (o, &on) in ds.iter_mut().zip(ms) {
+                        let v = src.get(k).copied().unwrap_or(*o);
+                        *o = if on { v } else { *o };
+                        k += on as usize;
+                    }
+                    return;
+                }
+                let mut s = src.iter();
                 for (o, &on) in d.iter_mut().zip(m.iter()) {
                     if on {
                         if let Some(&v) = s.next() {
@@ -650,6 +665,28 @@ mod tests {
         let mut c = x.clone();
         masked_scatter_inplace(&mut c.view_mut().reversed_axes(), &m, &src2.column(0)).unwrap();
         assert_eq!(a, c);
+        // Standard-layout dst and mask (the pieces' slice loop), against a plain loop.
+        let full = Array2::from_shape_fn((300, 700), |_| rng.below(2) == 0);
+        let ones = full.iter().filter(|&&b| b).count();
+        let src3 = ndarray::Array1::from_shape_fn(ones + 3, |k| 1_000_000 + k as i64);
+        let mut k = 0;
+        let want3 = Array2::from_shape_fn((300, 700), |p| {
+            if full[p] {
+                k += 1;
+                src3[k - 1]
+            } else {
+                x[p]
+            }
+        });
+        for threads in [1, 3] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let mut e = x.clone();
+            pool.install(|| masked_scatter_inplace(&mut e, &full, &src3).unwrap());
+            assert_eq!(e, want3, "{threads} threads");
+        }
     }
 
     #[test]
