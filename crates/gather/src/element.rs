@@ -543,9 +543,19 @@ fn half_takes<const MAX: bool>(cur: u16, new: u16, inf: u16) -> bool {
 }
 
 macro_rules! float_element {
-    ($t:ty, $dt:expr, $acc:ty, $to:expr, $from:expr, $max:expr, $from_f64:expr, $to_f64:expr $(, $extra:item)*) => {
+    ($t:ty, $dt:expr, $acc:ty, $to:expr, $from:expr, $max:expr, $from_f64:expr, $to_f64:expr $(, half = $inf:expr)?) => {
         impl Element for $t {
-            $($extra)*
+            // 16-bit floats (`$inf`: the bits of their infinity) order their bits for amax/amin.
+            $(
+                #[inline(always)]
+                fn elem_max(cur: $t, new: $t) -> $t {
+                    if half_takes::<true>(cur.to_bits(), new.to_bits(), $inf) { new } else { cur }
+                }
+                #[inline(always)]
+                fn elem_min(cur: $t, new: $t) -> $t {
+                    if half_takes::<false>(cur.to_bits(), new.to_bits(), $inf) { new } else { cur }
+                }
+            )?
             const DTYPE: DType = $dt;
             type Acc = $acc;
             type Bits = $t;
@@ -642,22 +652,7 @@ float_element!(
     f16::MAX.to_f64(),
     f16::from_f64,
     |x: f16| f16_to_f32(x) as f64,
-    #[inline(always)]
-    fn elem_max(cur: f16, new: f16) -> f16 {
-        if half_takes::<true>(cur.to_bits(), new.to_bits(), 0x7c00) {
-            new
-        } else {
-            cur
-        }
-    },
-    #[inline(always)]
-    fn elem_min(cur: f16, new: f16) -> f16 {
-        if half_takes::<false>(cur.to_bits(), new.to_bits(), 0x7c00) {
-            new
-        } else {
-            cur
-        }
-    }
+    half = 0x7c00
 );
 float_element!(
     bf16,
@@ -668,22 +663,7 @@ float_element!(
     bf16::MAX.to_f64(),
     bf16::from_f64,
     |x: bf16| x.to_f64(),
-    #[inline(always)]
-    fn elem_max(cur: bf16, new: bf16) -> bf16 {
-        if half_takes::<true>(cur.to_bits(), new.to_bits(), 0x7f80) {
-            new
-        } else {
-            cur
-        }
-    },
-    #[inline(always)]
-    fn elem_min(cur: bf16, new: bf16) -> bf16 {
-        if half_takes::<false>(cur.to_bits(), new.to_bits(), 0x7f80) {
-            new
-        } else {
-            cur
-        }
-    }
+    half = 0x7f80
 );
 
 impl Element for bool {

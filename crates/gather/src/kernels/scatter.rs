@@ -326,14 +326,12 @@ impl Marks {
 /// runs of at least [`ROW_MIN_RUN`] elements.
 fn rows_of<I: IndexElem>(index: &ArrayView<'_, I, IxDyn>, dim: usize) -> Option<usize> {
     let e = index.shape()[dim];
-    let slice: usize = (0..index.ndim())
-        .filter(|&d| d != dim)
-        .map(|d| index.shape()[d])
-        .product();
     let constant =
         (0..index.ndim()).all(|d| d == dim || index.shape()[d] == 1 || index.strides()[d] == 0);
+    // A slice is every axis but `dim`: `outer` runs of `run` elements.
     let outer: usize = index.shape()[..dim].iter().product();
     let run: usize = index.shape()[dim + 1..].iter().product();
+    let slice = outer * run;
     let rows = constant
         && (outer == 1 || run >= ROW_MIN_RUN)
         && e >= 2
@@ -1993,19 +1991,14 @@ mod tests {
         let col = col.broadcast(IxDyn(&[n, n])).unwrap();
         assert!(rows_of(&col, 1).is_none());
         // Runs of ROW_MIN_RUN elements and more, or one run per slice, keep the row loops.
-        let wide = along_1
+        let middle = along_1
             .view()
             .insert_axis(Axis(0))
             .insert_axis(Axis(2))
             .into_dyn();
-        let wide = wide.broadcast(IxDyn(&[4, n, ROW_MIN_RUN])).unwrap();
+        let wide = middle.broadcast(IxDyn(&[4, n, ROW_MIN_RUN])).unwrap();
         assert_eq!(rows_of(&wide, 1), Some(4 * ROW_MIN_RUN));
-        let narrow = along_1
-            .view()
-            .insert_axis(Axis(0))
-            .insert_axis(Axis(2))
-            .into_dyn();
-        let narrow = narrow.broadcast(IxDyn(&[4, n, ROW_MIN_RUN - 1])).unwrap();
+        let narrow = middle.broadcast(IxDyn(&[4, n, ROW_MIN_RUN - 1])).unwrap();
         assert!(rows_of(&narrow, 1).is_none());
         let rows = along_1.view().insert_axis(Axis(1)).into_dyn();
         let rows = rows.broadcast(IxDyn(&[n, 32])).unwrap();
