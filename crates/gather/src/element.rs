@@ -320,6 +320,25 @@ pub trait Element:
     fn elem_min(cur: Self, new: Self) -> Self {
         Self::from_acc(Self::acc_min(cur.to_acc(), new.to_acc()))
     }
+    /// [`Element::to_acc`] of each element of `src` into `dst` (of one length): for `f16`, the
+    /// CPU's conversion instructions where it has them (tested once per run, not per element).
+    #[doc(hidden)]
+    #[inline]
+    fn widen_run(src: &[Self], dst: &mut [Self::Acc]) {
+        assert_eq!(src.len(), dst.len(), "a run of two lengths");
+        for (d, s) in dst.iter_mut().zip(src) {
+            *d = s.to_acc();
+        }
+    }
+    /// [`Element::from_acc`] of each element of `src` into `dst` (see [`Element::widen_run`]).
+    #[doc(hidden)]
+    #[inline]
+    fn narrow_run(src: &[Self::Acc], dst: &mut [Self]) {
+        assert_eq!(src.len(), dst.len(), "a run of two lengths");
+        for (d, s) in dst.iter_mut().zip(src) {
+            *d = Self::from_acc(*s);
+        }
+    }
     /// The identity of `amax`: `-inf`, or the lowest value of an integer type (`false` for bool).
     fn max_identity() -> Self;
     /// The identity of `amin`: `+inf`, or the highest value of an integer type (`true` for bool).
@@ -543,8 +562,18 @@ fn half_takes<const MAX: bool>(cur: u16, new: u16, inf: u16) -> bool {
 }
 
 macro_rules! float_element {
-    ($t:ty, $dt:expr, $acc:ty, $to:expr, $from:expr, $max:expr, $from_f64:expr, $to_f64:expr $(, half = $inf:expr)?) => {
+    ($t:ty, $dt:expr, $acc:ty, $to:expr, $from:expr, $max:expr, $from_f64:expr, $to_f64:expr $(, half = $inf:expr)? $(, runs = ($widen:expr, $narrow:expr))?) => {
         impl Element for $t {
+            $(
+                #[inline]
+                fn widen_run(src: &[$t], dst: &mut [$acc]) {
+                    $widen(src, dst)
+                }
+                #[inline]
+                fn narrow_run(src: &[$acc], dst: &mut [$t]) {
+                    $narrow(src, dst)
+                }
+            )?
             // 16-bit floats (`$inf`: the bits of their infinity) order their bits for amax/amin.
             $(
                 #[inline(always)]
@@ -652,7 +681,13 @@ float_element!(
     f16::MAX.to_f64(),
     f16::from_f64,
     |x: f16| f16_to_f32(x) as f64,
-    half = 0x7c00
+    half = 0x7c00,
+    runs = (
+        half::slice::HalfFloatSliceExt::convert_to_f32_slice,
+        |src: &[f32], dst: &mut [f16]| half::slice::HalfFloatSliceExt::convert_from_f32_slice(
+            dst, src
+        )
+    )
 );
 float_element!(
     bf16,
@@ -772,6 +807,52 @@ mod tests {
             seed ^= seed << 17;
             check(seed as u32);
         }
+    }
+
+    #[test]
+    fn run_conversions_equal_the_element_ones_for_every_half_in_runs_of_any_length() {
+        fn check<T: Element<Acc = f32>>(halves: &[T], floats: &[f32]) {
+            // Runs of every length up to 17 (the conversions' 8- and 4-wide blocks and their
+            // remainders), then the rest at once.
+            for len in (1..=17).chain([halves.len()]) {
+                for (h, f) in halves.chunks(len).zip(floats.chunks(len)) {
+                    let mut wide = vec![0.0f32; h.len()];
+                    T::widen_run(h, &mut wide);
+                    let want: Vec<u32> = h.iter().map(|v| v.to_acc().to_bits()).collect();
+                    assert_eq!(wide.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), want);
+                    let mut narrow = vec![T::default(); f.len()];
+                    T::narrow_run(f, &mut narrow);
+                    let want: Vec<T> = f.iter().map(|&v| T::from_acc(v)).collect();
+                    let same = narrow.iter().zip(&want).all(|(a, b)| {
+                        a == b
+                            || (a.is_nan()
+                                && b.is_nan()
+                                && a.to_f64().to_bits() == b.to_f64().to_bits())
+                    });
+                    assert!(same, "{:?} narrowed to {narrow:?}, not {want:?}", f);
+                }
+            }
+        }
+        // Every half, and floats at and around every half and every midpoint between two.
+        let mut floats = Vec::new();
+        for h in 0..=u16::MAX {
+            let v = f16::from_bits(h).to_f32().to_bits();
+            let next = f16::from_bits(h.wrapping_add(1)).to_f32().to_bits();
+            let mid = v / 2 + next / 2 + (v & next & 1);
+            floats.extend([v, v + 1, mid.wrapping_sub(1), mid, mid + 1].map(f32::from_bits));
+        }
+        let halves: Vec<f16> = (0..=u16::MAX)
+            .cycle()
+            .take(floats.len())
+            .map(f16::from_bits)
+            .collect();
+        check(&halves, &floats);
+        let bhalves: Vec<bf16> = (0..=u16::MAX)
+            .cycle()
+            .take(floats.len())
+            .map(bf16::from_bits)
+            .collect();
+        check(&bhalves, &floats);
     }
 
     #[test]

@@ -151,6 +151,21 @@ impl<'a, I: IndexElem> CheckedIndex<'a, I> {
         Some(f(&spread))
     }
 
+    /// The values at `range` along `axis`: a part of checked values, so checked too.
+    pub(crate) fn slice_axis(
+        &self,
+        axis: usize,
+        range: std::ops::Range<usize>,
+    ) -> CheckedIndex<'_, I> {
+        CheckedIndex {
+            view: self
+                .view
+                .slice_axis(ndarray::Axis(axis), ndarray::Slice::from(range)),
+            size: self.size,
+            bounds: self.bounds,
+        }
+    }
+
     /// The checked values.
     pub fn view(&self) -> &ArrayView<'a, I, IxDyn> {
         &self.view

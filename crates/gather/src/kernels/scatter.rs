@@ -406,11 +406,6 @@ fn min<A: Element>(a: &mut A, s: A) {
 pub(crate) fn add_wide<T: Element>(a: &mut T::Acc, s: T) {
     *a = T::acc_add(*a, s.to_acc());
 }
-/// The product of a `T` into its wider accumulator.
-#[inline(always)]
-pub(crate) fn mul_wide<T: Element>(a: &mut T::Acc, s: T) {
-    *a = T::acc_mul(*a, s.to_acc());
-}
 
 impl<I: IndexElem> Target<'_, '_, I> {
     /// [`Target::reduce`] with `update` in `T`: on the bits of [`Element::Bits`] where `T` says so
@@ -493,6 +488,255 @@ impl<I: IndexElem> Target<'_, '_, I> {
         let mut dst = unsafe { words::view_mut(dst) };
         self.reduce(&mut dst, &words::view(src), None, set::<T::Word>)
     }
+}
+
+impl<I: IndexElem> Target<'_, '_, I> {
+    /// The axis the reduction runs along.
+    fn dim(&self) -> usize {
+        match *self {
+            Target::Index { dim, .. } | Target::Rows { dim, .. } | Target::Checking { dim, .. } => {
+                dim
+            }
+        }
+    }
+
+    /// The shape of the positions the reduction visits: the index's, or `src`'s for rows given
+    /// per position along `dim`.
+    fn positions<'x>(&'x self, src: &'x [usize]) -> &'x [usize] {
+        match self {
+            Target::Index { index, .. } => index.view().shape(),
+            Target::Rows { .. } => src,
+            Target::Checking { index, .. } => index.shape(),
+        }
+    }
+
+    /// The grouping of a row index (see [`is_row_index`]) or of plan rows, for the grouped
+    /// loop of [`Target::reduce_wide`]; `None` where the element loop runs.
+    fn wide_segments(&self, src: &[usize]) -> Option<std::borrow::Cow<'_, Segments>> {
+        match *self {
+            Target::Index { dim, index } => is_row_index(index.view(), dim)
+                .then(|| std::borrow::Cow::Owned(Segments::of_row_index(index, dim))),
+            Target::Rows {
+                dim,
+                ids,
+                size,
+                segs,
+            } => {
+                let segs = segs.get_or_init(|| Segments::of_ids(ids, size));
+                (src.len() > dim && src[dim] == ids.len())
+                    .then_some(std::borrow::Cow::Borrowed(segs))
+            }
+            Target::Checking { .. } => None,
+        }
+    }
+
+    /// `f` of this target with its positions cut to `range` along `axis` (all of them for
+    /// `None`).
+    fn part<R>(&self, cut: Option<Cut>, f: impl FnOnce(&Target<'_, '_, I>) -> R) -> R {
+        let Some((axis, range)) = cut else {
+            return f(self);
+        };
+        match *self {
+            Target::Index { dim, index } => {
+                let index = index.slice_axis(axis, range);
+                f(&Target::Index { dim, index: &index })
+            }
+            Target::Rows { dim, ids, size, .. } if axis == dim => {
+                let segs = std::sync::OnceLock::new();
+                f(&Target::Rows {
+                    dim,
+                    ids: &ids[range],
+                    size,
+                    segs: &segs,
+                })
+            }
+            // Off `dim`, the rows (one per position along it) are the same in every part.
+            Target::Rows { .. } => f(self),
+            Target::Checking {
+                dim,
+                index,
+                size,
+                bad,
+            } => {
+                let index = index.slice_axis(ndarray::Axis(axis), ndarray::Slice::from(range));
+                f(&Target::Checking {
+                    dim,
+                    index: &index,
+                    size,
+                    bad,
+                })
+            }
+        }
+    }
+
+    /// [`Target::reduce`] of `f16`/`bf16` updates that accumulate in `T::Acc` (`f32`), so that
+    /// each destination element rounds once: block by block of the part of `dst` the positions
+    /// reach, each block widened into a buffer that stays in the caches, reduced there, divided
+    /// by its contributor counts for a `mean` (`Some(extra)`: added to each count; `self`
+    /// included or not) and rounded back. Blocks cut an axis off `dim`, where destinations
+    /// never coincide, so that the blocks run in parallel and each is the serial loop's result.
+    ///
+    /// ```text
+    /// dst [f16; rows x 8]  --block of rows-->  buf [f32]  --reduce--> buf  --round--> dst
+    /// ```
+    pub(crate) fn reduce_wide<T: Element, F>(
+        &self,
+        dst: &mut ArrayViewMut<'_, T, IxDyn>,
+        src: &ArrayView<'_, T, IxDyn>,
+        init: Option<T::Acc>,
+        mean: Option<u64>,
+        update: F,
+    ) where
+        F: Fn(&mut T::Acc, T::Acc) + Copy + Sync + Send,
+    {
+        let dim = self.dim();
+        let region = self.positions(src.shape()).to_vec();
+        assert_eq!(
+            region.len(),
+            dst.ndim(),
+            "scatter kernel: rank mismatch (index)"
+        );
+        if region.contains(&0) {
+            return;
+        }
+        if let Some(segs) = self.wide_segments(src.shape()) {
+            let segs = segs.as_ref();
+            let slice_shape = without(&region, dim);
+            let e_len = segs.order().len();
+            let (at, slice, rows_of) =
+                Rows::new(dst, dim, &slice_shape, src, e_len, None, false, &update);
+            let wide = RowsWide {
+                rows: rows_of,
+                init,
+                mean,
+            };
+            rows(&at, &slice, dst.shape()[dim], segs, &wide);
+            return;
+        }
+        // The parts of dst and src the positions reach (both may be larger).
+        let reach = |a: usize, len: usize| {
+            ndarray::Slice::from(0..if a == dim { len } else { region[a].min(len) })
+        };
+        let mut dst = dst.slice_each_axis_mut(|ax| reach(ax.axis.index(), ax.len));
+        let src = src.slice_each_axis(|ax| ndarray::Slice::from(0..region[ax.axis.index()]));
+        let blocks: Vec<(Option<Cut>, ArrayViewMut<'_, T, IxDyn>)> =
+            match wide_blocks(&region, dim, dst.shape()[dim]) {
+                None => vec![(None, dst.view_mut())],
+                Some((axis, per)) => dst
+                    .axis_chunks_iter_mut(ndarray::Axis(axis), per)
+                    .enumerate()
+                    .map(|(k, b)| (Some((axis, k * per..k * per + b.shape()[axis])), b))
+                    .collect(),
+            };
+        let work: usize = region.iter().product();
+        let parallel = blocks.len() > 1 && work >= 2 * crate::plan::GRAIN;
+        crate::plan::each(blocks, parallel, |(cut, mut d)| {
+            let s = match &cut {
+                Some((axis, r)) => {
+                    src.slice_axis(ndarray::Axis(*axis), ndarray::Slice::from(r.clone()))
+                }
+                None => src.view(),
+            };
+            let mut acc = widened(&d.view());
+            self.part(cut, |t| t.reduce_widened(&mut acc, &s, init, mean, update));
+            super::zip::zip2_runs(&mut d, &acc.view(), |x, a| T::narrow_run(a, x));
+        });
+    }
+
+    /// One block of [`Target::reduce_wide`]'s element loop: the reduction into `acc` (the
+    /// widened block of dst) of `src`, widened a piece along `dim` at a time, so that a block
+    /// that cannot be cut off `dim` (a 1-d scatter) never widens all of a large `src` at once.
+    /// The pieces run in order, so each element still sees its updates in index order; `init`
+    /// is written first, to every element the positions reach.
+    fn reduce_widened<T: Element, F>(
+        &self,
+        acc: &mut ndarray::ArrayD<T::Acc>,
+        src: &ArrayView<'_, T, IxDyn>,
+        init: Option<T::Acc>,
+        mean: Option<u64>,
+        update: F,
+    ) where
+        F: Fn(&mut T::Acc, T::Acc) + Copy + Sync + Send,
+    {
+        let dim = self.dim();
+        if let Some(v) = init {
+            self.set(&mut acc.view_mut(), &crate::dims::splat(&v, src.shape()));
+        }
+        let mut counts = mean.map(|_| crate::memory::zeroed::<u64>(acc.raw_dim()));
+        let e = src.shape()[dim];
+        let step = (WIDE_SRC / (src.len() / e).max(1)).clamp(1, e);
+        for lo in (0..e).step_by(step) {
+            let piece = lo..(lo + step).min(e);
+            let s = src.slice_axis(ndarray::Axis(dim), ndarray::Slice::from(piece.clone()));
+            let widened = widened(&s);
+            self.part(Some((dim, piece)), |t| {
+                t.reduce(&mut acc.view_mut(), &widened.view(), None, update);
+                if let Some(c) = &mut counts {
+                    let ones = crate::dims::splat(&0u8, s.shape());
+                    t.reduce(&mut c.view_mut(), &ones, None, count_one);
+                }
+            });
+        }
+        if let (Some(c), Some(extra)) = (&counts, mean) {
+            super::zip::zip2(&mut acc.view_mut(), &c.view(), |a, &n| {
+                if n > 0 {
+                    *a = T::acc_div_count(*a, (n + extra) as usize);
+                }
+            });
+        }
+    }
+}
+
+/// `x` widened into its accumulation type, in a new row-major array.
+fn widened<T: Element>(x: &ArrayView<'_, T, IxDyn>) -> ndarray::ArrayD<T::Acc> {
+    let mut out = ndarray::ArrayD::from_elem(x.raw_dim(), T::acc_zero());
+    super::zip::zip2_runs(&mut out.view_mut(), x, |o, v| T::widen_run(v, o));
+    out
+}
+
+/// The most elements of `src` that [`Target::reduce_widened`] widens at once.
+const WIDE_SRC: usize = 1 << 20;
+
+/// The sum of a widened element into its accumulator (`f16`/`bf16` into `f32`, rounded once at
+/// the end).
+#[inline(always)]
+pub(crate) fn add_acc<T: Element>(a: &mut T::Acc, s: T::Acc) {
+    *a = T::acc_add(*a, s);
+}
+
+/// The product of a widened element into its accumulator.
+#[inline(always)]
+pub(crate) fn mul_acc<T: Element>(a: &mut T::Acc, s: T::Acc) {
+    *a = T::acc_mul(*a, s);
+}
+
+/// A part of a reduction's positions: `range` along `axis`, as `(axis, range)`.
+type Cut = (usize, Range<usize>);
+
+/// The update that counts a mean's contributors: a function item, so that its kernels are
+/// compiled once, not once per element type (as a closure written in a generic function is).
+pub(crate) fn count_one(c: &mut u64, _: u8) {
+    *c += 1;
+}
+
+/// The `f32` elements a block of [`Target::reduce_wide`] aims at: 128 KB, which stay in the
+/// level-2 cache while the block is widened, reduced and rounded back.
+const WIDE_BLOCK: usize = 32 * 1024;
+
+/// The fewest contiguous elements in a block's runs where blocks cut an axis after `dim`
+/// (strips of columns): two cache lines of `f16`.
+const WIDE_RUN: usize = 64;
+
+/// How [`Target::reduce_wide`] cuts positions of shape `region` into blocks, with `rows`
+/// destination elements along `dim`: `per` positions of the outermost axis off `dim` that has
+/// more than one, as `(axis, per)`; `None` for one block of everything.
+fn wide_blocks(region: &[usize], dim: usize, rows: usize) -> Option<(usize, usize)> {
+    let axis = (0..region.len()).find(|&a| a != dim && region[a] > 1)?;
+    let len = |a: usize| if a == dim { rows } else { region[a] };
+    let unit: usize = (0..region.len()).filter(|&a| a != axis).map(len).product();
+    let after: usize = (axis + 1..region.len()).map(len).product();
+    let per = (WIDE_BLOCK / unit.max(1)).max(WIDE_RUN.div_ceil(after.max(1)));
+    Some((axis, per.clamp(1, region[axis])))
 }
 
 /// [`scatter_checking_fresh`] with `update` in `T`, on bits where `T` says so (see
@@ -1193,7 +1437,7 @@ fn without<X: Copy>(shape: &[X], dim: usize) -> Vec<X> {
 /// order, in parallel over rows. No two tasks touch the same row, and each row sees its updates
 /// in the serial order, so the result is bitwise that of the serial loop for any number of
 /// threads. The segments' rows must be below `rows_n` (asserted).
-fn rows(at: &Rows, slice: &Nest<2>, rows_n: usize, segs: &Segments, upd: &dyn RowUpdate) {
+fn rows(at: &Rows, slice: &Nest<2>, rows_n: usize, segs: &Segments, upd: &dyn SegmentUpdate) {
     let e_len = segs.order().len();
     assert!(
         segs.rows().last().is_none_or(|&r| r < rows_n),
@@ -1289,7 +1533,7 @@ struct Rows {
 
 /// The update of one slice piece of a row scatter, compiled per accumulator, source type and
 /// update: the one part of a row scatter that is.
-trait RowUpdate: Sync {
+trait RowUpdate: SegmentUpdate {
     /// `update(dst[.., row, ..], src[.., e, ..])` over the slice piece `base + r`; with `fresh`,
     /// the piece of the destination row is first set to `init` (if any).
     fn apply_at(&self, row: usize, base: [isize; 2], r: Range<usize>, e: usize, fresh: bool);
@@ -1310,6 +1554,10 @@ trait RowUpdate: Sync {
         line0: isize,
         seen: &mut [u64],
     );
+}
+
+/// The update of one segment of a grouped row scatter ([`rows`]).
+trait SegmentUpdate: Sync {
     /// Reduces, into the slice piece `base + r` of destination row `row`, the sources
     /// `ahead[..n]` (positions along `dim`, in index order; only the last with `last_only`);
     /// `ahead[n..]` are the sources that come next in the same task, whose first lines are
@@ -1496,7 +1744,14 @@ where
             n => self.walk(at, ids, rows_n, base, r.start, Any(n), line0, seen),
         }
     }
+}
 
+impl<A, T, F> SegmentUpdate for RowsOf<'_, A, T, F>
+where
+    A: Plain,
+    T: Copy + Send + Sync,
+    F: Fn(&mut A, T) + Sync,
+{
     fn apply_segment(
         &self,
         row: usize,
@@ -1618,6 +1873,104 @@ where
                 }
                 update_run(d, s, self.update);
             }
+        }
+    }
+}
+
+/// The update of a grouped row scatter into `f16`/`bf16` rows whose updates accumulate in
+/// `T::Acc` (`f32`; see [`Target::reduce_wide`]): each piece of a destination row is widened
+/// into a buffer once, takes every source of its segment there, and is rounded back once. A
+/// `mean` (`Some(extra)`) divides by the segment's length plus `extra`: in a row index, every
+/// element of a row has the segment's sources as its contributors.
+struct RowsWide<'f, T: Element, F> {
+    rows: RowsOf<'f, T, T, F>,
+    init: Option<T::Acc>,
+    mean: Option<u64>,
+}
+
+/// The elements of a destination row piece that [`RowsWide`] widens at a time: 4 KB of `f32`
+/// on the stack, which stay in the first-level cache while the segment's sources are added.
+const WIDE_CHUNK: usize = 1024;
+
+impl<T, F> SegmentUpdate for RowsWide<'_, T, F>
+where
+    T: Element,
+    F: Fn(&mut T::Acc, T::Acc) + Sync,
+{
+    fn apply_segment(
+        &self,
+        row: usize,
+        base: [isize; 2],
+        r: Range<usize>,
+        ahead: &[u32],
+        n: usize,
+        last_only: bool,
+    ) {
+        assert!(!last_only, "scatter kernel: a widened plain write");
+        let of = &self.rows;
+        let [ds, ss] = of.strides;
+        let line = 64 / std::mem::size_of::<T>().max(1);
+        let fetch_lines = if ss == 1 {
+            r.len().div_ceil(line).min(4)
+        } else {
+            1
+        };
+        let count = self.mean.map(|extra| (n as u64 + extra) as usize);
+        let mut buf = [T::acc_zero(); WIDE_CHUNK];
+        let mut widened = [T::acc_zero(); WIDE_CHUNK];
+        let mut c0 = r.start;
+        while c0 < r.end {
+            let len = (r.end - c0).min(WIDE_CHUNK);
+            let (b, w) = (&mut buf[..len], &mut widened[..len]);
+            // SAFETY: as in `RowsOf::at`: `row` is a destination row below `dst.shape[dim]`
+            // (the segments' rows, asserted by `rows`), `c0..c0 + len` lies in `r`, a range of
+            // the slice piece at `base`, whose positions are inside dst and src (`Rows::new`);
+            // the sources `ahead[..n]` are positions along `dim` below src's length there. With
+            // a stride of 1 the piece is `len` adjacent elements. The piece of this row is this
+            // task's alone (`rows`), src is only read and is not dst's memory.
+            unsafe {
+                let dp = of.dst.0.offset(row as isize * of.dstride + base[0]);
+                match (self.init, ds) {
+                    (Some(v), _) => b.fill(v),
+                    (None, 1) => T::widen_run(std::slice::from_raw_parts(dp.add(c0), len), b),
+                    (None, _) => {
+                        for (j, a) in b.iter_mut().enumerate() {
+                            *a = (*dp.offset((c0 + j) as isize * ds)).to_acc();
+                        }
+                    }
+                }
+                let sp = of.src.0.offset(base[1]).cast_const();
+                for q in 0..n {
+                    if let Some(&next) = ahead.get(q + AHEAD) {
+                        let np = sp.wrapping_offset(next as isize * of.sstride + c0 as isize * ss);
+                        for l in 0..fetch_lines {
+                            super::prefetch(np.wrapping_add(l * line));
+                        }
+                    }
+                    let s = sp.offset(ahead[q] as isize * of.sstride + c0 as isize * ss);
+                    if ss == 1 {
+                        T::widen_run(std::slice::from_raw_parts(s, len), w);
+                    } else {
+                        for (j, x) in w.iter_mut().enumerate() {
+                            *x = (*s.offset(j as isize * ss)).to_acc();
+                        }
+                    }
+                    for (a, &x) in b.iter_mut().zip(w.iter()) {
+                        (of.update)(a, x);
+                    }
+                }
+                if let Some(k) = count {
+                    b.iter_mut().for_each(|a| *a = T::acc_div_count(*a, k));
+                }
+                if ds == 1 {
+                    T::narrow_run(b, std::slice::from_raw_parts_mut(dp.add(c0), len));
+                } else {
+                    for (j, a) in b.iter().enumerate() {
+                        *dp.offset((c0 + j) as isize * ds) = T::from_acc(*a);
+                    }
+                }
+            }
+            c0 += len;
         }
     }
 }
@@ -2335,6 +2688,145 @@ mod tests {
     fn segment_path_matches_general_path_for_every_reduction_ints() {
         segment_path_matches_general_path(|v| (v * 100.0) as i32);
         segment_path_matches_general_path(|v| (v * 100.0) as u8);
+    }
+
+    /// `reduce_wide` against the definition in `f32` rounded once: every reached element set to
+    /// `init`, updates in index order, a mean divided by its count (plus `extra`).
+    fn check_wide(
+        dst: ArrayViewMut<'_, f16, IxDyn>,
+        dim: usize,
+        idx: &ArrayView<'_, i64, IxDyn>,
+        src: &ArrayView<'_, f16, IxDyn>,
+        prod: bool,
+        include_self: bool,
+        mean: bool,
+    ) {
+        let mut dst = dst;
+        let before = dst.mapv(f16::to_f32);
+        let src32 = src.mapv(f16::to_f32);
+        let init = (!include_self).then_some(if prod { 1.0 } else { 0.0 });
+        let up = |a: &mut f32, s: f32| if prod { *a *= s } else { *a += s };
+        let mut want = reference(&before.view(), dim, idx, &src32.view(), init, up);
+        if mean {
+            let ones = ArrayD::from_elem(idx.raw_dim(), 1.0f32);
+            let zeros = ArrayD::<f32>::zeros(before.raw_dim());
+            let n = reference(&zeros.view(), dim, idx, &ones.view(), None, |a, s| *a += s);
+            ndarray::Zip::from(&mut want).and(&n).for_each(|w, &n| {
+                if n > 0.0 {
+                    *w /= n + include_self as u8 as f32;
+                }
+            });
+        }
+        let checked =
+            CheckedIndex::new("t", idx.view(), dim, dst.shape()[dim], Bounds::Strict).unwrap();
+        let target = Target::Index {
+            dim,
+            index: &checked,
+        };
+        let extra = mean.then_some(include_self as u64);
+        if prod {
+            target.reduce_wide(&mut dst, src, init, extra, mul_acc::<f16>);
+        } else {
+            target.reduce_wide(&mut dst, src, init, extra, add_acc::<f16>);
+        }
+        let got = dst.mapv(|v| v.to_bits());
+        assert_eq!(got, want.mapv(|v| f16::from_f32(v).to_bits()));
+    }
+
+    #[test]
+    fn widened_reductions_round_once_in_every_block_and_row_layout() {
+        let f = |shape: &[usize], seed: u64, lo: f32| {
+            values(shape, seed).mapv(|v| f16::from_f32(lo + v.abs() * 0.75))
+        };
+        let random_idx = |shape: &[usize], hi: usize, seed: u64| {
+            ids(shape.iter().product(), hi, seed)
+                .into_shape_with_order(IxDyn(shape))
+                .unwrap()
+        };
+        let n = sized(1, 0) * 80 + 4;
+        for (prod, include_self, mean) in [
+            (false, true, false),
+            (false, false, false),
+            (true, true, false),
+            (true, false, false),
+            (false, true, true),
+            (false, false, true),
+        ] {
+            let lo = if prod { 0.6 } else { -0.5 };
+            // Blocks of rows (dim 1), and strips of columns (dim 0), of a destination larger
+            // than the index off `dim`, from a src larger than the index; the destination
+            // also as a view with a stride.
+            for dim in [0, 1] {
+                let mut dshape = [3 * n, 4 * n];
+                dshape[dim] = 4 * n;
+                let mut ishape = [3 * n - 8, 5 * n];
+                ishape[1 - dim] = 3 * n - 8;
+                ishape[dim] = 5 * n;
+                let idx = random_idx(&ishape, dshape[dim], 7 + dim as u64);
+                let src = f(&[ishape[0] + 3, ishape[1] + 5], 11, lo);
+                let mut dst = f(&dshape, 13, lo);
+                check_wide(
+                    dst.view_mut(),
+                    dim,
+                    &idx.view(),
+                    &src.view(),
+                    prod,
+                    include_self,
+                    mean,
+                );
+                let mut wide = f(&[dshape[0], 2 * dshape[1]], 17, lo);
+                let strided = wide.slice_mut(s![.., ..;2]).into_dyn();
+                check_wide(
+                    strided,
+                    dim,
+                    &idx.view(),
+                    &src.view(),
+                    prod,
+                    include_self,
+                    mean,
+                );
+            }
+            // A row index (grouped rows) along dim 0 and along dim 1 of a 3-d destination.
+            for dim in [0, 1] {
+                let e = 3 * n;
+                let rows = ids(e, n / 2, 19);
+                let mut shape = vec![4, 2 * n, 40];
+                let mut ishape = shape.clone();
+                ishape[dim] = e;
+                let axes = axes(&rows, dim, 3);
+                let idx = axes.broadcast(IxDyn(&ishape)).unwrap();
+                assert!(is_row_index(&idx, dim));
+                shape[dim] = n / 2;
+                let src = f(&ishape, 23, lo);
+                let mut dst = f(&shape, 29, lo);
+                check_wide(
+                    dst.view_mut(),
+                    dim,
+                    &idx,
+                    &src.view(),
+                    prod,
+                    include_self,
+                    mean,
+                );
+            }
+            if cfg!(miri) || include_self || (mean && prod) {
+                continue;
+            }
+            // One line, widened a piece along `dim` at a time.
+            let e = WIDE_SRC + sized(1000, 0) + 7;
+            let idx = random_idx(&[e], 300, 31);
+            let src = f(&[e], 37, if prod { 0.999 } else { -0.5 });
+            let mut dst = f(&[300], 41, lo);
+            check_wide(
+                dst.view_mut(),
+                0,
+                &idx.view(),
+                &src.view(),
+                prod,
+                include_self,
+                mean,
+            );
+        }
     }
 
     #[test]

@@ -32,23 +32,60 @@ pub(crate) fn zip2<A, B>(
     b: &ArrayView<'_, B, IxDyn>,
     mut f: impl FnMut(&mut A, &B),
 ) {
-    assert_eq!(a.shape(), b.shape(), "zip kernel: shapes differ");
-    // Both row-major: a loop over two slices, which LLVM vectorizes (the walk's offsets, with
-    // strides known only at run time, it does not).
-    if let (Some(sb), true) = (b.as_slice(), a.is_standard_layout()) {
-        let sa = a.as_slice_mut().expect("a standard-layout view is a slice");
-        for (x, y) in sa.iter_mut().zip(sb) {
+    // Loops over two slices, which LLVM vectorizes (the walk's offsets, with strides known only
+    // at run time, it does not).
+    zip2_runs(a, b, |x, y| {
+        for (x, y) in x.iter_mut().zip(y) {
             f(x, y);
         }
+    });
+}
+
+/// `f(a_run, b_run)` over runs of positions adjacent in both `a` and `b` (of one length), which
+/// together cover every position once, in row-major order: one run for two row-major views, a
+/// run per row of a block of rows or of a strip of columns, and runs of one element where the
+/// last axis is not contiguous in both. Panics if the shapes differ.
+pub(crate) fn zip2_runs<A, B>(
+    a: &mut ArrayViewMut<'_, A, IxDyn>,
+    b: &ArrayView<'_, B, IxDyn>,
+    mut f: impl FnMut(&mut [A], &[B]),
+) {
+    assert_eq!(a.shape(), b.shape(), "zip kernel: shapes differ");
+    if let (Some(sb), true) = (b.as_slice(), a.is_standard_layout()) {
+        let sa = a.as_slice_mut().expect("a standard-layout view is a slice");
+        f(sa, sb);
         return;
     }
     let (pa, pb) = (a.as_mut_ptr(), b.as_ptr());
+    let nest = Nest::<2>::new(a.shape(), [a.strides(), b.strides()], None);
+    if nest.inner.strides == [1, 1] {
+        nest.for_each_serial(|[oa, ob], r| {
+            // SAFETY: the nest gives the offsets of a run's first position in each view and the
+            // run's positions, adjacent in both (inner strides 1), inside them (ndarray vouches
+            // for their strides). Runs are distinct memory of `a`, a `&mut` view, each visited
+            // once; `b` is only read and is not `a`'s memory (borrowed while `a` is borrowed
+            // mutably).
+            let (x, y) = unsafe {
+                (
+                    std::slice::from_raw_parts_mut(pa.offset(oa).add(r.start), r.len()),
+                    std::slice::from_raw_parts(pb.offset(ob).add(r.start), r.len()),
+                )
+            };
+            f(x, y);
+        });
+        return;
+    }
     walk(a.shape(), [a.strides(), b.strides()], |[oa, ob]| {
         // SAFETY: `walk` gives the offsets of one position of the common shape in each view
         // (ndarray vouches for their strides). Distinct positions of `a`, a `&mut` view, are
         // distinct memory, and each position is visited once; `b` is only read and is not `a`'s
         // memory (it is borrowed while `a` is borrowed mutably).
-        unsafe { f(&mut *pa.offset(oa), &*pb.offset(ob)) }
+        unsafe {
+            f(
+                std::slice::from_mut(&mut *pa.offset(oa)),
+                std::slice::from_ref(&*pb.offset(ob)),
+            )
+        }
     });
 }
 
@@ -84,10 +121,21 @@ pub(crate) fn map<A, B>(a: &ArrayView<'_, A, IxDyn>, mut f: impl FnMut(&A) -> B)
     }
     let mut out = Vec::with_capacity(a.len());
     let pa = a.as_ptr();
-    // SAFETY: `walk` gives the offset of a position of `a`'s shape, inside the view; only read.
-    walk(a.shape(), [a.strides()], |[oa]| {
-        out.push(f(unsafe { &*pa.offset(oa) }))
-    });
+    let nest = Nest::<1>::new(a.shape(), [a.strides()], None);
+    if nest.inner.strides == [1] {
+        nest.for_each_serial(|[oa], r| {
+            // SAFETY: a run of positions of `a`, contiguous (inner stride 1), inside the view;
+            // only read.
+            let x = unsafe { std::slice::from_raw_parts(pa.offset(oa).add(r.start), r.len()) };
+            out.extend(x.iter().map(&mut f));
+        });
+    } else {
+        // SAFETY: `walk` gives the offset of a position of `a`'s shape, inside the view; only
+        // read.
+        walk(a.shape(), [a.strides()], |[oa]| {
+            out.push(f(unsafe { &*pa.offset(oa) }))
+        });
+    }
     ArrayD::from_shape_vec(a.raw_dim(), out).expect("one value per position")
 }
 

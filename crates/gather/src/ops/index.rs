@@ -40,9 +40,7 @@
 //! on the same read and write kernels as `gather` and `scatter`. In-place forms check everything,
 //! bounds included, before the first write: a failed call leaves `self` exactly as it was.
 
-use ndarray::{
-    Array, ArrayBase, ArrayD, ArrayView, ArrayViewMut, Axis, Data, DataMut, Dimension, IxDyn,
-};
+use ndarray::{Array, ArrayBase, ArrayView, ArrayViewMut, Axis, Data, DataMut, Dimension, IxDyn};
 
 use super::{try_to_owned, try_vec, view_1d_if_scalar};
 use crate::dims::normalize_dim;
@@ -425,16 +423,23 @@ fn add_dyn<T: Element, I: IndexElem>(
             let one = a == T::acc_one();
             if T::WIDE_ACC {
                 // One rounding per element: the sums run in f32.
-                let mut acc: ArrayD<T::Acc> = crate::kernels::zip::map(&dst.view(), |x| x.to_acc());
-                let mut view = acc.view_mut();
                 if one {
-                    target.reduce(&mut view, &source, None, kernels::scatter::add_wide::<T>);
+                    target.reduce_wide(
+                        &mut dst,
+                        &source,
+                        None,
+                        None,
+                        kernels::scatter::add_acc::<T>,
+                    );
                 } else {
-                    target.reduce(&mut view, &source, None, |x: &mut T::Acc, s: T| {
-                        *x = T::acc_add(*x, T::acc_mul(a, s.to_acc()))
-                    });
+                    target.reduce_wide(
+                        &mut dst,
+                        &source,
+                        None,
+                        None,
+                        move |x: &mut T::Acc, s: T::Acc| *x = T::acc_add(*x, T::acc_mul(a, s)),
+                    );
                 }
-                kernels::zip::zip2(&mut dst, &acc.view(), |x, &v| *x = T::from_acc(v));
             } else if one {
                 target.reduce_as(&mut dst, &source, None, Update::Add);
             } else {
@@ -1162,7 +1167,7 @@ impl<T: Element, S: DataMut<Elem = T>, D: Dimension> IndexInplaceExt<T> for Arra
 mod tests {
     use super::*;
     use half::{bf16, f16};
-    use ndarray::{Array1, Array2, Array3, AxisDescription, Slice, arr0, array};
+    use ndarray::{Array1, Array2, Array3, ArrayD, AxisDescription, Slice, arr0, array};
 
     // ---- helpers: a tiny deterministic generator, layouts, exact comparison --------------------
 

@@ -587,12 +587,6 @@ pub(crate) fn reduce_into<T: Element, I: IndexElem>(
     r: Reduce,
     include_self: bool,
 ) {
-    let counts = (r == Reduce::Mean).then(|| {
-        let mut c = crate::memory::zeroed::<u64>(dst.raw_dim());
-        let ones = crate::dims::splat(&0u8, src.shape());
-        target.reduce(&mut c.view_mut(), &ones, None, count_one);
-        c
-    });
     // Without self, every element the index reaches starts from the reduction's identity.
     let identity = || match r {
         Reduce::Sum | Reduce::Mean => T::acc_zero(),
@@ -601,16 +595,20 @@ pub(crate) fn reduce_into<T: Element, I: IndexElem>(
         Reduce::Amin => T::min_identity().to_acc(),
     };
     if T::WIDE_ACC && wide::<T>(r) {
-        let mut acc: ArrayD<T::Acc> = crate::kernels::zip::map(&dst.view(), |x| x.to_acc());
         let init = (!include_self).then(identity);
-        let mut a = acc.view_mut();
+        let mean = (r == Reduce::Mean).then_some(include_self as u64);
         if r == Reduce::Prod {
-            target.reduce(&mut a, src, init, kernels::scatter::mul_wide::<T>);
+            target.reduce_wide(dst, src, init, mean, kernels::scatter::mul_acc::<T>);
         } else {
-            target.reduce(&mut a, src, init, kernels::scatter::add_wide::<T>);
+            target.reduce_wide(dst, src, init, mean, kernels::scatter::add_acc::<T>);
         }
-        finish(dst, Some(&mut acc), counts.as_ref(), r, include_self);
     } else {
+        let counts = (r == Reduce::Mean).then(|| {
+            let mut c = crate::memory::zeroed::<u64>(dst.raw_dim());
+            let ones = crate::dims::splat(&0u8, src.shape());
+            target.reduce(&mut c.view_mut(), &ones, None, kernels::scatter::count_one);
+            c
+        });
         let init = (!include_self).then(|| T::from_acc(identity()));
         if T::WIDE_ACC {
             // `amax`/`amin` alone come here for `f16`/`bf16` (`wide`).
@@ -618,48 +616,23 @@ pub(crate) fn reduce_into<T: Element, I: IndexElem>(
         } else {
             target.reduce_as(dst, src, init, update_of(r));
         }
-        finish::<T>(dst, None, counts.as_ref(), r, include_self);
+        finish::<T>(dst, counts.as_ref(), include_self);
     }
 }
 
-/// The update that counts a mean's contributors: a function item, so that its kernels are
-/// compiled once, not once per element type (as a closure written in a generic function is).
-fn count_one(c: &mut u64, _: u8) {
-    *c += 1;
-}
-
-/// Divides means by their contributor counts (in the accumulator, if any) and writes the
-/// accumulator back.
+/// Divides means by their contributor counts.
 fn finish<T: Element>(
     dst: &mut ArrayViewMut<'_, T, IxDyn>,
-    acc: Option<&mut ArrayD<T::Acc>>,
     counts: Option<&ArrayD<u64>>,
-    _r: Reduce,
     include_self: bool,
 ) {
     let extra = include_self as u64;
-    let c = counts.map(|c| c.view());
-    match acc {
-        Some(acc) => {
-            let mut acc = acc.view_mut();
-            if let Some(c) = &c {
-                zip2(&mut acc, c, |a, &n| {
-                    if n > 0 {
-                        *a = T::acc_div_count(*a, (n + extra) as usize);
-                    }
-                });
+    if let Some(c) = counts {
+        zip2(dst, &c.view(), |d, &n| {
+            if n > 0 {
+                *d = T::from_acc(T::acc_div_count(d.to_acc(), (n + extra) as usize))
             }
-            zip2(dst, &acc.view(), |d, &a| *d = T::from_acc(a));
-        }
-        None => {
-            if let Some(c) = &c {
-                zip2(dst, c, |d, &n| {
-                    if n > 0 {
-                        *d = T::from_acc(T::acc_div_count(d.to_acc(), (n + extra) as usize))
-                    }
-                });
-            }
-        }
+        });
     }
 }
 
