@@ -594,7 +594,13 @@ pub(crate) fn reduce_into<T: Element, I: IndexElem>(
         Reduce::Amax => T::max_identity().to_acc(),
         Reduce::Amin => T::min_identity().to_acc(),
     };
-    if T::WIDE_ACC && wide::<T>(r) {
+    // Float means, too, where the destination is reduced in parts: a part's contributor counts
+    // stay in the caches, where counts of the whole destination are a `u64` per element,
+    // written and read again from memory.
+    let float_mean = const { matches!(T::DTYPE, DType::F32 | DType::F64) }
+        && r == Reduce::Mean
+        && target.reduces_in_parts(src.shape());
+    if (T::WIDE_ACC && wide::<T>(r)) || float_mean {
         let init = (!include_self).then(identity);
         let mean = (r == Reduce::Mean).then_some(include_self as u64);
         if r == Reduce::Prod {
