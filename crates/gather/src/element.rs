@@ -270,7 +270,7 @@ pub trait Element:
     /// The dtype tag.
     const DTYPE: DType;
     /// The accumulation type of reductions.
-    type Acc: crate::kernels::words::Plain + PartialEq + Debug;
+    type Acc: Element;
     /// Whether `Acc` is wider than the type (`f16`, `bf16`), so that sums round once. A constant
     /// rather than a test of `DTYPE`: a branch on it (`if T::WIDE_ACC`) is not compiled at all for
     /// the types it does not apply to.

@@ -385,11 +385,11 @@ impl Update {
 // type it runs in, whoever calls it (a closure would be a type of its own in every generic
 // function that writes it).
 #[inline(always)]
-fn add<A: Element>(a: &mut A, s: A) {
+pub(crate) fn add<A: Element>(a: &mut A, s: A) {
     *a = A::from_acc(A::acc_add(a.to_acc(), s.to_acc()));
 }
 #[inline(always)]
-fn mul<A: Element>(a: &mut A, s: A) {
+pub(crate) fn mul<A: Element>(a: &mut A, s: A) {
     *a = A::from_acc(A::acc_mul(a.to_acc(), s.to_acc()));
 }
 #[inline(always)]
@@ -592,16 +592,12 @@ impl<I: IndexElem> Target<'_, '_, I> {
     /// ```text
     /// dst [f16; rows x 8]  --block of rows-->  buf [f32]  --reduce--> buf  --round--> dst
     /// ```
-    pub(crate) fn reduce_wide<T: Element, F>(
+    pub(crate) fn reduce_wide<T: Element>(
         &self,
         dst: &mut ArrayViewMut<'_, T, IxDyn>,
         src: &ArrayView<'_, T, IxDyn>,
-        init: Option<T::Acc>,
-        mean: Option<u64>,
-        update: F,
-    ) where
-        F: Fn(&mut T::Acc, T::Acc) + Copy + Sync + Send,
-    {
+        op: Wide<T::Acc>,
+    ) {
         let dim = self.dim();
         let region = self.positions(src.shape()).to_vec();
         assert_eq!(
@@ -617,12 +613,8 @@ impl<I: IndexElem> Target<'_, '_, I> {
             let slice_shape = without(&region, dim);
             let e_len = segs.order().len();
             let (at, slice, rows_of) =
-                Rows::new(dst, dim, &slice_shape, src, e_len, None, false, &update);
-            let wide = RowsWide {
-                rows: rows_of,
-                init,
-                mean,
-            };
+                Rows::new(dst, dim, &slice_shape, src, e_len, None, false, &());
+            let wide = RowsWide { rows: rows_of, op };
             rows(&at, &slice, dst.shape()[dim], segs, &wide);
             return;
         }
@@ -651,7 +643,7 @@ impl<I: IndexElem> Target<'_, '_, I> {
                 None => src.view(),
             };
             let mut acc = widened(&d.view());
-            self.part(cut, |t| t.reduce_widened(&mut acc, &s, init, mean, update));
+            self.part(cut, |t| t.reduce_widened(&mut acc, &s, op));
             super::zip::zip2_runs(&mut d, &acc.view(), |x, a| T::narrow_run(a, x));
         });
     }
@@ -661,36 +653,40 @@ impl<I: IndexElem> Target<'_, '_, I> {
     /// that cannot be cut off `dim` (a 1-d scatter) never widens all of a large `src` at once.
     /// The pieces run in order, so each element still sees its updates in index order; `init`
     /// is written first, to every element the positions reach.
-    fn reduce_widened<T: Element, F>(
+    fn reduce_widened<T: Element>(
         &self,
         acc: &mut ndarray::ArrayD<T::Acc>,
         src: &ArrayView<'_, T, IxDyn>,
-        init: Option<T::Acc>,
-        mean: Option<u64>,
-        update: F,
-    ) where
-        F: Fn(&mut T::Acc, T::Acc) + Copy + Sync + Send,
-    {
+        op: Wide<T::Acc>,
+    ) {
         let dim = self.dim();
-        if let Some(v) = init {
+        if let Some(v) = op.init {
             self.set(&mut acc.view_mut(), &crate::dims::splat(&v, src.shape()));
         }
-        let mut counts = mean.map(|_| crate::memory::zeroed::<u64>(acc.raw_dim()));
+        let mut counts = op.mean.map(|_| crate::memory::zeroed::<u64>(acc.raw_dim()));
         let e = src.shape()[dim];
         let step = (WIDE_SRC / (src.len() / e).max(1)).clamp(1, e);
         for lo in (0..e).step_by(step) {
             let piece = lo..(lo + step).min(e);
             let s = src.slice_axis(ndarray::Axis(dim), ndarray::Slice::from(piece.clone()));
-            let widened = widened(&s);
+            let mut widened = widened(&s);
+            if let Some(a) = op.alpha {
+                widened.map_inplace(|x| *x = mul_of(a, *x));
+            }
             self.part(Some((dim, piece)), |t| {
-                t.reduce(&mut acc.view_mut(), &widened.view(), None, update);
+                let (mut acc, w) = (acc.view_mut(), widened.view());
+                if op.prod {
+                    t.reduce(&mut acc, &w, None, mul::<T::Acc>);
+                } else {
+                    t.reduce(&mut acc, &w, None, add::<T::Acc>);
+                }
                 if let Some(c) = &mut counts {
                     let ones = crate::dims::splat(&0u8, s.shape());
                     t.reduce(&mut c.view_mut(), &ones, None, count_one);
                 }
             });
         }
-        if let (Some(c), Some(extra)) = (&counts, mean) {
+        if let (Some(c), Some(extra)) = (&counts, op.mean) {
             super::zip::zip2(&mut acc.view_mut(), &c.view(), |a, &n| {
                 if n > 0 {
                     *a = T::acc_div_count(*a, (n + extra) as usize);
@@ -698,6 +694,19 @@ impl<I: IndexElem> Target<'_, '_, I> {
             });
         }
     }
+}
+
+/// A reduction of [`Target::reduce_wide`], in the accumulation type `A`: products or sums,
+/// each widened source first multiplied by `alpha` (`index_add`'s), every element reached first
+/// set to `init` (`include_self = false`), and a mean's sum divided by its count plus `mean`.
+/// Values, not a closure: the kernels it runs are the accumulation type's own, compiled once
+/// for it and shared with its own scatters.
+#[derive(Clone, Copy)]
+pub(crate) struct Wide<A> {
+    pub(crate) prod: bool,
+    pub(crate) alpha: Option<A>,
+    pub(crate) init: Option<A>,
+    pub(crate) mean: Option<u64>,
 }
 
 /// `x` widened into its accumulation type, in a new row-major array.
@@ -710,17 +719,12 @@ fn widened<T: Element>(x: &ArrayView<'_, T, IxDyn>) -> ndarray::ArrayD<T::Acc> {
 /// The most elements of `src` that [`Target::reduce_widened`] widens at once.
 const WIDE_SRC: usize = 1 << 20;
 
-/// The sum of a widened element into its accumulator (`f16`/`bf16` into `f32`, rounded once at
-/// the end).
+/// `a * x` in the type's arithmetic.
 #[inline(always)]
-pub(crate) fn add_acc<T: Element>(a: &mut T::Acc, s: T::Acc) {
-    *a = T::acc_add(*a, s);
-}
-
-/// The product of a widened element into its accumulator.
-#[inline(always)]
-pub(crate) fn mul_acc<T: Element>(a: &mut T::Acc, s: T::Acc) {
-    *a = T::acc_mul(*a, s);
+fn mul_of<A: Element>(a: A, x: A) -> A {
+    let mut p = a;
+    mul(&mut p, x);
+    p
 }
 
 /// A part of a reduction's positions: `range` along `axis`, as `(axis, range)`.
@@ -1895,21 +1899,16 @@ where
 /// into a buffer once, takes every source of its segment there, and is rounded back once. A
 /// `mean` (`Some(extra)`) divides by the segment's length plus `extra`: in a row index, every
 /// element of a row has the segment's sources as its contributors.
-struct RowsWide<'f, T: Element, F> {
-    rows: RowsOf<'f, T, T, F>,
-    init: Option<T::Acc>,
-    mean: Option<u64>,
+struct RowsWide<'f, T: Element> {
+    rows: RowsOf<'f, T, T, ()>,
+    op: Wide<T::Acc>,
 }
 
 /// The elements of a destination row piece that [`RowsWide`] widens at a time: 4 KB of `f32`
 /// on the stack, which stay in the first-level cache while the segment's sources are added.
 const WIDE_CHUNK: usize = 1024;
 
-impl<T, F> SegmentUpdate for RowsWide<'_, T, F>
-where
-    T: Element,
-    F: Fn(&mut T::Acc, T::Acc) + Sync,
-{
+impl<T: Element> SegmentUpdate for RowsWide<'_, T> {
     fn apply_segment(
         &self,
         row: usize,
@@ -1928,7 +1927,8 @@ where
         } else {
             1
         };
-        let count = self.mean.map(|extra| (n as u64 + extra) as usize);
+        let op = self.op;
+        let count = op.mean.map(|extra| (n as u64 + extra) as usize);
         let mut buf = [T::acc_zero(); WIDE_CHUNK];
         let mut widened = [T::acc_zero(); WIDE_CHUNK];
         let mut c0 = r.start;
@@ -1943,7 +1943,7 @@ where
             // task's alone (`rows`), src is only read and is not dst's memory.
             unsafe {
                 let dp = of.dst.0.offset(row as isize * of.dstride + base[0]);
-                match (self.init, ds) {
+                match (op.init, ds) {
                     (Some(v), _) => b.fill(v),
                     (None, 1) => T::widen_run(std::slice::from_raw_parts(dp.add(c0), len), b),
                     (None, _) => {
@@ -1968,8 +1968,13 @@ where
                             *x = (*s.offset(j as isize * ss)).to_acc();
                         }
                     }
-                    for (a, &x) in b.iter_mut().zip(w.iter()) {
-                        (of.update)(a, x);
+                    if let Some(alpha) = op.alpha {
+                        w.iter_mut().for_each(|x| *x = mul_of(alpha, *x));
+                    }
+                    if op.prod {
+                        b.iter_mut().zip(w.iter()).for_each(|(a, &x)| mul(a, x));
+                    } else {
+                        b.iter_mut().zip(w.iter()).for_each(|(a, &x)| add(a, x));
                     }
                 }
                 if let Some(k) = count {
@@ -2736,12 +2741,13 @@ mod tests {
             dim,
             index: &checked,
         };
-        let extra = mean.then_some(include_self as u64);
-        if prod {
-            target.reduce_wide(&mut dst, src, init, extra, mul_acc::<f16>);
-        } else {
-            target.reduce_wide(&mut dst, src, init, extra, add_acc::<f16>);
-        }
+        let op = Wide {
+            prod,
+            alpha: None,
+            init,
+            mean: mean.then_some(include_self as u64),
+        };
+        target.reduce_wide(&mut dst, src, op);
         let got = dst.mapv(|v| v.to_bits());
         assert_eq!(got, want.mapv(|v| f16::from_f32(v).to_bits()));
     }

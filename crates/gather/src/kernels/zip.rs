@@ -51,40 +51,30 @@ pub(crate) fn zip2_runs<A, B>(
     mut f: impl FnMut(&mut [A], &[B]),
 ) {
     assert_eq!(a.shape(), b.shape(), "zip kernel: shapes differ");
-    if let (Some(sb), true) = (b.as_slice(), a.is_standard_layout()) {
-        let sa = a.as_slice_mut().expect("a standard-layout view is a slice");
-        f(sa, sb);
-        return;
-    }
     let (pa, pb) = (a.as_mut_ptr(), b.as_ptr());
+    // The nest merges axes contiguous in both: two row-major views are one run.
     let nest = Nest::<2>::new(a.shape(), [a.strides(), b.strides()], None);
-    if nest.inner.strides == [1, 1] {
-        nest.for_each_serial(|[oa, ob], r| {
-            // SAFETY: the nest gives the offsets of a run's first position in each view and the
-            // run's positions, adjacent in both (inner strides 1), inside them (ndarray vouches
-            // for their strides). Runs are distinct memory of `a`, a `&mut` view, each visited
-            // once; `b` is only read and is not `a`'s memory (borrowed while `a` is borrowed
-            // mutably).
+    let [sa, sb] = nest.inner.strides;
+    let adjacent = sa == 1 && sb == 1;
+    nest.for_each_serial(|[oa, ob], r| {
+        // A run at once, or one element at a time: one call of `f` in the loop, so that it is
+        // compiled once.
+        let (runs, len) = if adjacent { (1, r.len()) } else { (r.len(), 1) };
+        for k in 0..runs {
+            let j = (r.start + k) as isize;
+            // SAFETY: the nest gives the offsets of a run's first position in each view; `j`
+            // is a position of the run, and with `len > 1` the run's positions are adjacent
+            // in both (inner strides 1): all inside the views (ndarray vouches for their
+            // strides). Each position is visited once and distinct positions of `a`, a `&mut`
+            // view, are distinct memory; `b` is only read and is not `a`'s memory (borrowed
+            // while `a` is borrowed mutably).
             let (x, y) = unsafe {
                 (
-                    std::slice::from_raw_parts_mut(pa.offset(oa).add(r.start), r.len()),
-                    std::slice::from_raw_parts(pb.offset(ob).add(r.start), r.len()),
+                    std::slice::from_raw_parts_mut(pa.offset(oa + j * sa), len),
+                    std::slice::from_raw_parts(pb.offset(ob + j * sb), len),
                 )
             };
             f(x, y);
-        });
-        return;
-    }
-    walk(a.shape(), [a.strides(), b.strides()], |[oa, ob]| {
-        // SAFETY: `walk` gives the offsets of one position of the common shape in each view
-        // (ndarray vouches for their strides). Distinct positions of `a`, a `&mut` view, are
-        // distinct memory, and each position is visited once; `b` is only read and is not `a`'s
-        // memory (it is borrowed while `a` is borrowed mutably).
-        unsafe {
-            f(
-                std::slice::from_mut(&mut *pa.offset(oa)),
-                std::slice::from_ref(&*pb.offset(ob)),
-            )
         }
     });
 }

@@ -423,23 +423,13 @@ fn add_dyn<T: Element, I: IndexElem>(
             let one = a == T::acc_one();
             if T::WIDE_ACC {
                 // One rounding per element: the sums run in f32.
-                if one {
-                    target.reduce_wide(
-                        &mut dst,
-                        &source,
-                        None,
-                        None,
-                        kernels::scatter::add_acc::<T>,
-                    );
-                } else {
-                    target.reduce_wide(
-                        &mut dst,
-                        &source,
-                        None,
-                        None,
-                        move |x: &mut T::Acc, s: T::Acc| *x = T::acc_add(*x, T::acc_mul(a, s)),
-                    );
-                }
+                let op = kernels::scatter::Wide {
+                    prod: false,
+                    alpha: (!one).then_some(a),
+                    init: None,
+                    mean: None,
+                };
+                target.reduce_wide(&mut dst, &source, op);
             } else if one {
                 target.reduce_as(&mut dst, &source, None, Update::Add);
             } else {

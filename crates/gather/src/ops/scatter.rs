@@ -601,13 +601,13 @@ pub(crate) fn reduce_into<T: Element, I: IndexElem>(
         && r == Reduce::Mean
         && target.reduces_in_parts(src.shape());
     if (T::WIDE_ACC && wide::<T>(r)) || float_mean {
-        let init = (!include_self).then(identity);
-        let mean = (r == Reduce::Mean).then_some(include_self as u64);
-        if r == Reduce::Prod {
-            target.reduce_wide(dst, src, init, mean, kernels::scatter::mul_acc::<T>);
-        } else {
-            target.reduce_wide(dst, src, init, mean, kernels::scatter::add_acc::<T>);
-        }
+        let op = kernels::scatter::Wide {
+            prod: r == Reduce::Prod,
+            alpha: None,
+            init: (!include_self).then(identity),
+            mean: (r == Reduce::Mean).then_some(include_self as u64),
+        };
+        target.reduce_wide(dst, src, op);
     } else {
         let counts = (r == Reduce::Mean).then(|| {
             let mut c = crate::memory::zeroed::<u64>(dst.raw_dim());
