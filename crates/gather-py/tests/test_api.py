@@ -248,6 +248,22 @@ def test_gradients_have_the_torch_names_and_shapes():
         gather.grad.gather(np.ones(1, np.int64), np.arange(3), 0, np.array([0]))
 
 
+def test_gradient_errors_name_the_gradient_with_the_numbers_of_the_forward_check():
+    # The reductions' gradients run the forward first: its bounds errors read as the gradient's.
+    x, go, src = np.ones((3, 4)), np.ones((3, 4)), np.ones((1, 4))
+    calls = [
+        ("grad::scatter_reduce", lambda: gather.grad.scatter_reduce(go, x, 0, np.array([[0, 5, 1, 2]]), src, "sum")),
+        ("grad::index_reduce", lambda: gather.grad.index_reduce(go, x, 0, np.array([7]), src, "prod")),
+        ("grad::scatter", lambda: gather.grad.scatter(go, x, 0, np.array([[0, 5, 1, 2]]), src, reduce="multiply")),
+        ("grad::scatter_add", lambda: gather.grad.scatter_add(go, x, 0, np.array([[0, 5, 1, 2]]), src)),
+    ]
+    for name, call in calls:
+        with pytest.raises(gather.IndexOutOfBoundsError) as e:
+            call()
+        assert str(e.value).startswith(f"{name}: index "), str(e.value)
+        assert e.value.index_value in (5, 7)
+
+
 def test_the_gil_is_released_during_the_kernels():
     rng = np.random.default_rng(1)
     n = 4_000_000

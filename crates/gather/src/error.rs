@@ -211,6 +211,16 @@ pub(crate) fn prefixed(op: &str, e: Error) -> Error {
     out
 }
 
+/// `e` with its message's leading `from: ` spelled `to: `, all else kept: the error of a
+/// forward call that a gradient makes, named as the gradient.
+#[cfg(feature = "dynamic")]
+pub(crate) fn renamed(from: &str, to: &str, mut e: Error) -> Error {
+    if let Some(rest) = e.message.strip_prefix(from).filter(|r| r.starts_with(':')) {
+        e.message = format!("{to}{rest}");
+    }
+    e
+}
+
 /// The error for an index (or other position tensor `what`) of a non-integer `dtype`.
 #[cfg(any(feature = "dynamic", feature = "backend"))]
 pub(crate) fn index_dtype(op: &str, what: &str, dtype: crate::DType) -> Error {
