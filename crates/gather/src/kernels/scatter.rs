@@ -1904,6 +1904,12 @@ struct RowsWide<'f, T: Element> {
     op: Wide<T::Acc>,
 }
 
+/// About how many lines of sources [`RowsWide`] keeps requested ahead: every line of a
+/// source's chunk, for the source as many ahead as that makes (from 2 to [`AHEAD`]). Wide rows
+/// are read from memory at a random place each, and the hardware prefetcher catches a row's
+/// stream only after its first lines (docs/performance.md, "Wide reductions in parts").
+const WIDE_LINES: usize = 64;
+
 /// The elements of a destination row piece that [`RowsWide`] widens at a time: 4 KB of `f32`
 /// on the stack, which stay in the first-level cache while the segment's sources are added.
 const WIDE_CHUNK: usize = 1024;
@@ -1922,11 +1928,6 @@ impl<T: Element> SegmentUpdate for RowsWide<'_, T> {
         let of = &self.rows;
         let [ds, ss] = of.strides;
         let line = 64 / std::mem::size_of::<T>().max(1);
-        let fetch_lines = if ss == 1 {
-            r.len().div_ceil(line).min(4)
-        } else {
-            1
-        };
         let op = self.op;
         let count = op.mean.map(|extra| (n as u64 + extra) as usize);
         let mut buf = [T::acc_zero(); WIDE_CHUNK];
@@ -1953,8 +1954,10 @@ impl<T: Element> SegmentUpdate for RowsWide<'_, T> {
                     }
                 }
                 let sp = of.src.0.offset(base[1]).cast_const();
+                let fetch_lines = if ss == 1 { len.div_ceil(line) } else { 1 };
+                let distance = (WIDE_LINES / fetch_lines).clamp(2, AHEAD);
                 for q in 0..n {
-                    if let Some(&next) = ahead.get(q + AHEAD) {
+                    if let Some(&next) = ahead.get(q + distance) {
                         let np = sp.wrapping_offset(next as isize * of.sstride + c0 as isize * ss);
                         for l in 0..fetch_lines {
                             super::prefetch(np.wrapping_add(l * line));
