@@ -572,7 +572,14 @@ pub fn call_grad_with(
     let with_result =
         policy.is_none() && (legacy || matches!(op, "scatter_reduce" | "index_reduce"));
     let forward = if matches!(op, "sort" | "topk") || with_result {
-        let forward = call(op, args, inputs)?;
+        // A gradient's forward call fails in the gradient's name, as the CPU library's does.
+        let forward = call(op, args, inputs).map_err(|e| {
+            if with_result {
+                gather::backend::grad_forward_error(op, e)
+            } else {
+                e
+            }
+        })?;
         // The legacy reduce runs through scatter_reduce's gradient: its grad_output is checked
         // here, in the words of the CPU library's legacy gradients.
         if legacy {

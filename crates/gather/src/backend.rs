@@ -18,6 +18,20 @@ use crate::ops::{check_index_fits, check_index_rank};
 pub use crate::grad::output::GradOutputOf;
 pub use crate::index::Bounds;
 
+/// The error of the forward call that a gradient of `op` makes for the forward's output
+/// (`scatter_reduce`, `index_reduce`, the legacy `scatter(reduce=)`), named as the gradient's own
+/// checks name their errors: `grad::op: ...`, with the kind, hint, index value and coordinate
+/// kept.
+///
+/// ```
+/// let e = gather::backend::check_gather("scatter_reduce", &[2], 3, &[1]).unwrap_err();
+/// let e = gather::backend::grad_forward_error("scatter_reduce", e);
+/// assert!(e.message().starts_with("grad::scatter_reduce: "), "{}", e.message());
+/// ```
+pub fn grad_forward_error(op: &str, e: Error) -> Error {
+    crate::error::in_grad(op, e)
+}
+
 /// The checks of `gather(input, dim, index)` before the index's values are read: the normalised
 /// dim, or `None` when the index is empty (the output is then empty and nothing else is checked).
 ///

@@ -211,12 +211,12 @@ pub(crate) fn prefixed(op: &str, e: Error) -> Error {
     out
 }
 
-/// `e` with its message's leading `from: ` spelled `to: `, all else kept: the error of a
-/// forward call that a gradient makes, named as the gradient.
-#[cfg(feature = "dynamic")]
-pub(crate) fn renamed(from: &str, to: &str, mut e: Error) -> Error {
-    if let Some(rest) = e.message.strip_prefix(from).filter(|r| r.starts_with(':')) {
-        e.message = format!("{to}{rest}");
+/// `e` of the forward call that a gradient of `op` makes (for its output), named as the gradient:
+/// its message's leading `op: ` spelled `grad::op: `, all else kept.
+#[cfg(any(feature = "backend", feature = "dynamic"))]
+pub(crate) fn in_grad(op: &str, mut e: Error) -> Error {
+    if let Some(rest) = e.message.strip_prefix(op).filter(|r| r.starts_with(':')) {
+        e.message = format!("grad::{op}{rest}");
     }
     e
 }

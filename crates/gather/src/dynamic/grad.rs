@@ -209,12 +209,6 @@ fn gather_f32_i32(
     )
 }
 
-/// The error of the forward call whose output a gradient of `op` needs, named as the
-/// gradient (`grad::op`), as the gradient's own checks name it.
-fn in_grad(op: &str, e: Error) -> Error {
-    crate::error::renamed(op, &format!("grad::{op}"), e)
-}
-
 fn no_grad(op: &str) -> Error {
     if super::OPS.iter().any(|(n, _)| *n == op) {
         Error::invalid(format!(
@@ -336,13 +330,14 @@ fn indexed<T: GradFloat + TensorElem, I: IndexElem>(
             Ok(vec![named("grad_input", grad::index_fill(g, dim, index)?)])
         }
         "index_reduce" => {
-            let reduce = parse_index_reduce(args.str("reduce")?)?;
+            let reduce = parse_index_reduce(args.str("reduce")?)
+                .map_err(|e| crate::error::in_grad("index_reduce", e))?;
             let include_self = args.bool_or("include_self", true)?;
             let dim = args.dim()?;
             let source = source()?;
             vector("grad::index_reduce", x.shape(), dim)?;
             let out = crate::index_reduce(x, dim, index, &source, reduce, include_self)
-                .map_err(|e| in_grad("index_reduce", e))?;
+                .map_err(|e| crate::error::in_grad("index_reduce", e))?;
             pair(grad::index_reduce_with(
                 g,
                 x,
@@ -499,7 +494,7 @@ fn scatter_family<T: GradFloat + TensorElem, I: IndexElem>(
                 (true, Some(r)) => {
                     let src = src()?;
                     let out = crate::ops::scatter::scatter_legacy(x, dim, index, &src, r)
-                        .map_err(|e| in_grad("scatter", e))?;
+                        .map_err(|e| crate::error::in_grad("scatter", e))?;
                     pair(grad::scatter_legacy(g, x, dim, index, &src, r, &out)?)
                 }
                 (false, None) => Ok(vec![named(
@@ -509,7 +504,7 @@ fn scatter_family<T: GradFloat + TensorElem, I: IndexElem>(
                 (false, Some(r)) => {
                     let value = T::from_scalar(args.scalar("value")?)?;
                     let out = crate::ops::scatter::scatter_legacy(x, dim, index, value, r)
-                        .map_err(|e| in_grad("scatter", e))?;
+                        .map_err(|e| crate::error::in_grad("scatter", e))?;
                     Ok(vec![named(
                         "grad_input",
                         grad::scatter_value_legacy(g, x, dim, index, value, r, &out)?,
@@ -523,7 +518,7 @@ fn scatter_family<T: GradFloat + TensorElem, I: IndexElem>(
             let reduce: Reduce = args.str("reduce")?.parse()?;
             let include_self = args.bool_or("include_self", true)?;
             let out = crate::scatter_reduce(x, dim, index, &src, reduce, include_self)
-                .map_err(|e| in_grad("scatter_reduce", e))?;
+                .map_err(|e| crate::error::in_grad("scatter_reduce", e))?;
             pair(grad::scatter_reduce_with(
                 g,
                 x,

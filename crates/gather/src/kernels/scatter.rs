@@ -582,12 +582,13 @@ impl<I: IndexElem> Target<'_, '_, I> {
         }
     }
 
-    /// [`Target::reduce`] of `f16`/`bf16` updates that accumulate in `T::Acc` (`f32`), so that
-    /// each destination element rounds once: block by block of the part of `dst` the positions
-    /// reach, each block widened into a buffer that stays in the caches, reduced there, divided
-    /// by its contributor counts for a `mean` (`Some(extra)`: added to each count; `self`
-    /// included or not) and rounded back. Blocks cut an axis off `dim`, where destinations
-    /// never coincide, so that the blocks run in parallel and each is the serial loop's result.
+    /// [`Target::reduce`] of the sum, product or mean `op` accumulated in `T::Acc` (`f32` for
+    /// `f16`/`bf16`, so that each destination element rounds once; the type itself for the
+    /// float means): a row index a row piece at a time ([`RowsWide`]), any other block by block
+    /// of the part of `dst` the positions reach, each block widened into a buffer that stays in
+    /// the caches, reduced there, divided by its contributor counts for a mean, and rounded
+    /// back. Blocks cut an axis off `dim`, where destinations never coincide, so that the
+    /// blocks run in parallel and each is the serial loop's result.
     ///
     /// ```text
     /// dst [f16; rows x 8]  --block of rows-->  buf [f32]  --reduce--> buf  --round--> dst

@@ -177,6 +177,43 @@ mod tests {
     use ndarray::{Array3, s};
 
     #[test]
+    fn zip2_runs_hands_over_adjacent_runs_single_elements_and_a_0d_array() {
+        // Rows of a strip (adjacent in both): one run per row, in row-major order.
+        let mut big = Array3::<i64>::zeros((2, 3, 8));
+        let src = Array3::from_shape_fn((2, 3, 4), |(a, b, c)| (a * 100 + b * 10 + c) as i64);
+        let mut lens = Vec::new();
+        let mut strip = big.slice_mut(s![.., .., 2..6]).into_dyn();
+        zip2_runs(&mut strip, &src.view().into_dyn(), |x, y| {
+            lens.push(x.len());
+            x.copy_from_slice(y);
+        });
+        assert_eq!(lens, [4; 6]);
+        assert_eq!(big.slice(s![.., .., 2..6]), src);
+        assert!(big.slice(s![.., .., ..2]).iter().all(|&v| v == 0));
+        // A transposed partner: one element at a time, every position once.
+        let t = src.t().to_owned();
+        let mut out = Array3::<i64>::zeros((4, 3, 2));
+        let mut calls = 0;
+        zip2_runs(
+            &mut out.view_mut().into_dyn(),
+            &src.t().into_dyn(),
+            |x, y| {
+                calls += x.len();
+                x.copy_from_slice(y);
+            },
+        );
+        assert_eq!((out, calls), (t, 24));
+        // A 0-d array is one run of one element.
+        let mut a = ndarray::arr0(1i64).into_dyn();
+        zip2(
+            &mut a.view_mut(),
+            &ndarray::arr0(5i64).into_dyn().view(),
+            |x, &y| *x += y,
+        );
+        assert_eq!(a[[]], 6);
+    }
+
+    #[test]
     fn zips_visit_each_position_once_with_its_partners_in_any_layout() {
         let x = Array3::from_shape_fn((5, 4, 6), |(a, b, c)| (a * 100 + b * 10 + c) as i64);
         let xt = x.t().as_standard_layout().into_owned();
