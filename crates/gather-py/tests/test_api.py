@@ -262,6 +262,10 @@ def test_gradient_errors_name_the_gradient_with_the_numbers_of_the_forward_check
             call()
         assert str(e.value).startswith(f"{name}: index "), str(e.value)
         assert e.value.index_value in (5, 7)
+    # A negative value's hint names the gradient too, as every gradient's does.
+    with pytest.raises(gather.IndexOutOfBoundsError) as e:
+        gather.grad.scatter_reduce(go, x, 0, np.array([[0, -5, 1, 2]]), src, "sum")
+    assert "hint: grad::scatter_reduce does not wrap" in str(e.value), str(e.value)
 
 
 def test_the_gil_is_released_during_the_kernels():

@@ -212,11 +212,17 @@ pub(crate) fn prefixed(op: &str, e: Error) -> Error {
 }
 
 /// `e` of the forward call that a gradient of `op` makes (for its output), named as the gradient:
-/// its message's leading `op: ` spelled `grad::op: `, all else kept.
+/// its message's leading `op: ` spelled `grad::op: `, and a hint that starts with the op's name
+/// (`op does not wrap ...`) with `grad::op`, all else kept.
 #[cfg(any(feature = "backend", feature = "dynamic"))]
 pub(crate) fn in_grad(op: &str, mut e: Error) -> Error {
     if let Some(rest) = e.message.strip_prefix(op).filter(|r| r.starts_with(':')) {
         e.message = format!("grad::{op}{rest}");
+    }
+    if let Some(h) = &e.hint
+        && let Some(rest) = h.strip_prefix(op).filter(|r| r.starts_with(' '))
+    {
+        e.hint = Some(format!("grad::{op}{rest}"));
     }
     e
 }

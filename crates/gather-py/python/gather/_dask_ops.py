@@ -1101,7 +1101,7 @@ def _grad_index_add(v):
 def _grad_scatter_reduce(v):
     x, index, src, g = _lifted(v["input"], v["index"], v["src"], v["grad_output"])
     d = v["dim"] % x.ndim
-    index = _validated(index, "scatter_reduce", "gather", _along_dim(d, x.shape[d]), _READ_OF[v["bounds"]])
+    index = _validated(index, "grad::scatter_reduce", "gather", _along_dim(d, x.shape[d]), _READ_OF[v["bounds"]])
     block = src[tuple(slice(0, n) for n in index.shape)]
     gi, gs = _reduce_grads(g, x, d, index, block, v, one_d=False)
     return (gi.astype(x.dtype).reshape(np.shape(v["input"])),
@@ -1109,7 +1109,7 @@ def _grad_scatter_reduce(v):
 
 
 def _grad_index_reduce(v):
-    x, index, source, d = _index_operands(v, "index_reduce")
+    x, index, source, d = _index_operands(v, "grad::index_reduce")
     g = _dask(v["grad_output"]).reshape(x.shape)
     gi, gs = _reduce_grads(g, x, d, index, source, v, one_d=True)
     return (gi.astype(x.dtype).reshape(np.shape(v["input"])),
