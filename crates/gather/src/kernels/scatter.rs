@@ -533,14 +533,13 @@ impl<I: IndexElem> Target<'_, '_, I> {
     /// Whether [`Target::reduce_wide`] runs this target in parts (a row at a time, or blocks
     /// off `dim`), rather than on one block of everything.
     pub(crate) fn reduces_in_parts(&self, src: &[usize]) -> bool {
-        let region = self.positions(src);
         let dim = self.dim();
         let rows = match *self {
             Target::Index { index, .. } => is_row_index(index.view(), dim),
             Target::Rows { ids, .. } => src.get(dim) == Some(&ids.len()),
             Target::Checking { .. } => false,
         };
-        rows || (0..region.len()).any(|a| a != dim && region[a] > 1)
+        rows || wide_blocks(self.positions(src), dim, 1).is_some()
     }
 
     /// `f` of this target with its positions cut to `range` along `axis` (all of them for

@@ -111,21 +111,10 @@ pub(crate) fn map<A, B>(a: &ArrayView<'_, A, IxDyn>, mut f: impl FnMut(&A) -> B)
     }
     let mut out = Vec::with_capacity(a.len());
     let pa = a.as_ptr();
-    let nest = Nest::<1>::new(a.shape(), [a.strides()], None);
-    if nest.inner.strides == [1] {
-        nest.for_each_serial(|[oa], r| {
-            // SAFETY: a run of positions of `a`, contiguous (inner stride 1), inside the view;
-            // only read.
-            let x = unsafe { std::slice::from_raw_parts(pa.offset(oa).add(r.start), r.len()) };
-            out.extend(x.iter().map(&mut f));
-        });
-    } else {
-        // SAFETY: `walk` gives the offset of a position of `a`'s shape, inside the view; only
-        // read.
-        walk(a.shape(), [a.strides()], |[oa]| {
-            out.push(f(unsafe { &*pa.offset(oa) }))
-        });
-    }
+    // SAFETY: `walk` gives the offset of a position of `a`'s shape, inside the view; only read.
+    walk(a.shape(), [a.strides()], |[oa]| {
+        out.push(f(unsafe { &*pa.offset(oa) }))
+    });
     ArrayD::from_shape_vec(a.raw_dim(), out).expect("one value per position")
 }
 
