@@ -31,7 +31,7 @@
 //! threads.
 
 use ndarray::{
-    Array, Array1, ArrayBase, ArrayD, ArrayView, ArrayViewMut, Axis, Data, DataMut, Dimension,
+    Array1, ArrayBase, ArrayD, ArrayView, ArrayView1, ArrayViewMut, Axis, Data, DataMut, Dimension,
     IxDyn,
 };
 
@@ -87,21 +87,140 @@ fn parallel_leaf(n: usize) -> Option<usize> {
     (n >= 2 * GRAIN && threads > 1).then(|| (n / (threads * 8)).max(GRAIN))
 }
 
-fn count_true(mask: &ArrayView<'_, bool, IxDyn>) -> usize {
-    match mask.as_slice_memory_order() {
-        Some(s) => s.iter().filter(|&&m| m).count(),
-        None => mask.iter().filter(|&&m| m).count(),
+fn count_true(mask: ArrayView<'_, bool, IxDyn>) -> usize {
+    if let Some(s) = mask.as_slice_memory_order() {
+        return s.iter().filter(|&&m| m).count();
+    }
+    let mask = at_least_1d(mask);
+    let last = Axis(mask.ndim() - 1);
+    let count = |s: &[bool]| s.iter().filter(|&&m| m).count();
+    mask.lanes(last)
+        .into_iter()
+        .map(|l| {
+            l.as_slice()
+                .map_or_else(|| l.iter().filter(|&&m| m).count(), count)
+        })
+        .sum()
+}
+
+/// `a` itself, or a 0-d `a` as one element of 1-d: the loops below walk lanes along the last
+/// axis. A mask broadcast along rows (stride 0 on the axes before) is a slice in each lane,
+/// where the iterators over the whole view paid their dynamic-rank stepping per element.
+fn at_least_1d<A>(a: ArrayView<'_, A, IxDyn>) -> ArrayView<'_, A, IxDyn> {
+    if a.ndim() > 0 {
+        return a;
+    }
+    a.into_shape_with_order(IxDyn(&[1])).expect("one element")
+}
+
+/// Appends the elements of `x` where `m` is set, in row-major order, to `out`.
+fn select_piece<T: Copy>(x: ArrayView<'_, T, IxDyn>, m: ArrayView<'_, bool, IxDyn>, out: &mut [T]) {
+    let mut k = 0;
+    if let (Some(xs), Some(ms)) = (x.as_slice(), m.as_slice()) {
+        select_run(xs, ms, out, &mut k);
+        return;
+    }
+    let (x, m) = (at_least_1d(x), at_least_1d(m));
+    let last = Axis(x.ndim() - 1);
+    for (xl, ml) in x.lanes(last).into_iter().zip(m.lanes(last)) {
+        match (xl.as_slice(), ml.as_slice()) {
+            (Some(xs), Some(ms)) => select_run(xs, ms, out, &mut k),
+            // A mask broadcast along the lane (a column of it): all of the lane or none.
+            _ if ml.strides()[0] == 0 => {
+                if ml[0] {
+                    for (o, &v) in out[k..k + xl.len()].iter_mut().zip(xl) {
+                        *o = v;
+                    }
+                    k += xl.len();
+                }
+            }
+            _ => {
+                for (&v, &on) in xl.iter().zip(ml.iter()) {
+                    if on {
+                        out[k] = v;
+                        k += 1;
+                    }
+                }
+            }
+        }
     }
 }
 
-fn select_serial<T: Copy>(
-    x: &ArrayView<'_, T, IxDyn>,
-    m: &ArrayView<'_, bool, IxDyn>,
-    out: &mut Vec<T>,
-) {
-    match (x.as_slice(), m.as_slice()) {
-        (Some(xs), Some(ms)) => out.extend(xs.iter().zip(ms).filter(|&(_, &m)| m).map(|(&v, _)| v)),
-        _ => out.extend(x.iter().zip(m.iter()).filter(|&(_, &m)| m).map(|(&v, _)| v)),
+/// `out[k..]` takes the elements of `xs` where `ms` is set, `k` advancing past them. Every
+/// element is stored at `out[k]` and a set one moves `k` on: a store and an add where a branch
+/// on each (random) mask value mispredicted half the time. `out` has exactly one slot per set
+/// value, so an element past the last slot is an unset one and is not stored.
+fn select_run<T: Copy>(xs: &[T], ms: &[bool], out: &mut [T], k: &mut usize) {
+    let mut j = *k;
+    for (&v, &on) in xs.iter().zip(ms) {
+        if let Some(o) = out.get_mut(j) {
+            *o = v;
+        }
+        j += on as usize;
+    }
+    *k = j;
+}
+
+/// Writes `src`'s elements in order to the positions of `d` where `m` is set, in row-major
+/// order; `src` holds at least as many elements as `m` has set values.
+fn scatter_piece<T: Copy>(d: ArrayViewMut<'_, T, IxDyn>, m: ArrayView<'_, bool, IxDyn>, src: &[T]) {
+    let mut k = 0;
+    let mut d = d;
+    if let (true, Some(ms)) = (d.is_standard_layout(), m.as_slice()) {
+        let ds = d.as_slice_mut().expect("a standard-layout view is a slice");
+        scatter_run(ds, ms, src, &mut k);
+        return;
+    }
+    let mut d = if d.ndim() > 0 {
+        d
+    } else {
+        d.into_shape_with_order(IxDyn(&[1])).expect("one element")
+    };
+    let m = at_least_1d(m);
+    let last = Axis(d.ndim() - 1);
+    for (mut dl, ml) in d.lanes_mut(last).into_iter().zip(m.lanes(last)) {
+        match (dl.as_slice_mut(), ml.as_slice()) {
+            (Some(ds), Some(ms)) => scatter_run(ds, ms, src, &mut k),
+            _ if ml.strides()[0] == 0 => {
+                if ml[0] {
+                    let len = dl.len();
+                    dl.assign(&ArrayView1::from(&src[k..k + len]));
+                    k += len;
+                }
+            }
+            _ => {
+                for (o, &on) in dl.iter_mut().zip(ml.iter()) {
+                    if on {
+                        *o = src[k];
+                        k += 1;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `ds[p] = src[k++]` where `ms[p]` is set: a select instead of a branch on each (random) mask
+/// value. `src[k]` exists wherever the mask is set (its set values were counted).
+fn scatter_run<T: Copy>(ds: &mut [T], ms: &[bool], src: &[T], k: &mut usize) {
+    let mut j = *k;
+    for (o, &on) in ds.iter_mut().zip(ms) {
+        let v = src.get(j).copied().unwrap_or(*o);
+        *o = if on { v } else { *o };
+        j += on as usize;
+    }
+    *k = j;
+}
+
+/// `src`'s elements in row-major order: its own memory where it is in standard layout, else a
+/// copy (the copy kernel's, in parallel).
+fn row_major<'a, T: Element>(src: &'a ArrayView<'_, T, IxDyn>) -> std::borrow::Cow<'a, [T]> {
+    match src.as_slice() {
+        Some(s) => std::borrow::Cow::Borrowed(s),
+        None => std::borrow::Cow::Owned(crate::kernels::copy::copy_into(
+            src,
+            Vec::with_capacity(src.len()),
+        )),
     }
 }
 
@@ -146,13 +265,13 @@ where
         }
     };
     let Some(leaf) = parallel_leaf(xb.len()) else {
-        let mut out = Vec::new();
-        select_serial(&xb, &mb, &mut out);
+        let mut out = vec![T::default(); count_true(mb.view())];
+        select_piece(xb, mb, &mut out);
         return Ok(Array1::from_vec(out));
     };
     let mut parts = Vec::new();
     pieces(xb, mb, leaf, &mut parts);
-    let counts = par_map(parts.len(), |i| count_true(&parts[i].1));
+    let counts = par_map(parts.len(), |i| count_true(parts[i].1.view()));
     let mut out = vec![T::default(); counts.iter().sum()];
     let mut slots: Vec<&mut [T]> = Vec::with_capacity(parts.len());
     let mut rest = &mut out[..];
@@ -162,10 +281,7 @@ where
         rest = tail;
     }
     let work: Vec<_> = parts.into_iter().zip(slots).collect();
-    par_each(work, |((x, m), slot)| {
-        let it = x.iter().zip(m.iter()).filter(|&(_, &m)| m).map(|(&v, _)| v);
-        slot.iter_mut().zip(it).for_each(|(o, v)| *o = v);
-    });
+    par_each(work, |((x, m), slot)| select_piece(x, m, slot));
     Ok(Array1::from_vec(out))
 }
 
@@ -216,64 +332,30 @@ where
     let self_shape = dst.shape().to_vec();
     let short = |ones: usize| source_short(src.shape(), ones, &self_shape);
     let d = dst.view_mut().into_dyn();
-    match (parallel_leaf(d.len()), src.as_slice()) {
-        (Some(leaf), Some(sv)) => {
-            let mut parts = Vec::new();
-            pieces(d, mb, leaf, &mut parts);
-            let counts = par_map(parts.len(), |i| count_true(&parts[i].1));
-            let ones: usize = counts.iter().sum();
-            if ones > sv.len() {
-                return Err(short(ones));
-            }
-            let mut starts = Vec::with_capacity(counts.len());
-            let mut acc = 0;
-            for &c in &counts {
-                starts.push(acc);
-                acc += c;
-            }
-            let work: Vec<_> = parts.into_iter().zip(starts).collect();
-            par_each(work, |((mut d, m), start)| {
-                let src = &sv[start..];
-                if d.is_standard_layout() && m.is_standard_layout() {
-                    // Slices, and a select instead of a branch on each (random) mask value:
-                    // the dynamic-rank iterators and the mispredicted branch took most of the
-                    // call. `src[k]` exists wherever the mask is set (its ones were counted).
-                    let ds = d.as_slice_mut().expect("a standard-layout view is a slice");
-                    let ms = m.as_slice().expect("a standard-layout view is a slice");
-                    let mut k = 0;
-                    for (o, &on) in ds.iter_mut().zip(ms) {
-                        let v = src.get(k).copied().unwrap_or(*o);
-                        *o = if on { v } else { *o };
-                        k += on as usize;
-                    }
-                    return;
-                }
-                let mut s = src.iter();
-                for (o, &on) in d.iter_mut().zip(m.iter()) {
-                    if on {
-                        if let Some(&v) = s.next() {
-                            *o = v;
-                        }
-                    }
-                }
-            });
+    let Some(leaf) = parallel_leaf(d.len()) else {
+        let ones = count_true(mb.view());
+        if ones > src.len() {
+            return Err(short(ones));
         }
-        _ => {
-            let ones = count_true(&mb);
-            if ones > src.len() {
-                return Err(short(ones));
-            }
-            let mut d = d;
-            let mut s = src.iter();
-            for (o, &on) in d.iter_mut().zip(mb.iter()) {
-                if on {
-                    if let Some(&v) = s.next() {
-                        *o = v;
-                    }
-                }
-            }
-        }
+        scatter_piece(d, mb, &row_major(&src));
+        return Ok(());
+    };
+    let mut parts = Vec::new();
+    pieces(d, mb, leaf, &mut parts);
+    let counts = par_map(parts.len(), |i| count_true(parts[i].1.view()));
+    let ones: usize = counts.iter().sum();
+    if ones > src.len() {
+        return Err(short(ones));
     }
+    let sv = row_major(&src);
+    let mut starts = Vec::with_capacity(counts.len());
+    let mut acc = 0;
+    for &c in &counts {
+        starts.push(acc);
+        acc += c;
+    }
+    let work: Vec<_> = parts.into_iter().zip(starts).collect();
+    par_each(work, |((d, m), start)| scatter_piece(d, m, &sv[start..]));
     Ok(())
 }
 
@@ -312,8 +394,7 @@ where
             mask.shape(),
         ));
     };
-    let mut out: ArrayD<T> = Array::from_shape_vec(IxDyn(&shape), xb.iter().copied().collect())
-        .expect("broadcast shape");
+    let mut out: ArrayD<T> = crate::kernels::copy::owned(&xb);
     masked_scatter_inplace(&mut out, mask, source)?;
     Ok(out)
 }
@@ -660,7 +741,7 @@ mod tests {
         });
         assert_eq!(a, b);
         assert_eq!(masked_select(&a.t(), &m).unwrap(), src);
-        // A non-contiguous source takes the serial path and gives the same result.
+        // A non-contiguous source (copied in row-major order first) gives the same result.
         let src2 = ndarray::Array2::from_shape_fn((want.len(), 2), |(k, _)| -(k as i64));
         let mut c = x.clone();
         masked_scatter_inplace(&mut c.view_mut().reversed_axes(), &m, &src2.column(0)).unwrap();
@@ -686,6 +767,43 @@ mod tests {
             let mut e = x.clone();
             pool.install(|| masked_scatter_inplace(&mut e, &full, &src3).unwrap());
             assert_eq!(e, want3, "{threads} threads");
+        }
+        // A mask broadcast along the rows (one row of it, as 2-d and as 1-d), over a standard and
+        // a transposed dst: lanes whose mask is a slice, against a plain loop.
+        let row = Array2::from_shape_fn((1, 700), |_| rng.below(2) == 0);
+        let per_row = row.iter().filter(|&&b| b).count();
+        let src4 = ndarray::Array1::from_shape_fn(300 * per_row + 1, |k| -7 - k as i64);
+        let xt_owned = x.t().to_owned();
+        for mask in [row.view().into_dyn(), row.row(0).into_dyn()] {
+            for dst in [x.view(), xt_owned.t()] {
+                let mut k = 0;
+                let want4 = Array2::from_shape_fn((300, 700), |(i, j)| {
+                    if row[[0, j]] {
+                        k += 1;
+                        src4[k - 1]
+                    } else {
+                        dst[[i, j]]
+                    }
+                });
+                let picked: Vec<i64> = dst
+                    .indexed_iter()
+                    .filter(|((_, j), _)| row[[0, *j]])
+                    .map(|(_, &v)| v)
+                    .collect();
+                for threads in [1, 3] {
+                    let pool = rayon::ThreadPoolBuilder::new()
+                        .num_threads(threads)
+                        .build()
+                        .unwrap();
+                    let got = pool.install(|| masked_scatter(&dst, &mask, &src4).unwrap());
+                    assert_eq!(got, want4.clone().into_dyn(), "{threads} threads");
+                    let mut e = dst.to_owned();
+                    pool.install(|| masked_scatter_inplace(&mut e, &mask, &src4).unwrap());
+                    assert_eq!(e, want4, "{threads} threads");
+                    let sel = pool.install(|| masked_select(&dst, &mask).unwrap());
+                    assert_eq!(sel.to_vec(), picked, "{threads} threads");
+                }
+            }
         }
     }
 
