@@ -22,7 +22,7 @@ use ndarray::{ArrayView, ArrayViewMut, IxDyn};
 use super::words::{self, Plain, Word};
 use super::{SharedPtr, checked_position, position};
 use crate::index::{Bounds, CheckedIndex, IndexElem};
-use crate::plan::Nest;
+use crate::plan::{GRAIN, Nest, par_for};
 
 /// Maps row-major flat positions of an array to memory offsets (in elements, relative to the
 /// array's first element).
@@ -297,8 +297,10 @@ where
     flag
 }
 
-/// `update(&mut dst.flatten()[index[q]], src.flatten()[q])` for every `q`, serially in row-major
-/// order of the index (and of `src`, which is read in its own row-major order).
+/// `update(&mut dst.flatten()[index[q]], src.flatten()[q])` for every `q`; the updates of each
+/// position in the row-major order of the index (and of `src`, which is read in its own
+/// row-major order), as a serial loop would apply them. A large call into a destination past the
+/// caches runs in parallel, cut by ranges of destination positions (see `put_with`).
 ///
 /// `reads`: the update reads the destination element (an accumulation), so that a destination
 /// past the caches is requested ahead; a plain write is not (a store miss waits in the store
@@ -311,11 +313,12 @@ pub(crate) fn put<A, T, I, F>(
     index: &CheckedIndex<'_, I>,
     src: &ArrayView<'_, T, IxDyn>,
     reads: bool,
-    mut update: F,
+    update: F,
 ) where
-    T: Copy,
+    A: Copy + Default + Send + Sync,
+    T: Copy + Sync,
     I: IndexElem,
-    F: FnMut(&mut A, T),
+    F: Fn(&mut A, T) + Sync,
 {
     assert_eq!(
         index.size(),
@@ -332,32 +335,110 @@ pub(crate) fn put<A, T, I, F>(
         return;
     }
     let layout = FlatLayout::new(dst.shape(), dst.strides());
-    let base = dst.as_mut_ptr();
-    let (bounds, size) = (index.bounds(), index.size());
-    let mut write = |v: I, s: T| {
-        let p = position(bounds, v.to_i64(), size) as usize;
-        // SAFETY: `v` was checked against `dst.len()`, so `p < dst.len()` and `layout.offset(p)`
-        // is the memory offset of an element of `dst` (see `FlatLayout`). `dst` is borrowed
-        // mutably for the whole call and this loop is serial, so the reference is unique while
-        // `update` runs.
-        unsafe { update(&mut *base.offset(layout.offset(p)), s) }
+    let random = dst.len().saturating_mul(std::mem::size_of::<A>()) >= super::RANDOM_BYTES;
+    let at = PutAt {
+        base: SharedPtr(dst.as_mut_ptr()),
+        bounds: index.bounds(),
+        size: index.size(),
+        ahead: (reads && random).then_some(super::PREFETCH_DISTANCE),
+        parts: if random && idx.len() >= 2 * GRAIN {
+            rayon::current_num_threads().min(PUT_PARTS)
+        } else {
+            1
+        },
     };
-    match (idx.as_slice(), src.as_slice()) {
-        (Some(iv), Some(sv)) => {
-            assert_eq!(iv.len(), sv.len(), "put kernel: index and src sizes differ");
-            // A destination past the caches is a miss per update: the element PREFETCH_DISTANCE
-            // positions ahead is requested, as the gathers do.
-            let random = dst.len().saturating_mul(std::mem::size_of::<A>()) >= super::RANDOM_BYTES;
-            let ahead = (reads && random).then_some(super::PREFETCH_DISTANCE);
-            super::walk_ahead!(0..iv.len(), ahead, |q, next| {
-                if let Some(n) = next {
-                    let p = position(bounds, iv[n].to_i64(), size) as usize;
-                    super::prefetch(base.wrapping_offset(layout.offset(p)).cast_const());
-                }
-                write(iv[q], sv[q]);
-            });
-        }
-        _ => idx.iter().zip(src.iter()).for_each(|(&v, &s)| write(v, s)),
+    // A contiguous (or one-axis) dst addresses position `p` without the division by the axis
+    // length that the general layout does per element.
+    match layout.axes.as_slice() {
+        [] => put_with(&at, idx, src, update, |_| 0),
+        &[(_, stride)] => put_with(&at, idx, src, update, move |p| p as isize * stride),
+        _ => put_with(&at, idx, src, update, |p| layout.offset(p)),
+    }
+}
+
+/// The most tasks a large [`put`] is cut into. Each task reads the whole index and writes its own
+/// range of `dst`'s positions; more tasks would each spend more on reading than on writing.
+const PUT_PARTS: usize = 8;
+
+/// Where [`put`] writes: `dst`'s first element, how index values become positions, how far ahead
+/// destinations are requested (`None`: not at all), and into how many ranges of positions,
+/// each its own task, the writes are cut.
+struct PutAt<A> {
+    base: SharedPtr<A>,
+    bounds: Bounds,
+    size: usize,
+    ahead: Option<usize>,
+    parts: usize,
+}
+
+/// [`put`]'s loops, with `offset` mapping a flat position of `dst` to its memory offset.
+///
+/// A contiguous index and src are cut by destination, not by index: task `t` walks the whole
+/// index in order and applies the updates whose position falls in its range `lo..lo + span` of
+/// `dst`'s positions. Every position then takes its updates in index order from one task, as
+/// in the serial loop (the last write wins, sums add in index order), whatever the number of
+/// tasks. An update outside the task's range goes to a scratch slot instead of being skipped,
+/// a select of the address where a branch on each (random) position mispredicted.
+fn put_with<A, T, I, F, O>(
+    at: &PutAt<A>,
+    idx: &ArrayView<'_, I, IxDyn>,
+    src: &ArrayView<'_, T, IxDyn>,
+    update: F,
+    offset: O,
+) where
+    A: Copy + Default + Send + Sync,
+    T: Copy + Sync,
+    I: IndexElem,
+    F: Fn(&mut A, T) + Sync,
+    O: Fn(usize) -> isize + Sync,
+{
+    let (base, bounds, size) = (at.base, at.bounds, at.size);
+    let (Some(iv), Some(sv)) = (idx.as_slice(), src.as_slice()) else {
+        idx.iter().zip(src.iter()).for_each(|(&v, &s)| {
+            let p = position(bounds, v.to_i64(), size) as usize;
+            // SAFETY: `v` was checked against `dst.len()`, so `p < dst.len()` and `offset(p)` is
+            // the memory offset of an element of `dst` (see `FlatLayout`). `dst` is borrowed
+            // mutably for the whole call of `put` and this loop is serial, so the reference is
+            // unique while `update` runs.
+            unsafe { update(&mut *base.0.offset(offset(p)), s) }
+        });
+        return;
+    };
+    assert_eq!(iv.len(), sv.len(), "put kernel: index and src sizes differ");
+    let span = size.div_ceil(at.parts);
+    let part = |t: usize| {
+        // The whole `SharedPtr` (a closure naming `base.0` would capture the raw pointer alone).
+        let dst = base;
+        let lo = t * span;
+        let mut scratch = [A::default(); 8];
+        let spare = scratch.as_mut_ptr();
+        let target = |q: usize| {
+            let p = position(bounds, iv[q].to_i64(), size) as usize;
+            let mine = p.wrapping_sub(lo) < span;
+            // In bounds either way: `p < size`, the checked index's bound, is a position of
+            // `dst`, and `q % 8` a slot of `scratch`.
+            let d = dst.0.wrapping_offset(offset(p));
+            if mine { d } else { spare.wrapping_add(q % 8) }
+        };
+        // A destination past the caches is a miss per update: the element PREFETCH_DISTANCE
+        // positions ahead is requested, as the gathers do.
+        super::walk_ahead!(0..iv.len(), at.ahead, |q, next| {
+            if let Some(n) = next {
+                super::prefetch(target(n).cast_const());
+            }
+            // SAFETY: `target(q)` is the element of `dst` at position `p` (checked below
+            // `dst.len()`, addressed as `FlatLayout` does) when `p` is in this task's range,
+            // else a slot of this task's own scratch. Tasks own disjoint ranges of positions,
+            // and distinct positions are distinct elements of the (mutably borrowed, so not
+            // self-overlapping) `dst`: no element is referenced by two tasks at once, and the
+            // loop of one task is serial.
+            unsafe { update(&mut *target(q), sv[q]) }
+        });
+    };
+    if at.parts > 1 {
+        par_for(at.parts, &part);
+    } else {
+        part(0);
     }
 }
 
@@ -365,6 +446,7 @@ pub(crate) fn put<A, T, I, F>(
 mod tests {
     use super::super::sized;
     use super::*;
+    use crate::plan::GRAIN;
     use ndarray::{Array3, s};
 
     #[test]
@@ -512,6 +594,90 @@ mod tests {
                             got
                         });
                     assert!(got == want, "strides {:?} threads {threads}", v.strides());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn large_puts_apply_each_positions_updates_in_index_order_in_any_layout_and_pool() {
+        // 8 MiB of f32 and an index of 2 * GRAIN + 1 values, half of them into the first 64
+        // positions (many duplicates, some from both ends of the index): the loop cut into
+        // ranges of positions. The last write must win and sums must add in index order
+        // (bitwise: f32 additions of values of mixed magnitude), for any number of tasks.
+        let (rows, cols) = (sized(2048, 64), sized(1024, 64));
+        let n = rows * cols;
+        let m = 2 * GRAIN + 1;
+        let mut seed = 5u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            seed >> 33
+        };
+        let index: Vec<i64> = (0..m)
+            .map(|q| {
+                let r = next();
+                let v = if q % 2 == 0 { r % 64 } else { r % n as u64 } as i64;
+                if r % 3 == 0 { v - n as i64 } else { v }
+            })
+            .collect();
+        let src: Vec<f32> = (0..m)
+            .map(|_| (next() % 2001) as f32 * 0.37 - 300.0)
+            .collect();
+        let start =
+            ndarray::Array2::from_shape_fn((rows, cols), |(a, b)| ((a * 7 + b) % 13) as f32 * 1e5);
+        let index = ndarray::ArrayView1::from(&index[..]).into_dyn();
+        let src = ndarray::ArrayView1::from(&src[..]).into_dyn();
+        // dst as it is, or transposed (a layout of two axes, addressed through the division).
+        fn got_views(
+            a: &mut ndarray::Array2<f32>,
+            layout: usize,
+        ) -> ndarray::ArrayViewMutD<'_, f32> {
+            match layout {
+                1 => a.view_mut().reversed_axes().into_dyn(),
+                _ => a.view_mut().into_dyn(),
+            }
+        }
+        for accumulate in [false, true] {
+            for layout in 0..2 {
+                let mut want = start.clone();
+                {
+                    // The plain loop: flat row-major positions of the view, in index order.
+                    let mut flat: Vec<f32> = got_views(&mut want, layout).iter().copied().collect();
+                    for (&v, &s) in index.iter().zip(src.iter()) {
+                        let p = if v < 0 { v + n as i64 } else { v } as usize;
+                        flat[p] = if accumulate { flat[p] + s } else { s };
+                    }
+                    got_views(&mut want, layout)
+                        .iter_mut()
+                        .zip(flat)
+                        .for_each(|(o, v)| *o = v);
+                }
+                for threads in [1, 2, 3] {
+                    let mut got = start.clone();
+                    rayon::ThreadPoolBuilder::new()
+                        .num_threads(threads)
+                        .build()
+                        .unwrap()
+                        .install(|| {
+                            let checked = CheckedIndex::new(
+                                "put",
+                                index.clone(),
+                                0,
+                                n,
+                                crate::index::Bounds::Wrap,
+                            )
+                            .unwrap();
+                            let mut d = got_views(&mut got, layout);
+                            put(&mut d, &checked, &src, accumulate, |d: &mut f32, s: f32| {
+                                *d = if accumulate { *d + s } else { s }
+                            });
+                        });
+                    assert!(
+                        got == want,
+                        "accumulate {accumulate} layout {layout} threads {threads}"
+                    );
                 }
             }
         }
