@@ -29,29 +29,18 @@ fn copy_words<T: Word>(src: &ArrayView<'_, T, IxDyn>, mut out: Vec<T>) -> Vec<T>
     let shape = src.shape().to_vec();
     let out_strides = crate::dims::row_major_strides(&shape);
     let nest = Nest::<2>::new(&shape, [&out_strides, src.strides()], None);
-    let [os, ss] = nest.inner.strides;
-    let optr = SharedPtr(out.as_mut_ptr());
-    let sptr = SharedPtr(src.as_ptr() as *mut T);
-    nest.for_each(move |base, r| {
-        let (o, s) = (optr, sptr);
-        // SAFETY: `base + j * stride` for `j` in the inner range are offsets of positions of the
-        // source's shape: inside the source view (ndarray vouches for its strides), and inside the
-        // output, whose strides are the row-major strides of that shape and whose capacity is
-        // `n`. The planner hands every position to exactly one task, so writes never overlap; the
-        // source is only read, and it cannot alias the freshly allocated output.
-        unsafe {
-            let op = o.0.offset(base[0]);
-            let sp = s.0.offset(base[1]).cast_const();
-            if os == 1 && ss == 1 {
-                std::ptr::copy_nonoverlapping(sp.add(r.start), op.add(r.start), r.len());
-            } else {
-                for j in r {
-                    let j = j as isize;
-                    *op.offset(j * os) = *sp.offset(j * ss);
-                }
-            }
-        }
-    });
+    // SAFETY (of the copies in `copy_nest`): `base + j * stride` for `j` in the inner range
+    // are offsets of positions of the source's shape: inside the source view (ndarray vouches for
+    // its strides), and inside the output, whose strides are the row-major strides of that shape
+    // and whose capacity is `n`. The planner hands every position to exactly one task, so writes
+    // never overlap; the source is only read, and it cannot alias the freshly allocated output.
+    unsafe {
+        copy_nest(
+            &nest,
+            SharedPtr(out.as_mut_ptr()),
+            SharedPtr(src.as_ptr() as *mut T),
+        )
+    };
     // SAFETY: the nest covers every position of the shape once, and the output offsets are the
     // row-major offsets of those positions, so each of the `n` slots was written.
     unsafe { out.set_len(n) };
@@ -82,16 +71,40 @@ fn assign_words<T: Word>(dst: &mut ArrayViewMut<'_, T, IxDyn>, src: &ArrayView<'
     }
     let shape = dst.shape().to_vec();
     let nest = Nest::<2>::new(&shape, [dst.strides(), src.strides()], None);
+    // SAFETY (of the copies in `copy_nest`): `base + j * stride` for `j` in the inner range are
+    // offsets of positions of the common shape: inside both views (ndarray vouches for their
+    // strides). Distinct positions of `dst`, a `&mut` view, are distinct memory, and the planner
+    // hands every position to one task, so writes never overlap; `src` is only read, and being
+    // borrowed while `dst` is borrowed mutably, it is not `dst`'s memory.
+    unsafe {
+        copy_nest(
+            &nest,
+            SharedPtr(dst.as_mut_ptr()),
+            SharedPtr(src.as_ptr() as *mut T),
+        )
+    };
+}
+
+/// Positions of the inner axis per tile of a transposing copy: a tile's reads (or writes) along
+/// the strided side are one line per position, kept in L1 while the tile walks the outer positions.
+const TILE: usize = 64;
+
+/// Copies every position of `nest` from operand 1 (`src`) to operand 0 (`dst`), in parallel.
+///
+/// A transposing copy, contiguous along the inner axis on one side and strided on the other, is
+/// tiled: each task walks the outer positions for one tile of the inner axis, so that the lines
+/// of the strided side that one outer position touches are still in L1 for the next, which reads
+/// (or writes) their neighbouring elements. Walking whole inner rows, every line was fetched
+/// again for each of its elements.
+///
+/// # Safety
+/// The offsets `base + j * stride` that `nest` produces must be in bounds for both pointers, the
+/// destination's distinct for distinct positions, and the source not written meanwhile.
+unsafe fn copy_nest<T: Word>(nest: &Nest<2>, dst: SharedPtr<T>, src: SharedPtr<T>) {
     let [ds, ss] = nest.inner.strides;
-    let dptr = SharedPtr(dst.as_mut_ptr());
-    let sptr = SharedPtr(src.as_ptr() as *mut T);
-    nest.for_each(move |base, r| {
-        let (d, s) = (dptr, sptr);
-        // SAFETY: `base + j * stride` for `j` in the inner range are offsets of positions of the
-        // common shape: inside both views (ndarray vouches for their strides). Distinct positions
-        // of `dst`, a `&mut` view, are distinct memory, and the planner hands every position to
-        // one task, so writes never overlap; `src` is only read, and being borrowed while `dst`
-        // is borrowed mutably, it is not `dst`'s memory.
+    let body = move |base: [isize; 2], r: std::ops::Range<usize>| {
+        let (d, s) = (dst, src);
+        // SAFETY: the function's contract.
         unsafe {
             let dp = d.0.offset(base[0]);
             let sp = s.0.offset(base[1]).cast_const();
@@ -104,7 +117,12 @@ fn assign_words<T: Word>(dst: &mut ArrayViewMut<'_, T, IxDyn>, src: &ArrayView<'
                 }
             }
         }
-    });
+    };
+    if (ds == 1) != (ss == 1) && !nest.outer.is_empty() && nest.inner.len > TILE {
+        nest.for_each_tiled(TILE, crate::plan::GRAIN, body);
+    } else {
+        nest.for_each(body);
+    }
 }
 
 #[cfg(test)]
@@ -127,6 +145,35 @@ mod tests {
             let got = copy_into(&v, Vec::with_capacity(v.len()));
             let want: Vec<i32> = v.iter().copied().collect();
             assert_eq!(got, want, "shape {:?} strides {:?}", v.shape(), v.strides());
+        }
+    }
+
+    #[test]
+    fn transposing_copies_walk_tiles_and_copy_every_position_for_any_pool() {
+        // Inner axes longer than a tile and not a multiple of it, strided on one side: the tiled
+        // walk, in parallel, for copies out of and assignments into transposed views.
+        let (rows, cols) = (sized(300, 70), sized(203, 67));
+        let x = ndarray::Array2::from_shape_fn((rows, cols), |(a, b)| (a * 1000 + b) as u16);
+        let x3 = Array3::from_shape_fn((rows, 7, cols / 7), |(a, b, c)| {
+            (a * 1000 + b * 100 + c) as u64
+        });
+        for threads in [1, 2, 3] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| {
+                let t = x.t().into_dyn();
+                assert_eq!(owned(&t), t, "{threads} threads");
+                let p = x3.view().permuted_axes([2, 0, 1]).into_dyn();
+                assert_eq!(owned(&p), p, "{threads} threads");
+                let mut back = ndarray::Array2::<u16>::zeros((cols, rows));
+                assign(
+                    &mut back.view_mut().reversed_axes().into_dyn(),
+                    &x.view().into_dyn(),
+                );
+                assert_eq!(back.t(), x, "{threads} threads");
+            });
         }
     }
 
