@@ -40,7 +40,9 @@
 //! on the same read and write kernels as `gather` and `scatter`. In-place forms check everything,
 //! bounds included, before the first write: a failed call leaves `self` exactly as it was.
 
-use ndarray::{Array, ArrayBase, ArrayView, ArrayViewMut, Axis, Data, DataMut, Dimension, IxDyn};
+use ndarray::{
+    Array, ArrayBase, ArrayView, ArrayViewMut, Axis, CowArray, Data, DataMut, Dimension, IxDyn,
+};
 
 use super::{try_to_owned, try_vec, view_1d_if_scalar};
 use crate::dims::normalize_dim;
@@ -391,6 +393,37 @@ fn as_1d<'a, T>(a: ArrayView<'a, T, IxDyn>) -> ArrayView<'a, T, IxDyn> {
     }
 }
 
+/// `source` as the `index_*` kernels read it: itself, or a row-major copy where it is large and
+/// strided along its innermost axis (a transposed view, say). The kernels walk the source along
+/// its last axis, a line per element when that axis is strided, where the copy kernel transposes
+/// by tiles (docs/performance.md, "Transposed sources of the index_* ops"). A broadcast source
+/// (a stride 0) is never copied: that would materialise the expansion.
+fn row_major_source<'a, T: Element>(
+    op: &str,
+    source: ArrayView<'a, T, IxDyn>,
+) -> Result<CowArray<'a, T, IxDyn>> {
+    let axes = || {
+        source
+            .shape()
+            .iter()
+            .zip(source.strides())
+            .filter(|(len, _)| **len > 1)
+    };
+    let strided = axes()
+        .next_back()
+        .is_some_and(|(_, s)| s.unsigned_abs() > 1);
+    let large = source.len().saturating_mul(std::mem::size_of::<T>()) >= SOURCE_COPY_MIN_BYTES;
+    if strided && large && axes().all(|(_, s)| *s != 0) {
+        return Ok(CowArray::from(try_to_owned(op, &source)?));
+    }
+    Ok(CowArray::from(source))
+}
+
+/// Sources of at least this many bytes are copied to row-major order when they are strided along
+/// their innermost axis ([`row_major_source`]): smaller ones stay in L2, whose lines a strided walk
+/// reuses.
+const SOURCE_COPY_MIN_BYTES: usize = 1 << 20;
+
 fn add_dyn<T: Element, I: IndexElem>(
     dst: ArrayViewMut<'_, T, IxDyn>,
     dim: isize,
@@ -403,7 +436,8 @@ fn add_dyn<T: Element, I: IndexElem>(
     check_index_vector(op, index.shape(), I::DTYPE)?;
     check_func_source(op, dst.shape(), d, index.len(), source.shape())?;
     let mut dst = as_1d_mut(dst);
-    let source = as_1d(source);
+    let source = row_major_source(op, as_1d(source))?;
+    let source = source.view();
     let size = dst.shape()[d];
     let a = alpha.to_acc();
     with_spread_index(
@@ -454,7 +488,8 @@ fn copy_dyn<T: Element, I: IndexElem>(
     check_index_vector(op, index.shape(), I::DTYPE)?;
     check_copy_source(dst.shape(), d, index.len(), source.shape())?;
     let mut dst = as_1d_mut(dst);
-    let source = as_1d(source);
+    let source = row_major_source(op, as_1d(source))?;
+    let source = source.view();
     let size = dst.shape()[d];
     with_spread_index(
         op,
@@ -512,7 +547,8 @@ fn reduce_dyn<T: Element, I: IndexElem>(
     check_func_source(op, dst.shape(), d, index.len(), source.shape())?;
     check_reduce_dtype(T::DTYPE, dst.ndim(), reduce, include_self)?;
     let mut dst = as_1d_mut(dst);
-    let source = as_1d(source);
+    let source = row_major_source(op, as_1d(source))?;
+    let source = source.view();
     let size = dst.shape()[d];
     with_spread_index(
         op,
@@ -1549,6 +1585,53 @@ mod tests {
     }
 
     // ---- PyTorch's worked examples and the quirks the conformance cases pin down ---------------
+
+    #[test]
+    fn large_transposed_sources_give_what_their_row_major_copies_give() {
+        // Sources past SOURCE_COPY_MIN_BYTES, transposed (copied to row-major order first) and
+        // broadcast along rows (never copied), along both dims: bitwise the results of the same
+        // values in a standard-layout source.
+        let (r, c) = (
+            crate::kernels::sized(512, 16),
+            crate::kernels::sized(600, 24),
+        );
+        let x = Array2::from_shape_fn((r, c), |(i, j)| ((i * 31 + j * 7) % 97) as f32 * 0.25 - 9.0);
+        let backing =
+            Array2::from_shape_fn((c, r), |(j, i)| ((i * 13 + j * 5) % 89) as f32 * 0.5 - 20.0);
+        let row = Array2::from_shape_fn((1, c), |(_, j)| j as f32 * 0.125 - 3.0);
+        for dim in [0usize, 1] {
+            let n = [r, c][dim];
+            let index = Array1::from_shape_fn(n, |k| ((k * 7919) % n) as i64);
+            let sources = [backing.t(), row.broadcast((r, c)).unwrap()];
+            for src in sources {
+                let standard = src.as_standard_layout().into_owned();
+                assert!(
+                    src.len() * 4 >= SOURCE_COPY_MIN_BYTES || cfg!(miri),
+                    "a source large enough to be copied"
+                );
+                let d = dim as isize;
+                for alpha in [1.0f32, 2.5] {
+                    assert_eq!(
+                        index_add(&x, d, &index, &src, alpha).unwrap(),
+                        index_add(&x, d, &index, &standard, alpha).unwrap()
+                    );
+                }
+                assert_eq!(
+                    index_copy(&x, d, &index, &src).unwrap(),
+                    index_copy(&x, d, &index, &standard).unwrap()
+                );
+                for reduce in [Reduce::Prod, Reduce::Mean, Reduce::Amax, Reduce::Amin] {
+                    for include_self in [true, false] {
+                        assert_eq!(
+                            index_reduce(&x, d, &index, &src, reduce, include_self).unwrap(),
+                            index_reduce(&x, d, &index, &standard, reduce, include_self).unwrap(),
+                            "{reduce:?} {include_self} dim {dim}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn index_select_of_a_0d_index_keeps_the_axis() {
