@@ -113,7 +113,7 @@ fn at_least_1d<A>(a: ArrayView<'_, A, IxDyn>) -> ArrayView<'_, A, IxDyn> {
     a.into_shape_with_order(IxDyn(&[1])).expect("one element")
 }
 
-/// Appends the elements of `x` where `m` is set, in row-major order, to `out`.
+/// Writes the elements of `x` where `m` is set, in row-major order, into `out` (one slot each).
 fn select_piece<T: Copy>(x: ArrayView<'_, T, IxDyn>, m: ArrayView<'_, bool, IxDyn>, out: &mut [T]) {
     let mut k = 0;
     if let (Some(xs), Some(ms)) = (x.as_slice(), m.as_slice()) {
