@@ -394,7 +394,7 @@ where
             mask.shape(),
         ));
     };
-    let mut out: ArrayD<T> = crate::kernels::copy::owned(&xb);
+    let mut out: ArrayD<T> = super::try_to_owned("masked_scatter", &xb)?;
     masked_scatter_inplace(&mut out, mask, source)?;
     Ok(out)
 }
