@@ -31,7 +31,7 @@ mod plan;
 mod xla;
 
 use ::gather as lib;
-use ::gather::dynamic::{self, Arg, Args, Tensor, TensorView, TensorViewMut, TensorViews};
+use ::gather::dynamic::{self, Arg, Args, Tensor, TensorView, TensorViewMut};
 use ::gather::grad::Parity;
 use ::gather::{ErrorKind, with_tensor};
 use half::{bf16, f16};
@@ -346,11 +346,10 @@ impl<'py> Call<'py> {
         Ok(out.into_iter().map(|(n, t)| (n, Out::Gpu(t))).collect())
     }
 
-    fn views(&self) -> TensorViews<'_> {
-        self.arrays
-            .iter()
-            .map(|(n, a)| (n.to_string(), a.view()))
-            .collect()
+    /// The arrays as the library's named inputs (a list: a map's allocations were a tenth of
+    /// a tiny call).
+    fn views(&self) -> Vec<(&'static str, TensorView<'_>)> {
+        self.arrays.iter().map(|(n, a)| (*n, a.view())).collect()
     }
 
     fn run(&self) -> PyResult<Vec<(String, Out)>> {
@@ -725,25 +724,31 @@ fn borrow_mut<'py>(
         let values = map_owned(&bits.as_array(), bf16::from_bits);
         return Ok(ArrMut::BF16Copy(bits, values));
     }
-    macro_rules! try_as {
+    macro_rules! as_ {
         ($t:ty, $v:ident) => {
-            if let Ok(x) = a.cast::<PyArrayDyn<$t>>() {
-                return x.try_readwrite().map(ArrMut::$v).map_err(borrowed);
-            }
+            a.cast::<PyArrayDyn<$t>>()
+                .ok()
+                .map(|x| x.try_readwrite().map(ArrMut::$v).map_err(borrowed))
         };
     }
-    try_as!(f32, F32);
-    try_as!(f64, F64);
-    try_as!(i64, I64);
-    try_as!(i32, I32);
-    try_as!(bool, Bool);
-    try_as!(f16, F16);
-    try_as!(u8, U8);
-    try_as!(i8, I8);
-    try_as!(i16, I16);
-    try_as!(u16, U16);
-    try_as!(u32, U32);
-    try_as!(u64, U64);
+    let found = match element(&a) {
+        Some((b'f', 4)) => as_!(f32, F32),
+        Some((b'f', 8)) => as_!(f64, F64),
+        Some((b'f', 2)) => as_!(f16, F16),
+        Some((b'i', 8)) => as_!(i64, I64),
+        Some((b'i', 4)) => as_!(i32, I32),
+        Some((b'i', 2)) => as_!(i16, I16),
+        Some((b'i', 1)) => as_!(i8, I8),
+        Some((b'u', 8)) => as_!(u64, U64),
+        Some((b'u', 4)) => as_!(u32, U32),
+        Some((b'u', 2)) => as_!(u16, U16),
+        Some((b'u', 1)) => as_!(u8, U8),
+        Some((b'b', 1)) => as_!(bool, Bool),
+        _ => None,
+    };
+    if let Some(target) = found {
+        return target;
+    }
     Err(py_error(
         py,
         "DTypeError",
@@ -845,6 +850,11 @@ fn from_dlpack<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Bound<
 
 /// Whether `obj` is a torch tensor (its type is torch's, or a subclass in torch's modules).
 pub(crate) fn is_torch(obj: &Bound<'_, PyAny>) -> bool {
+    // A NumPy array is the common argument, and its type's `__module__` is a lookup that cost
+    // a tenth of a tiny call.
+    if obj.cast::<PyUntypedArray>().is_ok() {
+        return false;
+    }
     let Ok(module) = obj.get_type().getattr("__module__") else {
         return false;
     };
@@ -908,6 +918,14 @@ fn framework<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Option<B
     Ok(Some(py.import(name)?.into_any()))
 }
 
+/// The kind (`b'f'`, `b'i'`, `b'u'`, `b'b'`) and item size of an array's dtype, read from the
+/// descriptor: one match picks the element type, where trying each type in turn cost a failed
+/// conversion (and its error) per type before the right one.
+fn element(a: &Bound<'_, PyAny>) -> Option<(u8, usize)> {
+    let d = a.cast::<PyUntypedArray>().ok()?.dtype();
+    Some((d.kind(), d.itemsize()))
+}
+
 /// Borrows `obj` as a typed array of one of the supported dtypes.
 fn borrow<'py>(
     py: Python<'py>,
@@ -916,25 +934,29 @@ fn borrow<'py>(
     obj: &Bound<'py, PyAny>,
 ) -> PyResult<Arr<'py>> {
     let a = ndarray_of(py, obj)?;
-    macro_rules! try_as {
+    macro_rules! as_ {
         ($t:ty, $v:ident) => {
-            if let Ok(x) = a.extract::<PyReadonlyArrayDyn<'py, $t>>() {
-                return Ok(Arr::$v(x));
-            }
+            a.extract::<PyReadonlyArrayDyn<'py, $t>>().ok().map(Arr::$v)
         };
     }
-    try_as!(f32, F32);
-    try_as!(f64, F64);
-    try_as!(i64, I64);
-    try_as!(i32, I32);
-    try_as!(bool, Bool);
-    try_as!(f16, F16);
-    try_as!(u8, U8);
-    try_as!(i8, I8);
-    try_as!(i16, I16);
-    try_as!(u16, U16);
-    try_as!(u32, U32);
-    try_as!(u64, U64);
+    let found = match element(&a) {
+        Some((b'f', 4)) => as_!(f32, F32),
+        Some((b'f', 8)) => as_!(f64, F64),
+        Some((b'f', 2)) => as_!(f16, F16),
+        Some((b'i', 8)) => as_!(i64, I64),
+        Some((b'i', 4)) => as_!(i32, I32),
+        Some((b'i', 2)) => as_!(i16, I16),
+        Some((b'i', 1)) => as_!(i8, I8),
+        Some((b'u', 8)) => as_!(u64, U64),
+        Some((b'u', 4)) => as_!(u32, U32),
+        Some((b'u', 2)) => as_!(u16, U16),
+        Some((b'u', 1)) => as_!(u8, U8),
+        Some((b'b', 1)) => as_!(bool, Bool),
+        _ => None,
+    };
+    if let Some(arr) = found {
+        return Ok(arr);
+    }
     Err(py_error(
         py,
         "DTypeError",

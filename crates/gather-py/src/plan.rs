@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use ::gather as lib;
-use ::gather::dynamic::{self, Arg, Args, Tensor, TensorView, TensorViews};
+use ::gather::dynamic::{self, Arg, Args, Tensor, TensorView};
 use ::gather::{Reduce, backend};
 use ndarray::Ix1;
 use pyo3::prelude::*;
@@ -127,13 +127,11 @@ pub(crate) fn host_apply(
             args.set("dim", Arg::Int(0));
             args.set("reduce", Arg::Str(r.name().into()));
             args.set("include_self", Arg::Bool(incl));
-            let views: TensorViews<'_> = [
-                ("input".to_string(), reborrow(dst)),
-                ("index".to_string(), TensorView::U32(ids.into_dyn())),
-                ("src".to_string(), reborrow(src)),
-            ]
-            .into_iter()
-            .collect();
+            let views = vec![
+                ("input", reborrow(dst)),
+                ("index", TensorView::U32(ids.into_dyn())),
+                ("src", reborrow(src)),
+            ];
             let out = dynamic::call("scatter_reduce", &args, &views)?;
             Ok(out.into_iter().next().expect("one output").1)
         }
@@ -306,7 +304,12 @@ impl ScatterPlan {
                     ));
                 }
                 let views = c.views();
-                let (d, s) = (&views["dst"], &views["src"]);
+                let named = |name: &str| views.iter().find(|(n, _)| *n == name).map(|(_, v)| v);
+                let (Some(d), Some(s)) = (named("dst"), named("src")) else {
+                    return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                        "a plan's call without dst or src",
+                    ));
+                };
                 let r = py.detach(|| {
                     catch_unwind(AssertUnwindSafe(|| host_apply(plan, op, d, s, reduce)))
                 });

@@ -67,6 +67,33 @@ def test_every_numpy_dtype_is_taken_and_returned(dtype):
     np.testing.assert_array_equal(out, np.take_along_axis(x, np.array([[2, 0], [1, 1]]), 1))
 
 
+@pytest.mark.parametrize(
+    "dtype",
+    [np.bool_, np.uint8, np.int8, np.int16, np.int32, np.int64, np.uint16, np.uint32, np.uint64,
+     np.float16, np.float32, np.float64],
+)
+def test_every_numpy_dtype_is_written_in_place(dtype):
+    x = np.zeros((2, 3), dtype)
+    src = np.ones((1, 3), dtype)
+    assert gather.scatter_(x, 0, np.array([[1, 0, 1]]), src) is x
+    np.testing.assert_array_equal(x, np.array([[0, 1, 0], [1, 0, 1]]).astype(dtype))
+
+
+@pytest.mark.parametrize(
+    "dtype", [np.complex64, np.complex128, np.longdouble, "datetime64[s]", "timedelta64[s]", object,
+              "S4", [("a", np.int32)]],
+)
+def test_dtypes_outside_the_library_are_refused_by_name_in_and_out_of_place(dtype):
+    x = np.zeros((2, 3), dtype)
+    if np.dtype(dtype) == np.dtype(np.float64):
+        pytest.skip("long double is double on this platform")
+    for call in (lambda: gather.gather(x, 1, np.array([[0]])),
+                 lambda: gather.index_fill_(x, 0, np.array([0]), 0)):
+        with pytest.raises(gather.DTypeError) as e:
+            call()
+        assert str(np.dtype(dtype)) in str(e.value)
+
+
 def test_every_integer_index_dtype_is_taken():
     x = np.arange(6.0).reshape(2, 3)
     for it in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64):

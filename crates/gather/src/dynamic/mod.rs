@@ -802,6 +802,16 @@ impl Inputs for TensorViews<'_> {
     }
 }
 
+/// A few named views in a list, found by a walk: the Python bindings' calls have two or three
+/// inputs, for which a map's allocations cost more than the lookups.
+impl Inputs for Vec<(&str, TensorView<'_>)> {
+    fn tensor(&self, name: &str) -> Option<TensorView<'_>> {
+        self.iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.reborrow())
+    }
+}
+
 /// `base` with `input` replaced by `input` (a bounded in-place call reads its target so).
 struct WithInput<'a> {
     base: &'a dyn Inputs,
