@@ -683,10 +683,8 @@ float_element!(
     |x: f16| f16_to_f32(x) as f64,
     half = 0x7c00,
     runs = (
-        half::slice::HalfFloatSliceExt::convert_to_f32_slice,
-        |src: &[f32], dst: &mut [f16]| half::slice::HalfFloatSliceExt::convert_from_f32_slice(
-            dst, src
-        )
+        crate::kernels::convert::widen_f16,
+        crate::kernels::convert::narrow_f16
     )
 );
 float_element!(
