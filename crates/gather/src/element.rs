@@ -696,7 +696,11 @@ float_element!(
     bf16::MAX.to_f64(),
     bf16::from_f64,
     |x: bf16| x.to_f64(),
-    half = 0x7f80
+    half = 0x7f80,
+    runs = (
+        crate::kernels::convert::widen_bf16,
+        crate::kernels::convert::narrow_bf16
+    )
 );
 
 impl Element for bool {
