@@ -62,6 +62,27 @@ def test_torch_bfloat16_in_and_out():
     assert x.tolist() == [1.75, 2.0, 3.0]
 
 
+@pytest.mark.parametrize("view", ["columns", "transposed", "every_other_row"])
+def test_strided_torch_bfloat16_views_give_what_their_contiguous_copies_give(view):
+    g = torch.Generator().manual_seed(3)
+    base = torch.randn(40, 50, generator=g).to(torch.bfloat16)
+    src = torch.randn(40, 50, generator=g).to(torch.bfloat16)
+    pick = {"columns": lambda t: t[:, 5:35], "transposed": lambda t: t[:30, :40].T,
+            "every_other_row": lambda t: t[::2, :30]}[view]
+    x, s = pick(base), pick(src)
+    assert not x.is_contiguous()
+    idx = torch.randint(0, x.shape[1], (x.shape[0], 9), generator=g)
+    want = gather.scatter_add(x.contiguous(), 1, idx, s.contiguous())
+    got = gather.scatter_add(x, 1, idx, s)
+    assert got.dtype == torch.bfloat16 and torch.equal(got, want)
+    before = base.clone()
+    gather.scatter_add_(x, 1, idx, s)  # in place through the view, into base's memory
+    assert torch.equal(x, want) and torch.equal(pick(base), want)
+    outside = torch.ones(base.shape, dtype=torch.bool)
+    pick(outside).fill_(False)
+    assert torch.equal(base[outside], before[outside])
+
+
 def test_torch_failing_inplace_call_leaves_the_tensor_unchanged():
     x = torch.ones(3)
     with pytest.raises(gather.IndexOutOfBoundsError):
