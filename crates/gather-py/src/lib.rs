@@ -34,9 +34,9 @@ use ::gather as lib;
 use ::gather::dynamic::{self, Arg, Args, Tensor, TensorView, TensorViewMut};
 use ::gather::grad::Parity;
 use ::gather::{ErrorKind, with_tensor};
-use half::{bf16, f16};
+use half::f16;
 use hints::Dialect;
-use ndarray::{ArrayD, ArrayViewD};
+use ndarray::ArrayD;
 use numpy::{
     BorrowError, PyArray, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn,
     PyReadwriteArrayDyn, PyUntypedArray, PyUntypedArrayMethods,
@@ -46,7 +46,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString, PyTuple};
 
 /// A borrowed NumPy array of one of the supported element types (bfloat16 as its uint16 bit
-/// patterns, in standard layout), or an owned bfloat16 array (from a strided one).
+/// patterns, read as bf16 values in any layout).
 enum Arr<'py> {
     Bool(PyReadonlyArrayDyn<'py, bool>),
     U8(PyReadonlyArrayDyn<'py, u8>),
@@ -61,7 +61,6 @@ enum Arr<'py> {
     F32(PyReadonlyArrayDyn<'py, f32>),
     F64(PyReadonlyArrayDyn<'py, f64>),
     BF16(PyReadonlyArrayDyn<'py, u16>),
-    BF16Owned(ArrayD<bf16>),
 }
 
 impl Arr<'_> {
@@ -80,47 +79,9 @@ impl Arr<'_> {
             Arr::F16(a) => a.as_array().into(),
             Arr::F32(a) => a.as_array().into(),
             Arr::F64(a) => a.as_array().into(),
-            Arr::BF16(a) => bf16_view(a.as_array()).into(),
-            Arr::BF16Owned(a) => a.view().into(),
+            Arr::BF16(a) => TensorView::bf16_from_bits(a.as_array()),
         }
     }
-}
-
-/// A standard-layout view of bfloat16 bit patterns as bf16 values, without a copy.
-fn bf16_view<'a>(bits: ArrayViewD<'a, u16>) -> ArrayViewD<'a, bf16> {
-    let dim = bits.raw_dim();
-    let data = bits
-        .to_slice()
-        .expect("bfloat16 arrays are borrowed in standard layout only");
-    ArrayViewD::from_shape(dim, bytemuck::cast_slice(data))
-        .expect("the same elements in the same shape")
-}
-
-/// The mutable [`bf16_view`].
-fn bf16_view_mut<'a>(bits: ndarray::ArrayViewMutD<'a, u16>) -> ndarray::ArrayViewMutD<'a, bf16> {
-    let dim = bits.raw_dim();
-    let data = bits
-        .into_slice()
-        .expect("bfloat16 arrays are borrowed in standard layout only");
-    ndarray::ArrayViewMutD::from_shape(dim, bytemuck::cast_slice_mut(data))
-        .expect("the same elements in the same shape")
-}
-
-/// Strided bfloat16 bit patterns as bf16 values in standard layout: the library's copy kernel,
-/// then the same bits retyped (an element-by-element `iter` took 22 ms for 1M elements of a
-/// column slice, 16 times the op that read them).
-fn bf16_owned(bits: &ArrayViewD<u16>) -> ArrayD<bf16> {
-    let Tensor::U16(a) = TensorView::from(bits.view()).to_tensor() else {
-        unreachable!("a copy of uint16 data is uint16")
-    };
-    let (dim, n) = (a.raw_dim(), a.len());
-    let (mut data, off) = a.into_raw_vec_and_offset();
-    let off = off.unwrap_or(0);
-    if off != 0 || data.len() != n {
-        data = data[off..off + n].to_vec();
-    }
-    let data: Vec<bf16> = bytemuck::allocation::cast_vec(data);
-    ArrayD::from_shape_vec(dim, data).expect("the same elements in the same shape")
 }
 
 /// An output of a call: in host memory (NumPy's), or on the GPU of its CUDA inputs.
@@ -501,7 +462,6 @@ impl<'py> Call<'py> {
             }))
         });
         self.finish(result)?;
-        target.write_back();
         Ok(input.clone().unbind())
     }
 
@@ -621,10 +581,8 @@ enum ArrMut<'py> {
     F16(PyReadwriteArrayDyn<'py, f16>),
     F32(PyReadwriteArrayDyn<'py, f32>),
     F64(PyReadwriteArrayDyn<'py, f64>),
-    /// bfloat16 bit patterns in standard layout, written as bf16 values in place.
+    /// bfloat16 bit patterns, written as bf16 values in place.
     BF16(PyReadwriteArrayDyn<'py, u16>),
-    /// Strided bfloat16 bit patterns, and their values, written back after a successful call.
-    BF16Copy(PyReadwriteArrayDyn<'py, u16>, ArrayD<bf16>),
 }
 
 impl ArrMut<'_> {
@@ -642,16 +600,7 @@ impl ArrMut<'_> {
             ArrMut::F16(a) => a.as_array_mut().into(),
             ArrMut::F32(a) => a.as_array_mut().into(),
             ArrMut::F64(a) => a.as_array_mut().into(),
-            ArrMut::BF16(a) => bf16_view_mut(a.as_array_mut()).into(),
-            ArrMut::BF16Copy(_, values) => values.view_mut().into(),
-        }
-    }
-
-    /// Puts bfloat16 results back into the caller's bit patterns (where they were copied).
-    fn write_back(&mut self) {
-        if let ArrMut::BF16Copy(bits, values) = self {
-            bits.as_array_mut()
-                .zip_mut_with(values, |b, v| *b = v.to_bits());
+            ArrMut::BF16(a) => TensorViewMut::bf16_from_bits(a.as_array_mut()),
         }
     }
 }
@@ -725,12 +674,7 @@ fn borrow_mut<'py>(
                 ),
             )
         })?;
-        let bits = bits.try_readwrite().map_err(borrowed)?;
-        if bits.as_array().is_standard_layout() {
-            return Ok(ArrMut::BF16(bits));
-        }
-        let values = bf16_owned(&bits.as_array());
-        return Ok(ArrMut::BF16Copy(bits, values));
+        return bits.try_readwrite().map(ArrMut::BF16).map_err(borrowed);
     }
     macro_rules! as_ {
         ($t:ty, $v:ident) => {
@@ -768,7 +712,7 @@ fn borrow_mut<'py>(
     ))
 }
 
-/// A uint16 array of bfloat16 bit patterns, converted to `bf16` (the one copy of the bindings).
+/// A uint16 array of bfloat16 bit patterns, borrowed to be read as bf16 values (no copy).
 fn bf16_bits<'py>(
     py: Python<'py>,
     op: &str,
@@ -777,8 +721,7 @@ fn bf16_bits<'py>(
 ) -> PyResult<Arr<'py>> {
     let a = ndarray_of(py, obj)?;
     match a.extract::<PyReadonlyArrayDyn<u16>>() {
-        Ok(bits) if bits.as_array().is_standard_layout() => Ok(Arr::BF16(bits)),
-        Ok(bits) => Ok(Arr::BF16Owned(bf16_owned(&bits.as_array()))),
+        Ok(bits) => Ok(Arr::BF16(bits)),
         Err(_) => Err(py_error(
             py,
             "DTypeError",

@@ -489,6 +489,20 @@ impl Tensor {
 }
 
 impl<'a> TensorView<'a> {
+    /// bfloat16 values read from their bit patterns, in any layout, without a copy: NumPy has
+    /// no bfloat16, so its arrays of them are `uint16`.
+    ///
+    /// ```
+    /// use gather::{DType, dynamic::TensorView};
+    /// let bits = ndarray::arr2(&[[0x3f80u16, 0x4000], [0x4040, 0x4080]]).into_dyn();
+    /// let v = TensorView::bf16_from_bits(bits.t()); // 1, 2, 3, 4, transposed
+    /// assert_eq!(v.dtype(), DType::BF16);
+    /// assert_eq!(v.to_tensor().to_f64_vec(), [1.0, 3.0, 2.0, 4.0]);
+    /// ```
+    pub fn bf16_from_bits(bits: ArrayViewD<'a, u16>) -> Self {
+        TensorView::BF16(crate::kernels::words::bf16_of_bits(bits))
+    }
+
     /// The same view, for a shorter lifetime (views are not covariant in ndarray 0.17).
     pub(crate) fn reborrow(&self) -> TensorView<'_> {
         with_view!(self, a => TensorView::from(a.view()))
@@ -551,7 +565,20 @@ impl<'a> TensorView<'a> {
     }
 }
 
-impl TensorViewMut<'_> {
+impl<'a> TensorViewMut<'a> {
+    /// bfloat16 values to be written in place as their bit patterns, in any layout, without a
+    /// copy: NumPy has no bfloat16, so its arrays of them are `uint16` ([`TensorView::bf16_from_bits`]).
+    ///
+    /// ```
+    /// use gather::{DType, dynamic::TensorViewMut};
+    /// let mut bits = ndarray::arr1(&[0x3f80u16, 0x4000]).into_dyn(); // 1.0, 2.0
+    /// let v = TensorViewMut::bf16_from_bits(bits.view_mut());
+    /// assert_eq!(v.dtype(), DType::BF16);
+    /// ```
+    pub fn bf16_from_bits(bits: ndarray::ArrayViewMutD<'a, u16>) -> Self {
+        TensorViewMut::BF16(crate::kernels::words::bf16_of_bits_mut(bits))
+    }
+
     /// The element type.
     pub fn dtype(&self) -> DType {
         crate::with_elem!(TensorViewMut, self, a => elem_dtype(a))

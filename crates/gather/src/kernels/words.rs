@@ -165,6 +165,24 @@ pub(crate) unsafe fn unbits_vec<T: crate::Element>(v: Vec<T::Bits>) -> Vec<T> {
     unsafe { Vec::from_raw_parts(v.as_mut_ptr().cast::<T>(), v.len(), v.capacity()) }
 }
 
+/// bfloat16 bit patterns (NumPy's `uint16` arrays of them) as bf16 values, any strides, no copy.
+pub(crate) fn bf16_of_bits(a: ArrayView<'_, u16, IxDyn>) -> ArrayView<'_, half::bf16, IxDyn> {
+    const { assert!(size_of::<half::bf16>() == 2 && align_of::<half::bf16>() == 2) };
+    // SAFETY: `bf16` is a `u16` in a transparent wrapper (same size and alignment, asserted), and
+    // every `u16` is the bits of a bf16 value, so each element read is a value.
+    unsafe { a.raw_view().cast::<half::bf16>().deref_into_view() }
+}
+
+/// [`bf16_of_bits`] for writing: what is written is a bf16's bits, a `u16` like any other.
+pub(crate) fn bf16_of_bits_mut(
+    mut a: ArrayViewMut<'_, u16, IxDyn>,
+) -> ArrayViewMut<'_, half::bf16, IxDyn> {
+    const { assert!(size_of::<half::bf16>() == 2 && align_of::<half::bf16>() == 2) };
+    // SAFETY: as in `bf16_of_bits`; the view borrows `a`'s elements mutably and alone, and a
+    // bf16 written through it is a valid `u16` of the caller's array.
+    unsafe { a.raw_view_mut().cast::<half::bf16>().deref_into_view_mut() }
+}
+
 const fn same_bits<T: crate::Element>() {
     let (t, b) = (size_of::<T>(), size_of::<T::Bits>());
     assert!(t == b && align_of::<T>() == align_of::<T::Bits>());
