@@ -348,11 +348,16 @@ pub(crate) fn put<A, T, I, F>(
         },
     };
     // A contiguous (or one-axis) dst addresses position `p` without the division by the axis
-    // length that the general layout does per element.
-    match layout.axes.as_slice() {
-        [] => put_with(&at, idx, src, update, |_| 0),
-        &[(_, stride)] => put_with(&at, idx, src, update, move |p| p as isize * stride),
-        _ => put_with(&at, idx, src, update, |p| layout.offset(p)),
+    // length that the general layout does per element. A dst of one element (no axis) is the
+    // one-axis loop with stride 0, rather than a third instance of the loops.
+    let stride = match layout.axes.as_slice() {
+        [] => Some(0),
+        &[(_, stride)] => Some(stride),
+        _ => None,
+    };
+    match stride {
+        Some(stride) => put_with(&at, idx, src, update, move |p| p as isize * stride),
+        None => put_with(&at, idx, src, update, |p| layout.offset(p)),
     }
 }
 
