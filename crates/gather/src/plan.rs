@@ -781,10 +781,7 @@ mod tests {
         // 3 outer positions, inner 10 cut into tiles of 4: serially the visits are tile-major.
         let n = Nest::<1>::new(&[3, 10], [&[100, 1]], None);
         let visits = Mutex::new(Vec::new());
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .build()
-            .unwrap()
+        crate::kernels::test_pool(1)
             .install(|| n.for_each_tiled(4, GRAIN, |b, r| visits.lock().unwrap().push((b[0], r))));
         assert_eq!(
             visits.into_inner().unwrap(),

@@ -158,10 +158,7 @@ mod tests {
             (a * 1000 + b * 100 + c) as u64
         });
         for threads in [1, 2, 3] {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap();
+            let pool = crate::kernels::test_pool(threads);
             pool.install(|| {
                 let t = x.t().into_dyn();
                 assert_eq!(owned(&t), t, "{threads} threads");

@@ -934,24 +934,19 @@ mod tests {
     ) {
         let want = reference(x, dim, idx, bounds);
         for threads in [1, 2, 3] {
-            let got = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap()
-                .install(|| {
-                    let checked =
-                        CheckedIndex::new("gather", idx.clone(), dim, x.shape()[dim], bounds)
-                            .unwrap();
-                    let got = gather(x, dim, &checked, Vec::with_capacity(idx.len()));
-                    if bounds == Bounds::Strict {
-                        let fused = gather_checking(x, dim, idx, Vec::with_capacity(idx.len()));
-                        assert!(
-                            fused.as_ref() == Some(&got),
-                            "{name}: checking kernel differs"
-                        );
-                    }
-                    got
-                });
+            let got = crate::kernels::test_pool(threads).install(|| {
+                let checked =
+                    CheckedIndex::new("gather", idx.clone(), dim, x.shape()[dim], bounds).unwrap();
+                let got = gather(x, dim, &checked, Vec::with_capacity(idx.len()));
+                if bounds == Bounds::Strict {
+                    let fused = gather_checking(x, dim, idx, Vec::with_capacity(idx.len()));
+                    assert!(
+                        fused.as_ref() == Some(&got),
+                        "{name}: checking kernel differs"
+                    );
+                }
+                got
+            });
             assert!(
                 got == want,
                 "{name}: threads {threads}, x {:?} strides {:?}, idx {:?} strides {:?}, dim {dim}",
@@ -1302,13 +1297,9 @@ mod tests {
                 idx.as_slice_mut().unwrap()[at] = bad;
                 let view = idx.broadcast(IxDyn(&shape)).unwrap();
                 for threads in [1, 2] {
-                    let got = rayon::ThreadPoolBuilder::new()
-                        .num_threads(threads)
-                        .build()
-                        .unwrap()
-                        .install(|| {
-                            gather_checking(&x, dim, &view, Vec::with_capacity(view.len()))
-                        });
+                    let got = crate::kernels::test_pool(threads).install(|| {
+                        gather_checking(&x, dim, &view, Vec::with_capacity(view.len()))
+                    });
                     assert!(
                         got.is_none(),
                         "{name}: value {bad} at {at} accepted ({threads} threads)"

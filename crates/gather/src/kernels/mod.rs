@@ -30,6 +30,16 @@ pub(crate) fn sized(native: usize, miri: usize) -> usize {
     if cfg!(miri) { miri } else { native }
 }
 
+/// A rayon pool of `threads` threads, for the tests that check a kernel gives one result on
+/// any number of threads.
+#[cfg(test)]
+pub(crate) fn test_pool(threads: usize) -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .expect("a test's thread pool")
+}
+
 /// A raw pointer that may be shared across rayon tasks.
 ///
 /// Tasks write through it only at positions that no other task writes (the planner hands each task

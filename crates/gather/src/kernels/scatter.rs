@@ -2145,10 +2145,7 @@ mod tests {
                     .all(|(a, b)| a.to_bits() == b.to_bits())
             };
             for threads in [1, 2, 3] {
-                let pool = rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads)
-                    .build()
-                    .unwrap();
+                let pool = crate::kernels::test_pool(threads);
                 // Runs `kernel` on a fresh copy of `dst` in `layout`, in the pool.
                 let run = |kernel: &(dyn Fn(&mut ArrayViewMut<'_, f32, IxDyn>, usize) + Sync)| {
                     pool.install(|| {
@@ -2321,21 +2318,17 @@ mod tests {
                 let mut idx = good.clone();
                 idx[IxDyn(&at)] = bad_value;
                 for threads in [1, 2] {
-                    let bad = rayon::ThreadPoolBuilder::new()
-                        .num_threads(threads)
-                        .build()
-                        .unwrap()
-                        .install(|| {
-                            let mut out = dst.clone();
-                            let bad = AtomicBool::new(false);
-                            let mut v = out.view_mut();
-                            let (i, sv) = (idx.view(), src.view());
-                            scatter_checking(&mut v, 1, &i, cols, &sv, None, &bad, |a, s| *a += s);
-                            let fresh = AtomicBool::new(false);
-                            let (from, buf) = (dst.view(), Vec::with_capacity(dst.len()));
-                            scatter_checking_fresh(&from, buf, 1, &i, &sv, &fresh, |a, s| *a += s);
-                            [bad.into_inner(), fresh.into_inner()]
-                        });
+                    let bad = crate::kernels::test_pool(threads).install(|| {
+                        let mut out = dst.clone();
+                        let bad = AtomicBool::new(false);
+                        let mut v = out.view_mut();
+                        let (i, sv) = (idx.view(), src.view());
+                        scatter_checking(&mut v, 1, &i, cols, &sv, None, &bad, |a, s| *a += s);
+                        let fresh = AtomicBool::new(false);
+                        let (from, buf) = (dst.view(), Vec::with_capacity(dst.len()));
+                        scatter_checking_fresh(&from, buf, 1, &i, &sv, &fresh, |a, s| *a += s);
+                        [bad.into_inner(), fresh.into_inner()]
+                    });
                     assert_eq!(bad, [true; 2], "{bad_value} at {at:?}, threads {threads}");
                 }
             }
@@ -2650,21 +2643,17 @@ mod tests {
                 )
                 .unwrap();
                 for threads in [1, 2, 3] {
-                    let rows = rayon::ThreadPoolBuilder::new()
-                        .num_threads(threads)
-                        .build()
+                    let rows = crate::kernels::test_pool(threads).install(|| {
+                        crate::ops::scatter::scatter_reduce(
+                            &dst,
+                            0,
+                            &expanded,
+                            &src,
+                            r,
+                            include_self,
+                        )
                         .unwrap()
-                        .install(|| {
-                            crate::ops::scatter::scatter_reduce(
-                                &dst,
-                                0,
-                                &expanded,
-                                &src,
-                                r,
-                                include_self,
-                            )
-                            .unwrap()
-                        });
+                    });
                     let same = rows
                         .iter()
                         .zip(general.iter())

@@ -280,10 +280,7 @@ mod tests {
             assert_eq!(Segments::counting(len, rows, &|e| values[e]), want);
             assert_eq!(Segments::sorting(len, &|e| values[e]), want);
             for threads in [1, 2, 3] {
-                let got = rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads)
-                    .build()
-                    .unwrap()
+                let got = crate::kernels::test_pool(threads)
                     .install(|| Segments::new(len, rows, |e| values[e]));
                 assert_eq!(got, want, "len {len} rows {rows} threads {threads}");
             }

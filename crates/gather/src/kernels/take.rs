@@ -523,13 +523,9 @@ mod tests {
                         let mut idx = base.clone();
                         idx[[at]] = value;
                         for threads in [1, 2] {
-                            let got = rayon::ThreadPoolBuilder::new()
-                                .num_threads(threads)
-                                .build()
-                                .unwrap()
-                                .install(|| {
-                                    take_checking(&x, &idx.view(), bounds, Vec::with_capacity(m))
-                                });
+                            let got = crate::kernels::test_pool(threads).install(|| {
+                                take_checking(&x, &idx.view(), bounds, Vec::with_capacity(m))
+                            });
                             assert!(
                                 got.is_none(),
                                 "{bounds:?}: {value} at {at} accepted ({threads} threads)"
@@ -575,29 +571,25 @@ mod tests {
                     .map(|&i| flat[if i < 0 { i + n as i64 } else { i } as usize])
                     .collect();
                 for threads in [1, 2, 3] {
-                    let got = rayon::ThreadPoolBuilder::new()
-                        .num_threads(threads)
-                        .build()
-                        .unwrap()
-                        .install(|| {
-                            let checked = CheckedIndex::new(
-                                "take",
-                                index.clone(),
-                                0,
-                                n,
-                                crate::index::Bounds::Wrap,
-                            )
-                            .unwrap();
-                            let got = take(&v, &checked, Vec::with_capacity(checked.view().len()));
-                            let fused = take_checking(
-                                &v,
-                                &index,
-                                crate::index::Bounds::Wrap,
-                                Vec::with_capacity(index.len()),
-                            );
-                            assert!(fused.as_ref() == Some(&got), "checking kernel differs");
-                            got
-                        });
+                    let got = crate::kernels::test_pool(threads).install(|| {
+                        let checked = CheckedIndex::new(
+                            "take",
+                            index.clone(),
+                            0,
+                            n,
+                            crate::index::Bounds::Wrap,
+                        )
+                        .unwrap();
+                        let got = take(&v, &checked, Vec::with_capacity(checked.view().len()));
+                        let fused = take_checking(
+                            &v,
+                            &index,
+                            crate::index::Bounds::Wrap,
+                            Vec::with_capacity(index.len()),
+                        );
+                        assert!(fused.as_ref() == Some(&got), "checking kernel differs");
+                        got
+                    });
                     assert!(got == want, "strides {:?} threads {threads}", v.strides());
                 }
             }
@@ -661,24 +653,20 @@ mod tests {
                 }
                 for threads in [1, 2, 3] {
                     let mut got = start.clone();
-                    rayon::ThreadPoolBuilder::new()
-                        .num_threads(threads)
-                        .build()
-                        .unwrap()
-                        .install(|| {
-                            let checked = CheckedIndex::new(
-                                "put",
-                                index.clone(),
-                                0,
-                                n,
-                                crate::index::Bounds::Wrap,
-                            )
-                            .unwrap();
-                            let mut d = got_views(&mut got, layout);
-                            put(&mut d, &checked, &src, accumulate, |d: &mut f32, s: f32| {
-                                *d = if accumulate { *d + s } else { s }
-                            });
+                    crate::kernels::test_pool(threads).install(|| {
+                        let checked = CheckedIndex::new(
+                            "put",
+                            index.clone(),
+                            0,
+                            n,
+                            crate::index::Bounds::Wrap,
+                        )
+                        .unwrap();
+                        let mut d = got_views(&mut got, layout);
+                        put(&mut d, &checked, &src, accumulate, |d: &mut f32, s: f32| {
+                            *d = if accumulate { *d + s } else { s }
                         });
+                    });
                     assert!(
                         got == want,
                         "accumulate {accumulate} layout {layout} threads {threads}"

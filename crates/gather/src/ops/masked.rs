@@ -718,10 +718,7 @@ mod tests {
         let x = Array2::from_shape_fn((300, 700), |(i, j)| (i * 700 + j) as i64);
         let xt = x.t();
         let m = ArrayD::from_shape_fn(IxDyn(&[700, 1]), |_| rng.below(2) == 0);
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .build()
-            .unwrap();
+        let pool = crate::kernels::test_pool(1);
         let many = masked_select(&xt, &m).unwrap();
         let one = pool.install(|| masked_select(&xt, &m).unwrap());
         assert_eq!(many, one);
@@ -760,10 +757,7 @@ mod tests {
             }
         });
         for threads in [1, 3] {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap();
+            let pool = crate::kernels::test_pool(threads);
             let mut e = x.clone();
             pool.install(|| masked_scatter_inplace(&mut e, &full, &src3).unwrap());
             assert_eq!(e, want3, "{threads} threads");
@@ -791,10 +785,7 @@ mod tests {
                     .map(|(_, &v)| v)
                     .collect();
                 for threads in [1, 3] {
-                    let pool = rayon::ThreadPoolBuilder::new()
-                        .num_threads(threads)
-                        .build()
-                        .unwrap();
+                    let pool = crate::kernels::test_pool(threads);
                     let got = pool.install(|| masked_scatter(&dst, &mask, &src4).unwrap());
                     assert_eq!(got, want4.clone().into_dyn(), "{threads} threads");
                     let mut e = dst.to_owned();

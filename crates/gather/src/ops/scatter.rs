@@ -1119,10 +1119,7 @@ mod tests {
         let bad = bad.view().insert_axis(ndarray::Axis(1));
         let bad = bad.broadcast((n, w)).unwrap();
         for threads in [1, 2, 3] {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap();
+            let pool = crate::kernels::test_pool(threads);
             pool.install(|| {
                 assert_eq!(
                     scatter_add(&x, 0, &spread, &src).unwrap(),

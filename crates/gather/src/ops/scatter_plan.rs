@@ -450,11 +450,7 @@ mod tests {
         // One thread runs the rows in source order; three threads group the rows of 8 and 16
         // (shorter than a cache line per task) and run rows of 64 in source order.
         for threads in [1, 3] {
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap()
-                .install(plan_reuse_matches_the_op);
+            crate::kernels::test_pool(threads).install(plan_reuse_matches_the_op);
         }
     }
 

@@ -713,10 +713,7 @@ mod tests {
         })
         .into_dyn();
         let run = |threads: usize| {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap();
+            let pool = crate::kernels::test_pool(threads);
             pool.install(|| {
                 (0..2)
                     .map(|dim| {

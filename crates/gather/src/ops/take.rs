@@ -564,11 +564,7 @@ mod tests {
         let mut rng = Rng(7);
         let idx = Array1::from_shape_fn(150_000, |_| rng.range(-120_000, 120_000));
         let many = take(&x, &idx).unwrap();
-        let one = rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .build()
-            .unwrap()
-            .install(|| take(&x, &idx).unwrap());
+        let one = crate::kernels::test_pool(1).install(|| take(&x, &idx).unwrap());
         assert_eq!(many, one);
         let xs: Vec<f64> = x.iter().copied().collect();
         for (k, &v) in idx.iter().enumerate().step_by(997) {
