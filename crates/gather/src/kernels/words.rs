@@ -166,6 +166,7 @@ pub(crate) unsafe fn unbits_vec<T: crate::Element>(v: Vec<T::Bits>) -> Vec<T> {
 }
 
 /// bfloat16 bit patterns (NumPy's `uint16` arrays of them) as bf16 values, any strides, no copy.
+#[cfg(feature = "dynamic")]
 pub(crate) fn bf16_of_bits(a: ArrayView<'_, u16, IxDyn>) -> ArrayView<'_, half::bf16, IxDyn> {
     const { assert!(size_of::<half::bf16>() == 2 && align_of::<half::bf16>() == 2) };
     // SAFETY: `bf16` is a `u16` in a transparent wrapper (same size and alignment, asserted), and
@@ -174,6 +175,7 @@ pub(crate) fn bf16_of_bits(a: ArrayView<'_, u16, IxDyn>) -> ArrayView<'_, half::
 }
 
 /// [`bf16_of_bits`] for writing: what is written is a bf16's bits, a `u16` like any other.
+#[cfg(feature = "dynamic")]
 pub(crate) fn bf16_of_bits_mut(
     mut a: ArrayViewMut<'_, u16, IxDyn>,
 ) -> ArrayViewMut<'_, half::bf16, IxDyn> {
