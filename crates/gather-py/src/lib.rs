@@ -605,6 +605,37 @@ impl ArrMut<'_> {
     }
 }
 
+/// `$as!(type, variant)` for the element type of a dtype's `(kind, item size)` ([`element`]),
+/// `None` for the dtypes the library does not take: the one table of [`borrow`] and
+/// [`borrow_mut`].
+macro_rules! by_element {
+    ($kind_size:expr, $as:ident) => {
+        match $kind_size {
+            Some((b'f', 4)) => $as!(f32, F32),
+            Some((b'f', 8)) => $as!(f64, F64),
+            Some((b'f', 2)) => $as!(f16, F16),
+            Some((b'i', 8)) => $as!(i64, I64),
+            Some((b'i', 4)) => $as!(i32, I32),
+            Some((b'i', 2)) => $as!(i16, I16),
+            Some((b'i', 1)) => $as!(i8, I8),
+            Some((b'u', 8)) => $as!(u64, U64),
+            Some((b'u', 4)) => $as!(u32, U32),
+            Some((b'u', 2)) => $as!(u16, U16),
+            Some((b'u', 1)) => $as!(u8, U8),
+            Some((b'b', 1)) => $as!(bool, Bool),
+            _ => None,
+        }
+    };
+}
+
+/// The kind (`b'f'`, `b'i'`, `b'u'`, `b'b'`) and item size of an array's dtype, read from the
+/// descriptor: one match picks the element type, where trying each type in turn cost a failed
+/// conversion (and its error) per type before the right one.
+fn element(a: &Bound<'_, PyAny>) -> Option<(u8, usize)> {
+    let d = a.cast::<PyUntypedArray>().ok()?.dtype();
+    Some((d.kind(), d.itemsize()))
+}
+
 /// Borrows `obj`, the target of an in-place call, for writing: a NumPy array (or a tensor seen
 /// as one through DLPack) that can be written without a copy.
 fn borrow_mut<'py>(
@@ -683,21 +714,7 @@ fn borrow_mut<'py>(
                 .map(|x| x.try_readwrite().map(ArrMut::$v).map_err(borrowed))
         };
     }
-    let found = match element(&a) {
-        Some((b'f', 4)) => as_!(f32, F32),
-        Some((b'f', 8)) => as_!(f64, F64),
-        Some((b'f', 2)) => as_!(f16, F16),
-        Some((b'i', 8)) => as_!(i64, I64),
-        Some((b'i', 4)) => as_!(i32, I32),
-        Some((b'i', 2)) => as_!(i16, I16),
-        Some((b'i', 1)) => as_!(i8, I8),
-        Some((b'u', 8)) => as_!(u64, U64),
-        Some((b'u', 4)) => as_!(u32, U32),
-        Some((b'u', 2)) => as_!(u16, U16),
-        Some((b'u', 1)) => as_!(u8, U8),
-        Some((b'b', 1)) => as_!(bool, Bool),
-        _ => None,
-    };
+    let found = by_element!(element(&a), as_);
     if let Some(target) = found {
         return target;
     }
@@ -869,14 +886,6 @@ fn framework<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Option<B
     Ok(Some(py.import(name)?.into_any()))
 }
 
-/// The kind (`b'f'`, `b'i'`, `b'u'`, `b'b'`) and item size of an array's dtype, read from the
-/// descriptor: one match picks the element type, where trying each type in turn cost a failed
-/// conversion (and its error) per type before the right one.
-fn element(a: &Bound<'_, PyAny>) -> Option<(u8, usize)> {
-    let d = a.cast::<PyUntypedArray>().ok()?.dtype();
-    Some((d.kind(), d.itemsize()))
-}
-
 /// Borrows `obj` as a typed array of one of the supported dtypes.
 fn borrow<'py>(
     py: Python<'py>,
@@ -890,21 +899,7 @@ fn borrow<'py>(
             a.extract::<PyReadonlyArrayDyn<'py, $t>>().ok().map(Arr::$v)
         };
     }
-    let found = match element(&a) {
-        Some((b'f', 4)) => as_!(f32, F32),
-        Some((b'f', 8)) => as_!(f64, F64),
-        Some((b'f', 2)) => as_!(f16, F16),
-        Some((b'i', 8)) => as_!(i64, I64),
-        Some((b'i', 4)) => as_!(i32, I32),
-        Some((b'i', 2)) => as_!(i16, I16),
-        Some((b'i', 1)) => as_!(i8, I8),
-        Some((b'u', 8)) => as_!(u64, U64),
-        Some((b'u', 4)) => as_!(u32, U32),
-        Some((b'u', 2)) => as_!(u16, U16),
-        Some((b'u', 1)) => as_!(u8, U8),
-        Some((b'b', 1)) => as_!(bool, Bool),
-        _ => None,
-    };
+    let found = by_element!(element(&a), as_);
     if let Some(arr) = found {
         return Ok(arr);
     }
