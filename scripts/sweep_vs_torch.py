@@ -7,6 +7,7 @@ ours (above 1: we are faster).
     scripts/sweep_vs_torch.py --n 1024 --dtypes float32 --only index_add,gather --reps 9
     scripts/sweep_vs_torch.py --layout t             # every data tensor transposed (F-order)
     scripts/sweep_vs_torch.py --slower 1.0           # only the rows where PyTorch is faster
+    scripts/sweep_vs_torch.py --isolate --slower 0.9 # a process per case: trust short calls' rows
 
 Operands: `[n, n]` tensors, indices of n positions along a dim (a vector for the index_* ops,
 broadcast along the other dim for gather/scatter as a full `[n, n]` index) or `[n, n/4]` along
@@ -17,6 +18,7 @@ mask) instead of contiguous tensors: the same values, F-order memory. Threads: `
 
 import argparse
 import statistics
+import subprocess
 import sys
 import time
 
@@ -114,16 +116,41 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--only", default="", help="comma-separated substrings of case names")
     ap.add_argument("--slower", type=float, default=None, help="print only rows with ratio below this")
+    ap.add_argument("--isolate", action="store_true",
+                    help="each case and dtype in a process of its own (slower to run, but a case's "
+                         "times do not depend on the cases before it)")
+    ap.add_argument("--case", default=None, help=argparse.SUPPRESS)  # one exact name (--isolate's)
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     g = torch.Generator().manual_seed(0)
     only = [s for s in a.only.split(",") if s]
-    print(f"# n={a.n} layout={a.layout} threads={a.threads}, {a.rounds} blocks of {a.reps} calls per side; "
-          "µs medians, ratio = torch / ours")
-    print(f"{'case':34} {'dtype':8} {'ours':>10} {'torch':>10} {'ratio':>6}")
+    if a.case is None:
+        print(f"# n={a.n} layout={a.layout} threads={a.threads}, {a.rounds} blocks of {a.reps} calls per side; "
+              f"µs medians, ratio = torch / ours{'; a process per case' if a.isolate else ''}")
+        print(f"{'case':34} {'dtype':8} {'ours':>10} {'torch':>10} {'ratio':>6}")
     for dname in a.dtypes.split(","):
         dtype = getattr(torch, dname)
+        names = [name for name, _, _ in cases(4, dtype, a.layout, g)] if a.isolate else None
+        if a.isolate:
+            # In one process the earlier cases left ours slower on later short ones (the memory
+            # the process holds, torch's spinning workers): f32 `gather` dim 1 0.54 in the whole
+            # sweep, 1.05-1.26 alone.
+            for name in names:
+                if only and not any(s in name for s in only):
+                    continue
+                run = subprocess.run(
+                    [sys.executable, __file__, "--case", name, "--dtypes", dname, "--n", str(a.n),
+                     "--layout", a.layout, "--reps", str(a.reps), "--rounds", str(a.rounds),
+                     "--threads", str(a.threads)]
+                    + ([] if a.slower is None else ["--slower", str(a.slower)]),
+                    capture_output=True, text=True)
+                out = run.stdout.strip() or f"{name:34} {dname:8} failed: {run.stderr.strip()[-200:]}"
+                if out:
+                    print(out, flush=True)
+            continue
         for name, ours, theirs in cases(a.n, dtype, a.layout, g):
+            if a.case is not None and name != a.case:
+                continue
             if only and not any(s in name for s in only):
                 continue
             try:
