@@ -108,6 +108,27 @@ def bf16_values(bits):
     return (bits.astype(np.uint32) << 16).view(np.float32)
 
 
+@pytest.mark.parametrize("view", ["reversed", "stepped", "transposed_reversed"])
+def test_bfloat16_bits_in_strided_views_give_what_their_contiguous_copies_give(view):
+    # Read and written with the views' own strides (negative ones included), without a copy.
+    rng = np.random.default_rng(2)
+    bits = bf16_bits(rng.standard_normal((30, 40)))
+    pick = {"reversed": lambda b: b[::-1, ::-1][:15], "stepped": lambda b: b[:, ::-3][:15],
+            "transposed_reversed": lambda b: b.T[::-1][:15]}[view]
+    base = bits.copy()
+    x = pick(base)
+    idx = rng.integers(0, x.shape[1], (15, 5))
+    src = pick(bits.copy())[:, :5]
+    want = gather.scatter_add(np.ascontiguousarray(x), 1, idx, np.ascontiguousarray(src), dtype="bfloat16")
+    np.testing.assert_array_equal(gather.scatter_add(x, 1, idx, src, dtype="bfloat16"), want)
+    before = base.copy()
+    gather.scatter_add_(x, 1, idx, src, dtype="bfloat16")
+    np.testing.assert_array_equal(x, want)
+    outside = np.ones(base.shape, bool)
+    pick(outside)[...] = False
+    np.testing.assert_array_equal(base[outside], before[outside])
+
+
 def test_bfloat16_travels_as_uint16_bit_patterns():
     x = bf16_bits([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
     src = bf16_bits([[0.5, 0.25], [8.0, 1.5]])
