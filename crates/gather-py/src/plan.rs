@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use ::gather as lib;
-use ::gather::dynamic::{self, Arg, Args, Tensor, TensorView};
+use ::gather::dynamic::{self, Arg, Args, Inputs, Tensor, TensorView};
 use ::gather::{Reduce, backend};
 use ndarray::Ix1;
 use pyo3::prelude::*;
@@ -304,14 +304,13 @@ impl ScatterPlan {
                     ));
                 }
                 let views = c.views();
-                let named = |name: &str| views.iter().find(|(n, _)| *n == name).map(|(_, v)| v);
-                let (Some(d), Some(s)) = (named("dst"), named("src")) else {
+                let (Some(d), Some(s)) = (views.tensor("dst"), views.tensor("src")) else {
                     return Err(pyo3::exceptions::PyRuntimeError::new_err(
                         "a plan's call without dst or src",
                     ));
                 };
                 let r = py.detach(|| {
-                    catch_unwind(AssertUnwindSafe(|| host_apply(plan, op, d, s, reduce)))
+                    catch_unwind(AssertUnwindSafe(|| host_apply(plan, op, &d, &s, reduce)))
                 });
                 let out = c.finish(r)?;
                 c.result(Out::Host(out))

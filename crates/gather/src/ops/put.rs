@@ -161,9 +161,7 @@ fn accumulate_wide<T: Element, I: IndexElem>(
     // through the put kernel, and one rounding pass back (two passes over dst, where sorting the
     // contributions took most of the call: 138 ms for 2M into 4M elements, PyTorch 15 ms).
     if index.view().len().saturating_mul(8) >= dst.len() {
-        // Runs converted at once (F16C, AVX2), not element by element.
-        let mut acc = ndarray::ArrayD::from_elem(dst.raw_dim(), T::acc_zero());
-        kernels::zip::zip2_runs(&mut acc.view_mut(), &dst.view(), |a, d| T::widen_run(d, a));
+        let mut acc = kernels::scatter::widened(&dst.view());
         kernels::take::put(
             &mut acc.view_mut(),
             index,
