@@ -130,12 +130,10 @@ def main():
         print(f"{'case':34} {'dtype':8} {'ours':>10} {'torch':>10} {'ratio':>6}")
     for dname in a.dtypes.split(","):
         dtype = getattr(torch, dname)
-        names = [name for name, _, _ in cases(4, dtype, a.layout, g)] if a.isolate else None
         if a.isolate:
             # In one process the earlier cases left ours slower on later short ones (the memory
-            # the process holds, torch's spinning workers): f32 `gather` dim 1 0.54 in the whole
-            # sweep, 1.05-1.26 alone.
-            for name in names:
+            # the process holds, torch's spinning workers); docs/performance.md has the figures.
+            for name, _, _ in cases(4, dtype, a.layout, g):  # tiny tensors: the names only
                 if only and not any(s in name for s in only):
                     continue
                 run = subprocess.run(

@@ -128,7 +128,7 @@ def _numpy_views(torch, args, kwargs):
     """``args`` and ``kwargs`` with torch CPU tensors as NumPy views of their memory, or None
     where a tensor has none (CUDA, bfloat16, a negative bit), or where ``input`` is no torch
     tensor (the result's type is then another argument's): the library's own checks take
-    those. The views skip them, about a third of a tiny call."""
+    those. The views skip them: the extension's DLPack path probes each tensor's attributes."""
     t = torch.Tensor
     if not isinstance(args[0] if args else kwargs.get("input"), t):
         return None
