@@ -9,10 +9,11 @@
 //! 1. Every array argument is borrowed from NumPy without a copy ([`numpy::PyReadonlyArrayDyn`]
 //!    gives an `ndarray` view with the array's own strides: the stride-0 axes of
 //!    `np.broadcast_to` as they are, and negative strides too — numpy 0.30 builds the view on the
-//!    lowest address and then inverts those axes, so no data moves). Only three kinds of array are copied first: non-arrays
-//!    (lists, scalars: `np.asarray`), arrays NumPy itself would not hand out as a typed view
-//!    (non-native byte order, misaligned data, strides that are not a multiple of the item size),
-//!    and bfloat16 arrays (`dtype="bfloat16"`: `uint16` bit patterns, converted to `half::bf16`).
+//!    lowest address and then inverts those axes, so no data moves). bfloat16 arrays
+//!    (`dtype="bfloat16"`: `uint16` bit patterns) are viewed as `half::bf16` values in place
+//!    ([`TensorView::bf16_from_bits`]). Only two kinds of array are copied first: non-arrays
+//!    (lists, scalars: `np.asarray`) and arrays NumPy itself would not hand out as a typed view
+//!    (non-native byte order, misaligned data, strides that are not a multiple of the item size).
 //! 2. The GIL is released ([`Python::detach`]) and [`dynamic::call`] runs on the views: the same
 //!    dispatch, results and errors as the `gather` command and the conformance runner (an index
 //!    of an integer type other than int64 is widened to an int64 copy that keeps broadcast axes

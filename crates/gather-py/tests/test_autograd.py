@@ -191,6 +191,37 @@ def test_the_wrappers_keep_the_ops_names_signatures_and_docs():
     assert isinstance(gather.gather(np.arange(3.0), 0, np.array([2])), np.ndarray)
 
 
+def test_arguments_by_position_or_name_are_recorded_alike_and_bad_calls_raise_type_errors():
+    # The recorded path binds arguments by name itself (not by inspect.signature): every mix
+    # of positions and keywords gives the same output and gradients, keyword-only options and
+    # defaults included, and a call that does not bind raises Python's TypeError as before.
+    x, src = rand(4, 5), rand(4, 3)
+    idx = torch.randint(0, 5, (4, 3), generator=GEN)
+    calls = [
+        lambda a, s: gather.scatter_reduce(a, 1, idx, s, "amax"),
+        lambda a, s: gather.scatter_reduce(a, 1, idx, s, reduce="amax", include_self=True),
+        lambda a, s: gather.scatter_reduce(a, 1, index=idx, reduce="amax", src=s),
+        lambda a, s: gather.scatter_reduce(src=s, reduce="amax", index=idx, dim=1, input=a),
+        lambda a, s: gather.scatter_reduce(a, dim=1, index=idx, src=s, reduce="amax", deterministic=True),
+    ]
+    for f in calls:
+        same_as_torch(f, lambda a, s: torch.scatter_reduce(a, 1, idx, s, "amax"), x, src)
+    same_as_torch(lambda a: gather.gather(a, 1, idx, bounds="clip"),
+                  lambda a: torch.gather(a, 1, idx.clamp(0, 4)), x)
+    a, s = x.clone().requires_grad_(), src.clone().requires_grad_()
+    bad = [
+        lambda: gather.gather(a, 1),  # index missing
+        lambda: gather.gather(a, 1, idx, "clip"),  # bounds is keyword-only
+        lambda: gather.gather(a, 1, idx, dim=1),  # dim twice
+        lambda: gather.gather(a, 1, idx, bound="clip"),  # no such argument
+        lambda: gather.scatter_add(a, 1, idx),  # src missing
+        lambda: gather.scatter_add(a, 1, idx, src=s, input=a),  # input twice
+    ]
+    for f in bad:
+        with pytest.raises(TypeError):
+            f()
+
+
 def test_a_scatter_plan_is_recorded_with_the_ops_gradients():
     ids = torch.tensor([2, 0, 2, 1, 2])
     plan = gather.ScatterPlan(ids, 3)

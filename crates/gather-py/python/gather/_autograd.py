@@ -187,18 +187,20 @@ def _dual(torch):
 
 def _differentiated(torch, given, data):
     """The names of the ``data`` arguments to differentiate (they require grad with grad mode
-    on, or carry a forward-mode tangent), and the arguments with every tensor that requires
-    grad or may carry a tangent detached."""
+    on, or carry a forward-mode tangent), and the other arguments, with every tensor among them
+    that requires grad or may carry a tangent detached."""
     grad_on, dual = torch.is_grad_enabled(), _dual(torch)
-    unpack = torch.autograd.forward_ad.unpack_dual
-    names = [n for n, v in given.items() if n in data and isinstance(v, torch.Tensor) and (
-        (grad_on and v.requires_grad) or (dual and unpack(v).tangent is not None))]
-    return names, {n: (v.detach() if isinstance(v, torch.Tensor) and (dual or v.requires_grad) else v)
-                   for n, v in given.items()}
-
-
-def _without(values, names):
-    return {n: v for n, v in values.items() if n not in names}
+    t = torch.Tensor
+    names, rest = [], {}
+    for n, v in given.items():
+        if type(v) in _PLAIN or not isinstance(v, t):
+            rest[n] = v
+        elif n in data and ((grad_on and v.requires_grad) or
+                            (dual and torch.autograd.forward_ad.unpack_dual(v).tangent is not None)):
+            names.append(n)
+        else:
+            rest[n] = v.detach() if dual or v.requires_grad else v
+    return names, rest
 
 
 def _detached(torch, values):
@@ -374,14 +376,16 @@ def _func_function(torch):
 
         return run
 
-    def keep(ctx, inputs, gradient):
-        """Saves the op's tensors (and a product's grad_output, for its curvature)."""
+    def keep(ctx, inputs, gradient, forward=True):
+        """Saves the op's tensors (and a product's grad_output, for its curvature), for the
+        backward and, unless ``forward`` is false, for the jvp rule."""
         call, values, names, *rest = inputs
         ctx.call, ctx.values, ctx.names = call, values, names
         ctx.offset = 1 if gradient and curved(values) else 0
         tensors = rest[1 - ctx.offset:] if gradient else rest
         ctx.save_for_backward(*tensors)
-        ctx.save_for_forward(*tensors)
+        if forward:
+            ctx.save_for_forward(*tensors)
 
     def primal(ctx, detach=True):
         """The call's arguments with the saved tensors (detached, but for the products, whose
@@ -518,12 +522,16 @@ def _func_function(torch):
     class GatherEager(torch.autograd.Function):
         """GatherOp for torch's own autograd, with the same rules: a forward that takes ctx
         spares Function.apply's binding of forward's signature, a fifth of a tiny call's
-        forward and backward."""
+        forward and backward. Its jvp rule runs only inside a forward-mode level (torch.func's
+        transforms take GatherOp), so only there does it save its tensors for one: saving costs
+        as much as a tiny call's kernel."""
 
         @staticmethod
         def forward(ctx, *inputs):
             out = GatherOp.forward(*inputs)
-            GatherOp.setup_context(ctx, inputs, out)
+            keep(ctx, inputs, 0, _dual(torch))
+            if isinstance(out, tuple):  # sort, topk: (values, indices)
+                ctx.mark_non_differentiable(out[1])
             return out
 
         backward = staticmethod(GatherOp.backward)
@@ -555,6 +563,31 @@ def detaching(native):
     return _wrap(run, native.__name__, native, "gather.grad")
 
 
+def _binder(signature):
+    """``signature.bind(*args, **kwargs).arguments`` for the usual call, without its cost (a
+    fifth of a tiny recorded call): the positional arguments by name, then the keywords. A call
+    that binds otherwise or not at all (too many positional arguments, a name unknown, repeated
+    or missing) goes to ``signature.bind``, which raises its TypeError."""
+    kinds = inspect.Parameter
+    params = signature.parameters.values()
+    positional = tuple(p.name for p in params if p.kind == kinds.POSITIONAL_OR_KEYWORD)
+    known = frozenset(p.name for p in params if p.kind in (kinds.POSITIONAL_OR_KEYWORD, kinds.KEYWORD_ONLY))
+    required = frozenset(p.name for p in params if p.default is kinds.empty)
+
+    def bind(args, kwargs):
+        if len(args) <= len(positional):
+            given = dict(zip(positional, args))
+            if kwargs and given.keys().isdisjoint(kwargs) and known.issuperset(kwargs):
+                given.update(kwargs)
+            elif kwargs:
+                return signature.bind(*args, **kwargs).arguments
+            if given.keys() >= required:
+                return given
+        return signature.bind(*args, **kwargs).arguments
+
+    return bind
+
+
 def _wrap(fn, op, native, module="gather"):
     fn.__name__ = fn.__qualname__ = op
     fn.__doc__ = native.__doc__
@@ -576,6 +609,7 @@ def differentiable(op):
     """``gather.<op>``, recorded by torch's autograd when a tensor argument requires grad."""
     native = getattr(_native, op)
     signature = inspect.signature(native)
+    bind = _binder(signature)
     grad = getattr(_grad, op, None)  # None: an op whose outputs are indices (argsort)
     call = {"op": op, "forward": native, "grad": grad, "order": _op_order,
             "grad_params": set(inspect.signature(grad).parameters) if grad else set()}
@@ -600,17 +634,17 @@ def differentiable(op):
             args, kwargs = _each_tensor(torch, args, kwargs, "contiguous")
             return _torch_ops.call(op, args, kwargs)
         if _functorch(torch, args, kwargs):
-            given = signature.bind(*args, **kwargs).arguments
+            given = bind(args, kwargs)
             names = [n for n, v in given.items() if isinstance(v, torch.Tensor)]
             values = {n: v for n, v in given.items() if n not in names}
             return _func_function(torch).apply(call, values, names, *(given[n] for n in names))
         if not needs_grad and not _dual(torch):
             return _on_torch(torch, native, args, kwargs)
-        given = signature.bind(*args, **kwargs).arguments
-        names, values = _differentiated(torch, given, _DATA)
+        given = bind(args, kwargs)
+        names, rest = _differentiated(torch, given, _DATA)
         if grad is None or not names:
-            return _on_torch(torch, native, (), values)
-        return _eager_function(torch).apply(call, _without(values, names), names, *(given[n] for n in names))
+            return _on_torch(torch, native, (), dict(rest, **{n: given[n].detach() for n in names}))
+        return _eager_function(torch).apply(call, rest, names, *[given[n] for n in names])
 
     return _wrap(run, op, native)
 
@@ -618,7 +652,7 @@ def differentiable(op):
 def in_place(op):
     """``gather.<op>_``: writes into a tensor that requires grad only under ``torch.no_grad()``."""
     native = getattr(_native, op)
-    signature = inspect.signature(native)
+    bind = _binder(inspect.signature(native))
 
     def run(*args, **kwargs):
         if _plain(args, kwargs):
@@ -648,7 +682,7 @@ def in_place(op):
                 respell(e, "torch")
                 raise
             return args[0] if args else kwargs["input"]
-        given = signature.bind(*args, **kwargs).arguments
+        given = bind(args, kwargs)
         names, values = _detached(torch, given)
         if torch.is_grad_enabled():
             verb = "requires" if len(names) == 1 else "require"
@@ -728,10 +762,10 @@ with their gradients; build the plan outside the compiled function and reuse it.
             return _func_function(torch).apply(call, rest, names, *(values[n] for n in names))
         if not grad and not (torch is not None and _dual(torch)):
             return native(**values)
-        names, detached = _differentiated(torch, values, ("dst", "src"))
+        names, rest = _differentiated(torch, values, ("dst", "src"))
         if not names:
-            return native(**detached)
-        return _eager_function(torch).apply(call, _without(detached, names), names, *(values[n] for n in names))
+            return native(**rest)
+        return _eager_function(torch).apply(call, rest, names, *(values[n] for n in names))
 
     def _grad(self, grad_output, dst, src, reduce=None, include_self=True, dtype=None):
         if getattr(self._index, "_version", None) != self._version:
