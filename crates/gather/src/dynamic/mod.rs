@@ -278,13 +278,7 @@ impl Read<'_> {
         use crate::ops::{broadcast, masked, onnx, repeat, take};
         match *self {
             Read::Gather(dim, i) => crate::gather(&x, dim, i),
-            Read::Gather32(dim, i) => {
-                if matches!(std::mem::size_of::<M>(), 4 | 8) {
-                    crate::gather(&x, dim, i)
-                } else {
-                    unreachable!("int32 indices reach only 4- and 8-byte elements")
-                }
-            }
+            Read::Gather32(dim, i) => crate::gather(&x, dim, i),
             Read::IndexSelect(dim, i) => crate::ops::index::index_select(&x, dim, i),
             Read::Take(i) => Ok(take::take(&x, i)?.into_dyn()),
             Read::TakeAlongDim(dim, i) => take::take_along_dim(&x, i, dim),
@@ -1163,8 +1157,8 @@ mod tests {
         assert_eq!(wide.view(), t.mapv(i64::from));
     }
 
-    /// gather with an int32 index runs on it as it is for 4- and 8-byte elements and widens it
-    /// for the others: either way the result and the errors are those of the int64 index.
+    /// gather with an int32 index runs on it as it is, for every element width: the result and
+    /// the errors are those of the int64 index.
     #[test]
     fn gather_with_an_int32_index_equals_the_int64_call() {
         let x = Array::from_shape_fn((5, 7, 3), |(i, j, k)| (i * 21 + j * 3 + k) as f64);

@@ -36,7 +36,7 @@ pub(crate) fn gather(args: &Args, inputs: &dyn Inputs) -> Result<Tensor> {
     let x = input(inputs, "input")?;
     let index = input(inputs, "index")?;
     let dim = args.dim()?;
-    if let (TensorView::I32(i), 4 | 8) = (&index, x.dtype().size_of()) {
+    if let TensorView::I32(i) = &index {
         return crate::dynamic::on_compact(i, |i| Read::Gather32(dim, i).on(&x));
     }
     with_index_tensor!(index, i => Read::Gather(dim, i).on(&x),
