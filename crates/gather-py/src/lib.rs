@@ -423,6 +423,27 @@ impl<'py> Call<'py> {
         })
     }
 
+    /// Refuses a target whose elements share memory (an expanded or broadcast view): what
+    /// one write leaves would depend on the order of the others, and Rust's `&mut` views
+    /// promise distinct elements.
+    fn writable(&self, overlaps_itself: bool) -> PyResult<()> {
+        if !overlaps_itself {
+            return Ok(());
+        }
+        Err(py_error(
+            self.py,
+            "InvalidArgumentError",
+            "invalid_argument",
+            format!(
+                "{op}_: `input` has elements that share memory (an expanded, broadcast or \
+                 overlapping strided view), so what the call writes into one it writes into \
+                 others\nhint: write into a copy (NumPy: `x = x.copy()`, torch: `x = x.clone()`), \
+                 or call the out-of-place {op}",
+                op = self.op
+            ),
+        ))
+    }
+
     fn finish<T>(&self, result: std::thread::Result<lib::Result<T>>) -> PyResult<T> {
         match result {
             Ok(Ok(out)) => Ok(out),
@@ -457,6 +478,24 @@ impl<'py> Call<'py> {
         let views = self.views();
         let (op, args) = (self.op, &self.args);
         let tv = target.view_mut();
+        let written =
+            lib::with_elem!(TensorViewMut, &tv, a => Span::of(a.as_ptr(), a.shape(), a.strides()));
+        if let Some(written) = &written {
+            self.writable(written.overlaps_itself)?;
+            for (name, v) in &views {
+                let read = lib::with_elem!(TensorView, v, a => Span::of(a.as_ptr(), a.shape(), a.strides()));
+                if read.is_some_and(|r| r.meets(written)) {
+                    return Err(py_error(
+                        self.py,
+                        "InvalidArgumentError",
+                        "invalid_argument",
+                        format!(
+                            "{op}_: `input` shares memory with `{name}`, which the call would read while writing it\nhint: pass a copy of `{name}` (NumPy: `{name}.copy()`, torch: `{name}.clone()`)"
+                        ),
+                    ));
+                }
+            }
+        }
         let result = self.py.detach(|| {
             catch_unwind(AssertUnwindSafe(|| {
                 dynamic::call_inplace(op, args, tv, &views)
@@ -475,6 +514,9 @@ impl<'py> Call<'py> {
         let Some((_, target, read_only)) = target else {
             return Err(PyRuntimeError::new_err("in-place call without an input"));
         };
+        let (shape, strides) = (target.shape(), target.strides());
+        let span = Span::of(target.device_ptr() as *const u8, shape, strides);
+        self.writable(span.is_some_and(|s| s.overlaps_itself))?;
         if read_only {
             return Err(py_error(
                 self.py,
@@ -2491,4 +2533,83 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     g.add_function(wrap_pyfunction!(grad_fns::select_batched, &g)?)?;
     m.add_submodule(&g)?;
     Ok(())
+}
+
+/// The bytes an array's elements occupy, to tell whether two arrays (or one array's own
+/// elements) can share memory without walking them: the bindings see arrays whose memory
+/// NumPy's borrow checker cannot relate (each `tensor.numpy()` has a base of its own).
+struct Span {
+    /// The lowest byte and one past the highest.
+    lo: usize,
+    hi: usize,
+    /// The first element's address, and the gcd of the byte strides of the axes longer than 1
+    /// (0: one element): every element starts at `first` plus a multiple of `gcd`.
+    first: usize,
+    gcd: usize,
+    item: usize,
+    /// Whether two positions may have the same address (sufficient test: the axes sorted by
+    /// stride, each steps past everything the shorter ones reach).
+    overlaps_itself: bool,
+}
+
+impl Span {
+    /// `None` for an array without elements, which shares nothing.
+    fn of<T>(ptr: *const T, shape: &[usize], strides: &[isize]) -> Option<Span> {
+        if shape.contains(&0) {
+            return None;
+        }
+        let item = std::mem::size_of::<T>().max(1);
+        let (mut below, mut above, mut gcd) = (0usize, 0usize, 0usize);
+        let mut axes = Vec::with_capacity(shape.len());
+        for (&n, &s) in shape.iter().zip(strides) {
+            if n > 1 {
+                let reach = s.unsigned_abs() * (n - 1) * item;
+                if s < 0 {
+                    below += reach
+                } else {
+                    above += reach
+                }
+                gcd = gcd_of(gcd, s.unsigned_abs() * item);
+                axes.push((s.unsigned_abs(), n));
+            }
+        }
+        axes.sort_unstable();
+        let mut reach = 0usize;
+        let mut overlaps_itself = false;
+        for (s, n) in axes {
+            if s <= reach {
+                overlaps_itself = true;
+                break;
+            }
+            reach += s * (n - 1);
+        }
+        let first = ptr as usize;
+        Some(Span {
+            lo: first - below,
+            hi: first + above + item,
+            first,
+            gcd,
+            item,
+            overlaps_itself,
+        })
+    }
+
+    /// Whether an element of `self` may share a byte with one of `other`: their ranges meet,
+    /// and element starts `k * gcd` apart can come within an item of each other.
+    fn meets(&self, other: &Span) -> bool {
+        if self.hi <= other.lo || other.hi <= self.lo {
+            return false;
+        }
+        let g = gcd_of(self.gcd, other.gcd) as i128;
+        if g == 0 {
+            return true;
+        }
+        let diff = self.first as i128 - other.first as i128;
+        // Starts `diff + k * g` apart overlap when that lies in (-self.item, other.item).
+        (-(self.item as i128 - 1)..other.item as i128).any(|t| (t - diff).rem_euclid(g) == 0)
+    }
+}
+
+fn gcd_of(a: usize, b: usize) -> usize {
+    if b == 0 { a } else { gcd_of(b, a % b) }
 }

@@ -211,3 +211,88 @@ def test_respell_writes_a_numpy_errors_hint_for_another_framework():
     assert "`np.expand_dims(index, 1)`" in err.hint and str(err).endswith("hint: " + err.hint)
     with pytest.raises(ValueError, match="no dialect"):
         gather._native._respell("x", "tensorflow")
+
+
+def test_torch_inplace_source_sharing_the_targets_memory_is_refused_and_nothing_changes():
+    # Each tensor.numpy() has a base of its own, so NumPy's borrow checker cannot relate two
+    # views of one storage: the bindings compare the memory the arrays span (PyTorch refuses
+    # these calls too, "unsupported operation: some elements ... refer to a single memory location").
+    x = torch.arange(4.0)
+    with pytest.raises(gather.InvalidArgumentError, match="shares memory with `source`") as e:
+        gather.index_copy_(x, 0, torch.tensor([1, 2, 3, 0]), x)
+    assert ".clone()" in str(e.value)
+    b = torch.arange(6.0)
+    with pytest.raises(gather.InvalidArgumentError, match="shares memory with `source`"):
+        gather.put_(b[1:5], torch.tensor([1, 2, 3, 0]), b[0:4])
+    i = torch.arange(3)
+    with pytest.raises(gather.InvalidArgumentError, match="shares memory with `index`"):
+        gather.scatter_add_(i, 0, i, torch.ones(3, dtype=torch.long))
+    assert i.tolist() == [0, 1, 2]
+    torch.testing.assert_close(x, torch.arange(4.0))
+    torch.testing.assert_close(b, torch.arange(6.0))
+    # Disjoint parts of one storage (other rows, the other column) are read and written.
+    m = torch.arange(8.0).reshape(4, 2)
+    gather.index_copy_(m[:2], 0, torch.tensor([1, 0]), m[2:])
+    gather.index_copy_(m[:, 0], 0, torch.tensor([3]), m[:1, 1])
+    torch.testing.assert_close(m, torch.tensor([[6.0, 7.0], [4.0, 5.0], [4.0, 5.0], [7.0, 7.0]]))
+
+
+@pytest.mark.parametrize("make", [
+    lambda: torch.zeros(1, 3).expand(2, 3),
+    lambda: torch.zeros(6).as_strided((3, 3), (1, 1)),
+])
+def test_torch_inplace_target_whose_elements_share_memory_is_refused(make):
+    x = make()
+    for call in [
+        lambda: gather.scatter_add_(x, 1, torch.tensor([[0], [0]]), torch.ones(2, 1)),
+        lambda: gather.index_fill_(x, 1, torch.tensor([0]), 1.0),
+        lambda: gather.masked_scatter_(x, torch.ones(x.shape, dtype=torch.bool), torch.ones(9)),
+    ]:
+        with pytest.raises(gather.InvalidArgumentError, match="share memory") as e:
+            call()
+        assert "clone()" in str(e.value)
+    assert not x.any()
+
+
+def test_memory_sharing_is_found_for_every_pair_of_strided_views_that_share_an_element():
+    # Views of one storage: targets are stepped, flipped or transposed slices (elements of
+    # their own), sources any as_strided view. A pair that shares an element (NumPy's exact
+    # np.shares_memory) is always refused, and a pair whose byte ranges are apart always runs.
+    rng = np.random.default_rng(5)
+    base = torch.zeros(40)
+
+    def span(a):
+        start = a.__array_interface__["data"][0]
+        reach = [(n - 1) * s for n, s in zip(a.shape, a.strides)]
+        return start + sum(r for r in reach if r < 0), start + sum(r for r in reach if r > 0) + a.itemsize
+
+    def target():
+        rows, cols = (int(v) for v in rng.integers(1, 5, 2))
+        o = int(rng.integers(0, 40 - rows * cols))
+        t = base[o:o + rows * cols].reshape(rows, cols)[::int(rng.integers(1, 3)), ::int(rng.integers(1, 3))]
+        t = t.flip(int(rng.integers(0, 2))) if rng.random() < 0.3 else t
+        return t.T if rng.random() < 0.3 else t
+
+    def source():
+        n = int(rng.integers(1, 4))
+        shape = tuple(int(v) for v in rng.integers(1, 4, n))
+        strides = tuple(int(v) for v in rng.integers(0, 6, n))
+        reach = sum((a - 1) * b for a, b in zip(shape, strides))
+        v = base.as_strided(shape, strides, int(rng.integers(0, 40 - reach)))
+        return v.flip(0) if rng.random() < 0.3 else v
+
+    refused = ran = 0
+    for _ in range(600):
+        t, s = target(), source()
+        tn, sn = t.numpy(), s.numpy()
+        try:
+            gather.masked_scatter_(t, torch.zeros(t.shape, dtype=torch.bool), s)
+            ran += 1
+            assert not np.shares_memory(tn, sn)
+            (tlo, thi), (slo, shi) = span(tn), span(sn)
+        except gather.InvalidArgumentError as e:
+            assert "shares memory with `source`" in str(e)
+            refused += 1
+            (tlo, thi), (slo, shi) = span(tn), span(sn)
+            assert tlo < shi and slo < thi
+    assert refused > 40 and ran > 100, (refused, ran)
