@@ -78,7 +78,7 @@ pub fn repeat_interleave_scalar(
 }
 
 /// `torch.repeat_interleave(repeats, output_size)`: `[0] * repeats[0] + [1] * repeats[1] + ...`,
-/// in the repeats' dtype (int32 stays int32, any other integer dtype gives int64).
+/// in the repeats' dtype (as PyTorch; positions past the dtype's range are an error).
 ///
 /// ```no_run
 /// use gather_cuda::{Cuda, CudaTensor};
@@ -95,17 +95,30 @@ pub fn repeat_interleave_repeats(
 ) -> Result<CudaTensor> {
     let values = host_counts(repeats)?;
     let (counts, total) = backend::repeat_plan_repeats(repeats.shape(), &values, output_size)?;
-    let dtype = if repeats.dtype() == DType::I32 {
-        if counts.len() > i32::MAX as usize + 1 {
-            return Err(crate::tensor::invalid(format!(
-                "{OP}: the positions do not fit in int32 (pass the repeats as int64)"
-            )));
-        }
-        DType::I32
-    } else {
-        DType::I64
-    };
-    positions(repeats.device(), &counts, total, dtype)
+    let last = counts.len().saturating_sub(1);
+    // The narrow dtypes (rare as repeats) are spread on the host, whose counts these are.
+    macro_rules! narrow {
+        ($($v:ident => $t:ty),*) => {
+            match repeats.dtype() {
+                DType::I64 => positions(repeats.device(), &counts, total, DType::I64),
+                DType::I32 if i32::try_from(last).is_ok() => {
+                    positions(repeats.device(), &counts, total, DType::I32)
+                }
+                $(DType::$v if <$t>::try_from(last).is_ok() => {
+                    let spread: Vec<$t> = counts
+                        .iter()
+                        .enumerate()
+                        .flat_map(|(p, &c)| std::iter::repeat_n(p as $t, c))
+                        .collect();
+                    CudaTensor::from_host(repeats.device(), &ndarray::Array1::from(spread))
+                })*
+                other => Err(crate::tensor::invalid(format!(
+                    "{OP}: the positions (up to {last}) do not fit in {other} (pass the repeats as int64)"
+                ))),
+            }
+        };
+    }
+    narrow!(I8 => i8, I16 => i16, U8 => u8, U16 => u16, U32 => u32, U64 => u64)
 }
 
 /// The counts, read to the host as i64 (an integer dtype is required).

@@ -671,6 +671,16 @@ fn repeat_interleave_equals_the_cpu_library_in_every_form() {
         got.to_host::<i32>().unwrap(),
         ndarray::arr1(&[0, 0, 2]).into_dyn()
     );
+    // So do the narrow dtypes (as PyTorch), and positions past the dtype are an error.
+    let r8 = ndarray::arr1(&[2u8, 0, 1]).into_dyn();
+    let got = gather_cuda::repeat_interleave_repeats(&up(&g, &r8), None).unwrap();
+    assert_eq!(
+        got.to_host::<u8>().unwrap(),
+        ndarray::arr1(&[0u8, 0, 2]).into_dyn()
+    );
+    let long = ndarray::Array1::<i8>::from_elem(200, 1).into_dyn();
+    let e = gather_cuda::repeat_interleave_repeats(&up(&g, &long), None).unwrap_err();
+    assert!(e.to_string().contains("int8"), "{e}");
     let x = ndarray::arr2(&[[1.0f32, 2.0], [3.0, 4.0]]).into_dyn();
     let one = ndarray::arr0(3i64).into_dyn();
     let want = gather::repeat_interleave(&x, &one, Some(1), None).unwrap();

@@ -296,3 +296,10 @@ def test_memory_sharing_is_found_for_every_pair_of_strided_views_that_share_an_e
             (tlo, thi), (slo, shi) = span(tn), span(sn)
             assert tlo < shi and slo < thi
     assert refused > 40 and ran > 100, (refused, ran)
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int16, torch.uint8, torch.int32, torch.int64])
+def test_repeat_interleave_of_repeats_alone_keeps_their_dtype_as_pytorch(dtype):
+    r = torch.tensor([2, 0, 1, 3], dtype=dtype)
+    got, want = gather.repeat_interleave(r), torch.repeat_interleave(r)
+    assert got.dtype == want.dtype and torch.equal(got, want)

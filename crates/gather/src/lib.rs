@@ -128,6 +128,11 @@
 //! - Where `amax`/`amin` tie `0.0` with `-0.0`, the first of them is kept (self, then the sources
 //!   in index order), on every path, as PyTorch's generic kernel does; PyTorch's path for
 //!   expanded float indices with rows of 16 or more keeps the last.
+//! - The gradient of `amax`/`amin` with `include_self = false` shares an element's gradient among
+//!   the sources tied at its result; PyTorch also counts `self` among them when it equals the
+//!   result, though it was left out, so its shares add up to less than the gradient.
+//! - An index value out of range is an error even where no element would be written (an input
+//!   with no elements): PyTorch's `index_add`, `index_copy` and `index_fill` skip the check there.
 
 #![warn(missing_docs)]
 

@@ -152,17 +152,25 @@ pub(crate) fn repeat_interleave(args: &Args, inputs: &dyn Inputs) -> Result<Tens
             let positions = with_index_tensor!(r, a => repeat::repeat_interleave_repeats(a, output_size)?,
                 _ => return Err(index_dtype_error(OP, "repeats", &r)));
             let positions = positions.into_dyn();
-            match r {
-                // PyTorch returns the repeats' dtype; the positions are below repeats.len().
-                TensorView::I32(_) if positions.iter().all(|&p| p <= i64::from(i32::MAX)) => {
-                    Ok(Tensor::from(positions.mapv(|p| p as i32)))
-                }
-                TensorView::I32(_) => Err(Error::invalid(format!(
-                    "{OP}: the positions do not fit in int32"
-                ))
-                .with_hint("pass the repeats as int64")),
-                _ => Ok(Tensor::from(positions)),
+            // PyTorch returns the repeats' dtype. The positions are below repeats.len() and
+            // ascending, so the last one says whether they fit.
+            let last = positions.iter().last().copied().unwrap_or(0);
+            macro_rules! in_dtype {
+                ($($v:ident => $t:ty),*) => {
+                    match r {
+                        $(TensorView::$v(_) if <$t>::try_from(last).is_ok() => {
+                            Ok(Tensor::from(positions.mapv(|p| p as $t)))
+                        })*
+                        TensorView::I64(_) => Ok(Tensor::from(positions)),
+                        _ => Err(Error::invalid(format!(
+                            "{OP}: the positions (up to {last}) do not fit in {}",
+                            r.dtype()
+                        ))
+                        .with_hint("pass the repeats as int64")),
+                    }
+                };
             }
+            in_dtype!(I8 => i8, I16 => i16, I32 => i32, U8 => u8, U16 => u16, U32 => u32, U64 => u64)
         }
         (None, None) => Err(Error::invalid(format!(
             "{OP}: missing input tensor `input` (or `repeats` for the repeats-only form)"
@@ -306,6 +314,27 @@ mod tests {
         let ins = tensors(vec![("repeats", Tensor::from(array![1i32, 2].into_dyn()))]);
         let out = call("repeat_interleave", &args(&[]), &ins).unwrap();
         assert_eq!(out[0].1.dtype(), DType::I32);
+        // Every integer dtype comes back as itself, with the same positions; positions past
+        // the dtype's range are an error that names it.
+        macro_rules! each {
+            ($($t:ty),*) => {$(
+                let ins = tensors(vec![("repeats", Tensor::from(array![2 as $t, 0, 1].into_dyn()))]);
+                let out = call("repeat_interleave", &args(&[]), &ins).unwrap();
+                assert_eq!(out[0].1, Tensor::from(array![0 as $t, 0, 2].into_dyn()));
+            )*};
+        }
+        each!(i8, i16, u8, u16, u32, u64);
+        let long = ndarray::Array1::<i8>::from_elem(200, 1).into_dyn();
+        let e = call(
+            "repeat_interleave",
+            &args(&[]),
+            &tensors(vec![("repeats", Tensor::from(long))]),
+        )
+        .unwrap_err();
+        assert!(
+            e.message().contains("up to 199") && e.message().contains("int8"),
+            "{e}"
+        );
     }
 
     #[test]
