@@ -477,10 +477,8 @@ impl<'py> Call<'py> {
         let mut target = borrow_mut(self.py, self.op, input, self.bf16)?;
         let views = self.views();
         let (op, args) = (self.op, &self.args);
-        let tv = target.view_mut();
-        let written =
-            lib::with_elem!(TensorViewMut, &tv, a => Span::of(a.as_ptr(), a.shape(), a.strides()));
-        if let Some(written) = &written {
+        // Tested on NumPy's description of the target, before a `&mut` view of it exists.
+        if let Some(written) = &target.span() {
             self.writable(written.overlaps_itself)?;
             for (name, v) in &views {
                 let read = lib::with_elem!(TensorView, v, a => Span::of(a.as_ptr(), a.shape(), a.strides()));
@@ -496,6 +494,7 @@ impl<'py> Call<'py> {
                 }
             }
         }
+        let tv = target.view_mut();
         let result = self.py.detach(|| {
             catch_unwind(AssertUnwindSafe(|| {
                 dynamic::call_inplace(op, args, tv, &views)
@@ -629,6 +628,23 @@ enum ArrMut<'py> {
 }
 
 impl ArrMut<'_> {
+    /// The memory the array's elements occupy, from NumPy's description of it (see [`Span`]).
+    fn span(&self) -> Option<Span> {
+        macro_rules! span {
+            ($($v:ident),*) => {
+                match self {
+                    $(ArrMut::$v(a) => {
+                        let item = a.dtype().itemsize();
+                        Span::of_bytes(a.data() as usize, a.shape(), a.strides(), item)
+                    })*
+                }
+            };
+        }
+        span!(
+            Bool, U8, I8, I16, I32, I64, U16, U32, U64, F16, F32, F64, BF16
+        )
+    }
+
     fn view_mut(&mut self) -> TensorViewMut<'_> {
         match self {
             ArrMut::Bool(a) => a.as_array_mut().into(),
@@ -1019,6 +1035,23 @@ fn is_scalar(v: &Bound<'_, PyAny>) -> PyResult<bool> {
     v.is_instance(&np.getattr("generic")?)
 }
 
+/// An `int` argument (a dim, `k`, a size), refusing `bool`, which Python counts as an `int`, as
+/// PyTorch does: a flag where a dim goes is arguments out of order (`topk(x, 2, True)`).
+fn int_not_bool(v: &Bound<'_, PyAny>) -> PyResult<i64> {
+    if v.is_instance_of::<PyBool>() {
+        return Err(PyTypeError::new_err("must be int, not bool"));
+    }
+    v.extract()
+}
+
+/// [`int_not_bool`] for an argument that may be `None`.
+fn opt_int_not_bool(v: &Bound<'_, PyAny>) -> PyResult<Option<i64>> {
+    if v.is_none() {
+        return Ok(None);
+    }
+    int_not_bool(v).map(Some)
+}
+
 fn opt_int(v: Option<i64>) -> Arg {
     v.map_or(Arg::None, Arg::Int)
 }
@@ -1050,7 +1083,7 @@ fn opt_int(v: Option<i64>) -> Arg {
 fn gather<'py>(
     py: Python<'py>,
     input: &Bound<'py, PyAny>,
-    dim: i64,
+    #[pyo3(from_py_with = int_not_bool)] dim: i64,
     index: &Bound<'py, PyAny>,
     bounds: Option<&str>,
     fill_value: Option<&Bound<'py, PyAny>>,
@@ -1081,7 +1114,7 @@ fn gather<'py>(
 fn scatter<'py>(
     py: Python<'py>,
     input: &Bound<'py, PyAny>,
-    dim: i64,
+    #[pyo3(from_py_with = int_not_bool)] dim: i64,
     index: &Bound<'py, PyAny>,
     src: Option<&Bound<'py, PyAny>>,
     value: Option<&Bound<'py, PyAny>>,
@@ -1111,7 +1144,7 @@ fn scatter<'py>(
 fn scatter_<'py>(
     py: Python<'py>,
     input: &Bound<'py, PyAny>,
-    dim: i64,
+    #[pyo3(from_py_with = int_not_bool)] dim: i64,
     index: &Bound<'py, PyAny>,
     src: Option<&Bound<'py, PyAny>>,
     value: Option<&Bound<'py, PyAny>>,
@@ -1186,7 +1219,7 @@ fn scatter_call<'py>(
 fn scatter_add<'py>(
     py: Python<'py>,
     input: &Bound<'py, PyAny>,
-    dim: i64,
+    #[pyo3(from_py_with = int_not_bool)] dim: i64,
     index: &Bound<'py, PyAny>,
     src: &Bound<'py, PyAny>,
     deterministic: bool,
@@ -1215,7 +1248,7 @@ fn scatter_add<'py>(
 fn scatter_add_<'py>(
     py: Python<'py>,
     input: &Bound<'py, PyAny>,
-    dim: i64,
+    #[pyo3(from_py_with = int_not_bool)] dim: i64,
     index: &Bound<'py, PyAny>,
     src: &Bound<'py, PyAny>,
     deterministic: bool,
@@ -1269,7 +1302,7 @@ fn scatter_add_call<'py>(
 fn scatter_reduce<'py>(
     py: Python<'py>,
     input: &Bound<'py, PyAny>,
-    dim: i64,
+    #[pyo3(from_py_with = int_not_bool)] dim: i64,
     index: &Bound<'py, PyAny>,
     src: &Bound<'py, PyAny>,
     reduce: &str,
@@ -1301,7 +1334,7 @@ fn scatter_reduce<'py>(
 fn scatter_reduce_<'py>(
     py: Python<'py>,
     input: &Bound<'py, PyAny>,
-    dim: i64,
+    #[pyo3(from_py_with = int_not_bool)] dim: i64,
     index: &Bound<'py, PyAny>,
     src: &Bound<'py, PyAny>,
     reduce: &str,
@@ -1353,7 +1386,7 @@ fn scatter_reduce_call<'py>(
 fn index_select<'py>(
     py: Python<'py>,
     input: &Bound<'py, PyAny>,
-    dim: i64,
+    #[pyo3(from_py_with = int_not_bool)] dim: i64,
     index: &Bound<'py, PyAny>,
     bounds: Option<&str>,
     fill_value: Option<&Bound<'py, PyAny>>,
@@ -1379,7 +1412,7 @@ fn index_select<'py>(
 fn index_add<'py>(
     py: Python<'py>,
     input: &Bound<'py, PyAny>,
-    dim: i64,
+    #[pyo3(from_py_with = int_not_bool)] dim: i64,
     index: &Bound<'py, PyAny>,
     source: &Bound<'py, PyAny>,
     alpha: Option<&Bound<'py, PyAny>>,
@@ -1408,7 +1441,7 @@ fn index_add<'py>(
 fn index_add_<'py>(
     py: Python<'py>,
     input: &Bound<'py, PyAny>,
-    dim: i64,
+    #[pyo3(from_py_with = int_not_bool)] dim: i64,
     index: &Bound<'py, PyAny>,
     source: &Bound<'py, PyAny>,
     alpha: Option<&Bound<'py, PyAny>>,
@@ -1456,7 +1489,7 @@ fn index_add_call<'py>(
 fn index_copy<'py>(
     py: Python<'py>,
     input: &Bound<'py, PyAny>,
-    dim: i64,
+    #[pyo3(from_py_with = int_not_bool)] dim: i64,
     index: &Bound<'py, PyAny>,
     source: &Bound<'py, PyAny>,
     bounds: Option<&str>,
@@ -1484,7 +1517,7 @@ fn index_copy<'py>(
 fn index_copy_<'py>(
     py: Python<'py>,
     input: &Bound<'py, PyAny>,
-    dim: i64,
+    #[pyo3(from_py_with = int_not_bool)] dim: i64,
     index: &Bound<'py, PyAny>,
     source: &Bound<'py, PyAny>,
     bounds: Option<&str>,
@@ -1527,7 +1560,7 @@ fn index_copy_call<'py>(
 fn index_fill<'py>(
     py: Python<'py>,
     input: &Bound<'py, PyAny>,
-    dim: i64,
+    #[pyo3(from_py_with = int_not_bool)] dim: i64,
     index: &Bound<'py, PyAny>,
     value: &Bound<'py, PyAny>,
     bounds: Option<&str>,
@@ -1555,7 +1588,7 @@ fn index_fill<'py>(
 fn index_fill_<'py>(
     py: Python<'py>,
     input: &Bound<'py, PyAny>,
-    dim: i64,
+    #[pyo3(from_py_with = int_not_bool)] dim: i64,
     index: &Bound<'py, PyAny>,
     value: &Bound<'py, PyAny>,
     bounds: Option<&str>,
@@ -1595,7 +1628,7 @@ fn index_fill_call<'py>(
 fn index_reduce<'py>(
     py: Python<'py>,
     input: &Bound<'py, PyAny>,
-    dim: i64,
+    #[pyo3(from_py_with = int_not_bool)] dim: i64,
     index: &Bound<'py, PyAny>,
     source: &Bound<'py, PyAny>,
     reduce: &str,
@@ -1625,7 +1658,7 @@ fn index_reduce<'py>(
 fn index_reduce_<'py>(
     py: Python<'py>,
     input: &Bound<'py, PyAny>,
-    dim: i64,
+    #[pyo3(from_py_with = int_not_bool)] dim: i64,
     index: &Bound<'py, PyAny>,
     source: &Bound<'py, PyAny>,
     reduce: &str,
@@ -1697,7 +1730,7 @@ fn take_along_dim<'py>(
     py: Python<'py>,
     input: &Bound<'py, PyAny>,
     indices: &Bound<'py, PyAny>,
-    dim: Option<i64>,
+    #[pyo3(from_py_with = opt_int_not_bool)] dim: Option<i64>,
     bounds: Option<&str>,
     fill_value: Option<&Bound<'py, PyAny>>,
     dtype: Option<&str>,
@@ -1865,7 +1898,7 @@ fn masked_scatter_call<'py>(
 fn sort<'py>(
     py: Python<'py>,
     input: &Bound<'py, PyAny>,
-    dim: i64,
+    #[pyo3(from_py_with = int_not_bool)] dim: i64,
     descending: bool,
     stable: bool,
     dtype: Option<&str>,
@@ -1889,7 +1922,7 @@ fn sort<'py>(
 fn argsort<'py>(
     py: Python<'py>,
     input: &Bound<'py, PyAny>,
-    dim: i64,
+    #[pyo3(from_py_with = int_not_bool)] dim: i64,
     descending: bool,
     stable: bool,
     dtype: Option<&str>,
@@ -1913,8 +1946,8 @@ fn argsort<'py>(
 fn topk<'py>(
     py: Python<'py>,
     input: &Bound<'py, PyAny>,
-    k: i64,
-    dim: i64,
+    #[pyo3(from_py_with = int_not_bool)] k: i64,
+    #[pyo3(from_py_with = int_not_bool)] dim: i64,
     largest: bool,
     sorted: bool,
     dtype: Option<&str>,
@@ -1946,8 +1979,8 @@ fn repeat_interleave<'py>(
     py: Python<'py>,
     input: &Bound<'py, PyAny>,
     repeats: Option<&Bound<'py, PyAny>>,
-    dim: Option<i64>,
-    output_size: Option<i64>,
+    #[pyo3(from_py_with = opt_int_not_bool)] dim: Option<i64>,
+    #[pyo3(from_py_with = opt_int_not_bool)] output_size: Option<i64>,
     dtype: Option<&str>,
 ) -> PyResult<Py<PyAny>> {
     let mut c = Call::new(py, "repeat_interleave", dtype)?;
@@ -1986,9 +2019,9 @@ fn repeat_interleave<'py>(
 fn select_batched<'py>(
     py: Python<'py>,
     input: &Bound<'py, PyAny>,
-    axis: i64,
+    #[pyo3(from_py_with = int_not_bool)] axis: i64,
     index: &Bound<'py, PyAny>,
-    batch_dims: i64,
+    #[pyo3(from_py_with = int_not_bool)] batch_dims: i64,
     bounds: Option<&str>,
     fill_value: Option<&Bound<'py, PyAny>>,
     dtype: Option<&str>,
@@ -2016,7 +2049,7 @@ mod grad_fns {
         py: Python<'py>,
         grad_output: &Bound<'py, PyAny>,
         input: &Bound<'py, PyAny>,
-        dim: i64,
+        #[pyo3(from_py_with = int_not_bool)] dim: i64,
         index: &Bound<'py, PyAny>,
         bounds: Option<&str>,
         fill_value: Option<&Bound<'py, PyAny>>,
@@ -2036,7 +2069,7 @@ mod grad_fns {
         py: Python<'py>,
         grad_output: &Bound<'py, PyAny>,
         input: &Bound<'py, PyAny>,
-        dim: i64,
+        #[pyo3(from_py_with = int_not_bool)] dim: i64,
         index: &Bound<'py, PyAny>,
         src: Option<&Bound<'py, PyAny>>,
         value: Option<&Bound<'py, PyAny>>,
@@ -2059,7 +2092,7 @@ mod grad_fns {
         py: Python<'py>,
         grad_output: &Bound<'py, PyAny>,
         input: &Bound<'py, PyAny>,
-        dim: i64,
+        #[pyo3(from_py_with = int_not_bool)] dim: i64,
         index: &Bound<'py, PyAny>,
         src: &Bound<'py, PyAny>,
         bounds: Option<&str>,
@@ -2080,7 +2113,7 @@ mod grad_fns {
         py: Python<'py>,
         grad_output: &Bound<'py, PyAny>,
         input: &Bound<'py, PyAny>,
-        dim: i64,
+        #[pyo3(from_py_with = int_not_bool)] dim: i64,
         index: &Bound<'py, PyAny>,
         src: &Bound<'py, PyAny>,
         reduce: &str,
@@ -2105,7 +2138,7 @@ mod grad_fns {
         py: Python<'py>,
         grad_output: &Bound<'py, PyAny>,
         input: &Bound<'py, PyAny>,
-        dim: i64,
+        #[pyo3(from_py_with = int_not_bool)] dim: i64,
         index: &Bound<'py, PyAny>,
         bounds: Option<&str>,
         fill_value: Option<&Bound<'py, PyAny>>,
@@ -2125,7 +2158,7 @@ mod grad_fns {
         py: Python<'py>,
         grad_output: &Bound<'py, PyAny>,
         input: &Bound<'py, PyAny>,
-        dim: i64,
+        #[pyo3(from_py_with = int_not_bool)] dim: i64,
         index: &Bound<'py, PyAny>,
         source: &Bound<'py, PyAny>,
         alpha: Option<&Bound<'py, PyAny>>,
@@ -2147,7 +2180,7 @@ mod grad_fns {
         py: Python<'py>,
         grad_output: &Bound<'py, PyAny>,
         input: &Bound<'py, PyAny>,
-        dim: i64,
+        #[pyo3(from_py_with = int_not_bool)] dim: i64,
         index: &Bound<'py, PyAny>,
         source: &Bound<'py, PyAny>,
         bounds: Option<&str>,
@@ -2168,7 +2201,7 @@ mod grad_fns {
         py: Python<'py>,
         grad_output: &Bound<'py, PyAny>,
         input: &Bound<'py, PyAny>,
-        dim: i64,
+        #[pyo3(from_py_with = int_not_bool)] dim: i64,
         index: &Bound<'py, PyAny>,
         value: &Bound<'py, PyAny>,
         bounds: Option<&str>,
@@ -2189,7 +2222,7 @@ mod grad_fns {
         py: Python<'py>,
         grad_output: &Bound<'py, PyAny>,
         input: &Bound<'py, PyAny>,
-        dim: i64,
+        #[pyo3(from_py_with = int_not_bool)] dim: i64,
         index: &Bound<'py, PyAny>,
         source: &Bound<'py, PyAny>,
         reduce: &str,
@@ -2232,7 +2265,7 @@ mod grad_fns {
         grad_output: &Bound<'py, PyAny>,
         input: &Bound<'py, PyAny>,
         indices: &Bound<'py, PyAny>,
-        dim: Option<i64>,
+        #[pyo3(from_py_with = opt_int_not_bool)] dim: Option<i64>,
         bounds: Option<&str>,
         fill_value: Option<&Bound<'py, PyAny>>,
         dtype: Option<&str>,
@@ -2302,7 +2335,7 @@ mod grad_fns {
         py: Python<'py>,
         grad_output: &Bound<'py, PyAny>,
         input: &Bound<'py, PyAny>,
-        dim: i64,
+        #[pyo3(from_py_with = int_not_bool)] dim: i64,
         descending: bool,
         stable: bool,
         dtype: Option<&str>,
@@ -2324,8 +2357,8 @@ mod grad_fns {
         py: Python<'py>,
         grad_output: &Bound<'py, PyAny>,
         input: &Bound<'py, PyAny>,
-        k: i64,
-        dim: i64,
+        #[pyo3(from_py_with = int_not_bool)] k: i64,
+        #[pyo3(from_py_with = int_not_bool)] dim: i64,
         largest: bool,
         sorted: bool,
         dtype: Option<&str>,
@@ -2349,8 +2382,8 @@ mod grad_fns {
         grad_output: &Bound<'py, PyAny>,
         input: &Bound<'py, PyAny>,
         repeats: &Bound<'py, PyAny>,
-        dim: Option<i64>,
-        output_size: Option<i64>,
+        #[pyo3(from_py_with = opt_int_not_bool)] dim: Option<i64>,
+        #[pyo3(from_py_with = opt_int_not_bool)] output_size: Option<i64>,
         dtype: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
         let mut c = Call::new(py, "repeat_interleave", dtype)?;
@@ -2374,9 +2407,9 @@ mod grad_fns {
         py: Python<'py>,
         grad_output: &Bound<'py, PyAny>,
         input: &Bound<'py, PyAny>,
-        axis: i64,
+        #[pyo3(from_py_with = int_not_bool)] axis: i64,
         index: &Bound<'py, PyAny>,
-        batch_dims: i64,
+        #[pyo3(from_py_with = int_not_bool)] batch_dims: i64,
         bounds: Option<&str>,
         fill_value: Option<&Bound<'py, PyAny>>,
         dtype: Option<&str>,
@@ -2547,29 +2580,36 @@ struct Span {
     first: usize,
     gcd: usize,
     item: usize,
-    /// Whether two positions may have the same address (sufficient test: the axes sorted by
+    /// Whether two of its elements may share a byte (a sufficient test: the axes sorted by
     /// stride, each steps past everything the shorter ones reach).
     overlaps_itself: bool,
 }
 
 impl Span {
-    /// `None` for an array without elements, which shares nothing.
+    /// `None` for an array without elements, which shares nothing. `strides` count elements.
     fn of<T>(ptr: *const T, shape: &[usize], strides: &[isize]) -> Option<Span> {
+        let item = std::mem::size_of::<T>().max(1);
+        let bytes: Vec<isize> = strides.iter().map(|&s| s * item as isize).collect();
+        Span::of_bytes(ptr as usize, shape, &bytes, item)
+    }
+
+    /// [`Span::of`] with `strides` in bytes, as NumPy gives them.
+    fn of_bytes(first: usize, shape: &[usize], strides: &[isize], item: usize) -> Option<Span> {
         if shape.contains(&0) {
             return None;
         }
-        let item = std::mem::size_of::<T>().max(1);
+        let item = item.max(1);
         let (mut below, mut above, mut gcd) = (0usize, 0usize, 0usize);
         let mut axes = Vec::with_capacity(shape.len());
         for (&n, &s) in shape.iter().zip(strides) {
             if n > 1 {
-                let reach = s.unsigned_abs() * (n - 1) * item;
+                let reach = s.unsigned_abs() * (n - 1);
                 if s < 0 {
                     below += reach
                 } else {
                     above += reach
                 }
-                gcd = gcd_of(gcd, s.unsigned_abs() * item);
+                gcd = gcd_of(gcd, s.unsigned_abs());
                 axes.push((s.unsigned_abs(), n));
             }
         }
@@ -2577,13 +2617,12 @@ impl Span {
         let mut reach = 0usize;
         let mut overlaps_itself = false;
         for (s, n) in axes {
-            if s <= reach {
+            if s < reach + item {
                 overlaps_itself = true;
                 break;
             }
             reach += s * (n - 1);
         }
-        let first = ptr as usize;
         Some(Span {
             lo: first - below,
             hi: first + above + item,
