@@ -467,3 +467,27 @@ def test_an_index_that_is_a_materialised_broadcast_gives_what_its_broadcast_view
     full[599, 7] = 3
     with pytest.raises(gather.IndexOutOfBoundsError, match=r"index 90 .* position \[599, 0\]"):
         gather.scatter_add(x, 0, full, src)
+
+
+def test_a_bool_where_a_dim_or_a_count_goes_is_a_type_error_as_in_pytorch():
+    # bool is an int to Python; PyTorch refuses it there, and so do the bindings: a flag in a
+    # dim's place is arguments out of order (topk(x, 2, True) meant largest=True).
+    x = np.arange(12.0).reshape(3, 4)
+    i = np.zeros((3, 1), np.int64)
+    calls = [
+        lambda: gather.topk(x, True),
+        lambda: gather.topk(x, 2, True),
+        lambda: gather.gather(x, True, i),
+        lambda: gather.index_select(x, False, i[:, 0]),
+        lambda: gather.take_along_dim(x, i, dim=True),
+        lambda: gather.repeat_interleave(x, 2, dim=True),
+        lambda: gather.repeat_interleave(x, 2, 0, output_size=True),
+        lambda: gather.grad.gather(np.ones((3, 1)), x, True, i),
+    ]
+    for call in calls:
+        with pytest.raises(TypeError, match="not bool"):
+            call()
+    # NumPy integers and None (where a dim may be left out) are taken as before.
+    assert gather.gather(x, np.int64(1), i).shape == (3, 1)
+    assert gather.topk(x, np.int32(2), -1)[0].shape == (3, 2)
+    assert gather.take_along_dim(x, np.array([0, 11]), dim=None).tolist() == [0.0, 11.0]
