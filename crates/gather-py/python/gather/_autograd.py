@@ -523,8 +523,7 @@ def _func_function(torch):
         """GatherOp for torch's own autograd, with the same rules: a forward that takes ctx
         spares Function.apply's binding of forward's signature, a fifth of a tiny call's
         forward and backward. Its jvp rule runs only inside a forward-mode level (torch.func's
-        transforms take GatherOp), so only there does it save its tensors for one: saving costs
-        as much as a tiny call's kernel."""
+        transforms take GatherOp), so only there does it save its tensors for one."""
 
         @staticmethod
         def forward(ctx, *inputs):
@@ -564,10 +563,10 @@ def detaching(native):
 
 
 def _binder(signature):
-    """``signature.bind(*args, **kwargs).arguments`` for the usual call, without its cost (a
-    fifth of a tiny recorded call): the positional arguments by name, then the keywords. A call
-    that binds otherwise or not at all (too many positional arguments, a name unknown, repeated
-    or missing) goes to ``signature.bind``, which raises its TypeError."""
+    """``signature.bind(*args, **kwargs).arguments`` for the usual call, without its cost
+    (inspect's binding walks every parameter's kind): the positional arguments by name, then
+    the keywords. A call that binds otherwise or not at all (too many positional arguments, a
+    name unknown, repeated or missing) goes to ``signature.bind``, which raises its TypeError."""
     kinds = inspect.Parameter
     params = signature.parameters.values()
     positional = tuple(p.name for p in params if p.kind == kinds.POSITIONAL_OR_KEYWORD)
