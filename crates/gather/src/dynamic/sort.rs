@@ -154,7 +154,7 @@ pub(crate) fn repeat_interleave(args: &Args, inputs: &dyn Inputs) -> Result<Tens
             let positions = positions.into_dyn();
             // PyTorch returns the repeats' dtype. The positions are below repeats.len() and
             // ascending, so the last one says whether they fit.
-            let last = positions.iter().last().copied().unwrap_or(0);
+            let last = positions.last().copied().unwrap_or(0);
             macro_rules! in_dtype {
                 ($($v:ident => $t:ty),*) => {
                     match r {

@@ -3,9 +3,10 @@
 //!
 //! `half`'s slice conversions test for F16C once per run but then call a function per 8
 //! elements (a `#[target_feature]` function cannot be inlined into baseline code). Here the
-//! whole run is one `#[target_feature]` function whose loop converts 8 lanes an instruction. Where F16C is missing (or under Miri) `half`'s own
-//! conversions run. The instructions round to nearest even and quiet NaNs as `half` does: the
-//! tests compare every `f16` bit pattern and `f32` values around every `f16` boundary.
+//! whole run is one `#[target_feature]` function whose loop converts 8 lanes an instruction.
+//! Where F16C is missing (or under Miri) `half`'s own conversions run. The instructions round to
+//! nearest even and quiet NaNs as `half` does: the tests compare every `f16` bit pattern and
+//! `f32` values around every `f16` boundary.
 
 use half::slice::HalfFloatSliceExt;
 use half::{bf16, f16};
