@@ -124,7 +124,8 @@ fn to_pyerr(py: Python<'_>, e: &lib::Error, dialect: Dialect) -> PyErr {
 }
 
 /// An exception of class `class` of `gather._errors` with `category`, raised by the bindings
-/// themselves (a bad `dtype=`, `parity=`, or bfloat16 data that is not uint16).
+/// themselves (a bad `dtype=`, `parity=`, or bfloat16 data that is not uint16), and `hint`
+/// where the message ends in one, as the library's errors have them.
 fn py_error(py: Python<'_>, class: &str, category: &str, message: String) -> PyErr {
     let build = || -> PyResult<PyErr> {
         let obj = py
@@ -132,6 +133,7 @@ fn py_error(py: Python<'_>, class: &str, category: &str, message: String) -> PyE
             .getattr(class)?
             .call1((message.clone(),))?;
         obj.setattr("category", category)?;
+        obj.setattr("hint", message.split_once("\nhint: ").map(|(_, h)| h))?;
         Ok(PyErr::from_value(obj))
     };
     build().unwrap_or_else(|err| err)
@@ -474,15 +476,18 @@ impl<'py> Call<'py> {
         }
         // The read-only borrow of `input` ends here: the target is borrowed for writing.
         self.arrays.retain(|(n, _)| *n != "input");
-        let mut target = borrow_mut(self.py, self.op, input, self.bf16)?;
         let views = self.views();
         let (op, args) = (self.op, &self.args);
-        // Tested on NumPy's description of the target, before a `&mut` view of it exists.
-        if let Some(written) = &target.span() {
+        // Tested on NumPy's description of the target, before a `&mut` view of it exists (and
+        // before NumPy's borrow checker, which cannot name the argument).
+        let check = |written: Option<Span>| {
+            let Some(written) = written else {
+                return Ok(());
+            };
             self.writable(written.overlaps_itself)?;
             for (name, v) in &views {
                 let read = lib::with_elem!(TensorView, v, a => Span::of(a.as_ptr(), a.shape(), a.strides()));
-                if read.is_some_and(|r| r.meets(written)) {
+                if read.is_some_and(|r| r.meets(&written)) {
                     return Err(py_error(
                         self.py,
                         "InvalidArgumentError",
@@ -493,7 +498,9 @@ impl<'py> Call<'py> {
                     ));
                 }
             }
-        }
+            Ok(())
+        };
+        let mut target = borrow_mut(self.py, op, input, self.bf16, &check)?;
         let tv = target.view_mut();
         let result = self.py.detach(|| {
             catch_unwind(AssertUnwindSafe(|| {
@@ -628,23 +635,6 @@ enum ArrMut<'py> {
 }
 
 impl ArrMut<'_> {
-    /// The memory the array's elements occupy, from NumPy's description of it (see [`Span`]).
-    fn span(&self) -> Option<Span> {
-        macro_rules! span {
-            ($($v:ident),*) => {
-                match self {
-                    $(ArrMut::$v(a) => {
-                        let item = a.dtype().itemsize();
-                        Span::of_bytes(a.data() as usize, a.shape(), a.strides(), item)
-                    })*
-                }
-            };
-        }
-        span!(
-            Bool, U8, I8, I16, I32, I64, U16, U32, U64, F16, F32, F64, BF16
-        )
-    }
-
     fn view_mut(&mut self) -> TensorViewMut<'_> {
         match self {
             ArrMut::Bool(a) => a.as_array_mut().into(),
@@ -696,12 +686,14 @@ fn element(a: &Bound<'_, PyAny>) -> Option<(u8, usize)> {
 }
 
 /// Borrows `obj`, the target of an in-place call, for writing: a NumPy array (or a tensor seen
-/// as one through DLPack) that can be written without a copy.
+/// as one through DLPack) that can be written without a copy. `check` is given the memory the
+/// elements occupy first (see [`Span`]), and may refuse it.
 fn borrow_mut<'py>(
     py: Python<'py>,
     op: &str,
     obj: &Bound<'py, PyAny>,
     bf16: bool,
+    check: &dyn Fn(Option<Span>) -> PyResult<()>,
 ) -> PyResult<ArrMut<'py>> {
     let fail = |why: &str, hint: &str| {
         py_error(
@@ -712,7 +704,7 @@ fn borrow_mut<'py>(
         )
     };
     if let Some(bits) = framework_bf16_bits(py, obj)? {
-        return borrow_mut(py, op, &bits, true);
+        return borrow_mut(py, op, &bits, true, check);
     }
     let a = match obj.cast::<PyUntypedArray>() {
         Ok(_) => obj.clone(),
@@ -764,13 +756,13 @@ fn borrow_mut<'py>(
                 ),
             )
         })?;
-        return bits.try_readwrite().map(ArrMut::BF16).map_err(borrowed);
+        return writable(bits, check, borrowed).map(ArrMut::BF16);
     }
     macro_rules! as_ {
         ($t:ty, $v:ident) => {
             a.cast::<PyArrayDyn<$t>>()
                 .ok()
-                .map(|x| x.try_readwrite().map(ArrMut::$v).map_err(borrowed))
+                .map(|x| writable(x, check, borrowed).map(ArrMut::$v))
         };
     }
     let found = by_element!(element(&a), as_);
@@ -786,6 +778,22 @@ fn borrow_mut<'py>(
             describe_dtype(&a)
         ),
     ))
+}
+
+/// `a` borrowed for writing, once `check` has taken the memory its elements occupy (see
+/// [`Span`]); `check` also runs when NumPy's borrow checker finds another argument's borrow,
+/// so that its error names the argument.
+fn writable<'py, T: numpy::Element>(
+    a: &Bound<'py, PyArrayDyn<T>>,
+    check: &dyn Fn(Option<Span>) -> PyResult<()>,
+    refused: impl Fn(BorrowError) -> PyErr,
+) -> PyResult<PyReadwriteArrayDyn<'py, T>> {
+    let span = || Span::of_bytes(a.data() as usize, a.shape(), a.strides(), size_of::<T>());
+    match a.try_readwrite() {
+        Ok(w) => check(span()).map(|()| w),
+        Err(e @ BorrowError::AlreadyBorrowed) => check(span()).and(Err(refused(e))),
+        Err(e) => Err(refused(e)),
+    }
 }
 
 /// A uint16 array of bfloat16 bit patterns, borrowed to be read as bf16 values (no copy).

@@ -131,6 +131,113 @@ def test_torch_cpu_tensors_go_through_numpy_views_with_the_dlpack_results():
     assert isinstance(gather.gather(x.numpy(), 1, idx), np.ndarray)
 
 
+_TORCH_DTYPES = [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
+                 torch.float16, torch.bfloat16, torch.float32, torch.float64] + [
+    getattr(torch, n) for n in ("uint16", "uint32", "uint64") if hasattr(torch, n)]
+
+# Layouts of a [6, 5] tensor of `base`'s: every stride and offset a view can have on the CPU.
+_TORCH_LAYOUTS = {
+    "contiguous": lambda b: b[:6, :5],
+    "transposed": lambda b: b[:5, :6].T,
+    "offset_columns": lambda b: b[1:7, 2:7],
+    "stepped": lambda b: b[::2, 1::2][:6, :5],
+    "expanded_row": lambda b: b[3, :5].expand(6, 5),
+    "scalar_expanded": lambda b: b[2, 4].expand(6, 5),
+}
+
+
+def _torch_values(dtype, shape, g):
+    if dtype == torch.bool:
+        return torch.rand(shape, generator=g) > 0.5
+    if dtype.is_floating_point:
+        return (torch.randn(shape, generator=g) * 8).to(dtype)
+    return torch.randint(0, 100, shape, generator=g).to(dtype)
+
+
+@pytest.mark.parametrize("layout", sorted(_TORCH_LAYOUTS))
+@pytest.mark.parametrize("dtype", _TORCH_DTYPES, ids=str)
+def test_torch_tensors_of_every_dtype_and_layout_are_read_as_torch_reads_them(dtype, layout):
+    g = torch.Generator().manual_seed(5)
+    x = _TORCH_LAYOUTS[layout](_torch_values(dtype, (12, 12), g))
+    idx = torch.randint(0, 5, (6, 3), generator=g)
+    rows = torch.tensor([5, 0, 3, 3])
+    exact = lambda a: a.to(torch.float64) if dtype in (torch.uint16, torch.uint32, torch.uint64) else a
+    got = gather.gather(x, 1, idx)
+    assert got.dtype == dtype and torch.equal(exact(got), exact(torch.gather(exact(x), 1, idx)))
+    got = gather.index_select(x, 0, rows)
+    assert got.dtype == dtype and torch.equal(exact(got), exact(torch.index_select(exact(x), 0, rows)))
+    # The index read in place too, in a layout of its own (int32, transposed).
+    idx32 = idx.to(torch.int32).T.contiguous().T
+    assert torch.equal(exact(gather.gather(x, 1, idx32)), exact(torch.gather(exact(x), 1, idx)))
+
+
+def test_unusual_torch_tensors_give_torchs_results():
+    # A subclass, a misaligned tensor (copied to be read), an empty one and a 0-d one.
+    class Tagged(torch.Tensor):
+        pass
+
+    x = torch.arange(20.0).reshape(4, 5)
+    idx = torch.tensor([[4, 0], [1, 1], [2, 3], [0, 0]])
+    tagged = x.as_subclass(Tagged)
+    assert torch.equal(torch.as_tensor(gather.gather(tagged, 1, idx)), torch.gather(x, 1, idx))
+    raw = bytearray(4 * 20 + 1)
+    odd = torch.frombuffer(raw, dtype=torch.float32, offset=1, count=20).reshape(4, 5)
+    assert odd.data_ptr() % 4 != 0
+    odd.copy_(x)
+    assert torch.equal(gather.gather(odd, 1, idx), torch.gather(x, 1, idx))
+    empty = torch.zeros(0, 5)
+    assert gather.index_select(empty, 1, torch.tensor([4, 0])).shape == (0, 2)
+    assert gather.take(torch.tensor(7.0), torch.tensor([0, 0])).tolist() == [7.0, 7.0]
+
+
+@pytest.mark.parametrize("op", ["scatter_", "scatter_add_", "scatter_reduce_", "index_add_", "index_copy_",
+                                "index_fill_", "index_reduce_", "put_", "masked_scatter_"])
+def test_torch_inplace_forms_move_the_version_counter_as_torchs_own_do(op):
+    # A backward that saved the tensor must refuse to run once the library has written it, as
+    # after torch's own in-place ops, instead of using the new values silently.
+    rows, ones = torch.tensor([0, 2]), torch.ones(2, 3)
+    args = {
+        "scatter_": (0, rows[:, None].expand(2, 3), ones), "scatter_add_": (0, rows[:, None].expand(2, 3), ones),
+        "scatter_reduce_": (0, rows[:, None].expand(2, 3), ones, "amax"), "index_add_": (0, rows, ones),
+        "index_copy_": (0, rows, ones), "index_fill_": (0, rows, 5.0), "index_reduce_": (0, rows, ones, "prod"),
+        "put_": (rows, torch.tensor([3.0, 4.0])), "masked_scatter_": (torch.eye(3, dtype=torch.bool), torch.ones(9)),
+    }[op]
+    w = torch.ones(3, 3, requires_grad=True)
+    t = torch.full((3, 3), 2.0)
+    y = (w * t).sum()
+    before = t._version
+    assert getattr(gather, op)(t, *args) is t
+    assert t._version > before
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()
+
+
+def test_torch_inplace_write_under_no_grad_moves_the_version_counter():
+    # A leaf that requires grad, written under torch.no_grad() (an optimizer's update): a graph
+    # that saved it refuses its backward afterwards, as with torch's own in-place ops.
+    w = torch.ones(3, requires_grad=True)
+    y = (w * w).sum()
+    with torch.no_grad():
+        gather.index_add_(w, 0, torch.tensor([1]), torch.ones(1))
+    assert w.tolist() == [1.0, 2.0, 1.0]
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()
+    # A bfloat16 target goes through DLPack rather than a NumPy view: the same.
+    b, v = torch.ones(2, dtype=torch.bfloat16), torch.ones(2, dtype=torch.bfloat16, requires_grad=True)
+    y = (v * b).sum()
+    gather.put_(b, torch.tensor([0]), torch.tensor([3.0], dtype=torch.bfloat16))
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()
+
+
+def test_torch_failing_inplace_call_keeps_the_version_counter():
+    t = torch.zeros(3)
+    before = t._version
+    with pytest.raises(gather.IndexOutOfBoundsError):
+        gather.index_add_(t, 0, torch.tensor([5]), torch.ones(1))
+    assert t._version == before and t.tolist() == [0.0, 0.0, 0.0]
+
+
 def test_torch_negative_views_are_read_with_their_sign():
     # z.conj().imag is a view with the negative bit, which torch's DLPack export drops: it is
     # resolved before the library reads it, and refused as an in-place target.

@@ -73,10 +73,15 @@ def test_read_only_target_is_a_clear_error_and_stays_unchanged():
         gather.index_fill_(b, 0, np.array([0]), 1.0)
 
 
-def test_target_that_shares_memory_with_another_argument_is_an_error():
+def test_target_that_shares_memory_with_another_argument_is_an_error_that_names_it():
+    # NumPy's borrow checker finds these first; the error still names the argument and its fix.
     x = base()
-    with pytest.raises(gather.InvalidArgumentError, match="shares memory"):
+    with pytest.raises(gather.InvalidArgumentError, match="shares memory with `src`") as e:
         gather.scatter_add_(x, 0, np.array([[0, 1, 2]]), x[:1])
+    assert e.value.hint == "pass a copy of `src` (NumPy: `src.copy()`, torch: `src.clone()`)"
+    np.testing.assert_array_equal(x, base())
+    with pytest.raises(gather.InvalidArgumentError, match="shares memory with `source`"):
+        gather.index_copy_(x, 0, np.array([1, 0]), x)
     np.testing.assert_array_equal(x, base())
 
 

@@ -159,6 +159,15 @@ def _on_torch(torch, native, args, kwargs):
     return torch.from_numpy(out)
 
 
+def _written(torch, target):
+    """``target``, after its version counter has moved on when it is a torch tensor the library
+    wrote into: a backward that saved it then refuses to run on the new values, as after torch's
+    own in-place ops, instead of using them silently."""
+    if torch is not None and isinstance(target, torch.Tensor):
+        torch.autograd.graph.increment_version(target)
+    return target
+
+
 def _jax_traced(args, kwargs):
     """Whether an argument is a traced JAX array (inside jax.jit, jax.grad, jax.vmap): the op
     then runs as a custom call of the computation (gather._jax_ops)."""
@@ -674,13 +683,13 @@ def in_place(op):
         if not grad:
             views = _numpy_views(torch, args, kwargs) if torch is not None else None
             if views is None:
-                return native(*args, **kwargs)
+                return _written(torch, native(*args, **kwargs))
             try:
                 native(*views[0], **views[1])  # writes into the tensor's memory through its view
             except GatherError as e:
                 respell(e, "torch")
                 raise
-            return args[0] if args else kwargs["input"]
+            return _written(torch, args[0] if args else kwargs["input"])
         given = bind(args, kwargs)
         names, values = _detached(torch, given)
         if torch.is_grad_enabled():
@@ -691,7 +700,7 @@ def in_place(op):
                 f"`with torch.no_grad():`",
             )
         native(**values)
-        return given["input"]
+        return _written(torch, given["input"])
 
     return _wrap(run, op, native)
 
