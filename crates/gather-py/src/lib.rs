@@ -460,7 +460,8 @@ impl<'py> Call<'py> {
 
     /// Runs the in-place form of the op on `input`, the caller's own array, and returns it.
     fn into_input(mut self, input: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
-        if is_torch(input) && input.call_method0("is_neg")?.is_truthy()? {
+        let torch = is_torch(input);
+        if torch && input.call_method0("is_neg")?.is_truthy()? {
             return Err(py_error(
                 self.py,
                 "InvalidArgumentError",
@@ -472,7 +473,8 @@ impl<'py> Call<'py> {
             ));
         }
         if !self.gpu.is_empty() {
-            return self.into_gpu_input(input);
+            self.into_gpu_input(input)?;
+            return written(input, torch);
         }
         // The read-only borrow of `input` ends here: the target is borrowed for writing.
         self.arrays.retain(|(n, _)| *n != "input");
@@ -508,7 +510,7 @@ impl<'py> Call<'py> {
             }))
         });
         self.finish(result)?;
-        Ok(input.clone().unbind())
+        written(input, torch)
     }
 
     /// The in-place form on the GPU ([`gather_cuda::dynamic::call_inplace`]: the op out of
@@ -614,6 +616,18 @@ impl<'py> Call<'py> {
         }
         Ok(PyTuple::new(self.py, items)?.into_any().unbind())
     }
+}
+
+/// `input`, the target of an in-place call that wrote into it, after its version counter has
+/// moved on where it is a torch tensor: a backward that saved it then refuses to run on the new
+/// values, as after torch's own in-place ops (the Python wrappers do the same for the NumPy
+/// views they pass).
+fn written(input: &Bound<'_, PyAny>, torch: bool) -> PyResult<Py<PyAny>> {
+    if torch {
+        let graph = input.py().import("torch.autograd.graph")?;
+        graph.call_method1("increment_version", (input,))?;
+    }
+    Ok(input.clone().unbind())
 }
 
 /// The target of an in-place call, borrowed for writing.

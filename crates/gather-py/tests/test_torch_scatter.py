@@ -317,3 +317,37 @@ def test_errors_write_their_fix_in_the_framework_of_src(fn):
         with pytest.raises(gather.DTypeError) as e:
             f(src, idx, 0) if fn != "segment_coo" else f(src, idx)
         assert fix in e.value.hint and str(e.value).endswith(e.value.hint), e.value
+
+
+_OUT_CALLS = {
+    "scatter_sum": lambda t, out: ts.scatter_sum(t.src, t.index, 0, out=out),
+    "scatter_mul": lambda t, out: ts.scatter_mul(t.src, t.index, 0, out=out),
+    "scatter_mean": lambda t, out: ts.scatter_mean(t.src, t.index, 0, out=out),
+    "scatter_min": lambda t, out: ts.scatter_min(t.src, t.index, 0, out=out),
+    "scatter_max": lambda t, out: ts.scatter_max(t.src, t.index, 0, out=out),
+    "scatter": lambda t, out: ts.scatter(t.src, t.index, 0, out=out, reduce="sum"),
+    "segment_coo": lambda t, out: ts.segment_coo(t.src, t.sorted, out=out),
+    "segment_csr": lambda t, out: ts.segment_csr(t.src, t.indptr, out=out),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_OUT_CALLS))
+def test_a_torch_out_written_in_place_moves_its_version_counter(name):
+    # pytorch_scatter writes `out` with torch's in-place ops, which move its version: a backward
+    # that saved `out` refuses to run afterwards rather than read the new values.
+    torch = pytest.importorskip("torch")
+
+    class T:
+        src = torch.tensor(SRC)
+        index = torch.tensor(INDEX)
+        sorted = torch.tensor([0, 0, 0, 2, 2, 4])
+        indptr = torch.tensor([0, 3, 3, 5, 5, 6])
+
+    out = torch.ones(5, 2, dtype=torch.float64)
+    w = torch.ones(5, 2, dtype=torch.float64, requires_grad=True)
+    y = (w * out).sum()
+    before = out._version
+    got = _OUT_CALLS[name](T, out)
+    assert (got[0] if isinstance(got, tuple) else got) is out and out._version > before
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()

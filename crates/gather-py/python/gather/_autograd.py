@@ -160,11 +160,11 @@ def _on_torch(torch, native, args, kwargs):
 
 
 def _written(torch, target):
-    """``target``, after its version counter has moved on when it is a torch tensor the library
-    wrote into: a backward that saved it then refuses to run on the new values, as after torch's
-    own in-place ops, instead of using them silently."""
-    if torch is not None and isinstance(target, torch.Tensor):
-        torch.autograd.graph.increment_version(target)
+    """``target``, a torch tensor the library wrote into through its NumPy view, after its
+    version counter has moved on: a backward that saved it then refuses to run on the new
+    values, as after torch's own in-place ops, instead of using them silently. (A tensor handed
+    to the extension itself is moved on there.)"""
+    torch.autograd.graph.increment_version(target)
     return target
 
 
@@ -683,7 +683,7 @@ def in_place(op):
         if not grad:
             views = _numpy_views(torch, args, kwargs) if torch is not None else None
             if views is None:
-                return _written(torch, native(*args, **kwargs))
+                return native(*args, **kwargs)
             try:
                 native(*views[0], **views[1])  # writes into the tensor's memory through its view
             except GatherError as e:
@@ -700,7 +700,7 @@ def in_place(op):
                 f"`with torch.no_grad():`",
             )
         native(**values)
-        return _written(torch, given["input"])
+        return given["input"]
 
     return _wrap(run, op, native)
 

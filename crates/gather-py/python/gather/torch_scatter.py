@@ -367,7 +367,7 @@ def _scatter_arg(src, index, dim, out, dim_size, reduce):
         o = _np(out)
         if o.flags.writeable:
             o[...] = _np(values)
-            return out, _like(src, arg)
+            return _written(out), _like(src, arg)
     return _like(src, values), _like(src, arg)
 
 
@@ -499,6 +499,16 @@ def _write(out, values):
     return values
 
 
+def _written(out):
+    """``out`` after a write through its NumPy view, with its version counter moved on where it
+    is a torch tensor, as torch's own in-place ops move it (a backward that saved it refuses)."""
+    if type(out).__module__.split(".")[0] == "torch":
+        import torch
+
+        torch.autograd.graph.increment_version(out)
+    return out
+
+
 def _into(out, result):
     if out is None:
         return result
@@ -507,6 +517,7 @@ def _into(out, result):
         out = _write(out, values)
     else:
         _np(out)[...] = _np(values)
+        _written(out)
     return (out, result[1]) if isinstance(result, tuple) else out
 
 
