@@ -13,7 +13,12 @@ the framework is not known). Every array of a call is then on that GPU, where th
 (:mod:`gather.grad`) run too. The in-place forms have PyTorch's trailing underscore
 (``scatter_``, ``scatter_add_``, ``scatter_reduce_``, ``index_add_``, ``index_copy_``,
 ``index_fill_``, ``index_reduce_``, ``put_``, ``masked_scatter_``): they write into the caller's
-own array or tensor, return it, and leave it unchanged when they fail.
+own array or tensor, return it, and leave it unchanged when they fail (a torch tensor's version
+counter moves on, as after torch's own in-place ops). The ops whose torch function has ``out=``
+(all but ``index_fill``, ``put``, ``masked_scatter``, ``argsort``, ``repeat_interleave`` and
+``select_batched``) take it with torch's rules: ``out`` gets the result and is returned, must
+have its dtype (a torch ``out`` of another shape is resized, with torch's warning when it had
+elements), and is never recorded by autograd (see :mod:`gather._out`).
 
 Torch autograd records the ops: where a tensor argument requires grad, the op runs inside a
 ``torch.autograd.Function`` whose backward is its gradient in :mod:`gather.grad` (on the CPU or

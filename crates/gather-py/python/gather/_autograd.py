@@ -25,7 +25,7 @@ import weakref
 
 import numpy as np
 
-from . import _calls, _dask_ops, _native, _shapes, _tangents
+from . import _calls, _dask_ops, _native, _out, _shapes, _tangents
 from ._errors import GatherError, refused, respell
 from ._native import grad as _grad
 
@@ -622,7 +622,11 @@ def differentiable(op):
     call = {"op": op, "forward": native, "grad": grad, "order": _op_order,
             "grad_params": set(inspect.signature(grad).parameters) if grad else set()}
 
+    takes_out = op in _out.OPS
+
     def run(*args, **kwargs):
+        if kwargs and takes_out and ("out" in kwargs or "sparse_grad" in kwargs):
+            return _out.call(op, run, args, kwargs)
         if _plain(args, kwargs):
             return native(*args, **kwargs)
         torch, needs_grad = _torch_tensors(args, kwargs)
@@ -654,7 +658,17 @@ def differentiable(op):
             return _on_torch(torch, native, (), dict(rest, **{n: given[n].detach() for n in names}))
         return _eager_function(torch).apply(call, rest, names, *[given[n] for n in names])
 
-    return _wrap(run, op, native)
+    fn = _wrap(run, op, native)
+    if takes_out:
+        # PyTorch's keyword-only `sparse_grad` (gather) and `out`, first among the keywords.
+        sig = fn.__signature__
+        params = list(sig.parameters.values())
+        at = next((i for i, p in enumerate(params) if p.kind is p.KEYWORD_ONLY), len(params))
+        extra = [inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, default=None)]
+        if op == "gather":
+            extra.insert(0, inspect.Parameter("sparse_grad", inspect.Parameter.KEYWORD_ONLY, default=False))
+        fn.__signature__ = sig.replace(parameters=params[:at] + extra + params[at:])
+    return fn
 
 
 def in_place(op):
