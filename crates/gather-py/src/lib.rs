@@ -20,9 +20,10 @@
 //!    at length 1).
 //! 3. Results are moved into new NumPy arrays without a copy (bfloat16 results become `uint16`).
 //!
-//! Errors become Python exceptions of `gather`'s own classes, which derive from `IndexError`,
-//! `ValueError` and `TypeError` (see `python/gather/_errors.py`); a panic is caught and raised as
-//! `RuntimeError`, so no call can take the interpreter down.
+//! Errors become Python exceptions of `gather`'s own classes, which derive from `RuntimeError` (as
+//! PyTorch's do) and from `IndexError`, `ValueError` or `TypeError` (see
+//! `python/gather/_errors.py`); a panic is caught and raised as a plain `RuntimeError`, so no call
+//! can take the interpreter down.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 

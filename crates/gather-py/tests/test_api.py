@@ -156,6 +156,18 @@ def test_float16_is_native():
     np.testing.assert_array_equal(out, np.array([1.75, 2.0, 65504.0], np.float16))
 
 
+@pytest.mark.parametrize("cls,numpy_base", [
+    (gather.DimOutOfRangeError, IndexError), (gather.IndexOutOfBoundsError, IndexError),
+    (gather.RankMismatchError, ValueError), (gather.ShapeMismatchError, ValueError),
+    (gather.InvalidArgumentError, ValueError), (gather.DTypeError, TypeError)])
+def test_every_error_is_a_runtime_error_as_pytorchs_and_its_numpy_class(cls, numpy_base):
+    # `except RuntimeError`, written for torch's ops, catches them, and so does NumPy's class.
+    assert issubclass(cls, gather.GatherError) and issubclass(cls, RuntimeError)
+    assert issubclass(cls, numpy_base)
+    with pytest.raises(RuntimeError):
+        gather.gather(np.zeros((2, 3)), 1, np.array([[0, 7]]))
+
+
 def test_errors_are_typed_and_carry_the_hint():
     x = np.zeros((2, 3))
     with pytest.raises(gather.IndexOutOfBoundsError) as e:

@@ -75,8 +75,8 @@ bfloat16: NumPy has no bfloat16 dtype, so bfloat16 data travels as its uint16 bi
 (``input``, ``src``, ``source``, ``grad_output``; never indices or masks) are read as bfloat16, and
 bfloat16 results come back as uint16 bit patterns. float16 is NumPy's own ``np.float16``.
 
-Errors are :class:`GatherError` subclasses that also derive from ``IndexError``, ``ValueError`` or
-``TypeError`` (see :mod:`gather._errors`).
+Errors are :class:`GatherError` subclasses, which derive from ``RuntimeError`` (as PyTorch's errors
+of these ops do) and from ``IndexError``, ``ValueError`` or ``TypeError`` (see :mod:`gather._errors`).
 
 >>> import numpy as np, gather
 >>> x = np.array([[10, 20, 30], [40, 50, 60]])

@@ -1,10 +1,11 @@
 """The exceptions `gather` raises.
 
-Every failure of an op is a :class:`GatherError`, which also derives from the built-in exception a
-NumPy or PyTorch user would catch for it:
+Every failure of an op is a :class:`GatherError`. That is a ``RuntimeError``, which is what
+PyTorch raises for most failures of these ops, so code written for torch's ops catches them.
+Each class also derives from the built-in exception a NumPy user would catch for it:
 
 ====================== =================================== ============================
-class                  built-in bases                      library error kind
+class                  built-in bases (and RuntimeError)   library error kind
 ====================== =================================== ============================
 DimOutOfRangeError     IndexError (as PyTorch)             DimOutOfRange
 IndexOutOfBoundsError  IndexError                          IndexOutOfBounds
@@ -13,6 +14,11 @@ ShapeMismatchError     ValueError                          ShapeMismatch
 InvalidArgumentError   ValueError                          InvalidArgument
 DTypeError             TypeError (and InvalidArgumentError) InvalidArgument about a dtype
 ====================== =================================== ============================
+
+PyTorch raises ``IndexError`` for a dim out of range and for some bad index values
+(``index_select``, ``take``, ``put``), both ``IndexError`` here too; its one other
+``IndexError`` of these ops, ``index_select`` with an index that is not 1-d, is a
+:class:`RankMismatchError` (a ``ValueError`` and a ``RuntimeError``) here.
 
 The message is the library's one-line message followed by a ``hint:`` line where there is a
 fix, with the fix's code written as calls of the framework whose arrays the call was given:
@@ -47,8 +53,8 @@ __all__ = [
 ]
 
 
-class GatherError(Exception):
-    """Base class of every error an op of `gather` raises."""
+class GatherError(RuntimeError):
+    """Base class of every error an op of `gather` raises (a ``RuntimeError``, as PyTorch's)."""
 
     category: str = "invalid_argument"
     hint: Optional[str] = None
