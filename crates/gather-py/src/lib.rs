@@ -481,8 +481,8 @@ impl<'py> Call<'py> {
         self.arrays.retain(|(n, _)| *n != "input");
         let views = self.views();
         let (op, args) = (self.op, &self.args);
-        // Tested on NumPy's description of the target, before a `&mut` view of it exists (and
-        // before NumPy's borrow checker, which cannot name the argument).
+        // Tested on NumPy's description of the target before a `&mut` view of it exists, and
+        // also where NumPy's borrow checker refuses it, as that error cannot name the argument.
         let check = |written: Option<Span>| {
             let Some(written) = written else {
                 return Ok(());
@@ -771,13 +771,13 @@ fn borrow_mut<'py>(
                 ),
             )
         })?;
-        return writable(bits, check, borrowed).map(ArrMut::BF16);
+        return borrow_checked(bits, check, borrowed).map(ArrMut::BF16);
     }
     macro_rules! as_ {
         ($t:ty, $v:ident) => {
             a.cast::<PyArrayDyn<$t>>()
                 .ok()
-                .map(|x| writable(x, check, borrowed).map(ArrMut::$v))
+                .map(|x| borrow_checked(x, check, borrowed).map(ArrMut::$v))
         };
     }
     let found = by_element!(element(&a), as_);
@@ -795,10 +795,10 @@ fn borrow_mut<'py>(
     ))
 }
 
-/// `a` borrowed for writing, once `check` has taken the memory its elements occupy (see
+/// `a` borrowed for writing, once `check` has passed the memory its elements occupy (see
 /// [`Span`]); `check` also runs when NumPy's borrow checker finds another argument's borrow,
-/// so that its error names the argument.
-fn writable<'py, T: numpy::Element>(
+/// so that the error names the argument.
+fn borrow_checked<'py, T: numpy::Element>(
     a: &Bound<'py, PyArrayDyn<T>>,
     check: &dyn Fn(Option<Span>) -> PyResult<()>,
     refused: impl Fn(BorrowError) -> PyErr,

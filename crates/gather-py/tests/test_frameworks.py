@@ -409,3 +409,22 @@ def test_repeat_interleave_of_repeats_alone_keeps_their_dtype_as_pytorch(dtype):
     r = torch.tensor([2, 0, 1, 3], dtype=dtype)
     got, want = gather.repeat_interleave(r), torch.repeat_interleave(r)
     assert got.dtype == want.dtype and torch.equal(got, want)
+
+
+def test_inference_tensors_are_not_written_outside_inference_mode_as_in_torch():
+    with torch.inference_mode():
+        t, theirs = torch.zeros(3), torch.zeros(3)
+    with pytest.raises(RuntimeError, match="Inplace update to inference tensor"):
+        theirs.index_fill_(0, torch.tensor([0]), 5.0)
+    with pytest.raises(gather.InvalidArgumentError, match="inference tensor") as e:
+        gather.index_fill_(t, 0, torch.tensor([1]), 5.0)
+    assert "torch.inference_mode()" in e.value.hint and t[1] == 0.0
+    with pytest.raises(gather.InvalidArgumentError, match="inference tensor"):
+        gather.torch_scatter.scatter_sum(torch.ones(2), torch.tensor([0, 2]), out=t)
+    with pytest.raises(gather.InvalidArgumentError, match="inference tensor"):
+        gather.torch_scatter.scatter_max(torch.ones(2), torch.tensor([0, 2]), out=t)
+    assert t[2] == 0.0
+    with torch.inference_mode():
+        gather.index_fill_(t, 0, torch.tensor([1]), 5.0)
+        gather.torch_scatter.scatter_sum(torch.ones(2), torch.tensor([0, 2]), out=t)
+    assert t.tolist() == [1.0, 5.0, 1.0]

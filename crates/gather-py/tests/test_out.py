@@ -209,3 +209,14 @@ def test_out_works_inside_torch_compile_with_fullgraph():
     out = torch.empty(3, 2, dtype=torch.float64)
     assert torch.equal(f(x, i, out), 2 * torch.gather(x, 1, i))
     assert torch.equal(out, torch.gather(x, 1, i))
+
+
+def test_an_inference_out_is_refused_outside_inference_mode():
+    with torch.inference_mode():
+        out = torch.zeros(3, 2, dtype=torch.float64)
+    with pytest.raises(gather.InvalidArgumentError, match="inference tensor"):
+        gather.gather(_torch(X), 1, _torch(IDX), out=out)
+    assert not out.any()
+    with torch.inference_mode():
+        gather.gather(_torch(X), 1, _torch(IDX), out=out)
+    assert torch.equal(out, torch.gather(_torch(X), 1, _torch(IDX)))

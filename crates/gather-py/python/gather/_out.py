@@ -80,6 +80,14 @@ def _writable(op, t):
     if isinstance(t, np.ndarray) and not t.flags.writeable:
         raise refused(f"{op}: out is read-only (or a broadcast view, whose elements alias each other)",
                       "pass a writable array (e.g. `np.empty_like(...)`)")
+    torch = sys.modules.get("torch")
+    # Dynamo cannot trace is_inference() (a graph break even without fullgraph): compiled code
+    # goes without this check.
+    if root == "torch" and not torch.compiler.is_compiling() and t.is_inference() \
+            and not torch.is_inference_mode_enabled():
+        raise refused(f"{op}: out is an inference tensor, which torch does not let in-place ops "
+                      "update outside inference mode", "call under `with torch.inference_mode():`, "
+                      "or pass an out made outside it")
     if not (isinstance(t, np.ndarray) or root in ("torch", "cupy")):
         raise refused(f"{op}: out must be an array of the result's framework, got {type(t).__name__}",
                       "pass a NumPy array, or a tensor of the framework of `input`")
