@@ -159,25 +159,6 @@ def _on_torch(torch, native, args, kwargs):
     return torch.from_numpy(out)
 
 
-def _written(torch, target):
-    """``target``, a torch tensor the library wrote into through its NumPy view, after its
-    version counter has moved on: a backward that saved it then refuses to run on the new
-    values, as after torch's own in-place ops, instead of using them silently. (A tensor handed
-    to the extension itself is moved on there.)"""
-    torch.autograd.graph.increment_version(target)
-    return target
-
-
-def _not_inference(torch, op, target):
-    """Refuses to write into an inference tensor (made under ``torch.inference_mode()``) outside
-    inference mode, as torch's own in-place ops refuse: it has no version counter to move on."""
-    if isinstance(target, torch.Tensor) and target.is_inference() and not torch.is_inference_mode_enabled():
-        raise refused(f"{op}: `input` is an inference tensor, which torch does not let in-place ops "
-                      "update outside inference mode",
-                      "write under `with torch.inference_mode():`, or into a copy made outside it "
-                      "(`x = x.clone()`)")
-
-
 def _jax_traced(args, kwargs):
     """Whether an argument is a traced JAX array (inside jax.jit, jax.grad, jax.vmap): the op
     then runs as a custom call of the computation (gather._jax_ops)."""
@@ -704,8 +685,7 @@ def in_place(op):
         if torch is None and _jax_traced(args, kwargs):
             raise refused(f"{op}: `input` is a traced JAX array, which cannot be written",
                           f"JAX arrays are immutable: call gather.{op[:-1]} (out of place), which returns the result")
-        if torch is not None:
-            _not_inference(torch, op, args[0] if args else kwargs.get("input"))
+        _out.not_inference(args[0] if args else kwargs.get("input"), f"{op}: `input`")
         if not grad:
             views = _numpy_views(torch, args, kwargs) if torch is not None else None
             if views is None:
@@ -715,7 +695,7 @@ def in_place(op):
             except GatherError as e:
                 respell(e, "torch")
                 raise
-            return _written(torch, args[0] if args else kwargs["input"])
+            return _out.written(args[0] if args else kwargs["input"])
         given = bind(args, kwargs)
         names, values = _detached(torch, given)
         if torch.is_grad_enabled():

@@ -108,9 +108,10 @@ def respell(err, dialect):
     err.hint = spelled
 
 
-def refused(message: str, hint: str) -> InvalidArgumentError:
+def refused(message: str, hint: str, cls: type = InvalidArgumentError) -> GatherError:
     """The error of a call the Python layer refuses itself, shaped as the library's own: the
-    message, a ``hint:`` line, and ``hint`` set."""
-    err = InvalidArgumentError(f"{message}\nhint: {hint}")
+    message, a ``hint:`` line, and ``hint`` set (an :class:`InvalidArgumentError` unless ``cls``
+    says which)."""
+    err = cls(f"{message}\nhint: {hint}")
     err.hint = hint
     return err

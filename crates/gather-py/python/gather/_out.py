@@ -13,7 +13,9 @@ values (PyTorch refuses that case). As in PyTorch:
 * ``sort`` and ``topk`` take a pair ``(values, indices)``.
 
 JAX and Dask arrays are immutable: their ``out=`` is an error that says to take the returned
-array. Imports neither torch nor jax.
+array. The rules of writing into a caller's torch tensor (:func:`not_inference`,
+:func:`written`) are here too, for the in-place forms and ``gather.torch_scatter``'s ``out=``.
+Imports neither torch nor jax.
 """
 
 import sys
@@ -58,6 +60,34 @@ def call(op, run, args, kwargs):
     return tuple(targets) if op in PAIRS else out
 
 
+def not_inference(t, what):
+    """Refuses to write into ``t`` (``what``, as the error names it) where it is a torch
+    inference tensor (made under ``torch.inference_mode()``) and inference mode is off: torch's
+    own in-place ops refuse it, as it has no version counter to move on."""
+    torch = sys.modules.get("torch")
+    # Dynamo cannot trace is_inference() (a graph break even without fullgraph): compiled code
+    # goes without this check.
+    if torch is None or not isinstance(t, torch.Tensor) or torch.compiler.is_compiling():
+        return t
+    if t.is_inference() and not torch.is_inference_mode_enabled():
+        raise refused(f"{what} is an inference tensor, which torch does not let in-place ops update "
+                      "outside inference mode",
+                      "write under `with torch.inference_mode():`, or into a copy made outside it "
+                      "(`.clone()`)")
+    return t
+
+
+def written(t):
+    """``t`` after the library wrote into its memory, with its version counter moved on where it
+    is a torch tensor, as torch's own in-place ops move it: a backward that saved it then refuses
+    to run on the new values instead of using them silently. (A tensor handed to the extension
+    itself is moved on there; this is for the writes through a NumPy view of it.)"""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(t, torch.Tensor):
+        torch.autograd.graph.increment_version(t)
+    return t
+
+
 def _targets(op, out):
     if op not in PAIRS:
         return (out,)
@@ -80,14 +110,7 @@ def _writable(op, t):
     if isinstance(t, np.ndarray) and not t.flags.writeable:
         raise refused(f"{op}: out is read-only (or a broadcast view, whose elements alias each other)",
                       "pass a writable array (e.g. `np.empty_like(...)`)")
-    torch = sys.modules.get("torch")
-    # Dynamo cannot trace is_inference() (a graph break even without fullgraph): compiled code
-    # goes without this check.
-    if root == "torch" and not torch.compiler.is_compiling() and t.is_inference() \
-            and not torch.is_inference_mode_enabled():
-        raise refused(f"{op}: out is an inference tensor, which torch does not let in-place ops "
-                      "update outside inference mode", "call under `with torch.inference_mode():`, "
-                      "or pass an out made outside it")
+    not_inference(t, f"{op}: out")
     if not (isinstance(t, np.ndarray) or root in ("torch", "cupy")):
         raise refused(f"{op}: out must be an array of the result's framework, got {type(t).__name__}",
                       "pass a NumPy array, or a tensor of the framework of `input`")
@@ -100,21 +123,17 @@ def _check(op, name, t, r):
                       f"{type(r).__module__}.{type(r).__name__} (the type of `input`)",
                       f"pass {name} of the result's type")
     if t.dtype != r.dtype:
-        err = DTypeError(f"{op}: {name} has dtype {t.dtype}, but the result's dtype is {r.dtype}\n"
-                         f"hint: pass {name} of dtype {r.dtype}")
-        err.hint = f"pass {name} of dtype {r.dtype}"
-        raise err
+        raise refused(f"{op}: {name} has dtype {t.dtype}, but the result's dtype is {r.dtype}",
+                      f"pass {name} of dtype {r.dtype}", DTypeError)
     if _root(t) == "torch":
         if t.device != r.device:
             raise refused(f"{op}: {name} is on {t.device}, but the result on {r.device}",
                           f"pass {name} on {r.device}")
         return
     if tuple(t.shape) != tuple(r.shape):
-        hint = f"pass {name} of shape {tuple(r.shape)} (NumPy and CuPy arrays cannot be resized)"
-        err = ShapeMismatchError(f"{op}: {name} has shape {tuple(t.shape)}, but the result's is "
-                                 f"{tuple(r.shape)}\nhint: {hint}")
-        err.hint = hint
-        raise err
+        raise refused(f"{op}: {name} has shape {tuple(t.shape)}, but the result's is {tuple(r.shape)}",
+                      f"pass {name} of shape {tuple(r.shape)} (NumPy and CuPy arrays cannot be resized)",
+                      ShapeMismatchError)
 
 
 def _copy(t, r):

@@ -51,7 +51,8 @@ import sys
 import numpy as np
 
 from . import _dask_ops, _native
-from ._errors import GatherError, refused, respell
+from ._errors import GatherError, respell
+from ._out import not_inference, written
 
 __all__ = [
     "scatter",
@@ -251,7 +252,7 @@ def _size(src, index, dim, dim_size):
 def _inplace(name, out, *args, **kwargs):
     """``gather.<name>_`` into ``out`` (NumPy, torch); JAX arrays are immutable, so a JAX ``out``
     gets the out-of-place result instead."""
-    _writable(out)
+    not_inference(out, f"{name}: `out`")
     try:
         return getattr(_native, name + "_")(out, *args, **kwargs)
     except Exception:
@@ -365,10 +366,10 @@ def _scatter_arg(src, index, dim, out, dim_size, reduce):
     if given and _on_device(out):
         return _write(out, values), _like(src, arg)
     if given:
-        o = _np(_writable(out))
+        o = _np(not_inference(out, "`out`"))
         if o.flags.writeable:
             o[...] = _np(values)
-            return _written(out), _like(src, arg)
+            return written(out), _like(src, arg)
     return _like(src, values), _like(src, arg)
 
 
@@ -500,29 +501,6 @@ def _write(out, values):
     return values
 
 
-def _writable(out):
-    """Refuses a torch inference tensor as ``out`` outside inference mode, as torch's own in-place
-    ops do (it has no version counter to move on)."""
-    if type(out).__module__.split(".")[0] == "torch":
-        import torch
-
-        if not torch.compiler.is_compiling() and out.is_inference() and not torch.is_inference_mode_enabled():
-            raise refused("`out` is an inference tensor, which torch does not let in-place ops update "
-                          "outside inference mode",
-                          "call under `with torch.inference_mode():`, or pass `out.clone()`")
-    return out
-
-
-def _written(out):
-    """``out`` after a write through its NumPy view, with its version counter moved on where it
-    is a torch tensor, as torch's own in-place ops move it (a backward that saved it refuses)."""
-    if type(out).__module__.split(".")[0] == "torch":
-        import torch
-
-        torch.autograd.graph.increment_version(out)
-    return out
-
-
 def _into(out, result):
     if out is None:
         return result
@@ -530,8 +508,8 @@ def _into(out, result):
     if _on_device(out):
         out = _write(out, values)
     else:
-        _np(_writable(out))[...] = _np(values)
-        _written(out)
+        _np(not_inference(out, "`out`"))[...] = _np(values)
+        written(out)
     return (out, result[1]) if isinstance(result, tuple) else out
 
 
