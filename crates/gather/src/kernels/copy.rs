@@ -95,13 +95,31 @@ const TILE: usize = 64;
 /// tiled: each task walks the outer positions for one tile of the inner axis, so that the lines
 /// of the strided side that one outer position touches are still in L1 for the next, which reads
 /// (or writes) their neighbouring elements. Walking whole inner rows, every line was fetched
-/// again for each of its elements.
+/// again for each of its elements. Where the strided side's lines would share L1 sets, and the
+/// other side is contiguous along an outer axis, the copy runs in square blocks instead
+/// ([`transpose_nest`]).
 ///
 /// # Safety
 /// The offsets `base + j * stride` that `nest` produces must be in bounds for both pointers, the
 /// destination's distinct for distinct positions, and the source not written meanwhile.
 unsafe fn copy_nest<T: Word>(nest: &Nest<2>, dst: SharedPtr<T>, src: SharedPtr<T>) {
     let [ds, ss] = nest.inner.strides;
+    // The operand that is strided along the inner axis (`side`) may be contiguous along an outer
+    // one; blocks only pay where its stride makes the tiled walk's lines share L1 sets.
+    let side = usize::from(ds == 1);
+    if (ds == 1) != (ss == 1)
+        && nest.inner.len >= block::<T>()
+        && aliases::<T>(nest.inner.strides[side])
+    {
+        let across = nest
+            .outer
+            .iter()
+            .rposition(|a| a.strides[side].unsigned_abs() == 1 && a.len >= block::<T>());
+        if let Some(p) = across {
+            // SAFETY: the function's contract, for the same positions.
+            return unsafe { transpose_nest(nest, p, dst, src) };
+        }
+    }
     let body = move |base: [isize; 2], r: std::ops::Range<usize>| {
         let (d, s) = (dst, src);
         // SAFETY: the function's contract.
@@ -123,6 +141,118 @@ unsafe fn copy_nest<T: Word>(nest: &Nest<2>, dst: SharedPtr<T>, src: SharedPtr<T
     } else {
         nest.for_each(body);
     }
+}
+
+/// Whether lines `stride` elements of `T` apart fall in at most 4 of the 64 sets of a 32 KiB,
+/// 8-way L1 data cache (the common size): a multiple of 1 KiB, so that the tiled
+/// walk's `TILE` lines of the strided side need 16 or more ways of one set and are evicted
+/// before their next element is read. Other strides spread the lines over 8 sets or more,
+/// where the tiled walk is faster than the blocks.
+fn aliases<T>(stride: isize) -> bool {
+    (stride.unsigned_abs() * std::mem::size_of::<T>()) % 1024 == 0
+}
+
+/// Positions per side of [`transpose_nest`]'s square blocks: a cache line of `T`, kept between 8
+/// (`u64`) and 32 (bytes) so that a block is at most 1 KiB.
+const fn block<T>() -> usize {
+    let b = 64 / std::mem::size_of::<T>();
+    if b < 8 {
+        8
+    } else if b > 32 {
+        32
+    } else {
+        b
+    }
+}
+
+/// A transposing copy in square blocks through a buffer: [`copy_nest`]'s positions where `dst` is
+/// contiguous along one axis and `src` along another (`nest.outer[p]`).
+///
+/// A block is read line by line along `src`'s contiguous axis into the buffer, then written line
+/// by line along `dst`'s: each line of either side is used whole the one time it is touched. The
+/// tiled walk instead keeps a tile's worth of the strided side's lines in L1 for the next outer
+/// position; when that side's stride is a multiple of 1 KiB (a power-of-two row length, as
+/// `[1024, 1024]` `f32`) those lines crowd into a few sets of the L1 cache ([`aliases`]) and
+/// every element was a miss. A piece walks its blocks a `TILE` of `along` at a time, so that the
+/// strided rows it reads stay few (in the TLB too) while it steps `across`.
+///
+/// ```text
+/// src (contiguous along o)        buf [o][k]           dst (contiguous along k)
+///   k0: o0 o1 o2 ..  --read k by k-->  ...  --write o by o-->  o0: k0 k1 k2 ..
+/// ```
+///
+/// # Safety
+/// As [`copy_nest`].
+unsafe fn transpose_nest<T: Word>(nest: &Nest<2>, p: usize, dst: SharedPtr<T>, src: SharedPtr<T>) {
+    let b = block::<T>();
+    let along = nest.inner;
+    let mut outer = nest.outer.clone();
+    let across = outer.remove(p);
+    // `across` becomes the splittable inner axis and `along` the axis each piece runs whole, so
+    // that every piece holds whole blocks along `along`.
+    let blocks = Nest {
+        outer,
+        mid: Some(along),
+        inner: across,
+        inner_splittable: true,
+        total: nest.total,
+    };
+    let [dk, sk] = along.strides;
+    let [dop, sop] = across.strides;
+    // Which way each side is contiguous: `dst` along `along` and `src` along `across`, or the
+    // reverse.
+    let dst_along = dk == 1;
+    blocks.for_each(move |base, r| {
+        let (d, s) = (dst, src);
+        let mut buf = [std::mem::MaybeUninit::<T>::uninit(); 32 * 32];
+        let buf = buf.as_mut_ptr();
+        for t0 in (0..along.len).step_by(TILE) {
+            for o0 in r.clone().step_by(b) {
+                let on = b.min(r.end - o0);
+                for k0 in (t0..along.len.min(t0 + TILE)).step_by(b) {
+                    let kn = b.min(along.len - k0);
+                    let (o0i, k0i) = (o0 as isize, k0 as isize);
+                    // SAFETY: the positions `(k0 + k, o0 + o)`, `k < kn`, `o < on`, are positions of
+                    // the nest (`o0 + on <= r.end`, `k0 + kn <= along.len`), so their offsets are in
+                    // bounds for both operands (the function's contract); `buf` holds `32 * 32 >=
+                    // b * b` elements and `o * b + k < b * b`. Every slot the second loop reads was
+                    // written by the first.
+                    unsafe {
+                        let dp = d.0.offset(base[0] + k0i * dk + o0i * dop);
+                        let sp = s.0.offset(base[1] + k0i * sk + o0i * sop).cast_const();
+                        let at = |o: usize, k: usize| buf.add(o * b + k);
+                        if dst_along {
+                            for k in 0..kn {
+                                for o in 0..on {
+                                    (*at(o, k))
+                                        .write(*sp.offset(k as isize * sk + o as isize * sop));
+                                }
+                            }
+                            for o in 0..on {
+                                for k in 0..kn {
+                                    *dp.offset(k as isize * dk + o as isize * dop) =
+                                        (*at(o, k)).assume_init();
+                                }
+                            }
+                        } else {
+                            for o in 0..on {
+                                for k in 0..kn {
+                                    (*at(o, k))
+                                        .write(*sp.offset(k as isize * sk + o as isize * sop));
+                                }
+                            }
+                            for k in 0..kn {
+                                for o in 0..on {
+                                    *dp.offset(k as isize * dk + o as isize * dop) =
+                                        (*at(o, k)).assume_init();
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    });
 }
 
 #[cfg(test)]
@@ -172,6 +302,49 @@ mod tests {
                 assert_eq!(back.t(), x, "{threads} threads");
             });
         }
+    }
+
+    /// Transposed views whose strided side steps 1 KiB: the square blocks, for each word width.
+    fn check_blocks<T: Plain + PartialEq + std::fmt::Debug>(of: impl Fn(usize) -> T + Sync) {
+        let cols = 1024 / std::mem::size_of::<T>();
+        // Not a multiple of any block side, and long enough to be split over threads.
+        let rows = sized(601, 37);
+        let x = ndarray::Array2::from_shape_fn((rows, cols), |(a, b)| of(a * cols + b));
+        let x3 = Array3::from_shape_fn((3, rows / 3, cols), |(a, b, c)| {
+            of((a * rows + b) * cols + c)
+        });
+        for threads in [1, 2, 3] {
+            let pool = crate::kernels::test_pool(threads);
+            pool.install(|| {
+                let xt = x.t();
+                let views = [
+                    xt.into_dyn(),
+                    xt.slice(s![..;-1, ..]).into_dyn(),
+                    xt.slice(s![3.., 5..]).into_dyn(),
+                    x3.view().permuted_axes([0, 2, 1]).into_dyn(),
+                ];
+                for v in views {
+                    let got = owned(&v);
+                    assert_eq!(got, v, "{threads} threads, strides {:?}", v.strides());
+                }
+                // Written through a transposed destination whose rows are 1 KiB apart.
+                let src = ndarray::Array2::from_shape_fn((cols, 45), |(a, b)| of(a * 45 + b));
+                let mut back = ndarray::Array2::from_shape_fn((45, cols), |_| of(0));
+                assign(
+                    &mut back.view_mut().reversed_axes().into_dyn(),
+                    &src.view().into_dyn(),
+                );
+                assert_eq!(back.t(), src, "{threads} threads");
+            });
+        }
+    }
+
+    #[test]
+    fn transposing_copies_with_strides_of_a_kib_run_in_blocks_for_every_width() {
+        check_blocks(|i| i as u8);
+        check_blocks(|i| i as u16);
+        check_blocks(|i| i as u32);
+        check_blocks(|i| i as u64);
     }
 
     #[test]
