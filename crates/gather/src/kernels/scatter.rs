@@ -142,7 +142,8 @@ pub(crate) fn scatter_checking<A, T, I, F>(
 
 /// [`scatter_checking`] into a fresh destination: `out` (empty, with room for `from.len()`
 /// elements) becomes a row-major copy of `from` with the scatter applied, and is returned with
-/// that length. Where the index spans the destination on every axis but `dim`, each task copies
+/// that length. Where the index spans the destination on every axis but `dim` and `from` is
+/// contiguous along its last axis, each task copies
 /// the part of `from` it is about to update, whole along `dim`, just before updating it, so the
 /// destination is written once and updated while it is still in cache, instead of a separate
 /// parallel copy followed by a second pass over the destination (the out-of-place `scatter_add`
@@ -184,7 +185,12 @@ where
     let size = from.shape().get(dim).copied().unwrap_or(0);
     let spans = index.ndim() == from.ndim()
         && (0..from.ndim()).all(|d| d == dim || index.shape()[d] == from.shape()[d]);
-    if !spans || index.is_empty() || size == 0 {
+    // A `from` strided along its rows (a transposed input) is copied apart: the copy kernel's
+    // blocks read and write whole lines, the fused copy one element of each.
+    let rows_contiguous = (from.shape().iter().zip(from.strides()).rev())
+        .find(|&(&len, _)| len > 1)
+        .is_none_or(|(_, s)| s.unsigned_abs() == 1);
+    if !spans || index.is_empty() || size == 0 || !rows_contiguous {
         let mut out = super::copy::copy_into(from, out);
         let mut dst = ArrayViewMut::from_shape(from.shape(), &mut out[..])
             .expect("a row-major buffer of the shape's length");
