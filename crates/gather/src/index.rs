@@ -248,9 +248,11 @@ pub(crate) fn find_out_of_bounds<I: IndexElem>(
     // searched only on failure.
     let found = if let Some(s) = view.as_slice_memory_order() {
         match bounds {
-            Bounds::Strict => any_bad(s, |v| (v as u64) >= (n as u64)),
+            Bounds::Strict => crate::kernels::check::any_bad(s, |v| (v as u64) >= (n as u64)),
             // -n <= v < n, as one unsigned comparison.
-            Bounds::Wrap => any_bad(s, |v| (v.wrapping_add(n) as u64) >= 2 * (n as u64)),
+            Bounds::Wrap => {
+                crate::kernels::check::any_bad(s, |v| (v.wrapping_add(n) as u64) >= 2 * (n as u64))
+            }
             Bounds::Modulo => n == 0,
         }
     } else {
@@ -265,21 +267,6 @@ pub(crate) fn find_out_of_bounds<I: IndexElem>(
     view.indexed_iter()
         .find(|(_, v)| bad(v.to_i64()))
         .map(|(c, v)| (v.to_i64(), c.slice().to_vec()))
-}
-
-/// Whether `bad` holds for any value of `s`: a branch-free scan in blocks (so that it
-/// vectorises), split over the thread pool for long slices.
-fn any_bad<I: IndexElem>(s: &[I], bad: impl Fn(i64) -> bool + Sync) -> bool {
-    use rayon::prelude::*;
-    const BLOCK: usize = 1024;
-    const PARALLEL: usize = 256 * 1024;
-    let block = |c: &[I]| c.iter().fold(false, |acc, v| acc | bad(v.to_i64()));
-    if s.len() >= PARALLEL && rayon::current_num_threads() > 1 {
-        s.par_chunks(PARALLEL / 4)
-            .any(|c| c.chunks(BLOCK).any(block))
-    } else {
-        s.chunks(BLOCK).any(block)
-    }
 }
 
 /// Checks every value of `index` against a dimension of `size`; the error names the op, the value,

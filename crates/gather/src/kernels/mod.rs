@@ -6,6 +6,7 @@
 //! its operands, and only then runs unchecked loops planned by [`crate::plan::Nest`]. Each `unsafe`
 //! block states the invariant it relies on in a `// SAFETY:` comment.
 
+pub(crate) mod check;
 pub(crate) mod convert;
 pub(crate) mod copy;
 pub(crate) mod fold;
