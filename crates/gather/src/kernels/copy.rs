@@ -138,6 +138,8 @@ unsafe fn copy_nest<T: Word>(nest: &Nest<2>, dst: SharedPtr<T>, src: SharedPtr<T
     };
     if (ds == 1) != (ss == 1) && !nest.outer.is_empty() && nest.inner.len > TILE {
         nest.for_each_tiled(TILE, crate::plan::GRAIN, body);
+    } else if ds == 1 && ss == 1 {
+        nest.for_each_grain(super::copy_grain::<T>(nest.total), body);
     } else {
         nest.for_each(body);
     }

@@ -289,7 +289,12 @@ where
     if is == 0 {
         // Row copy: the index is constant along the inner axis (an expanded or broadcast index,
         // index_select): one lookup, then a contiguous copy.
-        nest.for_each(move |base, r| unsafe {
+        let grain = if os == 1 && xs == 1 {
+            super::copy_grain::<T>(nest.total)
+        } else {
+            crate::plan::GRAIN
+        };
+        nest.for_each_grain(grain, move |base, r| unsafe {
             let (Ptrs { out, idx, x }, map) = (p, map);
             let mut flag = false;
             let op = out.0.offset(base[0]);

@@ -153,6 +153,23 @@ fn out_of_range(flag: &mut bool) -> usize {
 /// Under Miri, 8 KiB: its test shapes are small (see [`crate::plan::GRAIN`]).
 pub(crate) const RANDOM_BYTES: usize = if cfg!(miri) { 8 << 10 } else { 8 << 20 };
 
+/// The grain (elements of `T` per task) of a loop over `total` elements that only moves contiguous
+/// runs (`memcpy` of whole rows): the whole loop on the calling thread below 1 MiB, the usual
+/// grain above. Waking a thread of the pool costs more than moving a few hundred KiB: with
+/// [`crate::plan::GRAIN`] a 256 KiB `index_select` was split in two and took 25-40 µs against
+/// 11-13 on one thread (docs/performance.md, "Row copies on one thread"). On this machine one
+/// thread still wins at 1 MiB, by less; many-core machines, slower per core, gain sooner from
+/// the pool. 8 KiB under Miri.
+pub(crate) fn copy_grain<T>(total: usize) -> usize {
+    const SERIAL_BYTES: usize = if cfg!(miri) { 8 << 10 } else { 1 << 20 };
+    if total.saturating_mul(std::mem::size_of::<T>()) < SERIAL_BYTES {
+        // `split` runs a loop of fewer than twice its grain on one thread.
+        total.max(crate::plan::GRAIN)
+    } else {
+        crate::plan::GRAIN
+    }
+}
+
 /// How many elements ahead a data-dependent read is prefetched.
 pub(crate) const PREFETCH_DISTANCE: usize = 16;
 
