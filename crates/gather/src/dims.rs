@@ -216,6 +216,17 @@ pub(crate) fn splat<'a, T>(
     .expect("a read-only view may repeat its one element (ndarray 0.16 and later)")
 }
 
+/// The stride of the innermost axis longer than 1: the step along a view's rows, by which a
+/// transposed view is told from a row-major one. `None` for a view of at most one element.
+pub(crate) fn inner_stride(shape: &[usize], strides: &[isize]) -> Option<isize> {
+    shape
+        .iter()
+        .zip(strides)
+        .rev()
+        .find(|&(&len, _)| len > 1)
+        .map(|(_, &s)| s)
+}
+
 /// `a` as a 1-d view where at most one of its axes is longer than 1 (the others dropped): a
 /// strided vector, such as the compact form of a materialised broadcast, walked with a plain
 /// loop where ndarray's iterator over a dynamic-rank view steps a coordinate per element.

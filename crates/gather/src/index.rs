@@ -18,6 +18,7 @@ use ndarray::{ArrayView, Dimension, IxDyn};
 
 use crate::element::DType;
 use crate::error::{Error, ErrorKind, Result};
+use crate::kernels::check::any_bad;
 
 /// A primitive integer usable as an index.
 ///
@@ -248,11 +249,9 @@ pub(crate) fn find_out_of_bounds<I: IndexElem>(
     // searched only on failure.
     let found = if let Some(s) = view.as_slice_memory_order() {
         match bounds {
-            Bounds::Strict => crate::kernels::check::any_bad(s, |v| (v as u64) >= (n as u64)),
+            Bounds::Strict => any_bad(s, |v| (v as u64) >= (n as u64)),
             // -n <= v < n, as one unsigned comparison.
-            Bounds::Wrap => {
-                crate::kernels::check::any_bad(s, |v| (v.wrapping_add(n) as u64) >= 2 * (n as u64))
-            }
+            Bounds::Wrap => any_bad(s, |v| (v.wrapping_add(n) as u64) >= 2 * (n as u64)),
             Bounds::Modulo => n == 0,
         }
     } else {

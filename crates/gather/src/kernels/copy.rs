@@ -156,15 +156,8 @@ fn aliases<T>(stride: isize) -> bool {
 
 /// Positions per side of [`transpose_nest`]'s square blocks: a cache line of `T`, kept between 8
 /// (`u64`) and 32 (bytes) so that a block is at most 1 KiB.
-const fn block<T>() -> usize {
-    let b = 64 / std::mem::size_of::<T>();
-    if b < 8 {
-        8
-    } else if b > 32 {
-        32
-    } else {
-        b
-    }
+fn block<T>() -> usize {
+    (64 / std::mem::size_of::<T>()).clamp(8, 32)
 }
 
 /// A transposing copy in square blocks through a buffer: [`copy_nest`]'s positions where `dst` is

@@ -187,9 +187,8 @@ where
         && (0..from.ndim()).all(|d| d == dim || index.shape()[d] == from.shape()[d]);
     // A `from` strided along its rows (a transposed input) is copied apart: the copy kernel's
     // blocks read and write whole lines, the fused copy one element of each.
-    let rows_contiguous = (from.shape().iter().zip(from.strides()).rev())
-        .find(|&(&len, _)| len > 1)
-        .is_none_or(|(_, s)| s.unsigned_abs() == 1);
+    let rows_contiguous = crate::dims::inner_stride(from.shape(), from.strides())
+        .is_none_or(|s| s.unsigned_abs() == 1);
     if !spans || index.is_empty() || size == 0 || !rows_contiguous {
         let mut out = super::copy::copy_into(from, out);
         let mut dst = ArrayViewMut::from_shape(from.shape(), &mut out[..])

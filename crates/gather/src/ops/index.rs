@@ -412,9 +412,8 @@ fn row_major_source<'a, T: Element>(
     // A lone long axis is read once either way: only a source with another axis to walk by
     // tiles (a transposition) gains from the copy.
     let strided = axes().count() > 1
-        && axes()
-            .next_back()
-            .is_some_and(|(_, s)| s.unsigned_abs() > 1);
+        && crate::dims::inner_stride(source.shape(), source.strides())
+            .is_some_and(|s| s.unsigned_abs() > 1);
     let large = source.len().saturating_mul(std::mem::size_of::<T>()) >= SOURCE_COPY_MIN_BYTES;
     if strided && large && axes().all(|(_, s)| *s != 0) {
         return Ok(CowArray::from(try_to_owned(op, &source)?));
