@@ -52,18 +52,39 @@ impl FlatLayout {
         FlatLayout { axes }
     }
 
-    /// The memory offset of flat position `p` (which must be below the number of elements for
-    /// the offset to be inside the array).
-    #[inline(always)]
-    fn offset(&self, p: usize) -> isize {
-        let mut p = p;
-        let mut off = 0isize;
-        for &(len, stride) in self.axes.iter().rev() {
-            off += (p % len) as isize * stride;
-            p /= len;
+    /// The memory offset of each flat position `p` (which must be below the number of elements
+    /// for the offset to be inside the array), as a closure of plain values that the loops
+    /// inline: one division by the innermost axis's length, and a loop over the axes between
+    /// only for three axes or more. The outermost axis needs no remainder: below the number of
+    /// elements, what is left of `p` there is already below its length.
+    fn offsets(&self) -> impl Fn(usize) -> isize + Copy + Send + Sync + '_ {
+        let (s0, middle, (l1, s1)) = match self.axes.as_slice() {
+            [] => (0, &[][..], (1, 0)),
+            &[only] => (0, &[][..], only),
+            [first, middle @ .., last] => (first.1, middle, *last),
+        };
+        move |p| {
+            let (q, r) = (p / l1, p % l1);
+            let outer = if middle.is_empty() {
+                q as isize * s0
+            } else {
+                outer_offset(middle, s0, q)
+            };
+            r as isize * s1 + outer
         }
-        off
     }
+}
+
+/// The offset of what is left of a flat position past the innermost axis, for a layout of three
+/// axes or more: out of line, so that the loop of a two-axis layout stays as short as it can.
+#[inline(never)]
+fn outer_offset(middle: &[(usize, isize)], s0: isize, p: usize) -> isize {
+    let (mut p, mut off) = (p, 0);
+    for &(len, stride) in middle.iter().rev() {
+        off += (p % len) as isize * stride;
+        p /= len;
+    }
+    off + p as isize * s0
 }
 
 /// `out[q] = input.flatten()[index[q]]` into `out` (empty, with capacity for the index's length:
@@ -186,10 +207,7 @@ where
     match layout.axes.as_slice() {
         [] => run_take(&nest, ops, random, &bad, map, |_| 0),
         &[(_, s)] => run_take(&nest, ops, random, &bad, map, move |p| p as isize * s),
-        &[(_, s0), (l1, s1)] => run_take(&nest, ops, random, &bad, map, move |p| {
-            (p / l1) as isize * s0 + (p % l1) as isize * s1
-        }),
-        _ => run_take(&nest, ops, random, &bad, map, |p| layout.offset(p)),
+        _ => run_take(&nest, ops, random, &bad, map, layout.offsets()),
     }
     if bad.into_inner() {
         return None;
@@ -357,7 +375,7 @@ pub(crate) fn put<A, T, I, F>(
     };
     match stride {
         Some(stride) => put_with(&at, idx, src, update, move |p| p as isize * stride),
-        None => put_with(&at, idx, src, update, |p| layout.offset(p)),
+        None => put_with(&at, idx, src, update, layout.offsets()),
     }
 }
 
@@ -416,34 +434,67 @@ fn put_with<A, T, I, F, O>(
         let dst = base;
         let lo = t * span;
         let mut scratch = [A::default(); 8];
-        let spare = scratch.as_mut_ptr();
-        let target = |q: usize| {
-            let p = position(bounds, iv[q].to_i64(), size) as usize;
-            let mine = p.wrapping_sub(lo) < span;
-            // In bounds either way: `p < size`, the checked index's bound, is a position of
-            // `dst`, and `q % 8` a slot of `scratch`.
-            let d = dst.0.wrapping_offset(offset(p));
-            if mine { d } else { spare.wrapping_add(q % 8) }
+        let to = Targets {
+            iv,
+            bounds,
+            size,
+            lo,
+            span,
+            dst: dst.0,
+            spare: scratch.as_mut_ptr(),
+            offset: &offset,
         };
         // A destination past the caches is a miss per update: the element PREFETCH_DISTANCE
         // positions ahead is requested, as the gathers do.
         super::walk_ahead!(0..iv.len(), at.ahead, |q, next| {
             if let Some(n) = next {
-                super::prefetch(target(n).cast_const());
+                super::prefetch(to.at(n).cast_const());
             }
-            // SAFETY: `target(q)` is the element of `dst` at position `p` (checked below
+            // SAFETY: `to.at(q)` is the element of `dst` at position `p` (checked below
             // `dst.len()`, addressed as `FlatLayout` does) when `p` is in this task's range,
             // else a slot of this task's own scratch. Tasks own disjoint ranges of positions,
             // and distinct positions are distinct elements of the (mutably borrowed, so not
             // self-overlapping) `dst`: no element is referenced by two tasks at once, and the
             // loop of one task is serial.
-            unsafe { update(&mut *target(q), sv[q]) }
+            unsafe { update(&mut *to.at(q), sv[q]) }
         });
     };
     if at.parts > 1 {
         par_for(at.parts, &part);
     } else {
         part(0);
+    }
+}
+
+/// Where the updates of one task of [`put_with`] write. A method rather than a closure, so that
+/// it can be inlined by force: left out of line (as a closure of a few layouts was), its call
+/// cost a `put` into a transposed destination a third of its time.
+struct Targets<'a, A, I, O> {
+    iv: &'a [I],
+    bounds: Bounds,
+    size: usize,
+    lo: usize,
+    span: usize,
+    dst: *mut A,
+    spare: *mut A,
+    offset: &'a O,
+}
+
+impl<A, I: IndexElem, O: Fn(usize) -> isize> Targets<'_, A, I, O> {
+    /// The element of `dst` that update `q` writes, or a slot of the task's scratch where that
+    /// position is another task's.
+    #[inline(always)]
+    fn at(&self, q: usize) -> *mut A {
+        let p = position(self.bounds, self.iv[q].to_i64(), self.size) as usize;
+        let mine = p.wrapping_sub(self.lo) < self.span;
+        // In bounds either way: `p < size`, the checked index's bound, is a position of
+        // `dst`, and `q % 8` a slot of `scratch`.
+        let d = self.dst.wrapping_offset((self.offset)(p));
+        if mine {
+            d
+        } else {
+            self.spare.wrapping_add(q % 8)
+        }
     }
 }
 
@@ -467,7 +518,7 @@ mod tests {
             let layout = FlatLayout::new(v.shape(), v.strides());
             for (p, want) in v.iter().enumerate() {
                 // SAFETY (test): `p < v.len()`, so the offset is inside `v`.
-                let got = unsafe { *v.as_ptr().offset(layout.offset(p)) };
+                let got = unsafe { *v.as_ptr().offset(layout.offsets()(p)) };
                 assert_eq!(
                     got,
                     *want,
