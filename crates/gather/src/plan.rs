@@ -177,6 +177,34 @@ impl<const N: usize> Nest<N> {
         })
     }
 
+    /// The nest with the serial inner axis moved outside the last outer axis: that axis becomes
+    /// the inner axis (split between tasks like any inner axis), and the serial axis
+    /// [`Nest::mid`], run whole and in order for every piece of it. For a scatter along an axis
+    /// that is strided in the destination, and another that is contiguous there (`dim` 1 of a
+    /// transposed matrix): each update then writes a run of a destination row, where walking
+    /// the serial axis innermost writes one element of a line per update. `None` where the
+    /// inner axis is not the serial one, or without an outer axis.
+    ///
+    /// ```text
+    /// x.T [1024, 1024] (strides [1, 1024]), dim 1:
+    ///   plan            outer: 1024 (x 1)   inner: dim 1024, serial
+    ///   serial_outside  outer: []           inner: 1024 (x 1)   mid: dim 1024
+    /// ```
+    pub fn serial_outside(&self) -> Option<Nest<N>> {
+        if self.inner_splittable {
+            return None;
+        }
+        let mut outer = self.outer.clone();
+        let last = outer.pop()?;
+        Some(Nest {
+            outer,
+            mid: Some(self.inner),
+            inner: last,
+            inner_splittable: true,
+            total: self.total,
+        })
+    }
+
     /// Like [`Nest::for_each_grain`], but the inner axis is cut into tiles of `tile` positions and
     /// each task walks *many outer positions for one tile* before moving to the next tile (loop
     /// tiling). A gather whose reads along the inner axis are contiguous but spread over a large
@@ -657,6 +685,42 @@ mod tests {
         assert!(Nest::<1>::new(&[8], [&[1]], None).rows().is_none());
         let serial = Nest::<1>::new(&[3, 5, 7], [&[1, 3, 15]], Some(1));
         assert!(serial.rows().is_none());
+    }
+
+    #[test]
+    fn serial_outside_moves_a_serial_inner_axis_outside_the_last_outer_one() {
+        // dim 1 of a transposed matrix [3, 4] (strides [1, 3]), a batch axis in front.
+        let n = Nest::<1>::new(&[2, 3, 4], [&[12, 1, 3]], Some(2));
+        assert!(!n.inner_splittable);
+        let moved = n.serial_outside().expect("an outer axis to move inside");
+        assert_eq!(moved.outer, n.outer[..1]);
+        assert_eq!(moved.inner, n.outer[1]);
+        assert_eq!(moved.mid, Some(n.inner));
+        assert!(moved.inner_splittable);
+        assert_eq!(moved.total, 24);
+        // Every position once, the serial axis whole in every piece.
+        let seen = Mutex::new(Vec::new());
+        moved.for_each_grain(1, |b, r| {
+            for k in 0..4isize {
+                for j in r.clone() {
+                    seen.lock().unwrap().push(b[0] + j as isize + k * 3);
+                }
+            }
+        });
+        let mut seen = seen.into_inner().unwrap();
+        seen.sort_unstable();
+        assert_eq!(seen, (0..24).collect::<Vec<isize>>());
+        // Nothing to move: a splittable inner axis, or no outer axis.
+        assert!(
+            Nest::<1>::new(&[3, 5, 7], [&[1, 3, 15]], Some(1))
+                .serial_outside()
+                .is_none()
+        );
+        assert!(
+            Nest::<1>::new(&[8], [&[1]], Some(0))
+                .serial_outside()
+                .is_none()
+        );
     }
 
     #[test]

@@ -1097,7 +1097,14 @@ fn plan_general(
     let mut fill = fill.map_or_else(|| vec![0; shape.len()], <[isize]>::to_vec);
     fill[dim] = 0;
     let nest = Nest::<4>::new(shape, [&dst, idx, src, &fill], Some(dim));
-    (nest, dstride)
+    // `dim` strided in dst, the next axis out contiguous there and the index constant along it
+    // (index_add along dim 1 of a transposed matrix): `dim` goes outside that axis, so that each
+    // index value updates a run of a destination row instead of one element of a line.
+    let swapped = nest.serial_outside().filter(|n| {
+        let [ds, is, ..] = n.inner.strides;
+        ds.unsigned_abs() == 1 && is == 0 && dstride.unsigned_abs() > 1
+    });
+    (swapped.unwrap_or(nest), dstride)
 }
 
 #[allow(clippy::too_many_arguments)]
