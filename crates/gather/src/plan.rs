@@ -166,15 +166,7 @@ impl<const N: usize> Nest<N> {
         if self.mid.is_some() || !self.inner_splittable {
             return None;
         }
-        let mut outer = self.outer.clone();
-        let last = outer.pop()?;
-        Some(Nest {
-            outer,
-            mid: Some(self.inner),
-            inner: last,
-            inner_splittable: true,
-            total: self.total,
-        })
+        self.inner_to_mid()
     }
 
     /// The nest with the serial inner axis moved outside the last outer axis: that axis becomes
@@ -194,6 +186,12 @@ impl<const N: usize> Nest<N> {
         if self.inner_splittable {
             return None;
         }
+        self.inner_to_mid()
+    }
+
+    /// The last outer axis as the (splittable) inner axis and the inner axis as the serial one,
+    /// for [`Nest::rows`] and [`Nest::serial_outside`]; `None` without an outer axis.
+    fn inner_to_mid(&self) -> Option<Nest<N>> {
         let mut outer = self.outer.clone();
         let last = outer.pop()?;
         Some(Nest {
