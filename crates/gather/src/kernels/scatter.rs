@@ -1097,15 +1097,25 @@ fn plan_general(
     let mut fill = fill.map_or_else(|| vec![0; shape.len()], <[isize]>::to_vec);
     fill[dim] = 0;
     let nest = Nest::<4>::new(shape, [&dst, idx, src, &fill], Some(dim));
-    // `dim` strided in dst, the next axis out contiguous there and the index constant along it
-    // (index_add along dim 1 of a transposed matrix): `dim` goes outside that axis, so that each
-    // index value updates a run of a destination row instead of one element of a line.
+    // `dim` strided in dst, the next axis out contiguous there, long, and the index constant
+    // along it (index_add along dim 1 of a transposed matrix): `dim` goes outside that axis, so
+    // that each index value updates a run of a destination row instead of one element of a line.
     let swapped = nest.serial_outside().filter(|n| {
         let [ds, is, ..] = n.inner.strides;
-        ds.unsigned_abs() == 1 && is == 0 && dstride.unsigned_abs() > 1
+        ds.unsigned_abs() == 1
+            && is == 0
+            && dstride.unsigned_abs() > 1
+            && n.inner.len >= SERIAL_OUTSIDE_MIN_RUN
     });
     (swapped.unwrap_or(nest), dstride)
 }
+
+/// The shortest run of destination elements for which a scatter's element loop walks `dim`
+/// outside it ([`plan_general`]). Shorter runs keep `dim` innermost: a run of 4 or 16 cannot be
+/// split between threads, and each position along `dim` then costs a step of the loop for a
+/// few elements (`index_add_` into `[100000, 4].T` was 2-3x slower swapped, `[4096, 64].T`
+/// the same either way, `[64, 4096].T` twice as fast).
+const SERIAL_OUTSIDE_MIN_RUN: usize = 128;
 
 #[allow(clippy::too_many_arguments)]
 fn run<A, T, I, F>(
@@ -2463,6 +2473,27 @@ mod tests {
             1,
             &idx1,
             &src1.t().into_dyn(),
+        );
+        // The same with runs long enough for `dim` to go outside them (`plan_general`), the
+        // source row-major as the index_* ops pass it.
+        let long = SERIAL_OUTSIDE_MIN_RUN + 32;
+        let idx_long = idx1_axes.broadcast(IxDyn(&[long, e])).unwrap();
+        let (dst_long, src_long) = (values(&[rows, long], 27), values(&[long, e], 28));
+        let nest = plan_general(
+            1,
+            &[long, e],
+            [&[1, long as isize], idx_long.strides(), src_long.strides()],
+            None,
+        )
+        .0;
+        assert_eq!(nest.inner.len, long, "dim outside the run");
+        check(
+            "dim 1, long runs",
+            &dst_long,
+            Layout::Transposed,
+            1,
+            &idx_long,
+            &src_long.view(),
         );
         // 3-d: [E] viewed [E,1,1] and expanded to [E,4,16].
         let (e3, rows3) = (sized(2000, 40), sized(50, 10));
