@@ -696,12 +696,16 @@ mod tests {
         assert_eq!(moved.mid, Some(n.inner));
         assert!(moved.inner_splittable);
         assert_eq!(moved.total, 24);
-        // Every position once, the serial axis whole in every piece.
+        // Every position once, the serial axis whole in every piece, by the moved nest's own
+        // strides.
+        let (inner, mid) = (moved.inner.strides[0], moved.mid.unwrap());
         let seen = Mutex::new(Vec::new());
         moved.for_each_grain(1, |b, r| {
-            for k in 0..4isize {
+            for k in 0..mid.len as isize {
                 for j in r.clone() {
-                    seen.lock().unwrap().push(b[0] + j as isize + k * 3);
+                    seen.lock()
+                        .unwrap()
+                        .push(b[0] + j as isize * inner + k * mid.strides[0]);
                 }
             }
         });
